@@ -1,0 +1,1 @@
+"""The kernel-language library: the value model, operators and builtin functions."""

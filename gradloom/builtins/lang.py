@@ -1,0 +1,22 @@
+"""Language-level builtins the frontend treats specially: wp.tid() and wp.static()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .registry import builtin
+from .values import Ctx, Value
+
+
+@builtin("tid", "this thread's index; `i, j = wp.tid()` on multi-dimensional launches",
+         differentiable=False)
+def tid(ctx: Ctx) -> Value:
+    return ctx.op("tid", attr=(0, 1))
+
+
+def static(expr: Any) -> Any:
+    """`wp.static(expr)`: evaluated in Python when the kernel is compiled; here, the identity."""
+    return expr
+
+
+STATIC = static

@@ -1,0 +1,178 @@
+"""Vector and matrix builtins: dot, cross, length, normalize, transpose, determinant, inverse."""
+
+from __future__ import annotations
+
+from ..ir.nodes import Var
+from ..types import MatrixType, VectorType
+from . import ops
+from .registry import builtin
+from .values import Composite, Ctx, Value, describe
+
+
+def _vec(ctx: Ctx, name: str, v: Value) -> Composite:
+    if not isinstance(v, Composite) or not isinstance(v.type, VectorType):
+        raise ctx.error(f"wp.{name}() needs a vector, got {describe(v)}")
+    return v
+
+
+def _mat(ctx: Ctx, name: str, v: Value, square: bool = True) -> Composite:
+    if not isinstance(v, Composite) or not isinstance(v.type, MatrixType):
+        raise ctx.error(f"wp.{name}() needs a matrix, got {describe(v)}")
+    if square and v.type.rows != v.type.cols:
+        raise ctx.error(f"wp.{name}() needs a square matrix, got {v.type!r}")
+    return v
+
+
+def _same(ctx: Ctx, name: str, a: Composite, b: Composite) -> None:
+    if a.type != b.type:
+        raise ctx.error(f"wp.{name}() arguments differ: {a.type!r} and {b.type!r}")
+
+
+@builtin("dot", "inner product of two vectors")
+def dot(ctx: Ctx, a: Value, b: Value) -> Value:
+    x, y = _vec(ctx, "dot", a), _vec(ctx, "dot", b)
+    _same(ctx, "dot", x, y)
+    return ops.dot_comps(ctx, x.comps, y.comps)
+
+
+@builtin("cross", "cross product of two 3-vectors")
+def cross(ctx: Ctx, a: Value, b: Value) -> Value:
+    x, y = _vec(ctx, "cross", a), _vec(ctx, "cross", b)
+    _same(ctx, "cross", x, y)
+    if x.type.length != 3:
+        raise ctx.error(f"wp.cross() needs 3-vectors, got {x.type!r}")
+    (a0, a1, a2), (b0, b1, b2) = x.comps, y.comps
+
+    def term(p: Var, q: Var, r: Var, s: Var) -> Var:
+        return ctx.op("sub", ctx.op("mul", p, q), ctx.op("mul", r, s))
+
+    return Composite(x.type, (term(a1, b2, a2, b1), term(a2, b0, a0, b2), term(a0, b1, a1, b0)))
+
+
+@builtin("length_sq", "squared Euclidean length of a vector")
+def length_sq(ctx: Ctx, a: Value) -> Value:
+    x = _vec(ctx, "length_sq", a)
+    return ops.dot_comps(ctx, x.comps, x.comps)
+
+
+@builtin("length", "Euclidean length of a vector")
+def length(ctx: Ctx, a: Value) -> Value:
+    return ctx.op("sqrt", length_sq(ctx, a))  # type: ignore[arg-type]
+
+
+@builtin("normalize", "the vector divided by its length; the zero vector stays zero")
+def normalize(ctx: Ctx, a: Value) -> Value:
+    x = _vec(ctx, "normalize", a)
+    n = ctx.op("sqrt", ops.dot_comps(ctx, x.comps, x.comps))
+    zero = ctx.const(0, x.type.dtype)
+    positive = ctx.op("gt", n, zero)
+    safe = ctx.op("select", positive, n, ctx.const(1, x.type.dtype))
+    inv = ctx.op("div", ctx.const(1, x.type.dtype), safe)
+    return Composite(x.type, tuple(ctx.op("select", positive, ctx.op("mul", c, inv), zero)
+                                   for c in x.comps))
+
+
+@builtin("transpose", "matrix transpose")
+def transpose(ctx: Ctx, m: Value) -> Value:
+    return ops.transpose(_mat(ctx, "transpose", m, square=False))
+
+
+@builtin("trace", "sum of the diagonal")
+def trace(ctx: Ctx, m: Value) -> Value:
+    x = _mat(ctx, "trace", m)
+    n = x.type.rows
+    acc = x.comps[0]
+    for i in range(1, n):
+        acc = ctx.op("add", acc, x.comps[i * n + i])
+    return acc
+
+
+def _minor(comps: tuple[Var, ...], n: int, row: int, col: int) -> tuple[Var, ...]:
+    return tuple(comps[r * n + c] for r in range(n) if r != row for c in range(n) if c != col)
+
+
+def _det(ctx: Ctx, comps: tuple[Var, ...], n: int) -> Var:
+    """Determinant by cofactor expansion along the first row (explicit for n <= 4)."""
+    if n == 1:
+        return comps[0]
+    if n == 2:
+        return ctx.op("sub", ctx.op("mul", comps[0], comps[3]), ctx.op("mul", comps[1], comps[2]))
+    acc: Var | None = None
+    for c in range(n):
+        term = ctx.op("mul", comps[c], _det(ctx, _minor(comps, n, 0, c), n - 1))
+        if acc is None:
+            acc = term
+        else:
+            acc = ctx.op("add" if c % 2 == 0 else "sub", acc, term)
+    assert acc is not None
+    return acc
+
+
+@builtin("determinant", "matrix determinant")
+def determinant(ctx: Ctx, m: Value) -> Value:
+    x = _mat(ctx, "determinant", m)
+    return _det(ctx, x.comps, x.type.rows)
+
+
+@builtin("inverse", "matrix inverse (adjugate / determinant); a singular matrix gives zeros")
+def inverse(ctx: Ctx, m: Value) -> Value:
+    x = _mat(ctx, "inverse", m)
+    n = x.type.rows
+    det = _det(ctx, x.comps, n)
+    zero = ctx.const(0, x.type.dtype)
+    singular = ctx.op("eq", det, zero)
+    safe = ctx.op("select", singular, ctx.const(1, x.type.dtype), det)
+    inv_det = ctx.op("select", singular, zero, ctx.op("div", ctx.const(1, x.type.dtype), safe))
+    out = []
+    for r in range(n):
+        for c in range(n):  # adjugate: transpose of the cofactor matrix
+            cof = _det(ctx, _minor(x.comps, n, c, r), n - 1) if n > 1 else ctx.const(1, x.type.dtype)
+            signed = cof if (r + c) % 2 == 0 else ctx.op("neg", cof)
+            out.append(ctx.op("mul", signed, inv_det))
+    return Composite(x.type, tuple(out))
+
+
+@builtin("mul", "product: scalar*x, matrix@vector, matrix@matrix")
+def mul(ctx: Ctx, a: Value, b: Value) -> Value:
+    return ops.binary(ctx, "mul", a, b)
+
+
+@builtin("add", "sum of two values of one type")
+def add(ctx: Ctx, a: Value, b: Value) -> Value:
+    return ops.binary(ctx, "add", a, b)
+
+
+@builtin("sub", "difference of two values of one type")
+def sub(ctx: Ctx, a: Value, b: Value) -> Value:
+    return ops.binary(ctx, "sub", a, b)
+
+
+@builtin("div", "quotient (C-style for integers)")
+def div(ctx: Ctx, a: Value, b: Value) -> Value:
+    return ops.binary(ctx, "div", a, b)
+
+
+@builtin("neg", "negation")
+def neg(ctx: Ctx, a: Value) -> Value:
+    return ops.unary(ctx, "neg", a)
+
+
+@builtin("outer", "outer product of two vectors")
+def outer(ctx: Ctx, a: Value, b: Value) -> Value:
+    x, y = _vec(ctx, "outer", a), _vec(ctx, "outer", b)
+    comps = tuple(ctx.op("mul", p, q) for p in x.comps for q in y.comps)
+    return Composite(MatrixType(x.type.length, y.type.length, x.type.dtype), comps)
+
+
+@builtin("cw_mul", "component-wise product")
+def cw_mul(ctx: Ctx, a: Value, b: Value) -> Value:
+    if not isinstance(a, Composite):
+        raise ctx.error(f"wp.cw_mul() needs vectors or matrices, got {describe(a)}")
+    return ops.elementwise(ctx, "mul", a, b)
+
+
+@builtin("cw_div", "component-wise quotient")
+def cw_div(ctx: Ctx, a: Value, b: Value) -> Value:
+    if not isinstance(a, Composite):
+        raise ctx.error(f"wp.cw_div() needs vectors or matrices, got {describe(a)}")
+    return ops.elementwise(ctx, "div", a, b)

@@ -1,0 +1,119 @@
+"""Array memory in kernels: element addresses, bounds checks, loads and stores of any type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import config
+from ..ir.nodes import Var
+from ..types import ArrayType, MatrixType, ScalarType, StructType, VectorType, int64, leaves
+from .values import (
+    ArrayVal,
+    Composite,
+    Ctx,
+    StructVal,
+    Value,
+    flatten,
+    materialize,
+    scalar,
+    type_of,
+)
+
+
+@dataclass(frozen=True)
+class Place:
+    """A typed location in memory: base pointer + runtime byte offset + constant byte offset."""
+
+    ptr: Var
+    offset: Var
+    extra: int
+    type: Any
+
+
+def index64(ctx: Ctx, v: Value) -> Var:
+    i = scalar(ctx, v, None)
+    if not i.type.is_int:
+        raise ctx.error(f"array indices must be integers, got {i.type}")
+    return i if i.type == int64 else ctx.op("cast", i, type=int64)
+
+
+def index_array(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | Place:
+    """a[i, j, ...]: a Place when every dimension is indexed, else a sub-array view."""
+    n = arr.type.ndim
+    if len(idx) > n:
+        raise ctx.error(f"too many indices ({len(idx)}) for a {n}-D array")
+    offset: Var | None = None
+    for k, v in enumerate(idx):
+        i = index64(ctx, v)
+        if config.mode == "debug":
+            ctx.b.effect("check_bounds", (i, arr.shape[k]), ctx.loc, attr=ctx.b.loc_index(ctx.loc))
+        term = ctx.op("mul", i, arr.strides[k])
+        offset = term if offset is None else ctx.op("add", offset, term)
+    assert offset is not None
+    if len(idx) == n:
+        return Place(arr.data, offset, 0, arr.type.dtype)
+    data = ctx.op("ptr_add", arr.data, offset)
+    grad = ctx.op("ptr_add", arr.grad, offset)
+    rest = len(idx)
+    sub = ArrayType(arr.type.dtype, n - rest)
+    return ArrayVal(sub, data, grad, arr.shape[rest:], arr.strides[rest:])
+
+
+def component_place(ctx: Ctx, place: Place, index: Value | int | str) -> Place:
+    """A vector component, matrix row, or struct field inside a Place."""
+    t = place.type
+    if isinstance(t, StructType):
+        assert isinstance(index, str)
+        return Place(place.ptr, place.offset, place.extra + t.offsets[index], t.field_type(index))
+    if not isinstance(t, (VectorType, MatrixType)):
+        raise ctx.error(f"cannot index into a value of type {t!r}")
+    sub: Any = t.dtype if isinstance(t, VectorType) else VectorType(t.cols, t.dtype)
+    step = sub.size
+    if isinstance(index, int):
+        return Place(place.ptr, place.offset, place.extra + index * step, sub)
+    i = index64(ctx, index)  # type: ignore[arg-type]
+    off = ctx.op("add", place.offset, ctx.op("mul", i, ctx.const(step, int64)))
+    return Place(place.ptr, off, place.extra, sub)
+
+
+def load(ctx: Ctx, place: Place) -> Value:
+    t = place.type
+    vals = [ctx.op("load", place.ptr, place.offset, attr=place.extra + off, type=st)
+            for off, st in leaves(t)]
+    return _assemble(t, vals)
+
+
+def _assemble(t: Any, vals: list[Var]) -> Value:
+    if isinstance(t, ScalarType):
+        return vals[0]
+    if isinstance(t, (VectorType, MatrixType)):
+        return Composite(t, tuple(vals))
+    if isinstance(t, StructType):
+        it = iter(vals)
+        fields = []
+        for _, ft in t.fields:
+            fields.append(_assemble(ft, [next(it) for _ in leaves(ft)]))
+        return StructVal(t, tuple(fields))
+    raise TypeError(f"cannot load a value of type {t!r}")
+
+
+def store(ctx: Ctx, place: Place, value: Value) -> None:
+    t = place.type
+    value = materialize(ctx, value, t if isinstance(t, ScalarType) else None)
+    if type_of(value) != t:
+        raise ctx.error(f"cannot store {type_of(value)!r} into an array element of type {t!r}")
+    for (off, _), v in zip(leaves(t), flatten(value), strict=True):
+        ctx.b.effect("store", (place.ptr, place.offset, v), ctx.loc, attr=place.extra + off)
+
+
+def atomic(ctx: Ctx, prim: str, place: Place, value: Value) -> Value:
+    """An atomic read-modify-write of every scalar leaf; returns the old value."""
+    t = place.type
+    value = materialize(ctx, value, t if isinstance(t, ScalarType) else None)
+    if type_of(value) != t:
+        raise ctx.error(f"atomic on an element of type {t!r} got a value of type "
+                        f"{type_of(value)!r}")
+    olds = [ctx.op(prim, place.ptr, place.offset, v, attr=place.extra + off)
+            for (off, _), v in zip(leaves(t), flatten(value), strict=True)]
+    return _assemble(t, olds)

@@ -1,0 +1,179 @@
+"""Compile-time values the frontend and builtins pass around: SSA scalars, literals, composites."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ..errors import KernelTypeError, SourceLoc
+from ..ir.builder import Builder
+from ..ir.nodes import Var
+from ..types import (
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    bool_,
+    float32,
+    int32,
+)
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A Python number not yet given a type: it adopts the type of the operand it meets."""
+
+    value: int | float | bool
+
+    @property
+    def default_type(self) -> ScalarType:
+        if isinstance(self.value, bool):
+            return bool_
+        return int32 if isinstance(self.value, int) else float32
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A vector/matrix/quat/transform value: its components as SSA scalars, row-major."""
+
+    type: VectorType | MatrixType
+    comps: tuple[Var, ...]
+
+
+@dataclass(frozen=True)
+class StructVal:
+    type: StructType
+    fields: tuple[Value, ...]
+
+    def get(self, name: str) -> Value:
+        names = [n for n, _ in self.type.fields]
+        return self.fields[names.index(name)]
+
+
+@dataclass(frozen=True)
+class ArrayVal:
+    """An array argument: data/grad pointers, shape and byte strides as SSA scalars."""
+
+    type: ArrayType
+    data: Var
+    grad: Var
+    shape: tuple[Var, ...]
+    strides: tuple[Var, ...]
+
+
+@dataclass(frozen=True)
+class TupleVal:
+    items: tuple[Value, ...]
+
+
+Value = Union[Var, Literal, Composite, StructVal, ArrayVal, TupleVal]
+KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal)
+
+
+class Ctx:
+    """What builtins need: the IR builder and the source location being compiled."""
+
+    def __init__(self, builder: Builder, loc: SourceLoc) -> None:
+        self.b = builder
+        self.loc = loc
+
+    def error(self, message: str) -> KernelTypeError:
+        return KernelTypeError(message, self.loc)
+
+    def op(self, prim: str, *args: Var, attr: Any = None, type: ScalarType | None = None) -> Var:
+        return self.b.op(prim, args, self.loc, attr=attr, type=type)
+
+    def const(self, value: Any, t: ScalarType) -> Var:
+        return self.b.const(value, t, self.loc)
+
+
+def type_of(v: Value) -> Any:
+    if isinstance(v, Var):
+        return v.type
+    if isinstance(v, Literal):
+        return v.default_type
+    if isinstance(v, TupleVal):
+        return tuple(type_of(i) for i in v.items)
+    return v.type
+
+
+def materialize(ctx: Ctx, v: Value, t: ScalarType | None = None) -> Value:
+    """Give a literal its type (t, or its default); other values pass through."""
+    if not isinstance(v, Literal):
+        return v
+    target = t or v.default_type
+    if isinstance(v.value, float) and not target.is_float and t is not None:
+        raise ctx.error(f"cannot use float literal {v.value!r} as {target}")
+    value = v.value if target.kind != "b" else bool(v.value)
+    if target.is_float:
+        value = float(value)
+    elif target.is_int:
+        value = int(value)
+    return ctx.const(value, target)
+
+
+def scalar(ctx: Ctx, v: Value, t: ScalarType | None = None) -> Var:
+    """The value as one SSA scalar, or a type error naming what it was."""
+    m = materialize(ctx, v, t)
+    if not isinstance(m, Var):
+        raise ctx.error(f"expected a scalar, got {describe(v)}")
+    return m
+
+
+def describe(v: Any) -> str:
+    if isinstance(v, KernelValue):
+        t = type_of(v)
+        return f"a value of type {t!r}" if not isinstance(t, tuple) else "a tuple"
+    return f"{v!r}"
+
+
+def flatten(v: Value) -> list[Var]:
+    """The SSA scalars a value is made of, in a fixed order (for yields and loop carries)."""
+    if isinstance(v, Var):
+        return [v]
+    if isinstance(v, Composite):
+        return list(v.comps)
+    if isinstance(v, (StructVal, TupleVal)):
+        items = v.fields if isinstance(v, StructVal) else v.items
+        return [x for item in items for x in flatten(item)]
+    if isinstance(v, ArrayVal):
+        return [v.data, v.grad, *v.shape, *v.strides]
+    raise TypeError(f"cannot flatten {v!r}")
+
+
+def rebuild(template: Value, it: Iterator[Var]) -> Value:
+    """The inverse of flatten: a value shaped like template made of the next vars from it."""
+    if isinstance(template, Var):
+        return next(it)
+    if isinstance(template, Composite):
+        return Composite(template.type, tuple(next(it) for _ in template.comps))
+    if isinstance(template, StructVal):
+        return StructVal(template.type, tuple(rebuild(f, it) for f in template.fields))
+    if isinstance(template, TupleVal):
+        return TupleVal(tuple(rebuild(i, it) for i in template.items))
+    if isinstance(template, ArrayVal):
+        n = template.type.ndim
+        data, grad = next(it), next(it)
+        shape = tuple(next(it) for _ in range(n))
+        return ArrayVal(template.type, data, grad, shape, tuple(next(it) for _ in range(n)))
+    raise TypeError(f"cannot rebuild {template!r}")
+
+
+def zeros_of(ctx: Ctx, t: Any) -> Value:
+    """A zero value of a kernel type (used for variables defined on one branch only)."""
+    if isinstance(t, ScalarType):
+        return ctx.const(False if t.kind == "b" else 0, t)
+    if isinstance(t, (VectorType, MatrixType)):
+        z = ctx.const(0, t.dtype)
+        return Composite(t, (z,) * t.length)
+    if isinstance(t, StructType):
+        return StructVal(t, tuple(zeros_of(ctx, ft) for _, ft in t.fields))
+    if isinstance(t, tuple):
+        return TupleVal(tuple(zeros_of(ctx, i) for i in t))
+    raise ctx.error(f"cannot make a zero value of type {t!r}")
+
+
+def map_scalars(fn: Callable[[Var], Var], v: Composite) -> Composite:
+    return Composite(v.type, tuple(fn(c) for c in v.comps))

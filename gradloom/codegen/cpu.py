@@ -1,0 +1,103 @@
+"""The CPU target: LLVM IR text to optimised object code, and object code to callable entries."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.binding as llvm
+
+#: entry(start, end, args, dims, err)
+ENTRY_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                               ctypes.c_void_p, ctypes.c_void_p)
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """What generated code is specialised for; part of every cache key."""
+
+    triple: str
+    cpu: str
+    features: str
+    datalayout: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.triple}|{self.cpu}|{self.features}"
+
+
+@functools.cache
+def _init_llvm() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def _target_machine(opt: int) -> Any:
+    _init_llvm()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=opt, codemodel="jitdefault", jit=True)
+
+
+@functools.cache
+def host_target() -> HostTarget:
+    tm = _target_machine(2)
+    return HostTarget(llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                      llvm.get_host_cpu_features().flatten(), str(tm.target_data))
+
+
+def compile_to_object(ir_text: str, opt: int) -> bytes:
+    """Parse, verify, optimise and emit object code for one module."""
+    tm = _target_machine(opt)
+    module = llvm.parse_assembly(ir_text)
+    module.verify()
+    if opt > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(module, pb)
+    return bytes(tm.emit_object(module))
+
+
+def optimized_ir(ir_text: str, opt: int) -> str:
+    """The module after optimisation, as text (for the debug printout)."""
+    tm = _target_machine(opt)
+    module = llvm.parse_assembly(ir_text)
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+    return str(module)
+
+
+class ObjectLoader:
+    """One MCJIT engine for the process; object files are added to it, never removed, so the
+    function pointers handed out stay valid as long as the loader lives."""
+
+    def __init__(self) -> None:
+        _init_llvm()
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine(2))
+        self._lock = threading.Lock()
+        self._loaded: dict[str, int] = {}
+
+    def load(self, obj: bytes, symbol: str) -> int:
+        """Address of `symbol` after adding the object code (once per symbol)."""
+        with self._lock:
+            if symbol not in self._loaded:
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                self._engine.finalize_object()
+                addr = self._engine.get_function_address(symbol)
+                if not addr:
+                    raise RuntimeError(f"symbol {symbol} missing from its object code")
+                self._loaded[symbol] = addr
+            return self._loaded[symbol]
+
+
+@functools.cache
+def object_loader() -> ObjectLoader:
+    """The process's loader (an engine must outlive every pointer it handed out)."""
+    return ObjectLoader()

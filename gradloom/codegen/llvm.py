@@ -1,0 +1,153 @@
+"""Scalar IR to LLVM IR text: one entry function that loops over a range of thread indices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
+from .llvm_ops import OpEmitter
+from .llvm_types import mem_type, reg_type
+
+ENTRY_SIGNATURE = "(i64 start, i64 end, ptr args, ptr dims, ptr err)"
+
+
+@dataclass
+class FunctionText:
+    """Lines of one LLVM function under construction, and the label being appended to."""
+
+    lines: list[str] = field(default_factory=list)
+    label: str = "entry"
+    counter: int = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def start_block(self, label: str) -> None:
+        self.lines.append(f"{label}:")
+        self.label = label
+
+
+class KernelEmitter(OpEmitter):
+    """Emits one kernel's entry function; OpEmitter provides the per-primitive rules."""
+
+    def __init__(self, kernel: KernelIR, symbol: str) -> None:
+        self.kernel = kernel
+        self.symbol = symbol
+        self.f = FunctionText()
+        self.names: dict[int, str] = {}
+        self.declares: set[str] = set()
+
+    def name(self, v: Var) -> str:
+        return self.names[v.id]
+
+    def define(self, v: Var) -> str:
+        n = f"%v{v.id}"
+        self.names[v.id] = n
+        return n
+
+    def emit_function(self) -> str:
+        f = self.f
+        f.start_block("entry")
+        self.hoist_args(self.kernel.body)
+        for k in range(4):
+            f.emit(f"%dimp{k} = getelementptr i64, ptr %dims, i64 {k}")
+            f.emit(f"%dim{k} = load i64, ptr %dimp{k}, align 8")
+        f.emit("%nonempty = icmp slt i64 %start, %end")
+        f.emit("br i1 %nonempty, label %thread, label %exit")
+        f.start_block("thread")
+        f.emit("%t = phi i64 [%start, %entry], [%t.next, %latch]")
+        self.block(self.kernel.body)
+        f.emit("br label %latch")
+        f.start_block("latch")
+        f.emit("%t.next = add nuw nsw i64 %t, 1")
+        f.emit("%more = icmp slt i64 %t.next, %end")
+        f.emit("br i1 %more, label %thread, label %exit, !llvm.loop !0")
+        f.start_block("exit")
+        f.emit("ret void")
+        head = (f"define void @{self.symbol}(i64 %start, i64 %end, ptr noalias nocapture readonly "
+                "%args, ptr noalias nocapture readonly %dims, ptr noalias nocapture %err) "
+                "nounwind {")
+        return "\n".join([head, *f.lines, "}"])
+
+    def hoist_args(self, body: Block) -> None:
+        """Kernel arguments are loop-invariant: load them once, before the thread loop."""
+        for s in body.stmts:
+            if isinstance(s, Op) and s.prim == "arg":
+                assert s.result is not None
+                self.load_arg(s.result, int(s.attr))
+
+    def load_arg(self, v: Var, offset: int) -> None:
+        f = self.f
+        ptr = f.fresh("%argp")
+        f.emit(f"{ptr} = getelementptr i8, ptr %args, i64 {offset}")
+        t = v.type
+        if t.kind == "b":
+            raw = f.fresh("%argb")
+            f.emit(f"{raw} = load i8, ptr {ptr}, align 1")
+            f.emit(f"{self.define(v)} = icmp ne i8 {raw}, 0")
+        else:
+            f.emit(f"{self.define(v)} = load {mem_type(t)}, ptr {ptr}, align {min(t.size, 8)}")
+
+    def block(self, b: Block) -> None:
+        for s in b.stmts:
+            if isinstance(s, Op):
+                if s.prim != "arg":
+                    self.op(s)
+            elif isinstance(s, If):
+                self.emit_if(s)
+            else:
+                self.emit_loop(s)
+
+    def emit_if(self, s: If) -> None:
+        f = self.f
+        then_l, else_l, merge_l = f.fresh("then"), f.fresh("else"), f.fresh("endif")
+        f.emit(f"br i1 {self.name(s.cond)}, label %{then_l}, label %{else_l}")
+        ends = []
+        for label, blk in ((then_l, s.then), (else_l, s.orelse)):
+            f.start_block(label)
+            self.block(blk)
+            ends.append((f.label, [self.name(y) for y in blk.yields]))
+            f.emit(f"br label %{merge_l}")
+        f.start_block(merge_l)
+        for i, r in enumerate(s.results):
+            incoming = ", ".join(f"[{vals[i]}, %{lab}]" for lab, vals in ends)
+            f.emit(f"{self.define(r)} = phi {reg_type(r.type)} {incoming}")
+
+    def emit_loop(self, s: Loop) -> None:
+        f = self.f
+        head_l, body_l, exit_l = f.fresh("loop"), f.fresh("body"), f.fresh("endloop")
+        pre = f.label
+        f.emit(f"br label %{head_l}")
+        f.start_block(head_l)
+        phi_at = len(f.lines)
+        for p in s.params:
+            self.define(p)
+        self.block(s.cond)
+        f.emit(f"br i1 {self.name(s.cond.yields[0])}, label %{body_l}, label %{exit_l}")
+        f.start_block(body_l)
+        self.block(s.body)
+        back = f.label
+        f.emit(f"br label %{head_l}")
+        phis = [f"  {self.name(p)} = phi {reg_type(p.type)} [{self.name(i)}, %{pre}], "
+                f"[{self.name(y)}, %{back}]"
+                for p, i, y in zip(s.params, s.inits, s.body.yields, strict=True)]
+        f.lines[phi_at:phi_at] = phis
+        f.start_block(exit_l)
+        for r, p in zip(s.results, s.params, strict=True):
+            self.names[r.id] = self.name(p)
+
+
+def emit_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str) -> str:
+    """A complete LLVM module holding the kernel's entry function."""
+    em = KernelEmitter(kernel, symbol)
+    body = em.emit_function()
+    lines = [f'target triple = "{triple}"', f'target datalayout = "{datalayout}"', ""]
+    lines.extend(sorted(em.declares))
+    lines += ["", body, "", '!0 = distinct !{!0, !1}', '!1 = !{!"llvm.loop.mustprogress"}',
+              '!2 = !{!"branch_weights", i32 1000, i32 1}']
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,311 @@
+"""Per-primitive LLVM emission rules, in one table keyed by primitive name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..ir.nodes import Op, Var
+from ..types import ScalarType
+from .llvm_types import literal, mem_type, reg_type
+
+if TYPE_CHECKING:
+    from .llvm import FunctionText
+
+_INTRINSIC = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+              "exp", "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc"}
+_LIBM = {"cbrt": "cbrt", "erf": "erf", "atan2": "atan2"}
+_FBIN = {"add": "fadd contract", "sub": "fsub contract", "mul": "fmul contract", "div": "fdiv",
+         "mod": "frem"}
+_IBIN = {"add": "add", "sub": "sub", "mul": "mul", "and": "and", "or": "or", "xor": "xor",
+         "shl": "shl"}
+_FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+_ICMP = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_UCMP = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+
+
+def _float_suffix(t: ScalarType) -> str:
+    return {16: "f16", 32: "f32", 64: "f64"}[t.bits]
+
+
+class OpEmitter:
+    """Emission of single ops; KernelEmitter supplies names, declarations and the text buffer."""
+
+    f: FunctionText
+    names: dict[int, str]
+    declares: set[str]
+
+    def name(self, v: Var) -> str:
+        raise NotImplementedError
+
+    def define(self, v: Var) -> str:
+        raise NotImplementedError
+
+    def op(self, s: Op) -> None:
+        RULES[s.prim](self, s)
+
+    def res(self, s: Op) -> str:
+        assert s.result is not None
+        return self.define(s.result)
+
+    def a(self, s: Op, i: int) -> str:
+        return self.name(s.args[i])
+
+    # -- constants and values ---------------------------------------------------------------
+
+    def const(self, s: Op) -> None:
+        assert s.result is not None
+        self.names[s.result.id] = literal(s.attr, s.result.type)
+
+    def tid(self, s: Op) -> None:
+        k, n = s.attr
+        f = self.f
+        value = "%t"
+        if n > 1:
+            inner = f.fresh("%tid_inner")
+            f.emit(f"{inner} = add i64 0, 1")
+            stride = inner
+            for d in range(k + 1, n):
+                nxt = f.fresh("%tid_stride")
+                f.emit(f"{nxt} = mul i64 {stride}, %dim{d}")
+                stride = nxt
+            q, r = f.fresh("%tid_q"), f.fresh("%tid_r")
+            f.emit(f"{q} = udiv i64 %t, {stride}")
+            f.emit(f"{r} = urem i64 {q}, %dim{k}")
+            value = r
+        f.emit(f"{self.res(s)} = trunc i64 {value} to i32")
+
+    def arg(self, s: Op) -> None:
+        raise AssertionError("arg ops are hoisted by the kernel emitter")
+
+    # -- arithmetic ---------------------------------------------------------------------------
+
+    def binary(self, s: Op) -> None:
+        t = s.args[0].type
+        ty = reg_type(t)
+        x, y = self.a(s, 0), self.a(s, 1)
+        if t.is_float:
+            self.f.emit(f"{self.res(s)} = {_FBIN[s.prim]} {ty} {x}, {y}")
+        elif s.prim in ("div", "mod"):
+            self.int_divide(s, t, x, y)
+        else:
+            self.f.emit(f"{self.res(s)} = {_IBIN[s.prim]} {ty} {x}, {y}")
+
+    def int_divide(self, s: Op, t: ScalarType, x: str, y: str) -> None:
+        """Integer / and %: a zero divisor gives 0 instead of a hardware trap."""
+        ty, f = reg_type(t), self.f
+        is_zero, safe, q = f.fresh("%divz"), f.fresh("%divs"), f.fresh("%divq")
+        f.emit(f"{is_zero} = icmp eq {ty} {y}, 0")
+        f.emit(f"{safe} = select i1 {is_zero}, {ty} 1, {ty} {y}")
+        kind = ("u" if t.kind == "u" else "s") + ("div" if s.prim == "div" else "rem")
+        f.emit(f"{q} = {kind} {ty} {x}, {safe}")
+        f.emit(f"{self.res(s)} = select i1 {is_zero}, {ty} 0, {ty} {q}")
+
+    def shr(self, s: Op) -> None:
+        t = s.args[0].type
+        kind = "lshr" if t.kind == "u" else "ashr"
+        self.f.emit(f"{self.res(s)} = {kind} {reg_type(t)} {self.a(s, 0)}, {self.a(s, 1)}")
+
+    def neg(self, s: Op) -> None:
+        t = s.args[0].type
+        if t.is_float:
+            self.f.emit(f"{self.res(s)} = fneg {reg_type(t)} {self.a(s, 0)}")
+        else:
+            self.f.emit(f"{self.res(s)} = sub {reg_type(t)} 0, {self.a(s, 0)}")
+
+    def not_(self, s: Op) -> None:
+        t = s.args[0].type
+        ones = "true" if t.kind == "b" else "-1"
+        self.f.emit(f"{self.res(s)} = xor {reg_type(t)} {self.a(s, 0)}, {ones}")
+
+    def call_intrinsic(self, s: Op, base: str, nargs: int) -> None:
+        t = s.args[0].type
+        ty = reg_type(t)
+        fn = f"llvm.{base}.{_float_suffix(t)}" if t.is_float else f"llvm.{base}.{ty}"
+        params = ", ".join([ty] * nargs)
+        self.declares.add(f"declare {ty} @{fn}({params})")
+        args = ", ".join(f"{ty} {self.a(s, i)}" for i in range(nargs))
+        self.f.emit(f"{self.res(s)} = call {ty} @{fn}({args})")
+
+    def unary_float(self, s: Op) -> None:
+        if s.prim in _INTRINSIC:
+            self.call_intrinsic(s, s.prim, 1)
+        else:
+            self.call_libm(s, _LIBM[s.prim], 1)
+
+    def call_libm(self, s: Op, base: str, nargs: int) -> None:
+        """A C math library call; half values go through float."""
+        t = s.args[0].type
+        f = self.f
+        work = "double" if t.bits == 64 else "float"
+        fn = base if t.bits == 64 else base + "f"
+        self.declares.add(f"declare {work} @{fn}({', '.join([work] * nargs)})")
+        args = []
+        for i in range(nargs):
+            x = self.a(s, i)
+            if t.bits == 16:
+                ext = f.fresh("%hext")
+                f.emit(f"{ext} = fpext half {x} to float")
+                x = ext
+            args.append(f"{work} {x}")
+        if t.bits == 16:
+            tmp = f.fresh("%hres")
+            f.emit(f"{tmp} = call float @{fn}({', '.join(args)})")
+            f.emit(f"{self.res(s)} = fptrunc float {tmp} to half")
+        else:
+            f.emit(f"{self.res(s)} = call {work} @{fn}({', '.join(args)})")
+
+    def abs_(self, s: Op) -> None:
+        t = s.args[0].type
+        if t.is_float:
+            self.call_intrinsic(s, "fabs", 1)
+        elif t.kind == "u":
+            self.names[s.result.id] = self.a(s, 0)  # type: ignore[union-attr]
+        else:
+            ty = reg_type(t)
+            fn = f"llvm.abs.{ty}"
+            self.declares.add(f"declare {ty} @{fn}({ty}, i1)")
+            self.f.emit(f"{self.res(s)} = call {ty} @{fn}({ty} {self.a(s, 0)}, i1 false)")
+
+    def minmax(self, s: Op) -> None:
+        t = s.args[0].type
+        if t.is_float:
+            self.call_intrinsic(s, "minnum" if s.prim == "min" else "maxnum", 2)
+        else:
+            prefix = "u" if t.kind in "ub" else "s"
+            self.call_intrinsic(s, prefix + s.prim, 2)
+
+    def pow_(self, s: Op) -> None:
+        self.call_intrinsic(s, "pow", 2)
+
+    def atan2(self, s: Op) -> None:
+        self.call_libm(s, "atan2", 2)
+
+    def compare(self, s: Op) -> None:
+        t = s.args[0].type
+        ty = reg_type(t)
+        if t.is_float:
+            cmp = f"fcmp {_FCMP[s.prim]}"
+        else:
+            cmp = f"icmp {(_UCMP if t.kind in 'ub' else _ICMP)[s.prim]}"
+        self.f.emit(f"{self.res(s)} = {cmp} {ty} {self.a(s, 0)}, {self.a(s, 1)}")
+
+    def isnan(self, s: Op) -> None:
+        ty = reg_type(s.args[0].type)
+        self.f.emit(f"{self.res(s)} = fcmp uno {ty} {self.a(s, 0)}, {self.a(s, 0)}")
+
+    def isinf(self, s: Op) -> None:
+        t = s.args[0].type
+        ty, f = reg_type(t), self.f
+        fn = f"llvm.fabs.{_float_suffix(t)}"
+        self.declares.add(f"declare {ty} @{fn}({ty})")
+        mag = f.fresh("%mag")
+        f.emit(f"{mag} = call {ty} @{fn}({ty} {self.a(s, 0)})")
+        f.emit(f"{self.res(s)} = fcmp oeq {ty} {mag}, {literal(float('inf'), t)}")
+
+    def select(self, s: Op) -> None:
+        ty = reg_type(s.args[1].type)
+        self.f.emit(f"{self.res(s)} = select i1 {self.a(s, 0)}, {ty} {self.a(s, 1)}, "
+                    f"{ty} {self.a(s, 2)}")
+
+    def cast(self, s: Op) -> None:
+        src, dst = s.args[0].type, s.result.type  # type: ignore[union-attr]
+        x = self.a(s, 0)
+        if src == dst:
+            self.names[s.result.id] = x  # type: ignore[union-attr]
+            return
+        self.f.emit(f"{self.res(s)} = {_cast_kind(src, dst)} {reg_type(src)} {x} to "
+                    f"{reg_type(dst)}")
+
+    # -- memory -------------------------------------------------------------------------------
+
+    def address(self, s: Op) -> str:
+        f = self.f
+        p = f.fresh("%addr")
+        f.emit(f"{p} = getelementptr i8, ptr {self.a(s, 0)}, i64 {self.a(s, 1)}")
+        if s.attr:
+            q = f.fresh("%addr")
+            f.emit(f"{q} = getelementptr i8, ptr {p}, i64 {int(s.attr)}")
+            return q
+        return p
+
+    def ptr_add(self, s: Op) -> None:
+        self.f.emit(f"{self.res(s)} = getelementptr i8, ptr {self.a(s, 0)}, i64 {self.a(s, 1)}")
+
+    def load(self, s: Op) -> None:
+        t = s.result.type  # type: ignore[union-attr]
+        p = self.address(s)
+        if t.kind == "b":
+            raw = self.f.fresh("%ldb")
+            self.f.emit(f"{raw} = load i8, ptr {p}, align 1")
+            self.f.emit(f"{self.res(s)} = icmp ne i8 {raw}, 0")
+        else:
+            self.f.emit(f"{self.res(s)} = load {mem_type(t)}, ptr {p}, align {t.size}")
+
+    def store(self, s: Op) -> None:
+        t = s.args[2].type
+        p = self.address(s)
+        v = self.a(s, 2)
+        if t.kind == "b":
+            wide = self.f.fresh("%stb")
+            self.f.emit(f"{wide} = zext i1 {v} to i8")
+            v = wide
+        self.f.emit(f"store {mem_type(t)} {v}, ptr {p}, align {t.size}")
+
+    def atomic(self, s: Op) -> None:
+        t = s.args[2].type
+        base = s.prim.removeprefix("atomic_")
+        if t.is_float:
+            kind = {"add": "fadd", "min": "fmin", "max": "fmax"}[base]
+        elif t.kind == "u":
+            kind = {"add": "add", "min": "umin", "max": "umax"}[base]
+        else:
+            kind = {"add": "add", "min": "min", "max": "max"}[base]
+        p = self.address(s)
+        self.f.emit(f"{self.res(s)} = atomicrmw {kind} ptr {p}, {mem_type(t)} {self.a(s, 2)} "
+                    f"monotonic, align {t.size}")
+
+    def check_bounds(self, s: Op) -> None:
+        """Debug mode: an index outside [0, extent) records where and stops the launch."""
+        f = self.f
+        ok, fail, cont = f.fresh("%inb"), f.fresh("oob"), f.fresh("inb")
+        f.emit(f"{ok} = icmp ult i64 {self.a(s, 0)}, {self.a(s, 1)}")
+        f.emit(f"br i1 {ok}, label %{cont}, label %{fail}, !prof !2")
+        f.start_block(fail)
+        f.emit(f"store i32 {int(s.attr) + 1}, ptr %err, align 4")
+        f.emit("ret void")
+        f.start_block(cont)
+
+
+def _cast_kind(src: ScalarType, dst: ScalarType) -> str:
+    if src.is_float and dst.is_float:
+        return "fpext" if dst.bits > src.bits else "fptrunc"
+    if src.is_float:
+        return "fptoui" if dst.kind in "ub" else "fptosi"
+    if dst.is_float:
+        return "uitofp" if src.kind in "ub" else "sitofp"
+    src_bits = 1 if src.kind == "b" else src.bits
+    if dst.bits > src_bits:
+        return "zext" if src.kind in "ub" else "sext"
+    return "trunc"
+
+
+def _rules() -> dict[str, Callable[[OpEmitter, Op], None]]:
+    from ..ir.prims import COMPARE_PRIMS, UNARY_FLOAT_PRIMS
+
+    e = OpEmitter
+    table: dict[str, Callable[[OpEmitter, Op], None]] = {
+        "const": e.const, "arg": e.arg, "tid": e.tid, "neg": e.neg, "abs": e.abs_,
+        "min": e.minmax, "max": e.minmax, "pow": e.pow_, "atan2": e.atan2, "not": e.not_,
+        "shr": e.shr, "isnan": e.isnan, "isinf": e.isinf, "select": e.select, "cast": e.cast,
+        "ptr_add": e.ptr_add, "load": e.load, "store": e.store, "atomic_add": e.atomic,
+        "atomic_min": e.atomic, "atomic_max": e.atomic, "check_bounds": e.check_bounds,
+    }
+    for p in ("add", "sub", "mul", "div", "mod", "and", "or", "xor", "shl"):
+        table[p] = e.binary
+    table.update({p: e.compare for p in COMPARE_PRIMS})
+    table.update({p: e.unary_float for p in UNARY_FLOAT_PRIMS})
+    return table
+
+
+RULES = _rules()

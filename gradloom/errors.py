@@ -1,0 +1,72 @@
+"""Source locations and the error classes users see, with a caret excerpt of their own code."""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in the user's source: file, 1-based line, 0-based column."""
+
+    file: str
+    line: int
+    col: int = 0
+    func: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+    def excerpt(self) -> str:
+        """The user's line with a caret under the column, or '' if the source is unavailable."""
+        text = linecache.getline(self.file, self.line).rstrip("\n")
+        if not text:
+            return ""
+        stripped = text.lstrip()
+        indent = len(text) - len(stripped)
+        caret = " " * max(self.col - indent, 0) + "^"
+        return f"    {stripped}\n    {caret}"
+
+
+UNKNOWN_LOC = SourceLoc("<unknown>", 0, 0)
+
+
+class GradloomError(Exception):
+    """Base class for every error gradloom raises on purpose."""
+
+
+class CompileError(GradloomError):
+    """A kernel or func cannot be compiled; the message names the user's file and line."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None) -> None:
+        self.bare_message = message
+        self.loc = loc
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.loc is None or self.loc is UNKNOWN_LOC:
+            return self.bare_message
+        where = f"{self.loc}" + (f" in {self.loc.func}" if self.loc.func else "")
+        excerpt = self.loc.excerpt()
+        return f"{where}: {self.bare_message}" + (f"\n{excerpt}" if excerpt else "")
+
+
+class UnsupportedSyntaxError(CompileError):
+    """Python syntax the kernel language does not support."""
+
+
+class KernelTypeError(CompileError):
+    """Operands or arguments whose types do not fit."""
+
+
+class UnknownNameError(CompileError):
+    """A name that resolves to nothing in the kernel, its globals or the builtins."""
+
+
+class LaunchError(GradloomError):
+    """A launch whose arguments do not match the kernel; the message names the argument."""
+
+
+class KernelRuntimeError(GradloomError):
+    """A kernel reported an error while running (e.g. an out-of-bounds index in debug mode)."""

@@ -1,0 +1,1 @@
+"""The frontend: Python source of kernels and funcs, lowered to scalar IR."""

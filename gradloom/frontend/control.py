@@ -1,0 +1,171 @@
+"""Structured control flow: if-regions that merge variables, loops that carry them, jump flags."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+from ..builtins import ops
+from ..builtins.values import (
+    KernelValue,
+    Literal,
+    Value,
+    flatten,
+    rebuild,
+    type_of,
+    zeros_of,
+)
+from ..errors import KernelTypeError, SourceLoc
+from ..ir.nodes import Var
+from ..types import bool_
+from .expr import ExprLowerer
+
+BREAK, CONTINUE, RETURN, RETVAL = "$break", "$continue", "$return", "$retval"
+FLAGS = (BREAK, CONTINUE, RETURN)
+
+
+def assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names a statement list may rebind (incl. `v.x = ...`, which rebinds v), in order."""
+    out: dict[str, None] = {}
+    for s in stmts:
+        for node in ast.walk(s):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets = [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        out.setdefault(n.id, None)
+    return list(out)
+
+
+def contains_jump(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
+    """Whether a Break/Continue (of this loop level) or Return occurs in the statements."""
+    def visit(node: ast.AST, nested_loop: bool) -> bool:
+        if isinstance(node, ast.Return) and ast.Return in kinds:
+            return True
+        if isinstance(node, (ast.Break, ast.Continue)) and type(node) in kinds:
+            return not nested_loop
+        inner = nested_loop or isinstance(node, (ast.For, ast.While))
+        return any(visit(c, inner) for c in ast.iter_child_nodes(node))
+    return any(visit(s, False) for s in stmts)
+
+
+class ControlLowerer(ExprLowerer):
+    """If/loop regions over the variable environment; the statement lowerer builds on it."""
+
+    def stmts(self, body: list[ast.stmt]) -> None:
+        raise NotImplementedError
+
+    def flag(self, value: bool, loc: SourceLoc) -> Var:
+        return self.b.const(value, bool_, loc)
+
+    def jumped(self, loc: SourceLoc) -> Var | None:
+        """True once any active break/continue/return flag is set (None if none are active)."""
+        active = [self.env[f] for f in FLAGS if f in self.env]
+        if not active:
+            return None
+        acc = active[0]
+        for f in active[1:]:
+            acc = self.b.op("or", (acc, f), loc)
+        return acc
+
+    def if_region(self, cond: Var, then_fn: Callable[[], None], else_fn: Callable[[], None],
+                  loc: SourceLoc) -> None:
+        """Lower both branches, then merge every variable either one changed."""
+        before = self.env
+        branches = []
+        for fn in (then_fn, else_fn):
+            self.b.open_block()
+            self.env = dict(before)
+            fn()
+            branches.append((self.b.close_block(), self.env))
+        (then_blk, then_env), (else_blk, else_env) = branches
+        names = self._changed(before, then_env, else_env, loc)
+        yields = []
+        for blk, env, other in ((then_blk, then_env, else_env), (else_blk, else_env, then_env)):
+            self.b.reopen_block(blk)
+            vals = [env[n] if n in env else zeros_of(self.ctx_at(loc), type_of(other[n]))
+                    for n in names]
+            flat = [v for val in vals for v in flatten(val)]
+            yields.append(self.b.close_block(flat))
+        results = iter(self.b.emit_if(cond, yields[0], yields[1], loc))
+        self.env = dict(before)
+        for n in names:
+            template = then_env[n] if n in then_env else else_env[n]
+            self.env[n] = rebuild(template, results)
+
+    def _changed(self, before: dict[str, Any], a: dict[str, Any], b: dict[str, Any],
+                 loc: SourceLoc) -> list[str]:
+        names = []
+        for n in dict.fromkeys([*a, *b]):
+            va, vb = a.get(n), b.get(n)
+            if va is vb or not isinstance(va or vb, KernelValue):
+                continue
+            if va is not None and vb is not None and type_of(va) != type_of(vb):
+                raise KernelTypeError(
+                    f"variable '{n}' is {type_of(va)!r} on one branch and {type_of(vb)!r} on "
+                    "the other", loc)
+            names.append(n)
+        return names
+
+    def loop_region(self, carried: list[str], extras: list[Var],
+                    cond_fn: Callable[[list[Var]], Var],
+                    body_fn: Callable[[list[Var]], list[Var]], loc: SourceLoc) -> None:
+        """A while loop over `extras` (e.g. a counter) plus the carried variables."""
+        templates = [self.env[n] for n in carried]
+        inits = list(extras) + [v for t in templates for v in flatten(t)]
+        params = [self.b.new_var(v.type) for v in inits]
+        k = len(extras)
+        outer = self.env
+        loop_env = dict(outer)
+        it = iter(params[k:])
+        for n, t in zip(carried, templates, strict=True):
+            loop_env[n] = rebuild(t, it)
+        self.b.open_block()
+        self.env = dict(loop_env)
+        cond_blk = self.b.close_block([cond_fn(params[:k])])
+        self.b.open_block()
+        self.env = dict(loop_env)
+        nxt = body_fn(params[:k])
+        flat = self._carried_after_body(carried, templates, loc)
+        body_blk = self.b.close_block(nxt + flat)
+        results = self.b.emit_loop(tuple(inits), tuple(params), cond_blk, body_blk, loc)
+        self.env = outer
+        it = iter(results[k:])
+        for n, t in zip(carried, templates, strict=True):
+            self.env[n] = rebuild(t, it)
+
+    def _carried_after_body(self, carried: list[str], templates: list[Value],
+                            loc: SourceLoc) -> list[Var]:
+        flat: list[Var] = []
+        for n, t in zip(carried, templates, strict=True):
+            v = self.env.get(n)
+            if v is None or type_of(v) != type_of(t):
+                got = "undefined" if v is None else repr(type_of(v))
+                raise KernelTypeError(f"variable '{n}' is {type_of(t)!r} before the loop but "
+                                      f"{got} after its body", loc)
+            flat.extend(flatten(v))
+        return flat
+
+    def carried_names(self, body: list[ast.stmt]) -> list[str]:
+        names = [n for n in assigned_names(body)
+                 if n in self.env and isinstance(self.env[n], KernelValue)
+                 and not isinstance(self.env[n], Literal)]
+        for f in (BREAK, RETURN, RETVAL):
+            if f in self.env and f not in names:
+                names.append(f)
+        return names
+
+    def continue_cond(self, test: Var, loc: SourceLoc) -> Var:
+        """The loop test, false once a break or return flag is set."""
+        for f in (BREAK, RETURN):
+            if f in self.env:
+                test = self.b.op("and", (test, self.b.op("not", (self.env[f],), loc)), loc)
+        return test
+
+    def truth_at(self, v: Value, loc: SourceLoc) -> Var:
+        return ops.truth(self.ctx_at(loc), v)

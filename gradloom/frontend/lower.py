@@ -1,0 +1,407 @@
+"""Lowers a kernel or func body statement by statement to IR, inlining the funcs it calls."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from typing import Any
+
+from ..builtins import memory, ops
+from ..builtins.values import (
+    ArrayVal,
+    Composite,
+    Ctx,
+    KernelValue,
+    Literal,
+    StructVal,
+    TupleVal,
+    Value,
+    describe,
+    materialize,
+    type_of,
+    zeros_of,
+)
+from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError
+from ..ir.builder import Builder
+from ..ir.nodes import KernelIR
+from ..types import ArrayType, MatrixType, ScalarType, StructType, arg_offsets, leaves
+from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
+from .expr import BINOPS
+from .source import SourceInfo
+from .stores import StoreLowerer
+
+_UNSUPPORTED_STMTS = {
+    "ClassDef": "a class definition", "FunctionDef": "a nested function definition",
+    "Try": "try/except", "With": "a with-statement", "Raise": "raise", "Global": "global",
+    "Nonlocal": "nonlocal", "Delete": "del", "Import": "import", "ImportFrom": "import",
+    "Assert": "assert", "AsyncFunctionDef": "async def", "Match": "match",
+}
+
+
+class Lowerer(StoreLowerer, ControlLowerer):
+    """Lowers one function body into the shared builder; funcs it calls get their own Lowerer."""
+
+    def __init__(self, b: Builder, info: SourceInfo, env: dict[str, Any], stack: list[Any],
+                 tid_arity: list[int], is_kernel: bool) -> None:
+        self.b = b
+        self.info = info
+        self.env = env
+        self.stack = stack
+        self.tid_arity = tid_arity
+        self.is_kernel = is_kernel
+        self.result: Any = None
+        self.return_types: list[Any] = []
+
+    # -- functions ---------------------------------------------------------------------------
+
+    def lower_function(self, retval_type: Any = None) -> Any:
+        body = self.info.tree.body
+        loc = self.info.loc(self.info.tree)
+        tail_only = not contains_jump(body[:-1], (ast.Return,)) and not (
+            body and not isinstance(body[-1], ast.Return)
+            and contains_jump(body[-1:], (ast.Return,)))
+        if not tail_only:
+            self.env[RETURN] = self.flag(False, loc)
+            if retval_type is not None:
+                self.env[RETVAL] = zeros_of(self.ctx_at(loc), retval_type)
+        self.direct_return = tail_only
+        self.stmts(body)
+        return self.result if tail_only else self.env.get(RETVAL)
+
+    def stmts(self, body: list[ast.stmt]) -> None:
+        for i, s in enumerate(body):
+            self.stmt(s)
+            if isinstance(s, (ast.Break, ast.Continue, ast.Return)):
+                return  # the rest is unreachable
+            rest = body[i + 1:]
+            if rest and contains_jump([s], (ast.Break, ast.Continue, ast.Return)):
+                loc = self.info.loc(rest[0])
+                jumped = self.jumped(loc)
+                if jumped is None:
+                    continue
+                go_on = self.b.op("not", (jumped,), loc)
+                self.if_region(go_on, lambda r=rest: self.stmts(r), lambda: None, loc)  # type: ignore[misc]
+                return
+
+    def stmt(self, node: ast.stmt) -> None:
+        name = type(node).__name__
+        if name in _UNSUPPORTED_STMTS:
+            raise UnsupportedSyntaxError(f"{_UNSUPPORTED_STMTS[name]} is not supported in kernels",
+                                         self.info.loc(node))
+        method = getattr(self, "stmt_" + name, None)
+        if method is None:
+            raise UnsupportedSyntaxError(f"the statement '{name}' is not supported in kernels",
+                                         self.info.loc(node))
+        method(node)
+
+    # -- simple statements -------------------------------------------------------------------
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value: Any
+        target0 = node.targets[0]
+        if isinstance(target0, (ast.Tuple, ast.List)) and self._is_tid_call(node.value):
+            value = self.tid(self.ctx(node), len(target0.elts))
+        else:
+            value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def _is_tid_call(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Call) and not node.args and self.is_tid(self.expr(node.func))
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise UnsupportedSyntaxError("a declaration without a value", self.info.loc(node))
+        value = self.value(node.value)
+        ann = self.expr(node.annotation)
+        from ..types import resolve_annotation
+
+        try:
+            t = resolve_annotation(ann)
+        except TypeError as exc:
+            raise KernelTypeError(str(exc), self.info.loc(node)) from None
+        if isinstance(t, ScalarType):
+            value = materialize(self.ctx(node), value, t)
+        if type_of(value) != t:
+            raise KernelTypeError(f"{describe(value)} cannot be assigned to a variable declared "
+                                  f"{t!r}", self.info.loc(node))
+        self.assign(node.target, value, node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        opname = BINOPS.get(type(node.op))
+        if opname is None:
+            raise UnsupportedSyntaxError(f"the operator {type(node.op).__name__}=",
+                                         self.info.loc(node))
+        rhs = self.value(node.value)
+        if isinstance(node.target, ast.Name):
+            ctx = self.ctx(node)
+            old = self.value(node.target)
+            new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
+            if type_of(new) != type_of(old):
+                raise KernelTypeError(f"'{node.target.id}' would change type from "
+                                      f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
+            self.env[node.target.id] = new
+            return
+        self.store_path(node.target, rhs, node, aug=opname)
+
+    def assign(self, target: ast.expr, value: Any, node: ast.stmt) -> None:
+        ctx = self.ctx(target)
+        if isinstance(target, ast.Name):
+            self.env[target.id] = bind_value(ctx, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = unpack(ctx, value, len(target.elts))
+            for t, v in zip(target.elts, items, strict=True):
+                self.assign(t, v, node)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            if not isinstance(value, KernelValue):
+                raise CompileError(f"{describe(value)} cannot be stored", ctx.loc)
+            self.store_path(target, value, node)
+        else:
+            raise UnsupportedSyntaxError("this assignment target", ctx.loc)
+
+    # -- control flow ------------------------------------------------------------------------
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.value(node.test)
+        if isinstance(cond, Literal):  # decided at compile time (constants, wp.static)
+            self.stmts(node.body if cond.value else node.orelse)
+            return
+        loc = self.info.loc(node)
+        self.if_region(self.truth_at(cond, loc), lambda: self.stmts(node.body),
+                       lambda: self.stmts(node.orelse), loc)
+
+    def stmt_Break(self, node: ast.Break) -> None:
+        self.env[BREAK] = self.flag(True, self.info.loc(node))
+
+    def stmt_Continue(self, node: ast.Continue) -> None:
+        self.env[CONTINUE] = self.flag(True, self.info.loc(node))
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        loc = self.info.loc(node)
+        value = None
+        if node.value is not None:
+            if self.is_kernel:
+                raise KernelTypeError("kernels cannot return a value", loc)
+            value = bind_value(self.ctx(node), self.value(node.value))
+            self.return_types.append(type_of(value))
+        if self.direct_return:
+            self.result = value
+            return
+        if value is not None:
+            old = self.env.get(RETVAL)
+            if old is not None and type_of(old) != type_of(value):
+                raise KernelTypeError(f"this return gives {type_of(value)!r} but an earlier one "
+                                      f"gives {type_of(old)!r}", loc)
+            self.env[RETVAL] = value
+        self.env[RETURN] = self.flag(True, loc)
+
+    def stmt_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise UnsupportedSyntaxError("while/else", self.info.loc(node))
+        loc = self.info.loc(node)
+        self.in_loop(node.body, loc, lambda ps: self.truth_at(self.value(node.test), loc),
+                     lambda ps: [], [])
+
+    def stmt_For(self, node: ast.For) -> None:
+        loc = self.info.loc(node)
+        if node.orelse:
+            raise UnsupportedSyntaxError("for/else", loc)
+        if not isinstance(node.target, ast.Name):
+            raise UnsupportedSyntaxError("a loop target other than a single name", loc)
+        start, stop, step = self.range_args(node)
+        ctx = self.ctx(node)
+        name = node.target.id
+
+        def test(ps: list[Any]) -> Any:
+            if isinstance(step, Literal):
+                return ctx.op("lt" if step.value > 0 else "gt", ps[0], stop_v)
+            up = ctx.op("lt", ps[0], stop_v)
+            down = ctx.op("gt", ps[0], stop_v)
+            return ctx.op("select", ctx.op("gt", step_v, ctx.const(0, step_v.type)), up, down)
+
+        def body(ps: list[Any]) -> list[Any]:
+            self.env[name] = ps[0]
+            return [ctx.op("add", ps[0], step_v)]
+
+        counter_t = self.counter_type(ctx, (start, stop, step))
+        start_v, stop_v = (ops.scalar(ctx, v, counter_t) for v in (start, stop))
+        step_v = ops.scalar(ctx, step, counter_t)
+        if isinstance(step, Literal) and step.value == 0:
+            raise CompileError("range() step must not be zero", loc)
+        self.in_loop(node.body, loc, test, body, [start_v])
+
+    def in_loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
+                extras: list[Any]) -> None:
+        saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
+        self.env.pop(CONTINUE, None)
+        if contains_jump(body, (ast.Break,)):
+            self.env[BREAK] = self.flag(False, loc)
+        else:
+            self.env.pop(BREAK, None)
+        carried = self.carried_names(body)
+        has_continue = contains_jump(body, (ast.Continue,))
+
+        def run_body(ps: list[Any]) -> list[Any]:
+            nxt = pre_body(ps)
+            if has_continue:
+                self.env[CONTINUE] = self.flag(False, loc)
+            self.stmts(body)
+            self.env.pop(CONTINUE, None)
+            return list(nxt)
+
+        self.loop_region(carried, extras, lambda ps: self.continue_cond(test(ps), loc),
+                         run_body, loc)
+        for f, v in saved.items():
+            self.env.pop(f, None)
+            if v is not None:
+                self.env[f] = v
+
+    def range_args(self, node: ast.For) -> tuple[Value, Value, Value]:
+        it = node.iter
+        if not (isinstance(it, ast.Call) and self.expr(it.func) is range):
+            raise UnsupportedSyntaxError("for loops must iterate over range(...)",
+                                         self.info.loc(node))
+        args = [self.value(a) for a in it.args]
+        if not 1 <= len(args) <= 3:
+            raise CompileError("range() takes 1 to 3 arguments", self.info.loc(it))
+        if len(args) == 1:
+            return Literal(0), args[0], Literal(1)
+        return args[0], args[1], args[2] if len(args) == 3 else Literal(1)
+
+    def counter_type(self, ctx: Ctx, vals: tuple[Value, ...]) -> ScalarType:
+        types = {v.type for v in vals if not isinstance(v, Literal)}  # type: ignore[union-attr]
+        if len(types) > 1:
+            raise KernelTypeError(f"range() arguments have different types "
+                                  f"{', '.join(map(str, types))}", ctx.loc)
+        t = types.pop() if types else ops.Literal(0).default_type
+        if not isinstance(t, ScalarType) or not t.is_int:
+            raise KernelTypeError(f"range() arguments must be integers, got {t!r}", ctx.loc)
+        return t
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def inline_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
+                    kwargs: dict[str, Any]) -> Any:
+        if fn in self.stack:
+            raise UnsupportedSyntaxError(f"recursion ({fn.key} calls itself) is not supported",
+                                         ctx.loc)
+        env = bind_arguments(ctx, fn, args, kwargs)
+        retval_type = None
+        if contains_return_in_loop(fn.info.tree.body):
+            trial = Lowerer(Builder(), fn.info, dict(env), self.stack + [fn], [], False)
+            trial.lower_function()
+            retval_type = trial.return_types[0] if trial.return_types else None
+        sub = Lowerer(self.b, fn.info, env, self.stack + [fn], self.tid_arity, False)
+        return sub.lower_function(retval_type)
+
+
+def contains_return_in_loop(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, (ast.For, ast.While)) and contains_jump(n.body, (ast.Return,))
+               for s in body for n in ast.walk(s))
+
+
+def bind_value(ctx: Ctx, value: Any) -> Any:
+    """What a variable holds after `x = value`: literals get their default type."""
+    if isinstance(value, Literal):
+        return materialize(ctx, value)
+    if isinstance(value, TupleVal):
+        return TupleVal(tuple(bind_value(ctx, v) for v in value.items))
+    return value
+
+
+def unpack(ctx: Ctx, value: Any, n: int) -> list[Any]:
+    if isinstance(value, TupleVal):
+        items: list[Any] = list(value.items)
+    elif isinstance(value, Composite) and not isinstance(value.type, MatrixType):
+        items = list(value.comps)
+    else:
+        raise CompileError(f"cannot unpack {describe(value)} into {n} names", ctx.loc)
+    if len(items) != n:
+        raise CompileError(f"cannot unpack {len(items)} values into {n} names", ctx.loc)
+    return items
+
+
+def bind_arguments(ctx: Ctx, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    params = fn.param_types()
+    sig = inspect.signature(fn.pyfunc)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise KernelTypeError(f"{fn.key}(): {exc}", ctx.loc) from None
+    bound.apply_defaults()
+    env: dict[str, Any] = {}
+    for name, t in params:
+        v = bound.arguments[name]
+        if not isinstance(v, KernelValue):
+            from .expr import python_constant
+
+            v = python_constant(ctx, v)
+        env[name] = coerce_argument(ctx, fn.key, name, v, t)
+    return env
+
+
+def coerce_argument(ctx: Ctx, fname: str, pname: str, v: Any, t: Any) -> Any:
+    if t is Any:
+        return bind_value(ctx, v)
+    if isinstance(t, ScalarType) and isinstance(v, Literal):
+        if isinstance(v.value, float) and not t.is_float:
+            raise KernelTypeError(f"{fname}(): argument '{pname}' expects {t}, got float "
+                                  f"{v.value!r}", ctx.loc)
+        return materialize(ctx, v, t)
+    got = type_of(v) if isinstance(v, KernelValue) else None
+    if got != t:
+        raise KernelTypeError(f"{fname}(): argument '{pname}' expects {t!r}, got "
+                              f"{describe(v)}", ctx.loc)
+    return v
+
+
+# -- kernels -----------------------------------------------------------------------------------
+
+
+def param_value(b: Builder, t: Any, base: int, loc: Any) -> Value:
+    """A kernel parameter as a value built from `arg` loads of its scalar leaves."""
+    vars_ = [b.op("arg", (), loc, attr=base + off, type=st) for off, st in leaves(t)]
+    if isinstance(t, ArrayType):
+        n = t.ndim
+        return ArrayVal(t, vars_[0], vars_[1], tuple(vars_[2:2 + n]), tuple(vars_[2 + n:]))
+    return _assemble_param(b, t, base, loc, iter(vars_))
+
+
+def _assemble_param(b: Builder, t: Any, base: int, loc: Any, it: Any) -> Value:
+    if isinstance(t, ScalarType):
+        return next(it)  # type: ignore[no-any-return]
+    if isinstance(t, StructType):
+        fields = []
+        for name, ft in t.fields:
+            if isinstance(ft, ArrayType):
+                n = ft.ndim
+                vs = [next(it) for _ in range(2 + 2 * n)]
+                fields.append(ArrayVal(ft, vs[0], vs[1], tuple(vs[2:2 + n]), tuple(vs[2 + n:])))
+            else:
+                fields.append(_assemble_param(b, ft, base + t.offsets[name], loc, it))
+        return StructVal(t, tuple(fields))
+    return Composite(t, tuple(next(it) for _ in range(t.length)))
+
+
+def lower_kernel(info: SourceInfo, params: list[tuple[str, Any]]) -> KernelIR:
+    """The IR of a kernel whose arguments have the given (concrete) types."""
+    b = Builder()
+    loc = info.loc(info.tree)
+    offsets, _ = arg_offsets([t for _, t in params])
+    env: dict[str, Any] = {}
+    for (name, t), off in zip(params, offsets, strict=True):
+        env[name] = param_value(b, t, off, loc)
+    tid_arity: list[int] = []
+    Lowerer(b, info, env, [], tid_arity, True).lower_function()
+    return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs))
+
+
+__all__ = ["Lowerer", "lower_kernel", "memory"]

@@ -1,0 +1,126 @@
+"""User source: parsing, locations in the user's file, name resolution and content hashes."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SourceLoc, UnsupportedSyntaxError
+
+
+@dataclass
+class SourceInfo:
+    """A Python function's parsed source and the namespaces its names resolve in."""
+
+    pyfunc: Any
+    tree: ast.FunctionDef
+    file: str
+    first_line: int
+    col_offset: int
+    text: str
+    closure: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.pyfunc.__name__)
+
+    def loc(self, node: ast.AST) -> SourceLoc:
+        line = getattr(node, "lineno", 1) + self.first_line - 1
+        col = getattr(node, "col_offset", 0) + self.col_offset
+        return SourceLoc(self.file, line, col, self.name)
+
+    def resolve(self, name: str) -> tuple[bool, Any]:
+        """Look a free name up as Python would: closure, module globals, builtins."""
+        if name in self.closure:
+            return True, self.closure[name]
+        globs = self.pyfunc.__globals__
+        if name in globs:
+            return True, globs[name]
+        if hasattr(builtins, name):
+            return True, getattr(builtins, name)
+        return False, None
+
+
+def parse_function(pyfunc: Any) -> SourceInfo:
+    try:
+        lines, first = inspect.getsourcelines(pyfunc)
+        file = inspect.getsourcefile(pyfunc) or "<unknown>"
+    except (OSError, TypeError) as exc:
+        raise UnsupportedSyntaxError(
+            f"cannot read the source of {pyfunc.__name__!r}: kernels must be defined in a file"
+        ) from exc
+    raw = "".join(lines)
+    text = textwrap.dedent(raw)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    tree = ast.parse(text)
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise UnsupportedSyntaxError(f"{pyfunc.__name__!r} is not a plain function definition")
+    closure = {}
+    if pyfunc.__closure__:
+        for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__, strict=True):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:
+                continue
+    return SourceInfo(pyfunc, fdef, file, first, indent, text, closure)
+
+
+def referenced_names(tree: ast.AST) -> list[str]:
+    """Free names a function body refers to, in first-seen order."""
+    seen: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            seen.setdefault(node.id, None)
+    return list(seen)
+
+
+def fingerprint_value(value: Any, visiting: set[int]) -> str:
+    """A stable text for a captured value that changes whenever its meaning to a kernel does."""
+    fp = getattr(value, "__gl_fingerprint__", None)
+    if fp is not None:
+        return str(fp(visiting))
+    if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
+        return f"{type(value).__name__}:{value!r}"
+    if hasattr(value, "dtype") and hasattr(value, "tobytes") and getattr(value, "size", 99) < 64:
+        return f"np:{value.dtype}:{value.tobytes().hex()}"
+    if inspect.ismodule(value):
+        return f"module:{value.__name__}"
+    if isinstance(value, (tuple, list)) and len(value) < 64:
+        return "(" + ",".join(fingerprint_value(v, visiting) for v in value) + ")"
+    return f"obj:{type(value).__module__}.{type(value).__qualname__}"
+
+
+def source_digest(info: SourceInfo, visiting: set[int]) -> str:
+    """Hash of a function's text and everything its free names resolve to."""
+    h = hashlib.sha256(info.text.encode())
+    if id(info.pyfunc) in visiting:
+        return "recursive:" + info.name
+    visiting = visiting | {id(info.pyfunc)}
+    for name in referenced_names(info.tree):
+        found, value = info.resolve(name)
+        if found and inspect.ismodule(value):
+            h.update(f"{name}=module:{value.__name__};".encode())
+            continue
+        if found and not inspect.isbuiltin(value) and value is not getattr(builtins, name, None):
+            h.update(f"{name}={fingerprint_value(value, visiting)};".encode())
+    h.update(_module_attr_digest(info, visiting).encode())
+    return h.hexdigest()
+
+
+def _module_attr_digest(info: SourceInfo, visiting: set[int]) -> str:
+    """Funcs reached as module attributes (`helpers.f(x)`) also change the hash."""
+    parts = []
+    for node in ast.walk(info.tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            found, mod = info.resolve(node.value.id)
+            if found and inspect.ismodule(mod) and not mod.__name__.startswith("gradloom"):
+                attr = getattr(mod, node.attr, None)
+                if hasattr(attr, "__gl_fingerprint__"):
+                    parts.append(f"{node.value.id}.{node.attr}={fingerprint_value(attr, visiting)}")
+    return ";".join(parts)

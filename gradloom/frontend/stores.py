@@ -1,0 +1,159 @@
+"""Assignments into parts of values: `v.x = `, `m[i, j] = `, `s.f = `, `a[i].x = `, `a[i] += `."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..builtins import memory, ops
+from ..builtins.math import where
+from ..builtins.values import (
+    ArrayVal,
+    Composite,
+    Ctx,
+    Literal,
+    StructVal,
+    Value,
+    describe,
+    materialize,
+    scalar,
+    type_of,
+)
+from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError
+from ..types import MatrixType, ScalarType, VectorType
+from .expr import ExprLowerer
+
+Step = tuple[str, Any]  # ("attr", name) or ("index", value)
+
+
+class StoreLowerer(ExprLowerer):
+    """Writes through a target path: functional updates of locals, stores into arrays."""
+
+    def target_path(self, target: ast.expr) -> tuple[ast.Name, list[Step]]:
+        steps: list[Step] = []
+        node = target
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            if isinstance(node, ast.Attribute):
+                steps.append(("attr", node.attr))
+            else:
+                steps.extend(("index", i) for i in reversed(self.indices(node.slice)))
+            node = node.value
+        if not isinstance(node, ast.Name):
+            raise UnsupportedSyntaxError("assignment into this expression", self.info.loc(target))
+        steps.reverse()
+        return node, steps
+
+    def store_path(self, target: ast.expr, value: Value, node: ast.stmt,
+                   aug: str | None = None) -> None:
+        base_node, steps = self.target_path(target)
+        ctx = self.ctx(target)
+        base = self.expr(base_node)
+        new = self.update(ctx, base, steps, value, aug)
+        if new is not base:
+            if base_node.id not in self.env:
+                raise CompileError(f"cannot assign into global '{base_node.id}'", ctx.loc)
+            self.env[base_node.id] = new
+
+    def update(self, ctx: Ctx, cur: Any, steps: list[Step], value: Value,
+               aug: str | None) -> Any:
+        """The new value of cur after writing value at steps (cur itself if memory changed)."""
+        if not steps:
+            return self.replace_whole(ctx, cur, value, aug)
+        kind, key = steps[0]
+        if isinstance(cur, ArrayVal):
+            return self.update_array(ctx, cur, steps, value, aug)
+        if isinstance(cur, StructVal) and kind == "attr":
+            names = [n for n, _ in cur.type.fields]
+            if key not in names:
+                raise CompileError(f"struct {cur.type.name} has no field '{key}'", ctx.loc)
+            sub = cur.get(key)
+            new_sub = self.update(ctx, sub, steps[1:], value, aug)
+            if new_sub is sub:
+                return cur
+            fields = list(cur.fields)
+            fields[names.index(key)] = new_sub
+            return StructVal(cur.type, tuple(fields))
+        if isinstance(cur, Composite):
+            index = self.step_index(ctx, cur, kind, key)
+            sub = self.component(ctx, cur, index)
+            new_sub = self.update(ctx, sub, steps[1:], value, aug)
+            return self.replace_component(ctx, cur, index, new_sub)
+        raise CompileError(f"cannot assign into a part of {describe(cur)}", ctx.loc)
+
+    def step_index(self, ctx: Ctx, cur: Composite, kind: str, key: Any) -> Value:
+        if kind == "attr":
+            idx = {"x": 0, "y": 1, "z": 2, "w": 3}.get(key)
+            if idx is None or not isinstance(cur.type, VectorType) or idx >= cur.type.length:
+                raise CompileError(f"{cur.type!r} has no component '{key}'", ctx.loc)
+            return Literal(idx)
+        return key  # type: ignore[no-any-return]
+
+    def replace_whole(self, ctx: Ctx, cur: Value, value: Value, aug: str | None) -> Value:
+        if aug is not None:
+            value = ops.binary(ctx, aug, cur, value)
+        t = type_of(cur)
+        new = materialize(ctx, value, t if isinstance(t, ScalarType) else None)
+        if type_of(new) != t:
+            raise KernelTypeError(f"cannot assign {describe(value)} to a part of type {t!r}",
+                                  ctx.loc)
+        return new
+
+    def replace_component(self, ctx: Ctx, cur: Composite, index: Value, new_sub: Any) -> Value:
+        t = cur.type
+        if isinstance(t, MatrixType):
+            width = t.cols
+            parts = [cur.comps[r * width:(r + 1) * width] for r in range(t.rows)]
+            new_parts: tuple[Any, ...] = new_sub.comps
+        else:
+            width = 1
+            parts = [(c,) for c in cur.comps]
+            new_parts = (scalar(ctx, new_sub),)
+        n = len(parts)
+        if isinstance(index, Literal):
+            i = int(index.value) % n
+            parts[i] = new_parts
+        else:
+            i_var = scalar(ctx, index)
+            for k in range(n):
+                hit = ctx.op("eq", i_var, ctx.const(k, i_var.type))
+                parts[k] = tuple(ctx.op("select", hit, a, b)
+                                 for a, b in zip(new_parts, parts[k], strict=True))
+        assert all(len(p) == width for p in parts)
+        return Composite(t, tuple(c for p in parts for c in p))
+
+    def update_array(self, ctx: Ctx, arr: ArrayVal, steps: list[Step], value: Value,
+                     aug: str | None) -> ArrayVal:
+        n = arr.type.ndim
+        idx = [key for kind, key in steps[:n] if kind == "index"]
+        if len(idx) < n or any(kind != "index" for kind, _ in steps[:n]):
+            raise CompileError(f"assignment to a {n}-D array needs {n} indices", ctx.loc)
+        place = memory.index_array(ctx, arr, idx)
+        assert isinstance(place, memory.Place)
+        for kind, key in steps[n:]:
+            place = memory.component_place(ctx, place, self.place_key(ctx, place, kind, key))
+        self.write_place(ctx, place, value, aug)
+        return arr
+
+    def place_key(self, ctx: Ctx, place: memory.Place, kind: str, key: Any) -> Any:
+        if kind == "attr" and isinstance(place.type, VectorType):
+            idx = {"x": 0, "y": 1, "z": 2, "w": 3}.get(key)
+            if idx is None or idx >= place.type.length:
+                raise CompileError(f"{place.type!r} has no component '{key}'", ctx.loc)
+            return idx
+        if isinstance(key, Literal):
+            return int(key.value)
+        return key
+
+    def write_place(self, ctx: Ctx, place: memory.Place, value: Value, aug: str | None) -> None:
+        """arr[...] = value; `+=` / `-=` are atomic, as in Warp; other ops read-modify-write."""
+        if aug in ("add", "sub"):
+            if aug == "sub":
+                value = ops.unary(ctx, "neg", value)
+            memory.atomic(ctx, "atomic_add", place, value)
+            return
+        if aug is not None:
+            value = ops.binary(ctx, aug, memory.load(ctx, place), value)
+        memory.store(ctx, place, value)
+
+
+__all__ = ["StoreLowerer", "where"]

@@ -1,0 +1,1 @@
+"""The scalar IR: primitives, nodes, builder, printer and verifier."""

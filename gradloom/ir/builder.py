@@ -1,0 +1,87 @@
+"""Builds IR: fresh SSA variables, typed op emission, and nested blocks for regions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import KernelTypeError, SourceLoc
+from ..types import ScalarType
+from .nodes import Block, If, Loop, Op, Stmt, Var
+from .prims import PRIMS, result_type
+
+
+class Builder:
+    """Appends statements to the innermost open block; regions open and close nested blocks."""
+
+    def __init__(self) -> None:
+        self._next_id = 0
+        self._blocks: list[list[Stmt]] = [[]]
+        self.locs: list[SourceLoc] = []
+
+    def new_var(self, t: ScalarType) -> Var:
+        self._next_id += 1
+        return Var(self._next_id, t)
+
+    def op(
+        self,
+        prim: str,
+        args: tuple[Var, ...] | list[Var],
+        loc: SourceLoc,
+        attr: Any = None,
+        type: ScalarType | None = None,
+    ) -> Var:
+        """Emit an op with a result and return the result variable."""
+        result = self._emit(prim, tuple(args), loc, attr, type)
+        assert result is not None, prim
+        return result
+
+    def effect(self, prim: str, args: tuple[Var, ...] | list[Var], loc: SourceLoc,
+               attr: Any = None) -> None:
+        """Emit an op run only for its side effect (store, check)."""
+        self._emit(prim, tuple(args), loc, attr, None)
+
+    def _emit(self, prim: str, args: tuple[Var, ...], loc: SourceLoc, attr: Any,
+              type: ScalarType | None) -> Var | None:
+        try:
+            rt = result_type(prim, tuple(a.type for a in args), type)
+        except TypeError as exc:
+            raise KernelTypeError(f"{prim}: {exc}", loc) from None
+        if PRIMS[prim].side_effect and prim.startswith("atomic"):
+            rt = args[2].type
+        result = None if rt is None else self.new_var(rt)
+        self._blocks[-1].append(Op(prim, args, result, loc, attr))
+        return result
+
+    def const(self, value: Any, t: ScalarType, loc: SourceLoc) -> Var:
+        return self.op("const", (), loc, attr=value, type=t)
+
+    def open_block(self) -> None:
+        self._blocks.append([])
+
+    def reopen_block(self, block: Block) -> None:
+        """Continue appending to a closed block (to add values a region merge needs)."""
+        self._blocks.append(list(block.stmts))
+
+    def close_block(self, yields: tuple[Var, ...] | list[Var] = ()) -> Block:
+        stmts = self._blocks.pop()
+        return Block(tuple(stmts), tuple(yields))
+
+    def emit_if(self, cond: Var, then: Block, orelse: Block, loc: SourceLoc) -> tuple[Var, ...]:
+        results = tuple(self.new_var(v.type) for v in then.yields)
+        self._blocks[-1].append(If(cond, then, orelse, results, loc))
+        return results
+
+    def emit_loop(self, inits: tuple[Var, ...], params: tuple[Var, ...], cond: Block,
+                  body: Block, loc: SourceLoc) -> tuple[Var, ...]:
+        results = tuple(self.new_var(v.type) for v in inits)
+        self._blocks[-1].append(Loop(inits, params, cond, body, results, loc))
+        return results
+
+    def loc_index(self, loc: SourceLoc) -> int:
+        """Register a source location that runtime errors can refer to by index."""
+        self.locs.append(loc)
+        return len(self.locs) - 1
+
+    def finish(self) -> Block:
+        assert len(self._blocks) == 1, "unbalanced blocks"
+        return Block(tuple(self._blocks[0]), ())

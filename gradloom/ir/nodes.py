@@ -1,0 +1,79 @@
+"""IR nodes: SSA variables, primitive ops, structured if/loop regions, and the kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import SourceLoc
+from ..types import ScalarType
+
+
+@dataclass(frozen=True, eq=False)
+class Var:
+    """An SSA value. Identity is the object; `id` is for printing and codegen names."""
+
+    id: int
+    type: ScalarType
+
+    def __repr__(self) -> str:
+        return f"%{self.id}:{self.type}"
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One primitive application. `result` is None for pure side effects (store, checks)."""
+
+    prim: str
+    args: tuple[Var, ...]
+    result: Var | None
+    loc: SourceLoc
+    attr: Any = None
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """A straight sequence of statements ending in the values it yields to its region."""
+
+    stmts: tuple[Stmt, ...]
+    yields: tuple[Var, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class If:
+    """Structured conditional: each branch yields one value per result."""
+
+    cond: Var
+    then: Block
+    orelse: Block
+    results: tuple[Var, ...]
+    loc: SourceLoc
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+    """A while loop with carried values.
+
+    params start as inits; each trip runs `cond` (over params, yields one bool) and, while it
+    is true, `body` (over params, yields the next params). `results` are the final params.
+    """
+
+    inits: tuple[Var, ...]
+    params: tuple[Var, ...]
+    cond: Block
+    body: Block
+    results: tuple[Var, ...]
+    loc: SourceLoc
+
+
+Stmt = Op | If | Loop
+
+
+@dataclass(frozen=True, eq=False)
+class KernelIR:
+    """A kernel's body, run once per thread, with the facts codegen needs about it."""
+
+    name: str
+    body: Block
+    launch_ndim: int
+    locs: tuple[SourceLoc, ...]

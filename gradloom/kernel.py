@@ -1,0 +1,125 @@
+"""`@wp.kernel`: compiles on first use (frontend → IR → LLVM → object code), cached on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from . import config
+from .codegen import cpu
+from .codegen.llvm import emit_module
+from .errors import KernelTypeError, SourceLoc
+from .frontend.func import annotated_params
+from .frontend.lower import lower_kernel
+from .frontend.source import SourceInfo, parse_function, source_digest
+from .ir.printer import format_kernel
+from .ir.verify import verify
+from .runtime import cache
+from .runtime.structs import type_key
+from .types import ArrayType
+
+VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A loaded entry point and the facts launches need about it."""
+
+    entry: Any
+    params: tuple[tuple[str, Any], ...]
+    launch_ndim: int
+    locs: tuple[SourceLoc, ...]
+
+
+class Kernel:
+    """A Warp-style kernel. Launch it with `wp.launch(kernel, dim, inputs=[...])`."""
+
+    def __init__(self, pyfunc: Any, enable_backward: bool | None = None) -> None:
+        self.func = pyfunc
+        self.key = pyfunc.__qualname__
+        self.enable_backward = enable_backward
+        self._info: SourceInfo | None = None
+        self._params: tuple[tuple[str, Any], ...] | None = None
+        self._compiled: CompiledKernel | None = None
+        self.__name__ = pyfunc.__name__
+        self.__doc__ = pyfunc.__doc__
+        self.__module__ = pyfunc.__module__
+
+    @property
+    def info(self) -> SourceInfo:
+        if self._info is None:
+            self._info = parse_function(self.func)
+        return self._info
+
+    @property
+    def params(self) -> tuple[tuple[str, Any], ...]:
+        if self._params is None:
+            params = annotated_params(self.info)
+            for (name, t), node in zip(params, self.info.tree.args.args, strict=True):
+                if t is Any:
+                    raise KernelTypeError(f"kernel argument '{name}' needs a type annotation",
+                                          self.info.loc(node))
+            self._params = tuple(params)
+        return self._params
+
+    def cache_key(self) -> str:
+        h = hashlib.sha256()
+        for part in (VERSION, source_digest(self.info, set()), config.mode,
+                     str(config.opt_level), cpu.host_target().key,
+                     ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
+            h.update(part.encode() + b"\0")
+        return h.hexdigest()
+
+    def compiled(self) -> CompiledKernel:
+        """The kernel's entry point, compiled or loaded from the cache on first use."""
+        if self._compiled is None:
+            self._compiled = self._build()
+        return self._compiled
+
+    def _build(self) -> CompiledKernel:
+        key = self.cache_key()
+        symbol = f"gl_{_symbol_safe(self.__name__)}_{key[:20]}"
+        entry = None if config.print_ir else cache.load(key)
+        if entry is None:
+            entry = self._compile(symbol)
+            cache.store(key, entry)
+        elif config.verbose:
+            print(f"gradloom: loaded kernel {self.key} from cache", file=sys.stderr)
+        addr = cpu.object_loader().load(entry["object"], symbol)
+        return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
+                              tuple(entry["locs"]))
+
+    def _compile(self, symbol: str) -> dict[str, Any]:
+        ir = lower_kernel(self.info, list(self.params))
+        verify(ir)
+        target = cpu.host_target()
+        text = emit_module(ir, symbol, target.triple, target.datalayout)
+        if config.print_ir:
+            print(format_kernel(ir), file=sys.stderr)
+            print(text, file=sys.stderr)
+        obj = cpu.compile_to_object(text, config.opt_level)
+        if config.verbose:
+            print(f"gradloom: compiled kernel {self.key}", file=sys.stderr)
+        return {"object": obj, "launch_ndim": ir.launch_ndim, "locs": list(ir.locs)}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"kernel {self.key} is launched with wp.launch(), not called")
+
+    def __repr__(self) -> str:
+        return f"<gradloom kernel {self.key}>"
+
+
+def _symbol_safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+def kernel(f: Any = None, *, enable_backward: bool | None = None, module: Any = None) -> Any:
+    """Decorator: `@wp.kernel` or `@wp.kernel(enable_backward=False)`."""
+    if f is None:
+        return lambda fn: Kernel(fn, enable_backward)
+    return Kernel(f, enable_backward)
+
+
+__all__ = ["Kernel", "kernel", "CompiledKernel", "ArrayType"]

@@ -1,0 +1,1 @@
+"""Runtime: devices, arrays (numpy memory on the CPU), kernel launches and the tape."""

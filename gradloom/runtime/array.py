@@ -1,0 +1,558 @@
+"""The Warp-style `array` class: numpy-backed CPU storage, its attributes, views and element access."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import operator
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from gradloom.errors import GradloomError
+from gradloom.runtime.device import Device, get_device
+from gradloom.types import (
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    resolve_annotation,
+    scalar_from_numpy,
+)
+
+NDArray = npt.NDArray[Any]
+
+#: Arrays have 1 to MAX_DIMS dimensions, as in Warp.
+MAX_DIMS = 4
+
+# --------------------------------------------------------------------------------------------
+# dtypes and shapes
+
+
+def resolve_dtype(dtype: Any) -> Any:
+    """The gradloom element type for a `dtype=` argument; a GradloomError naming it otherwise."""
+    try:
+        t = resolve_annotation(dtype)
+    except TypeError:
+        t = None
+    ok = isinstance(t, (VectorType, MatrixType, StructType)) or (
+        isinstance(t, ScalarType) and t.kind != "p"
+    )
+    if not ok:
+        raise GradloomError(
+            f"unsupported array dtype {dtype!r}: expected a scalar, vector, matrix or struct "
+            "type (e.g. wp.float32, float, int, wp.vec3, wp.mat33, a @wp.struct class)"
+        )
+    return t
+
+
+def elem_shape(t: Any) -> tuple[int, ...]:
+    """The trailing storage dimensions of one element: (n,) for vectors, (r, c) for matrices."""
+    if isinstance(t, (VectorType, MatrixType)):
+        return t.shape
+    return ()
+
+
+def storage_dtype(t: Any) -> np.dtype[Any]:
+    """The numpy dtype of the storage: the scalar type, or a structured dtype for structs."""
+    if isinstance(t, ScalarType):
+        return t.np_dtype
+    if isinstance(t, (VectorType, MatrixType)):
+        return t.dtype.np_dtype
+    if isinstance(t, StructType):
+        return _struct_np_dtype(t)
+    raise GradloomError(f"{t!r} has no array storage type")
+
+
+def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
+    offsets = st.offsets
+    formats: list[np.dtype[Any]] = []
+    for _, ftype in st.fields:
+        if isinstance(ftype, ArrayType):
+            formats.append(np.dtype((np.uint64, (ftype.size // 8,))))
+        else:
+            es = elem_shape(ftype)
+            formats.append(np.dtype((storage_dtype(ftype), es)) if es else storage_dtype(ftype))
+    spec: Any = {
+        "names": [name for name, _ in st.fields],
+        "formats": formats,
+        "offsets": [offsets[name] for name, _ in st.fields],
+        "itemsize": st.size,
+    }
+    out: np.dtype[Any] = np.dtype(spec)
+    return out
+
+
+def normalize_shape(shape: Any) -> tuple[int, ...]:
+    """An int or a sequence of ints as a shape tuple (None gives (0,), as in Warp)."""
+    if shape is None:
+        return (0,)
+    try:
+        dims = (
+            (operator.index(shape),) if np.ndim(shape) == 0 else tuple(map(operator.index, shape))
+        )
+    except TypeError as e:
+        raise GradloomError(f"invalid array shape {shape!r}: expected an int or ints") from e
+    if len(dims) > MAX_DIMS:
+        raise GradloomError(f"arrays have at most {MAX_DIMS} dimensions, got shape {dims}")
+    return dims
+
+
+def _infer_dtype(arr: NDArray) -> ScalarType:
+    t = scalar_from_numpy(arr.dtype) if arr.dtype.names is None else None
+    if t is None:
+        raise GradloomError(
+            f"cannot infer an array dtype from data of numpy dtype {arr.dtype}; pass dtype="
+        )
+    return t
+
+
+def _to_numpy(data: Any, npdt: np.dtype[Any] | None, copy: bool) -> NDArray:
+    if isinstance(data, array):
+        data = data.numpy()
+    try:
+        if copy:
+            return np.array(data, dtype=npdt, order="C", copy=True)
+        return np.asarray(data, dtype=npdt)
+    except (TypeError, ValueError) as e:
+        what = "numpy data" if npdt is None else f"elements of numpy type {npdt}"
+        raise GradloomError(f"cannot convert the array data to {what}: {e}") from e
+
+
+def fit_data(arr: NDArray, t: Any, shape: tuple[int, ...] | None) -> NDArray:
+    """Reshape data to `shape + elem_shape(t)`, taking the element's trailing dims as Warp does."""
+    es = elem_shape(t)
+    if shape is not None:
+        target = shape + es
+        if arr.size != math.prod(target):
+            raise GradloomError(
+                f"data of shape {arr.shape} ({arr.size} values) does not fit an array of shape "
+                f"{shape} with dtype {t!r}"
+            )
+        return arr.reshape(target)
+    if arr.ndim == 0:
+        raise GradloomError("array data must have at least one dimension")
+    if es:
+        n = math.prod(es)
+        if arr.shape[-len(es) :] == es and arr.ndim > len(es):
+            pass
+        elif arr.shape[-1] == n and arr.ndim > 1:
+            arr = arr.reshape((*arr.shape[:-1], *es))
+        elif arr.shape[-1] % n == 0:
+            arr = arr.reshape((*arr.shape[:-1], arr.shape[-1] // n, *es))
+        else:
+            raise GradloomError(
+                f"data of shape {arr.shape} does not fit dtype {t!r}: its trailing dimensions "
+                f"must be {es} or a last dimension that is a multiple of {n}"
+            )
+    return _trailing_contiguous(arr, len(es))
+
+
+def _trailing_contiguous(arr: NDArray, k: int) -> NDArray:
+    """`arr`, or a contiguous copy when an element's components are not adjacent in memory."""
+    expected = arr.itemsize
+    for n, s in zip(reversed(arr.shape[arr.ndim - k :]), reversed(arr.strides[arr.ndim - k :])):
+        if n > 1 and s != expected:
+            return np.ascontiguousarray(arr)
+        expected *= n
+    return arr
+
+
+def zeros_same_layout(a: NDArray) -> NDArray:
+    """Zeroed memory with exactly `a`'s shape and strides (a gradient must share its layout)."""
+    if a.flags.c_contiguous or a.size == 0:
+        return np.zeros(a.shape, dtype=a.dtype)
+    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0) + a.itemsize
+    buf = np.zeros(hi - lo, dtype=np.uint8)
+    return np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
+
+
+def same_layout(a: NDArray, b: NDArray) -> bool:
+    """Same shape, dtype and strides (ignoring strides of dimensions of length 1)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return all(n <= 1 or sa == sb for n, sa, sb in zip(a.shape, a.strides, b.strides))
+
+
+def _storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int | None) -> NDArray:
+    dims = normalize_shape(shape)
+    es, npdt = elem_shape(t), storage_dtype(t)
+    inner = np.zeros(es, dtype=npdt).strides if es else ()
+    full_strides = None if strides is None else (*map(int, strides), *inner)
+    span = npdt.itemsize * math.prod(es)
+    if full_strides is None:
+        span *= math.prod(dims)
+    elif math.prod(dims) > 0:
+        span += sum((n - 1) * s for n, s in zip(dims, full_strides))
+    buf = memoryview((ctypes.c_byte * max(int(capacity or 0), span)).from_address(int(ptr)))
+    return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=full_strides)
+
+
+def copy_storage(dest: array, src: array) -> None:
+    """Copy the elements of `src` into `dest` (same shape), bit for bit as Warp does."""
+    d, s = dest.numpy(), src.numpy()
+    if d.dtype == s.dtype and d.shape == s.shape:
+        d[...] = s
+        return
+    if d.itemsize * d.size != s.itemsize * s.size:
+        raise GradloomError(
+            f"incompatible array element types: destination {dest.dtype!r}, source {src.dtype!r}"
+        )
+    raw = np.ascontiguousarray(s).reshape(-1).view(np.uint8)
+    d[...] = raw.view(d.dtype).reshape(d.shape)
+
+
+# --------------------------------------------------------------------------------------------
+# The array class
+
+
+class _GlType:
+    """`__gl_type__`: an instance's ArrayType; on the class itself, a generic (dtype Any) one."""
+
+    def __get__(self, obj: array | None, owner: type[array]) -> Callable[[], ArrayType]:
+        if obj is None:
+            generic = ArrayType(dtype=typing.Any, ndim=owner._fixed_ndim or 1)
+            return lambda: generic
+        gl = obj._type
+        return lambda: gl
+
+
+class array:
+    """A Warp-style array of 1-4 dimensions (or, built with only dtype/ndim, an annotation)."""
+
+    _fixed_ndim: ClassVar[int | None] = None
+    __gl_type__ = _GlType()
+
+    dtype: Any
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    ndim: int
+    size: int
+    device: Device
+    ptr: int
+    is_contiguous: bool
+    pinned: bool
+    _np: NDArray
+    _type: ArrayType
+    _annotation: bool
+    _grad: array | None
+    _requires_grad: bool
+
+    def __init__(
+        self,
+        data: Any = None,
+        dtype: Any = typing.Any,
+        shape: Any = None,
+        strides: Any = None,
+        ndim: int | None = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        copy: bool = True,
+        ptr: int | None = None,
+        capacity: int | None = None,
+        owner: bool = False,
+        deleter: Any = None,
+        pinned: bool = False,
+        retain_grad: bool = False,
+    ) -> None:
+        ndim = self._fixed_ndim or ndim
+        if data is None and shape is None and ptr is None:
+            self._init_annotation(dtype, ndim)
+            return
+        dev = get_device(device)
+        dims = None if shape is None else normalize_shape(shape)
+        if ptr is not None:
+            t = resolve_dtype(float if dtype is typing.Any else dtype)
+            storage = _storage_from_ptr(ptr, t, dims, strides, capacity)
+        elif data is not None:
+            storage, t = _storage_from_data(data, dtype, dims, copy)
+        else:
+            t = resolve_dtype(float if dtype is typing.Any else dtype)
+            storage = np.zeros((*(dims or ()), *elem_shape(t)), dtype=storage_dtype(t))
+        self._bind(storage, t, dev, ndim)
+        self._grad, self._requires_grad = None, False
+        self.requires_grad = requires_grad
+
+    def _init_annotation(self, dtype: Any, ndim: int | None) -> None:
+        t = typing.Any if dtype is typing.Any else resolve_dtype(dtype)
+        n = 1 if ndim is None else int(ndim)
+        if not 1 <= n <= MAX_DIMS:
+            raise GradloomError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
+        self._annotation, self.dtype, self.ndim = True, t, n
+        self._type = ArrayType(dtype=t, ndim=n)
+        self.shape, self.strides, self.size, self.ptr = (), (), 0, 0
+        self.device, self.is_contiguous, self.pinned = get_device("cpu"), True, False
+        self._np = np.zeros(0, dtype=np.float32)
+        self._grad, self._requires_grad = None, False
+
+    def _bind(self, storage: NDArray, t: Any, device: Device, ndim: int | None = None) -> None:
+        k = len(elem_shape(t))
+        n = storage.ndim - k
+        if not 1 <= n <= MAX_DIMS:
+            raise GradloomError(
+                f"arrays have 1 to {MAX_DIMS} dimensions; data of shape {storage.shape} with "
+                f"dtype {t!r} has {n}"
+            )
+        if ndim is not None and ndim != n:
+            raise GradloomError(f"expected {ndim}-dimensional data, got shape {storage.shape[:n]}")
+        self._annotation, self._np, self.dtype, self.device = False, storage, t, device
+        self.shape, self.strides, self.ndim = storage.shape[:n], storage.strides[:n], n
+        self.size = math.prod(self.shape)
+        self.ptr = int(storage.ctypes.data) if self.size else 0
+        self.is_contiguous = bool(storage.flags.c_contiguous)
+        self.pinned = False
+        self._type = ArrayType(dtype=t, ndim=n)
+
+    @classmethod
+    def _wrap(cls, storage: NDArray, t: Any, device: Device, grad: NDArray | None = None) -> array:
+        """An array over existing storage (a view), with `grad` as its gradient storage."""
+        out = array.__new__(array)
+        out._bind(storage, t, device)
+        out._grad = None if grad is None else array._wrap(grad, t, device)
+        out._requires_grad = grad is not None
+        return out
+
+    def _concrete(self) -> NDArray:
+        if self._annotation:
+            raise GradloomError(
+                f"{self!r} is a type annotation (built without data or shape); it has no "
+                "memory. Use wp.zeros/wp.empty/wp.array(data) to allocate an array."
+            )
+        return self._np
+
+    # ---- gradient --------------------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        storage = self._concrete()
+        if value and self._grad is None:
+            self._grad = array._wrap(zeros_same_layout(storage), self.dtype, self.device)
+        elif not value:
+            self._grad = None
+        self._requires_grad = bool(value)
+
+    @property
+    def grad(self) -> array | None:
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        storage = self._concrete()
+        if value is None:
+            self._grad, self._requires_grad = None, False
+            return
+        g = value if isinstance(value, array) else array(value, dtype=self.dtype, copy=False)
+        if g.dtype != self.dtype or not same_layout(g._concrete(), storage):
+            raise GradloomError(
+                f"incompatible gradient: expected shape {self.shape}, dtype {self.dtype!r} and "
+                f"strides {self.strides}; got shape {g.shape}, dtype {g.dtype!r}, strides "
+                f"{g.strides}"
+            )
+        self._grad, self._requires_grad = g, True
+
+    # ---- layout ----------------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        """Bytes spanned by the elements, from the first to the end of the last."""
+        storage = self._concrete()
+        if self.size == 0:
+            return 0
+        elem = storage.itemsize * math.prod(elem_shape(self.dtype))
+        return elem + sum((n - 1) * abs(s) for n, s in zip(self.shape, self.strides))
+
+    @property
+    def vars(self) -> dict[str, Any]:
+        """The fields of a struct array's storage (Warp's `vars`), else an empty dict."""
+        names = self._concrete().dtype.names or ()
+        return {name: self._np[name] for name in names}
+
+    def numpy(self) -> NDArray:
+        """A zero-copy numpy view (element dims, then a vector/matrix's trailing dims)."""
+        return self._concrete()
+
+    def to(self, device: Any) -> array:
+        get_device(device)
+        self._concrete()
+        return self
+
+    def contiguous(self) -> array:
+        storage = self._concrete()
+        if self.is_contiguous:
+            return self
+        out = array._wrap(np.ascontiguousarray(storage), self.dtype, self.device)
+        out.requires_grad = self._requires_grad
+        return out
+
+    def reshape(self, shape: Any) -> array:
+        storage = self._concrete()
+        if not self.is_contiguous:
+            raise GradloomError(
+                f"cannot reshape a non-contiguous array (shape {self.shape}, strides "
+                f"{self.strides}); call .contiguous() first"
+            )
+        dims = normalize_shape(shape)
+        try:
+            view = storage.reshape(dims + elem_shape(self.dtype))
+        except ValueError as e:
+            raise GradloomError(f"cannot reshape an array of shape {self.shape} to {dims}") from e
+        grad = None if self._grad is None else self._grad.numpy().reshape(view.shape)
+        return array._wrap(view, self.dtype, self.device, grad)
+
+    def flatten(self) -> array:
+        return self.reshape(-1)
+
+    def transpose(self, axes: Any = None) -> array:
+        storage = self._concrete()
+        perm = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        if sorted(perm) != list(range(self.ndim)):
+            raise GradloomError(
+                f"transpose axes {axes!r} are not a permutation of {self.ndim} dims"
+            )
+        full = perm + tuple(range(self.ndim, storage.ndim))
+        grad = None if self._grad is None else self._grad.numpy().transpose(full)
+        return array._wrap(storage.transpose(full), self.dtype, self.device, grad)
+
+    # ---- values ----------------------------------------------------------------------------
+
+    def fill_(self, value: Any) -> None:
+        storage = self._concrete()
+        try:
+            storage[...] = _fill_value(self.dtype, value)
+        except (TypeError, ValueError) as e:
+            raise GradloomError(
+                f"cannot fill an array of {self.dtype!r} with {value!r}: {e}"
+            ) from e
+
+    def zero_(self) -> None:
+        self._concrete()[...] = 0
+
+    def assign(self, src: Any) -> None:
+        """Copy `src` (an array, numpy array or nested list of the same shape) into this array."""
+        storage = self._concrete()
+        if isinstance(src, array):
+            if src.shape != self.shape:
+                raise GradloomError(f"assign: source shape {src.shape} != destination {self.shape}")
+            copy_storage(self, src)
+            return
+        data = fit_data(_to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
+        if data.shape != storage.shape:
+            raise GradloomError(
+                f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"
+                f" does not match the array's shape {self.shape} (dtype {self.dtype!r})"
+            )
+        storage[...] = data
+
+    def list(self) -> list[Any]:
+        """The elements in order, flattened (vector/matrix elements as their value type)."""
+        es = elem_shape(self.dtype)
+        flat = self._concrete().reshape((self.size, *es))
+        if es:
+            return [self.dtype(x) for x in flat]
+        return flat.tolist()  # type: ignore[no-any-return]
+
+    # ---- indexing --------------------------------------------------------------------------
+
+    def _index(self, key: Any) -> tuple[int | slice, ...]:
+        keys = key if isinstance(key, tuple) else (key,)
+        out: list[int | slice] = []
+        for k in keys:
+            if isinstance(k, slice):
+                out.append(k)
+                continue
+            try:
+                out.append(operator.index(k))
+            except TypeError as e:
+                raise GradloomError(
+                    f"array indices in Python scope must be integers or slices, got {k!r}"
+                ) from e
+        if len(out) > self.ndim:
+            raise IndexError(f"too many indices ({len(out)}) for an array of {self.ndim} dims")
+        return tuple(out)
+
+    def __getitem__(self, key: Any) -> Any:
+        storage = self._concrete()
+        idx = self._index(key)
+        if len(idx) == self.ndim and all(isinstance(k, int) for k in idx):
+            value = storage[idx]
+            return self.dtype(value) if elem_shape(self.dtype) else value
+        grad = None if self._grad is None else self._grad.numpy()[idx]
+        return array._wrap(storage[idx], self.dtype, self.device, grad)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        storage = self._concrete()
+        idx = self._index(key)
+        src = value.numpy() if isinstance(value, array) else value
+        try:
+            storage[idx] = src
+        except (TypeError, ValueError) as e:
+            raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: {e}") from e
+
+    def __len__(self) -> int:
+        return int(self._concrete().shape[0])
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self[i]
+
+    # ---- numpy interop and printing --------------------------------------------------------
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray:
+        out = self._concrete()
+        if dtype is not None:
+            out = out.astype(dtype, copy=False)
+        return out.copy() if copy else out
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        return self._concrete().__array_interface__
+
+    def __repr__(self) -> str:
+        if self._annotation:
+            return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
+        return f"array(shape={self.shape}, dtype={self.dtype!r})"
+
+    def __str__(self) -> str:
+        return repr(self) if self._annotation else str(self._np)
+
+
+def _storage_from_data(
+    data: Any, dtype: Any, shape: tuple[int, ...] | None, copy: bool
+) -> tuple[NDArray, Any]:
+    if dtype is typing.Any or dtype is None:
+        if isinstance(data, array):
+            t = data.dtype
+            arr = _to_numpy(data, None, copy)
+        else:
+            arr = _to_numpy(data, None, copy)
+            t = _infer_dtype(arr)
+    else:
+        t = resolve_dtype(dtype)
+        arr = _to_numpy(data, storage_dtype(t), copy)
+    return fit_data(arr, t, shape), t
+
+
+def _fill_value(t: Any, value: Any) -> Any:
+    """`value` shaped to broadcast over a storage of element type `t`."""
+    if isinstance(value, array):
+        raise TypeError("fill_ takes an element value; use assign() to copy an array")
+    es = elem_shape(t)
+    if not es:
+        if isinstance(t, ScalarType) and np.ndim(value) != 0:
+            raise TypeError(f"a {t!r} element takes a scalar")
+        return value
+    v = np.asarray(value, dtype=storage_dtype(t))
+    if v.ndim == 0:
+        return v
+    if v.size != math.prod(es):
+        raise TypeError(f"{t!r} has {math.prod(es)} components, the value has {v.size}")
+    return v.reshape(es)

@@ -1,0 +1,309 @@
+"""Array constructors and copies (zeros, full, clone, copy, from_numpy, ...) and array1d-4d."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gradloom.errors import GradloomError
+from gradloom.runtime.array import NDArray, array, copy_storage, normalize_shape
+from gradloom.types import (
+    VecValue,
+    matrix,
+    resolve_annotation,
+    scalar_from_numpy,
+    size_of,
+    vector,
+)
+from gradloom.types import bool_ as _bool
+from gradloom.types import float32 as _float32
+from gradloom.types import int32 as _int32
+
+
+class array1d(array):
+    """`wp.array1d(...)`: an array (or annotation) with ndim fixed to 1."""
+
+    _fixed_ndim: ClassVar[int | None] = 1
+
+
+class array2d(array):
+    """`wp.array2d(...)`: an array (or annotation) with ndim fixed to 2."""
+
+    _fixed_ndim: ClassVar[int | None] = 2
+
+
+class array3d(array):
+    """`wp.array3d(...)`: an array (or annotation) with ndim fixed to 3."""
+
+    _fixed_ndim: ClassVar[int | None] = 3
+
+
+class array4d(array):
+    """`wp.array4d(...)`: an array (or annotation) with ndim fixed to 4."""
+
+    _fixed_ndim: ClassVar[int | None] = 4
+
+
+# --------------------------------------------------------------------------------------------
+# Allocation
+
+
+def _alloc(shape: Any, dtype: Any, device: Any, requires_grad: bool) -> array:
+    return array(
+        shape=normalize_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad
+    )
+
+
+def empty(
+    shape: Any = None,
+    dtype: Any = float,
+    device: Any = None,
+    requires_grad: bool = False,
+    pinned: bool = False,
+    retain_grad: bool = False,
+) -> array:
+    """A new array (its memory is zeroed on the CPU, though Warp leaves it undefined)."""
+    return _alloc(shape, dtype, device, requires_grad)
+
+
+def zeros(
+    shape: Any = None,
+    dtype: Any = float,
+    device: Any = None,
+    requires_grad: bool = False,
+    pinned: bool = False,
+    retain_grad: bool = False,
+) -> array:
+    """A new zero-filled array; dtype defaults to float32."""
+    return _alloc(shape, dtype, device, requires_grad)
+
+
+def ones(
+    shape: Any = None,
+    dtype: Any = float,
+    device: Any = None,
+    requires_grad: bool = False,
+    pinned: bool = False,
+    retain_grad: bool = False,
+) -> array:
+    """A new array with every component of every element set to 1."""
+    out = _alloc(shape, dtype, device, requires_grad)
+    out.fill_(1)
+    return out
+
+
+def full(
+    shape: Any = None,
+    value: Any = 0,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pinned: bool = False,
+    retain_grad: bool = False,
+) -> array:
+    """A new array with every element set to `value`; dtype defaults to the value's type."""
+    out = _alloc(shape, _value_dtype(value) if dtype is None else dtype, device, requires_grad)
+    out.fill_(value)
+    return out
+
+
+def _value_dtype(value: Any) -> Any:
+    """The element type Warp infers for `full(value=...)`."""
+    python_types = {bool: _bool, int: _int32, float: _float32}
+    if type(value) in python_types:
+        return python_types[type(value)]
+    if isinstance(value, VecValue):
+        return value.gl_type
+    if isinstance(value, np.generic):
+        return _scalar_or_fail(value.dtype, value)
+    if hasattr(value, "__len__"):
+        na = np.asarray(value)
+        st = _scalar_or_fail(na.dtype, value)
+        if na.ndim == 1:
+            return vector(na.size, st)
+        if na.ndim == 2:
+            return matrix((na.shape[0], na.shape[1]), st)
+        raise GradloomError(f"full(): a value with {na.ndim} dimensions is not an element")
+    try:
+        return resolve_annotation(type(value))
+    except TypeError as e:
+        raise GradloomError(f"full(): cannot infer an element type from {value!r}") from e
+
+
+def _scalar_or_fail(npdt: np.dtype[Any], value: Any) -> Any:
+    st = scalar_from_numpy(npdt)
+    if st is None:
+        raise GradloomError(f"cannot infer an element type from {value!r} (numpy {npdt})")
+    return st
+
+
+def _check(a: Any, what: str) -> array:
+    if not isinstance(a, array):
+        raise GradloomError(f"{what} must be a gradloom array, got {type(a).__name__}")
+    a.numpy()  # raises for annotation-only arrays
+    return a
+
+
+def _like(src: Any, device: Any, requires_grad: bool | None) -> array:
+    s = _check(src, "the template array")
+    grad = s.requires_grad if requires_grad is None else requires_grad
+    return _alloc(s.shape, s.dtype, s.device if device is None else device, grad)
+
+
+def empty_like(
+    src: array,
+    device: Any = None,
+    requires_grad: bool | None = None,
+    pinned: bool | None = None,
+    retain_grad: bool = False,
+) -> array:
+    return _like(src, device, requires_grad)
+
+
+def zeros_like(
+    src: array,
+    device: Any = None,
+    requires_grad: bool | None = None,
+    pinned: bool | None = None,
+    retain_grad: bool = False,
+) -> array:
+    return _like(src, device, requires_grad)
+
+
+def ones_like(
+    src: array,
+    device: Any = None,
+    requires_grad: bool | None = None,
+    pinned: bool | None = None,
+    retain_grad: bool = False,
+) -> array:
+    out = _like(src, device, requires_grad)
+    out.fill_(1)
+    return out
+
+
+def full_like(
+    src: array,
+    value: Any,
+    device: Any = None,
+    requires_grad: bool | None = None,
+    pinned: bool | None = None,
+    retain_grad: bool = False,
+) -> array:
+    out = _like(src, device, requires_grad)
+    out.fill_(value)
+    return out
+
+
+def clone(
+    src: array,
+    device: Any = None,
+    requires_grad: bool | None = None,
+    pinned: bool | None = None,
+    retain_grad: bool = False,
+) -> array:
+    """A contiguous copy of `src` (its grad, if any, is a fresh zeroed one, as in Warp)."""
+    out = _like(src, device, requires_grad)
+    copy_storage(out, src)
+    return out
+
+
+def from_numpy(
+    arr: Any,
+    dtype: Any = None,
+    shape: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    retain_grad: bool = False,
+) -> array:
+    """An array copied from numpy data; without dtype, 2-D data gives vectors, 3-D matrices."""
+    data = np.asarray(arr)
+    if dtype is None:
+        st = _scalar_or_fail(data.dtype, "the numpy data")
+        if data.ndim == 2:
+            dtype = vector(data.shape[1], st)
+        elif data.ndim == 3:
+            dtype = matrix((data.shape[1], data.shape[2]), st)
+        else:
+            dtype = st
+    return array(data, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad)
+
+
+# --------------------------------------------------------------------------------------------
+# Copies
+
+
+def copy(
+    dest: array,
+    src: array,
+    dest_offset: int = 0,
+    src_offset: int = 0,
+    count: int = 0,
+    stream: Any = None,
+) -> None:
+    """Copy `count` elements (0: all of `src`) between arrays, offsets in flattened elements.
+
+    As in Warp, contiguous arrays are copied as flat memory (bit for bit; the element sizes
+    must match), and offsets/count on non-contiguous arrays need both arrays to be 1-D.
+    """
+    d, s = _check(dest, "copy destination"), _check(src, "copy source")
+    try:
+        src_offset, dest_offset, count = map(operator.index, (src_offset, dest_offset, count))
+    except TypeError as e:
+        raise GradloomError("copy: src_offset, dest_offset and count must be integers") from e
+    if min(src_offset, dest_offset, count) < 0:
+        raise GradloomError(
+            f"copy: offsets and count must be non-negative, got src_offset={src_offset}, "
+            f"dest_offset={dest_offset}, count={count}"
+        )
+    count = count or s.size
+    if count == 0:
+        return
+    es_d, es_s = size_of(d.dtype), size_of(s.dtype)
+    if es_d != es_s:
+        raise GradloomError(
+            f"copy: incompatible element types: destination {d.dtype!r} ({es_d} bytes), "
+            f"source {s.dtype!r} ({es_s} bytes)"
+        )
+    if d.is_contiguous and s.is_contiguous:
+        _copy_flat(d, s, dest_offset, src_offset, count)
+    else:
+        _copy_strided(d, s, dest_offset, src_offset, count)
+
+
+def _copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
+    _check_range(d, s, dest_offset, src_offset, count)
+    es = size_of(s.dtype)
+    dst_bytes = _flat_bytes(d.numpy())[dest_offset * es : (dest_offset + count) * es]
+    dst_bytes[...] = _flat_bytes(s.numpy())[src_offset * es : (src_offset + count) * es]
+
+
+def _check_range(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
+    for what, a, off in (("source", s, src_offset), ("destination", d, dest_offset)):
+        if off + count > a.size:
+            raise GradloomError(
+                f"copy: {count} element(s) from offset {off} exceed the {what} size ({a.size})"
+            )
+
+
+def _flat_bytes(a: NDArray) -> NDArray:
+    return a.reshape(-1).view(np.uint8)
+
+
+def _copy_strided(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
+    if src_offset or dest_offset or count != s.size or count != d.size:
+        if s.ndim != 1 or d.ndim != 1:
+            raise GradloomError(
+                "copy: dest_offset, src_offset and count are only supported for 1-D arrays "
+                "when either array is non-contiguous"
+            )
+        _check_range(d, s, dest_offset, src_offset, count)
+        s = s[src_offset : src_offset + count]
+        d = d[dest_offset : dest_offset + count]
+    if s.shape != d.shape:
+        raise GradloomError(
+            f"copy: incompatible array shapes: destination {d.shape}, source {s.shape}"
+        )
+    copy_storage(d, s)

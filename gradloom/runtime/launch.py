@@ -1,0 +1,197 @@
+"""`wp.launch`: checks each argument against the kernel's signature, packs them, runs the entry."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from ..errors import KernelRuntimeError, LaunchError
+from ..types import (
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    arg_offsets,
+    leaves,
+)
+from .array import array
+from .device import get_device
+
+_HEADER = 40  # dims: 4 × int64, then the error word (int32, padded)
+_FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
+        "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
+        "float64": "d", "ptr": "Q"}
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, array):
+        return f"array(dtype={v.dtype!r}, ndim={v.ndim})"
+    if isinstance(v, np.ndarray):
+        return f"numpy.ndarray(dtype={v.dtype}, shape={v.shape})"
+    return type(v).__name__
+
+
+class ArgError(Exception):
+    """Internal: why one value does not fit one parameter."""
+
+
+def _array_words(value: Any, t: ArrayType) -> list[int]:
+    if not isinstance(value, array):
+        raise ArgError(f"expected {t!r}, got {_describe(value)}")
+    if value.ndim != t.ndim or value.dtype != t.dtype:
+        raise ArgError(f"expected {t!r}, got {_describe(value)}")
+    if value.device != "cpu":
+        raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
+    grad = value.grad
+    gptr = grad.ptr if grad is not None else 0
+    return [value.ptr, gptr, *value.shape, *value.strides]
+
+
+def _scalar(value: Any, t: ScalarType) -> Any:
+    if isinstance(value, (array, np.ndarray)) or not np.isscalar(value):
+        raise ArgError(f"expected a {t} value, got {_describe(value)}")
+    if t.is_float:
+        return float(value)
+    if t.kind == "b":
+        return bool(value)
+    if isinstance(value, (float, np.floating)):
+        raise ArgError(f"expected {t}, got float {value!r}")
+    return int(value)
+
+
+def _flat_values(value: Any, t: Any) -> list[Any]:
+    """The scalar leaves of one argument, in layout order (see types.leaves)."""
+    if isinstance(t, ScalarType):
+        return [_scalar(value, t)]
+    if isinstance(t, ArrayType):
+        return _array_words(value, t)
+    if isinstance(t, (VectorType, MatrixType)):
+        try:
+            comps = np.asarray(value, dtype=t.dtype.np_dtype)
+        except (TypeError, ValueError):
+            raise ArgError(f"expected {t!r}, got {_describe(value)}") from None
+        if comps.size != t.length or (isinstance(value, array)):
+            raise ArgError(f"expected {t!r} ({t.length} components), got {_describe(value)}")
+        return comps.ravel().tolist()
+    if isinstance(t, StructType):
+        if not isinstance(value, t.cls):
+            raise ArgError(f"expected an instance of struct {t.name}, got {_describe(value)}")
+        out: list[Any] = []
+        for name, ft in t.fields:
+            try:
+                out.extend(_flat_values(getattr(value, name), ft))
+            except ArgError as exc:
+                raise ArgError(f"field '{name}': {exc}") from None
+        return out
+    raise ArgError(f"unsupported parameter type {t!r}")
+
+
+class Packer:
+    """Packs a kernel's arguments into one argument block, per its compiled signature."""
+
+    def __init__(self, kernel_key: str, params: Sequence[tuple[str, Any]]) -> None:
+        self.kernel_key = kernel_key
+        self.params = list(params)
+        offsets, self.size = arg_offsets([t for _, t in self.params])
+        self.layouts = []
+        for (_, t), off in zip(self.params, offsets, strict=True):
+            fmt = "<" + "".join(_FMT[st.name] + ("" if i == len(leaves(t)) - 1 else "")
+                                for i, (_, st) in enumerate(leaves(t)))
+            starts = [off + lo for lo, _ in leaves(t)]
+            self.layouts.append((t, fmt, starts, _contiguous(leaves(t))))
+
+    def pack(self, args: Sequence[Any], buf: bytearray) -> None:
+        if len(args) != len(self.params):
+            names = ", ".join(n for n, _ in self.params)
+            raise LaunchError(f"kernel '{self.kernel_key}' takes {len(self.params)} arguments "
+                              f"({names}), got {len(args)}")
+        for i, (value, (t, fmt, starts, contiguous)) in enumerate(
+                zip(args, self.layouts, strict=True)):
+            try:
+                flat = _flat_values(value, t)
+            except ArgError as exc:
+                name = self.params[i][0]
+                raise LaunchError(f"kernel '{self.kernel_key}' argument '{name}' (position {i}): "
+                                  f"{exc}") from None
+            if contiguous:
+                struct.pack_into(fmt, buf, _HEADER + starts[0], *flat)
+            else:
+                for (st_fmt, pos), v in zip(zip(fmt[1:], starts, strict=True), flat,
+                                            strict=True):
+                    struct.pack_into("<" + st_fmt, buf, _HEADER + pos, v)
+
+
+def _contiguous(ls: list[tuple[int, ScalarType]]) -> bool:
+    pos = ls[0][0] if ls else 0
+    for off, st in ls:
+        if off != pos:
+            return False
+        pos += struct.calcsize("<" + _FMT[st.name])
+    return True
+
+
+def _dims(dim: Any) -> tuple[int, ...]:
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if not 1 <= len(dims) <= 4 or any(int(d) < 0 for d in dims):
+        raise LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints, "
+                          f"got {dim!r}")
+    return tuple(int(d) for d in dims)
+
+
+def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
+           adj_inputs: Any = None, adj_outputs: Any = None, device: Any = None,
+           stream: Any = None, adjoint: bool = False, record_tape: bool = True,
+           record_cmd: bool = False, max_blocks: int = 0, block_dim: int = 256) -> None:
+    """Run kernel over a 1-4-D grid of threads; arguments are inputs followed by outputs."""
+    if not hasattr(kernel, "compiled"):
+        raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
+    if adjoint:
+        raise LaunchError("adjoint launches are not supported yet (reverse mode is a later "
+                          "milestone)")
+    get_device(device)  # rejects devices this build cannot run on
+    dims = _dims(dim)
+    compiled = kernel.compiled()
+    packer = compiled.__dict__.get("_packer") if hasattr(compiled, "__dict__") else None
+    if packer is None:
+        packer = _packer_for(kernel, compiled)
+    if compiled.launch_ndim > len(dims):
+        raise LaunchError(f"kernel '{kernel.key}' unpacks {compiled.launch_ndim} indices from "
+                          f"wp.tid() but was launched with dim={dim!r}")
+    buf = bytearray(_HEADER + packer.size)
+    packer.pack([*inputs, *outputs], buf)
+    total = 1
+    for d in dims:
+        total *= d
+    struct.pack_into("<4q", buf, 0, *(dims + (1,) * (4 - len(dims))))
+    _run(kernel, compiled, buf, total)
+
+
+_PACKERS: dict[int, Packer] = {}
+
+
+def _packer_for(kernel: Any, compiled: Any) -> Packer:
+    p = _PACKERS.get(id(compiled))
+    if p is None:
+        p = Packer(kernel.key, compiled.params)
+        _PACKERS[id(compiled)] = p
+    return p
+
+
+def _run(kernel: Any, compiled: Any, buf: bytearray, total: int) -> None:
+    import ctypes
+
+    if total == 0:
+        return
+    base = ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+    compiled.entry(0, total, base + _HEADER, base, base + 32)
+    err = int.from_bytes(buf[32:36], "little")
+    if err:
+        loc = compiled.locs[err - 1]
+        raise KernelRuntimeError(
+            f"kernel '{kernel.key}': array index out of bounds at {loc}\n{loc.excerpt()}")
+    _ = config

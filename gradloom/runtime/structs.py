@@ -1,0 +1,74 @@
+"""`@wp.struct`: a user class becomes a StructType; its instances carry field values to launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..types import (
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    make_composite_value,
+    resolve_annotation,
+)
+
+
+def _default(t: Any) -> Any:
+    if isinstance(t, ScalarType):
+        return t(0)
+    if isinstance(t, (VectorType, MatrixType)):
+        return make_composite_value(t, ())
+    if isinstance(t, StructType):
+        return t.cls()
+    return None  # arrays start unset
+
+
+def struct(cls: type) -> type:
+    """Decorator: `@wp.struct` on a class whose annotations are the fields."""
+    annotations = dict(cls.__dict__.get("__annotations__", {}))
+    fields = []
+    for name, ann in annotations.items():
+        try:
+            fields.append((name, resolve_annotation(ann)))
+        except TypeError as exc:
+            raise TypeError(f"@wp.struct {cls.__name__}: field '{name}': {exc}") from None
+    field_names = [n for n, _ in fields]
+
+    def __init__(self: Any, **kwargs: Any) -> None:
+        for fname, ftype in fields:
+            object.__setattr__(self, fname, kwargs.pop(fname, _default(ftype)))
+        if kwargs:
+            raise TypeError(f"{cls.__name__} has no fields {sorted(kwargs)}")
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if name not in field_names:
+            raise AttributeError(f"{cls.__name__} has no field '{name}'")
+        object.__setattr__(self, name, value)
+
+    def __repr__(self: Any) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in field_names)
+        return f"{cls.__name__}({inner})"
+
+    new_cls = type(cls.__name__, (), {
+        "__init__": __init__, "__setattr__": __setattr__, "__repr__": __repr__,
+        "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__,
+    })
+    st = StructType(cls.__name__, tuple(fields), new_cls)
+    new_cls.__gl_type__ = st  # type: ignore[attr-defined]
+    new_cls.__gl_struct__ = True  # type: ignore[attr-defined]
+    new_cls.__gl_fingerprint__ = staticmethod(  # type: ignore[attr-defined]
+        lambda visiting: "struct:" + type_key(st))
+    return new_cls
+
+
+def type_key(t: Any) -> str:
+    """A complete description of a type for cache keys (struct layouts included)."""
+    if isinstance(t, StructType):
+        inner = ",".join(f"{n}:{type_key(ft)}" for n, ft in t.fields)
+        return f"{t.name}{{{inner}}}"
+    if isinstance(t, ArrayType):
+        return f"array[{type_key(t.dtype)},{t.ndim}]"
+    return repr(t)
