@@ -5,11 +5,11 @@ from __future__ import annotations
 import math as _math
 
 from . import config, errors, types
-from .builtins import atomics as _atomics  # noqa: F401  (registers builtins)
-from .builtins import construct as _construct  # noqa: F401
-from .builtins import lang as _lang  # noqa: F401
-from .builtins import linalg as _linalg  # noqa: F401
-from .builtins import math as _bmath  # noqa: F401
+from .builtins import atomics as _atomics
+from .builtins import construct as _construct
+from .builtins import lang as _lang
+from .builtins import linalg as _linalg
+from .builtins import math as _bmath
 from .builtins.lang import static
 from .builtins.registry import REGISTRY as _REGISTRY
 from .errors import (
@@ -59,7 +59,7 @@ from .runtime.device import (
 from .runtime.launch import launch
 from .runtime.structs import struct
 from .types import (
-    bool_ as bool,  # noqa: A004  (Warp's name)
+    bool_ as bool,  # Warp's name
 )
 from .types import (
     constant,

@@ -18,7 +18,6 @@ from .ir.printer import format_kernel
 from .ir.verify import verify
 from .runtime import cache
 from .runtime.structs import type_key
-from .types import ArrayType
 
 VERSION = "0.1.0"
 
@@ -121,5 +120,3 @@ def kernel(f: Any = None, *, enable_backward: bool | None = None, module: Any = 
         return lambda fn: Kernel(fn, enable_backward)
     return Kernel(f, enable_backward)
 
-
-__all__ = ["Kernel", "kernel", "CompiledKernel", "ArrayType"]

@@ -345,7 +345,7 @@ def is_value_type(t: Any) -> bool:
 
 def type_of_constant(value: Any) -> Any:
     """The kernel type of a Python constant captured by a kernel, or None if it has none."""
-    if isinstance(value, builtins.bool) or isinstance(value, np.bool_):
+    if isinstance(value, (builtins.bool, np.bool_)):
         return bool_
     if isinstance(value, builtins.int):
         return int32

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import memory, ops
 from .registry import builtin
-from .values import ArrayVal, Composite, Ctx, Value, describe
+from .values import ArrayVal, Ctx, Value, describe
 
 
 def _place(ctx: Ctx, name: str, arr: Value, idx: tuple[Value, ...]) -> memory.Place:
@@ -34,7 +34,7 @@ def atomic_add(ctx: Ctx, *args: Value) -> Value:
 def atomic_sub(ctx: Ctx, *args: Value) -> Value:
     arr, idx, value = _split(ctx, "atomic_sub", args)
     place = _place(ctx, "atomic_sub", arr, idx)
-    negated = ops.unary(ctx, "neg", value if not isinstance(value, Composite) else value)
+    negated = ops.unary(ctx, "neg", value)
     return memory.atomic(ctx, "atomic_add", place, negated)
 
 

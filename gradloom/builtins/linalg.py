@@ -23,6 +23,11 @@ def _mat(ctx: Ctx, name: str, v: Value, square: bool = True) -> Composite:
     return v
 
 
+def _rows(m: Composite) -> int:
+    assert isinstance(m.type, MatrixType)
+    return m.type.rows
+
+
 def _same(ctx: Ctx, name: str, a: Composite, b: Composite) -> None:
     if a.type != b.type:
         raise ctx.error(f"wp.{name}() arguments differ: {a.type!r} and {b.type!r}")
@@ -80,7 +85,7 @@ def transpose(ctx: Ctx, m: Value) -> Value:
 @builtin("trace", "sum of the diagonal")
 def trace(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "trace", m)
-    n = x.type.rows
+    n = _rows(x)
     acc = x.comps[0]
     for i in range(1, n):
         acc = ctx.op("add", acc, x.comps[i * n + i])
@@ -111,13 +116,13 @@ def _det(ctx: Ctx, comps: tuple[Var, ...], n: int) -> Var:
 @builtin("determinant", "matrix determinant")
 def determinant(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "determinant", m)
-    return _det(ctx, x.comps, x.type.rows)
+    return _det(ctx, x.comps, _rows(x))
 
 
 @builtin("inverse", "matrix inverse (adjugate / determinant); a singular matrix gives zeros")
 def inverse(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "inverse", m)
-    n = x.type.rows
+    n = _rows(x)
     det = _det(ctx, x.comps, n)
     zero = ctx.const(0, x.type.dtype)
     singular = ctx.op("eq", det, zero)

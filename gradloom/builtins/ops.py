@@ -188,7 +188,7 @@ def _composite_binary(ctx: Ctx, opname: str, a: Value, b: Value) -> Value:
 
 def unary(ctx: Ctx, opname: str, a: Value) -> Value:
     if isinstance(a, Literal):
-        fns = {"neg": operator.neg, "pos": operator.pos, "not": operator.not_,
+        fns: dict[str, Callable[[Any], Any]] = {"neg": operator.neg, "pos": operator.pos, "not": operator.not_,
                "invert": operator.invert}
         return Literal(fns[opname](a.value))
     if opname == "pos":

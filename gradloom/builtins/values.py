@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..errors import KernelTypeError, SourceLoc
 from ..ir.builder import Builder
@@ -68,7 +68,7 @@ class TupleVal:
     items: tuple[Value, ...]
 
 
-Value = Union[Var, Literal, Composite, StructVal, ArrayVal, TupleVal]
+Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal
 KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal)
 
 

@@ -148,10 +148,10 @@ class ExprLowerer:
 
     def pick(self, ctx: Ctx, items: list[Any], index: Value, n: int) -> Any:
         if isinstance(index, Literal):
-            i = int(index.value)
-            if not -n <= i < n:
-                raise CompileError(f"index {i} is out of range for length {n}", ctx.loc)
-            return items[i]
+            k = int(index.value)
+            if not -n <= k < n:
+                raise CompileError(f"index {k} is out of range for length {n}", ctx.loc)
+            return items[k]
         i = scalar(ctx, index)
         if not i.type.is_int:
             raise CompileError(f"indices must be integers, got {i.type}", ctx.loc)

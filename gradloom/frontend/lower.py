@@ -296,10 +296,10 @@ class Lowerer(StoreLowerer, ControlLowerer):
         env = bind_arguments(ctx, fn, args, kwargs)
         retval_type = None
         if contains_return_in_loop(fn.info.tree.body):
-            trial = Lowerer(Builder(), fn.info, dict(env), self.stack + [fn], [], False)
+            trial = Lowerer(Builder(), fn.info, dict(env), [*self.stack, fn], [], False)
             trial.lower_function()
             retval_type = trial.return_types[0] if trial.return_types else None
-        sub = Lowerer(self.b, fn.info, env, self.stack + [fn], self.tid_arity, False)
+        sub = Lowerer(self.b, fn.info, env, [*self.stack, fn], self.tid_arity, False)
         return sub.lower_function(retval_type)
 
 
@@ -379,7 +379,7 @@ def _assemble_param(b: Builder, t: Any, base: int, loc: Any, it: Any) -> Value:
     if isinstance(t, ScalarType):
         return next(it)  # type: ignore[no-any-return]
     if isinstance(t, StructType):
-        fields = []
+        fields: list[Value] = []
         for name, ft in t.fields:
             if isinstance(ft, ArrayType):
                 n = ft.ndim

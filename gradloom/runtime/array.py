@@ -537,8 +537,21 @@ def _storage_from_data(
             t = _infer_dtype(arr)
     else:
         t = resolve_dtype(dtype)
+        if isinstance(t, StructType) and not isinstance(data, (array, np.ndarray)):
+            data = [struct_record(item, t) for item in data]
         arr = _to_numpy(data, storage_dtype(t), copy)
     return fit_data(arr, t, shape), t
+
+
+def struct_record(item: Any, t: StructType) -> Any:
+    """A struct instance as the nested tuple numpy uses for one structured element."""
+    if not isinstance(item, t.cls):
+        return item  # tuples and the like go to numpy unchanged
+    fields = []
+    for name, ft in t.fields:
+        v = getattr(item, name)
+        fields.append(struct_record(v, ft) if isinstance(ft, StructType) else v)
+    return tuple(fields)
 
 
 def _fill_value(t: Any, value: Any) -> Any:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .. import config
 from ..errors import KernelRuntimeError, LaunchError
 from ..types import (
     ArrayType,
@@ -41,6 +41,9 @@ class ArgError(Exception):
 
 
 def _array_words(value: Any, t: ArrayType) -> list[int]:
+    if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
+        grad = value._grad
+        return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
     if not isinstance(value, array):
         raise ArgError(f"expected {t!r}, got {_describe(value)}")
     if value.ndim != t.ndim or value.dtype != t.dtype:
@@ -56,12 +59,12 @@ def _scalar(value: Any, t: ScalarType) -> Any:
     if isinstance(value, (array, np.ndarray)) or not np.isscalar(value):
         raise ArgError(f"expected a {t} value, got {_describe(value)}")
     if t.is_float:
-        return float(value)
+        return float(value)  # type: ignore[arg-type]
     if t.kind == "b":
         return bool(value)
     if isinstance(value, (float, np.floating)):
         raise ArgError(f"expected {t}, got float {value!r}")
-    return int(value)
+    return int(value)  # type: ignore[arg-type]
 
 
 def _flat_values(value: Any, t: Any) -> list[Any]:
@@ -100,8 +103,7 @@ class Packer:
         offsets, self.size = arg_offsets([t for _, t in self.params])
         self.layouts = []
         for (_, t), off in zip(self.params, offsets, strict=True):
-            fmt = "<" + "".join(_FMT[st.name] + ("" if i == len(leaves(t)) - 1 else "")
-                                for i, (_, st) in enumerate(leaves(t)))
+            fmt = "<" + "".join(_FMT[st.name] for _, st in leaves(t))
             starts = [off + lo for lo, _ in leaves(t)]
             self.layouts.append((t, fmt, starts, _contiguous(leaves(t))))
 
@@ -136,6 +138,8 @@ def _contiguous(ls: list[tuple[int, ScalarType]]) -> bool:
 
 
 def _dims(dim: Any) -> tuple[int, ...]:
+    if type(dim) is int and dim >= 0:
+        return (dim,)
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if not 1 <= len(dims) <= 4 or any(int(d) < 0 for d in dims):
         raise LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints, "
@@ -143,55 +147,65 @@ def _dims(dim: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
+class Prepared:
+    """A kernel's compiled entry with its packer and reusable argument blocks."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.compiled = kernel.compiled()
+        self.packer = Packer(kernel.key, self.compiled.params)
+        self._free: list[tuple[bytearray, int]] = []
+
+    def block(self) -> tuple[bytearray, int]:
+        """An argument block and its address (reused; a concurrent launch takes another)."""
+        if self._free:
+            return self._free.pop()
+        buf = bytearray(_HEADER + self.packer.size)
+        return buf, ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+
+    def run(self, dims: tuple[int, ...], args: Sequence[Any]) -> None:
+        if self.compiled.launch_ndim > len(dims):
+            raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.compiled.launch_ndim} "
+                              f"indices from wp.tid() but was launched with dim={dims!r}")
+        buf, base = self.block()
+        try:
+            self.packer.pack(args, buf)
+            total = 1
+            for d in dims:
+                total *= d
+            struct.pack_into("<4qi", buf, 0, *dims, *_ONES[len(dims)], 0)
+            if total:
+                self.compiled.entry(0, total, base + _HEADER, base, base + 32)
+                err = int.from_bytes(buf[32:36], "little")
+                if err:
+                    self.raise_runtime_error(err)
+        finally:
+            self._free.append((buf, base))
+
+    def raise_runtime_error(self, err: int) -> None:
+        loc = self.compiled.locs[err - 1]
+        raise KernelRuntimeError(
+            f"kernel '{self.kernel.key}': array index out of bounds at {loc}\n{loc.excerpt()}")
+
+
+_ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
+
+
 def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
            adj_inputs: Any = None, adj_outputs: Any = None, device: Any = None,
            stream: Any = None, adjoint: bool = False, record_tape: bool = True,
            record_cmd: bool = False, max_blocks: int = 0, block_dim: int = 256) -> None:
     """Run kernel over a 1-4-D grid of threads; arguments are inputs followed by outputs."""
-    if not hasattr(kernel, "compiled"):
-        raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
+    prepared = getattr(kernel, "_gl_prepared", None)
+    if prepared is None:
+        if not hasattr(kernel, "compiled"):
+            raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
+        prepared = Prepared(kernel)
+        kernel._gl_prepared = prepared
     if adjoint:
         raise LaunchError("adjoint launches are not supported yet (reverse mode is a later "
                           "milestone)")
-    get_device(device)  # rejects devices this build cannot run on
-    dims = _dims(dim)
-    compiled = kernel.compiled()
-    packer = compiled.__dict__.get("_packer") if hasattr(compiled, "__dict__") else None
-    if packer is None:
-        packer = _packer_for(kernel, compiled)
-    if compiled.launch_ndim > len(dims):
-        raise LaunchError(f"kernel '{kernel.key}' unpacks {compiled.launch_ndim} indices from "
-                          f"wp.tid() but was launched with dim={dim!r}")
-    buf = bytearray(_HEADER + packer.size)
-    packer.pack([*inputs, *outputs], buf)
-    total = 1
-    for d in dims:
-        total *= d
-    struct.pack_into("<4q", buf, 0, *(dims + (1,) * (4 - len(dims))))
-    _run(kernel, compiled, buf, total)
-
-
-_PACKERS: dict[int, Packer] = {}
-
-
-def _packer_for(kernel: Any, compiled: Any) -> Packer:
-    p = _PACKERS.get(id(compiled))
-    if p is None:
-        p = Packer(kernel.key, compiled.params)
-        _PACKERS[id(compiled)] = p
-    return p
-
-
-def _run(kernel: Any, compiled: Any, buf: bytearray, total: int) -> None:
-    import ctypes
-
-    if total == 0:
-        return
-    base = ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
-    compiled.entry(0, total, base + _HEADER, base, base + 32)
-    err = int.from_bytes(buf[32:36], "little")
-    if err:
-        loc = compiled.locs[err - 1]
-        raise KernelRuntimeError(
-            f"kernel '{kernel.key}': array index out of bounds at {loc}\n{loc.excerpt()}")
-    _ = config
+    if device is not None and device != "cpu":
+        get_device(device)  # raises for devices this build cannot run on
+    args = [*inputs, *outputs] if outputs else inputs
+    prepared.run(_dims(dim), args)

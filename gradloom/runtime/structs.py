@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ..types import (
@@ -27,7 +28,7 @@ def _default(t: Any) -> Any:
 
 def struct(cls: type) -> type:
     """Decorator: `@wp.struct` on a class whose annotations are the fields."""
-    annotations = dict(cls.__dict__.get("__annotations__", {}))
+    annotations = inspect.get_annotations(cls)
     fields = []
     for name, ann in annotations.items():
         try:
