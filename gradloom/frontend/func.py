@@ -51,6 +51,8 @@ def annotated_params(info: SourceInfo) -> list[tuple[str, Any]]:
             raise KernelTypeError(f"parameter {name!r}: *args and **kwargs are not supported",
                                   info.loc(node))
         ann = p.annotation
+        if isinstance(ann, str):  # `from __future__ import annotations` in the user's file
+            ann = _eval_annotation(info, name, ann, node)
         if ann is inspect.Parameter.empty:
             out.append((name, Any))
             continue
@@ -59,6 +61,15 @@ def annotated_params(info: SourceInfo) -> list[tuple[str, Any]]:
         except TypeError as exc:
             raise KernelTypeError(f"parameter {name!r}: {exc}", info.loc(node)) from None
     return out
+
+
+def _eval_annotation(info: SourceInfo, name: str, text: str, node: Any) -> Any:
+    namespace = {**info.pyfunc.__globals__, **info.closure}
+    try:
+        return eval(text, namespace)
+    except Exception as exc:
+        raise KernelTypeError(f"parameter {name!r}: cannot evaluate annotation {text!r}: {exc}",
+                              info.loc(node)) from None
 
 
 def func(pyfunc: Any) -> Function:

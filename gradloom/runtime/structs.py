@@ -28,7 +28,7 @@ def _default(t: Any) -> Any:
 
 def struct(cls: type) -> type:
     """Decorator: `@wp.struct` on a class whose annotations are the fields."""
-    annotations = inspect.get_annotations(cls)
+    annotations = inspect.get_annotations(cls, eval_str=True)
     fields = []
     for name, ann in annotations.items():
         try:
