@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 from collections.abc import Sequence
 from typing import Any
@@ -140,11 +141,21 @@ def _contiguous(ls: list[tuple[int, ScalarType]]) -> bool:
 def _dims(dim: Any) -> tuple[int, ...]:
     if type(dim) is int and dim >= 0:
         return (dim,)
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    if not 1 <= len(dims) <= 4 or any(int(d) < 0 for d in dims):
-        raise LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints, "
-                          f"got {dim!r}")
-    return tuple(int(d) for d in dims)
+    bad = LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints whose "
+                      f"product fits in int64, got {dim!r}")
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+        dims: tuple[Any, ...] = (dim,)
+    elif isinstance(dim, (tuple, list)):
+        dims = tuple(dim)
+    else:
+        raise bad
+    if not 1 <= len(dims) <= 4 or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise bad
+    out = tuple(int(d) for d in dims)
+    if math.prod(out) >= 2**63:
+        raise bad
+    return out
 
 
 class Prepared:
