@@ -29,7 +29,6 @@ class CompiledKernel:
     entry: Any
     params: tuple[tuple[str, Any], ...]
     launch_ndim: int
-    locs: tuple[SourceLoc, ...]
 
 
 class Kernel:
@@ -42,6 +41,7 @@ class Kernel:
         self._info: SourceInfo | None = None
         self._params: tuple[tuple[str, Any], ...] | None = None
         self._compiled: CompiledKernel | None = None
+        self._locs: tuple[SourceLoc, ...] | None = None
         self.__name__ = pyfunc.__name__
         self.__doc__ = pyfunc.__doc__
         self.__module__ = pyfunc.__module__
@@ -87,8 +87,17 @@ class Kernel:
         elif config.verbose:
             print(f"gradloom: loaded kernel {self.key} from cache", file=sys.stderr)
         addr = cpu.object_loader().load(entry["object"], symbol)
-        return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
-                              tuple(entry["locs"]))
+        return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"])
+
+    def source_loc(self, index: int) -> SourceLoc:
+        """The user's source location that a runtime error code refers to.
+
+        Locations are not cached on disk (lines move when code above a kernel changes without
+        changing the kernel); lowering again is deterministic and only happens on this error path.
+        """
+        if self._locs is None:
+            self._locs = lower_kernel(self.info, list(self.params)).locs
+        return self._locs[index]
 
     def _compile(self, symbol: str) -> dict[str, Any]:
         ir = lower_kernel(self.info, list(self.params))
@@ -101,7 +110,8 @@ class Kernel:
         obj = cpu.compile_to_object(text, config.opt_level)
         if config.verbose:
             print(f"gradloom: compiled kernel {self.key}", file=sys.stderr)
-        return {"object": obj, "launch_ndim": ir.launch_ndim, "locs": list(ir.locs)}
+        self._locs = ir.locs
+        return {"object": obj, "launch_ndim": ir.launch_ndim}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"kernel {self.key} is launched with wp.launch(), not called")

@@ -10,8 +10,8 @@ from gradloom.errors import KernelTypeError, SourceLoc
 from gradloom.frontend.lower import lower_kernel
 from gradloom.ir.builder import Builder
 from gradloom.ir.nodes import Block, KernelIR, Op
-from gradloom.ir.printer import format_kernel
 from gradloom.ir.prims import PRIMS, result_type
+from gradloom.ir.printer import format_kernel
 from gradloom.ir.verify import IRVerifyError, verify
 from gradloom.types import bool_, float32, float64, int32, int64, ptr
 

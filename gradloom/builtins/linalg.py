@@ -62,7 +62,8 @@ def length_sq(ctx: Ctx, a: Value) -> Value:
 
 @builtin("length", "Euclidean length of a vector")
 def length(ctx: Ctx, a: Value) -> Value:
-    return ctx.op("sqrt", length_sq(ctx, a))  # type: ignore[arg-type]
+    x = _vec(ctx, "length", a)
+    return ctx.op("sqrt", ops.dot_comps(ctx, x.comps, x.comps))
 
 
 @builtin("normalize", "the vector divided by its length; the zero vector stays zero")

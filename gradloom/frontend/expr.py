@@ -175,7 +175,7 @@ class ExprLowerer:
                 out = self.component(ctx, out, i)
             return out
         if isinstance(base, TupleVal) and len(idx) == 1 and isinstance(idx[0], Literal):
-            return base.items[int(idx[0].value)]
+            return self.pick(ctx, list(base.items), idx[0], len(base.items))
         raise CompileError(f"{describe(base)} cannot be indexed", ctx.loc)
 
     def indices(self, node: ast.expr) -> list[Value]:
@@ -234,6 +234,8 @@ class ExprLowerer:
         if callee is _static_marker():
             return self.static_eval(node)
         if self.is_tid(callee):
+            if node.args or node.keywords:
+                raise CompileError("wp.tid() takes no arguments", ctx.loc)
             return self.tid(ctx, 1)
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
@@ -256,6 +258,9 @@ class ExprLowerer:
             if kwargs:
                 raise CompileError(f"{t!r}() takes no keyword arguments", ctx.loc)
             return construct(ctx, t, [self.as_value(ctx, a) for a in args])
+        if isinstance(callee, KernelValue):
+            raise CompileError(f"'{ast.unparse(node.func)}' is {describe(callee)}, which is not "
+                               "callable", ctx.loc)
         name = getattr(callee, "__name__", repr(callee))
         raise UnknownNameError(f"'{name}' is not a kernel builtin or @wp.func", ctx.loc)
 
@@ -292,6 +297,8 @@ class ExprLowerer:
         return isinstance(callee, Builtin) and callee.name == "tid"
 
     def tid(self, ctx: Ctx, count: int) -> Value:
+        if count > 4:
+            raise CompileError(f"wp.tid() gives at most 4 indices, not {count}", ctx.loc)
         self.tid_arity.append(count)
         if count == 1:
             return ctx.op("tid", attr=(0, 1))

@@ -119,7 +119,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is None:
-            raise UnsupportedSyntaxError("a declaration without a value", self.info.loc(node))
+            raise UnsupportedSyntaxError("a declaration without a value is not supported in kernels", self.info.loc(node))
         value = self.value(node.value)
         ann = self.expr(node.annotation)
         from ..types import resolve_annotation
@@ -165,7 +165,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
                 raise CompileError(f"{describe(value)} cannot be stored", ctx.loc)
             self.store_path(target, value, node)
         else:
-            raise UnsupportedSyntaxError("this assignment target", ctx.loc)
+            raise UnsupportedSyntaxError("this assignment target is not supported in kernels", ctx.loc)
 
     # -- control flow ------------------------------------------------------------------------
 
@@ -205,7 +205,8 @@ class Lowerer(StoreLowerer, ControlLowerer):
 
     def stmt_While(self, node: ast.While) -> None:
         if node.orelse:
-            raise UnsupportedSyntaxError("while/else", self.info.loc(node))
+            raise UnsupportedSyntaxError("while/else is not supported in kernels",
+                                         self.info.loc(node))
         loc = self.info.loc(node)
         self.in_loop(node.body, loc, lambda ps: self.truth_at(self.value(node.test), loc),
                      lambda ps: [], [])
@@ -213,9 +214,9 @@ class Lowerer(StoreLowerer, ControlLowerer):
     def stmt_For(self, node: ast.For) -> None:
         loc = self.info.loc(node)
         if node.orelse:
-            raise UnsupportedSyntaxError("for/else", loc)
+            raise UnsupportedSyntaxError("for/else is not supported in kernels", loc)
         if not isinstance(node.target, ast.Name):
-            raise UnsupportedSyntaxError("a loop target other than a single name", loc)
+            raise UnsupportedSyntaxError("a loop target other than a single name is not supported", loc)
         start, stop, step = self.range_args(node)
         ctx = self.ctx(node)
         name = node.target.id

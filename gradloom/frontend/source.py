@@ -87,11 +87,12 @@ def fingerprint_value(value: Any, visiting: set[int]) -> str:
         return str(fp(visiting))
     if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
         return f"{type(value).__name__}:{value!r}"
-    if hasattr(value, "dtype") and hasattr(value, "tobytes") and getattr(value, "size", 99) < 64:
-        return f"np:{value.dtype}:{value.tobytes().hex()}"
+    if hasattr(value, "dtype") and hasattr(value, "tobytes"):
+        digest = hashlib.sha256(value.tobytes()).hexdigest()
+        return f"np:{value.dtype}:{getattr(value, 'shape', ())}:{digest}"
     if inspect.ismodule(value):
         return f"module:{value.__name__}"
-    if isinstance(value, (tuple, list)) and len(value) < 64:
+    if isinstance(value, (tuple, list)):
         return "(" + ",".join(fingerprint_value(v, visiting) for v in value) + ")"
     return f"obj:{type(value).__module__}.{type(value).__qualname__}"
 
@@ -114,13 +115,12 @@ def source_digest(info: SourceInfo, visiting: set[int]) -> str:
 
 
 def _module_attr_digest(info: SourceInfo, visiting: set[int]) -> str:
-    """Funcs reached as module attributes (`helpers.f(x)`) also change the hash."""
+    """Values reached as module attributes (`cfg.SCALE`, `helpers.f(x)`) also change the hash."""
     parts = []
     for node in ast.walk(info.tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             found, mod = info.resolve(node.value.id)
             if found and inspect.ismodule(mod) and not mod.__name__.startswith("gradloom"):
                 attr = getattr(mod, node.attr, None)
-                if hasattr(attr, "__gl_fingerprint__"):
-                    parts.append(f"{node.value.id}.{node.attr}={fingerprint_value(attr, visiting)}")
+                parts.append(f"{node.value.id}.{node.attr}={fingerprint_value(attr, visiting)}")
     return ";".join(parts)

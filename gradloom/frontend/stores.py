@@ -39,7 +39,7 @@ class StoreLowerer(ExprLowerer):
                 steps.extend(("index", i) for i in reversed(self.indices(node.slice)))
             node = node.value
         if not isinstance(node, ast.Name):
-            raise UnsupportedSyntaxError("assignment into this expression", self.info.loc(target))
+            raise UnsupportedSyntaxError("assignment into this expression is not supported", self.info.loc(target))
         steps.reverse()
         return node, steps
 

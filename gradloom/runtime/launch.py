@@ -57,15 +57,18 @@ def _array_words(value: Any, t: ArrayType) -> list[int]:
 
 
 def _scalar(value: Any, t: ScalarType) -> Any:
-    if isinstance(value, (array, np.ndarray)) or not np.isscalar(value):
-        raise ArgError(f"expected a {t} value, got {_describe(value)}")
-    if t.is_float:
-        return float(value)  # type: ignore[arg-type]
-    if t.kind == "b":
+    if isinstance(value, (bool, np.bool_)) or t.kind == "b":
+        if t.kind != "b" or not isinstance(value, (bool, np.bool_, int, np.integer)):
+            raise ArgError(f"expected a {t} value, got {_describe(value)} {value!r}")
         return bool(value)
-    if isinstance(value, (float, np.floating)):
-        raise ArgError(f"expected {t}, got float {value!r}")
-    return int(value)  # type: ignore[arg-type]
+    if t.is_float and isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    if t.is_int and isinstance(value, (int, np.integer)):
+        info = np.iinfo(t.np_dtype)
+        if not info.min <= int(value) <= info.max:
+            raise ArgError(f"{value} does not fit in {t} [{info.min}, {info.max}]")
+        return int(value)
+    raise ArgError(f"expected a {t} value, got {_describe(value)} {value!r}")
 
 
 def _flat_values(value: Any, t: Any) -> list[Any]:
@@ -139,7 +142,7 @@ def _contiguous(ls: list[tuple[int, ScalarType]]) -> bool:
 
 
 def _dims(dim: Any) -> tuple[int, ...]:
-    if type(dim) is int and dim >= 0:
+    if type(dim) is int and 0 <= dim < 2**63:
         return (dim,)
     bad = LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints whose "
                       f"product fits in int64, got {dim!r}")
@@ -194,7 +197,7 @@ class Prepared:
             self._free.append((buf, base))
 
     def raise_runtime_error(self, err: int) -> None:
-        loc = self.compiled.locs[err - 1]
+        loc = self.kernel.source_loc(err - 1)
         raise KernelRuntimeError(
             f"kernel '{self.kernel.key}': array index out of bounds at {loc}\n{loc.excerpt()}")
 
