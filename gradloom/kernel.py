@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import config
@@ -65,7 +67,7 @@ class Kernel:
 
     def cache_key(self) -> str:
         h = hashlib.sha256()
-        for part in (VERSION, source_digest(self.info, set()), config.mode,
+        for part in (VERSION, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
                      str(config.opt_level), cpu.host_target().key,
                      ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
             h.update(part.encode() + b"\0")
@@ -118,6 +120,16 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<gradloom kernel {self.key}>"
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """A hash of gradloom's own source, so a changed compiler never reuses old object code."""
+    h = hashlib.sha256()
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
 
 
 def _symbol_safe(name: str) -> str:

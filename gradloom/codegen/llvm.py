@@ -40,12 +40,13 @@ class KernelEmitter(OpEmitter):
         self.f = FunctionText()
         self.names: dict[int, str] = {}
         self.declares: set[str] = set()
+        self.prefix = ""  # distinguishes the SSA names of the two thread-loop copies
 
     def name(self, v: Var) -> str:
         return self.names[v.id]
 
     def define(self, v: Var) -> str:
-        n = f"%v{v.id}"
+        n = f"%{self.prefix}v{v.id}"
         self.names[v.id] = n
         return n
 
@@ -57,21 +58,47 @@ class KernelEmitter(OpEmitter):
             f.emit(f"%dimp{k} = getelementptr i64, ptr %dims, i64 {k}")
             f.emit(f"%dim{k} = load i64, ptr %dimp{k}, align 8")
         f.emit("%nonempty = icmp slt i64 %start, %end")
-        f.emit("br i1 %nonempty, label %thread, label %exit")
-        f.start_block("thread")
-        f.emit("%t = phi i64 [%start, %entry], [%t.next, %latch]")
-        self.block(self.kernel.body)
-        f.emit("br label %latch")
-        f.start_block("latch")
-        f.emit("%t.next = add nuw nsw i64 %t, 1")
-        f.emit("%more = icmp slt i64 %t.next, %end")
-        f.emit("br i1 %more, label %thread, label %exit, !llvm.loop !0")
+        f.emit("br i1 %nonempty, label %dispatch, label %exit")
+        f.start_block("dispatch")
+        arg_names = dict(self.names)
+        if self.kernel.unit_strides:
+            f.emit(f"br i1 {self.all_contiguous()}, label %c.pre, label %s.pre")
+            self.thread_loop("c.", {**arg_names, **{v.id: str(size) for v, size in
+                                                     self.kernel.unit_strides}})
+        else:
+            f.emit("br label %s.pre")
+        self.thread_loop("s.", arg_names)
         f.start_block("exit")
         f.emit("ret void")
         head = (f"define void @{self.symbol}(i64 %start, i64 %end, ptr noalias nocapture readonly "
                 "%args, ptr noalias nocapture readonly %dims, ptr noalias nocapture %err) "
                 "nounwind {")
         return "\n".join([head, *f.lines, "}"])
+
+    def all_contiguous(self) -> str:
+        """An i1 that is true when every array's innermost stride is its element size."""
+        acc = "true"
+        for v, size in self.kernel.unit_strides:
+            eq, both = self.f.fresh("%unit"), self.f.fresh("%unit")
+            self.f.emit(f"{eq} = icmp eq i64 {self.name(v)}, {size}")
+            self.f.emit(f"{both} = and i1 {acc}, {eq}")
+            acc = both
+        return acc
+
+    def thread_loop(self, prefix: str, names: dict[int, str]) -> None:
+        """One copy of the loop over thread indices, its SSA names and labels prefixed."""
+        f = self.f
+        self.prefix, self.names = prefix, names
+        f.start_block(f"{prefix}pre")
+        f.emit(f"br label %{prefix}thread")
+        f.start_block(f"{prefix}thread")
+        f.emit(f"%{prefix}t = phi i64 [%start, %{prefix}pre], [%{prefix}t.next, %{prefix}latch]")
+        self.block(self.kernel.body)
+        f.emit(f"br label %{prefix}latch")
+        f.start_block(f"{prefix}latch")
+        f.emit(f"%{prefix}t.next = add nuw nsw i64 %{prefix}t, 1")
+        f.emit(f"%{prefix}more = icmp slt i64 %{prefix}t.next, %end")
+        f.emit(f"br i1 %{prefix}more, label %{prefix}thread, label %exit, !llvm.loop !0")
 
     def hoist_args(self, body: Block) -> None:
         """Kernel arguments are loop-invariant: load them once, before the thread loop."""

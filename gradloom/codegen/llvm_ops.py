@@ -34,6 +34,7 @@ class OpEmitter:
     f: FunctionText
     names: dict[int, str]
     declares: set[str]
+    prefix: str
 
     def name(self, v: Var) -> str:
         raise NotImplementedError
@@ -60,7 +61,7 @@ class OpEmitter:
     def tid(self, s: Op) -> None:
         k, n = s.attr
         f = self.f
-        value = "%t"
+        value = f"%{self.prefix}t"
         if n > 1:
             inner = f.fresh("%tid_inner")
             f.emit(f"{inner} = add i64 0, 1")
@@ -70,7 +71,7 @@ class OpEmitter:
                 f.emit(f"{nxt} = mul i64 {stride}, %dim{d}")
                 stride = nxt
             q, r = f.fresh("%tid_q"), f.fresh("%tid_r")
-            f.emit(f"{q} = udiv i64 %t, {stride}")
+            f.emit(f"{q} = udiv i64 %{self.prefix}t, {stride}")
             f.emit(f"{r} = urem i64 {q}, %dim{k}")
             value = r
         f.emit(f"{self.res(s)} = trunc i64 {value} to i32")

@@ -24,7 +24,7 @@ from ..builtins.values import (
 from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError
 from ..ir.builder import Builder
 from ..ir.nodes import KernelIR
-from ..types import ArrayType, MatrixType, ScalarType, StructType, arg_offsets, leaves
+from ..types import ArrayType, MatrixType, ScalarType, StructType, arg_offsets, leaves, size_of
 from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
 from .expr import BINOPS
 from .source import SourceInfo
@@ -400,9 +400,18 @@ def lower_kernel(info: SourceInfo, params: list[tuple[str, Any]]) -> KernelIR:
     env: dict[str, Any] = {}
     for (name, t), off in zip(params, offsets, strict=True):
         env[name] = param_value(b, t, off, loc)
+    first_env = dict(env)
     tid_arity: list[int] = []
     Lowerer(b, info, env, [], tid_arity, True).lower_function()
-    return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs))
+    arrays = env_params(first_env, params)
+    unit_strides = tuple((v.strides[-1], size_of(v.type.dtype)) for v in arrays)
+    return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs), unit_strides)
+
+
+def env_params(env: dict[str, Any], params: list[tuple[str, Any]]) -> list[ArrayVal]:
+    """The array parameters as first bound (before the body could rebind their names)."""
+    return [env[name] for name, t in params
+            if isinstance(t, ArrayType) and isinstance(env.get(name), ArrayVal)]
 
 
 __all__ = ["Lowerer", "lower_kernel", "memory"]

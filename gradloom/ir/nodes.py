@@ -77,3 +77,6 @@ class KernelIR:
     body: Block
     launch_ndim: int
     locs: tuple[SourceLoc, ...]
+    #: (innermost-stride argument, element size in bytes) per array parameter: codegen emits a
+    #: copy of the thread loop with these strides constant, taken when every array is contiguous
+    unit_strides: tuple[tuple[Var, int], ...] = ()

@@ -1,0 +1,54 @@
+"""The two thread-loop copies (contiguous fast path, general strides) and the compiler in cache keys."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradloom as wp
+
+
+@wp.kernel
+def add_one(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] + 1.0
+
+
+@wp.kernel
+def axpy_vec(a: float, x: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+
+
+@pytest.mark.parametrize("x_step,y_step", [(1, 1), (2, 1), (1, 3), (2, 2)])
+def test_contiguous_and_strided_inputs_agree_with_numpy(x_step: int, y_step: int) -> None:
+    rng = np.random.default_rng(3)
+    n = 1000
+    xs = rng.random(n * x_step).astype(np.float32)
+    ys = np.zeros(n * y_step, np.float32)
+    x = wp.array(xs)[::x_step] if x_step > 1 else wp.array(xs)
+    y = wp.array(ys)[::y_step] if y_step > 1 else wp.array(ys)
+    wp.launch(add_one, n, [x, y])
+    np.testing.assert_allclose(y.numpy(), xs[::x_step] + 1.0, rtol=1e-6)
+
+
+def test_vector_arrays_on_strided_views() -> None:
+    rng = np.random.default_rng(4)
+    xs = rng.random((40, 3)).astype(np.float32)
+    ys = rng.random((40, 3)).astype(np.float32)
+    x = wp.array(xs, dtype=wp.vec3)[::2]
+    y = wp.array(ys, dtype=wp.vec3)
+    wp.launch(axpy_vec, 20, [2.0, x, y[:20]])
+    expected = ys.copy()
+    expected[:20] = 2.0 * xs[::2] + ys[:20]
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+
+
+def test_cache_key_covers_the_compiler_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: a changed code generator once reused stale object code from the disk cache."""
+    import sys
+
+    kmod = sys.modules["gradloom.kernel"]
+    before = add_one.cache_key()
+    monkeypatch.setattr(kmod, "compiler_fingerprint", lambda: "a different compiler")
+    assert add_one.cache_key() != before
