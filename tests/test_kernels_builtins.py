@@ -6,26 +6,10 @@ warp-lang 1.19 on the CPU.
 
 import numpy as np
 import pytest
-from wpcompat import DEVICE, wp
+from wpcompat import f32, launch, warr, wp, zeros
 
 RTOL32, ATOL32 = 2e-6, 1e-6
 RTOL64, ATOL64 = 1e-12, 1e-14
-
-
-def warr(a, dtype):
-    return wp.array(a, dtype=dtype, device=DEVICE)
-
-
-def zeros(shape, dtype):
-    return wp.zeros(shape, dtype=dtype, device=DEVICE)
-
-
-def launch(kernel, dim, *inputs):
-    wp.launch(kernel, dim=dim, inputs=list(inputs), device=DEVICE)
-
-
-def f32(a):
-    return np.asarray(a, dtype=np.float32)
 
 
 # =============================================================================================

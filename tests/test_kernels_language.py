@@ -10,26 +10,10 @@ validated against warp-lang 1.19 on the CPU; comments mark where Warp's behaviou
 
 import numpy as np
 import pytest
-from wpcompat import DEVICE, wp
+from wpcompat import DEVICE, f32, launch, warr, wp, zeros
 
 RTOL = 1e-5
 ATOL = 1e-6
-
-
-def warr(a, dtype):
-    return wp.array(a, dtype=dtype, device=DEVICE)
-
-
-def zeros(shape, dtype):
-    return wp.zeros(shape, dtype=dtype, device=DEVICE)
-
-
-def launch(kernel, dim, *inputs):
-    wp.launch(kernel, dim=dim, inputs=list(inputs), device=DEVICE)
-
-
-def f32(a):
-    return np.asarray(a, dtype=np.float32)
 
 
 # =============================================================================================

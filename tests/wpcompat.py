@@ -12,6 +12,8 @@ Kernels must be defined at module level with ``@wp.kernel``, so test modules do
 
 import os
 
+import numpy as np
+
 BACKEND = os.environ.get("GL_TEST_BACKEND", "gradloom").strip().lower() or "gradloom"
 
 if BACKEND == "warp":
@@ -30,3 +32,20 @@ else:
 DEVICE = "cpu"
 
 __all__ = ["BACKEND", "DEVICE", "wp"]
+
+
+# Small helpers the kernel tests share (device fixed to DEVICE).
+def warr(a, dtype):
+    return wp.array(a, dtype=dtype, device=DEVICE)
+
+
+def zeros(shape, dtype):
+    return wp.zeros(shape, dtype=dtype, device=DEVICE)
+
+
+def launch(kernel, dim, *inputs):
+    wp.launch(kernel, dim=dim, inputs=list(inputs), device=DEVICE)
+
+
+def f32(a):
+    return np.asarray(a, dtype=np.float32)
