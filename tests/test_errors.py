@@ -275,9 +275,9 @@ def test_variable_changes_type_inside_loop():
     @wp.kernel
     def k(x: wp.array(dtype=float)):
         s = int(0)
-        # the type conflict is reported at the loop that carries 's'
-        for j in range(3):  # <- here
-            s = float(j) * 0.5
+        # the type conflict is reported at the assignment that changed the type
+        for j in range(3):
+            s = float(j) * 0.5  # <- here
         x[0] = float(s)
 
     err = compile_error(k, KernelTypeError, "'s'")
@@ -287,11 +287,11 @@ def test_variable_changes_type_inside_loop():
 def test_variable_of_different_types_on_two_branches():
     @wp.kernel
     def k(x: wp.array(dtype=float)):
-        # the type conflict is reported at the if whose branches disagree
-        if x[0] > 0.0:  # <- here
+        # the type conflict is reported at the assignment lowered last (the else branch's)
+        if x[0] > 0.0:
             s = int(1)
         else:
-            s = float(2.0)
+            s = float(2.0)  # <- here
         x[1] = float(s)
 
     err = compile_error(k, KernelTypeError, "'s'")

@@ -57,6 +57,8 @@ def contains_jump(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
 class ControlLowerer(ExprLowerer):
     """If/loop regions over the variable environment; the statement lowerer builds on it."""
 
+    assign_locs: dict[str, SourceLoc]  # where each local was last assigned (for error messages)
+
     def stmts(self, body: list[ast.stmt]) -> None:
         raise NotImplementedError
 
@@ -108,7 +110,7 @@ class ControlLowerer(ExprLowerer):
             if va is not None and vb is not None and type_of(va) != type_of(vb):
                 raise KernelTypeError(
                     f"variable '{n}' is {type_of(va)!r} on one branch and {type_of(vb)!r} on "
-                    "the other", loc)
+                    "the other", self.assign_locs.get(n, loc))
             names.append(n)
         return names
 
@@ -147,7 +149,7 @@ class ControlLowerer(ExprLowerer):
             if v is None or type_of(v) != type_of(t):
                 got = "undefined" if v is None else repr(type_of(v))
                 raise KernelTypeError(f"variable '{n}' is {type_of(t)!r} before the loop but "
-                                      f"{got} after its body", loc)
+                                      f"{got} after its body", self.assign_locs.get(n, loc))
             flat.extend(flatten(v))
         return flat
 

@@ -21,7 +21,7 @@ from ..builtins.values import (
     type_of,
     zeros_of,
 )
-from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError
+from ..errors import CompileError, KernelTypeError, SourceLoc, UnsupportedSyntaxError
 from ..ir.builder import Builder
 from ..ir.nodes import KernelIR
 from ..types import ArrayType, MatrixType, ScalarType, StructType, arg_offsets, leaves, size_of
@@ -51,6 +51,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
         self.is_kernel = is_kernel
         self.result: Any = None
         self.return_types: list[Any] = []
+        self.assign_locs: dict[str, SourceLoc] = {}
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -149,6 +150,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
                 raise KernelTypeError(f"'{node.target.id}' would change type from "
                                       f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
             self.env[node.target.id] = new
+            self.assign_locs[node.target.id] = ctx.loc
             return
         self.store_path(node.target, rhs, node, aug=opname)
 
@@ -156,6 +158,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
         ctx = self.ctx(target)
         if isinstance(target, ast.Name):
             self.env[target.id] = bind_value(ctx, value)
+            self.assign_locs[target.id] = ctx.loc
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = unpack(ctx, value, len(target.elts))
             for t, v in zip(target.elts, items, strict=True):
