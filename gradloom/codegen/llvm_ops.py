@@ -63,9 +63,7 @@ class OpEmitter:
         f = self.f
         value = f"%{self.prefix}t"
         if n > 1:
-            inner = f.fresh("%tid_inner")
-            f.emit(f"{inner} = add i64 0, 1")
-            stride = inner
+            stride = "1"
             for d in range(k + 1, n):
                 nxt = f.fresh("%tid_stride")
                 f.emit(f"{nxt} = mul i64 {stride}, %dim{d}")

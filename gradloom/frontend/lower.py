@@ -6,7 +6,7 @@ import ast
 import inspect
 from typing import Any
 
-from ..builtins import memory, ops
+from ..builtins import ops
 from ..builtins.values import (
     ArrayVal,
     Composite,
@@ -24,9 +24,18 @@ from ..builtins.values import (
 from ..errors import CompileError, KernelTypeError, SourceLoc, UnsupportedSyntaxError
 from ..ir.builder import Builder
 from ..ir.nodes import KernelIR
-from ..types import ArrayType, MatrixType, ScalarType, StructType, arg_offsets, leaves, size_of
+from ..types import (
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    arg_offsets,
+    leaves,
+    resolve_annotation,
+    size_of,
+)
 from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
-from .expr import BINOPS
+from .expr import BINOPS, python_constant
 from .source import SourceInfo
 from .stores import StoreLowerer
 
@@ -123,8 +132,6 @@ class Lowerer(StoreLowerer, ControlLowerer):
             raise UnsupportedSyntaxError("a declaration without a value is not supported in kernels", self.info.loc(node))
         value = self.value(node.value)
         ann = self.expr(node.annotation)
-        from ..types import resolve_annotation
-
         try:
             t = resolve_annotation(ann)
         except TypeError as exc:
@@ -285,7 +292,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
         if len(types) > 1:
             raise KernelTypeError(f"range() arguments have different types "
                                   f"{', '.join(map(str, types))}", ctx.loc)
-        t = types.pop() if types else ops.Literal(0).default_type
+        t = types.pop() if types else Literal(0).default_type
         if not isinstance(t, ScalarType) or not t.is_int:
             raise KernelTypeError(f"range() arguments must be integers, got {t!r}", ctx.loc)
         return t
@@ -345,8 +352,6 @@ def bind_arguments(ctx: Ctx, fn: Any, args: list[Any], kwargs: dict[str, Any]) -
     for name, t in params:
         v = bound.arguments[name]
         if not isinstance(v, KernelValue):
-            from .expr import python_constant
-
             v = python_constant(ctx, v)
         env[name] = coerce_argument(ctx, fn.key, name, v, t)
     return env
@@ -416,5 +421,3 @@ def env_params(env: dict[str, Any], params: list[tuple[str, Any]]) -> list[Array
     return [env[name] for name, t in params
             if isinstance(t, ArrayType) and isinstance(env.get(name), ArrayVal)]
 
-
-__all__ = ["Lowerer", "lower_kernel", "memory"]

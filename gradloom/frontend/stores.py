@@ -6,7 +6,6 @@ import ast
 from typing import Any
 
 from ..builtins import memory, ops
-from ..builtins.math import where
 from ..builtins.values import (
     ArrayVal,
     Composite,
@@ -155,5 +154,3 @@ class StoreLowerer(ExprLowerer):
             value = ops.binary(ctx, aug, memory.load(ctx, place), value)
         memory.store(ctx, place, value)
 
-
-__all__ = ["StoreLowerer", "where"]
