@@ -57,6 +57,7 @@ from .runtime.device import (
     synchronize_device,
 )
 from .runtime.launch import launch
+from .runtime.tape import Tape
 from .runtime.structs import struct
 from .types import (
     bool_ as bool,  # Warp's name

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from . import config
+from .autodiff.access import analyze, walk_ops
+from .autodiff.reverse import adjoint_kernel
 from .codegen import cpu
 from .codegen.llvm import emit_module
-from .errors import KernelTypeError, SourceLoc
+from .errors import CompileError, KernelTypeError, SourceLoc
 from .frontend.func import annotated_params
 from .frontend.lower import lower_kernel
 from .frontend.source import SourceInfo, parse_function, source_digest
@@ -20,6 +22,7 @@ from .ir.printer import format_kernel
 from .ir.verify import verify
 from .runtime import cache
 from .runtime.structs import type_key
+from .types import ArrayType, StructType, arg_offsets
 
 VERSION = "0.1.0"
 
@@ -31,6 +34,10 @@ class CompiledKernel:
     entry: Any
     params: tuple[tuple[str, Any], ...]
     launch_ndim: int
+    #: per array argument, keyed (param index, struct field or None): how the kernel touches it
+    #: ('loads', 'stores', 'minmax', 'result_used', 'working'); None if it cannot be analysed
+    access: dict[tuple[int, str | None], frozenset[str]] | None = None
+    uses_stack: bool = False
 
 
 class Kernel:
@@ -43,6 +50,7 @@ class Kernel:
         self._info: SourceInfo | None = None
         self._params: tuple[tuple[str, Any], ...] | None = None
         self._compiled: CompiledKernel | None = None
+        self._adjoint: CompiledKernel | None = None
         self._locs: tuple[SourceLoc, ...] | None = None
         self.__name__ = pyfunc.__name__
         self.__doc__ = pyfunc.__doc__
@@ -65,9 +73,9 @@ class Kernel:
             self._params = tuple(params)
         return self._params
 
-    def cache_key(self) -> str:
+    def cache_key(self, variant: str = "forward") -> str:
         h = hashlib.sha256()
-        for part in (VERSION, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
+        for part in (VERSION, variant, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
                      str(config.opt_level), cpu.host_target().key,
                      ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
             h.update(part.encode() + b"\0")
@@ -79,17 +87,28 @@ class Kernel:
             self._compiled = self._build()
         return self._compiled
 
-    def _build(self) -> CompiledKernel:
-        key = self.cache_key()
-        symbol = f"gl_{_symbol_safe(self.__name__)}_{key[:20]}"
+    def adjoint_compiled(self) -> CompiledKernel:
+        """The adjoint kernel's entry point (same arguments; gradients flow to inputs' grads)."""
+        if self.enable_backward is False:
+            raise CompileError(f"kernel '{self.key}' was defined with enable_backward=False, so "
+                               "it has no adjoint; remove that option to differentiate it")
+        if self._adjoint is None:
+            self._adjoint = self._build("adjoint")
+        return self._adjoint
+
+    def _build(self, variant: str = "forward") -> CompiledKernel:
+        key = self.cache_key(variant)
+        symbol = f"gl_{_symbol_safe(self.__name__)}_{variant[0]}{key[:20]}"
         entry = None if config.print_ir else cache.load(key)
         if entry is None:
-            entry = self._compile(symbol)
+            entry = self._compile(symbol, variant == "adjoint")
             cache.store(key, entry)
         elif config.verbose:
-            print(f"gradloom: loaded kernel {self.key} from cache", file=sys.stderr)
+            suffix = "" if variant == "forward" else f" {variant}"
+            print(f"gradloom: loaded kernel {self.key} from cache{suffix}", file=sys.stderr)
         addr = cpu.object_loader().load(entry["object"], symbol)
-        return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"])
+        return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
+                              entry.get("access"), entry.get("uses_stack", False))
 
     def source_loc(self, index: int) -> SourceLoc:
         """The user's source location that a runtime error code refers to.
@@ -101,9 +120,14 @@ class Kernel:
             self._locs = lower_kernel(self.info, list(self.params)).locs
         return self._locs[index]
 
-    def _compile(self, symbol: str) -> dict[str, Any]:
+    def _compile(self, symbol: str, adjoint: bool) -> dict[str, Any]:
         ir = lower_kernel(self.info, list(self.params))
         verify(ir)
+        self._locs = ir.locs
+        access = self._access(ir)
+        if adjoint:
+            ir = adjoint_kernel(ir)
+            verify(ir)
         target = cpu.host_target()
         text = emit_module(ir, symbol, target.triple, target.datalayout)
         if config.print_ir:
@@ -111,9 +135,26 @@ class Kernel:
             print(text, file=sys.stderr)
         obj = cpu.compile_to_object(text, config.opt_level)
         if config.verbose:
-            print(f"gradloom: compiled kernel {self.key}", file=sys.stderr)
-        self._locs = ir.locs
-        return {"object": obj, "launch_ndim": ir.launch_ndim}
+            print(f"gradloom: compiled kernel {self.key}{' adjoint' if adjoint else ''}",
+                  file=sys.stderr)
+        return {"object": obj, "launch_ndim": ir.launch_ndim, "access": access,
+                "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body))}
+
+    def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
+        """How the kernel touches each array argument (what a Tape must keep for backward)."""
+        try:
+            arrays = analyze(ir).arrays
+        except CompileError:
+            return None
+        offsets, _ = arg_offsets([t for _, t in self.params])
+        where: dict[int, tuple[int, str | None]] = {}
+        for i, ((_, t), off) in enumerate(zip(self.params, offsets, strict=True)):
+            if isinstance(t, ArrayType):
+                where[off] = (i, None)
+            elif isinstance(t, StructType):
+                where.update({off + t.offsets[n]: (i, n) for n, ft in t.fields
+                              if isinstance(ft, ArrayType)})
+        return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"kernel {self.key} is launched with wp.launch(), not called")

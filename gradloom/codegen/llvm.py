@@ -41,6 +41,7 @@ class KernelEmitter(OpEmitter):
         self.names: dict[int, str] = {}
         self.declares: set[str] = set()
         self.prefix = ""  # distinguishes the SSA names of the two thread-loop copies
+        self.uses_stack = False
 
     def name(self, v: Var) -> str:
         return self.names[v.id]
@@ -57,6 +58,9 @@ class KernelEmitter(OpEmitter):
         for k in range(4):
             f.emit(f"%dimp{k} = getelementptr i64, ptr %dims, i64 {k}")
             f.emit(f"%dim{k} = load i64, ptr %dimp{k}, align 8")
+        self.uses_stack = _uses_stack(self.kernel.body)
+        if self.uses_stack:
+            self.stack_setup()
         f.emit("%nonempty = icmp slt i64 %start, %end")
         f.emit("br i1 %nonempty, label %dispatch, label %exit")
         f.start_block("dispatch")
@@ -71,9 +75,19 @@ class KernelEmitter(OpEmitter):
         f.start_block("exit")
         f.emit("ret void")
         head = (f"define void @{self.symbol}(i64 %start, i64 %end, ptr noalias nocapture readonly "
-                "%args, ptr noalias nocapture readonly %dims, ptr noalias nocapture %err) "
+                "%args, ptr noalias nocapture readonly %dims, ptr noalias %err) "
                 "nounwind {")
         return "\n".join([head, *f.lines, "}"])
+
+    def stack_setup(self) -> None:
+        """The adjoint stack: its base and capacity follow the error word in the status block."""
+        f = self.f
+        f.emit("%sp = alloca i64, align 8")
+        f.emit("%stack.basep = getelementptr i8, ptr %err, i64 8")
+        f.emit("%stack.base = load ptr, ptr %stack.basep, align 8")
+        f.emit("%stack.capp = getelementptr i8, ptr %err, i64 16")
+        f.emit("%stack.cap = load i64, ptr %stack.capp, align 8")
+        f.emit("%failed.thread = getelementptr i8, ptr %err, i64 24")
 
     def all_contiguous(self) -> str:
         """An i1 that is true when every array's innermost stride is its element size."""
@@ -93,6 +107,8 @@ class KernelEmitter(OpEmitter):
         f.emit(f"br label %{prefix}thread")
         f.start_block(f"{prefix}thread")
         f.emit(f"%{prefix}t = phi i64 [%start, %{prefix}pre], [%{prefix}t.next, %{prefix}latch]")
+        if self.uses_stack:
+            f.emit("store i64 0, ptr %sp, align 8")
         self.block(self.kernel.body)
         f.emit(f"br label %{prefix}latch")
         f.start_block(f"{prefix}latch")
@@ -166,6 +182,19 @@ class KernelEmitter(OpEmitter):
         f.start_block(exit_l)
         for r, p in zip(s.results, s.params, strict=True):
             self.names[r.id] = self.name(p)
+
+
+def _uses_stack(b: Block) -> bool:
+    for s in b.stmts:
+        if isinstance(s, Op):
+            if s.prim == "push":
+                return True
+        elif isinstance(s, If):
+            if _uses_stack(s.then) or _uses_stack(s.orelse):
+                return True
+        elif _uses_stack(s.cond) or _uses_stack(s.body):
+            return True
+    return False
 
 
 def emit_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str) -> str:

@@ -264,6 +264,95 @@ class OpEmitter:
         self.f.emit(f"{self.res(s)} = atomicrmw {kind} ptr {p}, {mem_type(t)} {self.a(s, 2)} "
                     f"monotonic, align {t.size}")
 
+    # -- adjoint kernels: gradient arrays and the per-thread stack -----------------------------
+
+    def guarded(self, s: Op, body: Callable[[str], str | None], t: ScalarType) -> str | None:
+        """Run body(address) only when the gradient pointer is not null; returns the phi of
+        body's value and 0 when body yields one."""
+        f = self.f
+        live, do, done = f.fresh("%gnn"), f.fresh("gdo"), f.fresh("gdone")
+        f.emit(f"{live} = icmp ne ptr {self.a(s, 0)}, null")
+        before = f.label
+        f.emit(f"br i1 {live}, label %{do}, label %{done}")
+        f.start_block(do)
+        value = body(self.address(s))
+        end = f.label
+        f.emit(f"br label %{done}")
+        f.start_block(done)
+        if value is None:
+            return None
+        out = f.fresh("%gval")
+        f.emit(f"{out} = phi {reg_type(t)} [{value}, %{end}], [{literal(0.0, t)}, %{before}]")
+        return out
+
+    def adj_add(self, s: Op) -> None:
+        t = s.args[2].type
+        mt, f = mem_type(t), self.f
+
+        def add(p: str) -> None:
+            old, new = f.fresh("%gold"), f.fresh("%gnew")
+            f.emit(f"{old} = load {mt}, ptr {p}, align {t.size}")
+            f.emit(f"{new} = fadd {mt} {old}, {self.a(s, 2)}")
+            f.emit(f"store {mt} {new}, ptr {p}, align {t.size}")
+            return None
+
+        self.guarded(s, add, t)
+
+    def adj_read(self, s: Op) -> None:
+        assert s.result is not None
+        t = s.result.type
+        mt, f = mem_type(t), self.f
+
+        def read(p: str) -> str:
+            v = f.fresh("%gv")
+            f.emit(f"{v} = load {mt}, ptr {p}, align {t.size}")
+            if s.prim == "adj_take":
+                f.emit(f"store {mt} {literal(0.0, t)}, ptr {p}, align {t.size}")
+            return v
+
+        self.names[s.result.id] = self.guarded(s, read, t) or ""
+
+    def push(self, s: Op) -> None:
+        """Push onto the thread's stack; a full stack records the thread and stops the launch
+        (the runtime grows the stack and resumes there)."""
+        f = self.f
+        t = s.args[0].type
+        sp, nsp, fits = f.fresh("%sp"), f.fresh("%sp"), f.fresh("%fits")
+        full, ok = f.fresh("stackfull"), f.fresh("pushed")
+        f.emit(f"{sp} = load i64, ptr %sp, align 8")
+        f.emit(f"{nsp} = add i64 {sp}, 8")
+        f.emit(f"{fits} = icmp ule i64 {nsp}, %stack.cap")
+        f.emit(f"br i1 {fits}, label %{ok}, label %{full}, !prof !2")
+        f.start_block(full)
+        f.emit("store i32 -1, ptr %err, align 4")
+        f.emit(f"store i64 %{self.prefix}t, ptr %failed.thread, align 8")
+        f.emit("ret void")
+        f.start_block(ok)
+        slot, v = f.fresh("%slot"), self.a(s, 0)
+        f.emit(f"{slot} = getelementptr i8, ptr %stack.base, i64 {sp}")
+        if t.kind == "b":
+            wide = f.fresh("%pushb")
+            f.emit(f"{wide} = zext i1 {v} to i8")
+            v = wide
+        f.emit(f"store {mem_type(t)} {v}, ptr {slot}, align 8")
+        f.emit(f"store i64 {nsp}, ptr %sp, align 8")
+
+    def pop(self, s: Op) -> None:
+        assert s.result is not None
+        f = self.f
+        t = s.result.type
+        sp, nsp, slot = f.fresh("%sp"), f.fresh("%sp"), f.fresh("%slot")
+        f.emit(f"{sp} = load i64, ptr %sp, align 8")
+        f.emit(f"{nsp} = sub i64 {sp}, 8")
+        f.emit(f"{slot} = getelementptr i8, ptr %stack.base, i64 {nsp}")
+        if t.kind == "b":
+            raw = f.fresh("%popb")
+            f.emit(f"{raw} = load i8, ptr {slot}, align 8")
+            f.emit(f"{self.res(s)} = icmp ne i8 {raw}, 0")
+        else:
+            f.emit(f"{self.res(s)} = load {mem_type(t)}, ptr {slot}, align 8")
+        f.emit(f"store i64 {nsp}, ptr %sp, align 8")
+
     def check_bounds(self, s: Op) -> None:
         """Debug mode: an index outside [0, extent) records where and stops the launch."""
         f = self.f
@@ -299,6 +388,8 @@ def _rules() -> dict[str, Callable[[OpEmitter, Op], None]]:
         "shr": e.shr, "isnan": e.isnan, "isinf": e.isinf, "select": e.select, "cast": e.cast,
         "ptr_add": e.ptr_add, "load": e.load, "store": e.store, "atomic_add": e.atomic,
         "atomic_min": e.atomic, "atomic_max": e.atomic, "check_bounds": e.check_bounds,
+        "push": e.push, "pop": e.pop, "adj_add": e.adj_add, "adj_read": e.adj_read,
+        "adj_take": e.adj_read,
     }
     for p in ("add", "sub", "mul", "div", "mod", "and", "or", "xor", "shl"):
         table[p] = e.binary

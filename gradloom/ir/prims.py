@@ -1,13 +1,29 @@
-"""The closed set of scalar primitives, each with its type rule (derivative rules join in autodiff)."""
+"""The closed set of scalar primitives, each with its type rule and its reverse-mode rule."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..types import FLOAT_TYPES, ScalarType, bool_, int32, int64, ptr
+from .nodes import Op, Var
 
 TypeRule = Callable[[tuple[ScalarType, ...], ScalarType | None], ScalarType | None]
+
+
+class Emit(Protocol):
+    """What a derivative rule may do: emit ops, make constants, and read primal values."""
+
+    def op(self, prim: str, *args: Var, type: ScalarType | None = None) -> Var: ...
+    def const(self, value: float, t: ScalarType) -> Var: ...
+    def primal(self, v: Var) -> Var: ...
+
+
+#: A reverse-mode rule: given the op and the adjoint of its result, the adjoint contribution
+#: to each operand (None where no gradient flows). Called only for float results.
+VJP = Callable[[Emit, Op, Var], tuple[Var | None, ...]]
 
 
 @dataclass(frozen=True)
@@ -19,6 +35,11 @@ class Prim:
     type_rule: TypeRule
     side_effect: bool = False
     doc: str = ""
+    #: the reverse-mode rule; None for primitives whose results carry no gradient (integer,
+    #: bool and pointer results) and for memory primitives, which autodiff/reverse.py handles
+    vjp: VJP | None = None
+    #: memory primitives: their adjoints read or write the gradient arrays (see autodiff)
+    memory: bool = False
 
 
 def _same(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -104,33 +125,193 @@ _UNARY_FLOAT = (
     "exp", "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc", "erf",
 )
 
+# -- reverse-mode rules ----------------------------------------------------------------------
+# x, y: the primal operands; r: the primal result; g: the adjoint of the result.
+
+
+def _xyr(e: Emit, op: Op) -> tuple[Var, Var | None, Var]:
+    assert op.result is not None
+    y = e.primal(op.args[1]) if len(op.args) > 1 else None
+    return e.primal(op.args[0]), y, e.primal(op.result)
+
+
+def _c(e: Emit, v: float, like: Var) -> Var:
+    return e.const(v, like.type)
+
+
+def _scaled(factor: Callable[[Emit, Var, Var], Var]) -> VJP:
+    """A unary rule g * f'(x), with f'(x) computed from the primal operand x and result r."""
+    def rule(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+        x, _, r = _xyr(e, op)
+        return (e.op("mul", g, factor(e, x, r)),)
+    return rule
+
+
+def _inv_scaled(denominator: Callable[[Emit, Var, Var], Var]) -> VJP:
+    """A unary rule g / d(x, r)."""
+    def rule(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+        x, _, r = _xyr(e, op)
+        return (e.op("div", g, denominator(e, x, r)),)
+    return rule
+
+
+def _one_minus_sq(e: Emit, v: Var) -> Var:
+    return e.op("sub", _c(e, 1.0, v), e.op("mul", v, v))
+
+
+def _zero_grad(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """Piecewise-constant functions (floor, round, ...): derivative zero almost everywhere."""
+    return (None,)
+
+
+_UNARY_VJP: dict[str, VJP] = {
+    "sqrt": _inv_scaled(lambda e, x, r: e.op("add", r, r)),
+    "cbrt": _inv_scaled(lambda e, x, r: e.op("mul", _c(e, 3.0, r), e.op("mul", r, r))),
+    "sin": _scaled(lambda e, x, r: e.op("cos", x)),
+    "cos": _scaled(lambda e, x, r: e.op("neg", e.op("sin", x))),
+    "tan": _scaled(lambda e, x, r: e.op("add", _c(e, 1.0, r), e.op("mul", r, r))),
+    "asin": _inv_scaled(lambda e, x, r: e.op("sqrt", _one_minus_sq(e, x))),
+    "acos": _inv_scaled(lambda e, x, r: e.op("neg", e.op("sqrt", _one_minus_sq(e, x)))),
+    "atan": _inv_scaled(lambda e, x, r: e.op("add", _c(e, 1.0, x), e.op("mul", x, x))),
+    "sinh": _scaled(lambda e, x, r: e.op("cosh", x)),
+    "cosh": _scaled(lambda e, x, r: e.op("sinh", x)),
+    "tanh": _scaled(lambda e, x, r: _one_minus_sq(e, r)),
+    "exp": _scaled(lambda e, x, r: r),
+    "exp2": _scaled(lambda e, x, r: e.op("mul", r, _c(e, math.log(2.0), r))),
+    "log": _inv_scaled(lambda e, x, r: x),
+    "log2": _inv_scaled(lambda e, x, r: e.op("mul", x, _c(e, math.log(2.0), x))),
+    "log10": _inv_scaled(lambda e, x, r: e.op("mul", x, _c(e, math.log(10.0), x))),
+    "erf": _scaled(lambda e, x, r: e.op("mul", _c(e, 2.0 / math.sqrt(math.pi), x),
+                                        e.op("exp", e.op("neg", e.op("mul", x, x))))),
+    **{n: _zero_grad for n in ("floor", "ceil", "round", "rint", "trunc")},
+}
+
+
+def _neg_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    return (e.op("neg", g),)
+
+
+def _abs_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    x = e.primal(op.args[0])
+    return (e.op("select", e.op("lt", x, _c(e, 0.0, x)), e.op("neg", g), g),)
+
+
+def _add_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    return (g, g)
+
+
+def _sub_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    return (g, e.op("neg", g))
+
+
+def _mul_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    x, y, _ = _xyr(e, op)
+    assert y is not None
+    return (e.op("mul", g, y), e.op("mul", g, x))
+
+
+def _div_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    _, y, r = _xyr(e, op)
+    assert y is not None
+    gx = e.op("div", g, y)
+    return (gx, e.op("neg", e.op("mul", gx, r)))
+
+
+def _mod_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """fmod(x, y) = x - trunc(x / y) * y."""
+    x, y, _ = _xyr(e, op)
+    assert y is not None
+    return (g, e.op("neg", e.op("mul", g, e.op("trunc", e.op("div", x, y)))))
+
+
+def _pick(compare: str) -> VJP:
+    """min/max: the gradient goes to the operand that was chosen (the first one on ties)."""
+    def rule(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+        x, y, _ = _xyr(e, op)
+        assert y is not None
+        first = e.op(compare, x, y)
+        zero = _c(e, 0.0, g)
+        return (e.op("select", first, g, zero), e.op("select", first, zero, g))
+    return rule
+
+
+def _pow_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """d/dx = y x^(y-1); d/dy = x^y log x, taken as 0 where x <= 0 (log undefined)."""
+    x, y, r = _xyr(e, op)
+    assert y is not None
+    one, zero = _c(e, 1.0, x), _c(e, 0.0, x)
+    gx = e.op("mul", g, e.op("mul", y, e.op("pow", x, e.op("sub", y, one))))
+    positive = e.op("gt", x, zero)
+    safe_x = e.op("select", positive, x, one)
+    gy = e.op("select", positive, e.op("mul", g, e.op("mul", r, e.op("log", safe_x))), zero)
+    return (gx, gy)
+
+
+def _atan2_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """atan2(y, x): d/dy = x / (x² + y²), d/dx = -y / (x² + y²); 0 at the origin."""
+    y, x, _ = _xyr(e, op)
+    assert x is not None
+    d = e.op("add", e.op("mul", x, x), e.op("mul", y, y))
+    zero = _c(e, 0.0, x)
+    at_origin = e.op("eq", d, zero)
+    scale = e.op("select", at_origin, zero, e.op("div", g, e.op("select", at_origin,
+                                                                 _c(e, 1.0, x), d)))
+    return (e.op("mul", scale, x), e.op("neg", e.op("mul", scale, y)))
+
+
+def _select_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    c = e.primal(op.args[0])
+    zero = _c(e, 0.0, g)
+    return (None, e.op("select", c, g, zero), e.op("select", c, zero, g))
+
+
+def _cast_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """Float-to-float casts pass the gradient back in the source precision; ints carry none."""
+    src = op.args[0].type
+    return (e.op("cast", g, type=src) if src.is_float else None,)
+
+
 _TABLE: list[Prim] = [
     Prim("const", 0, _given, doc="a constant; attr is its Python value"),
     Prim("arg", 0, _given, doc="a kernel parameter leaf; attr is its byte offset in the args"),
     Prim("tid", 0, _tid, doc="this thread's index along launch dimension attr"),
-    Prim("neg", 1, _num_same), Prim("abs", 1, _num_same),
-    *(Prim(n, 1, _float_same) for n in _UNARY_FLOAT),
-    Prim("add", 2, _num_same), Prim("sub", 2, _num_same), Prim("mul", 2, _num_same),
-    Prim("div", 2, _num_same, doc="float division, or C-style truncating integer division"),
-    Prim("mod", 2, _num_same, doc="C-style remainder (sign of the dividend)"),
-    Prim("min", 2, _num_same), Prim("max", 2, _num_same),
-    Prim("pow", 2, _float_same), Prim("atan2", 2, _float_same),
+    Prim("neg", 1, _num_same, vjp=_neg_vjp), Prim("abs", 1, _num_same, vjp=_abs_vjp),
+    *(Prim(n, 1, _float_same, vjp=_UNARY_VJP[n]) for n in _UNARY_FLOAT),
+    Prim("add", 2, _num_same, vjp=_add_vjp), Prim("sub", 2, _num_same, vjp=_sub_vjp),
+    Prim("mul", 2, _num_same, vjp=_mul_vjp),
+    Prim("div", 2, _num_same, vjp=_div_vjp,
+         doc="float division, or C-style truncating integer division"),
+    Prim("mod", 2, _num_same, vjp=_mod_vjp, doc="C-style remainder (sign of the dividend)"),
+    Prim("min", 2, _num_same, vjp=_pick("le")), Prim("max", 2, _num_same, vjp=_pick("ge")),
+    Prim("pow", 2, _float_same, vjp=_pow_vjp), Prim("atan2", 2, _float_same, vjp=_atan2_vjp),
     Prim("eq", 2, _compare), Prim("ne", 2, _compare), Prim("lt", 2, _compare),
     Prim("le", 2, _compare), Prim("gt", 2, _compare), Prim("ge", 2, _compare),
     Prim("and", 2, _int_same), Prim("or", 2, _int_same), Prim("xor", 2, _int_same),
     Prim("not", 1, _int_same, doc="logical not for bool, bitwise not for integers"),
     Prim("shl", 2, _int_same), Prim("shr", 2, _int_same),
     Prim("isnan", 1, lambda ts, r: bool_), Prim("isinf", 1, lambda ts, r: bool_),
-    Prim("select", 3, _select, doc="select(cond, if_true, if_false)"),
-    Prim("cast", 1, _given, doc="numeric conversion to the result type"),
+    Prim("select", 3, _select, vjp=_select_vjp, doc="select(cond, if_true, if_false)"),
+    Prim("cast", 1, _given, vjp=_cast_vjp, doc="numeric conversion to the result type"),
     Prim("ptr_add", 2, _gep, doc="pointer plus a byte offset"),
-    Prim("load", 2, _load, doc="load(ptr, byte offset); attr is a constant extra offset"),
-    Prim("store", 3, _store, side_effect=True, doc="store(ptr, byte offset, value); attr offset"),
-    Prim("atomic_add", 3, _atomic, side_effect=True, doc="returns the old value"),
-    Prim("atomic_min", 3, _atomic, side_effect=True, doc="returns the old value"),
-    Prim("atomic_max", 3, _atomic, side_effect=True, doc="returns the old value"),
+    Prim("load", 2, _load, memory=True,
+         doc="load(ptr, byte offset); attr is a constant extra offset"),
+    Prim("store", 3, _store, side_effect=True, memory=True,
+         doc="store(ptr, byte offset, value); attr offset"),
+    Prim("atomic_add", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
+    Prim("atomic_min", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
+    Prim("atomic_max", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
     Prim("check_bounds", 2, _check, side_effect=True,
          doc="check_bounds(index, extent): debug mode; attr indexes the kernel's source locations"),
+    # Adjoint kernels only (made by autodiff, never by the frontend):
+    Prim("push", 1, lambda ts, r: None, side_effect=True,
+         doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),
+    Prim("pop", 0, _given, side_effect=True, doc="pop the value pushed last"),
+    Prim("adj_add", 3, _store, side_effect=True,
+         doc="gradient array += value at (ptr, offset) + attr; nothing when ptr is null"),
+    Prim("adj_read", 2, _load, side_effect=True,
+         doc="the gradient at (ptr, offset) + attr; 0 when ptr is null"),
+    Prim("adj_take", 2, _load, side_effect=True,
+         doc="the gradient at (ptr, offset) + attr, then zero it there; 0 when ptr is null"),
 ]
 
 PRIMS: dict[str, Prim] = {p.name: p for p in _TABLE}

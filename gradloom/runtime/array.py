@@ -14,6 +14,8 @@ import numpy.typing as npt
 
 from gradloom.errors import GradloomError
 from gradloom.runtime.device import Device, get_device
+from gradloom.runtime.recording import ACTIVE_TAPES, record_op
+from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import (
     ArrayType,
     MatrixType,
@@ -242,6 +244,7 @@ class array:
     _annotation: bool
     _grad: array | None
     _requires_grad: bool
+    _mem: Memory  # shared by the views of one allocation (see watch.py)
 
     def __init__(
         self,
@@ -289,6 +292,7 @@ class array:
         self.device, self.is_contiguous, self.pinned = get_device("cpu"), True, False
         self._np = np.zeros(0, dtype=np.float32)
         self._grad, self._requires_grad = None, False
+        self._mem = Memory()
 
     def _bind(self, storage: NDArray, t: Any, device: Device, ndim: int | None = None) -> None:
         k = len(elem_shape(t))
@@ -307,14 +311,19 @@ class array:
         self.is_contiguous = bool(storage.flags.c_contiguous)
         self.pinned = False
         self._type = ArrayType(dtype=t, ndim=n)
+        self._mem = Memory()
 
     @classmethod
-    def _wrap(cls, storage: NDArray, t: Any, device: Device, grad: NDArray | None = None) -> array:
-        """An array over existing storage (a view), with `grad` as its gradient storage."""
+    def _wrap(cls, storage: NDArray, t: Any, device: Device, grad: NDArray | None = None,
+              mem: Memory | None = None) -> array:
+        """An array over existing storage (a view of the allocation `mem`, if given), with
+        `grad` as its gradient storage."""
         out = array.__new__(array)
         out._bind(storage, t, device)
         out._grad = None if grad is None else array._wrap(grad, t, device)
         out._requires_grad = grad is not None
+        if mem is not None:
+            out._mem = mem
         return out
 
     def _concrete(self) -> NDArray:
@@ -406,7 +415,7 @@ class array:
         except ValueError as e:
             raise GradloomError(f"cannot reshape an array of shape {self.shape} to {dims}") from e
         grad = None if self._grad is None else self._grad.numpy().reshape(view.shape)
-        return array._wrap(view, self.dtype, self.device, grad)
+        return array._wrap(view, self.dtype, self.device, grad, self._mem)
 
     def flatten(self) -> array:
         return self.reshape(-1)
@@ -420,12 +429,26 @@ class array:
             )
         full = perm + tuple(range(self.ndim, storage.ndim))
         grad = None if self._grad is None else self._grad.numpy().transpose(full)
-        return array._wrap(storage.transpose(full), self.dtype, self.device, grad)
+        return array._wrap(storage.transpose(full), self.dtype, self.device, grad, self._mem)
 
     # ---- values ----------------------------------------------------------------------------
 
+    def _overwrite(self, key: Any = None) -> None:
+        """Before this array (or its elements at key) is overwritten: keep what tapes need, and
+        record that the old values get no gradient through the new ones."""
+        before_write(self)
+        grad = self._grad
+        if grad is not None and ACTIVE_TAPES.get():
+            where = ... if key is None else key
+
+            def backward() -> None:
+                grad.numpy()[where] = 0
+
+            record_op(backward, [self])
+
     def fill_(self, value: Any) -> None:
         storage = self._concrete()
+        self._overwrite()
         try:
             storage[...] = _fill_value(self.dtype, value)
         except (TypeError, ValueError) as e:
@@ -434,7 +457,9 @@ class array:
             ) from e
 
     def zero_(self) -> None:
-        self._concrete()[...] = 0
+        storage = self._concrete()
+        self._overwrite()
+        storage[...] = 0
 
     def assign(self, src: Any) -> None:
         """Copy `src` (an array, numpy array or nested list of the same shape) into this array."""
@@ -442,7 +467,9 @@ class array:
         if isinstance(src, array):
             if src.shape != self.shape:
                 raise GradloomError(f"assign: source shape {src.shape} != destination {self.shape}")
+            self._overwrite()
             copy_storage(self, src)
+            record_copy(self, src)
             return
         data = fit_data(_to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
         if data.shape != storage.shape:
@@ -450,6 +477,7 @@ class array:
                 f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"
                 f" does not match the array's shape {self.shape} (dtype {self.dtype!r})"
             )
+        self._overwrite()
         storage[...] = data
 
     def list(self) -> list[Any]:
@@ -486,12 +514,13 @@ class array:
             value = storage[idx]
             return self.dtype(value) if elem_shape(self.dtype) else value
         grad = None if self._grad is None else self._grad.numpy()[idx]
-        return array._wrap(storage[idx], self.dtype, self.device, grad)
+        return array._wrap(storage[idx], self.dtype, self.device, grad, self._mem)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         storage = self._concrete()
         idx = self._index(key)
         src = value.numpy() if isinstance(value, array) else value
+        self._overwrite(idx)
         try:
             storage[idx] = src
         except (TypeError, ValueError) as e:
@@ -523,6 +552,19 @@ class array:
 
     def __str__(self) -> str:
         return repr(self) if self._annotation else str(self._np)
+
+
+def record_copy(dest: array, src: array) -> None:
+    """On active tapes: the gradient of a whole-array copy flows from dest to src."""
+    dg, sg = dest._grad, src._grad
+    if dg is None or sg is None or dest.dtype != src.dtype or not ACTIVE_TAPES.get():
+        return
+
+    def backward() -> None:
+        sg.numpy()[...] += dg.numpy()
+        dg.numpy()[...] = 0
+
+    record_op(backward, [dest, src])
 
 
 def _storage_from_data(

@@ -8,7 +8,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gradloom.errors import GradloomError
-from gradloom.runtime.array import NDArray, array, copy_storage, normalize_shape
+from gradloom.runtime.array import (
+    NDArray,
+    array,
+    copy_storage,
+    elem_shape,
+    normalize_shape,
+    record_copy,
+)
+from gradloom.runtime.recording import ACTIVE_TAPES, record_op
+from gradloom.runtime.watch import before_write
 from gradloom.types import (
     VecValue,
     matrix,
@@ -207,6 +216,7 @@ def clone(
     """A contiguous copy of `src` (its grad, if any, is a fresh zeroed one, as in Warp)."""
     out = _like(src, device, requires_grad)
     copy_storage(out, src)
+    record_copy(out, src)
     return out
 
 
@@ -267,10 +277,38 @@ def copy(
             f"copy: incompatible element types: destination {d.dtype!r} ({es_d} bytes), "
             f"source {s.dtype!r} ({es_s} bytes)"
         )
+    before_write(d)
     if d.is_contiguous and s.is_contiguous:
         _copy_flat(d, s, dest_offset, src_offset, count)
     else:
         _copy_strided(d, s, dest_offset, src_offset, count)
+    if ACTIVE_TAPES.get():
+        _record_range_copy(d, s, dest_offset, src_offset, count)
+
+
+def _elements(a: NDArray, es: tuple[int, ...], offset: int, count: int) -> NDArray:
+    """Elements [offset, offset + count) of `a` in flattened order, as a writable view."""
+    if a.flags.c_contiguous:
+        return a.reshape((-1, *es))[offset:offset + count]
+    return a[offset:offset + count]  # non-contiguous copies with offsets are 1-D (checked)
+
+
+def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
+                       count: int) -> None:
+    """The gradient of dest's copied elements flows to src's, and is consumed in dest; an
+    overwritten element passes nothing to what it held before."""
+    dg, sg = d.grad, s.grad
+    if dg is None:
+        return
+    es = elem_shape(d.dtype)
+
+    def backward() -> None:
+        taken = _elements(dg.numpy(), es, dest_offset, count)
+        if sg is not None and d.dtype == s.dtype:
+            _elements(sg.numpy(), es, src_offset, count)[...] += taken
+        taken[...] = 0
+
+    record_op(backward, [d, s])
 
 
 def _copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,8 +22,15 @@ from ..types import (
 )
 from .array import array
 from .device import get_device
+from .recording import ACTIVE_TAPES
+from .watch import before_write
 
-_HEADER = 40  # dims: 4 × int64, then the error word (int32, padded)
+# The header before the arguments: dims (4 × int64) at 0, then the status block the entry gets
+# as `err`: error word (int32) at 32, adjoint stack base (ptr) at 40 and capacity (int64) at 48,
+# the thread that found the stack full (int64) at 56.
+_HEADER = 64
+_STACK_FULL = -1
+_FIRST_STACK = 1 << 16
 _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
         "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
         "float64": "d", "ptr": "Q"}
@@ -162,13 +169,25 @@ def _dims(dim: Any) -> tuple[int, ...]:
 
 
 class Prepared:
-    """A kernel's compiled entry with its packer and reusable argument blocks."""
+    """A compiled entry (a kernel's forward or adjoint) with its packer and argument blocks."""
 
-    def __init__(self, kernel: Any) -> None:
+    def __init__(self, kernel: Any, compiled: Any = None) -> None:
         self.kernel = kernel
-        self.compiled = kernel.compiled()
+        self.compiled = kernel.compiled() if compiled is None else compiled
         self.packer = Packer(kernel.key, self.compiled.params)
         self._free: list[tuple[bytearray, int]] = []
+        self.stack = np.empty(_FIRST_STACK if self.compiled.uses_stack else 0, np.uint8)
+        access = self.compiled.access
+        if access is None:  # not analysable: every array argument may be written
+            access = {key: frozenset({"stores"}) for key in array_keys(self.compiled.params)}
+        self.writes = [key for key, flags in access.items() if flags & {"stores", "minmax"}]
+
+    def protect_writes(self, args: Sequence[Any]) -> None:
+        """Before the launch writes its arrays: tapes that still need their contents copy them."""
+        for key in self.writes:
+            a = arg_array(args, key)
+            if a is not None:
+                before_write(a)
 
     def block(self) -> tuple[bytearray, int]:
         """An argument block and its address (reused; a concurrent launch takes another)."""
@@ -177,30 +196,103 @@ class Prepared:
         buf = bytearray(_HEADER + self.packer.size)
         return buf, ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
 
-    def run(self, dims: tuple[int, ...], args: Sequence[Any]) -> None:
+    def run(self, dims: tuple[int, ...], args: Sequence[Any],
+            restart: Callable[[], None] | None = None) -> None:
+        """Launch over dims. When an adjoint's stack fills up, it grows and the launch resumes
+        at the thread that found it full — or, given `restart` (which must undo what the launch
+        did so far), starts over."""
         if self.compiled.launch_ndim > len(dims):
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.compiled.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
         buf, base = self.block()
         try:
             self.packer.pack(args, buf)
-            total = 1
-            for d in dims:
-                total *= d
+            total = math.prod(dims)
             struct.pack_into("<4qi", buf, 0, *dims, *_ONES[len(dims)], 0)
-            if total:
-                self.compiled.entry(0, total, base + _HEADER, base, base + 32)
-                err = int.from_bytes(buf[32:36], "little")
-                if err:
+            start = 0
+            while start < total:
+                struct.pack_into("<QqQ", buf, 40, self.stack.ctypes.data, self.stack.size, 0)
+                self.compiled.entry(start, total, base + _HEADER, base, base + 32)
+                err = int.from_bytes(buf[32:36], "little", signed=True)
+                if err == 0:
+                    return
+                if err != _STACK_FULL:
                     self.raise_runtime_error(err)
+                start = self.grow_stack(int.from_bytes(buf[56:64], "little"), restart)
+                buf[32:36] = bytes(4)
         finally:
             self._free.append((buf, base))
+
+    def grow_stack(self, failed_thread: int, restart: Callable[[], None] | None) -> int:
+        """Double the adjoint stack; returns the thread index to resume at."""
+        size = 2 * self.stack.size
+        try:
+            self.stack = np.empty(size, np.uint8)
+        except MemoryError:
+            raise KernelRuntimeError(
+                f"kernel '{self.kernel.key}': the adjoint needs more than {size // 2} bytes per "
+                "thread to store its loops' values, and no more memory could be had") from None
+        if restart is None:
+            return failed_thread
+        restart()
+        return 0
 
     def raise_runtime_error(self, err: int) -> None:
         loc = self.kernel.source_loc(err - 1)
         raise KernelRuntimeError(
             f"kernel '{self.kernel.key}': array index out of bounds at {loc}\n{loc.excerpt()}")
 
+
+def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]]:
+    """(param index, struct field or None) of every array among a kernel's parameters."""
+    keys: list[tuple[int, str | None]] = []
+    for i, (_, t) in enumerate(params):
+        if isinstance(t, ArrayType):
+            keys.append((i, None))
+        elif isinstance(t, StructType):
+            keys.extend((i, n) for n, ft in t.fields if isinstance(ft, ArrayType))
+    return keys
+
+
+def arg_array(args: Sequence[Any], key: tuple[int, str | None]) -> array | None:
+    """The array an argument key names in a launch's argument list, if it is one."""
+    i, field = key
+    if i >= len(args):
+        return None
+    value = args[i] if field is None else getattr(args[i], field, None)
+    return value if isinstance(value, array) else None
+
+
+def prepared_forward(kernel: Any) -> Prepared:
+    prepared = getattr(kernel, "_gl_prepared", None)
+    if prepared is None:
+        if not hasattr(kernel, "compiled"):
+            raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
+        prepared = kernel._gl_prepared = Prepared(kernel)
+    return prepared  # type: ignore[no-any-return]
+
+
+def prepared_adjoint(kernel: Any) -> Prepared:
+    prepared = getattr(kernel, "_gl_adjoint_prepared", None)
+    if prepared is None:
+        if not hasattr(kernel, "adjoint_compiled"):
+            raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
+        prepared = Prepared(kernel, kernel.adjoint_compiled())
+        kernel._gl_adjoint_prepared = prepared
+    return prepared  # type: ignore[no-any-return]
+
+
+def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
+    """Arguments whose arrays use the given gradient arrays (None: the array's own .grad)."""
+    out = list(args)
+    for i, (value, g) in enumerate(zip(args, adj, strict=True)):
+        if g is None or not isinstance(value, array):
+            continue
+        if not isinstance(g, array) or g.shape != value.shape or g.dtype != value.dtype:
+            raise LaunchError(f"adjoint argument {i}: expected an array of shape {value.shape} "
+                              f"and dtype {value.dtype!r} for the gradient, got {_describe(g)}")
+        out[i] = array._wrap(value.numpy(), value.dtype, value.device, g.numpy())
+    return out
 
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
 
@@ -210,16 +302,18 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
            stream: Any = None, adjoint: bool = False, record_tape: bool = True,
            record_cmd: bool = False, max_blocks: int = 0, block_dim: int = 256) -> None:
     """Run kernel over a 1-4-D grid of threads; arguments are inputs followed by outputs."""
-    prepared = getattr(kernel, "_gl_prepared", None)
-    if prepared is None:
-        if not hasattr(kernel, "compiled"):
-            raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
-        prepared = Prepared(kernel)
-        kernel._gl_prepared = prepared
-    if adjoint:
-        raise LaunchError("adjoint launches are not supported yet (reverse mode is a later "
-                          "milestone)")
     if device is not None and device != "cpu":
         get_device(device)  # raises for devices this build cannot run on
     args = [*inputs, *outputs] if outputs else inputs
-    prepared.run(_dims(dim), args)
+    if adjoint:
+        adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
+        prepared_adjoint(kernel).run(_dims(dim), with_gradients(args, adj))
+        return
+    prepared = prepared_forward(kernel)
+    dims = _dims(dim)
+    tapes = ACTIVE_TAPES.get() if record_tape else ()
+    records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
+    prepared.protect_writes(args)
+    prepared.run(dims, args)
+    for tape, record in zip(tapes, records, strict=True):
+        tape.end_launch(record)

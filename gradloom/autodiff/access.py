@@ -1,0 +1,110 @@
+"""Which arrays a kernel reads, writes and updates atomically: what its adjoint needs kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..errors import CompileError
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
+
+MEMORY_WRITES = ("store", "atomic_add", "atomic_min", "atomic_max")
+
+
+@dataclass
+class ArrayAccess:
+    """How a kernel touches one array, found from the loads/stores on its data pointer."""
+
+    loads: bool = False
+    stores: bool = False  # plain stores and atomic_add
+    minmax: bool = False  # atomic_min / atomic_max
+    result_used: bool = False  # an atomic's returned old value is used
+
+    @property
+    def working(self) -> bool:
+        """The adjoint must replay this array's writes on a copy of its pre-launch contents,
+        because the kernel reads values that it (or its own atomics) wrote."""
+        return (self.loads or self.result_used) and self.stores
+
+    @property
+    def needs_before(self) -> bool:
+        """The adjoint reads the array's contents from before the launch."""
+        return self.loads or self.result_used
+
+    @property
+    def flags(self) -> frozenset[str]:
+        names = ("loads", "stores", "minmax", "result_used", "working")
+        return frozenset(n for n in names if getattr(self, n))
+
+
+@dataclass
+class KernelAccess:
+    """Per array (keyed by its data pointer's byte offset in the arguments): its access."""
+
+    arrays: dict[int, ArrayAccess] = field(default_factory=dict)
+    defs: dict[int, Op] = field(default_factory=dict)
+
+    def root(self, p: Var) -> int:
+        """The argument offset of the array that pointer p points into."""
+        d = self.defs.get(p.id)
+        while d is not None and d.prim == "ptr_add":
+            d = self.defs.get(d.args[0].id)
+        if d is None or d.prim != "arg":
+            loc = d.loc if d is not None else None
+            raise CompileError("cannot differentiate an access to an array that is chosen at "
+                               "run time or stored inside another array", loc)
+        return int(d.attr)
+
+    def working(self, p: Var) -> bool:
+        return self.arrays[self.root(p)].working
+
+
+def walk_ops(b: Block) -> Iterator[Op]:
+    for s in b.stmts:
+        if isinstance(s, Op):
+            yield s
+        elif isinstance(s, If):
+            yield from walk_ops(s.then)
+            yield from walk_ops(s.orelse)
+        else:
+            assert isinstance(s, Loop)
+            yield from walk_ops(s.cond)
+            yield from walk_ops(s.body)
+
+
+def _used_ids(b: Block, out: set[int]) -> None:
+    out.update(v.id for v in b.yields)
+    for s in b.stmts:
+        if isinstance(s, Op):
+            out.update(a.id for a in s.args)
+        elif isinstance(s, If):
+            out.add(s.cond.id)
+            _used_ids(s.then, out)
+            _used_ids(s.orelse, out)
+        else:
+            out.update(v.id for v in s.inits)
+            _used_ids(s.cond, out)
+            _used_ids(s.body, out)
+
+
+def analyze(kernel: KernelIR) -> KernelAccess:
+    ka = KernelAccess()
+    ops = list(walk_ops(kernel.body))
+    ka.defs = {op.result.id: op for op in ops if op.result is not None}
+    used: set[int] = set()
+    _used_ids(kernel.body, used)
+    for op in ops:
+        if op.prim != "load" and op.prim not in MEMORY_WRITES:
+            continue
+        if op.prim == "load" and op.result is not None and op.result.type.kind == "p":
+            continue  # reading an array that lives inside a struct in memory: no data access
+        acc = ka.arrays.setdefault(ka.root(op.args[0]), ArrayAccess())
+        if op.prim == "load":
+            acc.loads = True
+        elif op.prim in ("store", "atomic_add"):
+            acc.stores = True
+        else:
+            acc.minmax = True
+        if op.prim.startswith("atomic") and op.result is not None and op.result.id in used:
+            acc.result_used = True
+    return ka

@@ -1,0 +1,297 @@
+"""Reverse mode on scalar IR: a kernel's adjoint runs its forward sweep, then the reverse sweep.
+
+The adjoint is an ordinary kernel with the same arguments. Per thread it first re-runs the
+forward code (writes are replayed only into arrays the kernel also reads; the runtime hands it a
+copy of their pre-launch contents), keeping what the reverse sweep needs: branch values become
+extra results of their `if`, loop values are pushed on a per-thread stack unless they can be
+recomputed (see scopes.py). The reverse sweep then walks the code backwards, applying each
+primitive's rule from ir/prims.py; array loads add into the gradient array, stores take (read
+and zero) it, so an element overwritten later passes no gradient through the earlier write.
+"""
+
+from __future__ import annotations
+
+from ..errors import UNKNOWN_LOC, CompileError
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
+from ..ir.prims import PRIMS
+from ..types import int64
+from .access import MEMORY_WRITES, KernelAccess, analyze, walk_ops
+from .emit import Emitter, MBlock, MIf, MLoop, freeze
+from .scopes import BranchScope, LoopScope, Scope
+
+
+def adjoint_kernel(kernel: KernelIR) -> KernelIR:
+    """The adjoint of a kernel: gradients of its outputs flow to the gradients of its inputs."""
+    return Reverse(kernel).build()
+
+
+def _max_id(b: Block) -> int:
+    top = 0
+    for op in walk_ops(b):
+        top = max([top, *(a.id for a in op.args), op.result.id if op.result else 0])
+    return top + _max_region_id(b)
+
+
+def _max_region_id(b: Block) -> int:
+    top = 0
+    for s in b.stmts:
+        if isinstance(s, If):
+            top = max([top, *(r.id for r in s.results), _max_region_id(s.then),
+                       _max_region_id(s.orelse)])
+        elif isinstance(s, Loop):
+            top = max([top, *(v.id for v in (*s.params, *s.results)), _max_region_id(s.cond),
+                       _max_region_id(s.body)])
+    return top
+
+
+def _level_defs(b: MBlock) -> list[Var]:
+    """The variables a block defines at its own level (op results, if/loop results)."""
+    out: list[Var] = []
+    for s in b.stmts:
+        if isinstance(s, Op):
+            if s.result is not None:
+                out.append(s.result)
+        else:
+            out.extend(s.results)
+    return out
+
+
+class Reverse:
+    """One kernel's adjoint under construction."""
+
+    def __init__(self, kernel: KernelIR) -> None:
+        self.kernel = kernel
+        self.access: KernelAccess = analyze(kernel)
+        loc = next((op.loc for op in walk_ops(kernel.body)), UNKNOWN_LOC)
+        self.em = Emitter(_max_id(kernel.body), loc)
+        self.if_extra: dict[If, dict[Var, Var]] = {}
+        self.loop_fwd: dict[Loop, tuple[MLoop, Var]] = {}
+        self.args_at = {int(s.attr): s.result for s in kernel.body.stmts
+                        if isinstance(s, Op) and s.prim == "arg" and s.result is not None}
+        self._check_minmax()
+
+    def build(self) -> KernelIR:
+        self.forward(self.kernel.body)
+        self.reverse(self.kernel.body, Scope(self, None))
+        body = freeze(self.em.cur)
+        k = self.kernel
+        return KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides)
+
+    def _check_minmax(self) -> None:
+        for op in walk_ops(self.kernel.body):
+            if op.prim in ("atomic_min", "atomic_max"):
+                acc = self.access.arrays[self.access.root(op.args[0])]
+                if acc.loads or acc.stores or acc.result_used:
+                    raise CompileError(f"cannot differentiate wp.{op.prim}() on an array the kernel also reads or writes otherwise; "
+                                       "use a separate array for the min/max", op.loc)
+
+    def recomputable_load(self, op: Op) -> bool:
+        if op.result is None or op.result.type.kind == "p":
+            return False
+        try:
+            return not self.access.working(op.args[0])
+        except CompileError:
+            return False
+
+    # -- forward sweep ------------------------------------------------------------------------
+
+    def forward(self, b: Block) -> None:
+        for s in b.stmts:
+            if isinstance(s, Op):
+                if s.prim in MEMORY_WRITES and not self.access.working(s.args[0]):
+                    continue  # its only effect is on memory that nothing here reads again
+                self.em.cur.stmts.append(s)
+            elif isinstance(s, If):
+                self.forward_if(s)
+            else:
+                self.forward_loop(s)
+
+    def forward_if(self, s: If) -> None:
+        """Copy an if; it also yields every value its branches define (zero on the other)."""
+        em = self.em
+        blocks = []
+        for blk in (s.then, s.orelse):
+            em.open()
+            self.forward(blk)
+            blocks.append(em.close())
+        then_m, else_m = blocks
+        then_m.yields, else_m.yields = list(s.then.yields), list(s.orelse.yields)
+        extra: dict[Var, Var] = {}
+        results = list(s.results)
+        defs = {id(then_m): _level_defs(then_m), id(else_m): _level_defs(else_m)}
+        for mine, other in ((then_m, else_m), (else_m, then_m)):
+            for v in defs[id(mine)]:
+                zero = em.make("const", (), v.type, False if v.type.kind == "b" else 0)
+                other.stmts.append(zero)
+                assert zero.result is not None
+                mine.yields.append(v)
+                other.yields.append(zero.result)
+                extra[v] = em.new_var(v.type)
+                results.append(extra[v])
+        self.if_extra[s] = extra
+        em.cur.stmts.append(MIf(s.cond, then_m, else_m, results, s.loc))
+
+    def forward_loop(self, s: Loop) -> None:
+        """Copy a loop, counting its trips (the reverse loop runs as many)."""
+        em = self.em
+        start = em.const(0, int64)
+        count = em.new_var(int64)
+        em.open()
+        self.forward(s.cond)
+        cond = em.close()
+        cond.yields = list(s.cond.yields)
+        em.open()
+        self.forward(s.body)
+        counted = em.op("add", count, em.const(1, int64))
+        body = em.close()
+        body.yields = [*s.body.yields, counted]
+        trips = em.new_var(int64)
+        loop = MLoop([*s.inits, start], [*s.params, count], cond, body, [*s.results, trips],
+                     s.loc)
+        em.cur.stmts.append(loop)
+        self.loop_fwd[s] = (loop, trips)
+
+    # -- reverse sweep ------------------------------------------------------------------------
+
+    def reverse(self, b: Block, scope: Scope) -> None:
+        for s in reversed(b.stmts):
+            if isinstance(s, Op):
+                if PRIMS[s.prim].memory:
+                    self.reverse_memory(s, scope)
+                else:
+                    self.reverse_op(s, scope)
+            elif isinstance(s, If):
+                self.reverse_if(s, scope)
+            else:
+                self.reverse_loop(s, scope)
+
+    def reverse_op(self, op: Op, scope: Scope) -> None:
+        rule = PRIMS[op.prim].vjp
+        if rule is None or op.result is None or not op.result.type.is_float:
+            return
+        g = scope.get_adj(op.result)
+        if g is None:
+            return
+        for arg, contribution in zip(op.args, rule(scope, op, g), strict=True):
+            if contribution is not None:
+                scope.accumulate(arg, contribution)
+
+    def reverse_memory(self, op: Op, scope: Scope) -> None:
+        value = op.result if op.prim == "load" else op.args[2]
+        if value is None or not value.type.is_float:
+            return
+        em = self.em
+        if op.prim == "load":
+            g = scope.get_adj(value)
+            if g is not None:
+                em.effect("adj_add", *self.grad_place(op, scope), g, attr=op.attr)
+            return
+        gp, off = self.grad_place(op, scope)
+        if op.prim == "store":
+            scope.accumulate(value, em.op("adj_take", gp, off, type=value.type, attr=op.attr))
+            return
+        g = em.op("adj_read", gp, off, type=value.type, attr=op.attr)
+        if op.prim == "atomic_add":
+            scope.accumulate(value, g)
+            g_old = scope.get_adj(op.result) if op.result is not None else None
+            if g_old is not None:
+                em.effect("adj_add", gp, off, g_old, attr=op.attr)
+            return
+        # atomic_min/max: the array holds the winner; the gradient goes to the thread(s) whose
+        # value equals it (the runtime passes the array's contents after the launch)
+        final = em.op("load", scope.primal(op.args[0]), off, type=value.type, attr=op.attr)
+        won = em.op("eq", scope.primal(value), final)
+        scope.accumulate(value, em.op("select", won, g, em.zero(value.type)))
+
+    def grad_place(self, op: Op, scope: Scope) -> tuple[Var, Var]:
+        return self.grad_ptr(op.args[0], scope), scope.primal(op.args[1])
+
+    def grad_ptr(self, p: Var, scope: Scope) -> Var:
+        """The gradient array's pointer matching data pointer p."""
+        d = self.access.defs.get(p.id)
+        if d is not None and d.prim == "arg":
+            return self.args_at[int(d.attr) + 8]
+        if d is not None and d.prim == "ptr_add":
+            base = self.grad_ptr(d.args[0], scope)
+            return self.em.op("ptr_add", base, scope.primal(d.args[1]))
+        raise CompileError("cannot differentiate an access to an array that is chosen at run "
+                           "time or stored inside another array", d.loc if d else None)
+
+    def reverse_if(self, s: If, scope: Scope) -> None:
+        em = self.em
+        gs = [scope.get_adj(r) for r in s.results]
+        done = []
+        for blk in (s.then, s.orelse):
+            block = em.open()
+            inner = BranchScope(self, scope, self.if_extra[s])
+            for y, g in zip(blk.yields, gs, strict=True):
+                if g is not None:
+                    inner.accumulate(y, g)
+            self.reverse(blk, inner)
+            em.close()
+            done.append((block, inner))
+        touched = list(dict.fromkeys(v for _, inner in done for v in inner.touched))
+        if not touched and not any(block.stmts for block, _ in done):
+            return
+        incoming = {}
+        for u in touched:
+            incoming[u] = scope.get_adj(u) or em.zero(u.type)
+        for block, inner in done:
+            block.yields = [inner.adj.get(u, incoming[u]) for u in touched]
+        results = [em.new_var(u.type) for u in touched]
+        em.cur.stmts.append(MIf(scope.primal(s.cond), done[0][0], done[1][0], results, s.loc))
+        for u, r in zip(touched, results, strict=True):
+            scope.set_adj(u, r)
+
+    def reverse_loop(self, s: Loop, scope: Scope) -> None:
+        """Run the body's reverse once per forward trip, last trip first."""
+        em = self.em
+        fwd, trips = self.loop_fwd[s]
+        floats = [j for j, p in enumerate(s.params) if p.type.is_float]
+        gs = [scope.get_adj(s.results[j]) for j in floats]
+        outer = em.cur
+        body = em.open()
+        count = em.new_var(int64)
+        iteration = em.op("sub", count, em.const(1, int64))
+        head = len(body.stmts)
+        local = set(_level_defs(fwd.body)) | set(s.params)
+        inner = LoopScope(self, scope, s, local, outer, iteration)
+        adj_in = [em.new_var(s.params[j].type) for j in floats]
+        for j, a in zip(floats, adj_in, strict=True):
+            inner.accumulate(s.body.yields[j], a)
+        self.reverse(s.body, inner)
+        adj_out = [inner.get_adj(s.params[j]) or em.zero(s.params[j].type) for j in floats]
+        em.close()
+        if len(body.stmts) == head and not inner.carried and all(g is None for g in gs):
+            return  # nothing flows backwards through this loop
+        self._finish_reverse_loop(s, scope, inner, body, head, count, adj_in, adj_out, gs,
+                                  trips, outer)
+
+    def _finish_reverse_loop(self, s: Loop, scope: Scope, inner: LoopScope, body: MBlock,
+                             head: int, count: Var, adj_in: list[Var], adj_out: list[Var],
+                             gs: list[Var | None], trips: Var, outer: MBlock) -> None:
+        em = self.em
+        fwd, _ = self.loop_fwd[s]
+        pops = [Op("pop", (), inner.pops[v], em.loc) for v in reversed(inner.pushed)]
+        body.stmts[head:head] = [*pops, *inner.prelude]
+        body.yields = [body.stmts[head - 1].result, *adj_out,
+                       *(inner.adj[u] for u, _, _ in inner.carried)]
+        fwd.body.stmts.extend(Op("push", (v,), None, em.loc) for v in inner.pushed)
+        cond = MBlock()
+        zero = em.make("const", (), int64, 0)
+        assert zero.result is not None
+        more = em.make("gt", (count, zero.result))
+        assert more.result is not None
+        cond.stmts, cond.yields = [zero, more], [more.result]
+        floats = [j for j, p in enumerate(s.params) if p.type.is_float]
+        inits = [scope.primal(trips),
+                 *(g or em.zero(s.params[j].type) for g, j in zip(gs, floats, strict=True)),
+                 *(init for _, _, init in inner.carried)]
+        params = [count, *adj_in, *(p for _, p, _ in inner.carried)]
+        results = [em.new_var(v.type) for v in params]
+        outer.stmts.append(MLoop(inits, params, cond, body, results, s.loc))
+        for j, r in zip(floats, results[1:], strict=False):
+            scope.accumulate(s.inits[j], r)
+        for (u, _, _), r in zip(inner.carried, results[1 + len(floats):], strict=True):
+            scope.set_adj(u, r)
+

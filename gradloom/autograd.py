@@ -1,0 +1,534 @@
+"""Gradient checking (Warp's `warp.autograd`): `jacobian`, `jacobian_fd`, `gradcheck` and its report."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import gradloom
+
+from .errors import GradloomError
+from .kernel import Kernel
+from .runtime.array import NDArray, array
+from .runtime.array_ops import clone, zeros
+from .runtime.launch import launch
+from .types import MatrixType, ScalarType, VectorType, float64
+
+__all__ = ["GradcheckError", "PairCheck", "compare_jacobians", "format_report", "gradcheck",
+           "jacobian", "jacobian_fd"]
+
+#: (input index, output index) → Jacobian of shape (output components, input components).
+Jacobians = dict[tuple[int, int], array]
+Mask = Sequence[tuple[int | str, int | str]]
+_Runner = Callable[[list[Any], list[Any], bool], list[Any]]
+
+# A relative error divides by max(|FD|, _REL_FLOOR), so exact zeros do not divide by zero.
+_REL_FLOOR = 1e-8
+
+
+class GradcheckError(GradloomError, AssertionError, ValueError):
+    """`gradcheck` failed; the message is the report. (Warp raises ValueError; this is both.)"""
+
+
+# --------------------------------------------------------------------------------------------
+# What is differentiated: a kernel launch or a Python function, run on fresh argument copies
+
+
+@dataclass
+class _Target:
+    """A kernel or function, the labels of its arguments, and how to run its forward pass.
+
+    `run(inputs, outputs, record)` runs the forward on the given (fresh) arguments and returns
+    the output arrays; `record` says whether a kernel launch goes on the active tape.
+    `outputs` are the user's output arrays, or for a Python function those of a first run.
+    """
+
+    title: str
+    inputs: list[Any]
+    outputs: list[Any]
+    input_labels: list[str]
+    output_labels: list[str]
+    run: _Runner
+    restore: Callable[[], None] = field(default=lambda: None)
+
+
+def _target(function: Any, dim: Any, inputs: Sequence[Any] | None,
+            outputs: Sequence[Any] | None, launch_kw: dict[str, Any]) -> _Target:
+    ins, outs = list(inputs or []), list(outputs or [])
+    if isinstance(function, Kernel):
+        return _kernel_target(function, dim, ins, outs, launch_kw)
+    if not callable(function):
+        raise GradloomError(f"function must be a @wp.kernel or a callable, got {function!r}")
+    return _function_target(function, ins, outs)
+
+
+def _kernel_target(kernel: Kernel, dim: Any, inputs: list[Any], outputs: list[Any],
+                   launch_kw: dict[str, Any]) -> _Target:
+    if dim is None:
+        raise GradloomError(f"dim is required when function is a kernel ('{kernel.key}')")
+    names = [name for name, _ in kernel.params]
+    if len(inputs) + len(outputs) != len(names):
+        raise GradloomError(
+            f"kernel '{kernel.key}' takes {len(names)} arguments ({', '.join(names)}); got "
+            f"{len(inputs)} inputs and {len(outputs)} outputs")
+
+    def run(ins: list[Any], outs: list[Any], record: bool) -> list[Any]:
+        launch(kernel, dim, inputs=ins, outputs=outs, record_tape=record, **launch_kw)
+        return outs
+
+    return _Target(f"kernel '{kernel.key}'", inputs, outputs, names[: len(inputs)],
+                   names[len(inputs):], run)
+
+
+def _function_target(function: Callable[..., Any], inputs: list[Any],
+                     outputs: list[Any]) -> _Target:
+    """A Python function called as `function(*inputs)`; it returns its output array(s).
+
+    A function that returns nothing writes the arrays given as `outputs` (e.g. captured ones):
+    their values and gradients are put back before every run and at the end.
+    """
+    name = getattr(function, "__qualname__", None) or repr(function)
+    restore = _snapshot(outputs)
+
+    def run(ins: list[Any], outs: list[Any], record: bool) -> list[Any]:
+        restore()
+        return _returned_arrays(function(*ins), outputs, name)
+
+    try:
+        probe = run(*_fresh_args(inputs, []), False)
+    finally:
+        restore()
+    return _Target(f"function '{name}'", inputs, probe, _param_labels(function, len(inputs)),
+                   [f"output {j}" for j in range(len(probe))], run, restore)
+
+
+def _returned_arrays(result: Any, given: list[Any], name: str) -> list[Any]:
+    if result is None:
+        if not given:
+            raise GradloomError(f"function '{name}' returned no arrays and no outputs were given")
+        return given
+    if isinstance(result, array):
+        return [result]
+    if isinstance(result, (list, tuple)) and all(isinstance(r, array) for r in result):
+        return list(result)
+    raise GradloomError(f"function '{name}' must return a gradloom array or a list of arrays, "
+                        f"got {type(result).__name__}")
+
+
+def _param_labels(function: Callable[..., Any], n: int) -> list[str]:
+    """The function's positional parameter names (`input k` where there is none)."""
+    try:
+        params = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [p.name for p in params if p.kind in positional]
+    return [names[k] if k < len(names) else f"input {k}" for k in range(n)]
+
+
+def _snapshot(arrays: list[Any]) -> Callable[[], None]:
+    """A function that puts back the current values and gradients of `arrays`."""
+    saved = [(a, np.array(a.numpy()), a.grad, None if a.grad is None else np.array(a.grad.numpy()))
+             for a in arrays if isinstance(a, array)]
+
+    def restore() -> None:
+        for a, values, grad, grad_values in saved:
+            a.numpy()[...] = values
+            a.grad = grad
+            if grad is not None and grad_values is not None:
+                grad.numpy()[...] = grad_values
+
+    return restore
+
+
+def _fresh_args(inputs: list[Any], outputs: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Copies of the array arguments (same requires_grad); one copy per distinct array."""
+    memo: dict[int, array] = {}
+
+    def fresh(v: Any) -> Any:
+        if not isinstance(v, array):
+            return v
+        if id(v) not in memo:
+            memo[id(v)] = clone(v)
+        return memo[id(v)]
+
+    return [fresh(v) for v in inputs], [fresh(v) for v in outputs]
+
+
+# --------------------------------------------------------------------------------------------
+# Which (input, output) pairs
+
+
+def _differentiable(v: Any) -> bool:
+    """A float (scalar, vector or matrix) array with requires_grad."""
+    if not isinstance(v, array) or not v.requires_grad:
+        return False
+    t = v.dtype.dtype if isinstance(v.dtype, (VectorType, MatrixType)) else v.dtype
+    return isinstance(t, ScalarType) and t.is_float
+
+
+def _components(a: array) -> int:
+    """Scalar components: a vec3 array of 4 elements has 12."""
+    return int(a.numpy().size)
+
+
+def _pairs(target: _Target, mask: Mask | None) -> list[tuple[int, int]]:
+    if mask is None:
+        pairs = [(i, j) for i, x in enumerate(target.inputs) if _differentiable(x)
+                 for j, y in enumerate(target.outputs) if _differentiable(y)]
+    else:
+        pairs = []
+        for a, b in mask:
+            pair = (_slot(a, target.input_labels, "input"), _slot(b, target.output_labels, "output"))
+            _check_masked(target, pair)
+            if pair not in pairs:
+                pairs.append(pair)
+    if not pairs:
+        raise GradloomError(
+            f"{target.title}: nothing to differentiate; Jacobians need an input and an output "
+            "that are float arrays with requires_grad=True")
+    return pairs
+
+
+def _slot(ref: int | str, labels: list[str], kind: str) -> int:
+    """The index of an input/output named by index, label, or `input k` / `output k`."""
+    if isinstance(ref, str):
+        names = {f"{kind} {k}": k for k in range(len(labels))} | {s: k for k, s in enumerate(labels)}
+        if ref in names:
+            return names[ref]
+    elif isinstance(ref, (int, np.integer)) and not isinstance(ref, bool) and 0 <= ref < len(labels):
+        return int(ref)
+    raise GradloomError(f"input_output_mask: there is no {kind} {ref!r}; the {kind}s are "
+                        f"{', '.join(labels) or 'none'}")
+
+
+def _check_masked(target: _Target, pair: tuple[int, int]) -> None:
+    for k, values, labels in ((pair[0], target.inputs, target.input_labels),
+                              (pair[1], target.outputs, target.output_labels)):
+        if not _differentiable(values[k]):
+            raise GradloomError(
+                f"input_output_mask names '{labels[k]}' of {target.title}, which is not a float "
+                "array with requires_grad=True")
+
+
+def _limit(n: int, cap: int) -> int:
+    return n if cap <= 0 else min(n, cap)
+
+
+# --------------------------------------------------------------------------------------------
+# Finite differences
+
+
+def _fd_jacobians(target: _Target, pairs: list[tuple[int, int]], eps: float,
+                  max_inputs_per_var: int) -> dict[tuple[int, int], NDArray]:
+    """Central differences in float64, one column per perturbed input component."""
+    jacs = {(i, j): np.zeros((_components(target.outputs[j]), _components(target.inputs[i])))
+            for i, j in pairs}
+    for i in sorted({i for i, _ in pairs}):
+        outs = [j for a, j in pairs if a == i]
+        for c in range(_limit(_components(target.inputs[i]), max_inputs_per_var)):
+            plus, x_plus = _perturbed_run(target, i, c, eps, outs)
+            minus, x_minus = _perturbed_run(target, i, c, -eps, outs)
+            step = x_plus - x_minus  # the step actually stored (float32 rounds x ± eps)
+            if not step > 0:
+                raise GradloomError(
+                    f"{target.title}: eps={eps} does not change component {c} of input "
+                    f"'{target.input_labels[i]}' at its precision; use a larger eps")
+            for j in outs:
+                jacs[i, j][:, c] = (plus[j] - minus[j]) / step
+    return jacs
+
+
+def _perturbed_run(target: _Target, i: int, c: int, delta: float,
+                   outs: list[int]) -> tuple[dict[int, NDArray], float]:
+    """Run on fresh copies with component c of input i moved by delta: (outputs, stored x)."""
+    ins, fresh_outs = _fresh_args(target.inputs, target.outputs)
+    x = ins[i].numpy()
+    index = np.unravel_index(c, x.shape)
+    x[index] = float(x[index]) + delta
+    stored = float(x[index])
+    produced = _checked_outputs(target, target.run(ins, fresh_outs, False))
+    return {j: np.array(produced[j].numpy(), dtype=np.float64).reshape(-1) for j in outs}, stored
+
+
+def _checked_outputs(target: _Target, produced: list[Any]) -> list[Any]:
+    """The outputs of a run, checked to have the structure of the first one."""
+    shapes = [(a.shape, a.dtype) if isinstance(a, array) else None for a in produced]
+    expected = [(a.shape, a.dtype) if isinstance(a, array) else None for a in target.outputs]
+    if shapes != expected:
+        raise GradloomError(f"{target.title} produced outputs {shapes}, expected {expected}")
+    return produced
+
+
+# --------------------------------------------------------------------------------------------
+# Reverse mode
+
+
+def _new_tape() -> Any:
+    """A fresh `wp.Tape` (looked up at call time, so this module does not fix where it lives)."""
+    tape_class = vars(gradloom).get("Tape")
+    if tape_class is None:
+        raise GradloomError("wp.Tape is not available in this build; reverse-mode Jacobians "
+                            "need it (jacobian_fd works without it)")
+    return tape_class()
+
+
+def _ad_jacobians(target: _Target, pairs: list[tuple[int, int]],
+                  max_outputs_per_var: int) -> dict[tuple[int, int], NDArray]:
+    """One backward pass per output component, seeded one-hot; each gives a row."""
+    jacs = {(i, j): np.zeros((_components(target.outputs[j]), _components(target.inputs[i])))
+            for i, j in pairs}
+    ins, outs = _fresh_args(target.inputs, target.outputs)
+    tape = _new_tape()
+    with tape:
+        produced = target.run(ins, outs, True)
+    produced = _checked_outputs(target, produced)
+    for j in sorted({j for _, j in pairs}):
+        sources = [i for i, b in pairs if b == j]
+        seed = zeros(produced[j].shape, dtype=produced[j].dtype)
+        values = seed.numpy()
+        for r in range(_limit(_components(produced[j]), max_outputs_per_var)):
+            values[...] = 0
+            values[np.unravel_index(r, values.shape)] = 1
+            tape.backward(grads={produced[j]: seed})
+            for i in sources:
+                jacs[i, j][r, :] = _gradient_row(ins[i])
+            tape.zero()
+            for i in sources:  # the tape zeroes them too; an input it never saw keeps its grad
+                if ins[i].grad is not None:
+                    ins[i].grad.zero_()
+    return jacs
+
+
+def _gradient_row(a: array) -> NDArray:
+    if a.grad is None:
+        return np.zeros(_components(a))
+    return np.array(a.grad.numpy(), dtype=np.float64).reshape(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+
+
+def jacobian(function: Kernel | Callable[..., Any], dim: Any = None,
+             inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
+             input_output_mask: Mask | None = None, device: Any = None, max_blocks: int = 0,
+             block_dim: int = 256, max_outputs_per_var: int = -1,
+             plot_jacobians: bool = False) -> Jacobians:
+    """Reverse-mode Jacobians {(input index, output index): float64 array (out comps, in comps)}.
+
+    `function` is a `@wp.kernel` (launched with `dim`, `inputs`, `outputs`) or a Python function
+    called as `function(*inputs)` that returns its output array(s). Only float arrays with
+    requires_grad=True take part. The forward runs on copies: the caller's arrays are not
+    changed. Rows past `max_outputs_per_var` (when > 0) are left at zero.
+    """
+    target = _target(function, dim, inputs, outputs, _launch_kw(device, max_blocks, block_dim))
+    try:
+        jacs = _ad_jacobians(target, _pairs(target, input_output_mask), max_outputs_per_var)
+    finally:
+        target.restore()
+    if plot_jacobians:
+        _plot(jacs, target, "Jacobian (autodiff)")
+    return _as_arrays(jacs)
+
+
+def jacobian_fd(function: Kernel | Callable[..., Any], dim: Any = None,
+                inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
+                input_output_mask: Mask | None = None, device: Any = None, max_blocks: int = 0,
+                block_dim: int = 256, max_inputs_per_var: int = -1, eps: float = 1e-4,
+                plot_jacobians: bool = False) -> Jacobians:
+    """Central finite-difference Jacobians, in the same layout as `jacobian`.
+
+    Each scalar component of each differentiable input is moved by ±eps on fresh copies of all
+    arguments (kernels may overwrite their inputs), the forward runs without a tape, and the
+    difference is taken in float64 over the step actually stored. Columns past
+    `max_inputs_per_var` (when > 0) are left at zero.
+    """
+    target = _target(function, dim, inputs, outputs, _launch_kw(device, max_blocks, block_dim))
+    try:
+        jacs = _fd_jacobians(target, _pairs(target, input_output_mask), eps, max_inputs_per_var)
+    finally:
+        target.restore()
+    if plot_jacobians:
+        _plot(jacs, target, "Jacobian (finite differences)")
+    return _as_arrays(jacs)
+
+
+def gradcheck(function: Kernel | Callable[..., Any], dim: Any = None,
+              inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None, *,
+              eps: float = 1e-4, atol: float = 1e-3, rtol: float = 1e-2,
+              raise_exception: bool = True, input_output_mask: Mask | None = None,
+              device: Any = None, max_blocks: int = 0, block_dim: int = 256,
+              max_inputs_per_var: int = -1, max_outputs_per_var: int = -1,
+              plot_relative_error: bool = False, plot_absolute_error: bool = False,
+              show_summary: bool = True) -> bool:
+    """Compare reverse-mode Jacobians with central finite differences.
+
+    Passes when no Jacobian entry is NaN and |AD - FD| <= atol + rtol * |FD| everywhere.
+    Prints a report when `show_summary`; on failure raises `GradcheckError` (an AssertionError
+    and a ValueError) carrying the report if `raise_exception`, else returns False.
+    """
+    if inputs is None:
+        raise GradloomError("gradcheck needs the inputs")
+    target = _target(function, dim, inputs, outputs, _launch_kw(device, max_blocks, block_dim))
+    try:
+        pairs = _pairs(target, input_output_mask)
+        fd = _fd_jacobians(target, pairs, eps, max_inputs_per_var)
+        ad = _ad_jacobians(target, pairs, max_outputs_per_var)
+    finally:
+        target.restore()
+    checks = compare_jacobians(ad, fd, atol=atol, rtol=rtol, input_labels=target.input_labels,
+                               output_labels=target.output_labels,
+                               max_inputs_per_var=max_inputs_per_var,
+                               max_outputs_per_var=max_outputs_per_var)
+    if plot_absolute_error or plot_relative_error:
+        _plot_errors(ad, fd, target, plot_absolute_error, plot_relative_error)
+    report = format_report(target.title, checks, atol=atol, rtol=rtol, eps=eps)
+    return _conclude(checks, report, raise_exception, show_summary)
+
+
+def _launch_kw(device: Any, max_blocks: int, block_dim: int) -> dict[str, Any]:
+    return {"device": device, "max_blocks": max_blocks, "block_dim": block_dim}
+
+
+def _as_arrays(jacs: Mapping[tuple[int, int], NDArray]) -> Jacobians:
+    return {key: array(jac, dtype=float64) for key, jac in jacs.items()}
+
+
+def _conclude(checks: list[PairCheck], report: str, raise_exception: bool,
+              show_summary: bool) -> bool:
+    passed = all(c.passed for c in checks)
+    if show_summary:
+        print(report)
+    if not passed and raise_exception:
+        raise GradcheckError(report)
+    return passed
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison and report
+
+
+@dataclass(frozen=True)
+class PairCheck:
+    """The comparison of one (input, output) Jacobian; `worst` is (output comp, input comp)."""
+
+    input_label: str
+    output_label: str
+    max_abs_error: float
+    max_rel_error: float
+    worst: tuple[int, int]
+    ad_value: float
+    fd_value: float
+    has_nan: bool
+    passed: bool
+
+
+def compare_jacobians(jacs_ad: Mapping[tuple[int, int], Any],
+                      jacs_fd: Mapping[tuple[int, int], Any], *, atol: float = 1e-3,
+                      rtol: float = 1e-2, input_labels: Sequence[str] | None = None,
+                      output_labels: Sequence[str] | None = None, max_inputs_per_var: int = -1,
+                      max_outputs_per_var: int = -1) -> list[PairCheck]:
+    """Compare Jacobians (gradloom or numpy arrays) pair by pair, in float64.
+
+    Only the leading `max_outputs_per_var` rows and `max_inputs_per_var` columns are compared
+    when those are > 0. Labels default to `input k` / `output k`.
+    """
+    rows, cols = slice(None), slice(None)
+    if max_outputs_per_var > 0:
+        rows = slice(0, max_outputs_per_var)
+    if max_inputs_per_var > 0:
+        cols = slice(0, max_inputs_per_var)
+    checks = []
+    for (i, j), fd in jacs_fd.items():
+        if (i, j) not in jacs_ad:
+            raise GradloomError(f"no autodiff Jacobian for the pair (input {i}, output {j})")
+        ad64 = np.asarray(jacs_ad[i, j], dtype=np.float64)[rows, cols]
+        fd64 = np.asarray(fd, dtype=np.float64)[rows, cols]
+        in_label = input_labels[i] if input_labels else f"input {i}"
+        out_label = output_labels[j] if output_labels else f"output {j}"
+        checks.append(_compare_pair(ad64, fd64, atol, rtol, in_label, out_label))
+    return checks
+
+
+def _compare_pair(ad: NDArray, fd: NDArray, atol: float, rtol: float, input_label: str,
+                  output_label: str) -> PairCheck:
+    if ad.shape != fd.shape:
+        raise GradloomError(f"Jacobian shapes differ for ({input_label}, {output_label}): "
+                            f"autodiff {ad.shape}, finite differences {fd.shape}")
+    diff = np.abs(ad - fd)
+    has_nan = bool(np.isnan(ad).any() or np.isnan(fd).any())
+    passed = not has_nan and bool(np.all(diff <= atol + rtol * np.abs(fd)))
+    if diff.size == 0:
+        return PairCheck(input_label, output_label, 0.0, 0.0, (0, 0), 0.0, 0.0, has_nan, passed)
+    k = int(np.argmax(np.where(np.isnan(diff), np.inf, diff)))  # a NaN counts as the worst
+    worst = tuple(int(n) for n in np.unravel_index(k, diff.shape))
+    rel = diff / np.maximum(np.abs(fd), _REL_FLOOR)
+    return PairCheck(input_label, output_label, float(diff.flat[k]), float(np.max(rel)),
+                     (worst[0], worst[1]), float(ad.flat[k]), float(fd.flat[k]), has_nan, passed)
+
+
+def format_report(title: str, checks: Sequence[PairCheck], *, atol: float, rtol: float,
+                  eps: float | None = None) -> str:
+    """A plain-text table: one row per (input, output) pair, errors and PASS / FAIL / NaN."""
+    passed = all(c.passed for c in checks)
+    rule = f"|AD - FD| <= atol + rtol*|FD|, atol={atol:g}, rtol={rtol:g}"
+    head = f"gradcheck of {title}: {'passed' if passed else 'FAILED'} ({rule}"
+    head += f", FD eps={eps:g})" if eps is not None else ")"
+    header = ["input", "output", "max abs error", "at (out, in)", "AD there", "FD there",
+              "max rel error", "result"]
+    rows = [[c.input_label, c.output_label, f"{c.max_abs_error:.3e}",
+             f"({c.worst[0]}, {c.worst[1]})", f"{c.ad_value:.6g}", f"{c.fd_value:.6g}",
+             f"{c.max_rel_error:.3e}", "NaN" if c.has_nan else "PASS" if c.passed else "FAIL"]
+            for c in checks]
+    widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
+             for r in [header, *rows]]
+    return "\n".join([head, *lines])
+
+
+# --------------------------------------------------------------------------------------------
+# Optional plots (only with matplotlib installed): a PNG in the working directory
+
+
+def _plot_errors(ad: Mapping[tuple[int, int], NDArray], fd: Mapping[tuple[int, int], NDArray],
+                 target: _Target, absolute: bool, relative: bool) -> None:
+    abs_err = {k: np.abs(ad[k] - fd[k]) for k in fd}
+    if absolute:
+        _plot(abs_err, target, "Jacobian absolute error")
+    if relative:
+        rel = {k: e / np.maximum(np.abs(fd[k]), _REL_FLOOR) for k, e in abs_err.items()}
+        _plot(rel, target, "Jacobian relative error")
+
+
+def _plot(jacs: Mapping[tuple[int, int], NDArray], target: _Target, what: str) -> Path | None:
+    """Draw each Jacobian in a grid (outputs down, inputs across); write `<name>_<what>.png`."""
+    title = f"{target.title}: {what}"
+    try:
+        figure_module = importlib.import_module("matplotlib.figure")
+    except ImportError:
+        print(f"gradloom.autograd: matplotlib is not installed; skipped the plot '{title}'")
+        return None
+    ins = sorted({i for i, _ in jacs})
+    outs = sorted({j for _, j in jacs})
+    fig = figure_module.Figure(figsize=(3 + 2.5 * len(ins), 2 + 2.5 * len(outs)))
+    axes = fig.subplots(len(outs), len(ins), squeeze=False)
+    for (i, j), jac in jacs.items():
+        ax = axes[outs.index(j)][ins.index(i)]
+        image = ax.imshow(np.asarray(jac, dtype=np.float64), cmap="coolwarm",
+                          interpolation="nearest", aspect="auto")
+        ax.set_xlabel(target.input_labels[i])
+        ax.set_ylabel(target.output_labels[j])
+        fig.colorbar(image, ax=ax)
+    fig.suptitle(title)
+    path = Path.cwd() / (re.sub(r"\W+", "_", title).strip("_") + ".png")
+    fig.savefig(path)
+    print(f"gradloom.autograd: wrote {path}")
+    return Path(path)

@@ -1,0 +1,98 @@
+"""A recorded launch run backwards: the arrays' contents it needs, working copies, the adjoint."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .array import NDArray, array
+from .launch import arg_array, array_keys, prepared_adjoint
+from .watch import Watch, copy_same_layout
+
+Key = tuple[int, str | None]
+
+
+class LaunchRecord:
+    """One launch on a tape, with watches on the array contents its adjoint will read."""
+
+    def __init__(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
+                 compiled: Any) -> None:
+        self.kernel, self.dims, self.args = kernel, dims, list(args)
+        access = compiled.access
+        if access is None:  # not analysable: keep everything as read and written
+            access = {k: frozenset({"loads", "stores", "working"})
+                      for k in array_keys(compiled.params)}
+        self.flags: dict[Key, frozenset[str]] = dict(access)
+        self.before: dict[Key, Watch] = {}
+        self.after: dict[Key, Watch] = {}
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            if a is not None and flags & {"loads", "result_used"}:
+                self.before[key] = Watch(a)
+
+    def finish(self) -> None:
+        """After the launch: atomic_min/max targets are needed as the launch left them."""
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            if a is not None and "minmax" in flags:
+                self.after[key] = Watch(a)
+
+    def arrays(self) -> list[array]:
+        return [a for key in self.flags if (a := arg_array(self.args, key)) is not None]
+
+    def backward(self) -> None:
+        prepared = prepared_adjoint(self.kernel)
+        args, working = self.adjoint_args()
+        restart: Callable[[], None] | None = None
+        if working and prepared.compiled.uses_stack:
+            restart = self._restarter(args, working)
+        prepared.run(self.dims, args, restart)
+
+    def adjoint_args(self) -> tuple[list[Any], list[tuple[NDArray, Watch]]]:
+        """The launch's arguments, each array's data replaced by the contents the adjoint must
+        see (a fresh working copy for arrays the kernel reads and writes); grads unchanged."""
+        args = list(self.args)
+        working: list[tuple[NDArray, Watch]] = []
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            if a is None:
+                continue
+            if "working" in flags:
+                data = copy_same_layout(self.before[key].contents())
+                working.append((data, self.before[key]))
+            elif key in self.after:
+                data = self.after[key].contents()
+            elif key in self.before:
+                data = self.before[key].contents()
+            else:
+                continue
+            grad = None if a.grad is None else a.grad.numpy()
+            _replace(args, key, array._wrap(data, a.dtype, a.device, grad))
+        return args, working
+
+    def _restarter(self, args: list[Any], working: list[tuple[NDArray, Watch]]
+                   ) -> Callable[[], None]:
+        """Undo a partial adjoint run: restore the gradients and the working copies."""
+        grads = [g for a in self.arrays() if (g := a.grad) is not None]
+        saved = [g.numpy().copy() for g in grads]
+
+        def restart() -> None:
+            for g, s in zip(grads, saved, strict=True):
+                g.numpy()[...] = s
+            for data, watch in working:
+                np.copyto(data, watch.contents())
+
+        return restart
+
+
+def _replace(args: list[Any], key: Key, value: array) -> None:
+    i, field = key
+    if field is None:
+        args[i] = value
+    else:
+        holder = copy.copy(args[i])
+        setattr(holder, field, value)
+        args[i] = holder

@@ -1,0 +1,67 @@
+"""Copy-on-write for taped arrays: an array's memory knows who still needs its current contents.
+
+A Tape that recorded a launch reading array `a` registers a Watch on `a`'s memory (shared by
+every view of it). Any later write through gradloom — a launch that stores into it, `assign`,
+`fill_`, `zero_`, `copy`, item assignment — first calls `before_write`, which makes each watch
+save a copy of the contents it promised to keep. Writes through a numpy view (`a.numpy()[...] =`)
+bypass this; docs/autodiff.md says so.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+NDArray = npt.NDArray[Any]
+
+
+class Memory:
+    """The identity of one allocation, shared by an array and its views."""
+
+    __slots__ = ("__weakref__", "watchers")
+
+    def __init__(self) -> None:
+        self.watchers: weakref.WeakSet[Watch] = weakref.WeakSet()
+
+
+def copy_same_layout(a: NDArray) -> NDArray:
+    """A copy of `a` with its exact shape and strides (gradients share the data's layout)."""
+    if a.flags.c_contiguous or a.size == 0:
+        return a.copy()
+    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True) if s > 0) + a.itemsize
+    buf = np.empty(hi - lo, dtype=np.uint8)
+    out: NDArray = np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
+    out[...] = a
+    return out
+
+
+class Watch:
+    """A promise to keep one array view's contents as they are now."""
+
+    __slots__ = ("__weakref__", "array", "saved")
+
+    def __init__(self, a: Any) -> None:
+        self.array = a
+        self.saved: NDArray | None = None
+        a._mem.watchers.add(self)
+
+    def preserve(self) -> None:
+        if self.saved is None:
+            self.saved = copy_same_layout(self.array.numpy())
+
+    def contents(self) -> NDArray:
+        """The contents as they were when the watch began."""
+        return self.array.numpy() if self.saved is None else self.saved
+
+
+def before_write(a: Any) -> None:
+    """Call before writing into array `a`: watchers of its memory save what they need."""
+    watchers = a._mem.watchers
+    if watchers:
+        for w in list(watchers):
+            w.preserve()
+        watchers.clear()
