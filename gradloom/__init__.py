@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math as _math
 
-from . import config, errors, types
+from . import autograd, config, errors, types
 from .builtins import atomics as _atomics
 from .builtins import construct as _construct
 from .builtins import lang as _lang
@@ -57,8 +57,8 @@ from .runtime.device import (
     synchronize_device,
 )
 from .runtime.launch import launch
-from .runtime.tape import Tape
 from .runtime.structs import struct
+from .runtime.tape import Tape
 from .types import (
     bool_ as bool,  # Warp's name
 )

@@ -20,6 +20,7 @@ from .frontend.lower import lower_kernel
 from .frontend.source import SourceInfo, parse_function, source_digest
 from .ir.printer import format_kernel
 from .ir.verify import verify
+from .passes.invariant import drop_invariant_params
 from .runtime import cache
 from .runtime.structs import type_key
 from .types import ArrayType, StructType, arg_offsets
@@ -121,7 +122,7 @@ class Kernel:
         return self._locs[index]
 
     def _compile(self, symbol: str, adjoint: bool) -> dict[str, Any]:
-        ir = lower_kernel(self.info, list(self.params))
+        ir = drop_invariant_params(lower_kernel(self.info, list(self.params)))
         verify(ir)
         self._locs = ir.locs
         access = self._access(ir)

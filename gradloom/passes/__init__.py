@@ -1,0 +1,1 @@
+"""Pure IR → IR passes."""

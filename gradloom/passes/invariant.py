@@ -1,0 +1,51 @@
+"""Drops loop parameters that every iteration passes through unchanged.
+
+The frontend carries every name a loop body might rebind (for `y[i] = v` that includes the array
+`y`); a parameter whose next value is itself is just its initial value. Replacing it by that
+value keeps arrays' pointers visibly rooted in kernel arguments (which autodiff needs) and the
+adjoint from saving values that never change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Stmt, Var
+
+
+def drop_invariant_params(kernel: KernelIR) -> KernelIR:
+    return replace(kernel, body=_block(kernel.body, {}))
+
+
+def _v(v: Var, sub: dict[Var, Var]) -> Var:
+    while v in sub:
+        v = sub[v]
+    return v
+
+
+def _block(b: Block, sub: dict[Var, Var]) -> Block:
+    stmts = tuple(_stmt(s, sub) for s in b.stmts)
+    return Block(stmts, tuple(_v(y, sub) for y in b.yields))
+
+
+def _stmt(s: Stmt, sub: dict[Var, Var]) -> Stmt:
+    if isinstance(s, Op):
+        args = tuple(_v(a, sub) for a in s.args)
+        return s if args == s.args else Op(s.prim, args, s.result, s.loc, s.attr)
+    if isinstance(s, If):
+        return If(_v(s.cond, sub), _block(s.then, sub), _block(s.orelse, sub), s.results, s.loc)
+    return _loop(s, sub)
+
+
+def _loop(s: Loop, sub: dict[Var, Var]) -> Loop:
+    inits = [_v(v, sub) for v in s.inits]
+    keep = [j for j, (p, y) in enumerate(zip(s.params, s.body.yields, strict=True))
+            if y is not p]
+    for j in set(range(len(inits))) - set(keep):
+        sub[s.params[j]] = inits[j]
+        sub[s.results[j]] = inits[j]
+    cond = _block(s.cond, sub)
+    body = _block(s.body, sub)
+    return Loop(tuple(inits[j] for j in keep), tuple(s.params[j] for j in keep), cond,
+                Block(body.stmts, tuple(body.yields[j] for j in keep)),
+                tuple(s.results[j] for j in keep), s.loc)
