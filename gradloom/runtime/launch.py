@@ -20,7 +20,7 @@ from ..types import (
     arg_offsets,
     leaves,
 )
-from .array import array
+from .array import NDArray, array
 from .device import get_device
 from .recording import ACTIVE_TAPES
 from .watch import before_write
@@ -31,6 +31,7 @@ from .watch import before_write
 _HEADER = 64
 _STACK_FULL = -1
 _FIRST_STACK = 1 << 16
+_NO_ERROR = bytes(4)
 _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
         "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
         "float64": "d", "ptr": "Q"}
@@ -176,11 +177,14 @@ class Prepared:
         self.compiled = kernel.compiled() if compiled is None else compiled
         self.packer = Packer(kernel.key, self.compiled.params)
         self._free: list[tuple[bytearray, int]] = []
-        self.stack = np.empty(_FIRST_STACK if self.compiled.uses_stack else 0, np.uint8)
+        self.set_stack(np.empty(_FIRST_STACK if self.compiled.uses_stack else 0, np.uint8))
         access = self.compiled.access
         if access is None:  # not analysable: every array argument may be written
             access = {key: frozenset({"stores"}) for key in array_keys(self.compiled.params)}
         self.writes = [key for key, flags in access.items() if flags & {"stores", "minmax"}]
+
+    def set_stack(self, stack: NDArray) -> None:
+        self.stack, self.stack_addr, self.stack_size = stack, stack.ctypes.data, stack.size
 
     def protect_writes(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them."""
@@ -209,25 +213,34 @@ class Prepared:
             self.packer.pack(args, buf)
             total = math.prod(dims)
             struct.pack_into("<4qi", buf, 0, *dims, *_ONES[len(dims)], 0)
-            start = 0
-            while start < total:
-                struct.pack_into("<QqQ", buf, 40, self.stack.ctypes.data, self.stack.size, 0)
-                self.compiled.entry(start, total, base + _HEADER, base, base + 32)
-                err = int.from_bytes(buf[32:36], "little", signed=True)
-                if err == 0:
-                    return
-                if err != _STACK_FULL:
-                    self.raise_runtime_error(err)
-                start = self.grow_stack(int.from_bytes(buf[56:64], "little"), restart)
-                buf[32:36] = bytes(4)
+            if total:
+                if self.stack_size:
+                    struct.pack_into("<Qq", buf, 40, self.stack_addr, self.stack_size)
+                self.compiled.entry(0, total, base + _HEADER, base, base + 32)
+                if buf[32:36] != _NO_ERROR:
+                    self.recover(buf, base, total, restart)
         finally:
             self._free.append((buf, base))
 
+    def recover(self, buf: bytearray, base: int, total: int,
+                restart: Callable[[], None] | None) -> None:
+        """The launch stopped early: raise its error, or grow the stack and carry on."""
+        while True:
+            err = int.from_bytes(buf[32:36], "little", signed=True)
+            if err == 0:
+                return
+            if err != _STACK_FULL:
+                self.raise_runtime_error(err)
+            start = self.grow_stack(int.from_bytes(buf[56:64], "little"), restart)
+            buf[32:36] = _NO_ERROR
+            struct.pack_into("<Qq", buf, 40, self.stack_addr, self.stack_size)
+            self.compiled.entry(start, total, base + _HEADER, base, base + 32)
+
     def grow_stack(self, failed_thread: int, restart: Callable[[], None] | None) -> int:
         """Double the adjoint stack; returns the thread index to resume at."""
-        size = 2 * self.stack.size
+        size = 2 * self.stack_size
         try:
-            self.stack = np.empty(size, np.uint8)
+            self.set_stack(np.empty(size, np.uint8))
         except MemoryError:
             raise KernelRuntimeError(
                 f"kernel '{self.kernel.key}': the adjoint needs more than {size // 2} bytes per "
@@ -312,6 +325,10 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     prepared = prepared_forward(kernel)
     dims = _dims(dim)
     tapes = ACTIVE_TAPES.get() if record_tape else ()
+    if not tapes:
+        prepared.protect_writes(args)
+        prepared.run(dims, args)
+        return
     records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
     prepared.protect_writes(args)
     prepared.run(dims, args)

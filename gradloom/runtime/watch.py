@@ -21,10 +21,12 @@ NDArray = npt.NDArray[Any]
 class Memory:
     """The identity of one allocation, shared by an array and its views."""
 
-    __slots__ = ("__weakref__", "watchers")
+    __slots__ = ("watchers",)
 
     def __init__(self) -> None:
-        self.watchers: weakref.WeakSet[Watch] = weakref.WeakSet()
+        # weak references, so a dropped tape stops watching; a plain list keeps the check
+        # every launch makes (`if watchers:`) cheap
+        self.watchers: list[weakref.ref[Watch]] = []
 
 
 def copy_same_layout(a: NDArray) -> NDArray:
@@ -47,7 +49,7 @@ class Watch:
     def __init__(self, a: Any) -> None:
         self.array = a
         self.saved: NDArray | None = None
-        a._mem.watchers.add(self)
+        a._mem.watchers.append(weakref.ref(self))
 
     def preserve(self) -> None:
         if self.saved is None:
@@ -62,6 +64,8 @@ def before_write(a: Any) -> None:
     """Call before writing into array `a`: watchers of its memory save what they need."""
     watchers = a._mem.watchers
     if watchers:
-        for w in list(watchers):
-            w.preserve()
+        for ref in watchers:
+            w = ref()
+            if w is not None:
+                w.preserve()
         watchers.clear()
