@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
 from .llvm_ops import OpEmitter
-from .llvm_types import mem_type, reg_type
+from .llvm_types import reg_type
 
 ENTRY_SIGNATURE = "(i64 start, i64 end, ptr args, ptr dims, ptr err)"
 
@@ -127,13 +127,7 @@ class KernelEmitter(OpEmitter):
         f = self.f
         ptr = f.fresh("%argp")
         f.emit(f"{ptr} = getelementptr i8, ptr %args, i64 {offset}")
-        t = v.type
-        if t.kind == "b":
-            raw = f.fresh("%argb")
-            f.emit(f"{raw} = load i8, ptr {ptr}, align 1")
-            f.emit(f"{self.define(v)} = icmp ne i8 {raw}, 0")
-        else:
-            f.emit(f"{self.define(v)} = load {mem_type(t)}, ptr {ptr}, align {min(t.size, 8)}")
+        self.load_value(self.define(v), v.type, ptr, min(v.type.size, 8))
 
     def block(self, b: Block) -> None:
         for s in b.stmts:

@@ -231,15 +231,18 @@ class OpEmitter:
     def ptr_add(self, s: Op) -> None:
         self.f.emit(f"{self.res(s)} = getelementptr i8, ptr {self.a(s, 0)}, i64 {self.a(s, 1)}")
 
-    def load(self, s: Op) -> None:
-        t = s.result.type  # type: ignore[union-attr]
-        p = self.address(s)
+    def load_value(self, dest: str, t: ScalarType, p: str, align: int) -> None:
+        """dest = the value of type t at p (bools are stored as one byte)."""
         if t.kind == "b":
             raw = self.f.fresh("%ldb")
             self.f.emit(f"{raw} = load i8, ptr {p}, align 1")
-            self.f.emit(f"{self.res(s)} = icmp ne i8 {raw}, 0")
+            self.f.emit(f"{dest} = icmp ne i8 {raw}, 0")
         else:
-            self.f.emit(f"{self.res(s)} = load {mem_type(t)}, ptr {p}, align {t.size}")
+            self.f.emit(f"{dest} = load {mem_type(t)}, ptr {p}, align {align}")
+
+    def load(self, s: Op) -> None:
+        t = s.result.type  # type: ignore[union-attr]
+        self.load_value(self.res(s), t, self.address(s), t.size)
 
     def store(self, s: Op) -> None:
         t = s.args[2].type
@@ -345,12 +348,7 @@ class OpEmitter:
         f.emit(f"{sp} = load i64, ptr %sp, align 8")
         f.emit(f"{nsp} = sub i64 {sp}, 8")
         f.emit(f"{slot} = getelementptr i8, ptr %stack.base, i64 {nsp}")
-        if t.kind == "b":
-            raw = f.fresh("%popb")
-            f.emit(f"{raw} = load i8, ptr {slot}, align 8")
-            f.emit(f"{self.res(s)} = icmp ne i8 {raw}, 0")
-        else:
-            f.emit(f"{self.res(s)} = load {mem_type(t)}, ptr {slot}, align 8")
+        self.load_value(self.res(s), t, slot, 8)
         f.emit(f"store i64 {nsp}, ptr %sp, align 8")
 
     def check_bounds(self, s: Op) -> None:
