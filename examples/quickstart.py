@@ -4,11 +4,10 @@ Run from the repository root:  python examples/quickstart.py
 The kernels use only Warp's API: with `import warp as wp` instead, the same file runs on Warp.
 """
 
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
+from plotting import BLACK, PALETTE, Line, Panel, save_figure
 
 import gradloom as wp
 
@@ -106,76 +105,24 @@ def simulate() -> tuple[np.ndarray, np.ndarray]:
     return heights, mean_height
 
 
-# ---- plotting: matplotlib if it is installed, otherwise a tiny PNG writer --------------------
-
-
-def plot_matplotlib(heights: np.ndarray, mean_height: np.ndarray, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
+def plot(heights: np.ndarray, mean_height: np.ndarray, path: Path) -> str:
+    """Plot the tracked heights and the mean height over time; return the backend used."""
     t = np.arange(len(mean_height)) * DT
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(t, heights, lw=1.2)
-    ax.plot(t, mean_height, "k--", lw=1.5, label="mean over all particles")
-    ax.set(xlabel="time [s]", ylabel="height [m]", title="gradloom quickstart: bouncing particles")
-    ax.legend()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return True
-
-
-def write_png(path: Path, rgb: np.ndarray) -> None:
-    """Write an (h, w, 3) uint8 image as a PNG using only zlib."""
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
-    h, w, _ = rgb.shape
-    raw = b"".join(b"\x00" + rgb[row].tobytes() for row in range(h))
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-    png += chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
-    path.write_bytes(png)
-
-
-def plot_numpy(heights: np.ndarray, mean_height: np.ndarray, path: Path) -> None:
-    w, h, margin = 800, 450, 30
-    img = np.full((h, w, 3), 255, dtype=np.uint8)
-    img[h - margin, margin : w - margin] = 0  # time axis (ground)
-    img[margin : h - margin, margin] = 0  # height axis
-    top = max(float(heights.max()), float(mean_height.max())) * 1.05
-    steps = len(mean_height)
-
-    def polyline(ys: np.ndarray, color: tuple[int, int, int], thick: int) -> None:
-        t = np.linspace(0, steps - 1, 8 * steps)  # dense samples give a continuous line
-        px = (margin + t / (steps - 1) * (w - 2 * margin)).astype(int)
-        py = (h - margin - np.interp(t, np.arange(steps), ys) / top * (h - 2 * margin)).astype(int)
-        for d in range(thick):
-            img[np.clip(py + d, 0, h - 1), np.clip(px, 0, w - 1)] = color
-
-    palette = [
-        (31, 119, 180),
-        (255, 127, 14),
-        (44, 160, 44),
-        (214, 39, 40),
-        (148, 103, 189),
-        (140, 86, 75),
+    lines = [
+        Line(t, heights[:, k], PALETTE[k % len(PALETTE)], width=2) for k in range(heights.shape[1])
     ]
-    for k in range(heights.shape[1]):
-        polyline(heights[:, k], palette[k % len(palette)], 2)
-    polyline(mean_height, (0, 0, 0), 3)
-    write_png(path, img)
+    lines.append(Line(t, mean_height, BLACK, width=3, dashed=True, label="mean over all particles"))
+    panel = Panel(lines, xlabel="time [s]", ylabel="height [m]")
+    return save_figure(
+        path, [panel], title="gradloom quickstart: bouncing particles", panel_size=(800, 450)
+    )
 
 
-def main() -> None:
+def main(output: Path = OUTPUT) -> Path:
     heights, mean_height = simulate()
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    if not plot_matplotlib(heights, mean_height, OUTPUT):
-        plot_numpy(heights, mean_height, OUTPUT)
-    print(f"plot of particle heights over time written to {OUTPUT}")
+    plot(heights, mean_height, output)
+    print(f"plot of particle heights over time written to {output}")
+    return output
 
 
 if __name__ == "__main__":
