@@ -39,6 +39,7 @@ class CompiledKernel:
     #: ('loads', 'stores', 'minmax', 'result_used', 'working'); None if it cannot be analysed
     access: dict[tuple[int, str | None], frozenset[str]] | None = None
     uses_stack: bool = False
+    reverse_threads: bool = False
 
 
 class Kernel:
@@ -109,7 +110,8 @@ class Kernel:
             print(f"gradloom: loaded kernel {self.key} from cache{suffix}", file=sys.stderr)
         addr = cpu.object_loader().load(entry["object"], symbol)
         return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
-                              entry.get("access"), entry.get("uses_stack", False))
+                              entry.get("access"), entry.get("uses_stack", False),
+                              entry.get("reverse_threads", False))
 
     def source_loc(self, index: int) -> SourceLoc:
         """The user's source location that a runtime error code refers to.
@@ -139,7 +141,8 @@ class Kernel:
             print(f"gradloom: compiled kernel {self.key}{' adjoint' if adjoint else ''}",
                   file=sys.stderr)
         return {"object": obj, "launch_ndim": ir.launch_ndim, "access": access,
-                "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body))}
+                "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
+                "reverse_threads": ir.reverse_threads}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""

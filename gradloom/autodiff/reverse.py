@@ -75,7 +75,12 @@ class Reverse:
         self.reverse(self.kernel.body, Scope(self, None))
         body = freeze(self.em.cur)
         k = self.kernel
-        return KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides)
+        # Threads run last first, so a gradient passed through memory from a later thread to an
+        # earlier one (thread i read what thread i+1 then overwrote) arrives in time. Replaying
+        # atomics whose returned value is used (slot counters) needs the forward order instead.
+        forward_order = any(a.result_used for a in self.access.arrays.values())
+        return KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides,
+                        reverse_threads=not forward_order)
 
     def _check_minmax(self) -> None:
         for op in walk_ops(self.kernel.body):
@@ -193,9 +198,10 @@ class Reverse:
         g = em.op("adj_read", gp, off, type=value.type, attr=op.attr)
         if op.prim == "atomic_add":
             scope.accumulate(value, g)
-            g_old = scope.get_adj(op.result) if op.result is not None else None
-            if g_old is not None:
-                em.effect("adj_add", gp, off, g_old, attr=op.attr)
+            if op.result is not None and scope.get_adj(op.result) is not None:
+                raise CompileError("cannot differentiate through the value wp.atomic_add() "
+                                   "returns on a float array: it depends on the order threads "
+                                   "run in; compute the prefix in a separate kernel", op.loc)
             return
         # atomic_min/max: the array holds the winner; the gradient goes to the thread(s) whose
         # value equals it (the runtime passes the array's contents after the launch)

@@ -61,6 +61,8 @@ class KernelEmitter(OpEmitter):
         self.uses_stack = _uses_stack(self.kernel.body)
         if self.uses_stack:
             self.stack_setup()
+        f.emit("%ends = add i64 %start, %end")
+        f.emit("%last.thread = sub i64 %ends, 1")
         f.emit("%nonempty = icmp slt i64 %start, %end")
         f.emit("br i1 %nonempty, label %dispatch, label %exit")
         f.start_block("dispatch")
@@ -107,6 +109,10 @@ class KernelEmitter(OpEmitter):
         f.emit(f"br label %{prefix}thread")
         f.start_block(f"{prefix}thread")
         f.emit(f"%{prefix}t = phi i64 [%start, %{prefix}pre], [%{prefix}t.next, %{prefix}latch]")
+        if self.kernel.reverse_threads:
+            f.emit(f"%{prefix}tid = sub i64 %last.thread, %{prefix}t")
+        else:
+            f.emit(f"%{prefix}tid = add i64 %{prefix}t, 0")
         if self.uses_stack:
             f.emit("store i64 0, ptr %sp, align 8")
         self.block(self.kernel.body)

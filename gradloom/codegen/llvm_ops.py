@@ -61,7 +61,7 @@ class OpEmitter:
     def tid(self, s: Op) -> None:
         k, n = s.attr
         f = self.f
-        value = f"%{self.prefix}t"
+        value = f"%{self.prefix}tid"
         if n > 1:
             stride = "1"
             for d in range(k + 1, n):
@@ -69,7 +69,7 @@ class OpEmitter:
                 f.emit(f"{nxt} = mul i64 {stride}, %dim{d}")
                 stride = nxt
             q, r = f.fresh("%tid_q"), f.fresh("%tid_r")
-            f.emit(f"{q} = udiv i64 %{self.prefix}t, {stride}")
+            f.emit(f"{q} = udiv i64 %{self.prefix}tid, {stride}")
             f.emit(f"{r} = urem i64 {q}, %dim{k}")
             value = r
         f.emit(f"{self.res(s)} = trunc i64 {value} to i32")
@@ -328,7 +328,7 @@ class OpEmitter:
         f.emit(f"br i1 {fits}, label %{ok}, label %{full}, !prof !2")
         f.start_block(full)
         f.emit("store i32 -1, ptr %err, align 4")
-        f.emit(f"store i64 %{self.prefix}t, ptr %failed.thread, align 8")
+        f.emit(f"store i64 %{self.prefix}tid, ptr %failed.thread, align 8")
         f.emit("ret void")
         f.start_block(ok)
         slot, v = f.fresh("%slot"), self.a(s, 0)

@@ -80,3 +80,5 @@ class KernelIR:
     #: (innermost-stride argument, element size in bytes) per array parameter: codegen emits a
     #: copy of the thread loop with these strides constant, taken when every array is contiguous
     unit_strides: tuple[tuple[Var, int], ...] = ()
+    #: run the thread range last thread first (adjoints: the exact reverse of a serial forward)
+    reverse_threads: bool = False

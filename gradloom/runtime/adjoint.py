@@ -30,7 +30,7 @@ class LaunchRecord:
         self.after: dict[Key, Watch] = {}
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
-            if a is not None and flags & {"loads", "result_used"}:
+            if a is not None and flags & {"loads", "result_used", "minmax"}:
                 self.before[key] = Watch(a)
 
     def finish(self) -> None:
@@ -50,6 +50,16 @@ class LaunchRecord:
         if working and prepared.compiled.uses_stack:
             restart = self._restarter(args, working)
         prepared.run(self.dims, args, restart)
+        self._consume_replaced_minmax()
+
+    def _consume_replaced_minmax(self) -> None:
+        """Where a thread's value replaced an atomic_min/max target's earlier value, that earlier
+        value lost: its gradient (read by the winning thread) is consumed."""
+        for key, watch in self.after.items():
+            a = arg_array(self.args, key)
+            if a is not None and a.grad is not None:
+                replaced = self.before[key].contents() != watch.contents()
+                a.grad.numpy()[replaced] = 0
 
     def adjoint_args(self) -> tuple[list[Any], list[tuple[NDArray, Watch]]]:
         """The launch's arguments, each array's data replaced by the contents the adjoint must

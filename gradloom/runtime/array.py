@@ -525,6 +525,8 @@ class array:
             storage[idx] = src
         except (TypeError, ValueError) as e:
             raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: {e}") from e
+        if isinstance(value, array):
+            record_copy(self, value, idx)
 
     def __len__(self) -> int:
         return int(self._concrete().shape[0])
@@ -554,15 +556,21 @@ class array:
         return repr(self) if self._annotation else str(self._np)
 
 
-def record_copy(dest: array, src: array) -> None:
-    """On active tapes: the gradient of a whole-array copy flows from dest to src."""
+def record_copy(dest: array, src: array, where: Any = ...) -> None:
+    """On active tapes: the gradient of dest[where] = src flows from dest to src (summed over
+    the dimensions src was broadcast along)."""
     dg, sg = dest._grad, src._grad
     if dg is None or sg is None or dest.dtype != src.dtype or not ACTIVE_TAPES.get():
         return
 
     def backward() -> None:
-        sg.numpy()[...] += dg.numpy()
-        dg.numpy()[...] = 0
+        taken = dg.numpy()[where]
+        target = sg.numpy()
+        extra = taken.ndim - target.ndim
+        summed = taken.sum(axis=tuple(range(extra))) if extra > 0 else taken
+        axes = tuple(k for k, n in enumerate(target.shape) if n == 1 and summed.shape[k] != 1)
+        target += summed.sum(axis=axes, keepdims=True) if axes else summed
+        dg.numpy()[where] = 0
 
     record_op(backward, [dest, src])
 

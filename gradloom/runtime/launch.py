@@ -224,20 +224,30 @@ class Prepared:
 
     def recover(self, buf: bytearray, base: int, total: int,
                 restart: Callable[[], None] | None) -> None:
-        """The launch stopped early: raise its error, or grow the stack and carry on."""
+        """The launch stopped early: raise its error, or grow the stack and carry on from the
+        thread that found it full (threads run last-first when `reverse_threads`)."""
+        start, end = 0, total
         while True:
             err = int.from_bytes(buf[32:36], "little", signed=True)
             if err == 0:
                 return
             if err != _STACK_FULL:
                 self.raise_runtime_error(err)
-            start = self.grow_stack(int.from_bytes(buf[56:64], "little"), restart)
+            failed = int.from_bytes(buf[56:64], "little")
+            self.grow_stack()
+            if restart is not None:
+                restart()
+                start, end = 0, total
+            elif self.compiled.reverse_threads:
+                end = failed + 1
+            else:
+                start = failed
             buf[32:36] = _NO_ERROR
             struct.pack_into("<Qq", buf, 40, self.stack_addr, self.stack_size)
-            self.compiled.entry(start, total, base + _HEADER, base, base + 32)
+            self.compiled.entry(start, end, base + _HEADER, base, base + 32)
 
-    def grow_stack(self, failed_thread: int, restart: Callable[[], None] | None) -> int:
-        """Double the adjoint stack; returns the thread index to resume at."""
+    def grow_stack(self) -> None:
+        """Double the adjoint stack."""
         size = 2 * self.stack_size
         try:
             self.set_stack(np.empty(size, np.uint8))
@@ -245,10 +255,6 @@ class Prepared:
             raise KernelRuntimeError(
                 f"kernel '{self.kernel.key}': the adjoint needs more than {size // 2} bytes per "
                 "thread to store its loops' values, and no more memory could be had") from None
-        if restart is None:
-            return failed_thread
-        restart()
-        return 0
 
     def raise_runtime_error(self, err: int) -> None:
         loc = self.kernel.source_loc(err - 1)
