@@ -5,7 +5,9 @@
 The kernels are written once, as Warp-API source text (KERNELS_SRC), and written to a temporary
 directory twice: once with `import warp as wp`, once with `import gradloom as wp`. Every
 measurement runs in a child process (this script with --child, or a tiny `python -c` for the warm
-start) so that the two frameworks never share a process. See benchmarks/README.md.
+start) so that the two frameworks never share a process. Besides the forward measurements, it
+times forward + `tape.backward` on a `wp.Tape` and checks that both sides' input gradients agree
+(with a float64 finite difference at the worst element). See benchmarks/README.md.
 """
 
 import argparse
@@ -109,6 +111,59 @@ def launch(case):
 def checksum(case):
     out = case[2][case[3]].numpy()
     return float(np.abs(out.astype(np.float64)).sum())
+
+
+# ---- backward: the same kernels and sizes, every float array with requires_grad=True ----------
+
+
+def make_grad_case(name, data):
+    """One backward case from numpy data (grad_data() in bench_core.py, identical on both sides):
+    kernel, dim, inputs, wrt (indices of the inputs whose gradients are compared), seeds
+    ({input index: seed array} for tape.backward(grads=...)) and loss (index of a one-element
+    loss array for tape.backward(loss=...), or None)."""
+
+    def arr(key, dtype=float, grad=True):
+        return wp.array(data[key], dtype=dtype, device="cpu", requires_grad=grad)
+
+    def case(kernel, inputs, wrt, seeds=None, loss=None):
+        return dict(kernel=kernel, dim=int(data["n"]), inputs=inputs, wrt=wrt,
+                    seeds=seeds or {}, loss=loss)
+
+    if name == "saxpy":
+        return case(saxpy, [float(data["a"]), arr("x"), arr("y")], wrt={1: "x", 2: "y"},
+                    seeds={2: arr("seed_y", grad=False)})
+    if name == "integrate":
+        g = wp.vec3(*(float(c) for c in data["g"]))
+        return case(integrate, [arr("x", wp.vec3), arr("v", wp.vec3), g, float(data["dt"])],
+                    wrt={0: "x", 1: "v"},
+                    seeds={0: arr("seed_x", wp.vec3, False), 1: arr("seed_v", wp.vec3, False)})
+    if name == "nbody":
+        inputs = [arr("pos", wp.vec3), arr("mass"), arr("acc", wp.vec3), int(data["n"]),
+                  float(data["eps2"])]
+        return case(nbody, inputs, wrt={0: "pos", 1: "mass"},
+                    seeds={2: arr("seed_acc", wp.vec3, False)})
+    if name == "neo_hookean":
+        inputs = [arr("F", wp.mat33), float(data["mu"]), float(data["lam"]), arr("energy")]
+        return case(neo_hookean, inputs, wrt={0: "F"}, loss=3)
+    if name == "tiny":
+        return case(tiny, [arr("x"), arr("y")], wrt={0: "x"},
+                    seeds={1: arr("seed_y", grad=False)})
+    raise KeyError(name)
+
+
+def forward_on_tape(case):
+    """A new wp.Tape with the case's forward launch recorded on it."""
+    tape = wp.Tape()
+    with tape:
+        wp.launch(case["kernel"], dim=case["dim"], inputs=case["inputs"], device="cpu")
+    return tape
+
+
+def backward(case, tape):
+    if case["loss"] is not None:
+        tape.backward(loss=case["inputs"][case["loss"]])
+    else:
+        tape.backward(grads={case["inputs"][i]: s for i, s in case["seeds"].items()})
 '''
 
 LAUNCH_SRC = """\
@@ -137,6 +192,105 @@ QUICK = {
     "neo_hookean": 200_000,
     "tiny": 1_000_000,
 }
+# backward: each repeat is one forward on a new tape plus tape.backward; at least --runs repeats,
+# more (up to BWD_MAX_REPS) while they fit in BWD_BUDGET_S per kernel
+BWD_BUDGET_S = 1.0
+BWD_MAX_REPS = 25
+# input gradients agree when |g - w| <= GRAD_RTOL |w| + GRAD_ATOL max|w| elementwise (float32
+# sums in different orders; n-body sums 4096 terms of both signs per element)
+GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4
+
+
+# numpy is imported inside the functions that need it, never at the top of this file: a child's
+# "import + init" time must include the numpy import that `import warp`/`import gradloom` pay.
+
+
+def grad_data(name: str, n: int) -> dict[str, Any]:
+    """The float32 inputs and the seeds of one kernel's backward case (same as the forward
+    cases' distributions; seeds drawn from [0.5, 1.5) so that no symmetry cancels in the sums)."""
+    import numpy as np
+
+    rng = np.random.default_rng(KERNELS.index(name) + 1)
+
+    def f32(a: Any) -> Any:
+        return np.asarray(a, dtype=np.float32)
+
+    def seed(*shape: int) -> Any:
+        return f32(rng.uniform(0.5, 1.5, shape))
+
+    d: dict[str, Any] = {"n": n}
+    if name == "saxpy":
+        d.update(a=2.0, x=f32(rng.random(n)), y=f32(rng.random(n)), seed_y=seed(n))
+    elif name == "integrate":
+        d.update(
+            x=f32(rng.random((n, 3))),
+            v=f32(rng.random((n, 3))),
+            g=f32([0.0, -9.8, 0.0]),
+            dt=0.001,
+            seed_x=seed(n, 3),
+            seed_v=seed(n, 3),
+        )
+    elif name == "nbody":
+        d.update(
+            pos=f32(rng.random((n, 3))),
+            mass=f32(rng.random(n) + 0.5),
+            acc=f32(np.zeros((n, 3))),
+            eps2=0.01,
+            seed_acc=seed(n, 3),
+        )
+    elif name == "neo_hookean":
+        d.update(
+            F=f32(np.eye(3) + 0.1 * rng.standard_normal((n, 3, 3))),
+            mu=1.0,
+            lam=10.0,
+            energy=f32(np.zeros(1)),
+        )
+    elif name == "tiny":
+        d.update(x=f32(rng.random(n)), y=f32(np.zeros(n)), seed_y=seed(n))
+    return d
+
+
+def loss_part(name: str, d: dict[str, Any], k: int) -> float:
+    """In float64: the part of the loss L (Σ seed·output; neo_hookean: the energy) that depends
+    on row k of the inputs. For a finite difference in one element of row k."""
+    import numpy as np
+
+    f64 = {key: np.asarray(v, dtype=np.float64) for key, v in d.items()}
+    if name == "saxpy":
+        return float(f64["seed_y"][k] * (f64["a"] * f64["x"][k] + f64["y"][k]))
+    if name == "integrate":
+        x, v, dt = f64["x"][k], f64["v"][k], f64["dt"]
+        return float(f64["seed_x"][k] @ (x + v * dt) + f64["seed_v"][k] @ (v + f64["g"] * dt))
+    if name == "nbody":
+        pos, m, s, eps2 = f64["pos"], f64["mass"], f64["seed_acc"], f64["eps2"]
+        dk = pos - pos[k]  # pos_j - pos_k for every j
+        inv3 = (1.0 / np.sqrt((dk * dk).sum(axis=1) + eps2)) ** 3
+        own = s[k] @ (m[:, None] * dk * inv3[:, None]).sum(axis=0)  # s_k · acc_k
+        others = np.arange(len(pos)) != k  # s_i · (body k's pull on body i), i != k
+        pulled = (s[others] * (m[k] * -dk[others] * inv3[others, None])).sum()
+        return float(own + pulled)
+    if name == "neo_hookean":
+        F, mu, lam = f64["F"][k], f64["mu"], f64["lam"]
+        log_j = np.log(np.linalg.det(F))
+        return float(0.5 * mu * (np.trace(F.T @ F) - 3.0) - mu * log_j + 0.5 * lam * log_j**2)
+    if name == "tiny":
+        return float(f64["seed_y"][k] * (f64["x"][k] + 1.0))
+    raise KeyError(name)
+
+
+def fd_gradient(name: str, d: dict[str, Any], key: str, flat: int) -> float:
+    """Central finite difference, in float64, of L with respect to element `flat` of input key."""
+    import numpy as np
+
+    k = flat // (d[key].size // d[key].shape[0])
+    x = np.asarray(d[key], dtype=np.float64)
+    h = 1e-6 * max(1.0, abs(float(x.flat[flat])))
+    values = []
+    for step in (h, -h):
+        xs = x.copy()
+        xs.flat[flat] += step
+        values.append(loss_part(name, {**d, key: xs}, k))
+    return (values[0] - values[1]) / (2 * h)
 
 
 def setup_code(backend: str, cache: str, backward: bool) -> str:
@@ -214,6 +368,17 @@ def child_main(args: argparse.Namespace) -> None:
         out["launch_us"] = statistics.median(batches)
         out["launch_us_batches"] = batches
         out["value_ok"] = float(a.numpy()[0]) == 1000 + 5 * per_batch
+    elif args.child == "backward":
+        import bench_kernels as k
+
+        sizes = QUICK if args.quick else FULL
+        res = {}
+        for name in KERNELS:
+            try:
+                res[name] = time_backward(k, name, sizes[name], args, sync)
+            except Exception as e:
+                res[name] = {"error": f"{type(e).__name__}: {e}"}
+        out["backward"] = res
     else:  # throughput
         import bench_kernels as k
 
@@ -248,6 +413,59 @@ def child_main(args: argparse.Namespace) -> None:
                 res[name] = {"error": f"{type(e).__name__}: {e}"}
         out["kernels"] = res
     print(MARK + json.dumps(out), flush=True)
+
+
+def time_backward(
+    k: Any, name: str, size: int, args: argparse.Namespace, sync: Any
+) -> dict[str, Any]:
+    """Time one kernel's forward on a wp.Tape and tape.backward; then, on fresh inputs, one
+    forward + backward whose input gradients are saved to args.grads for the parent to compare."""
+    import numpy as np
+
+    data = grad_data(name, size)
+    case = k.make_grad_case(name, data)
+
+    def once() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        tape = k.forward_on_tape(case)
+        sync()
+        t1 = time.perf_counter()
+        k.backward(case, tape)
+        sync()
+        t2 = time.perf_counter()
+        # zero the gradients, then drop the tape before the next forward (a live gradloom tape
+        # would make the next launch save copies of the arrays it watches)
+        tape.zero()
+        del tape
+        return t1 - t0, t2 - t1
+
+    first = sum(once())  # compiles (gradloom: the adjoint) or loads from the cache
+    est = sum(once())
+    reps = max(args.runs, min(BWD_MAX_REPS, round(BWD_BUDGET_S / max(est, 1e-6))))
+    fwd, bwd = [], []
+    for _ in range(reps):
+        f, b = once()
+        fwd.append(f * 1e3)
+        bwd.append(b * 1e3)
+    del case
+
+    case = k.make_grad_case(name, data)  # the inputs as grad_data made them
+    tape = k.forward_on_tape(case)
+    k.backward(case, tape)
+    sync()
+    saved = {}
+    for i, key in case["wrt"].items():
+        path = Path(args.grads) / f"{name}-{key}.npy"
+        np.save(path, case["inputs"][i].grad.numpy())
+        saved[key] = str(path)
+    return {
+        "fwd_ms": fwd,
+        "bwd_ms": bwd,
+        "fwdbwd_ms": [f + b for f, b in zip(fwd, bwd)],
+        "first_s": first,
+        "size": size,
+        "grads": saved,
+    }
 
 
 # ---- parent side ----------------------------------------------------------------------------
@@ -319,10 +537,15 @@ class Bench:
             str(self.args.runs),
             "--launches",
             str(self.args.launches),
+            "--grads",
+            str(self.grads_dir(v)),
         ]
         argv += ["--quick"] * self.args.quick + ["--no-backward"] * (not v.backward)
         data, err, _ = run_child(argv, self.env(cache))
         return data, err
+
+    def grads_dir(self, v: Variant) -> Path:
+        return self.work / f"grads-{v.name}"
 
     def fresh_cache(self) -> Path:
         return Path(tempfile.mkdtemp(prefix="cache-", dir=self.work))
@@ -387,6 +610,23 @@ class Bench:
             v.add(name, k["ms"])
             v.extra.setdefault("checksum", {})[name] = k["checksum"]
             say(f"{name} ({k['size']:,}): {k['ms']:.2f} ms")
+        self.grads_dir(v).mkdir(exist_ok=True)
+        data, err = self.child(v, "backward", warm_cache)
+        for name in KERNELS:
+            k = (data or {}).get("backward", {}).get(name, {"error": err})
+            if "error" in k:
+                v.errors[f"bwd:{name}"] = v.errors[f"fwdbwd:{name}"] = k["error"]
+                say(f"{name} backward failed: {k['error']}")
+                continue
+            for metric in ("fwd", "bwd", "fwdbwd"):
+                v.samples[f"{metric}:{name}"] = k[f"{metric}_ms"]
+            v.extra.setdefault("grads", {})[name] = k["grads"]
+            v.extra.setdefault("first_fwdbwd_s", {})[name] = k["first_s"]
+            say(
+                f"{name} ({k['size']:,}): backward {v.value('bwd:' + name):.2f} ms, "
+                f"forward on tape {v.value('fwd:' + name):.2f} ms "
+                f"(median of {len(k['bwd_ms'])})"
+            )
 
 
 # ---- report ---------------------------------------------------------------------------------
@@ -465,6 +705,120 @@ def report(variants: dict[str, Variant], args: argparse.Namespace, sizes: dict[s
             print(f"error [{v.name}] {metric}: {err}")
 
 
+def compare_grads(variants: dict[str, Variant], sizes: dict[str, int]) -> dict[str, Any]:
+    """Per kernel and input: do gradloom's and Warp's gradients agree? At the element where they
+    differ most (relative to the tolerance), a float64 finite difference says which is right."""
+    import numpy as np
+
+    g, w = variants.get("gradloom"), variants.get("warp")
+    if g is None or w is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name in KERNELS:
+        gp, wp_ = g.extra.get("grads", {}).get(name), w.extra.get("grads", {}).get(name)
+        if not gp or not wp_:
+            continue
+        data = grad_data(name, sizes[name])
+        res = {}
+        for key in gp:
+            a = np.load(gp[key]).astype(np.float64).reshape(-1)
+            b = np.load(wp_[key]).astype(np.float64).reshape(-1)
+            scale = float(np.abs(b).max()) or 1.0
+            tol = GRAD_RTOL * np.abs(b) + GRAD_ATOL * scale
+            excess = np.abs(a - b) / tol
+            worst = int(np.nanargmax(np.where(np.isnan(excess), np.inf, excess)))
+            fd = fd_gradient(name, data, key, worst)
+            res[key] = {
+                "match": bool(np.all(np.abs(a - b) <= tol)),
+                "max_abs_diff": float(np.abs(a - b).max()),
+                "max_abs_warp": scale,
+                "elements": int(a.size),
+                "worst_index": worst,
+                "gradloom": float(a[worst]),
+                "warp": float(b[worst]),
+                "fd64": fd,
+            }
+        out[name] = res
+    return out
+
+
+def report_backward(
+    variants: dict[str, Variant], sizes: dict[str, int], grads: dict[str, Any]
+) -> None:
+    g, w = variants.get("gradloom"), variants.get("warp")
+
+    def val(v: Variant | None, metric: str) -> float | None:
+        return v.value(metric) if v and metric not in v.errors else None
+
+    def cell(v: Variant | None, metric: str) -> str:
+        if v is not None and metric in v.errors:
+            return "ERROR"
+        x = val(v, metric)
+        return "-" if x is None else (f"{x:.3f}" if x < 100 else f"{x:.1f}")
+
+    def ratio(metric: str) -> str:
+        x, y = val(g, metric), val(w, metric)
+        return f"{x / y:.2f}" if x is not None and y else "-"
+
+    print()
+    print(
+        "backward: the forward launch recorded on a new wp.Tape, then tape.backward (seeded "
+        "outputs, or loss=energy); ms, medians over the repeats; ratio = gradloom / warp"
+    )
+    fmt = "{:<20}{:>9}{:>9}{:>7}  {:>9}{:>9}{:>7}  {:>9}{:>9}{:>7}  {:<14}{}"
+    print(fmt.format("", "backward", "", "", "fwd+bwd", "", "", "tape fwd", "", "", "target", ""))
+    print(
+        fmt.format(
+            "kernel",
+            "gradloom",
+            "warp",
+            "g/w",
+            "gradloom",
+            "warp",
+            "g/w",
+            "gradloom",
+            "warp",
+            "g/w",
+            "bwd <= 1.0",
+            "input gradients",
+        )
+    )
+    for name in KERNELS:
+        x, y = val(g, f"bwd:{name}"), val(w, f"bwd:{name}")
+        mark = "" if x is None or not y else ("met" if x / y <= 1.0 else "not met")
+        checks = grads.get(name, {})
+        agree = (
+            ", ".join(f"{key} {'match' if c['match'] else 'DIFFER'}" for key, c in checks.items())
+            or "-"
+        )
+        print(
+            fmt.format(
+                f"{name} {sizes[name]:,}",
+                *(
+                    x
+                    for m in ("bwd", "fwdbwd", "fwd")
+                    for x in (cell(g, f"{m}:{name}"), cell(w, f"{m}:{name}"), ratio(f"{m}:{name}"))
+                ),
+                mark,
+                agree,
+            )
+        )
+    if grads:
+        print(
+            f"gradients: agree when |g - w| <= {GRAD_RTOL:g}|w| + {GRAD_ATOL:g} max|w| everywhere; "
+            "at the element where they differ most, a float64 central difference (FD) of the loss"
+        )
+        for name, checks in grads.items():
+            for key, c in checks.items():
+                verdict = "match" if c["match"] else "DIFFER"
+                print(
+                    f"  {name}.{key} ({c['elements']:,} values): {verdict}, max |g - w| = "
+                    f"{c['max_abs_diff']:.3g} (max |w| = {c['max_abs_warp']:.3g}); at "
+                    f"[{c['worst_index']}]: gradloom {c['gradloom']:.7g}, warp {c['warp']:.7g}, "
+                    f"FD64 {c['fd64']:.7g}"
+                )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--only", choices=["warp", "gradloom"], help="run one side only")
@@ -474,7 +828,10 @@ def main() -> None:
     ap.add_argument("--warm", type=int, help="warm-start runs per variant (default 5, quick 3)")
     ap.add_argument("--runs", type=int, help="timed launches per kernel (default 7, quick 3)")
     ap.add_argument("--launches", type=int, help="launches timed for the overhead (default 20000)")
-    ap.add_argument("--child", choices=["cold", "launch", "throughput"], help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--child", choices=["cold", "launch", "throughput", "backward"], help=argparse.SUPPRESS
+    )
+    ap.add_argument("--grads", help=argparse.SUPPRESS)
     ap.add_argument("--backend", help=argparse.SUPPRESS)
     ap.add_argument("--kdir", help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
@@ -503,6 +860,8 @@ def main() -> None:
         bench.measure(v)
     sizes = QUICK if q else FULL
     report(variants, args, sizes)
+    grads = compare_grads(variants, sizes)
+    report_backward(variants, sizes, grads)
 
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
@@ -518,6 +877,7 @@ def main() -> None:
     }
     doc = {
         "meta": meta,
+        "grad_check": grads,
         "variants": {
             n: {
                 "backend": v.backend,
