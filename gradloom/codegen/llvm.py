@@ -42,6 +42,9 @@ class KernelEmitter(OpEmitter):
         self.declares: set[str] = set()
         self.prefix = ""  # distinguishes the SSA names of the two thread-loop copies
         self.uses_stack = False
+        # in the fast thread-loop copy every gradient pointer is known non-null (checked once)
+        self.grads_known = False
+        self.grad_roots = _grad_roots(kernel.body)
 
     def name(self, v: Var) -> str:
         return self.names[v.id]
@@ -92,8 +95,14 @@ class KernelEmitter(OpEmitter):
         f.emit("%failed.thread = getelementptr i8, ptr %err, i64 24")
 
     def all_contiguous(self) -> str:
-        """An i1 that is true when every array's innermost stride is its element size."""
+        """An i1 that is true when every array's innermost stride is its element size (and, in
+        an adjoint, every gradient pointer it uses is non-null)."""
         acc = "true"
+        for v in self.grad_roots:
+            live, both = self.f.fresh("%glive"), self.f.fresh("%unit")
+            self.f.emit(f"{live} = icmp ne ptr {self.name(v)}, null")
+            self.f.emit(f"{both} = and i1 {acc}, {live}")
+            acc = both
         for v, size in self.kernel.unit_strides:
             eq, both = self.f.fresh("%unit"), self.f.fresh("%unit")
             self.f.emit(f"{eq} = icmp eq i64 {self.name(v)}, {size}")
@@ -105,6 +114,7 @@ class KernelEmitter(OpEmitter):
         """One copy of the loop over thread indices, its SSA names and labels prefixed."""
         f = self.f
         self.prefix, self.names = prefix, names
+        self.grads_known = prefix == "c."
         f.start_block(f"{prefix}pre")
         f.emit(f"br label %{prefix}thread")
         f.start_block(f"{prefix}thread")
@@ -182,6 +192,32 @@ class KernelEmitter(OpEmitter):
         f.start_block(exit_l)
         for r, p in zip(s.results, s.params, strict=True):
             self.names[r.id] = self.name(p)
+
+
+def _ops(b: Block) -> list[Op]:
+    out: list[Op] = []
+    for s in b.stmts:
+        if isinstance(s, Op):
+            out.append(s)
+        elif isinstance(s, If):
+            out += _ops(s.then) + _ops(s.orelse)
+        else:
+            out += _ops(s.cond) + _ops(s.body)
+    return out
+
+
+def _grad_roots(body: Block) -> list[Var]:
+    """The kernel arguments that gradient accesses (adj_add/read/take) point into."""
+    ops = _ops(body)
+    defs = {op.result.id: op for op in ops if op.result is not None}
+    roots: dict[int, Var] = {}
+    for op in ops:
+        if op.prim.startswith("adj_"):
+            p = op.args[0]
+            while p.id in defs and defs[p.id].prim == "ptr_add":
+                p = defs[p.id].args[0]
+            roots[p.id] = p
+    return list(roots.values())
 
 
 def _uses_stack(b: Block) -> bool:

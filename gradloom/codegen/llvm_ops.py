@@ -35,6 +35,7 @@ class OpEmitter:
     names: dict[int, str]
     declares: set[str]
     prefix: str
+    grads_known: bool
 
     def name(self, v: Var) -> str:
         raise NotImplementedError
@@ -273,6 +274,8 @@ class OpEmitter:
         """Run body(address) only when the gradient pointer is not null; returns the phi of
         body's value and 0 when body yields one."""
         f = self.f
+        if self.grads_known:
+            return body(self.address(s))
         live, do, done = f.fresh("%gnn"), f.fresh("gdo"), f.fresh("gdone")
         f.emit(f"{live} = icmp ne ptr {self.a(s, 0)}, null")
         before = f.label
