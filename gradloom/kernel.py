@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
-from .autodiff.access import analyze, walk_ops
+from .autodiff.access import analyze
 from .autodiff.reverse import adjoint_kernel
 from .codegen import cpu
 from .codegen.llvm import emit_module
@@ -18,6 +18,7 @@ from .errors import CompileError, KernelTypeError, SourceLoc
 from .frontend.func import annotated_params
 from .frontend.lower import lower_kernel
 from .frontend.source import SourceInfo, parse_function, source_digest
+from .ir.nodes import walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.invariant import drop_invariant_params

@@ -32,10 +32,9 @@ if BACKEND != "gradloom":
     pytest.skip("gradloom IR tests", allow_module_level=True)
 
 import gradloom as wp
-from gradloom.autodiff.access import walk_ops
 from gradloom.autodiff.reverse import adjoint_kernel
 from gradloom.frontend.lower import lower_kernel
-from gradloom.ir.nodes import Block, If, KernelIR, Loop, Op
+from gradloom.ir.nodes import Block, If, KernelIR, Loop, Op, walk_ops
 from gradloom.ir.prims import PRIMS, result_type
 from gradloom.ir.printer import format_kernel
 from gradloom.ir.verify import verify
@@ -669,8 +668,8 @@ kernel golden_product_adjoint (launch ndim 1):
   %11:float64 = const() [1.0]
   %12:int32 = const() [0]
   %13:int32 = const() [1]
-  %49:int64 = const() [0]
-  %22:int32, %23:float64, %53:int64 = loop (%14:int32, %15:float64, %50:int64) from (%12:int32, %11:float64, %49:int64):
+  %26:int64 = const() [0]
+  %22:int32, %23:float64, %30:int64 = loop (%14:int32, %15:float64, %27:int64) from (%12:int32, %11:float64, %26:int64):
    while:
     %16:bool = lt(%14, %5)
     yield %16
@@ -680,33 +679,33 @@ kernel golden_product_adjoint (launch ndim 1):
     %19:int64 = mul(%18, %4)
     %20:float64 = load(%1, %19) [0]
     %21:float64 = mul(%15, %20)
-    %51:int64 = const() [1]
-    %52:int64 = add(%50, %51)
+    %28:int64 = const() [1]
+    %29:int64 = add(%27, %28)
     push(%15)
-    yield %17, %21, %52
+    yield %17, %21, %29
   %24:int64 = cast(%10)
   %25:int64 = mul(%24, %9)
-  %54:float64 = adj_take(%7, %25) [0]
-  %71:int64, %72:float64 = loop (%55:int64, %58:float64) from (%53:int64, %54:float64):
+  %31:float64 = adj_take(%7, %25) [0]
+  %48:int64, %49:float64 = loop (%32:int64, %35:float64) from (%30:int64, %31:float64):
    while:
-    %69:int64 = const() [0]
-    %70:bool = gt(%55, %69)
-    yield %70
+    %46:int64 = const() [0]
+    %47:bool = gt(%32, %46)
+    yield %47
    do:
-    %56:int64 = const() [1]
-    %57:int64 = sub(%55, %56)
-    %65:float64 = pop()
-    %59:int32 = cast(%57)
-    %60:int32 = mul(%59, %13)
-    %61:int32 = add(%12, %60)
-    %62:int64 = cast(%61)
-    %63:int64 = mul(%62, %4)
-    %64:float64 = load(%1, %63) [0]
-    %66:float64 = mul(%65, %64)
-    %67:float64 = mul(%58, %64)
-    %68:float64 = mul(%58, %65)
-    adj_add(%2, %63, %68) [0]
-    yield %57, %67
+    %33:int64 = const() [1]
+    %34:int64 = sub(%32, %33)
+    %42:float64 = pop()
+    %36:int32 = cast(%34)
+    %37:int32 = mul(%36, %13)
+    %38:int32 = add(%12, %37)
+    %39:int64 = cast(%38)
+    %40:int64 = mul(%39, %4)
+    %41:float64 = load(%1, %40) [0]
+    %43:float64 = mul(%42, %41)
+    %44:float64 = mul(%35, %41)
+    %45:float64 = mul(%35, %42)
+    adj_add(%2, %40, %45) [0]
+    yield %34, %44
 """
 
 # The forward `if` also yields each branch's values (zero on the other branch); the reverse `if`
@@ -727,27 +726,27 @@ kernel golden_branch_adjoint (launch ndim 1):
   %12:float64 = load(%1, %11) [0]
   %13:float64 = const() [0.0]
   %14:bool = gt(%12, %13)
-  %17:float64, %38:float64, %40:float64 = if %14:
+  %17:float64, %21:float64, %23:float64 = if %14:
     %15:float64 = mul(%12, %12)
-    %39:float64 = const() [0]
-    yield %15, %15, %39
+    %22:float64 = const() [0]
+    yield %15, %15, %22
   else:
     %16:float64 = neg(%12)
-    %37:float64 = const() [0]
-    yield %16, %37, %16
+    %20:float64 = const() [0]
+    yield %16, %20, %16
   %18:int64 = cast(%9)
   %19:int64 = mul(%18, %8)
-  %41:float64 = adj_take(%6, %19) [0]
-  %46:float64 = const() [0.0]
-  %47:float64 = if %14:
-    %42:float64 = mul(%41, %12)
-    %43:float64 = mul(%41, %12)
-    %44:float64 = add(%42, %43)
-    yield %44
+  %24:float64 = adj_take(%6, %19) [0]
+  %29:float64 = const() [0.0]
+  %30:float64 = if %14:
+    %25:float64 = mul(%24, %12)
+    %26:float64 = mul(%24, %12)
+    %27:float64 = add(%25, %26)
+    yield %27
   else:
-    %45:float64 = neg(%41)
-    yield %45
-  adj_add(%2, %11, %47) [0]
+    %28:float64 = neg(%24)
+    yield %28
+  adj_add(%2, %11, %30) [0]
 """
 
 

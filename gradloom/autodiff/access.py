@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
+from ..ir.nodes import Block, If, KernelIR, Op, Var, walk_ops
 
 MEMORY_WRITES = ("store", "atomic_add", "atomic_min", "atomic_max")
 
@@ -57,19 +56,6 @@ class KernelAccess:
 
     def working(self, p: Var) -> bool:
         return self.arrays[self.root(p)].working
-
-
-def walk_ops(b: Block) -> Iterator[Op]:
-    for s in b.stmts:
-        if isinstance(s, Op):
-            yield s
-        elif isinstance(s, If):
-            yield from walk_ops(s.then)
-            yield from walk_ops(s.orelse)
-        else:
-            assert isinstance(s, Loop)
-            yield from walk_ops(s.cond)
-            yield from walk_ops(s.body)
 
 
 def _used_ids(b: Block, out: set[int]) -> None:

@@ -12,10 +12,10 @@ and zero) it, so an element overwritten later passes no gradient through the ear
 from __future__ import annotations
 
 from ..errors import UNKNOWN_LOC, CompileError
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
 from ..ir.prims import PRIMS
 from ..types import int64
-from .access import MEMORY_WRITES, KernelAccess, analyze, walk_ops
+from .access import MEMORY_WRITES, KernelAccess, analyze
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
 from .scopes import BranchScope, LoopScope, Scope
 
@@ -23,25 +23,6 @@ from .scopes import BranchScope, LoopScope, Scope
 def adjoint_kernel(kernel: KernelIR) -> KernelIR:
     """The adjoint of a kernel: gradients of its outputs flow to the gradients of its inputs."""
     return Reverse(kernel).build()
-
-
-def _max_id(b: Block) -> int:
-    top = 0
-    for op in walk_ops(b):
-        top = max([top, *(a.id for a in op.args), op.result.id if op.result else 0])
-    return top + _max_region_id(b)
-
-
-def _max_region_id(b: Block) -> int:
-    top = 0
-    for s in b.stmts:
-        if isinstance(s, If):
-            top = max([top, *(r.id for r in s.results), _max_region_id(s.then),
-                       _max_region_id(s.orelse)])
-        elif isinstance(s, Loop):
-            top = max([top, *(v.id for v in (*s.params, *s.results)), _max_region_id(s.cond),
-                       _max_region_id(s.body)])
-    return top
 
 
 def _level_defs(b: MBlock) -> list[Var]:
@@ -63,7 +44,7 @@ class Reverse:
         self.kernel = kernel
         self.access: KernelAccess = analyze(kernel)
         loc = next((op.loc for op in walk_ops(kernel.body)), UNKNOWN_LOC)
-        self.em = Emitter(_max_id(kernel.body), loc)
+        self.em = Emitter(max_var_id(kernel.body), loc)
         self.if_extra: dict[If, dict[Var, Var]] = {}
         self.loop_fwd: dict[Loop, tuple[MLoop, Var]] = {}
         self.args_at = {int(s.attr): s.result for s in kernel.body.stmts

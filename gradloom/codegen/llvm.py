@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
 from .llvm_ops import OpEmitter
 from .llvm_types import reg_type
 
@@ -61,7 +61,7 @@ class KernelEmitter(OpEmitter):
         for k in range(4):
             f.emit(f"%dimp{k} = getelementptr i64, ptr %dims, i64 {k}")
             f.emit(f"%dim{k} = load i64, ptr %dimp{k}, align 8")
-        self.uses_stack = _uses_stack(self.kernel.body)
+        self.uses_stack = any(op.prim == "push" for op in walk_ops(self.kernel.body))
         if self.uses_stack:
             self.stack_setup()
         f.emit("%ends = add i64 %start, %end")
@@ -194,21 +194,9 @@ class KernelEmitter(OpEmitter):
             self.names[r.id] = self.name(p)
 
 
-def _ops(b: Block) -> list[Op]:
-    out: list[Op] = []
-    for s in b.stmts:
-        if isinstance(s, Op):
-            out.append(s)
-        elif isinstance(s, If):
-            out += _ops(s.then) + _ops(s.orelse)
-        else:
-            out += _ops(s.cond) + _ops(s.body)
-    return out
-
-
 def _grad_roots(body: Block) -> list[Var]:
     """The kernel arguments that gradient accesses (adj_add/read/take) point into."""
-    ops = _ops(body)
+    ops = list(walk_ops(body))
     defs = {op.result.id: op for op in ops if op.result is not None}
     roots: dict[int, Var] = {}
     for op in ops:
@@ -218,19 +206,6 @@ def _grad_roots(body: Block) -> list[Var]:
                 p = defs[p.id].args[0]
             roots[p.id] = p
     return list(roots.values())
-
-
-def _uses_stack(b: Block) -> bool:
-    for s in b.stmts:
-        if isinstance(s, Op):
-            if s.prim == "push":
-                return True
-        elif isinstance(s, If):
-            if _uses_stack(s.then) or _uses_stack(s.orelse):
-                return True
-        elif _uses_stack(s.cond) or _uses_stack(s.body):
-            return True
-    return False
 
 
 def emit_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str) -> str:

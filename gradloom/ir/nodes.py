@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,3 +83,30 @@ class KernelIR:
     unit_strides: tuple[tuple[Var, int], ...] = ()
     #: run the thread range last thread first (adjoints: the exact reverse of a serial forward)
     reverse_threads: bool = False
+
+
+def walk_ops(b: Block) -> Iterator[Op]:
+    """Every op in a block and its nested regions, in program order."""
+    for s in b.stmts:
+        if isinstance(s, Op):
+            yield s
+        elif isinstance(s, If):
+            yield from walk_ops(s.then)
+            yield from walk_ops(s.orelse)
+        else:
+            yield from walk_ops(s.cond)
+            yield from walk_ops(s.body)
+
+
+def max_var_id(b: Block) -> int:
+    """The largest variable id defined or used in a block (fresh ids start above it)."""
+    top = 0
+    for s in b.stmts:
+        if isinstance(s, Op):
+            top = max([top, *(a.id for a in s.args), s.result.id if s.result else 0])
+        elif isinstance(s, If):
+            top = max(top, *(r.id for r in s.results), max_var_id(s.then), max_var_id(s.orelse))
+        else:
+            top = max(top, *(v.id for v in (*s.params, *s.results)), max_var_id(s.cond),
+                      max_var_id(s.body))
+    return top

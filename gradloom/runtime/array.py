@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from gradloom.errors import GradloomError
 from gradloom.runtime.device import Device, get_device
-from gradloom.runtime.recording import ACTIVE_TAPES, record_op
+from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import (
     ArrayType,
@@ -554,25 +554,6 @@ class array:
 
     def __str__(self) -> str:
         return repr(self) if self._annotation else str(self._np)
-
-
-def record_copy(dest: array, src: array, where: Any = ...) -> None:
-    """On active tapes: the gradient of dest[where] = src flows from dest to src (summed over
-    the dimensions src was broadcast along)."""
-    dg, sg = dest._grad, src._grad
-    if dg is None or sg is None or dest.dtype != src.dtype or not ACTIVE_TAPES.get():
-        return
-
-    def backward() -> None:
-        taken = dg.numpy()[where]
-        target = sg.numpy()
-        extra = taken.ndim - target.ndim
-        summed = taken.sum(axis=tuple(range(extra))) if extra > 0 else taken
-        axes = tuple(k for k, n in enumerate(target.shape) if n == 1 and summed.shape[k] != 1)
-        target += summed.sum(axis=axes, keepdims=True) if axes else summed
-        dg.numpy()[where] = 0
-
-    record_op(backward, [dest, src])
 
 
 def _storage_from_data(

@@ -14,9 +14,8 @@ from gradloom.runtime.array import (
     copy_storage,
     elem_shape,
     normalize_shape,
-    record_copy,
 )
-from gradloom.runtime.recording import ACTIVE_TAPES, record_op
+from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
     VecValue,
