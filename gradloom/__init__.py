@@ -5,11 +5,7 @@ from __future__ import annotations
 import math as _math
 
 from . import autograd, config, errors, types
-from .builtins import atomics as _atomics
-from .builtins import construct as _construct
-from .builtins import lang as _lang
-from .builtins import linalg as _linalg
-from .builtins import math as _bmath
+from .builtins import catalog as _catalog
 from .builtins.lang import static
 from .builtins.registry import REGISTRY as _REGISTRY
 from .errors import (

@@ -44,19 +44,19 @@ def _make_unary(name: str) -> None:
         return _per_component(ctx, name, x, emit_scalar)
 
     builtin(name, _UNARY_DOCS[name], differentiable=name not in
-            ("floor", "ceil", "round", "rint", "trunc"), signature="(x: Float) -> Float")(fn)
+            ("floor", "ceil", "round", "rint", "trunc"), signatures="(x: Float) -> Float")(fn)
 
 
 for _name in _UNARY_DOCS:
     _make_unary(_name)
 
 
-@builtin("abs", "absolute value (per component for vectors)", signature="(x: Scalar) -> Scalar")
+@builtin("abs", "absolute value (per component for vectors)", signatures="(x: Scalar) -> Scalar")
 def abs_(ctx: Ctx, x: Value) -> Value:
     return _per_component(ctx, "abs", x, lambda c, v: c.op("abs", scalar(c, v)))
 
 
-@builtin("pow", "x raised to the power y", signature="(x: Float, y: Float) -> Float")
+@builtin("pow", "x raised to the power y", signatures="(x: Float, y: Float) -> Float")
 def pow_(ctx: Ctx, x: Value, y: Value) -> Value:
     if isinstance(x, Composite):
         return Composite(x.type, tuple(scalar(ctx, pow_(ctx, c, y)) for c in x.comps))
@@ -66,7 +66,7 @@ def pow_(ctx: Ctx, x: Value, y: Value) -> Value:
     return ctx.op("pow", a, b)
 
 
-@builtin("atan2", "the angle of (x, y): atan2(y, x)", signature="(y: Float, x: Float) -> Float")
+@builtin("atan2", "the angle of (x, y): atan2(y, x)", signatures="(y: Float, x: Float) -> Float")
 def atan2(ctx: Ctx, y: Value, x: Value) -> Value:
     a, b = unify(ctx, y, x, "atan2")
     return ctx.op("atan2", a, b)
@@ -99,7 +99,7 @@ def max_(ctx: Ctx, a: Value, b: Value | None = None) -> Value:
     return _minmax(ctx, "max", a, b)
 
 
-@builtin("clamp", "x limited to [low, high]", signature="(x, low, high)")
+@builtin("clamp", "x limited to [low, high]", signatures="(x, low, high)")
 def clamp(ctx: Ctx, x: Value, low: Value, high: Value) -> Value:
     return _minmax(ctx, "min", _minmax(ctx, "max", x, low), high)
 

@@ -68,6 +68,16 @@ class TupleVal:
     items: tuple[Value, ...]
 
 
+@dataclass(frozen=True)
+class OutArgs:
+    """What a builtin with output arguments returns (Warp's `svd3(A, U, sigma, V)` style):
+    its result value and, per positional argument index, the value that argument's variable
+    now holds. The caller must pass plain variable names at those positions."""
+
+    result: Any
+    writes: tuple[tuple[int, Any], ...]
+
+
 Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal
 KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal)
 

@@ -17,6 +17,7 @@ from ..builtins.values import (
     Ctx,
     KernelValue,
     Literal,
+    OutArgs,
     StructVal,
     TupleVal,
     Value,
@@ -248,7 +249,10 @@ class ExprLowerer:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
             kw = {k: _unliteral(v) for k, v in kwargs.items()}
-            return callee.fn(ctx, *args, **kw)
+            result = callee.fn(ctx, *args, **kw)
+            if isinstance(result, OutArgs):
+                return self.write_out_args(ctx, node, callee.name, result)
+            return result
         if callee is len:
             return self.length_of(ctx, args)
         if hasattr(callee, "pyfunc") and hasattr(callee, "param_types"):
@@ -263,6 +267,16 @@ class ExprLowerer:
                                "callable", ctx.loc)
         name = getattr(callee, "__name__", repr(callee))
         raise UnknownNameError(f"'{name}' is not a kernel builtin or @wp.func", ctx.loc)
+
+    def write_out_args(self, ctx: Ctx, node: ast.Call, name: str, out: OutArgs) -> Any:
+        """Rebind the variables passed as a builtin's output arguments."""
+        for index, value in out.writes:
+            target = node.args[index] if index < len(node.args) else None
+            if not isinstance(target, ast.Name):
+                raise CompileError(f"wp.{name}(): argument {index + 1} is an output and must be "
+                                   "a variable name", ctx.loc)
+            self.env[target.id] = value
+        return out.result
 
     def as_value(self, ctx: Ctx, v: Any) -> Value:
         if not isinstance(v, KernelValue):

@@ -1,0 +1,20 @@
+"""Imports every builtin module so that each registers its builtins (the registry's contents)."""
+
+from __future__ import annotations
+
+from . import (  # noqa: F401
+    atomics,
+    construct,
+    debug,
+    decomp,
+    lang,
+    linalg,
+    math,
+    noise,
+    operators,
+    quat,
+    random,
+    spatial,
+    transform,
+    vecmath,
+)

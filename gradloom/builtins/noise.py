@@ -1,0 +1,3 @@
+"""Perlin noise builtins: noise, pnoise, curlnoise."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Quaternion builtins."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Spatial vector and matrix builtins (Featherstone)."""
+
+from __future__ import annotations

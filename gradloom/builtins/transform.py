@@ -1,0 +1,3 @@
+"""Rigid transform builtins."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Vector and matrix helpers: norms, diagonals, skew, argmin/argmax."""
+
+from __future__ import annotations
