@@ -6,6 +6,7 @@ import math as _math
 
 from . import autograd, config, errors, types
 from .builtins import catalog as _catalog
+from .builtins import lang as _lang
 from .builtins.lang import static
 from .builtins.registry import REGISTRY as _REGISTRY
 from .errors import (
@@ -17,7 +18,7 @@ from .errors import (
     UnknownNameError,
     UnsupportedSyntaxError,
 )
-from .frontend.func import Function, func
+from .frontend.func import Function, func, func_grad
 from .kernel import VERSION as __version__
 from .kernel import Kernel, kernel
 from .runtime.array import array
@@ -118,6 +119,9 @@ from .types import (
     vec4ui,
     vector,
 )
+
+#: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
+adjoint = _lang.ADJOINT
 
 pi = _math.pi
 e = _math.e

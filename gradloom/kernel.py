@@ -21,6 +21,7 @@ from .frontend.source import SourceInfo, parse_function, source_digest
 from .ir.nodes import walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
+from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
 from .runtime import cache
 from .runtime.structs import type_key
@@ -129,9 +130,10 @@ class Kernel:
         verify(ir)
         self._locs = ir.locs
         access = self._access(ir)
-        if adjoint:
-            ir = adjoint_kernel(ir)
-            verify(ir)
+        # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
+        # replaces regions itself, the forward kernel runs their bodies inline
+        ir = adjoint_kernel(ir) if adjoint else inline_custom(ir)
+        verify(ir)
         target = cpu.host_target()
         text = emit_module(ir, symbol, target.triple, target.datalayout)
         if config.print_ir:

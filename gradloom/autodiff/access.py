@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir.nodes import Block, If, KernelIR, Op, Var, walk_ops
+from ..ir.nodes import Block, Custom, If, KernelIR, Op, Var, walk_ops
 
-MEMORY_WRITES = ("store", "atomic_add", "atomic_min", "atomic_max")
+MEMORY_WRITES = ("store", "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
+                 "atomic_xor", "atomic_exch", "atomic_cas")
 
 
 @dataclass
@@ -15,7 +16,7 @@ class ArrayAccess:
     """How a kernel touches one array, found from the loads/stores on its data pointer."""
 
     loads: bool = False
-    stores: bool = False  # plain stores and atomic_add
+    stores: bool = False  # plain stores and the atomics other than min/max
     minmax: bool = False  # atomic_min / atomic_max
     result_used: bool = False  # an atomic's returned old value is used
 
@@ -67,6 +68,10 @@ def _used_ids(b: Block, out: set[int]) -> None:
             out.add(s.cond.id)
             _used_ids(s.then, out)
             _used_ids(s.orelse, out)
+        elif isinstance(s, Custom):
+            out.update(v.id for v in s.inputs)
+            _used_ids(s.body, out)
+            _used_ids(s.adjoint, out)
         else:
             out.update(v.id for v in s.inits)
             _used_ids(s.cond, out)
@@ -87,7 +92,7 @@ def analyze(kernel: KernelIR) -> KernelAccess:
         acc = ka.arrays.setdefault(ka.root(op.args[0]), ArrayAccess())
         if op.prim == "load":
             acc.loads = True
-        elif op.prim in ("store", "atomic_add"):
+        elif op.prim not in ("atomic_min", "atomic_max"):
             acc.stores = True
         else:
             acc.minmax = True

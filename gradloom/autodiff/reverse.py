@@ -12,8 +12,10 @@ and zero) it, so an element overwritten later passes no gradient through the ear
 from __future__ import annotations
 
 from ..errors import UNKNOWN_LOC, CompileError
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
 from ..ir.prims import PRIMS
+from ..passes.custom import custom_as_if
+from ..passes.substitute import substitute
 from ..types import int64
 from .access import MEMORY_WRITES, KernelAccess, analyze
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
@@ -86,9 +88,15 @@ class Reverse:
             if isinstance(s, Op):
                 if s.prim in MEMORY_WRITES and not self.access.working(s.args[0]):
                     continue  # its only effect is on memory that nothing here reads again
+                if s.prim == "print":
+                    continue  # output belongs to the forward launch, not to its replay
                 self.em.cur.stmts.append(s)
             elif isinstance(s, If):
                 self.forward_if(s)
+            elif isinstance(s, Custom):
+                true, branch = custom_as_if(s, self.em.new_var)
+                self.em.cur.stmts.append(true)
+                self.forward_if(branch)
             else:
                 self.forward_loop(s)
 
@@ -148,6 +156,8 @@ class Reverse:
                     self.reverse_op(s, scope)
             elif isinstance(s, If):
                 self.reverse_if(s, scope)
+            elif isinstance(s, Custom):
+                self.reverse_custom(s, scope)
             else:
                 self.reverse_loop(s, scope)
 
@@ -161,6 +171,19 @@ class Reverse:
         for arg, contribution in zip(op.args, rule(scope, op, g), strict=True):
             if contribution is not None:
                 scope.accumulate(arg, contribution)
+
+    def reverse_custom(self, s: Custom, scope: Scope) -> None:
+        """A @wp.func_grad region: run the user's adjoint on the primal inputs and result adjoints."""
+        gs = [scope.get_adj(r) for r in s.results]
+        if all(g is None for g in gs):
+            return
+        mapping = {v: scope.primal(v) for v in s.inputs}
+        mapping.update({seed: g or self.em.zero(seed.type)
+                        for seed, g in zip(s.seeds, gs, strict=True)})
+        adjoint = substitute(s.adjoint, mapping, self.em.new_var)
+        self.forward(adjoint)
+        for v, a in zip(s.inputs, adjoint.yields, strict=True):
+            scope.accumulate(v, a)
 
     def reverse_memory(self, op: Op, scope: Scope) -> None:
         value = op.result if op.prim == "load" else op.args[2]
@@ -176,6 +199,10 @@ class Reverse:
         if op.prim == "store":
             scope.accumulate(value, em.op("adj_take", gp, off, type=value.type, attr=op.attr))
             return
+        if op.prim in ("atomic_exch", "atomic_cas"):
+            raise CompileError(f"wp.{op.prim}() on a float array is not differentiable: what "
+                               "the array ends up holding depends on the order threads run in; "
+                               "launch this kernel outside the Tape", op.loc)
         g = em.op("adj_read", gp, off, type=value.type, attr=op.attr)
         if op.prim == "atomic_add":
             scope.accumulate(value, g)

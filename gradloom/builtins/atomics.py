@@ -1,10 +1,19 @@
-"""Atomic builtins on array elements: atomic_add/sub/min/max, each returning the old value."""
+"""Atomic builtins on array elements (add, sub, min, max, and, or, xor, exch, cas): each returns
+the element's old value. Vectors and matrices are updated atomically per component, as in Warp."""
 
 from __future__ import annotations
 
+from ..ir.nodes import Var
+from ..types import ScalarType, leaves
 from . import memory, ops
 from .registry import builtin
-from .values import ArrayVal, Ctx, Value, describe
+from .values import ArrayVal, Composite, Ctx, Value, describe, materialize, type_of
+
+_INDEX = "(one index per array dimension: i, j, k, l)"
+
+
+def _sigs(value: str) -> tuple[str, ...]:
+    return tuple(f"(arr: Array, i: Int, value: {t}) -> {t}" for t in value.split("|"))
 
 
 def _place(ctx: Ctx, name: str, arr: Value, idx: tuple[Value, ...]) -> memory.Place:
@@ -18,33 +27,116 @@ def _place(ctx: Ctx, name: str, arr: Value, idx: tuple[Value, ...]) -> memory.Pl
     return place
 
 
-def _split(ctx: Ctx, name: str, args: tuple[Value, ...]) -> tuple[Value, tuple[Value, ...], Value]:
-    if len(args) < 3:
-        raise ctx.error(f"wp.{name}(array, index..., value) needs at least 3 arguments")
-    return args[0], args[1:-1], args[-1]
+def _split(ctx: Ctx, name: str, args: tuple[Value, ...], values: int = 1
+           ) -> tuple[memory.Place, tuple[Value, ...]]:
+    """(arr, i..., value...) -> the element's place and the trailing value arguments."""
+    if len(args) < 2 + values:
+        tail = "compare, value" if values == 2 else "value"
+        raise ctx.error(f"wp.{name}(arr, i..., {tail}) needs at least {2 + values} arguments, "
+                        f"got {len(args)}")
+    return _place(ctx, name, args[0], args[1:-values]), args[-values:]
 
 
-@builtin("atomic_add", "atomically add value to arr[i...]; returns the old value")
+def _element_dtype(t: object) -> ScalarType | None:
+    if isinstance(t, ScalarType):
+        return t
+    return getattr(t, "dtype", None)
+
+
+def _integer_only(ctx: Ctx, name: str, place: memory.Place) -> None:
+    dtype = _element_dtype(place.type)
+    if dtype is None or not dtype.is_int:
+        raise ctx.error(f"wp.{name}() needs an array of integers (or integer vectors), "
+                        f"got elements of type {place.type!r}")
+
+
+def _no_bool(ctx: Ctx, name: str, place: memory.Place) -> None:
+    dtype = _element_dtype(place.type)
+    if dtype is None or dtype.kind not in "fiu":
+        raise ctx.error(f"wp.{name}() needs an array of numbers, got elements of type "
+                        f"{place.type!r}")
+
+
+@builtin("atomic_add", f"atomically add value to arr[i]; returns the old value {_INDEX}",
+         signatures=_sigs("Scalar|Vector"))
 def atomic_add(ctx: Ctx, *args: Value) -> Value:
-    arr, idx, value = _split(ctx, "atomic_add", args)
-    return memory.atomic(ctx, "atomic_add", _place(ctx, "atomic_add", arr, idx), value)
+    place, (value,) = _split(ctx, "atomic_add", args)
+    _no_bool(ctx, "atomic_add", place)
+    return memory.atomic(ctx, "atomic_add", place, value)
 
 
-@builtin("atomic_sub", "atomically subtract value from arr[i...]; returns the old value")
+@builtin("atomic_sub", f"atomically subtract value from arr[i]; returns the old value {_INDEX}",
+         signatures=_sigs("Scalar|Vector"))
 def atomic_sub(ctx: Ctx, *args: Value) -> Value:
-    arr, idx, value = _split(ctx, "atomic_sub", args)
-    place = _place(ctx, "atomic_sub", arr, idx)
+    place, (value,) = _split(ctx, "atomic_sub", args)
+    _no_bool(ctx, "atomic_sub", place)
     negated = ops.unary(ctx, "neg", value)
     return memory.atomic(ctx, "atomic_add", place, negated)
 
 
-@builtin("atomic_min", "atomically store min(arr[i...], value); returns the old value")
+@builtin("atomic_min", f"atomically store min(arr[i], value); returns the old value {_INDEX}",
+         signatures=_sigs("Scalar|Vector"))
 def atomic_min(ctx: Ctx, *args: Value) -> Value:
-    arr, idx, value = _split(ctx, "atomic_min", args)
-    return memory.atomic(ctx, "atomic_min", _place(ctx, "atomic_min", arr, idx), value)
+    place, (value,) = _split(ctx, "atomic_min", args)
+    _no_bool(ctx, "atomic_min", place)
+    return memory.atomic(ctx, "atomic_min", place, value)
 
 
-@builtin("atomic_max", "atomically store max(arr[i...], value); returns the old value")
+@builtin("atomic_max", f"atomically store max(arr[i], value); returns the old value {_INDEX}",
+         signatures=_sigs("Scalar|Vector"))
 def atomic_max(ctx: Ctx, *args: Value) -> Value:
-    arr, idx, value = _split(ctx, "atomic_max", args)
-    return memory.atomic(ctx, "atomic_max", _place(ctx, "atomic_max", arr, idx), value)
+    place, (value,) = _split(ctx, "atomic_max", args)
+    _no_bool(ctx, "atomic_max", place)
+    return memory.atomic(ctx, "atomic_max", place, value)
+
+
+def _make_bitwise(op: str) -> None:
+    name = f"atomic_{op}"
+
+    def fn(ctx: Ctx, *args: Value) -> Value:
+        place, (value,) = _split(ctx, name, args)
+        _integer_only(ctx, name, place)
+        return memory.atomic(ctx, name, place, value)
+
+    builtin(name, f"atomically store arr[i] {op.upper()} value (bitwise; integers or integer "
+            f"vectors); returns the old value {_INDEX}", differentiable=False,
+            signatures=_sigs("Int"))(fn)
+
+
+for _op in ("and", "or", "xor"):
+    _make_bitwise(_op)
+
+
+@builtin("atomic_exch", f"atomically store value in arr[i]; returns the old value {_INDEX}",
+         differentiable=False, signatures=_sigs("Scalar|Vector"))
+def atomic_exch(ctx: Ctx, *args: Value) -> Value:
+    place, (value,) = _split(ctx, "atomic_exch", args)
+    _no_bool(ctx, "atomic_exch", place)
+    return memory.atomic(ctx, "atomic_exch", place, value)
+
+
+@builtin("atomic_cas", "atomically store value in arr[i] if arr[i] equals compare (floats: "
+         f"bit for bit); returns the old value {_INDEX}", differentiable=False,
+         signatures=("(arr: Array, i: Int, compare: Scalar, value: Scalar) -> Scalar",
+                     "(arr: Array, i: Int, compare: Vector, value: Vector) -> Vector"))
+def atomic_cas(ctx: Ctx, *args: Value) -> Value:
+    place, (compare, value) = _split(ctx, "atomic_cas", args, values=2)
+    _no_bool(ctx, "atomic_cas", place)
+    t = place.type
+    scalar_t = t if isinstance(t, ScalarType) else None
+    cmp, new = materialize(ctx, compare, scalar_t), materialize(ctx, value, scalar_t)
+    for what, v in (("compare", cmp), ("value", new)):
+        if type_of(v) != t:
+            raise ctx.error(f"wp.atomic_cas() on an element of type {t!r} got a {what} of type "
+                            f"{type_of(v)!r}")
+    pairs = zip(leaves(t), _scalars(cmp), _scalars(new), strict=True)
+    olds = [ctx.op("atomic_cas", place.ptr, place.offset, c, v, attr=place.extra + off)
+            for (off, _), c, v in pairs]
+    return olds[0] if isinstance(t, ScalarType) else Composite(t, tuple(olds))
+
+
+def _scalars(v: Value) -> tuple[Var, ...]:
+    if isinstance(v, Composite):
+        return v.comps
+    assert isinstance(v, Var)
+    return (v,)

@@ -20,3 +20,16 @@ def static(expr: Any) -> Any:
 
 
 STATIC = static
+
+
+class _AdjointMarker:
+    """`wp.adjoint`: only meaningful as `wp.adjoint[param]` inside a @wp.func_grad function."""
+
+    def __getitem__(self, key: Any) -> Any:
+        raise TypeError("wp.adjoint[...] is only valid inside a @wp.func_grad function")
+
+    def __repr__(self) -> str:
+        return "wp.adjoint"
+
+
+ADJOINT = _AdjointMarker()

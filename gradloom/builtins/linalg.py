@@ -8,6 +8,13 @@ from . import ops
 from .registry import builtin
 from .values import Composite, Ctx, Value, describe
 
+_VM = "Vector Math"
+_OP = "Operators"
+_S2 = "(a: Scalar, b: Scalar) -> Scalar"
+# add/sub: one overload per kind of operand (both operands of one type)
+_SAME2 = (_S2, "(a: Vector, b: Vector) -> Vector", "(a: Matrix, b: Matrix) -> Matrix",
+          "(a: Quat, b: Quat) -> Quat", "(a: Transform, b: Transform) -> Transform")
+
 
 def _vec(ctx: Ctx, name: str, v: Value) -> Composite:
     if not isinstance(v, Composite) or not isinstance(v.type, VectorType):
@@ -33,14 +40,16 @@ def _same(ctx: Ctx, name: str, a: Composite, b: Composite) -> None:
         raise ctx.error(f"wp.{name}() arguments differ: {a.type!r} and {b.type!r}")
 
 
-@builtin("dot", "inner product of two vectors")
+@builtin("dot", "inner product of two vectors (or quaternions)", group=_VM,
+         signatures=("(a: Vector, b: Vector) -> Float", "(a: Quat, b: Quat) -> Float"))
 def dot(ctx: Ctx, a: Value, b: Value) -> Value:
     x, y = _vec(ctx, "dot", a), _vec(ctx, "dot", b)
     _same(ctx, "dot", x, y)
     return ops.dot_comps(ctx, x.comps, y.comps)
 
 
-@builtin("cross", "cross product of two 3-vectors")
+@builtin("cross", "cross product of two 3-vectors", group=_VM,
+         signatures="(a: Vector3, b: Vector3) -> Vector3")
 def cross(ctx: Ctx, a: Value, b: Value) -> Value:
     x, y = _vec(ctx, "cross", a), _vec(ctx, "cross", b)
     _same(ctx, "cross", x, y)
@@ -54,19 +63,22 @@ def cross(ctx: Ctx, a: Value, b: Value) -> Value:
     return Composite(x.type, (term(a1, b2, a2, b1), term(a2, b0, a0, b2), term(a0, b1, a1, b0)))
 
 
-@builtin("length_sq", "squared Euclidean length of a vector")
+@builtin("length_sq", "squared Euclidean length of a vector", group=_VM,
+         signatures=("(a: Vector) -> Float", "(a: Quat) -> Float"))
 def length_sq(ctx: Ctx, a: Value) -> Value:
     x = _vec(ctx, "length_sq", a)
     return ops.dot_comps(ctx, x.comps, x.comps)
 
 
-@builtin("length", "Euclidean length of a vector")
+@builtin("length", "Euclidean length of a vector", group=_VM,
+         signatures=("(a: Vector) -> Float", "(a: Quat) -> Float"))
 def length(ctx: Ctx, a: Value) -> Value:
     x = _vec(ctx, "length", a)
     return ctx.op("sqrt", ops.dot_comps(ctx, x.comps, x.comps))
 
 
-@builtin("normalize", "the vector divided by its length; the zero vector stays zero")
+@builtin("normalize", "the vector divided by its length; the zero vector stays zero", group=_VM,
+         signatures=("(a: Vector) -> Vector", "(a: Quat) -> Quat"))
 def normalize(ctx: Ctx, a: Value) -> Value:
     x = _vec(ctx, "normalize", a)
     n = ctx.op("sqrt", ops.dot_comps(ctx, x.comps, x.comps))
@@ -78,12 +90,13 @@ def normalize(ctx: Ctx, a: Value) -> Value:
                                    for c in x.comps))
 
 
-@builtin("transpose", "matrix transpose")
+@builtin("transpose", "matrix transpose", group=_VM, signatures="(m: Matrix) -> Matrix")
 def transpose(ctx: Ctx, m: Value) -> Value:
     return ops.transpose(_mat(ctx, "transpose", m, square=False))
 
 
-@builtin("trace", "sum of the diagonal")
+@builtin("trace", "sum of the diagonal of a square matrix", group=_VM,
+         signatures="(m: Matrix) -> Float")
 def trace(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "trace", m)
     n = _rows(x)
@@ -114,13 +127,15 @@ def _det(ctx: Ctx, comps: tuple[Var, ...], n: int) -> Var:
     return acc
 
 
-@builtin("determinant", "matrix determinant")
+@builtin("determinant", "determinant of a square matrix", group=_VM,
+         signatures="(m: Matrix) -> Float")
 def determinant(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "determinant", m)
     return _det(ctx, x.comps, _rows(x))
 
 
-@builtin("inverse", "matrix inverse (adjugate / determinant); a singular matrix gives zeros")
+@builtin("inverse", "matrix inverse (adjugate / determinant); a singular matrix gives zeros",
+         group=_VM, signatures="(m: Matrix) -> Matrix")
 def inverse(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "inverse", m)
     n = _rows(x)
@@ -138,46 +153,66 @@ def inverse(ctx: Ctx, m: Value) -> Value:
     return Composite(x.type, tuple(out))
 
 
-@builtin("mul", "product: scalar*x, matrix@vector, matrix@matrix")
+@builtin("inverse_approx", "Warp's fast approximate inverse; here the exact inverse (as accurate "
+         "as wp.inverse, which is within Warp's contract)", group=_VM,
+         signatures="(m: Matrix) -> Matrix")
+def inverse_approx(ctx: Ctx, m: Value) -> Value:
+    _mat(ctx, "inverse_approx", m)
+    return inverse(ctx, m)
+
+
+@builtin("mul", "product: scalar*x, matrix@vector, matrix@matrix", group=_OP, signatures=(
+    _S2, "(a: Scalar, b: Vector) -> Vector", "(a: Vector, b: Scalar) -> Vector",
+    "(a: Scalar, b: Matrix) -> Matrix", "(a: Matrix, b: Scalar) -> Matrix",
+    "(a: Matrix, b: Vector) -> Vector", "(a: Vector, b: Matrix) -> Vector",
+    "(a: Matrix, b: Matrix) -> Matrix"))
 def mul(ctx: Ctx, a: Value, b: Value) -> Value:
     return ops.binary(ctx, "mul", a, b)
 
 
-@builtin("add", "sum of two values of one type")
+@builtin("add", "sum of two values of one type", group=_OP, signatures=_SAME2)
 def add(ctx: Ctx, a: Value, b: Value) -> Value:
     return ops.binary(ctx, "add", a, b)
 
 
-@builtin("sub", "difference of two values of one type")
+@builtin("sub", "difference of two values of one type", group=_OP, signatures=_SAME2)
 def sub(ctx: Ctx, a: Value, b: Value) -> Value:
     return ops.binary(ctx, "sub", a, b)
 
 
-@builtin("div", "quotient (C-style for integers)")
+@builtin("div", "quotient (C-style for integers); vector/matrix by scalar, scalar by each component",
+         group=_OP, signatures=(_S2, "(a: Vector, b: Scalar) -> Vector",
+                                "(a: Scalar, b: Vector) -> Vector", "(a: Matrix, b: Scalar) -> Matrix",
+                                "(a: Scalar, b: Matrix) -> Matrix"))
 def div(ctx: Ctx, a: Value, b: Value) -> Value:
     return ops.binary(ctx, "div", a, b)
 
 
-@builtin("neg", "negation")
+@builtin("neg", "negation", group=_OP, signatures=(
+    "(x: Scalar) -> Scalar", "(x: Vector) -> Vector", "(x: Matrix) -> Matrix",
+    "(x: Quat) -> Quat", "(x: Transform) -> Transform"))
 def neg(ctx: Ctx, a: Value) -> Value:
     return ops.unary(ctx, "neg", a)
 
 
-@builtin("outer", "outer product of two vectors")
+@builtin("outer", "outer product of two vectors", group=_VM,
+         signatures="(a: Vector, b: Vector) -> Matrix")
 def outer(ctx: Ctx, a: Value, b: Value) -> Value:
     x, y = _vec(ctx, "outer", a), _vec(ctx, "outer", b)
     comps = tuple(ctx.op("mul", p, q) for p in x.comps for q in y.comps)
     return Composite(MatrixType(x.type.length, y.type.length, x.type.dtype), comps)
 
 
-@builtin("cw_mul", "component-wise product")
+@builtin("cw_mul", "component-wise product", group=_VM,
+         signatures=("(a: Vector, b: Vector) -> Vector", "(a: Matrix, b: Matrix) -> Matrix"))
 def cw_mul(ctx: Ctx, a: Value, b: Value) -> Value:
     if not isinstance(a, Composite):
         raise ctx.error(f"wp.cw_mul() needs vectors or matrices, got {describe(a)}")
     return ops.elementwise(ctx, "mul", a, b)
 
 
-@builtin("cw_div", "component-wise quotient")
+@builtin("cw_div", "component-wise quotient", group=_VM,
+         signatures=("(a: Vector, b: Vector) -> Vector", "(a: Matrix, b: Matrix) -> Matrix"))
 def cw_div(ctx: Ctx, a: Value, b: Value) -> Value:
     if not isinstance(a, Composite):
         raise ctx.error(f"wp.cw_div() needs vectors or matrices, got {describe(a)}")

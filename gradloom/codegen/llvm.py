@@ -152,8 +152,10 @@ class KernelEmitter(OpEmitter):
                     self.op(s)
             elif isinstance(s, If):
                 self.emit_if(s)
-            else:
+            elif isinstance(s, Loop):
                 self.emit_loop(s)
+            else:  # kernel.py inlines @wp.func_grad regions before codegen
+                raise AssertionError("codegen got an un-inlined custom-gradient region")
 
     def emit_if(self, s: If) -> None:
         f = self.f

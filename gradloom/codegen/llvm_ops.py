@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -211,7 +212,8 @@ class OpEmitter:
     def cast(self, s: Op) -> None:
         src, dst = s.args[0].type, s.result.type  # type: ignore[union-attr]
         x = self.a(s, 0)
-        if src == dst:
+        if src == dst or (src.is_int and dst.is_int and src.bits == dst.bits):
+            # same register type (int32 <-> uint32): a reinterpretation, no instruction
             self.names[s.result.id] = x  # type: ignore[union-attr]
             return
         self.f.emit(f"{self.res(s)} = {_cast_kind(src, dst)} {reg_type(src)} {x} to "
@@ -258,15 +260,94 @@ class OpEmitter:
     def atomic(self, s: Op) -> None:
         t = s.args[2].type
         base = s.prim.removeprefix("atomic_")
+        if base == "exch":
+            self.exchange(s)
+            return
         if t.is_float:
             kind = {"add": "fadd", "min": "fmin", "max": "fmax"}[base]
         elif t.kind == "u":
-            kind = {"add": "add", "min": "umin", "max": "umax"}[base]
+            kind = {"add": "add", "min": "umin", "max": "umax"}.get(base, base)
         else:
-            kind = {"add": "add", "min": "min", "max": "max"}[base]
+            kind = {"add": "add", "min": "min", "max": "max"}.get(base, base)
         p = self.address(s)
         self.f.emit(f"{self.res(s)} = atomicrmw {kind} ptr {p}, {mem_type(t)} {self.a(s, 2)} "
                     f"monotonic, align {t.size}")
+
+    def as_bits(self, t: ScalarType, x: str) -> tuple[str, str]:
+        """x as an integer of its width (cmpxchg and xchg on every target need integers)."""
+        it = f"i{t.bits}"
+        if not t.is_float:
+            return it, x
+        bits = self.f.fresh("%bits")
+        self.f.emit(f"{bits} = bitcast {reg_type(t)} {x} to {it}")
+        return it, bits
+
+    def from_bits(self, s: Op, t: ScalarType, raw: str) -> None:
+        if t.is_float:
+            self.f.emit(f"{self.res(s)} = bitcast i{t.bits} {raw} to {reg_type(t)}")
+        else:
+            self.names[s.result.id] = raw  # type: ignore[union-attr]
+
+    def exchange(self, s: Op) -> None:
+        t = s.args[2].type
+        it, v = self.as_bits(t, self.a(s, 2))
+        old = self.f.fresh("%xchg")
+        self.f.emit(f"{old} = atomicrmw xchg ptr {self.address(s)}, {it} {v} monotonic, "
+                    f"align {t.size}")
+        self.from_bits(s, t, old)
+
+    def compare_exchange(self, s: Op) -> None:
+        """atomic_cas: compares bit patterns (floats too), returns the old value."""
+        t, f = s.args[2].type, self.f
+        it, cmp = self.as_bits(t, self.a(s, 2))
+        _, v = self.as_bits(t, self.a(s, 3))
+        pair, old = f.fresh("%cas"), f.fresh("%casold")
+        f.emit(f"{pair} = cmpxchg ptr {self.address(s)}, {it} {cmp}, {it} {v} monotonic "
+               f"monotonic, align {t.size}")
+        f.emit(f"{old} = extractvalue {{ {it}, i1 }} {pair}, 0")
+        self.from_bits(s, t, old)
+
+    def bitcast(self, s: Op) -> None:
+        src, dst = s.args[0].type, s.result.type  # type: ignore[union-attr]
+        if reg_type(src) == reg_type(dst):
+            self.names[s.result.id] = self.a(s, 0)  # type: ignore[union-attr]
+            return
+        self.f.emit(f"{self.res(s)} = bitcast {reg_type(src)} {self.a(s, 0)} to {reg_type(dst)}")
+
+    def print_(self, s: Op) -> None:
+        """printf(attr, values...) when the condition holds, then fflush (output in order)."""
+        f = self.f
+        fmt = _string_global(self.declares, str(s.attr))
+        args = [f"ptr {fmt}"] + [self.vararg(v) for v in s.args[1:]]
+        go, done = f.fresh("print"), f.fresh("printed")
+        f.emit(f"br i1 {self.a(s, 0)}, label %{go}, label %{done}")
+        f.start_block(go)
+        self.declares.add("declare i32 @printf(ptr, ...)")
+        self.declares.add("declare i32 @fflush(ptr)")
+        f.emit(f"call i32 (ptr, ...) @printf({', '.join(args)})")
+        f.emit("call i32 @fflush(ptr null)")
+        f.emit(f"br label %{done}")
+        f.start_block(done)
+
+    def vararg(self, v: Var) -> str:
+        """A value as C passes it to a variadic function (float -> double, small ints -> int);
+        bools become the strings True / False, as Warp prints them."""
+        t, x, f = v.type, self.name(v), self.f
+        if t.kind == "b":
+            out = f.fresh("%pbool")
+            yes = _string_global(self.declares, "True")
+            no = _string_global(self.declares, "False")
+            f.emit(f"{out} = select i1 {x}, ptr {yes}, ptr {no}")
+            return f"ptr {out}"
+        if t.is_float and t.bits < 64:
+            out = f.fresh("%pfp")
+            f.emit(f"{out} = fpext {reg_type(t)} {x} to double")
+            return f"double {out}"
+        if t.is_int and t.bits < 32:
+            out = f.fresh("%pint")
+            f.emit(f"{out} = {'zext' if t.kind == 'u' else 'sext'} {reg_type(t)} {x} to i32")
+            return f"i32 {out}"
+        return f"{reg_type(t)} {x}"
 
     # -- adjoint kernels: gradient arrays and the per-thread stack -----------------------------
 
@@ -366,6 +447,15 @@ class OpEmitter:
         f.start_block(cont)
 
 
+def _string_global(declares: set[str], text: str) -> str:
+    """The name of a module constant holding text as a C string (added to declares)."""
+    data = text.encode() + b"\0"
+    name = "@.str." + hashlib.sha1(data).hexdigest()[:16]
+    body = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in data)
+    declares.add(f'{name} = private unnamed_addr constant [{len(data)} x i8] c"{body}", align 1')
+    return name
+
+
 def _cast_kind(src: ScalarType, dst: ScalarType) -> str:
     if src.is_float and dst.is_float:
         return "fpext" if dst.bits > src.bits else "fptrunc"
@@ -389,6 +479,9 @@ def _rules() -> dict[str, Callable[[OpEmitter, Op], None]]:
         "shr": e.shr, "isnan": e.isnan, "isinf": e.isinf, "select": e.select, "cast": e.cast,
         "ptr_add": e.ptr_add, "load": e.load, "store": e.store, "atomic_add": e.atomic,
         "atomic_min": e.atomic, "atomic_max": e.atomic, "check_bounds": e.check_bounds,
+        "atomic_and": e.atomic, "atomic_or": e.atomic, "atomic_xor": e.atomic,
+        "atomic_exch": e.atomic, "atomic_cas": e.compare_exchange, "bitcast": e.bitcast,
+        "print": e.print_,
         "push": e.push, "pop": e.pop, "adj_add": e.adj_add, "adj_read": e.adj_read,
         "adj_take": e.adj_read,
     }

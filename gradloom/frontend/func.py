@@ -1,4 +1,4 @@
-"""`@wp.func`: a user function that kernels inline at each call site."""
+"""`@wp.func` (with overloads) and `@wp.func_grad`: user functions that kernels inline per call."""
 
 from __future__ import annotations
 
@@ -6,19 +6,21 @@ import functools
 import inspect
 from typing import Any
 
-from ..errors import GradloomError, KernelTypeError
-from ..types import resolve_annotation
+from ..builtins.values import KernelValue, Literal, type_of
+from ..errors import GradloomError, KernelTypeError, SourceLoc
+from ..types import ArrayType, ScalarType, resolve_annotation
 from .source import SourceInfo, parse_function, source_digest
 
 
-class Function:
-    """A kernel-language function; its body is inlined into callers and compiled with them."""
+class Overload:
+    """One definition of a function: its source, parameter types and optional custom gradient."""
 
-    def __init__(self, pyfunc: Any) -> None:
+    def __init__(self, pyfunc: Any, key: str) -> None:
         self.pyfunc = pyfunc
-        self.key = pyfunc.__qualname__
+        self.key = key
+        self.grad: Any = None  # the @wp.func_grad Python function, if any
         self._info: SourceInfo | None = None
-        functools.update_wrapper(self, pyfunc)
+        self._params: list[tuple[str, Any]] | None = None
 
     @property
     def info(self) -> SourceInfo:
@@ -28,10 +30,88 @@ class Function:
 
     def param_types(self) -> list[tuple[str, Any]]:
         """(name, type) per parameter; typing.Any or no annotation means generic."""
-        return annotated_params(self.info)
+        if self._params is None:
+            self._params = annotated_params(self.info)
+        return self._params
+
+    def accepts(self, args: list[Any], kwargs: dict[str, Any]) -> int | None:
+        """How specific a match the call is (typed params matched), or None if it does not fit."""
+        try:
+            bound = inspect.signature(self.pyfunc).bind(*args, **kwargs)
+        except TypeError:
+            return None
+        score = 0
+        for name, t in self.param_types():
+            if t is Any or name not in bound.arguments:
+                continue
+            if not _fits(bound.arguments[name], t):
+                return None
+            score += 1
+        return score
+
+    def signature_text(self) -> str:
+        parts = [f"{n}: {'Any' if t is Any else repr(t)}" for n, t in self.param_types()]
+        return f"{self.key}({', '.join(parts)})"
+
+
+def _fits(v: Any, t: Any) -> bool:
+    if isinstance(v, Literal):
+        return isinstance(t, ScalarType) and (t.is_float or not isinstance(v.value, float))
+    if isinstance(v, KernelValue):
+        return bool(type_of(v) == t)
+    return False
+
+
+class Function:
+    """A kernel-language function; each call inlines the overload that matches its arguments."""
+
+    def __init__(self, pyfunc: Any) -> None:
+        self.key = pyfunc.__qualname__
+        self.overloads: list[Overload] = [Overload(pyfunc, self.key)]
+        functools.update_wrapper(self, pyfunc)
+
+    @property
+    def pyfunc(self) -> Any:
+        return self.overloads[0].pyfunc
+
+    @property
+    def info(self) -> SourceInfo:
+        return self.overloads[0].info
+
+    def param_types(self) -> list[tuple[str, Any]]:
+        return self.overloads[0].param_types()
+
+    def add_overload(self, pyfunc: Any) -> None:
+        """Another definition under the same name; one with the same parameter types replaces
+        the earlier one (re-running a cell or a module redefines, it does not add)."""
+        new = Overload(pyfunc, self.key)
+        types = [t for _, t in new.param_types()]
+        for i, old in enumerate(self.overloads):
+            if [t for _, t in old.param_types()] == types:
+                self.overloads[i] = new
+                return
+        self.overloads.append(new)
+
+    def resolve(self, args: list[Any], kwargs: dict[str, Any], loc: SourceLoc) -> Overload:
+        """The overload a call uses: the one with the most typed parameters that all match."""
+        if len(self.overloads) == 1:
+            return self.overloads[0]
+        scored = [(o.accepts(args, kwargs), k, o) for k, o in enumerate(self.overloads)]
+        fits = [(s, -k, o) for s, k, o in scored if s is not None]
+        if not fits:
+            given = ", ".join(_describe_arg(a) for a in args)
+            options = "\n  ".join(o.signature_text() for o in self.overloads)
+            raise KernelTypeError(f"no overload of {self.key}() takes ({given}); overloads:\n  "
+                                  f"{options}", loc)
+        return max(fits, key=lambda f: (f[0], f[1]))[2]
 
     def __gl_fingerprint__(self, visiting: set[int]) -> str:
-        return "func:" + source_digest(self.info, visiting)
+        parts = []
+        for o in self.overloads:
+            parts.append(source_digest(o.info, visiting))
+            if o.grad is not None:
+                parts.append("grad:" + source_digest(parse_function(o.grad), visiting))
+        return "func:" + ",".join(parts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise GradloomError(
@@ -40,6 +120,14 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<gradloom func {self.key}>"
+
+
+def _describe_arg(v: Any) -> str:
+    if isinstance(v, Literal):
+        return type(v.value).__name__
+    if isinstance(v, KernelValue):
+        return repr(type_of(v))
+    return repr(v)
 
 
 def annotated_params(info: SourceInfo) -> list[tuple[str, Any]]:
@@ -73,5 +161,44 @@ def _eval_annotation(info: SourceInfo, name: str, text: str, node: Any) -> Any:
 
 
 def func(pyfunc: Any) -> Function:
-    """Decorator: `@wp.func`."""
+    """Decorator: `@wp.func`. Defining a function again under the same name in the same module
+    with different parameter types adds an overload, as in Warp."""
+    existing = pyfunc.__globals__.get(pyfunc.__name__)
+    if isinstance(existing, Function) and existing.key == pyfunc.__qualname__:
+        existing.add_overload(pyfunc)
+        return existing
     return Function(pyfunc)
+
+
+def func_grad(forward: Function) -> Any:
+    """Decorator: `@wp.func_grad(f)` gives f a hand-written reverse rule.
+
+    The gradient function takes f's parameters followed by the adjoint of each of f's results,
+    and adds into `wp.adjoint[param]`; it returns nothing. It applies to the overload of f whose
+    parameter types match its first parameters.
+    """
+    if not isinstance(forward, Function):
+        raise GradloomError(f"wp.func_grad() takes a @wp.func, got {forward!r}")
+
+    def register(grad: Any) -> Any:
+        target = _grad_target(forward, grad)
+        for name, t in target.param_types():
+            if isinstance(t, ArrayType):
+                raise GradloomError(f"wp.func_grad({forward.key}): parameter {name!r} is an "
+                                    "array; custom gradients take values only")
+        target.grad = grad
+        return grad
+
+    return register
+
+
+def _grad_target(forward: Function, grad: Any) -> Overload:
+    grad_types = [t for _, t in annotated_params(parse_function(grad))]
+    for o in forward.overloads:
+        n = len(o.param_types())
+        if [t for _, t in o.param_types()] == grad_types[:n] and len(grad_types) > n:
+            return o
+    raise GradloomError(
+        f"wp.func_grad({forward.key}): the gradient function's parameters must be those of an "
+        f"overload of {forward.key} followed by the adjoints of its results; overloads: "
+        + "; ".join(o.signature_text() for o in forward.overloads))

@@ -35,6 +35,7 @@ from ..types import (
     size_of,
 )
 from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
+from .custom import emit_custom_call
 from .expr import BINOPS, python_constant
 from .source import SourceInfo
 from .stores import StoreLowerer
@@ -304,14 +305,22 @@ class Lowerer(StoreLowerer, ControlLowerer):
         if fn in self.stack:
             raise UnsupportedSyntaxError(f"recursion ({fn.key} calls itself) is not supported",
                                          ctx.loc)
-        env = bind_arguments(ctx, fn, args, kwargs)
-        retval_type = None
-        if contains_return_in_loop(fn.info.tree.body):
-            trial = Lowerer(Builder(), fn.info, dict(env), [*self.stack, fn], [], False)
-            trial.lower_function()
-            retval_type = trial.return_types[0] if trial.return_types else None
-        sub = Lowerer(self.b, fn.info, env, [*self.stack, fn], self.tid_arity, False)
-        return sub.lower_function(retval_type)
+        overload = fn.resolve(args, kwargs, ctx.loc) if hasattr(fn, "resolve") else fn
+        env = bind_arguments(ctx, overload, args, kwargs)
+        stack = [*self.stack, fn]
+
+        def lower(info: SourceInfo, env: dict[str, Any]) -> Any:
+            retval_type = None
+            if contains_return_in_loop(info.tree.body):
+                trial = Lowerer(Builder(), info, dict(env), stack, [], False)
+                trial.lower_function()
+                retval_type = trial.return_types[0] if trial.return_types else None
+            return Lowerer(self.b, info, env, stack, self.tid_arity, False).lower_function(
+                retval_type)
+
+        if getattr(overload, "grad", None) is not None:
+            return emit_custom_call(self.b, ctx, overload, env, lower)
+        return lower(overload.info, env)
 
 
 def contains_return_in_loop(body: list[ast.stmt]) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import KernelTypeError, SourceLoc
 from ..types import ScalarType
-from .nodes import Block, If, Loop, Op, Stmt, Var
+from .nodes import Block, Custom, If, Loop, Op, Stmt, Var
 from .prims import PRIMS, result_type
 
 
@@ -75,6 +75,12 @@ class Builder:
                   body: Block, loc: SourceLoc) -> tuple[Var, ...]:
         results = tuple(self.new_var(v.type) for v in inits)
         self._blocks[-1].append(Loop(inits, params, cond, body, results, loc))
+        return results
+
+    def emit_custom(self, inputs: tuple[Var, ...], body: Block, seeds: tuple[Var, ...],
+                    adjoint: Block, loc: SourceLoc) -> tuple[Var, ...]:
+        results = tuple(self.new_var(v.type) for v in body.yields)
+        self._blocks[-1].append(Custom(inputs, body, results, seeds, adjoint, loc))
         return results
 
     def loc_index(self, loc: SourceLoc) -> int:

@@ -67,7 +67,25 @@ class Loop:
     loc: SourceLoc
 
 
-Stmt = Op | If | Loop
+@dataclass(frozen=True, eq=False)
+class Custom:
+    """A call with a user-written reverse rule (`@wp.func_grad`).
+
+    `body` computes the call from `inputs` (outer values it reads directly) and yields one value
+    per result. Autodiff does not differentiate `body`: its reverse runs `adjoint`, which reads
+    the primal `inputs` and `seeds` (placeholders for the results' adjoints) and yields one
+    adjoint per input. Everything but autodiff sees the body inline (passes/custom.py).
+    """
+
+    inputs: tuple[Var, ...]
+    body: Block
+    results: tuple[Var, ...]
+    seeds: tuple[Var, ...]
+    adjoint: Block
+    loc: SourceLoc
+
+
+Stmt = Op | If | Loop | Custom
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,6 +111,9 @@ def walk_ops(b: Block) -> Iterator[Op]:
         elif isinstance(s, If):
             yield from walk_ops(s.then)
             yield from walk_ops(s.orelse)
+        elif isinstance(s, Custom):
+            yield from walk_ops(s.body)
+            yield from walk_ops(s.adjoint)
         else:
             yield from walk_ops(s.cond)
             yield from walk_ops(s.body)
@@ -106,6 +127,9 @@ def max_var_id(b: Block) -> int:
             top = max([top, *(a.id for a in s.args), s.result.id if s.result else 0])
         elif isinstance(s, If):
             top = max(top, *(r.id for r in s.results), max_var_id(s.then), max_var_id(s.orelse))
+        elif isinstance(s, Custom):
+            top = max(top, *(v.id for v in (*s.results, *s.seeds)), max_var_id(s.body),
+                      max_var_id(s.adjoint))
         else:
             top = max(top, *(v.id for v in (*s.params, *s.results)), max_var_id(s.cond),
                       max_var_id(s.body))

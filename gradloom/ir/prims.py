@@ -40,6 +40,8 @@ class Prim:
     vjp: VJP | None = None
     #: memory primitives: their adjoints read or write the gradient arrays (see autodiff)
     memory: bool = False
+    #: takes `arity` or more operands (print)
+    variadic: bool = False
 
 
 def _same(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -65,6 +67,13 @@ def _num_same(ts: tuple[ScalarType, ...], r: ScalarType | None) -> ScalarType:
 def _int_same(ts: tuple[ScalarType, ...], r: ScalarType | None) -> ScalarType:
     t = _same(ts, r)
     if t.kind not in "iub":
+        raise TypeError(f"needs an integer operand, got {t}")
+    return t
+
+
+def _count_bits(ts: tuple[ScalarType, ...], r: ScalarType | None) -> ScalarType:
+    t = _same(ts, r)
+    if t.kind not in "iu":
         raise TypeError(f"needs an integer operand, got {t}")
     return t
 
@@ -104,6 +113,32 @@ def _atomic(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
     return ts[2]
 
 
+def _atomic_int(ts: tuple[ScalarType, ...], r: ScalarType | None) -> ScalarType:
+    t = _atomic(ts, r)
+    if t.kind not in "iu":
+        raise TypeError(f"bitwise atomics need an integer value, got {t}")
+    return t
+
+
+def _cas(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
+    if ts[:2] != (ptr, int64) or ts[2] != ts[3]:
+        raise TypeError(f"atomic_cas takes (ptr, int64, compare, value), got {ts}")
+    return ts[2]
+
+
+def _bitcast(ts: tuple[ScalarType, ...], r: ScalarType | None) -> ScalarType:
+    t = _given(ts, r)
+    if t.kind not in "fiu" or ts[0].kind not in "fiu" or t.bits != ts[0].bits:
+        raise TypeError(f"bitcast needs numeric types of one size, got {ts[0]} to {t}")
+    return t
+
+
+def _print(ts: tuple[ScalarType, ...], _: ScalarType | None) -> None:
+    if not ts or ts[0] != bool_ or any(t.kind == "p" for t in ts[1:]):
+        raise TypeError(f"print takes (bool condition, values...), got {ts}")
+    return None
+
+
 def _gep(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
     if ts != (ptr, int64):
         raise TypeError(f"ptr_add takes (ptr, int64), got {ts}")
@@ -123,6 +158,7 @@ def _tid(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
 _UNARY_FLOAT = (
     "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
     "exp", "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc", "erf",
+    "erfc",
 )
 
 # -- reverse-mode rules ----------------------------------------------------------------------
@@ -159,30 +195,61 @@ def _one_minus_sq(e: Emit, v: Var) -> Var:
     return e.op("sub", _c(e, 1.0, v), e.op("mul", v, v))
 
 
+def _zero_where(cond: Callable[[Emit, Var, Var, Var], Var], rule: VJP) -> VJP:
+    """rule, except a zero gradient where cond(x, r, g) holds: the convention at a special
+    point (docs/gradient-conventions.md). A select, so the discarded inf/NaN never leaks."""
+    def guarded(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+        x, _, r = _xyr(e, op)
+        (gx,) = rule(e, op, g)
+        assert gx is not None
+        return (e.op("select", cond(e, x, r, g), _c(e, 0.0, gx), gx),)
+    return guarded
+
+
+def _not_positive(v: Var, e: Emit) -> Var:
+    """v <= 0 or NaN (an unordered compare would be shorter, but the IR has ordered ones)."""
+    return e.op("not", e.op("gt", v, _c(e, 0.0, v)))
+
+
+def _zero_adjoint(e: Emit, x: Var, r: Var, g: Var) -> Var:
+    return e.op("eq", g, _c(e, 0.0, g))
+
+
 def _zero_grad(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
     """Piecewise-constant functions (floor, round, ...): derivative zero almost everywhere."""
     return (None,)
 
 
 _UNARY_VJP: dict[str, VJP] = {
-    "sqrt": _inv_scaled(lambda e, x, r: e.op("add", r, r)),
-    "cbrt": _inv_scaled(lambda e, x, r: e.op("mul", _c(e, 3.0, r), e.op("mul", r, r))),
+    # sqrt: 0 where the result is 0 (or NaN), so |0| and normalize(0) have finite gradients
+    "sqrt": _zero_where(lambda e, x, r, g: _not_positive(r, e),
+                        _inv_scaled(lambda e, x, r: e.op("add", r, r))),
+    "cbrt": _zero_where(lambda e, x, r, g: e.op("eq", r, _c(e, 0.0, r)),
+                        _inv_scaled(lambda e, x, r: e.op("mul", _c(e, 3.0, r), e.op("mul", r, r)))),
     "sin": _scaled(lambda e, x, r: e.op("cos", x)),
     "cos": _scaled(lambda e, x, r: e.op("neg", e.op("sin", x))),
     "tan": _scaled(lambda e, x, r: e.op("add", _c(e, 1.0, r), e.op("mul", r, r))),
-    "asin": _inv_scaled(lambda e, x, r: e.op("sqrt", _one_minus_sq(e, x))),
-    "acos": _inv_scaled(lambda e, x, r: e.op("neg", e.op("sqrt", _one_minus_sq(e, x)))),
+    # asin/acos: 0 at |x| >= 1, where the slope is infinite (the builtins clamp x to [-1, 1])
+    "asin": _zero_where(lambda e, x, r, g: _not_positive(_one_minus_sq(e, x), e),
+                        _inv_scaled(lambda e, x, r: e.op("sqrt", _one_minus_sq(e, x)))),
+    "acos": _zero_where(lambda e, x, r, g: _not_positive(_one_minus_sq(e, x), e),
+                        _inv_scaled(lambda e, x, r: e.op("neg", e.op("sqrt", _one_minus_sq(e, x))))),
     "atan": _inv_scaled(lambda e, x, r: e.op("add", _c(e, 1.0, x), e.op("mul", x, x))),
     "sinh": _scaled(lambda e, x, r: e.op("cosh", x)),
     "cosh": _scaled(lambda e, x, r: e.op("sinh", x)),
     "tanh": _scaled(lambda e, x, r: _one_minus_sq(e, r)),
     "exp": _scaled(lambda e, x, r: r),
     "exp2": _scaled(lambda e, x, r: e.op("mul", r, _c(e, math.log(2.0), r))),
-    "log": _inv_scaled(lambda e, x, r: x),
-    "log2": _inv_scaled(lambda e, x, r: e.op("mul", x, _c(e, math.log(2.0), x))),
-    "log10": _inv_scaled(lambda e, x, r: e.op("mul", x, _c(e, math.log(10.0), x))),
+    # logs: a pole at 0 like 1/x, but a zero adjoint gives 0, not 0/0 (where(x > 0, log(x), 0))
+    "log": _zero_where(_zero_adjoint, _inv_scaled(lambda e, x, r: x)),
+    "log2": _zero_where(_zero_adjoint,
+                        _inv_scaled(lambda e, x, r: e.op("mul", x, _c(e, math.log(2.0), x)))),
+    "log10": _zero_where(_zero_adjoint,
+                         _inv_scaled(lambda e, x, r: e.op("mul", x, _c(e, math.log(10.0), x)))),
     "erf": _scaled(lambda e, x, r: e.op("mul", _c(e, 2.0 / math.sqrt(math.pi), x),
                                         e.op("exp", e.op("neg", e.op("mul", x, x))))),
+    "erfc": _scaled(lambda e, x, r: e.op("mul", _c(e, -2.0 / math.sqrt(math.pi), x),
+                                         e.op("exp", e.op("neg", e.op("mul", x, x))))),
     **{n: _zero_grad for n in ("floor", "ceil", "round", "rint", "trunc")},
 }
 
@@ -236,11 +303,16 @@ def _pick(compare: str) -> VJP:
 
 
 def _pow_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
-    """d/dx = y x^(y-1); d/dy = x^y log x, taken as 0 where x <= 0 (log undefined)."""
+    """d/dx = y x^(y-1), taken as 0 at x = 0 for 0 <= y < 1 (the slope there is +inf, or
+    0 * inf), where it is NaN (negative x, fractional y) and for a zero adjoint; d/dy = x^y log x,
+    taken as 0 where x <= 0 (log undefined). See docs/gradient-conventions.md."""
     x, y, r = _xyr(e, op)
     assert y is not None
     one, zero = _c(e, 1.0, x), _c(e, 0.0, x)
-    gx = e.op("mul", g, e.op("mul", y, e.op("pow", x, e.op("sub", y, one))))
+    dx = e.op("mul", y, e.op("pow", x, e.op("sub", y, one)))
+    flat = e.op("and", e.op("eq", x, zero), e.op("and", e.op("ge", y, zero), e.op("lt", y, one)))
+    skip = e.op("or", e.op("or", flat, e.op("isnan", dx)), e.op("eq", g, zero))
+    gx = e.op("select", skip, zero, e.op("mul", g, dx))
     positive = e.op("gt", x, zero)
     safe_x = e.op("select", positive, x, one)
     gy = e.op("select", positive, e.op("mul", g, e.op("mul", r, e.op("log", safe_x))), zero)
@@ -257,6 +329,15 @@ def _atan2_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
     scale = e.op("select", at_origin, zero, e.op("div", g, e.op("select", at_origin,
                                                                  _c(e, 1.0, x), d)))
     return (e.op("mul", scale, x), e.op("neg", e.op("mul", scale, y)))
+
+
+def _copysign_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """copysign(x, y) = ±x: d/dx is +1 where x and y carry the same sign bit, else -1."""
+    x, y, _ = _xyr(e, op)
+    assert y is not None
+    one = _c(e, 1.0, x)
+    flip = e.op("mul", e.op("copysign", one, x), e.op("copysign", one, y))
+    return (e.op("mul", g, flip), None)
 
 
 def _select_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
@@ -284,6 +365,9 @@ _TABLE: list[Prim] = [
     Prim("mod", 2, _num_same, vjp=_mod_vjp, doc="C-style remainder (sign of the dividend)"),
     Prim("min", 2, _num_same, vjp=_pick("le")), Prim("max", 2, _num_same, vjp=_pick("ge")),
     Prim("pow", 2, _float_same, vjp=_pow_vjp), Prim("atan2", 2, _float_same, vjp=_atan2_vjp),
+    Prim("copysign", 2, _float_same, vjp=_copysign_vjp,
+         doc="the magnitude of the first operand with the sign bit of the second"),
+    Prim("popcount", 1, _count_bits, doc="the number of set bits (same integer type)"),
     Prim("eq", 2, _compare), Prim("ne", 2, _compare), Prim("lt", 2, _compare),
     Prim("le", 2, _compare), Prim("gt", 2, _compare), Prim("ge", 2, _compare),
     Prim("and", 2, _int_same), Prim("or", 2, _int_same), Prim("xor", 2, _int_same),
@@ -292,6 +376,7 @@ _TABLE: list[Prim] = [
     Prim("isnan", 1, lambda ts, r: bool_), Prim("isinf", 1, lambda ts, r: bool_),
     Prim("select", 3, _select, vjp=_select_vjp, doc="select(cond, if_true, if_false)"),
     Prim("cast", 1, _given, vjp=_cast_vjp, doc="numeric conversion to the result type"),
+    Prim("bitcast", 1, _bitcast, doc="the same bits read as the result type (no derivative)"),
     Prim("ptr_add", 2, _gep, doc="pointer plus a byte offset"),
     Prim("load", 2, _load, memory=True,
          doc="load(ptr, byte offset); attr is a constant extra offset"),
@@ -300,6 +385,17 @@ _TABLE: list[Prim] = [
     Prim("atomic_add", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
     Prim("atomic_min", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
     Prim("atomic_max", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
+    *(Prim(f"atomic_{n}", 3, _atomic_int, side_effect=True, memory=True,
+           doc="bitwise read-modify-write of an integer; returns the old value")
+      for n in ("and", "or", "xor")),
+    Prim("atomic_exch", 3, _atomic, side_effect=True, memory=True,
+         doc="stores the value; returns the old value"),
+    Prim("atomic_cas", 4, _cas, side_effect=True, memory=True,
+         doc="atomic_cas(ptr, offset, compare, value): stores value where the old value has "
+             "compare's bits; returns the old value"),
+    Prim("print", 1, _print, side_effect=True, variadic=True,
+         doc="print(cond, values...): C printf of format attr when cond; floats are passed as "
+             "double, bools as the strings True/False; forward kernels only"),
     Prim("check_bounds", 2, _check, side_effect=True,
          doc="check_bounds(index, extent): debug mode; attr indexes the kernel's source locations"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
@@ -324,6 +420,7 @@ def result_type(
 ) -> ScalarType | None:
     """Apply a primitive's type rule; raises TypeError when the operands do not fit."""
     prim = PRIMS[name]
-    if len(operand_types) != prim.arity:
+    n = len(operand_types)
+    if n != prim.arity and not (prim.variadic and n > prim.arity):
         raise TypeError(f"{name} takes {prim.arity} operands, got {len(operand_types)}")
     return prim.type_rule(operand_types, given)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .nodes import Block, If, KernelIR, Loop, Op, Stmt, Var
+from .nodes import Block, Custom, If, KernelIR, Op, Stmt, Var
 
 
 def _vars(vs: tuple[Var, ...]) -> str:
@@ -23,7 +23,10 @@ def _stmt(s: Stmt, indent: str) -> list[str]:
         head = f"{indent}{_vars(s.results)}{' = ' if s.results else ''}if %{s.cond.id}:"
         return [head, *_block(s.then, indent + "  "), indent + "else:",
                 *_block(s.orelse, indent + "  ")]
-    assert isinstance(s, Loop)
+    if isinstance(s, Custom):
+        head = f"{indent}{_vars(s.results)} = custom ({', '.join(f'%{v.id}' for v in s.inputs)}):"
+        return [head, *_block(s.body, indent + "  "), f"{indent}adjoint ({_vars(s.seeds)}):",
+                *_block(s.adjoint, indent + "  ")]
     head = f"{indent}{_vars(s.results)} = loop ({_vars(s.params)}) from ({_vars(s.inits)}):"
     return [head, indent + " while:", *_block(s.cond, indent + "  "), indent + " do:",
             *_block(s.body, indent + "  ")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import GradloomError
-from .nodes import Block, If, KernelIR, Loop, Op, Var
+from .nodes import Block, Custom, If, KernelIR, Loop, Op, Var
 from .prims import result_type
 
 
@@ -39,6 +39,13 @@ def _block(b: Block, scope: set[int]) -> None:
             _block(s.orelse, inner)
             _same_types(s.then.yields, s.results, "if/then")
             _same_types(s.orelse.yields, s.results, "if/else")
+            inner.update(r.id for r in s.results)
+        elif isinstance(s, Custom):
+            _block(s.body, inner)
+            _same_types(s.body.yields, s.results, "custom body")
+            _same_types(s.seeds, s.results, "custom seeds")
+            _block(s.adjoint, inner | {v.id for v in s.seeds})
+            _same_types(s.adjoint.yields, s.inputs, "custom adjoint")
             inner.update(r.id for r in s.results)
         else:
             assert isinstance(s, Loop)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Stmt, Var
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Stmt, Var
 
 
 def drop_invariant_params(kernel: KernelIR) -> KernelIR:
@@ -34,6 +34,9 @@ def _stmt(s: Stmt, sub: dict[Var, Var]) -> Stmt:
         return s if args == s.args else Op(s.prim, args, s.result, s.loc, s.attr)
     if isinstance(s, If):
         return If(_v(s.cond, sub), _block(s.then, sub), _block(s.orelse, sub), s.results, s.loc)
+    if isinstance(s, Custom):
+        return Custom(tuple(_v(v, sub) for v in s.inputs), _block(s.body, sub), s.results,
+                      s.seeds, _block(s.adjoint, sub), s.loc)
     return _loop(s, sub)
 
 
