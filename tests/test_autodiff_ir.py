@@ -239,6 +239,18 @@ def k_erf(a: F64, b: F64, y: F64):
 
 
 @wp.kernel
+def k_erfc(a: F64, b: F64, y: F64):
+    i = wp.tid()
+    y[i] = wp.erfc(a[i]) * b[i]
+
+
+@wp.kernel
+def k_copysign(a: F64, b: F64, y: F64):
+    i = wp.tid()
+    y[i] = wp.copysign(a[i], b[i]) * (b[i] + a[i])
+
+
+@wp.kernel
 def k_floor(a: F64, b: F64, y: F64):
     i = wp.tid()
     y[i] = wp.floor(a[i]) * b[i]
@@ -487,6 +499,7 @@ _UNARY: dict[str, tuple[Any, np.ndarray]] = {
     "log2": (k_log2, uniform(0.2, 4, 17)),
     "log10": (k_log10, uniform(0.2, 4, 18)),
     "erf": (k_erf, uniform(-2, 2, 19)),
+    "erfc": (k_erfc, uniform(-2, 2, 25)),
     "floor": (k_floor, off_steps(20)),
     "ceil": (k_ceil, off_steps(21)),
     "round": (k_round, off_steps(22)),
@@ -504,6 +517,7 @@ _BINARY: dict[str, tuple[Any, tuple[np.ndarray, np.ndarray]]] = {
     "max": (k_max, distinct_pair(42)),
     "pow": (k_pow, (uniform(0.3, 2.5, 44), uniform(-2, 2, 45))),
     "atan2": (k_atan2, annulus(46)),
+    "copysign": (k_copysign, (away_from_zero(0.3, 2, 47), away_from_zero(0.3, 2, 48))),
 }
 
 # float32 outputs: the harness compares its float32 seed array with the float64 weights, so

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     operators,
     quat,
     random,
+    search,
     spatial,
     transform,
     vecmath,

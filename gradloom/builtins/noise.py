@@ -31,6 +31,8 @@ from .registry import builtin
 from .values import Composite, Ctx, Literal, Value, describe, scalar
 
 _GROUP = "Random"
+# curlnoise's defaults (Warp's): one octave, lacunarity 2, gain 1/2
+_OCTAVES, _LACUNARITY, _GAIN = Literal(1), Literal(2.0), Literal(0.5)
 
 
 @dataclass
@@ -226,8 +228,8 @@ def _curl_sum(ctx: Ctx, states: list[Var], p: list[Var], octaves: Value, lac: Va
 
 @builtin("curlnoise", "a divergence-free field: the curl of Perlin noise potentials, in octaves",
          group=_GROUP, signatures=_CURL_SIGS)
-def curlnoise(ctx: Ctx, state: Value, xyz: Value, octaves: Value = Literal(1),
-              lacunarity: Value = Literal(2.0), gain: Value = Literal(0.5)) -> Value:
+def curlnoise(ctx: Ctx, state: Value, xyz: Value, octaves: Value = _OCTAVES,
+              lacunarity: Value = _LACUNARITY, gain: Value = _GAIN) -> Value:
     p, t = _position(ctx, "curlnoise", xyz)
     if len(p) == 1:
         raise ctx.error("wp.curlnoise() needs a vec2, vec3 or vec4 position, got a scalar")

@@ -131,7 +131,8 @@ def matmul(ctx: Ctx, a: Composite, b: Composite) -> Composite:
             raise ctx.error(f"cannot multiply {a.type!r} by {b.type!r}")
         rows = [dot_comps(ctx, a.comps[r * a.type.cols:(r + 1) * a.type.cols], b.comps)
                 for r in range(a.type.rows)]
-        return Composite(VectorType(a.type.rows, a.type.dtype), tuple(rows))
+        kind = "spatial" if a.type.kind == "spatial" else "vec"  # spatial_matrix @ spatial_vector
+        return Composite(VectorType(a.type.rows, a.type.dtype, kind), tuple(rows))
     if isinstance(a.type, VectorType) and isinstance(b.type, MatrixType):
         return matmul(ctx, transpose(b), a)
     if isinstance(a.type, MatrixType) and isinstance(b.type, MatrixType):
@@ -140,7 +141,9 @@ def matmul(ctx: Ctx, a: Composite, b: Composite) -> Composite:
         n, m, k = a.type.rows, b.type.cols, a.type.cols
         out = [dot_comps(ctx, a.comps[r * k:(r + 1) * k], b.comps[c::m])
                for r in range(n) for c in range(m)]
-        return Composite(MatrixType(n, m, a.type.dtype), tuple(out))
+        spatial = "spatial" in (a.type.kind, b.type.kind) and (n, m) == (6, 6)
+        return Composite(MatrixType(n, m, a.type.dtype, "spatial" if spatial else "mat"),
+                         tuple(out))
     raise ctx.error(f"cannot matrix-multiply {a.type!r} and {b.type!r}")
 
 
@@ -171,6 +174,9 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> Value:
 
 def _composite_binary(ctx: Ctx, opname: str, a: Value, b: Value) -> Value:
     if isinstance(a, Composite) and isinstance(b, Composite):
+        if opname == "mul" and isinstance(a.type, VectorType) and \
+                a.type.kind in ("quat", "transform"):
+            return _rotation_product(ctx, a, b)
         if opname == "mul" and (isinstance(a.type, MatrixType) or isinstance(b.type, MatrixType)):
             return matmul(ctx, a, b)
         if opname in ("add", "sub"):
@@ -184,6 +190,15 @@ def _composite_binary(ctx: Ctx, opname: str, a: Value, b: Value) -> Value:
         comps = [scalar(ctx, scalar_binary(ctx, opname, a, c)) for c in b.comps]
         return Composite(b.type, tuple(comps))
     raise ctx.error(f"'{opname}' is not defined between {describe(a)} and {describe(b)}")
+
+
+def _rotation_product(ctx: Ctx, a: Composite, b: Composite) -> Composite:
+    """quat * quat is the Hamilton product, transform * transform their composition (Warp)."""
+    from . import quat, transform  # imported here: these feature modules sit above this one
+
+    if a.type.kind == "quat":
+        return quat.hamilton(ctx, a, b)
+    return transform.multiply_op(ctx, a, b)
 
 
 def unary(ctx: Ctx, opname: str, a: Value) -> Value:

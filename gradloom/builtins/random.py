@@ -108,7 +108,7 @@ def while_loop(ctx: Ctx, inits: list[Var], cond: Callable[[list[Var]], Var],
 @builtin("rand_init", "a random-number state from a seed (and a per-thread offset)",
          differentiable=False, group=_GROUP,
          signatures=("(seed: Int) -> Int", "(seed: Int, offset: Int) -> Int"))
-def rand_init(ctx: Ctx, seed: Value, offset: Value | None = None) -> Value:
+def rand_init(ctx: Ctx, seed: Value, offset: Value | None = None) -> Value | OutArgs:
     s = as_u32(ctx, "rand_init", seed, "seed")
     if offset is None:
         return pcg_hash(ctx, s)
@@ -140,7 +140,7 @@ def _modulo_range(ctx: Ctx, r: Var, low: Var, high: Var) -> Var:
 @builtin("randi", "a uniform random int32: any value, or in [low, high); advances state",
          differentiable=False, group=_GROUP,
          signatures=("(state: Int) -> Int", "(state: Int, low: Int, high: Int) -> Int"))
-def randi(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value:
+def randi(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value | OutArgs:
     d = Draws(ctx, "randi", state)
     r = d.bits()
     if low is None or high is None:
@@ -152,7 +152,7 @@ def randi(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None =
 @builtin("randu", "a uniform random uint32: any value, or in [low, high); advances state",
          differentiable=False, group=_GROUP,
          signatures=("(state: Int) -> Int", "(state: Int, low: Int, high: Int) -> Int"))
-def randu(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value:
+def randu(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value | OutArgs:
     d = Draws(ctx, "randu", state)
     r = d.bits()
     if low is None or high is None:
@@ -167,7 +167,7 @@ def randu(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None =
 @builtin("randf", "a uniform random float in [0, 1) or [low, high); advances state",
          differentiable=False, group=_GROUP,
          signatures=("(state: Int) -> Float", "(state: Int, low: Float, high: Float) -> Float"))
-def randf(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value:
+def randf(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value | OutArgs:
     d = Draws(ctx, "randf", state)
     if low is None or high is None:
         return d.out(d.uniform())
@@ -194,7 +194,7 @@ def _normal(ctx: Ctx, d: Draws) -> Var:
 
 @builtin("randn", "a standard normal random float (Box-Muller, two draws); advances state",
          differentiable=False, group=_GROUP, signatures="(state: Int) -> Float")
-def randn(ctx: Ctx, state: Value) -> Value:
+def randn(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "randn", state)
     return d.out(_normal(ctx, d))
 
@@ -286,7 +286,7 @@ def _poisson_ptrs(ctx: Ctx, state: Var, lam: Var, active: Var) -> tuple[Var, Var
 
 @builtin("poisson", "a Poisson-distributed uint32 with mean lam; advances state (unless lam=0)",
          differentiable=False, group=_GROUP, signatures="(state: Int, lam: Float) -> Int")
-def poisson(ctx: Ctx, state: Value, lam: Value) -> Value:
+def poisson(ctx: Ctx, state: Value, lam: Value) -> Value | OutArgs:
     d = Draws(ctx, "poisson", state)
     rate = scalar(ctx, _floaty(lam), float32)
     if not rate.type.is_float:
@@ -303,7 +303,7 @@ def poisson(ctx: Ctx, state: Value, lam: Value) -> Value:
 
 @builtin("sample_cdf", "the index of the first cdf entry >= a uniform draw; advances state",
          differentiable=False, group=_GROUP, signatures="(state: Int, cdf: Array) -> Int")
-def sample_cdf(ctx: Ctx, state: Value, cdf: Value) -> Value:
+def sample_cdf(ctx: Ctx, state: Value, cdf: Value) -> Value | OutArgs:
     if not isinstance(cdf, ArrayVal) or cdf.type.ndim != 1 or not (
             isinstance(cdf.type, ArrayType) and isinstance(cdf.type.dtype, ScalarType)
             and cdf.type.dtype.is_float):
@@ -341,7 +341,7 @@ def _angle(ctx: Ctx, u: Var) -> tuple[Var, Var]:
 
 @builtin("sample_unit_ring", "a uniform point on the unit circle; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG1)
-def sample_unit_ring(ctx: Ctx, state: Value) -> Value:
+def sample_unit_ring(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_ring", state)
     c, s = _angle(ctx, d.uniform())
     return d.out(_vec([c, s]))
@@ -349,7 +349,7 @@ def sample_unit_ring(ctx: Ctx, state: Value) -> Value:
 
 @builtin("sample_unit_disk", "a uniform point in the unit disk; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG1)
-def sample_unit_disk(ctx: Ctx, state: Value) -> Value:
+def sample_unit_disk(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_disk", state)
     r = ctx.op("sqrt", d.uniform())
     c, s = _angle(ctx, d.uniform())
@@ -367,7 +367,7 @@ def _on_sphere(ctx: Ctx, d: Draws, z: Var) -> Composite:
 
 @builtin("sample_unit_sphere_surface", "a uniform point on the unit sphere; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG3)
-def sample_unit_sphere_surface(ctx: Ctx, state: Value) -> Value:
+def sample_unit_sphere_surface(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_sphere_surface", state)
     z = ctx.op("sub", ctx.const(1.0, float32), ctx.op("mul", ctx.const(2.0, float32), d.uniform()))
     return d.out(_on_sphere(ctx, d, z))
@@ -376,7 +376,7 @@ def sample_unit_sphere_surface(ctx: Ctx, state: Value) -> Value:
 @builtin("sample_unit_hemisphere_surface",
          "a uniform point on the unit hemisphere surface (z >= 0); advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG3)
-def sample_unit_hemisphere_surface(ctx: Ctx, state: Value) -> Value:
+def sample_unit_hemisphere_surface(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_hemisphere_surface", state)
     return d.out(_on_sphere(ctx, d, d.uniform()))  # Archimedes: z uniform gives uniform area
 
@@ -409,14 +409,14 @@ def _in_ball(ctx: Ctx, d: Draws) -> list[Var]:
 
 @builtin("sample_unit_sphere", "a uniform point in the unit ball; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG3)
-def sample_unit_sphere(ctx: Ctx, state: Value) -> Value:
+def sample_unit_sphere(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_sphere", state)
     return d.out(_vec(_in_ball(ctx, d)))
 
 
 @builtin("sample_unit_hemisphere", "a uniform point in the unit half-ball (z >= 0); advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG3)
-def sample_unit_hemisphere(ctx: Ctx, state: Value) -> Value:
+def sample_unit_hemisphere(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_hemisphere", state)
     x, y, z = _in_ball(ctx, d)
     return d.out(_vec([x, y, ctx.op("abs", z)]))
@@ -429,21 +429,21 @@ def _centered(ctx: Ctx, d: Draws, n: int) -> Composite:
 
 @builtin("sample_unit_square", "a uniform point in [-0.5, 0.5)^2; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG1)
-def sample_unit_square(ctx: Ctx, state: Value) -> Value:
+def sample_unit_square(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_square", state)
     return d.out(_centered(ctx, d, 2))
 
 
 @builtin("sample_unit_cube", "a uniform point in [-0.5, 0.5)^3; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG3)
-def sample_unit_cube(ctx: Ctx, state: Value) -> Value:
+def sample_unit_cube(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_cube", state)
     return d.out(_centered(ctx, d, 3))
 
 
 @builtin("sample_triangle", "uniform barycentric coordinates (u, v) in a triangle; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG1)
-def sample_triangle(ctx: Ctx, state: Value) -> Value:
+def sample_triangle(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_triangle", state)
     root = ctx.op("sqrt", d.uniform())
     v = ctx.op("mul", d.uniform(), root)

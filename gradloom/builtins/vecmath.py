@@ -27,14 +27,17 @@ def _mat(ctx: Ctx, name: str, v: Value, square: bool) -> Composite:
     return v
 
 
-def _delta(ctx: Ctx, name: str, x: Composite, delta: Value) -> Var:
+def _delta(ctx: Ctx, name: str, x: Composite, delta: Value | float) -> Var:
     """The threshold as a scalar of the vector's dtype (a literal adopts it; keyword arguments
     arrive as plain Python numbers)."""
+    value: Value
     if isinstance(delta, Literal):
-        delta = Literal(float(delta.value))
-    elif isinstance(delta, (int, float)) and not isinstance(delta, bool):
-        delta = Literal(float(delta))
-    d = materialize(ctx, delta, x.type.dtype)
+        value = Literal(float(delta.value))
+    elif isinstance(delta, (int, float)):
+        value = Literal(float(delta))
+    else:
+        value = delta
+    d = materialize(ctx, value, x.type.dtype)
     if not isinstance(d, Var) or d.type != x.type.dtype:
         raise ctx.error(f"wp.{name}(): delta must be a {x.type.dtype} scalar like the vector, "
                         f"got {describe(delta)}")
@@ -132,7 +135,7 @@ def norm_l2(ctx: Ctx, v: Value) -> Value:
 
 @builtin("norm_huber", "Huber norm: |v|^2/2 where |v| <= delta, else delta*(|v| - delta/2)",
          group=_VM, signatures="(v: Vector, delta: Float = 1.0) -> Float")
-def norm_huber(ctx: Ctx, v: Value, delta: Value = Literal(1.0)) -> Value:
+def norm_huber(ctx: Ctx, v: Value, delta: Value | float = 1.0) -> Value:
     x = _vec(ctx, "norm_huber", v)
     d = _delta(ctx, "norm_huber", x, delta)
     sq = ops.dot_comps(ctx, x.comps, x.comps)
@@ -144,7 +147,7 @@ def norm_huber(ctx: Ctx, v: Value, delta: Value = Literal(1.0)) -> Value:
 
 @builtin("norm_pseudo_huber", "pseudo-Huber norm: delta * sqrt(1 + |v|^2 / delta^2)", group=_VM,
          signatures="(v: Vector, delta: Float = 1.0) -> Float")
-def norm_pseudo_huber(ctx: Ctx, v: Value, delta: Value = Literal(1.0)) -> Value:
+def norm_pseudo_huber(ctx: Ctx, v: Value, delta: Value | float = 1.0) -> Value:
     x = _vec(ctx, "norm_pseudo_huber", v)
     return _pseudo_huber(ctx, x, _delta(ctx, "norm_pseudo_huber", x, delta))
 
@@ -157,7 +160,7 @@ def _pseudo_huber(ctx: Ctx, x: Composite, d: Var) -> Var:
 
 @builtin("smooth_normalize", "v divided by its pseudo-Huber norm (smooth at the zero vector)",
          group=_VM, signatures="(v: Vector, delta: Float = 1.0) -> Vector")
-def smooth_normalize(ctx: Ctx, v: Value, delta: Value = Literal(1.0)) -> Value:
+def smooth_normalize(ctx: Ctx, v: Value, delta: Value | float = 1.0) -> Value:
     x = _vec(ctx, "smooth_normalize", v)
     h = _pseudo_huber(ctx, x, _delta(ctx, "smooth_normalize", x, delta))
     return Composite(x.type, tuple(ctx.op("div", c, h) for c in x.comps))

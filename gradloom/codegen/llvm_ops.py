@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 _INTRINSIC = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
               "exp", "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc"}
-_LIBM = {"cbrt": "cbrt", "erf": "erf", "atan2": "atan2"}
+_LIBM = {"cbrt": "cbrt", "erf": "erf", "erfc": "erfc", "atan2": "atan2"}
 _FBIN = {"add": "fadd contract", "sub": "fsub contract", "mul": "fmul contract", "div": "fdiv",
          "mod": "frem"}
 _IBIN = {"add": "add", "sub": "sub", "mul": "mul", "and": "and", "or": "or", "xor": "xor",
@@ -181,6 +181,12 @@ class OpEmitter:
 
     def atan2(self, s: Op) -> None:
         self.call_libm(s, "atan2", 2)
+
+    def copysign(self, s: Op) -> None:
+        self.call_intrinsic(s, "copysign", 2)
+
+    def popcount(self, s: Op) -> None:
+        self.call_intrinsic(s, "ctpop", 1)
 
     def compare(self, s: Op) -> None:
         t = s.args[0].type
@@ -475,7 +481,8 @@ def _rules() -> dict[str, Callable[[OpEmitter, Op], None]]:
     e = OpEmitter
     table: dict[str, Callable[[OpEmitter, Op], None]] = {
         "const": e.const, "arg": e.arg, "tid": e.tid, "neg": e.neg, "abs": e.abs_,
-        "min": e.minmax, "max": e.minmax, "pow": e.pow_, "atan2": e.atan2, "not": e.not_,
+        "min": e.minmax, "max": e.minmax, "pow": e.pow_, "atan2": e.atan2, "copysign": e.copysign,
+        "popcount": e.popcount, "not": e.not_,
         "shr": e.shr, "isnan": e.isnan, "isinf": e.isinf, "select": e.select, "cast": e.cast,
         "ptr_add": e.ptr_add, "load": e.load, "store": e.store, "atomic_add": e.atomic,
         "atomic_min": e.atomic, "atomic_max": e.atomic, "check_bounds": e.check_bounds,

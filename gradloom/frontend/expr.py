@@ -11,6 +11,7 @@ from ..builtins import lang, memory, ops
 from ..builtins.construct import construct
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin
+from ..builtins.transform import transform_part
 from ..builtins.values import (
     ArrayVal,
     Composite,
@@ -113,6 +114,9 @@ class ExprLowerer:
         base = self.expr(node.value)
         ctx = self.ctx(node)
         if isinstance(base, Composite):
+            part = transform_part(base, node.attr)  # xform.p / xform.q
+            if part is not None:
+                return part
             return self.component(ctx, base, Literal(self.component_index(node, base)))
         if isinstance(base, StructVal):
             if node.attr not in [n for n, _ in base.type.fields]:
