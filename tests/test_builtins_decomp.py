@@ -7,6 +7,7 @@ matrices, including the degenerate ones a sampler never produces.
 
 # no `from __future__ import annotations`: kernel annotations here name closure variables
 
+import re
 from typing import Any
 
 import numpy as np
@@ -100,11 +101,11 @@ def degenerate_matrices(k: int) -> np.ndarray:
     perm = np.eye(k)[::-1]
     mats = [np.zeros((k, k)), np.eye(k), -np.eye(k), 2.5 * np.eye(k), np.outer(x, y), perm,
             np.diag(np.arange(1.0, k + 1)), np.diag(np.arange(k, 0.0, -1.0)),
-            np.triu(rng.normal(size=(k, k))), np.eye(k) + 1e-9 * rng.normal(size=(k, k))]
+            np.triu(rng.normal(size=(k, k)))]
     if k == 3:
         mats += [np.outer(x, y) + np.outer(y, x), np.diag([2.0, 2.0, -1.0]),
                  np.diag([1.0, -3.0, 2.0])]
-    return np.array(mats)
+    return np.array([*mats, np.eye(k) + 1e-9 * rng.normal(size=(k, k))])  # nearly repeated last
 
 
 def _rel(err: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -241,6 +242,7 @@ def _check_symmetric_losses(a: np.ndarray, tol: float) -> None:
     np.testing.assert_allclose(_eig_loss_grad(a, 0), np.broadcast_to(np.eye(3), a.shape),
                                atol=tol)
     scale = np.abs(a).reshape(len(a), -1).max(axis=1)[:, None, None]
+    scale = np.where(scale > 0, scale, 1.0)
     np.testing.assert_allclose(_eig_loss_grad(a, 1) / scale, 2.0 * a / scale, atol=tol)
 
 
@@ -248,7 +250,7 @@ def _check_symmetric_losses(a: np.ndarray, tol: float) -> None:
 def test_eig3_symmetric_losses_differentiate_at_repeated_eigenvalues() -> None:
     """Warp's contract: losses that are symmetric functions of d have gradients even where
     eigenvalues repeat (exactly: the Jacobi rotations are then exactly zero)."""
-    m = degenerate_matrices(3)[:-4]  # all but the nearly-identity matrix (see below)
+    m = degenerate_matrices(3)[:-1]  # all but the nearly-identity matrix (see below)
     r = random_matrices(3, 50)
     _check_symmetric_losses(np.concatenate([m + _t(m), r + _t(r)]), 1e-9)
 
@@ -284,32 +286,33 @@ def test_gradients_stay_finite_at_degenerate_inputs() -> None:
 
 
 # -- bad calls -------------------------------------------------------------------------------------
+# (gradloom only: Warp compiles a whole module at once, so these would break its other kernels)
 
-@wp.kernel
-def svd3_of_mat22(a: wp.array(dtype=wp.mat22), s: wp.array(dtype=wp.vec3)):
-    i = wp.tid()
-    U, sigma, V = wp.svd3(a[i])
-    s[i] = sigma
+if GRADLOOM:
 
+    @wp.kernel
+    def svd3_of_mat22(a: wp.array(dtype=wp.mat22), s: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        U, sigma, V = wp.svd3(a[i])
+        s[i] = sigma
 
-@wp.kernel
-def svd3_out_not_a_name(a: wp.array(dtype=wp.mat33), s: wp.array(dtype=wp.vec3)):
-    i = wp.tid()
-    U = a[i]
-    sigma = s[i]
-    wp.svd3(a[i], U, sigma, a[i])
+    @wp.kernel
+    def svd3_out_not_a_name(a: wp.array(dtype=wp.mat33), s: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        U = a[i]
+        sigma = s[i]
+        wp.svd3(a[i], U, sigma, a[i])
 
-
-@wp.kernel
-def qr3_out_wrong_type(a: wp.array(dtype=wp.mat33), s: wp.array(dtype=wp.vec3)):
-    i = wp.tid()
-    Q = a[i]
-    R = s[i]
-    wp.qr3(a[i], Q, R)
+    @wp.kernel
+    def qr3_out_wrong_type(a: wp.array(dtype=wp.mat33), s: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        Q = a[i]
+        R = s[i]
+        wp.qr3(a[i], Q, R)
 
 
 @pytest.mark.skipif(not GRADLOOM, reason="gradloom's error messages")
-@pytest.mark.parametrize("kernel, message", [
+@pytest.mark.parametrize("kernel, message", [] if not GRADLOOM else [
     (svd3_of_mat22, "svd3() needs a float 3x3 matrix"),
     (svd3_out_not_a_name, "argument 4 is an output and must be a variable name"),
     (qr3_out_wrong_type, "qr3(): output R must be a variable of type"),
@@ -320,5 +323,5 @@ def test_bad_calls_name_the_builtin(kernel: Any, message: str) -> None:
     n = 2
     a = wp.zeros(n, dtype=wp.mat22 if kernel is svd3_of_mat22 else wp.mat33, device=DEVICE)
     s = wp.zeros(n, dtype=wp.vec3, device=DEVICE)
-    with pytest.raises(CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(CompileError, match=re.escape(message)):
         wp.launch(kernel, dim=n, inputs=[a, s], device=DEVICE)

@@ -209,6 +209,22 @@ def test_the_state_advances_inside_loops() -> None:
     np.testing.assert_array_equal(x, np.stack([np_unit(b) for b in bits], axis=1))
 
 
+@wp.kernel
+def element_state_kernel(states: wp.array(dtype=wp.uint32), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.randf(states[i])  # a temporary state, as in Warp: states[i] is not advanced
+
+
+def test_a_state_that_is_not_a_variable_is_a_temporary() -> None:
+    seeds = np.arange(5, dtype=np.uint32) * 7 + 1
+    states = wp.array(seeds, dtype=wp.uint32, device=DEVICE)
+    out = wp.zeros(5, dtype=float, device=DEVICE)
+    wp.launch(element_state_kernel, dim=5, inputs=[states, out], device=DEVICE)
+    bits, _ = np_draws(seeds, 1)
+    np.testing.assert_array_equal(out.numpy(), np_unit(bits[0]))
+    np.testing.assert_array_equal(states.numpy(), seeds)
+
+
 # -- noise --------------------------------------------------------------------------------------
 
 @wp.kernel

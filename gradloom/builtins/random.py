@@ -87,7 +87,7 @@ class Draws:
         new: Value = self.state
         if isinstance(self.given, Var) and self.given.type != uint32:
             new = self.ctx.op("cast", self.state, type=self.given.type)
-        return OutArgs(result, ((0, new),))
+        return OutArgs(result, ((0, new),), temporaries_ok=True)
 
 
 def while_loop(ctx: Ctx, inits: list[Var], cond: Callable[[list[Var]], Var],

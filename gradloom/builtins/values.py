@@ -76,6 +76,9 @@ class OutArgs:
 
     result: Any
     writes: tuple[tuple[int, Any], ...]
+    #: an argument that is not a plain name (`wp.randf(states[i])`) gets no write-back, as a
+    #: temporary in Warp; otherwise that is an error (svd3's outputs would be lost)
+    temporaries_ok: bool = False
 
 
 Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal

@@ -35,9 +35,10 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
                 targets = list(node.targets)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
                 targets = [node.target]
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-                # a builtin's output arguments (`wp.svd3(A, U, s, V)`) rebind plain names
-                targets = [a for a in node.value.args if isinstance(a, ast.Name)]
+            elif isinstance(node, ast.Call):
+                # a builtin's output arguments (`wp.svd3(A, U, s, V)`, `wp.randf(rng)`) rebind
+                # plain names, also inside an expression
+                targets = [a for a in node.args if isinstance(a, ast.Name)]
             for t in targets:
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):

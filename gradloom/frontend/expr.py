@@ -276,6 +276,8 @@ class ExprLowerer:
         """Rebind the variables passed as a builtin's output arguments."""
         for index, value in out.writes:
             target = node.args[index] if index < len(node.args) else None
+            if not isinstance(target, ast.Name) and out.temporaries_ok:
+                continue
             if not isinstance(target, ast.Name):
                 raise CompileError(f"wp.{name}(): argument {index + 1} is an output and must be "
                                    "a variable name", ctx.loc)
