@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradloom.errors import GradloomError
+from gradloom.runtime.array_protocols import ArrayProtocols
 from gradloom.runtime.device import Device, get_device
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
@@ -224,7 +225,7 @@ class _GlType:
         return lambda: gl
 
 
-class array:
+class array(ArrayProtocols):
     """A Warp-style array of 1-4 dimensions (or, built with only dtype/ndim, an annotation)."""
 
     _fixed_ndim: ClassVar[int | None] = None

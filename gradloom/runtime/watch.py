@@ -21,7 +21,7 @@ NDArray = npt.NDArray[Any]
 class Memory:
     """The identity of one allocation, shared by an array and its views."""
 
-    __slots__ = ("watchers",)
+    __slots__ = ("__weakref__", "watchers")
 
     def __init__(self) -> None:
         # weak references, so a dropped tape stops watching; a plain list keeps the check
