@@ -19,6 +19,24 @@ from .errors import (
     UnsupportedSyntaxError,
 )
 from .frontend.func import Function, func, func_grad
+from .interop.dlpack import from_dlpack, to_dlpack
+from .interop.jax import (
+    device_from_jax,
+    device_to_jax,
+    dtype_from_jax,
+    dtype_to_jax,
+    from_jax,
+    to_jax,
+)
+from .interop.numpy import dtype_from_numpy, dtype_to_numpy
+from .interop.torch import (
+    device_from_torch,
+    device_to_torch,
+    dtype_from_torch,
+    dtype_to_torch,
+    from_torch,
+    to_torch,
+)
 from .kernel import VERSION as __version__
 from .kernel import Kernel, kernel
 from .runtime.array import array
@@ -134,6 +152,10 @@ globals().update({name: b for name, b in _REGISTRY.items() if name not in global
 
 
 def __getattr__(name: str) -> object:
+    if name == "torch":  # `wp.torch`, as in Warp; imports torch only when used
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
     raise AttributeError(
         f"module 'gradloom' has no attribute '{name}' (not implemented yet, or not a Warp name)"
     )

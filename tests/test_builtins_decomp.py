@@ -210,7 +210,7 @@ def test_eig3(ft: str, kind: str) -> None:
 @pytest.mark.skipif(not GRADLOOM, reason="gradloom decomposes the symmetric part (Warp: undefined)")
 def test_eig3_uses_the_symmetric_part() -> None:
     a = random_matrices(3)
-    q, d = run("eig3", "float64", a)
+    _, d = run("eig3", "float64", a)
     np.testing.assert_allclose(d, np.linalg.eigvalsh(0.5 * (a + _t(a))), rtol=1e-9,
                                atol=1e-12 * np.abs(a).max())
 
@@ -221,7 +221,7 @@ def test_eig3_uses_the_symmetric_part() -> None:
 def eig_losses(a: wp.array(dtype=wp.mat33d), trace: wp.array(dtype=wp.float64),
                square: wp.array(dtype=wp.float64)):
     i = wp.tid()
-    Q, d = wp.eig3(a[i])
+    _Q, d = wp.eig3(a[i])
     trace[i] = d[0] + d[1] + d[2]
     square[i] = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
 
@@ -293,7 +293,7 @@ if GRADLOOM:
     @wp.kernel
     def svd3_of_mat22(a: wp.array(dtype=wp.mat22), s: wp.array(dtype=wp.vec3)):
         i = wp.tid()
-        U, sigma, V = wp.svd3(a[i])
+        _U, sigma, _V = wp.svd3(a[i])
         s[i] = sigma
 
     @wp.kernel

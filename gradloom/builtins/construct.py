@@ -112,14 +112,17 @@ def _dtype_kw(ctx: Ctx, dtype: Any) -> ScalarType:
     return t
 
 
-@builtin("vector", "a vector from components: vector(*comps, length=, dtype=)")
+@builtin("vector", "a vector from components: vector(*comps, length=, dtype=)",
+         group="Vector Math", signatures="(*args: Scalar, length: Int, dtype: Any) -> Vector")
 def vector(ctx: Ctx, *args: Value, length: int | None = None, dtype: Any = None) -> Value:
     dt = _dtype_kw(ctx, dtype) if dtype is not None else _first_type(ctx, args)
     n = length if length is not None else len(args)
     return construct_composite(ctx, VectorType(n, dt), list(args))
 
 
-@builtin("matrix", "a matrix from components: matrix(*comps, shape=, dtype=)")
+@builtin("matrix", "a matrix from components: matrix(*comps, shape=, dtype=)",
+         group="Vector Math",
+         signatures="(*args: Scalar, shape: (Int, Int), dtype: Any) -> Matrix")
 def matrix(ctx: Ctx, *args: Value, shape: tuple[int, int] | None = None,
            dtype: Any = None) -> Value:
     if shape is None:
@@ -149,17 +152,20 @@ def _rows_or_cols(ctx: Ctx, name: str, args: tuple[Value, ...], cols: bool) -> C
     return Composite(MatrixType(len(vecs), n, dt), tuple(c for v in vecs for c in v.comps))
 
 
-@builtin("matrix_from_rows", "a matrix whose rows are the given vectors")
+@builtin("matrix_from_rows", "a matrix whose rows are the given vectors", group="Vector Math",
+         signatures="(*args: Vector) -> Matrix")
 def matrix_from_rows(ctx: Ctx, *args: Value) -> Value:
     return _rows_or_cols(ctx, "matrix_from_rows", args, cols=False)
 
 
-@builtin("matrix_from_cols", "a matrix whose columns are the given vectors")
+@builtin("matrix_from_cols", "a matrix whose columns are the given vectors", group="Vector Math",
+         signatures="(*args: Vector) -> Matrix")
 def matrix_from_cols(ctx: Ctx, *args: Value) -> Value:
     return _rows_or_cols(ctx, "matrix_from_cols", args, cols=True)
 
 
-@builtin("identity", "the n×n identity matrix: identity(n=3, dtype=float)")
+@builtin("identity", "the n×n identity matrix: identity(n=3, dtype=float)", group="Vector Math",
+         differentiable=False, signatures="(n: Int, dtype: Any) -> Matrix")
 def identity(ctx: Ctx, n: int = 3, dtype: Any = float32) -> Value:
     dt = _dtype_kw(ctx, dtype)
     one, zero = ctx.const(1, dt), ctx.const(0, dt)

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradloom.errors import GradloomError
-from gradloom.runtime.array_protocols import ArrayProtocols
+from gradloom.runtime.array_protocols import ArrayProtocols, aligned_copy, aligned_zeros
 from gradloom.runtime.device import Device, get_device
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
@@ -119,7 +119,7 @@ def _to_numpy(data: Any, npdt: np.dtype[Any] | None, copy: bool) -> NDArray:
         data = data.numpy()
     try:
         if copy:
-            return np.array(data, dtype=npdt, order="C", copy=True)
+            return aligned_copy(np.array(data, dtype=npdt, order="C", copy=True))
         return np.asarray(data, dtype=npdt)
     except (TypeError, ValueError) as e:
         what = "numpy data" if npdt is None else f"elements of numpy type {npdt}"
@@ -168,7 +168,7 @@ def _trailing_contiguous(arr: NDArray, k: int) -> NDArray:
 def zeros_same_layout(a: NDArray) -> NDArray:
     """Zeroed memory with exactly `a`'s shape and strides (a gradient must share its layout)."""
     if a.flags.c_contiguous or a.size == 0:
-        return np.zeros(a.shape, dtype=a.dtype)
+        return aligned_zeros(a.shape, a.dtype)
     lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
     hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0) + a.itemsize
     buf = np.zeros(hi - lo, dtype=np.uint8)
@@ -277,7 +277,7 @@ class array(ArrayProtocols):
             storage, t = _storage_from_data(data, dtype, dims, copy)
         else:
             t = resolve_dtype(float if dtype is typing.Any else dtype)
-            storage = np.zeros((*(dims or ()), *elem_shape(t)), dtype=storage_dtype(t))
+            storage = aligned_zeros((*(dims or ()), *elem_shape(t)), storage_dtype(t))
         self._bind(storage, t, dev, ndim)
         self._grad, self._requires_grad = None, False
         self.requires_grad = requires_grad

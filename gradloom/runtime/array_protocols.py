@@ -1,17 +1,43 @@
-"""Protocols `wp.array` exports to other frameworks: DLPack (`__dlpack__`, `__dlpack_device__`).
+"""What `wp.array` offers other frameworks: DLPack export and 64-byte-aligned allocation.
 
-A mixin, so that array.py stays within its size budget; the memory is the array's numpy storage,
-so the export is zero-copy and numpy's own DLPack implementation does the work.
+The DLPack protocol (`__dlpack__`, `__dlpack_device__`) is a mixin, so that array.py stays
+within its size budget; the memory is the array's numpy storage, so the export is zero-copy
+and numpy's own DLPack implementation does the work. Allocations are 64-byte aligned: JAX
+shares (rather than copies) only buffers aligned like that, and wide vector loads like it too.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from gradloom.errors import GradloomError
 
 #: DLPack's device type code for CPU memory (kDLCPU).
 DLPACK_CPU = 1
+
+#: Byte alignment of array allocations.
+ALIGNMENT = 64
+
+
+def aligned_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    """A zeroed C-contiguous numpy array whose data starts on an ALIGNMENT-byte boundary."""
+    dt = np.dtype(dtype)
+    nbytes = math.prod(shape) * dt.itemsize
+    buf = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -buf.ctypes.data % ALIGNMENT
+    return buf[start : start + nbytes].view(dt).reshape(shape)
+
+
+def aligned_copy(data: Any) -> Any:
+    """`data` (a C-contiguous numpy array), or an aligned copy of it when it is not aligned."""
+    if data.ctypes.data % ALIGNMENT == 0 or data.size == 0:
+        return data
+    out = aligned_zeros(data.shape, data.dtype)
+    out[...] = data
+    return out
 
 
 class ArrayProtocols:

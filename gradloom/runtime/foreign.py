@@ -18,10 +18,17 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from gradloom.errors import GradloomError, LaunchError
-from gradloom.runtime.array import NDArray, array, elem_shape, same_layout, storage_dtype
+from gradloom.runtime.array import (
+    NDArray,
+    array,
+    elem_shape,
+    resolve_dtype,
+    same_layout,
+    storage_dtype,
+)
 from gradloom.runtime.device import CPU
 from gradloom.runtime.watch import Memory
-from gradloom.types import ArrayType, ScalarType, StructType, scalar_from_numpy
+from gradloom.types import ArrayType, ScalarType, scalar_from_numpy
 
 _MEMORY: weakref.WeakValueDictionary[int, Memory] = weakref.WeakValueDictionary()
 
@@ -155,8 +162,6 @@ def wrap_tensor(t: Any, dtype: Any = None, requires_grad: bool | None = None,
                 grad: Any = None, what: str = "tensor") -> array:
     """`wp.from_torch`: an array sharing the tensor's memory; its gradient is `grad`, or the
     tensor's `.grad` (created if None) when `requires_grad` (default: the tensor's)."""
-    from gradloom.runtime.array import resolve_dtype
-
     data = tensor_numpy(t, what)
     el = scalar_dtype_of(data.dtype, what) if dtype is None else resolve_dtype(dtype)
     wants_grad = bool(t.requires_grad) if requires_grad is None else bool(requires_grad)
@@ -182,7 +187,8 @@ def _is_foreign(value: Any) -> bool:
 
 
 def foreign_to_array(value: Any, t: Any, what: str) -> array:
-    """A numpy array, torch tensor or DLPack producer as an array of element type `t`."""
+    """A numpy array, torch tensor or DLPack producer as an array of element type `t` (None:
+    the data's scalar type)."""
     if isinstance(value, np.ndarray):
         return wrap_numpy(value, t, what)
     if is_torch_tensor(value):
@@ -195,13 +201,23 @@ def foreign_to_array(value: Any, t: Any, what: str) -> array:
     return wrap_numpy(data, t, what)
 
 
-def adapt_args(kernel_key: str, params: Sequence[tuple[str, Any]],
+def array_slots(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str, ArrayType]]:
+    """(position, name, type) of each array parameter: what `adapt_args` looks at."""
+    return [(i, name, t) for i, (name, t) in enumerate(params) if isinstance(t, ArrayType)]
+
+
+def adapt_args(kernel_key: str, slots: Sequence[tuple[int, str, ArrayType]],
                args: Sequence[Any]) -> Sequence[Any]:
     """Launch arguments with numpy arrays, torch tensors and DLPack producers given for array
-    parameters wrapped (zero-copy) as gradloom arrays; `args` itself when there are none."""
+    parameters (`slots`, from `array_slots`) wrapped zero-copy as gradloom arrays; `args`
+    itself when there are none."""
     out: list[Any] | None = None
-    for i, (value, (name, t)) in enumerate(zip(args, params)):
-        if not isinstance(t, ArrayType) or type(value) is array or not _is_foreign(value):
+    n = len(args)
+    for i, name, t in slots:
+        if i >= n:
+            break
+        value = args[i]
+        if type(value) is array or not _is_foreign(value):
             continue
         what = f"kernel '{kernel_key}' argument '{name}' (position {i})"
         try:
@@ -218,15 +234,6 @@ def adapt_args(kernel_key: str, params: Sequence[tuple[str, Any]],
 
 
 def as_array(value: Any, what: str) -> Any:
-    """`value` as a gradloom array when it is a foreign one (a torch tensor keeps its grad)."""
-    if isinstance(value, array) or not _is_foreign(value):
-        return value
-    if is_torch_tensor(value):
-        return wrap_tensor(value, requires_grad=True, what=what)
-    if isinstance(value, np.ndarray):
-        return wrap_numpy(value, None, what)
-    return foreign_to_array(value, scalar_dtype_of(np.from_dlpack(value).dtype, what), what)
-
-
-def is_struct(t: Any) -> bool:
-    return isinstance(t, StructType)
+    """A torch tensor as a gradloom array (its `.grad` attached when it requires grad); any
+    other value unchanged (numpy arrays have no gradient to seed)."""
+    return wrap_tensor(value, what=what) if is_torch_tensor(value) else value

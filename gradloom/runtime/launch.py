@@ -22,6 +22,7 @@ from ..types import (
 )
 from .array import NDArray, array
 from .device import get_device
+from .foreign import adapt_args, array_slots
 from .recording import ACTIVE_TAPES
 from .watch import before_write
 
@@ -182,6 +183,7 @@ class Prepared:
         if access is None:  # not analysable: every array argument may be written
             access = {key: frozenset({"stores"}) for key in array_keys(self.compiled.params)}
         self.writes = [key for key, flags in access.items() if flags & {"stores", "minmax"}]
+        self.array_slots = array_slots(self.compiled.params)
 
     def set_stack(self, stack: NDArray) -> None:
         self.stack, self.stack_addr, self.stack_size = stack, stack.ctypes.data, stack.size
@@ -323,12 +325,17 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     """Run kernel over a 1-4-D grid of threads; arguments are inputs followed by outputs."""
     if device is not None and device != "cpu":
         get_device(device)  # raises for devices this build cannot run on
-    args = [*inputs, *outputs] if outputs else inputs
+    args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
     if adjoint:
-        adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
-        prepared_adjoint(kernel).run(_dims(dim), with_gradients(args, adj))
+        prepared = prepared_adjoint(kernel)
+        slots = prepared.array_slots
+        adj: Sequence[Any] = [*(adj_inputs or [None] * len(inputs)),
+                              *(adj_outputs or [None] * len(outputs))]
+        args, adj = adapt_args(kernel.key, slots, args), adapt_args(kernel.key, slots, adj)
+        prepared.run(_dims(dim), with_gradients(args, adj))
         return
     prepared = prepared_forward(kernel)
+    args = adapt_args(kernel.key, prepared.array_slots, args)
     dims = _dims(dim)
     tapes = ACTIVE_TAPES.get() if record_tape else ()
     if not tapes:

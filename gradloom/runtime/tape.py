@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import GradloomError
 from .adjoint import LaunchRecord
 from .array import array
+from .foreign import as_array
 from .recording import ACTIVE_TAPES
 
 
@@ -72,6 +73,7 @@ class Tape:
             raise GradloomError("Tape.backward() needs loss=<1-element array> or "
                                 "grads={array: seed}")
         if loss is not None:
+            loss = as_array(loss, "Tape.backward(loss=...)")
             g = _gradient_of(loss, "loss")
             if loss.size != 1:
                 raise GradloomError(f"Tape.backward(loss=...): the loss must have exactly one "
@@ -80,8 +82,8 @@ class Tape:
             self.loss = loss
             g.fill_(1.0)
         for a, seed in (grads or {}).items():
-            g = _gradient_of(a, "grads")
-            g.assign(seed.numpy() if isinstance(seed, array) else seed)
+            g = _gradient_of(as_array(a, "Tape.backward(grads=...)"), "grads")
+            g.assign(_values(seed))
         for record in reversed(self.records):
             record.backward()
 
@@ -112,6 +114,15 @@ class Tape:
         self.zero()
         self.records.clear()
         self.loss = None
+
+
+def _values(seed: Any) -> Any:
+    """A seed's values for `assign` (read, never written; tensors are detached)."""
+    if isinstance(seed, array):
+        return seed.numpy()
+    if hasattr(seed, "detach"):
+        return seed.detach().cpu().numpy()
+    return seed
 
 
 def _gradient_of(a: Any, what: str) -> array:

@@ -1,7 +1,7 @@
 """Rows for the atomic builtins (gradloom/builtins/atomics.py).
 
 Gradient rows update the output array r0 atomically and then `return`, so the harness's final
-`r0[i] = y0` is never reached: r0 holds what the atomic left there (atomic_min/max may not be
+`r0[i] = y0` is never run: r0 holds what the atomic left there (atomic_min/max may not be
 differentiated on an array the kernel also stores into). r0 starts at zero, so min/max values
 are kept below/above zero to make the atomic's value the one that stays.
 The bitwise/exchange rows (no gradient) first store x1 into r0, apply the atomic, and read back.
@@ -32,12 +32,16 @@ def _sq_scaled(x: np.ndarray) -> np.ndarray:
     return x * x[:, 1:2]
 
 
+# y0 is defined only because Warp compiles the unreachable `r0[i] = y0` after the return
+_RETURN = "y0 = x0\nreturn"
+
+
 def _gradient_rows(name: str, sign: float, scalar_value: str, vector_value: str,
                    scalar_ref: object, vector_sample: str = "any") -> list[Row]:
     return [
-        Row(name, SCALAR, ("f",), ("f",), body=f"wp.{name}(r0, i, {scalar_value})\nreturn",
+        Row(name, SCALAR, ("f",), ("f",), body=f"wp.{name}(r0, i, {scalar_value})\n{_RETURN}",
             ref=scalar_ref),
-        Row(name, VECTOR, ("v3",), ("v3",), body=f"wp.{name}(r0, i, {vector_value})\nreturn",
+        Row(name, VECTOR, ("v3",), ("v3",), body=f"wp.{name}(r0, i, {vector_value})\n{_RETURN}",
             sample=(vector_sample,), ref=lambda x: sign * _sq_scaled(x)),
     ]
 

@@ -147,7 +147,7 @@ ROWS: list[Row] = [
         body="y0, y1 = wp.quat_to_axis_angle(x0)", ref=scipy_ref(_axis_angle_ref)),
     Row("quat_to_axis_angle", "(quat: Quat, axis: Vector3, angle: Float) -> None", ("q",),
         ("v3", "f"), label="outargs",
-        body="ax = wp.static(wp.types.vector(length=3, dtype=F))()\nang = F(0.0)\n"
+        body="ax, ang = wp.quat_to_axis_angle(x0 * F(0.5))  # typed output variables\n"
              "wp.quat_to_axis_angle(x0, ax, ang)\ny0 = ax\ny1 = ang",
         ref=scipy_ref(_axis_angle_ref)),
     Row("quat_rpy", "(roll: Float, pitch: Float, yaw: Float) -> Quat", ("f", "f", "f"), ("q",),

@@ -1,0 +1,65 @@
+"""DLPack: `wp.from_dlpack` (any producer or capsule, zero-copy) and `wp.to_dlpack`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gradloom.errors import GradloomError
+from gradloom.runtime.array import array
+from gradloom.runtime.array_protocols import DLPACK_CPU
+from gradloom.runtime.foreign import is_torch_tensor, wrap_numpy
+
+_DEVICE_NAMES = {2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal",
+                 10: "ROCm", 13: "CUDA managed", 14: "oneAPI"}
+
+
+class _Capsule:
+    """A bare DLPack capsule (from a legacy `to_dlpack()`) as a DLPack producer."""
+
+    def __init__(self, capsule: Any) -> None:
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (DLPACK_CPU, 0)
+
+
+def from_dlpack(source: Any, dtype: Any = None) -> array:
+    """An array sharing the memory of a DLPack producer (an object with `__dlpack__`) or of a
+    DLPack capsule. `dtype` reads trailing dims as vector/matrix components (wp.vec3...)."""
+    if type(source).__name__ == "PyCapsule":
+        source = _Capsule(source)
+    elif not hasattr(source, "__dlpack__"):
+        raise GradloomError(f"from_dlpack: {type(source).__name__} is neither a DLPack "
+                            "producer (no __dlpack__) nor a DLPack capsule")
+    else:
+        _check_device(source)
+        if is_torch_tensor(source):
+            source = source.detach()  # torch refuses to export tensors that require grad
+    try:
+        data = np.from_dlpack(source)
+    except (TypeError, RuntimeError, BufferError, ValueError) as e:
+        raise GradloomError(f"from_dlpack: cannot import {type(source).__name__}: {e}") from None
+    return wrap_numpy(data, dtype, "from_dlpack source")
+
+
+def _check_device(source: Any) -> None:
+    device = getattr(source, "__dlpack_device__", None)
+    if device is None:
+        return
+    kind = int(device()[0])
+    if kind != DLPACK_CPU:
+        name = _DEVICE_NAMES.get(kind, f"type {kind}")
+        raise GradloomError(f"from_dlpack: the source lives in {name} memory; gradloom runs on "
+                            "the CPU")
+
+
+def to_dlpack(a: array) -> Any:
+    """A DLPack capsule sharing `a`'s memory (for consumers that take capsules)."""
+    if not isinstance(a, array):
+        raise GradloomError(f"to_dlpack: expected a gradloom array, got {type(a).__name__}")
+    return a.__dlpack__()

@@ -1,0 +1,110 @@
+"""PyTorch conversions: `from_torch` / `to_torch` (zero-copy, gradients attached) and the
+device and dtype mappings. torch is imported when one of these is called, never before."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from gradloom import types as _t
+from gradloom.errors import GradloomError
+from gradloom.runtime.array import array, resolve_dtype
+from gradloom.runtime.device import Device, get_device
+from gradloom.runtime.foreign import memory_for, wrap_tensor
+
+_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                "uint64", "float16", "float32", "float64")
+
+
+def torch_module() -> Any:
+    """The torch module, or a clear error when it is not installed."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError as e:
+        raise GradloomError("PyTorch is not installed: pip install torch==2.13.0 "
+                            "(the CPU wheel)") from e
+
+
+def _pairs() -> list[tuple[Any, Any]]:
+    torch = torch_module()
+    gl = {"bool": _t.bool_}
+    return [(gl.get(n) or getattr(_t, n), getattr(torch, n)) for n in _DTYPE_NAMES]
+
+
+def dtype_from_torch(torch_dtype: Any) -> Any:
+    """The gradloom scalar type of a torch dtype (torch.float32 -> wp.float32)."""
+    for gl, th in _pairs():
+        if th == torch_dtype:
+            return gl
+    raise GradloomError(f"torch dtype {torch_dtype} has no gradloom equivalent (supported: "
+                        "bool, int8-64, uint8-64, float16, float32, float64)")
+
+
+def dtype_to_torch(gradloom_dtype: Any) -> Any:
+    """The torch dtype of a gradloom scalar type (vectors/matrices: their component's)."""
+    t = resolve_dtype(gradloom_dtype)
+    scalar = t.dtype if isinstance(t, (_t.VectorType, _t.MatrixType)) else t
+    for gl, th in _pairs():
+        if gl == scalar:
+            return th
+    raise GradloomError(f"{gradloom_dtype!r} has no torch equivalent")
+
+
+def device_from_torch(torch_device: Any) -> Device:
+    """The gradloom device of a torch device ("cpu" only: gradloom has no GPU backend yet)."""
+    return get_device(str(torch_device))
+
+
+def device_to_torch(device: Any = None) -> str:
+    """The torch device string of a gradloom device."""
+    return get_device(device).alias
+
+
+def from_torch(t: Any, dtype: Any = None, requires_grad: bool | None = None,
+               grad: Any = None) -> array:
+    """An array sharing the tensor's memory (a write on one side shows on the other).
+
+    `dtype` (default: the tensor's scalar type) may be a vector/matrix type, which takes the
+    trailing dims (they must be contiguous). With `requires_grad` (default: the tensor's), the
+    array's gradient is `grad` if given, else the tensor's `.grad`, allocated (zeros) if None.
+    Non-contiguous tensors keep their strides.
+    """
+    torch = torch_module()
+    if not isinstance(t, torch.Tensor):
+        raise GradloomError(f"from_torch: expected a torch.Tensor, got {type(t).__name__}")
+    return wrap_tensor(t, dtype, requires_grad, grad, what="from_torch tensor")
+
+
+def to_torch(a: array, requires_grad: bool | None = None) -> Any:
+    """A tensor sharing `a`'s memory (vector/matrix components as trailing dims).
+
+    With `requires_grad` (default: `a.requires_grad`) the tensor requires grad and its `.grad`
+    shares `a.grad`'s memory (allocated if `a` had none).
+    """
+    torch = torch_module()
+    if not isinstance(a, array):
+        raise GradloomError(f"to_torch: expected a gradloom array, got {type(a).__name__}")
+    t = _tensor_of(torch, a.numpy(), "to_torch")
+    memory_for(int(t.untyped_storage().data_ptr()), a._mem)
+    if a.requires_grad if requires_grad is None else requires_grad:
+        if a.grad is None:
+            a.requires_grad = True
+        assert a.grad is not None
+        t.requires_grad_(True)
+        t.grad = _tensor_of(torch, a.grad.numpy(), "to_torch (gradient)")
+    return t
+
+
+def _tensor_of(torch: Any, data: np.ndarray[Any, Any], what: str) -> Any:
+    if data.dtype.names is not None:
+        raise GradloomError(f"{what}: arrays of structs have no torch equivalent")
+    if any(s < 0 for s in data.strides):
+        raise GradloomError(f"{what}: torch has no negative strides (strides {data.strides}); "
+                            "pass a .contiguous() copy")
+    try:
+        return torch.from_numpy(data)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise GradloomError(f"{what}: torch cannot share memory of dtype {data.dtype}: {e}") \
+            from None

@@ -1,0 +1,302 @@
+"""The `gradloom.torch` autograd bridge: kernels and kernel-launching functions as torch ops.
+
+`function(f)` returns a callable that takes torch tensors, runs `f` on zero-copy gradloom views
+of them under a `wp.Tape`, and returns torch tensors that carry a `torch.autograd.Function`
+node. That node's backward seeds the outputs' gradients from (a copy of) `grad_outputs`,
+replays the tape, and returns fresh gradient tensors; torch alone accumulates them into leaf
+`.grad`s. So backward is re-entrant (`retain_graph`), never writes `grad_outputs`, inputs or
+leaf gradients itself, and counts nothing twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from gradloom.errors import GradloomError
+from gradloom.interop.torch import _tensor_of, torch_module
+from gradloom.runtime.array import array
+from gradloom.runtime.array_ops import zeros
+from gradloom.runtime.foreign import wrap_tensor
+from gradloom.runtime.launch import launch
+from gradloom.runtime.tape import Tape
+from gradloom.runtime.watch import Watch
+from gradloom.types import ArrayType
+
+ShapeSpec = str | int | tuple[int, ...] | Callable[..., Any] | None
+
+
+class _ReadOnly(Watch):
+    """Refuses writes into a bridge function's input while it runs."""
+
+    def __init__(self, a: array, label: str) -> None:
+        super().__init__(a)
+        self.label = label
+
+    def preserve(self) -> None:
+        raise GradloomError(f"{self.label} is an input of a gradloom.torch function, and "
+                            "inputs are read-only (copy it with wp.clone first)")
+
+
+class _Spec:
+    """What one bridged function needs: the function, its name and input dtypes."""
+
+    def __init__(self, fn: Callable[..., Any], name: str, dtypes: Mapping[int, Any]) -> None:
+        self.fn, self.name, self.dtypes = fn, name, dict(dtypes)
+        self.lock = threading.Lock()
+
+
+# --------------------------------------------------------------------------------------------
+# forward and backward
+
+
+def _inputs(spec: _Spec, args: Sequence[Any], needs: Sequence[bool]) -> list[Any]:
+    """Tensors as zero-copy arrays, with private zeroed gradients where torch needs one."""
+    torch = torch_module()
+    out: list[Any] = []
+    for i, (value, need) in enumerate(zip(args, needs)):
+        if isinstance(value, torch.Tensor):
+            what = f"{spec.name}: argument {i}"
+            value = wrap_tensor(value, spec.dtypes.get(i), requires_grad=False, what=what)
+            value.requires_grad = need
+        out.append(value)
+    return out
+
+
+def _outputs(spec: _Spec, result: Any) -> list[array]:
+    outs = list(result) if isinstance(result, (tuple, list)) else [result]
+    for k, o in enumerate(outs):
+        if not isinstance(o, array):
+            raise GradloomError(f"{spec.name}: output {k} is a {type(o).__name__}; a "
+                                "gradloom.torch function returns gradloom arrays")
+    return outs
+
+
+def _output_tensor(torch: Any, o: array, inputs: Sequence[Any]) -> Any:
+    """Zero-copy, except for an output sharing memory with an input (copied: outputs of a
+    torch op must not alias its inputs)."""
+    data = o.numpy()
+    aliased = any(isinstance(a, array) and a._mem is o._mem for a in inputs)
+    if aliased or any(s < 0 for s in data.strides):
+        data = np.ascontiguousarray(data).copy()
+    return _tensor_of(torch, data, "gradloom.torch output")
+
+
+def _forward(ctx: Any, spec: _Spec, args: tuple[Any, ...]) -> Any:
+    torch = torch_module()
+    needs = list(ctx.needs_input_grad[1:])
+    arrays = _inputs(spec, args, needs)
+    guards = [_ReadOnly(a, f"{spec.name}: argument {i}") for i, a in enumerate(arrays)
+              if isinstance(a, array)]
+    tape = Tape() if any(needs) else None
+    if tape is not None:
+        with tape:
+            outs = _outputs(spec, spec.fn(*arrays))
+    else:
+        outs = _outputs(spec, spec.fn(*arrays))
+    del guards
+    tensors = [_output_tensor(torch, o, arrays) for o in outs]
+    for o, t in zip(outs, tensors):
+        if tape is not None and t.is_floating_point() and o.grad is None:
+            raise GradloomError(f"{spec.name}: an output has no gradient buffer; allocate "
+                                "outputs with requires_grad=True")
+        if not t.is_floating_point():
+            ctx.mark_non_differentiable(t)
+    ctx.spec, ctx.tape, ctx.arrays, ctx.outs = spec, tape, arrays, outs
+    ctx.shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
+    ctx.save_for_backward(*(a for a in args if isinstance(a, torch.Tensor)), *tensors)
+    return tensors[0] if len(tensors) == 1 else tuple(tensors)
+
+
+def _backward(ctx: Any, grad_outputs: Sequence[Any]) -> tuple[Any, ...]:
+    torch = torch_module()
+    ctx.saved_tensors  # noqa: B018  (raises if an input or output was modified in place)
+    spec, tape = ctx.spec, ctx.tape
+    with spec.lock:
+        tape.zero()
+        for a in ctx.arrays:
+            if isinstance(a, array) and a.grad is not None:
+                a.grad.zero_()
+        seeds = {o: go.detach().numpy().reshape(o.grad.numpy().shape)
+                 for o, go in zip(ctx.outs, grad_outputs)
+                 if go is not None and o.grad is not None}
+        if seeds:
+            tape.backward(grads=seeds)
+        grads: list[Any] = [None]  # for `spec`
+        for a, need, shape in zip(ctx.arrays, ctx.needs_input_grad[1:], ctx.shapes):
+            if not need or not isinstance(a, array) or a.grad is None:
+                grads.append(None)
+            else:  # a fresh tensor: torch may keep it as a leaf's .grad
+                grads.append(torch.from_numpy(np.array(a.grad.numpy(), copy=True)).reshape(shape))
+    return tuple(grads)
+
+
+@functools.cache
+def _function_class() -> Any:
+    base: Any = torch_module().autograd.Function
+
+    class GradloomFunction(base):  # type: ignore[misc]
+        @staticmethod
+        def forward(ctx: Any, spec: _Spec, *args: Any) -> Any:
+            return _forward(ctx, spec, args)
+
+        @staticmethod
+        def backward(ctx: Any, *grad_outputs: Any) -> Any:
+            return _backward(ctx, grad_outputs)
+
+    return GradloomFunction
+
+
+# --------------------------------------------------------------------------------------------
+# the public entry point
+
+
+def function(target: Any = None, *, outputs: Sequence[str] | Mapping[str, ShapeSpec] | None = None,
+             dim: Any = None, dtypes: Mapping[int | str, Any] | None = None) -> Any:
+    """A differentiable torch op from a kernel, or from a Python function launching kernels.
+
+    Python function: called with gradloom arrays (zero-copy views of the tensor arguments;
+    other arguments as given), it returns a gradloom array or a tuple of them, each allocated
+    with `requires_grad=True`. `dtypes` ({position or name: wp type}, default: the function's
+    `wp.array(dtype=...)` annotations, else the tensor's scalar type) reads tensors as vectors
+    or matrices. Usable as a decorator: `@gradloom.torch.function`.
+
+    Kernel: `outputs` names its output parameters, mapped to their shapes (the name of an
+    input parameter: that input's shape; an int or tuple; a callable taking the inputs; or a
+    plain list of names: each shaped like the first array input). The op takes the other
+    parameters in order and returns the output tensor(s). `dim`: launch dims (an int, a
+    tuple, or a callable taking the inputs; default: the first output's shape).
+    """
+    if target is None:
+        return functools.partial(function, outputs=outputs, dim=dim, dtypes=dtypes)
+    if hasattr(target, "params") and hasattr(target, "compiled"):
+        fn, name, params = _kernel_runner(target, outputs, dim)
+    elif callable(target):
+        if outputs is not None or dim is not None:
+            raise GradloomError("gradloom.torch.function: outputs= and dim= are for kernels; a "
+                                "Python function allocates and returns its outputs")
+        fn, name = target, getattr(target, "__qualname__", repr(target))
+        params = _signature_params(target)
+    else:
+        raise GradloomError(f"gradloom.torch.function: expected a @wp.kernel or a function, "
+                            f"got {type(target).__name__}")
+    spec = _Spec(fn, name, _positional_dtypes(params, dtypes))
+
+    @functools.wraps(fn)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        return _function_class().apply(spec, *_bind(spec, params, args, kwargs))
+
+    op.spec = spec  # type: ignore[attr-defined]
+    return op
+
+
+def _signature_params(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
+    try:
+        sig = inspect.signature(fn, eval_str=True)
+    except Exception:  # string annotations that do not evaluate: no dtypes from them
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return []
+    out: list[tuple[str, Any]] = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            break
+        ann = p.annotation
+        out.append((p.name, ann.dtype if isinstance(ann, array) else None))
+    return out
+
+
+def _positional_dtypes(params: Sequence[tuple[str, Any]],
+                       dtypes: Mapping[int | str, Any] | None) -> dict[int, Any]:
+    out = {i: t for i, (_, t) in enumerate(params) if t is not None and t is not Any}
+    names = [n for n, _ in params]
+    for key, t in (dtypes or {}).items():
+        if isinstance(key, str):
+            if key not in names:
+                raise GradloomError(f"gradloom.torch.function: dtypes names unknown parameter "
+                                    f"'{key}' (parameters: {', '.join(names)})")
+            key = names.index(key)
+        out[key] = t
+    return out
+
+
+def _bind(spec: _Spec, params: Sequence[tuple[str, Any]], args: tuple[Any, ...],
+          kwargs: Mapping[str, Any]) -> list[Any]:
+    """Keyword arguments moved to their positions (autograd.Function takes positions only)."""
+    if not kwargs:
+        return list(args)
+    names = [n for n, _ in params]
+    out: list[Any] = list(args) + [_MISSING] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        if key not in names or names.index(key) < len(args):
+            raise GradloomError(f"{spec.name}: unexpected keyword argument '{key}'")
+        out[names.index(key)] = value
+    missing = [names[i] for i, v in enumerate(out) if v is _MISSING]
+    if missing:
+        raise GradloomError(f"{spec.name}: missing argument(s) {', '.join(missing)}")
+    return out
+
+
+_MISSING = object()
+
+
+def _kernel_runner(kernel: Any, outputs: Sequence[str] | Mapping[str, ShapeSpec] | None,
+                   dim: Any) -> tuple[Callable[..., Any], str, list[tuple[str, Any]]]:
+    """A Python function launching `kernel`: inputs in, freshly allocated outputs back."""
+    params = list(kernel.params)
+    names = [n for n, _ in params]
+    if not outputs:
+        raise GradloomError(f"gradloom.torch.function({kernel.key}): name the kernel's output "
+                            "parameters with outputs=[...] or outputs={name: shape}")
+    specs: dict[str, ShapeSpec] = (
+        dict(outputs) if isinstance(outputs, Mapping) else dict.fromkeys(outputs))
+    for o in specs:
+        if o not in names or not isinstance(params[names.index(o)][1], ArrayType):
+            raise GradloomError(f"gradloom.torch.function({kernel.key}): '{o}' is not an array "
+                                f"parameter of the kernel (parameters: {', '.join(names)})")
+    in_params = [(n, t) for n, t in params if n not in specs]
+    in_names = [n for n, _ in in_params]
+
+    def run(*inputs: Any) -> tuple[array, ...]:
+        if len(inputs) != len(in_names):
+            raise GradloomError(f"{kernel.key}: takes {len(in_names)} inputs "
+                                f"({', '.join(in_names)}), got {len(inputs)}")
+        by_name = dict(zip(in_names, inputs))
+        outs = {o: zeros(_shape(kernel.key, s, by_name, inputs), dtype=t.dtype,
+                         requires_grad=True)
+                for o, s in specs.items() for t in [params[names.index(o)][1]]}
+        dims = _launch_dims(dim, inputs, next(iter(outs.values())))
+        launch(kernel, dims, inputs=[by_name[n] if n in by_name else outs[n] for n in names])
+        return tuple(outs.values())
+
+    return run, kernel.key, [(n, t.dtype if isinstance(t, ArrayType) else None)
+                             for n, t in in_params]
+
+
+def _shape(key: str, spec: ShapeSpec, by_name: Mapping[str, Any],
+           inputs: Sequence[Any]) -> Any:
+    if spec is None:
+        first = next((v for v in inputs if isinstance(v, array)), None)
+        if first is None:
+            raise GradloomError(f"{key}: no array input to take the outputs' shape from; give "
+                                "outputs={name: shape}")
+        return first.shape
+    if isinstance(spec, str):
+        if spec not in by_name or not hasattr(by_name[spec], "shape"):
+            raise GradloomError(f"{key}: output shape '{spec}' names no array input")
+        return by_name[spec].shape
+    if callable(spec):
+        return spec(*inputs)
+    return spec
+
+
+def _launch_dims(dim: Any, inputs: Sequence[Any], first_out: array) -> Any:
+    if dim is None:
+        return first_out.shape
+    return dim(*inputs) if callable(dim) else dim
