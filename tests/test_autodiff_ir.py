@@ -72,6 +72,7 @@ FLOAT_WITHOUT_RULE = {
     "pop": "adjoint-only: restores a primal value",
     "adj_read": "adjoint-only: reads a gradient array",
     "adj_take": "adjoint-only: reads and zeroes a gradient array",
+    "bitcast": "reinterprets bits (wp.cast): no derivative",
 }
 
 ALL_TYPES = (*SCALAR_TYPES, ptr)
@@ -108,7 +109,8 @@ def test_the_exception_list_is_exact():
 
 def test_memory_primitives_are_the_array_accesses():
     memory = {n for n, p in PRIMS.items() if p.memory}
-    assert memory == {"load", "store", "atomic_add", "atomic_min", "atomic_max"}
+    assert memory == {"load", "store", "atomic_add", "atomic_min", "atomic_max", "atomic_and",
+                      "atomic_or", "atomic_xor", "atomic_exch", "atomic_cas"}
     assert all(PRIMS[n].vjp is None for n in memory)
 
 
@@ -116,7 +118,7 @@ def test_float_result_check_is_not_vacuous():
     # these give floats, and these never do
     assert _can_give_float("add") and _can_give_float("select") and _can_give_float("cast")
     for name in ("eq", "lt", "and", "not", "shl", "isnan", "tid", "ptr_add", "check_bounds",
-                 "push", "adj_add"):
+                 "push", "adj_add", "print"):
         assert not _can_give_float(name), name
 
 

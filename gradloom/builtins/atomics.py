@@ -4,12 +4,13 @@ the element's old value. Vectors and matrices are updated atomically per compone
 from __future__ import annotations
 
 from ..ir.nodes import Var
-from ..types import ScalarType, leaves
+from ..types import ScalarType, leaves, uint16, uint32, uint64
 from . import memory, ops
 from .registry import builtin
 from .values import ArrayVal, Composite, Ctx, Value, describe, materialize, type_of
 
 _INDEX = "(one index per array dimension: i, j, k, l)"
+_UINT = {16: uint16, 32: uint32, 64: uint64}
 
 
 def _sigs(value: str) -> tuple[str, ...]:
@@ -115,8 +116,9 @@ def atomic_exch(ctx: Ctx, *args: Value) -> Value:
     return memory.atomic(ctx, "atomic_exch", place, value)
 
 
-@builtin("atomic_cas", "atomically store value in arr[i] if arr[i] equals compare (floats: "
-         f"bit for bit); returns the old value {_INDEX}", differentiable=False,
+@builtin("atomic_cas", "atomically store value in arr[i] if arr[i] equals compare (compared "
+         "bit for bit; a vector or matrix is replaced only when all its components equal "
+         f"compare's); returns the old value {_INDEX}", differentiable=False,
          signatures=("(arr: Array, i: Int, compare: Scalar, value: Scalar) -> Scalar",
                      "(arr: Array, i: Int, compare: Vector, value: Vector) -> Vector"))
 def atomic_cas(ctx: Ctx, *args: Value) -> Value:
@@ -129,10 +131,34 @@ def atomic_cas(ctx: Ctx, *args: Value) -> Value:
         if type_of(v) != t:
             raise ctx.error(f"wp.atomic_cas() on an element of type {t!r} got a {what} of type "
                             f"{type_of(v)!r}")
-    pairs = zip(leaves(t), _scalars(cmp), _scalars(new), strict=True)
-    olds = [ctx.op("atomic_cas", place.ptr, place.offset, c, v, attr=place.extra + off)
-            for (off, _), c, v in pairs]
+    cmps, news = _scalars(cmp), _scalars(new)
+    if not isinstance(t, ScalarType):
+        news = _whole_value_swap(ctx, place, cmps, news)
+    offsets = [place.extra + off for off, _ in leaves(t)]
+    olds = [ctx.op("atomic_cas", place.ptr, place.offset, c, v, attr=off)
+            for off, c, v in zip(offsets, cmps, news, strict=True)]
     return olds[0] if isinstance(t, ScalarType) else Composite(t, tuple(olds))
+
+
+def _whole_value_swap(ctx: Ctx, place: memory.Place, cmps: tuple[Var, ...],
+                      news: tuple[Var, ...]) -> tuple[Var, ...]:
+    """Warp replaces a vector only when all of it equals compare. Each component's CAS stores
+    the new component when the whole matched (read first), else compare's own bits, which
+    leaves it unchanged: one compare-and-swap per component, no branch."""
+    current = memory.load(ctx, place)
+    assert isinstance(current, Composite)
+    same = None
+    for x, c in zip(current.comps, cmps, strict=True):
+        eq = ctx.op("eq", _bits(ctx, x), _bits(ctx, c))
+        same = eq if same is None else ctx.op("and", same, eq)
+    assert same is not None
+    return tuple(ctx.op("select", same, v, c) for v, c in zip(news, cmps, strict=True))
+
+
+def _bits(ctx: Ctx, v: Var) -> Var:
+    if not v.type.is_float:
+        return v
+    return ctx.op("bitcast", v, type=_UINT[v.type.bits])
 
 
 def _scalars(v: Value) -> tuple[Var, ...]:

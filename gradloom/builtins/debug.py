@@ -157,8 +157,10 @@ def expect_neq(ctx: Ctx, a: Value, b: Value) -> None:
          signatures=("(a: Float, b: Float, tolerance: Float) -> None",
                      "(a: Vector, b: Vector, tolerance: Float) -> None",
                      "(a: Matrix, b: Matrix, tolerance: Float) -> None"))
-def expect_near(ctx: Ctx, a: Value, b: Value, tolerance: Value = Literal(1e-6)) -> None:
+def expect_near(ctx: Ctx, a: Value, b: Value, tolerance: Value | None = None) -> None:
     t, va, vb = _pair(ctx, "expect_near", a, b)
+    if tolerance is None:  # Warp's default
+        tolerance = Literal(1e-6)
     dtype = t if isinstance(t, ScalarType) else t.dtype
     if not dtype.is_float:
         raise ctx.error(f"wp.expect_near() compares floats, got {t!r}")

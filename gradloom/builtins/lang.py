@@ -9,7 +9,7 @@ from .values import Ctx, Value
 
 
 @builtin("tid", "this thread's index; `i, j = wp.tid()` on multi-dimensional launches",
-         differentiable=False)
+         differentiable=False, signatures=("() -> Int", "() -> Tuple[Int, ...]"))
 def tid(ctx: Ctx) -> Value:
     return ctx.op("tid", attr=(0, 1))
 

@@ -47,7 +47,7 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
           ast.GtE: "ge"}
 UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"}
 _COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
-_PY_BUILTIN_ALIASES = {abs: "abs", min: "min", max: "max"}
+_PY_BUILTIN_ALIASES = {abs: "abs", min: "min", max: "max", print: "print"}
 
 
 def python_constant(ctx: Ctx, obj: Any) -> Any:

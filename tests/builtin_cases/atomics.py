@@ -59,6 +59,29 @@ def _cas_ref(value: np.ndarray, current: np.ndarray, compare: np.ndarray) -> tup
     return np.where(current == compare, value, current), current
 
 
+# a vector is swapped only when all of it equals compare: even threads compare with the
+# current value itself, odd ones with a random vector of zeros and ones
+_CAS_VECTOR_BODY = """
+r0[i] = x1
+c = x2
+if i % 2 == 0:
+    c = x1
+y1 = wp.atomic_cas(r0, i, c, x0)
+y0 = r0[i]
+"""
+
+
+def _binary(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.integers(0, 2, shape).astype(np.float64)
+
+
+def _cas_vector_ref(value: np.ndarray, current: np.ndarray, compare: np.ndarray
+                    ) -> tuple[object, ...]:
+    even = (np.arange(len(value)) % 2 == 0)
+    swap = even | np.all(current == compare, axis=1)
+    return np.where(swap[:, None], value, current), current
+
+
 ROWS: list[Row] = [
     *_gradient_rows("atomic_add", 1.0, "x0 * x0", "x0 * x0[1]", lambda x: x * x),
     *_gradient_rows("atomic_sub", -1.0, "x0 * x0", "x0 * x0[1]", lambda x: -x * x),
@@ -80,6 +103,6 @@ ROWS: list[Row] = [
     Row("atomic_cas", CAS, ("f", "f", "f"), ("f", "f"), sample=("any", _few, _few), grad=False,
         body=_CAS_BODY, ref=_cas_ref),
     Row("atomic_cas", "(arr: Array, i: Int, compare: Vector, value: Vector) -> Vector",
-        ("v3", "v3", "v3"), ("v3", "v3"), sample=("any", _few, _few), grad=False,
-        body=_CAS_BODY, ref=_cas_ref),
+        ("v3", "v3", "v3"), ("v3", "v3"), sample=("any", _binary, _binary), grad=False,
+        body=_CAS_VECTOR_BODY, ref=_cas_vector_ref),
 ]

@@ -36,7 +36,7 @@ def rotmat(q: np.ndarray) -> np.ndarray:
     s = np.linalg.norm(q[..., :3], axis=-1)
     angle = 2.0 * np.arctan2(s, q[..., 3])
     k = q[..., :3] / np.maximum(s, 1e-300)[..., None]
-    kx = np.zeros(q.shape[:-1] + (3, 3))
+    kx = np.zeros((*q.shape[:-1], 3, 3))
     kx[..., 0, 1], kx[..., 0, 2], kx[..., 1, 2] = -k[..., 2], k[..., 1], -k[..., 0]
     kx = kx - np.swapaxes(kx, -1, -2)
     sa, ca = np.sin(angle)[..., None, None], np.cos(angle)[..., None, None]
