@@ -58,6 +58,11 @@ def transform_part(v: Composite, attr: str) -> Composite | None:
         Composite(quat_type(dt), v.comps[3:])
 
 
+def with_part(v: Composite, attr: str, part: Composite) -> Composite:
+    """v with `xform.p` or `xform.q` replaced by part (for `xform.p = ...` stores)."""
+    return Composite(v.type, part.comps + v.comps[3:] if attr == "p" else v.comps[:3] + part.comps)
+
+
 def _pq(v: Composite) -> tuple[tuple[Var, ...], tuple[Var, ...]]:
     return v.comps[:3], v.comps[3:]
 
@@ -116,7 +121,7 @@ def transform_set_translation(ctx: Ctx, xform: Value, p: Value) -> OutArgs:
     name = "transform_set_translation"
     t, v = as_transform(ctx, name, xform), as_vec(ctx, name, p)
     same_dtype(ctx, name, t, v)
-    return OutArgs(None, ((0, Composite(t.type, v.comps + t.comps[3:])),))
+    return OutArgs(None, ((0, with_part(t, "p", v)),))
 
 
 @builtin("transform_set_rotation", "set the rotation of the transform variable xform in place "
@@ -126,7 +131,7 @@ def transform_set_rotation(ctx: Ctx, xform: Value, q: Value) -> OutArgs:
     name = "transform_set_rotation"
     t, r = as_transform(ctx, name, xform), as_quat(ctx, name, q)
     same_dtype(ctx, name, t, r)
-    return OutArgs(None, ((0, Composite(t.type, t.comps[:3] + r.comps)),))
+    return OutArgs(None, ((0, with_part(t, "q", r)),))
 
 
 # -- application ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from ..builtins import memory, ops
+from ..builtins.transform import transform_part, with_part
 from ..builtins.values import (
     ArrayVal,
     Composite,
@@ -72,6 +73,11 @@ class StoreLowerer(ExprLowerer):
             fields = list(cur.fields)
             fields[names.index(key)] = new_sub
             return StructVal(cur.type, tuple(fields))
+        part = transform_part(cur, key) if isinstance(cur, Composite) and kind == "attr" else None
+        if part is not None:  # `xform.p = v`, `xform.q.w = 1.0`
+            assert isinstance(cur, Composite)
+            new_part = self.update(ctx, part, steps[1:], value, aug)
+            return with_part(cur, key, new_part)
         if isinstance(cur, Composite):
             index = self.step_index(ctx, cur, kind, key)
             sub = self.component(ctx, cur, index)
