@@ -161,11 +161,15 @@ def inverse_approx(ctx: Ctx, m: Value) -> Value:
     return inverse(ctx, m)
 
 
-@builtin("mul", "product: scalar*x, matrix@vector, matrix@matrix", group=_OP, signatures=(
+@builtin("mul", "product: scalar*x, matrix@vector, matrix@matrix, quaternion (Hamilton) product, "
+         "transform composition", group=_OP, signatures=(
     _S2, "(a: Scalar, b: Vector) -> Vector", "(a: Vector, b: Scalar) -> Vector",
     "(a: Scalar, b: Matrix) -> Matrix", "(a: Matrix, b: Scalar) -> Matrix",
     "(a: Matrix, b: Vector) -> Vector", "(a: Vector, b: Matrix) -> Vector",
-    "(a: Matrix, b: Matrix) -> Matrix"))
+    "(a: Matrix, b: Matrix) -> Matrix", "(a: Scalar, b: Quat) -> Quat",
+    "(a: Quat, b: Scalar) -> Quat", "(a: Quat, b: Quat) -> Quat",
+    "(a: Scalar, b: Transform) -> Transform", "(a: Transform, b: Scalar) -> Transform",
+    "(a: Transform, b: Transform) -> Transform"))
 def mul(ctx: Ctx, a: Value, b: Value) -> Value:
     return ops.binary(ctx, "mul", a, b)
 
@@ -183,14 +187,15 @@ def sub(ctx: Ctx, a: Value, b: Value) -> Value:
 @builtin("div", "quotient (C-style for integers); vector/matrix by scalar, scalar by each component",
          group=_OP, signatures=(_S2, "(a: Vector, b: Scalar) -> Vector",
                                 "(a: Scalar, b: Vector) -> Vector", "(a: Matrix, b: Scalar) -> Matrix",
-                                "(a: Scalar, b: Matrix) -> Matrix"))
+                                "(a: Scalar, b: Matrix) -> Matrix", "(a: Quat, b: Scalar) -> Quat",
+                                "(a: Scalar, b: Quat) -> Quat"))
 def div(ctx: Ctx, a: Value, b: Value) -> Value:
     return ops.binary(ctx, "div", a, b)
 
 
 @builtin("neg", "negation", group=_OP, signatures=(
     "(x: Scalar) -> Scalar", "(x: Vector) -> Vector", "(x: Matrix) -> Matrix",
-    "(x: Quat) -> Quat", "(x: Transform) -> Transform"))
+    "(x: Quat) -> Quat"))
 def neg(ctx: Ctx, a: Value) -> Value:
     return ops.unary(ctx, "neg", a)
 

@@ -27,6 +27,7 @@ from ..builtins.values import (
 )
 from ..errors import CompileError, SourceLoc, UnknownNameError, UnsupportedSyntaxError
 from ..ir.builder import Builder
+from .. import types as types_module
 from ..types import (
     MatrixType,
     ScalarType,
@@ -47,7 +48,12 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
           ast.GtE: "ge"}
 UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"}
 _COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
-_PY_BUILTIN_ALIASES = {abs: "abs", min: "min", max: "max", print: "print"}
+_PY_BUILTIN_ALIASES: dict[Any, str] = {
+    abs: "abs", min: "min", max: "max", print: "print",
+    # `wp.vector(...)` / `wp.matrix(...)` in a kernel construct values (Warp's builtins); in
+    # Python scope the same names make types
+    types_module.vector: "vector", types_module.matrix: "matrix",
+}
 
 
 def python_constant(ctx: Ctx, obj: Any) -> Any:

@@ -50,6 +50,24 @@ def _bcast(s: np.ndarray, like: np.ndarray) -> np.ndarray:
     return s.reshape(s.shape + (1,) * (like.ndim - s.ndim))
 
 
+def hamilton(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Quaternion product, components (x, y, z, w) as in Warp."""
+    u, w, v, s = a[:, :3], a[:, 3:], b[:, :3], b[:, 3:]
+    return np.concatenate([w * v + s * u + np.cross(u, v), w * s - _sum(u, v)[:, None]], axis=1)
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Warp's quat_rotate: v (2w^2 - 1) + 2w (u x v) + 2u (u . v)."""
+    u, w = q[:, :3], q[:, 3:]
+    return v * (2 * w * w - 1) + 2 * w * np.cross(u, v) + 2 * u * _sum(u, v)[:, None]
+
+
+def compose(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Transform (p, q) composition: (p_a + rotate(q_a, p_b), q_a q_b)."""
+    return np.concatenate([a[:, :3] + rotate(a[:, 3:], b[:, :3]),
+                           hamilton(a[:, 3:], b[:, 3:])], axis=1)
+
+
 VECS = ("v2", "v3", "v4", "v6")
 SQUARE = ("m22", "m33", "m44", "m55")
 
@@ -126,7 +144,6 @@ def _operator_rows() -> list[Row]:
         Row("neg", "(x: Vector) -> Vector", ("v3",), ("v3",), ref=np.negative),
         Row("neg", "(x: Matrix) -> Matrix", ("m33",), ("m33",), ref=np.negative),
         Row("neg", "(x: Quat) -> Quat", ("q",), ("q",), ref=np.negative),
-        Row("neg", "(x: Transform) -> Transform", ("t",), ("t",), ref=np.negative),
     ]
     for name, fn in (("add", np.add), ("sub", np.subtract)):
         rows += [
@@ -156,6 +173,18 @@ def _product_rows() -> list[Row]:
             ref=lambda a, b: np.einsum("ni,nij->nj", a, b)),
         Row("mul", "(a: Matrix, b: Matrix) -> Matrix", ("m44", "m44"), ("m44",), ref=np.matmul),
         Row("mul", "(a: Matrix, b: Matrix) -> Matrix", ("m23", "m34"), ("m24",), ref=np.matmul),
+        Row("mul", "(a: Scalar, b: Quat) -> Quat", ("f", "q"), ("q",), ref=_scale),
+        Row("mul", "(a: Quat, b: Scalar) -> Quat", ("q", "f"), ("q",), ref=_scale),
+        Row("mul", "(a: Quat, b: Quat) -> Quat", ("q", "q"), ("q",), sample=("any", "any"),
+            ref=hamilton),
+        Row("mul", "(a: Scalar, b: Transform) -> Transform", ("f", "t"), ("t",), ref=_scale),
+        Row("mul", "(a: Transform, b: Scalar) -> Transform", ("t", "f"), ("t",), ref=_scale),
+        Row("mul", "(a: Transform, b: Transform) -> Transform", ("t", "t"), ("t",),
+            ref=compose),
+        Row("div", "(a: Quat, b: Scalar) -> Quat", ("q", "f"), ("q",), sample=("any", "pos"),
+            ref=lambda a, b: a / _bcast(b, a)),
+        Row("div", "(a: Scalar, b: Quat) -> Quat", ("f", "q"), ("q",), sample=("any", "pos"),
+            ref=lambda a, b: _bcast(a, b) / b),
         Row("div", "(a: Vector, b: Scalar) -> Vector", ("v3", "f"), ("v3",),
             sample=("any", "pos"), ref=lambda a, b: a / _bcast(b, a)),
         Row("div", "(a: Scalar, b: Vector) -> Vector", ("f", "v3"), ("v3",),
