@@ -379,3 +379,19 @@ def test_transform_parts_can_be_assigned() -> None:
     want[:, 6] += 1.0
     want[:, 1] += 5.0
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+@wp.kernel
+def quat_from_parts_kernel(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.quat),
+                           o2: wp.array(dtype=wp.vec4)):
+    i = wp.tid()
+    out[i] = wp.quat(a[i], 2.0)  # vector part, then w, as Warp allows
+    o2[i] = wp.vec4(wp.vec2(1.0, 2.0), 3.0, a[i][0])
+
+
+def test_composites_from_vector_and_scalar_parts() -> None:
+    x = np.array([[1.0, -2.0, 0.5]], dtype=np.float32)
+    out, o2 = wp.zeros(1, dtype=wp.quat), wp.zeros(1, dtype=wp.vec4)
+    wp.launch(quat_from_parts_kernel, dim=1, inputs=[wp.array(x, dtype=wp.vec3), out, o2])
+    np.testing.assert_array_equal(out.numpy(), [[1.0, -2.0, 0.5, 2.0]])
+    np.testing.assert_array_equal(o2.numpy(), [[1.0, 2.0, 3.0, 1.0]])

@@ -68,6 +68,8 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
         return Composite(t, (fill,) * t.length)
     if t.kind == "transform" and len(args) == 2:
         return _flatten_parts(ctx, t, args)
+    if isinstance(t, VectorType) and any(isinstance(a, Composite) for a in args):
+        return _flatten_parts(ctx, t, args)  # `wp.quat(v3, w)`, `wp.vec4(v2, z, w)`
     if all(isinstance(a, Composite) for a in args):
         if isinstance(t, MatrixType):
             raise ctx.error(f"passing vectors to {t!r}() is not supported; use "

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import types as types_module
 from ..builtins import lang, memory, ops
 from ..builtins.construct import construct
 from ..builtins.math import where
@@ -27,7 +28,6 @@ from ..builtins.values import (
 )
 from ..errors import CompileError, SourceLoc, UnknownNameError, UnsupportedSyntaxError
 from ..ir.builder import Builder
-from .. import types as types_module
 from ..types import (
     MatrixType,
     ScalarType,
