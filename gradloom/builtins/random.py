@@ -141,23 +141,24 @@ def _modulo_range(ctx: Ctx, r: Var, low: Var, high: Var) -> Var:
          differentiable=False, group=_GROUP,
          signatures=("(state: Int) -> Int", "(state: Int, low: Int, high: Int) -> Int"))
 def randi(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value | OutArgs:
-    d = Draws(ctx, "randi", state)
-    r = d.bits()
-    if low is None or high is None:
-        return d.out(ctx.op("cast", r, type=int32))
-    lo, hi = _bounds(ctx, "randi", low, high, int32)
-    return d.out(_modulo_range(ctx, r, lo, hi))
+    return _int_draw(ctx, "randi", state, low, high, int32)
 
 
 @builtin("randu", "a uniform random uint32: any value, or in [low, high); advances state",
          differentiable=False, group=_GROUP,
          signatures=("(state: Int) -> Int", "(state: Int, low: Int, high: Int) -> Int"))
 def randu(ctx: Ctx, state: Value, low: Value | None = None, high: Value | None = None) -> Value | OutArgs:
-    d = Draws(ctx, "randu", state)
+    return _int_draw(ctx, "randu", state, low, high, uint32)
+
+
+def _int_draw(ctx: Ctx, name: str, state: Value, low: Value | None, high: Value | None,
+              t: ScalarType) -> OutArgs:
+    """One draw as an integer of type t: all 32 bits, or reduced into [low, high)."""
+    d = Draws(ctx, name, state)
     r = d.bits()
     if low is None or high is None:
-        return d.out(r)
-    lo, hi = _bounds(ctx, "randu", low, high, uint32)
+        return d.out(r if t == uint32 else ctx.op("cast", r, type=t))
+    lo, hi = _bounds(ctx, name, low, high, t)
     return d.out(_modulo_range(ctx, r, lo, hi))
 
 

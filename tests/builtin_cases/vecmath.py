@@ -5,16 +5,11 @@ from __future__ import annotations
 import numpy as np
 from builtin_table import Row
 
+from builtin_cases.linalg import away  # lengths in [0.5, 1.5]: both sides of Huber's delta 1
+
 VF = "(v: Vector) -> Float"
 HUBER = "(v: Vector, delta: Float = 1.0) -> Float"
 SMOOTH = "(v: Vector, delta: Float = 1.0) -> Vector"
-
-
-def away(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Vectors with length in [0.5, 1.5] (both sides of the default Huber delta of 1)."""
-    v = rng.normal(size=shape)
-    v /= np.linalg.norm(v, axis=-1, keepdims=True)
-    return v * rng.uniform(0.5, 1.5, (*shape[:-1], 1))
 
 
 def signed_components(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
