@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from ..ir.nodes import Var
 from ..types import ScalarType, VectorType, int32, uint32
-from .random import as_u32, pcg_hash, u32, while_loop
+from .random import as_u32, pcg_hash, u32
 from .registry import builtin
-from .values import Composite, Ctx, Literal, Value, describe, scalar
+from .values import Composite, Ctx, Literal, Value, describe, scalar, while_loop
 
 _GROUP = "Random"
 # curlnoise's defaults (Warp's): one octave, lacunarity 2, gain 1/2

@@ -22,13 +22,22 @@ data-dependent number of draws; their loops carry integers only, so they never t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from ..ir.nodes import Var
 from ..types import ArrayType, ScalarType, VectorType, bool_, float32, float64, int32, int64, uint32
 from .ops import unify
 from .registry import builtin
-from .values import ArrayVal, Composite, Ctx, Literal, OutArgs, Value, describe, scalar
+from .values import (
+    ArrayVal,
+    Composite,
+    Ctx,
+    Literal,
+    OutArgs,
+    Value,
+    describe,
+    scalar,
+    while_loop,
+)
 
 _GROUP = "Random"
 _SAMPLE_SIG1 = "(state: Int) -> Vector2"
@@ -88,18 +97,6 @@ class Draws:
         if isinstance(self.given, Var) and self.given.type != uint32:
             new = self.ctx.op("cast", self.state, type=self.given.type)
         return OutArgs(result, ((0, new),), temporaries_ok=True)
-
-
-def while_loop(ctx: Ctx, inits: list[Var], cond: Callable[[list[Var]], Var],
-               body: Callable[[list[Var]], list[Var]]) -> list[Var]:
-    """An IR while loop over carried values: runs body while cond holds; the final values."""
-    params = [ctx.b.new_var(v.type) for v in inits]
-    ctx.b.open_block()
-    cond_blk = ctx.b.close_block([cond(params)])
-    ctx.b.open_block()
-    nxt = body(params)
-    body_blk = ctx.b.close_block(nxt)
-    return list(ctx.b.emit_loop(tuple(inits), tuple(params), cond_blk, body_blk, ctx.loc))
 
 
 # -- seeding and uniform integers ---------------------------------------------------------------

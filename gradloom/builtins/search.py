@@ -6,7 +6,7 @@ from ..ir.nodes import Var
 from ..types import ScalarType, int32, int64
 from . import memory
 from .registry import builtin
-from .values import ArrayVal, Ctx, Value, describe, materialize
+from .values import ArrayVal, Ctx, Value, describe, materialize, while_loop
 
 
 @builtin("lower_bound", "the first index in the sorted 1-D array arr (or in "
@@ -35,21 +35,19 @@ def lower_bound(ctx: Ctx, arr: Value, *args: Value) -> Value:
 
 def _search(ctx: Ctx, arr: ArrayVal, value: Var, begin: Var, end: Var) -> Var:
     """Binary search for the first element >= value in [begin, end)."""
-    b = ctx.b
-    lo, hi = b.new_var(int64), b.new_var(int64)
-    b.open_block()
-    more = ctx.op("lt", lo, hi)
-    cond_blk = b.close_block([more])
-    b.open_block()
-    half = ctx.op("shr", ctx.op("sub", hi, lo), ctx.const(1, int64))
-    mid = ctx.op("add", lo, half)
-    place = memory.index_array(ctx, arr, [mid])
-    assert isinstance(place, memory.Place)
-    element = memory.load(ctx, place)
-    assert isinstance(element, Var)
-    below = ctx.op("lt", element, value)
-    next_lo = ctx.op("select", below, ctx.op("add", mid, ctx.const(1, int64)), lo)
-    next_hi = ctx.op("select", below, hi, mid)
-    body_blk = b.close_block([next_lo, next_hi])
-    results = b.emit_loop((begin, end), (lo, hi), cond_blk, body_blk, ctx.loc)
-    return results[0]
+    def cond(p: list[Var]) -> Var:
+        return ctx.op("lt", p[0], p[1])
+
+    def body(p: list[Var]) -> list[Var]:
+        lo, hi = p
+        half = ctx.op("shr", ctx.op("sub", hi, lo), ctx.const(1, int64))
+        mid = ctx.op("add", lo, half)
+        place = memory.index_array(ctx, arr, [mid])
+        assert isinstance(place, memory.Place)
+        element = memory.load(ctx, place)
+        assert isinstance(element, Var)
+        below = ctx.op("lt", element, value)
+        return [ctx.op("select", below, ctx.op("add", mid, ctx.const(1, int64)), lo),
+                ctx.op("select", below, hi, mid)]
+
+    return while_loop(ctx, [begin, end], cond, body)[0]

@@ -190,3 +190,15 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
 
 def map_scalars(fn: Callable[[Var], Var], v: Composite) -> Composite:
     return Composite(v.type, tuple(fn(c) for c in v.comps))
+
+
+def while_loop(ctx: Ctx, inits: list[Var], cond: Callable[[list[Var]], Var],
+               body: Callable[[list[Var]], list[Var]]) -> list[Var]:
+    """An IR while loop over carried values: runs body while cond holds; the final values."""
+    params = [ctx.b.new_var(v.type) for v in inits]
+    ctx.b.open_block()
+    cond_blk = ctx.b.close_block([cond(params)])
+    ctx.b.open_block()
+    nxt = body(params)
+    body_blk = ctx.b.close_block(nxt)
+    return list(ctx.b.emit_loop(tuple(inits), tuple(params), cond_blk, body_blk, ctx.loc))
