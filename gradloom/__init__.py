@@ -71,7 +71,8 @@ from .runtime.device import (
     synchronize,
     synchronize_device,
 )
-from .runtime.launch import launch
+from .loading import compile_kernels, force_load, load_module
+from .runtime.launch import Launch, launch
 from .runtime.structs import struct
 from .runtime.tape import Tape
 from .types import (

@@ -40,6 +40,27 @@ opt_level: int = int(os.environ.get("GRADLOOM_OPT_LEVEL", "3"))
 #: Print one line per kernel compile or cache load (Warp's `verbose`).
 verbose: bool = _env_flag("GRADLOOM_VERBOSE", False)
 
+def _default_threads() -> int:
+    raw = os.environ.get("GRADLOOM_NUM_THREADS")
+    if raw:
+        return max(1, int(raw))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+#: Worker threads a CPU launch may be split across (default: the cores this process may use).
+num_threads: int = _default_threads()
+
+#: A launch is split only when its measured cost is at least this many nanoseconds: waking the
+#: workers costs a few microseconds, so shorter launches run on the calling thread.
+parallel_min_ns: int = int(os.environ.get("GRADLOOM_PARALLEL_MIN_NS", "100000"))
+
+#: Run launches whose kernels add floats atomically on one thread, so their results are
+#: bit-for-bit the same from run to run (float addition is not associative).
+deterministic: bool = _env_flag("GRADLOOM_DETERMINISTIC", False)
+
 #: Warp-compatible switches that gradloom accepts; they change nothing here yet.
 quiet: bool = True
 verify_fp: bool = False

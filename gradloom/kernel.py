@@ -23,6 +23,7 @@ from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
+from .passes.threads import ThreadPlan, thread_plan
 from .runtime import cache
 from .runtime.structs import type_key
 from .types import ArrayType, StructType, arg_offsets
@@ -42,6 +43,10 @@ class CompiledKernel:
     access: dict[tuple[int, str | None], frozenset[str]] | None = None
     uses_stack: bool = False
     reverse_threads: bool = False
+    #: how a launch may be split across worker threads (passes/threads.py)
+    threads: ThreadPlan = ThreadPlan()
+    #: the array arguments (keyed like `access`) whose gradients workers add into privately
+    scatter: tuple[tuple[int, str | None], ...] = ()
 
 
 class Kernel:
@@ -111,9 +116,13 @@ class Kernel:
             suffix = "" if variant == "forward" else f" {variant}"
             print(f"gradloom: loaded kernel {self.key} from cache{suffix}", file=sys.stderr)
         addr = cpu.object_loader().load(entry["object"], symbol)
+        plan = ThreadPlan(*entry["threads"])
+        where = self._array_offsets()
+        # the gradient pointer is the word after the array's data pointer
+        scatter = tuple(where[off - 8] for off in plan.scatter)
         return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
                               entry.get("access"), entry.get("uses_stack", False),
-                              entry.get("reverse_threads", False))
+                              entry.get("reverse_threads", False), plan, scatter)
 
     def source_loc(self, index: int) -> SourceLoc:
         """The user's source location that a runtime error code refers to.
@@ -143,9 +152,11 @@ class Kernel:
         if config.verbose:
             print(f"gradloom: compiled kernel {self.key}{' adjoint' if adjoint else ''}",
                   file=sys.stderr)
+        plan = thread_plan(ir)
         return {"object": obj, "launch_ndim": ir.launch_ndim, "access": access,
                 "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
-                "reverse_threads": ir.reverse_threads}
+                "reverse_threads": ir.reverse_threads,
+                "threads": (plan.serial, plan.scatter, plan.float_atomics)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""
@@ -153,6 +164,11 @@ class Kernel:
             arrays = analyze(ir).arrays
         except CompileError:
             return None
+        where = self._array_offsets()
+        return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
+
+    def _array_offsets(self) -> dict[int, tuple[int, str | None]]:
+        """Argument-block offset of each array's data pointer → (param index, struct field)."""
         offsets, _ = arg_offsets([t for _, t in self.params])
         where: dict[int, tuple[int, str | None]] = {}
         for i, ((_, t), off) in enumerate(zip(self.params, offsets, strict=True)):
@@ -161,7 +177,7 @@ class Kernel:
             elif isinstance(t, StructType):
                 where.update({off + t.offsets[n]: (i, n) for n, ft in t.fields
                               if isinstance(ft, ArrayType)})
-        return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
+        return where
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"kernel {self.key} is launched with wp.launch(), not called")

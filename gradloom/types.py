@@ -386,6 +386,15 @@ spatial_matrix = spatial_matrixf = MatrixType(6, 6, float32, "spatial")
 spatial_matrixd = MatrixType(6, 6, float64, "spatial")
 
 
+# The launch block: the one argument of a compiled entry (codegen/llvm.py reads it, the runtime
+# fills it; each worker thread of a split launch gets its own).
+BLOCK_DIMS = 0  # 4 x int64: the launch's dims, padded with 1s
+BLOCK_STATUS = 32  # int32 error word; stack base (ptr) at +8, capacity at +16, failed thread +24
+BLOCK_START = 64  # int64: the first linear thread index this call runs
+BLOCK_END = 72  # int64: one past the last
+BLOCK_ARGS = 80  # the kernel arguments, packed as arg_offsets lays them out
+
+
 def arg_offsets(arg_types: list[Any]) -> tuple[list[int], int]:
     """Byte offset of each kernel argument in the packed argument block, and its total size."""
     offsets = []

@@ -10,9 +10,9 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
-#: entry(start, end, args, dims, err)
-ENTRY_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                               ctypes.c_void_p, ctypes.c_void_p)
+#: entry(block): see codegen/llvm.py for the block's layout. ctypes releases the GIL for the
+#: call, which is what lets worker threads run slices of one launch at the same time.
+ENTRY_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
+from ..types import BLOCK_ARGS, BLOCK_DIMS, BLOCK_END, BLOCK_START, BLOCK_STATUS
 from .llvm_ops import OpEmitter
 from .llvm_types import reg_type
 
-ENTRY_SIGNATURE = "(i64 start, i64 end, ptr args, ptr dims, ptr err)"
+#: The entry takes one pointer, to a launch block (layout: types.BLOCK_*; runtime/launch.py
+#: fills it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread
+#: gets its own block.
+ENTRY_SIGNATURE = "(ptr block)"
 
 
 @dataclass
@@ -57,6 +61,13 @@ class KernelEmitter(OpEmitter):
     def emit_function(self) -> str:
         f = self.f
         f.start_block("entry")
+        f.emit("%dims = getelementptr i8, ptr %block, i64 " + str(BLOCK_DIMS))
+        f.emit("%err = getelementptr i8, ptr %block, i64 " + str(BLOCK_STATUS))
+        f.emit("%args = getelementptr i8, ptr %block, i64 " + str(BLOCK_ARGS))
+        f.emit("%startp = getelementptr i8, ptr %block, i64 " + str(BLOCK_START))
+        f.emit("%start = load i64, ptr %startp, align 8")
+        f.emit("%endp = getelementptr i8, ptr %block, i64 " + str(BLOCK_END))
+        f.emit("%end = load i64, ptr %endp, align 8")
         self.hoist_args(self.kernel.body)
         for k in range(4):
             f.emit(f"%dimp{k} = getelementptr i64, ptr %dims, i64 {k}")
@@ -79,9 +90,7 @@ class KernelEmitter(OpEmitter):
         self.thread_loop("s.", arg_names)
         f.start_block("exit")
         f.emit("ret void")
-        head = (f"define void @{self.symbol}(i64 %start, i64 %end, ptr noalias nocapture readonly "
-                "%args, ptr noalias nocapture readonly %dims, ptr noalias %err) "
-                "nounwind {")
+        head = f"define void @{self.symbol}(ptr noalias nocapture %block) nounwind {{"
         return "\n".join([head, *f.lines, "}"])
 
     def stack_setup(self) -> None:

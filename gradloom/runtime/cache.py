@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import config
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 def _path(key: str) -> Path:

@@ -5,149 +5,28 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import KernelRuntimeError, LaunchError
-from ..types import (
-    ArrayType,
-    MatrixType,
-    ScalarType,
-    StructType,
-    VectorType,
-    arg_offsets,
-    leaves,
-)
+from ..types import BLOCK_ARGS, BLOCK_STATUS, ArrayType, StructType
+from . import parallel
 from .array import NDArray, array
 from .device import get_device
 from .foreign import adapt_args, array_slots
+from .packing import Packer, describe
 from .recording import ACTIVE_TAPES
 from .watch import before_write
 
-# The header before the arguments: dims (4 × int64) at 0, then the status block the entry gets
-# as `err`: error word (int32) at 32, adjoint stack base (ptr) at 40 and capacity (int64) at 48,
-# the thread that found the stack full (int64) at 56.
-_HEADER = 64
 _STACK_FULL = -1
 _FIRST_STACK = 1 << 16
 _NO_ERROR = bytes(4)
-_FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
-        "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
-        "float64": "d", "ptr": "Q"}
-
-
-def _describe(v: Any) -> str:
-    if isinstance(v, array):
-        return f"array(dtype={v.dtype!r}, ndim={v.ndim})"
-    if isinstance(v, np.ndarray):
-        return f"numpy.ndarray(dtype={v.dtype}, shape={v.shape})"
-    return type(v).__name__
-
-
-class ArgError(Exception):
-    """Internal: why one value does not fit one parameter."""
-
-
-def _array_words(value: Any, t: ArrayType) -> list[int]:
-    if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
-        grad = value._grad
-        return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
-    if not isinstance(value, array):
-        raise ArgError(f"expected {t!r}, got {_describe(value)}")
-    if value.ndim != t.ndim or value.dtype != t.dtype:
-        raise ArgError(f"expected {t!r}, got {_describe(value)}")
-    if value.device != "cpu":
-        raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
-    grad = value.grad
-    gptr = grad.ptr if grad is not None else 0
-    return [value.ptr, gptr, *value.shape, *value.strides]
-
-
-def _scalar(value: Any, t: ScalarType) -> Any:
-    if isinstance(value, (bool, np.bool_)) or t.kind == "b":
-        if t.kind != "b" or not isinstance(value, (bool, np.bool_, int, np.integer)):
-            raise ArgError(f"expected a {t} value, got {_describe(value)} {value!r}")
-        return bool(value)
-    if t.is_float and isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value)
-    if t.is_int and isinstance(value, (int, np.integer)):
-        info = np.iinfo(t.np_dtype)
-        if not info.min <= int(value) <= info.max:
-            raise ArgError(f"{value} does not fit in {t} [{info.min}, {info.max}]")
-        return int(value)
-    raise ArgError(f"expected a {t} value, got {_describe(value)} {value!r}")
-
-
-def _flat_values(value: Any, t: Any) -> list[Any]:
-    """The scalar leaves of one argument, in layout order (see types.leaves)."""
-    if isinstance(t, ScalarType):
-        return [_scalar(value, t)]
-    if isinstance(t, ArrayType):
-        return _array_words(value, t)
-    if isinstance(t, (VectorType, MatrixType)):
-        try:
-            comps = np.asarray(value, dtype=t.dtype.np_dtype)
-        except (TypeError, ValueError):
-            raise ArgError(f"expected {t!r}, got {_describe(value)}") from None
-        if comps.size != t.length or (isinstance(value, array)):
-            raise ArgError(f"expected {t!r} ({t.length} components), got {_describe(value)}")
-        return comps.ravel().tolist()
-    if isinstance(t, StructType):
-        if not isinstance(value, t.cls):
-            raise ArgError(f"expected an instance of struct {t.name}, got {_describe(value)}")
-        out: list[Any] = []
-        for name, ft in t.fields:
-            try:
-                out.extend(_flat_values(getattr(value, name), ft))
-            except ArgError as exc:
-                raise ArgError(f"field '{name}': {exc}") from None
-        return out
-    raise ArgError(f"unsupported parameter type {t!r}")
-
-
-class Packer:
-    """Packs a kernel's arguments into one argument block, per its compiled signature."""
-
-    def __init__(self, kernel_key: str, params: Sequence[tuple[str, Any]]) -> None:
-        self.kernel_key = kernel_key
-        self.params = list(params)
-        offsets, self.size = arg_offsets([t for _, t in self.params])
-        self.layouts = []
-        for (_, t), off in zip(self.params, offsets, strict=True):
-            fmt = "<" + "".join(_FMT[st.name] for _, st in leaves(t))
-            starts = [off + lo for lo, _ in leaves(t)]
-            self.layouts.append((t, fmt, starts, _contiguous(leaves(t))))
-
-    def pack(self, args: Sequence[Any], buf: bytearray) -> None:
-        if len(args) != len(self.params):
-            names = ", ".join(n for n, _ in self.params)
-            raise LaunchError(f"kernel '{self.kernel_key}' takes {len(self.params)} arguments "
-                              f"({names}), got {len(args)}")
-        for i, (value, (t, fmt, starts, contiguous)) in enumerate(
-                zip(args, self.layouts, strict=True)):
-            try:
-                flat = _flat_values(value, t)
-            except ArgError as exc:
-                name = self.params[i][0]
-                raise LaunchError(f"kernel '{self.kernel_key}' argument '{name}' (position {i}): "
-                                  f"{exc}") from None
-            if contiguous:
-                struct.pack_into(fmt, buf, _HEADER + starts[0], *flat)
-            else:
-                for (st_fmt, pos), v in zip(zip(fmt[1:], starts, strict=True), flat,
-                                            strict=True):
-                    struct.pack_into("<" + st_fmt, buf, _HEADER + pos, v)
-
-
-def _contiguous(ls: list[tuple[int, ScalarType]]) -> bool:
-    pos = ls[0][0] if ls else 0
-    for off, st in ls:
-        if off != pos:
-            return False
-        pos += struct.calcsize("<" + _FMT[st.name])
-    return True
+_ERR = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
+# dims (4 × int64), error word, padding, stack base and capacity, failed thread, start, end
+_HEAD = struct.Struct("<4qi4xQqqqq")
 
 
 def _dims(dim: Any) -> tuple[int, ...]:
@@ -171,88 +50,142 @@ def _dims(dim: Any) -> tuple[int, ...]:
 
 
 class Prepared:
-    """A compiled entry (a kernel's forward or adjoint) with its packer and argument blocks."""
+    """A compiled entry (a kernel's forward or adjoint) with its packer and launch blocks."""
 
-    def __init__(self, kernel: Any, compiled: Any = None) -> None:
+    def __init__(self, kernel: Any, compiled: Any = None, adjoint: bool = False) -> None:
         self.kernel = kernel
         self.compiled = kernel.compiled() if compiled is None else compiled
+        self.adjoint = adjoint
+        self.entry = self.compiled.entry
         self.packer = Packer(kernel.key, self.compiled.params)
+        # the header and the arguments in one format, so a serial launch packs with one call
+        self._whole = struct.Struct(_HEAD.format + self.packer.fmt[1:])
         self._free: list[tuple[bytearray, int]] = []
-        self.set_stack(np.empty(_FIRST_STACK if self.compiled.uses_stack else 0, np.uint8))
+        #: one adjoint stack per worker thread (index 0: the launching thread)
+        self.stacks: list[NDArray] = []
+        self._stack_words: list[tuple[int, int]] = []
+        self.stack_for(0)
         access = self.compiled.access
         if access is None:  # not analysable: every array argument may be written
             access = {key: frozenset({"stores"}) for key in array_keys(self.compiled.params)}
         self.writes = [key for key, flags in access.items() if flags & {"stores", "minmax"}]
+        self.write_args = [i for i, field in self.writes if field is None]
+        self.struct_writes = [key for key in self.writes if key[1] is not None]
         self.array_slots = array_slots(self.compiled.params)
+        #: measured cost of one thread (ns), which decides whether a launch is worth splitting
+        self.ns_per_thread: float | None = None
 
-    def set_stack(self, stack: NDArray) -> None:
-        self.stack, self.stack_addr, self.stack_size = stack, stack.ctypes.data, stack.size
+    @property
+    def stack(self) -> NDArray:
+        return self.stacks[0]
+
+    def stack_for(self, worker: int) -> NDArray:
+        while len(self.stacks) <= worker:
+            self.set_stack(len(self.stacks),
+                           np.empty(_FIRST_STACK if self.compiled.uses_stack else 0, np.uint8))
+        return self.stacks[worker]
+
+    def set_stack(self, worker: int, stack: NDArray) -> None:
+        if worker == len(self.stacks):
+            self.stacks.append(stack)
+            self._stack_words.append((0, 0))
+        self.stacks[worker] = stack
+        self._stack_words[worker] = (stack.ctypes.data if stack.size else 0), stack.size
+
+    def stack_words(self, worker: int) -> tuple[int, int]:
+        """(address, capacity) of a worker's adjoint stack, as the header holds them."""
+        if worker >= len(self.stacks):
+            self.stack_for(worker)
+        return self._stack_words[worker]
 
     def protect_writes(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them."""
-        for key in self.writes:
+        n = len(args)
+        for i in self.write_args:
+            if i < n:
+                a = args[i]
+                if isinstance(a, array) and a._mem.watchers:
+                    before_write(a)
+        for key in self.struct_writes:
             a = arg_array(args, key)
             if a is not None:
                 before_write(a)
 
     def block(self) -> tuple[bytearray, int]:
-        """An argument block and its address (reused; a concurrent launch takes another)."""
+        """A launch block and its address (reused; a concurrent launch takes another)."""
         if self._free:
             return self._free.pop()
-        buf = bytearray(_HEADER + self.packer.size)
+        buf = bytearray(BLOCK_ARGS + self.packer.size)
         return buf, ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
 
+    def release(self, block: tuple[bytearray, int]) -> None:
+        self._free.append(block)
+
+    def set_header(self, buf: bytearray, dims: tuple[int, ...], lo: int, hi: int,
+                   worker: int = 0) -> None:
+        _HEAD.pack_into(buf, 0, *dims, *_ONES[len(dims)], 0, *self.stack_words(worker), 0, lo,
+                        hi)
+
     def run(self, dims: tuple[int, ...], args: Sequence[Any],
-            restart: Callable[[], None] | None = None) -> None:
-        """Launch over dims. When an adjoint's stack fills up, it grows and the launch resumes
-        at the thread that found it full — or, given `restart` (which must undo what the launch
-        did so far), starts over."""
+            restart: Callable[[], None] | None = None, taped: bool = False) -> None:
+        """Launch over dims, split across worker threads when that pays (runtime/parallel.py).
+        When an adjoint's stack fills up, it grows and the launch resumes at the thread that
+        found it full — or, given `restart` (which must undo what the launch did so far), starts
+        over."""
         if self.compiled.launch_ndim > len(dims):
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.compiled.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
-        buf, base = self.block()
+        values = self.packer.values(args)
+        total = math.prod(dims)
+        block = self._free.pop() if self._free else self.block()
+        buf, base = block
         try:
-            self.packer.pack(args, buf)
-            total = math.prod(dims)
-            struct.pack_into("<4qi", buf, 0, *dims, *_ONES[len(dims)], 0)
-            if total:
-                if self.stack_size:
-                    struct.pack_into("<Qq", buf, 40, self.stack_addr, self.stack_size)
-                self.compiled.entry(0, total, base + _HEADER, base, base + 32)
-                if buf[32:36] != _NO_ERROR:
-                    self.recover(buf, base, total, restart)
+            self._whole.pack_into(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0],
+                                  0, 0, total, *values)
+            workers = parallel.workers_for(self, total, args, taped) if total > 1 else 1
+            if workers > 1:
+                parallel.run_split(self, block, dims, total, args, workers, restart)
+                return
+            if total >= parallel.TIMED_THREADS:
+                t0 = time.perf_counter_ns()
+                self.entry(base)
+                self.ns_per_thread = (time.perf_counter_ns() - t0) / total
+            elif total:
+                self.entry(base)
+            if buf[_ERR] != _NO_ERROR:
+                self.recover(buf, base, 0, total, restart)
         finally:
-            self._free.append((buf, base))
+            self._free.append(block)
 
-    def recover(self, buf: bytearray, base: int, total: int,
-                restart: Callable[[], None] | None) -> None:
-        """The launch stopped early: raise its error, or grow the stack and carry on from the
-        thread that found it full (threads run last-first when `reverse_threads`)."""
-        start, end = 0, total
+    def recover(self, buf: bytearray, base: int, lo: int, hi: int,
+                restart: Callable[[], None] | None, worker: int = 0) -> None:
+        """A slice [lo, hi) stopped early: raise its error, or grow the stack and carry on from
+        the thread that found it full (threads run last-first when `reverse_threads`)."""
+        start, end = lo, hi
         while True:
-            err = int.from_bytes(buf[32:36], "little", signed=True)
+            err = int.from_bytes(buf[_ERR], "little", signed=True)
             if err == 0:
                 return
             if err != _STACK_FULL:
                 self.raise_runtime_error(err)
-            failed = int.from_bytes(buf[56:64], "little")
-            self.grow_stack()
+            failed = int.from_bytes(buf[BLOCK_STATUS + 24:BLOCK_STATUS + 32], "little")
+            self.grow_stack(worker)
             if restart is not None:
                 restart()
-                start, end = 0, total
+                start, end = lo, hi
             elif self.compiled.reverse_threads:
                 end = failed + 1
             else:
                 start = failed
-            buf[32:36] = _NO_ERROR
-            struct.pack_into("<Qq", buf, 40, self.stack_addr, self.stack_size)
-            self.compiled.entry(start, end, base + _HEADER, base, base + 32)
+            dims = struct.unpack_from("<4q", buf, 0)
+            self.set_header(buf, dims, start, end, worker)
+            self.entry(base)
 
-    def grow_stack(self) -> None:
-        """Double the adjoint stack."""
-        size = 2 * self.stack_size
+    def grow_stack(self, worker: int = 0) -> None:
+        """Double a worker's adjoint stack."""
+        size = 2 * self.stacks[worker].size
         try:
-            self.set_stack(np.empty(size, np.uint8))
+            self.set_stack(worker, np.empty(size, np.uint8))
         except MemoryError:
             raise KernelRuntimeError(
                 f"kernel '{self.kernel.key}': the adjoint needs more than {size // 2} bytes per "
@@ -298,7 +231,7 @@ def prepared_adjoint(kernel: Any) -> Prepared:
     if prepared is None:
         if not hasattr(kernel, "adjoint_compiled"):
             raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
-        prepared = Prepared(kernel, kernel.adjoint_compiled())
+        prepared = Prepared(kernel, kernel.adjoint_compiled(), adjoint=True)
         kernel._gl_adjoint_prepared = prepared
     return prepared  # type: ignore[no-any-return]
 
@@ -311,7 +244,7 @@ def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
             continue
         if not isinstance(g, array) or g.shape != value.shape or g.dtype != value.dtype:
             raise LaunchError(f"adjoint argument {i}: expected an array of shape {value.shape} "
-                              f"and dtype {value.dtype!r} for the gradient, got {_describe(g)}")
+                              f"and dtype {value.dtype!r} for the gradient, got {describe(g)}")
         out[i] = array._wrap(value.numpy(), value.dtype, value.device, g.numpy())
     return out
 
@@ -321,11 +254,15 @@ _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
 def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
            adj_inputs: Any = None, adj_outputs: Any = None, device: Any = None,
            stream: Any = None, adjoint: bool = False, record_tape: bool = True,
-           record_cmd: bool = False, max_blocks: int = 0, block_dim: int = 256) -> None:
-    """Run kernel over a 1-4-D grid of threads; arguments are inputs followed by outputs."""
+           record_cmd: bool = False, max_blocks: int = 0, block_dim: int = 256) -> Any:
+    """Run kernel over a 1-4-D grid of threads; arguments are inputs followed by outputs.
+    With `record_cmd=True` nothing runs yet: the result is a `Launch` to run (and re-run)."""
     if device is not None and device != "cpu":
         get_device(device)  # raises for devices this build cannot run on
     args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
+    if record_cmd:
+        adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
+        return Launch(kernel, dim, list(args), adj if adjoint else None, record_tape)
     if adjoint:
         prepared = prepared_adjoint(kernel)
         slots = prepared.array_slots
@@ -333,7 +270,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
                               *(adj_outputs or [None] * len(outputs))]
         args, adj = adapt_args(kernel.key, slots, args), adapt_args(kernel.key, slots, adj)
         prepared.run(_dims(dim), with_gradients(args, adj))
-        return
+        return None
     prepared = prepared_forward(kernel)
     args = adapt_args(kernel.key, prepared.array_slots, args)
     dims = _dims(dim)
@@ -341,9 +278,77 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     if not tapes:
         prepared.protect_writes(args)
         prepared.run(dims, args)
-        return
+        return None
     records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
     prepared.protect_writes(args)
-    prepared.run(dims, args)
+    prepared.run(dims, args, taped=True)
     for tape, record in zip(tapes, records, strict=True):
         tape.end_launch(record)
+    return None
+
+
+class Launch:
+    """A launch recorded by `wp.launch(..., record_cmd=True)`, run by `launch()` as often as
+    wanted. Its arguments are checked and packed once, so a small launch replays in about a
+    microsecond; while a Tape records, or when it is large enough to split across threads, it
+    goes through `wp.launch` instead (recorded, copy-on-write respected, split)."""
+
+    def __init__(self, kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None,
+                 record_tape: bool) -> None:
+        self.kernel, self.adjoint, self.record_tape = kernel, adj, record_tape
+        self.prepared = prepared_adjoint(kernel) if adj is not None else prepared_forward(kernel)
+        self.params = [name for name, _ in self.prepared.compiled.params]
+        self.args = list(adapt_args(kernel.key, self.prepared.array_slots, args))
+        self.dims = _dims(dim)
+        self._buf, self._addr = self.prepared.block()  # owned for good, never released
+        self._pack()
+
+    def _pack(self) -> None:
+        self.prepared.packer.pack(self.args, self._buf)
+        total = math.prod(self.dims)
+        self.prepared.set_header(self._buf, self.dims, 0, total)
+        # the fast replay covers small forward launches writing no arrays held in structs;
+        # everything else takes wp.launch's path (which also raises its errors)
+        self._fast = (total < parallel.TIMED_THREADS and self.adjoint is None
+                      and self.prepared.compiled.launch_ndim <= len(self.dims)
+                      and not self.prepared.struct_writes)
+        self._watched = [a for i in self.prepared.write_args if i < len(self.args)
+                         and isinstance(a := self.args[i], array)]
+
+    def set_dim(self, dim: Any) -> None:
+        self.dims = _dims(dim)
+        self._pack()
+
+    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
+        if adjoint:
+            if self.adjoint is None:
+                raise LaunchError("this recorded launch is not an adjoint launch")
+            self.adjoint[index] = value
+        else:
+            self.args[index] = value
+            self.args = list(adapt_args(self.kernel.key, self.prepared.array_slots, self.args))
+        self._pack()
+
+    def set_param_by_name(self, name: str, value: Any, adjoint: bool = False) -> None:
+        if name not in self.params:
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter '{name}' "
+                              f"(parameters: {', '.join(self.params)})")
+        self.set_param_at_index(self.params.index(name), value, adjoint)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        self.args = list(adapt_args(self.kernel.key, self.prepared.array_slots, list(values)))
+        self._pack()
+
+    def launch(self, stream: Any = None) -> None:
+        if not self._fast or (self.record_tape and ACTIVE_TAPES.get()):
+            launch(self.kernel, self.dims, self.args, adj_inputs=self.adjoint,
+                   adjoint=self.adjoint is not None, record_tape=self.record_tape)
+            return
+        for a in self._watched:
+            if a._mem.watchers:
+                before_write(a)
+        self.prepared.entry(self._addr)
+        if self._buf[_ERR] != _NO_ERROR:
+            err = int.from_bytes(self._buf[_ERR], "little", signed=True)
+            self._buf[_ERR] = _NO_ERROR
+            self.prepared.raise_runtime_error(err)

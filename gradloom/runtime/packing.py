@@ -1,0 +1,155 @@
+"""Checks launch arguments against a kernel's parameter types and packs them into its block.
+
+The plan (one `struct` format for the whole argument block, one value getter per parameter) is
+built once per compiled signature, so a launch packs with one `struct.pack_into` call.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..types import (
+    BLOCK_ARGS,
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    arg_offsets,
+    leaves,
+)
+from .array import array
+
+_FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
+        "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
+        "float64": "d", "ptr": "Q"}
+
+Getter = Callable[[Any, Any], list[Any]]
+
+
+class ArgError(Exception):
+    """Internal: why one value does not fit one parameter."""
+
+
+def describe(v: Any) -> str:
+    """A short description of a launch argument, for error messages."""
+    if isinstance(v, array):
+        return f"array(dtype={v.dtype!r}, ndim={v.ndim})"
+    if isinstance(v, np.ndarray):
+        return f"numpy.ndarray(dtype={v.dtype}, shape={v.shape})"
+    return type(v).__name__
+
+
+def array_words(value: Any, t: ArrayType) -> list[Any]:
+    """data pointer, gradient pointer, shape, strides: an array argument's words."""
+    if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
+        grad = value._grad
+        return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+    if not isinstance(value, array):
+        raise ArgError(f"expected {t!r}, got {describe(value)}")
+    if value.ndim != t.ndim or value.dtype != t.dtype:
+        raise ArgError(f"expected {t!r}, got {describe(value)}")
+    if value.device != "cpu":
+        raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
+    grad = value.grad
+    return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+
+
+def scalar_words(value: Any, t: ScalarType) -> list[Any]:
+    if isinstance(value, (bool, np.bool_)) or t.kind == "b":
+        if t.kind != "b" or not isinstance(value, (bool, np.bool_, int, np.integer)):
+            raise ArgError(f"expected a {t} value, got {describe(value)} {value!r}")
+        return [bool(value)]
+    if t.is_float and isinstance(value, (int, float, np.integer, np.floating)):
+        return [float(value)]
+    if t.is_int and isinstance(value, (int, np.integer)):
+        info = np.iinfo(t.np_dtype)
+        if not info.min <= int(value) <= info.max:
+            raise ArgError(f"{value} does not fit in {t} [{info.min}, {info.max}]")
+        return [int(value)]
+    raise ArgError(f"expected a {t} value, got {describe(value)} {value!r}")
+
+
+def flat_values(value: Any, t: Any) -> list[Any]:
+    """The scalar leaves of one argument, in layout order (see types.leaves)."""
+    if isinstance(t, ScalarType):
+        return scalar_words(value, t)
+    if isinstance(t, ArrayType):
+        return array_words(value, t)
+    if isinstance(t, (VectorType, MatrixType)):
+        try:
+            comps = np.asarray(value, dtype=t.dtype.np_dtype)
+        except (TypeError, ValueError):
+            raise ArgError(f"expected {t!r}, got {describe(value)}") from None
+        if comps.size != t.length or (isinstance(value, array)):
+            raise ArgError(f"expected {t!r} ({t.length} components), got {describe(value)}")
+        return comps.ravel().tolist()  # type: ignore[no-any-return]
+    if isinstance(t, StructType):
+        if not isinstance(value, t.cls):
+            raise ArgError(f"expected an instance of struct {t.name}, got {describe(value)}")
+        out: list[Any] = []
+        for name, ft in t.fields:
+            try:
+                out.extend(flat_values(getattr(value, name), ft))
+            except ArgError as exc:
+                raise ArgError(f"field '{name}': {exc}") from None
+        return out
+    raise ArgError(f"unsupported parameter type {t!r}")
+
+
+def _getter(t: Any) -> Getter:
+    if isinstance(t, ArrayType):
+        return array_words
+    if isinstance(t, ScalarType):
+        return scalar_words
+    return flat_values
+
+
+def _block_format(types: Sequence[Any]) -> tuple[str, int]:
+    """One struct format for every leaf of the argument block (padding as 'x'), and its size."""
+    offsets, size = arg_offsets(list(types))
+    fmt, pos = ["<"], 0
+    for t, off in zip(types, offsets, strict=True):
+        for lo, st in leaves(t):
+            if off + lo > pos:
+                fmt.append(f"{off + lo - pos}x")
+            fmt.append(_FMT[st.name])
+            pos = off + lo + struct.calcsize("<" + _FMT[st.name])
+    return "".join(fmt), size
+
+
+class Packer:
+    """Packs a kernel's arguments into its argument block, per its compiled signature."""
+
+    def __init__(self, kernel_key: str, params: Sequence[tuple[str, Any]]) -> None:
+        self.kernel_key = kernel_key
+        self.params = list(params)
+        self.types = [t for _, t in self.params]
+        self.getters = [(_getter(t), t) for t in self.types]
+        self.fmt, self.size = _block_format(self.types)
+
+    def values(self, args: Sequence[Any]) -> list[Any]:
+        """Every leaf value of the arguments, checked against the parameter types."""
+        if len(args) != len(self.params):
+            names = ", ".join(n for n, _ in self.params)
+            raise LaunchError(f"kernel '{self.kernel_key}' takes {len(self.params)} arguments "
+                              f"({names}), got {len(args)}")
+        out: list[Any] = []
+        i = 0
+        try:
+            for (get, t), value in zip(self.getters, args, strict=True):
+                out += get(value, t)
+                i += 1
+        except ArgError as exc:
+            name = self.params[i][0]
+            raise LaunchError(f"kernel '{self.kernel_key}' argument '{name}' (position {i}): "
+                              f"{exc}") from None
+        return out
+
+    def pack(self, args: Sequence[Any], buf: bytearray) -> None:
+        struct.pack_into(self.fmt, buf, BLOCK_ARGS, *self.values(args))

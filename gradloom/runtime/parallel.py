@@ -1,0 +1,158 @@
+"""Splitting one launch into contiguous slices of its thread range, run by the worker pool.
+
+Whether a launch is split: it needs more than one configured thread (`config.num_threads`), a
+measured cost worth the wake-up (`config.parallel_min_ns`), and a kernel whose threads may run at
+once (passes/threads.py: a recorded forward launch or an adjoint whose threads share memory runs
+serially, so the adjoint replays exactly what happened). Slice k always covers the same threads
+for a given launch size and thread count, so results do not depend on timing — except the last
+bits of float atomics, which docs/differences.md lists.
+
+Gradients that threads add into at shared addresses (the plan's `scatter`) go, for workers 1..n-1,
+into private zeroed buffers with the gradient's layout, added into the real gradient in worker
+order after the launch: no atomics in the hot loop and one answer for a given thread count.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from ..types import BLOCK_ARGS, BLOCK_STATUS
+from .array import NDArray, array, zeros_same_layout
+from .pool import worker_pool
+
+#: launches of at least this many threads are timed, to learn what a thread costs
+TIMED_THREADS = 64
+#: a launch this large is split before anything is known about its cost
+_UNTIMED_SPLIT = 1 << 16
+_NO_ERROR = bytes(4)
+_ERR = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
+
+
+def workers_for(prepared: Any, total: int, args: Sequence[Any], taped: bool) -> int:
+    """How many slices this launch runs as (1: serially on the calling thread)."""
+    n = min(config.num_threads, total)
+    if n < 2:
+        return 1
+    plan = prepared.compiled.threads
+    if plan.serial is not None and (taped or prepared.adjoint):
+        return 1
+    if plan.float_atomics and config.deterministic:
+        return 1
+    cost, least = prepared.ns_per_thread, config.parallel_min_ns
+    if least > 0 and ((total < _UNTIMED_SPLIT) if cost is None else (cost * total < least)):
+        return 1
+    if _overlapping(args) or not _scatter_ok(prepared, args, total):
+        return 1
+    return n
+
+
+def _overlapping(args: Sequence[Any]) -> bool:
+    """An array view that reaches one element through two indices (a zero stride) defeats the
+    thread-own proof of passes/threads.py."""
+    for a in args:
+        if isinstance(a, array) and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+            return True
+    return False
+
+
+def _scatter_ok(prepared: Any, args: Sequence[Any], total: int) -> bool:
+    """Private gradient buffers pay only when they are small next to the launch's work."""
+    size = 0
+    for key in prepared.compiled.scatter:
+        g = _scatter_grad(args, key)
+        if g is not None:
+            if g is False:
+                return False
+            size += g.nbytes
+    return size <= (1 << 20) + 64 * total
+
+
+def _scatter_grad(args: Sequence[Any], key: tuple[int, str | None]) -> Any:
+    """The gradient (numpy) a scatter key names; None without one; False if its layout is not
+    the data's (the kernel addresses both with the data's strides)."""
+    i, field = key
+    value = args[i] if field is None else getattr(args[i], field, None)
+    if not isinstance(value, array) or value.grad is None:
+        return None
+    g = value.grad.numpy()
+    return g if value.grad.strides == value.strides else False
+
+
+def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...], total: int,
+              args: Sequence[Any], n: int, restart: Callable[[], None] | None) -> None:
+    """Run the packed launch in `block` as n slices on the pool, then finish what stopped early
+    and sum the private gradients."""
+    bounds = [(total * k // n, total * (k + 1) // n) for k in range(n)]
+    blocks = [block] + [prepared.block() for _ in range(n - 1)]
+    try:
+        privates = _fill_blocks(prepared, blocks, dims, bounds, args)
+        tasks = [_task(prepared.entry, base) for _, base in blocks]
+        t0 = time.perf_counter_ns()
+        worker_pool(n).run(tasks)
+        prepared.ns_per_thread = (time.perf_counter_ns() - t0) * n / total
+        if any(buf[_ERR] != _NO_ERROR for buf, _ in blocks):
+            if _finish(prepared, blocks, dims, bounds, total, restart):
+                return  # restarted serially: the private buffers are void
+        for grad, bufs in privates:
+            for p in bufs:
+                grad += p
+    finally:
+        for b in blocks[1:]:
+            prepared.release(b)
+
+
+def _task(entry: Any, base: int) -> Callable[[], None]:
+    return lambda: entry(base)
+
+
+def _fill_blocks(prepared: Any, blocks: list[tuple[bytearray, int]], dims: tuple[int, ...],
+                 bounds: list[tuple[int, int]], args: Sequence[Any]
+                 ) -> list[tuple[NDArray, list[NDArray]]]:
+    """Each worker's block: the same arguments, its own slice and stack, and (workers 1..n-1)
+    private buffers in place of the gradients threads add into at shared addresses."""
+    first = blocks[0][0]
+    for k, ((buf, _), (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
+        if k:
+            buf[BLOCK_ARGS:] = first[BLOCK_ARGS:]
+        prepared.set_header(buf, dims, lo, hi, k)
+    privates = []
+    for key, offset in zip(prepared.compiled.scatter, prepared.compiled.threads.scatter,
+                           strict=True):
+        grad = _scatter_grad(args, key)
+        if grad is None:
+            continue
+        bufs = [zeros_same_layout(grad) for _ in blocks[1:]]
+        for (buf, _), p in zip(blocks[1:], bufs, strict=True):
+            buf[BLOCK_ARGS + offset:BLOCK_ARGS + offset + 8] = p.ctypes.data.to_bytes(8, "little")
+        privates.append((grad, bufs))
+    return privates
+
+
+def _finish(prepared: Any, blocks: list[tuple[bytearray, int]], dims: tuple[int, ...],
+            bounds: list[tuple[int, int]], total: int,
+            restart: Callable[[], None] | None) -> bool:
+    """Slices that stopped early (an error, or a full adjoint stack): raise, or resume each
+    slice where it stopped. With `restart`, undo everything and run the launch serially instead
+    (True)."""
+    full = [k for k, (buf, _) in enumerate(blocks)
+            if int.from_bytes(buf[_ERR], "little", signed=True) == -1]
+    if restart is not None and full:
+        for k in full:
+            prepared.grow_stack(k)
+        restart()
+        buf, base = blocks[0]
+        prepared.set_stack(0, max(prepared.stacks, key=lambda s: s.size))
+        prepared.set_header(buf, dims, 0, total)
+        prepared.entry(base)
+        if buf[_ERR] != _NO_ERROR:
+            prepared.recover(buf, base, 0, total, restart)
+        return True
+    for k, ((buf, base), (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
+        if buf[_ERR] != _NO_ERROR:
+            prepared.recover(buf, base, lo, hi, None, k)
+    return False

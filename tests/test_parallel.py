@@ -1,0 +1,378 @@
+"""Launches split across worker threads: the thread-sharing analysis, results equal to a serial
+run, private gradient buffers, stack growth in a worker, errors, and the pool itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import gradloom as wp
+from gradloom import config
+from gradloom.passes.threads import thread_plan
+from gradloom.runtime import parallel
+from gradloom.runtime.launch import prepared_adjoint, prepared_forward
+from gradloom.runtime.pool import WorkerPool
+
+f64 = wp.float64
+
+
+@pytest.fixture
+def threads(monkeypatch: pytest.MonkeyPatch):
+    """Split every launch of two or more threads across `n` workers; count the splits."""
+    calls: list[int] = []
+    real = parallel.run_split
+
+    def counting(prepared, block, dims, total, args, n, restart):  # type: ignore[no-untyped-def]
+        calls.append(n)
+        real(prepared, block, dims, total, args, n, restart)
+
+    monkeypatch.setattr(parallel, "run_split", counting)
+    monkeypatch.setattr(config, "parallel_min_ns", 0)
+
+    def use(n: int) -> list[int]:
+        monkeypatch.setattr(config, "num_threads", n)
+        calls.clear()
+        return calls
+
+    return use
+
+
+# -- kernels ------------------------------------------------------------------------------------
+
+@wp.kernel
+def saxpy(a: f64, x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+
+
+@wp.kernel
+def pairwise(x: wp.array(dtype=wp.vec3d), n: int, f: wp.array(dtype=wp.vec3d)):
+    """n-body style: each thread reads every body; its adjoint scatters into every x.grad."""
+    i = wp.tid()
+    acc = wp.vec3d()
+    for j in range(n):
+        d = x[j] - x[i]
+        acc = acc + d / (wp.dot(d, d) + f64(0.1))
+    f[i] = acc
+
+
+@wp.kernel
+def energy(x: wp.array(dtype=f64), e: wp.array(dtype=f64)):
+    i = wp.tid()
+    wp.atomic_add(e, 0, x[i] * x[i])
+
+
+@wp.kernel
+def slots(x: wp.array(dtype=f64), count: wp.array(dtype=int), out: wp.array(dtype=f64)):
+    i = wp.tid()
+    if x[i] > f64(0.0):
+        s = wp.atomic_add(count, 0, 1)
+        out[s] = x[i] * x[i]
+
+
+@wp.kernel
+def power_loop(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64)):
+    i = wp.tid()
+    p = f64(1.0)
+    for _ in range(n):
+        p = p * x[i]
+    y[i] = p
+
+
+@wp.kernel
+def grid2d(a: wp.array2d(dtype=f64), b: wp.array2d(dtype=f64)):
+    i, j = wp.tid()
+    b[i, j] = a[i, j] * f64(2.0) + a[j, i]
+
+
+@wp.kernel
+def column0(a: wp.array2d(dtype=f64)):
+    i, j = wp.tid()
+    a[i, 0] = f64(1.0)
+
+
+@wp.kernel
+def shift_left(a: wp.array(dtype=f64)):
+    i = wp.tid()
+    a[i] = a[i + 1]
+
+
+@wp.kernel
+def inplace(a: wp.array(dtype=f64)):
+    i = wp.tid()
+    a[i] = a[i] * a[i]
+
+
+# -- the analysis -------------------------------------------------------------------------------
+
+def _plans(kernel):  # type: ignore[no-untyped-def]
+    """(forward plan, adjoint plan) as compiled."""
+    return (prepared_forward(kernel).compiled.threads,
+            prepared_adjoint(kernel).compiled.threads)
+
+
+def test_own_index_accesses_need_nothing() -> None:
+    for k in (saxpy, grid2d, inplace, power_loop):
+        fwd, adj = _plans(k)
+        assert fwd.serial is None and adj.serial is None, k
+        assert adj.scatter == (), k
+
+
+def test_gathers_scatter_their_gradient_privately() -> None:
+    fwd, adj = _plans(pairwise)
+    assert fwd.serial is None and adj.serial is None
+    assert len(adj.scatter) == 1  # x's gradient pointer
+    assert prepared_adjoint(pairwise).compiled.scatter == ((0, None),)
+
+
+def test_shared_writes_and_counters_are_serial_when_replayed() -> None:
+    assert _plans(slots)[0].serial is not None  # the slot counter's values depend on order
+    assert prepared_forward(shift_left).compiled.threads.serial is not None
+    # a[i, 0] written by every j: threads share elements
+    assert prepared_forward(column0).compiled.threads.serial is not None
+
+
+def test_float_atomics_are_flagged() -> None:
+    assert _plans(energy)[0].float_atomics
+    assert not _plans(saxpy)[0].float_atomics
+
+
+def test_analysis_reads_the_ir() -> None:
+    """thread_plan is a pure function of the IR it gets (the kernel build calls it)."""
+    from gradloom.frontend.lower import lower_kernel
+    ir = lower_kernel(shift_left.info, list(shift_left.params))
+    assert thread_plan(ir).serial is not None
+
+
+# -- results ------------------------------------------------------------------------------------
+
+def test_split_forward_equals_serial(threads) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    xv, yv = rng.normal(size=10001), rng.normal(size=10001)
+    outs = []
+    for n in (1, 2, 3):
+        calls = threads(n)
+        y = wp.array(yv, dtype=f64)
+        wp.launch(saxpy, len(xv), inputs=[2.5, wp.array(xv, dtype=f64), y])
+        assert calls == ([] if n == 1 else [n])
+        outs.append(y.numpy())
+    np.testing.assert_allclose(outs[0], 2.5 * xv + yv, rtol=1e-14, atol=1e-15)  # fma
+    np.testing.assert_array_equal(outs[1], outs[0])
+    np.testing.assert_array_equal(outs[2], outs[0])
+
+
+def test_2d_launch_split(threads) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    av = np.random.default_rng(1).normal(size=(37, 37))
+    b = wp.zeros((37, 37), dtype=f64)
+    wp.launch(grid2d, (37, 37), inputs=[wp.array(av, dtype=f64), b])
+    assert calls == [2]
+    np.testing.assert_array_equal(b.numpy(), 2 * av + av.T)
+
+
+def _pairwise_grad(xv: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x = wp.array(xv, dtype=wp.vec3d, requires_grad=True)
+    f = wp.zeros(len(xv), dtype=wp.vec3d, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(pairwise, len(xv), inputs=[x, len(xv), f])
+    tape.backward(grads={f: wp.array(w, dtype=wp.vec3d)})
+    return f.numpy(), x.grad.numpy()
+
+
+def test_private_gradient_buffers_match_serial_and_fd(threads) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(2)
+    xv, w = rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
+    threads(1)
+    f1, g1 = _pairwise_grad(xv, w)
+    calls = threads(2)
+    f2, g2 = _pairwise_grad(xv, w)
+    assert calls == [2, 2]  # forward and adjoint both split
+    np.testing.assert_array_equal(f2, f1)
+    np.testing.assert_allclose(g2, g1, rtol=1e-12, atol=1e-12)
+    _, g3 = _pairwise_grad(xv, w)
+    np.testing.assert_array_equal(g3, g2)  # same thread count: bit-for-bit the same
+    # central differences of sum(w * f(x)) along a random direction
+    d, h = rng.normal(size=xv.shape), 1e-6
+
+    def objective(xs: np.ndarray) -> float:
+        threads(1)
+        return float(np.sum(w * _pairwise_grad(xs, w)[0]))
+
+    fd = (objective(xv + h * d) - objective(xv - h * d)) / (2 * h)
+    assert np.sum(g2 * d) == pytest.approx(fd, rel=1e-7)
+
+
+def test_gradient_already_holding_values_accumulates(threads) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    xv, w = rng.normal(size=(16, 3)), rng.normal(size=(16, 3))
+    threads(1)
+    _, g = _pairwise_grad(xv, w)
+    threads(2)
+    x = wp.array(xv, dtype=wp.vec3d, requires_grad=True)
+    x.grad.numpy()[...] = 1.0
+    f = wp.zeros(16, dtype=wp.vec3d, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(pairwise, 16, inputs=[x, 16, f])
+    tape.backward(grads={f: wp.array(w, dtype=wp.vec3d)})
+    np.testing.assert_allclose(x.grad.numpy(), g + 1.0, rtol=1e-12)
+
+
+def test_float_atomic_sum_split(threads) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    xv = np.random.default_rng(4).normal(size=5000)
+    x = wp.array(xv, dtype=f64, requires_grad=True)
+    e = wp.zeros(1, dtype=f64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(energy, len(xv), inputs=[x, e])
+    tape.backward(loss=e)
+    assert calls == [2, 2]
+    assert e.numpy()[0] == pytest.approx(np.sum(xv * xv), rel=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * xv, rtol=1e-15)
+
+
+def test_deterministic_config_keeps_float_atomics_serial(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    monkeypatch.setattr(config, "deterministic", True)
+    e = wp.zeros(1, dtype=f64)
+    wp.launch(energy, 100, inputs=[wp.array(np.ones(100), dtype=f64), e])
+    assert calls == [] and e.numpy()[0] == 100.0
+
+
+def test_slot_counters_run_serially_on_a_tape(threads) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    xv = np.random.default_rng(5).normal(size=300)
+    x = wp.array(xv, dtype=f64, requires_grad=True)
+    count = wp.zeros(1, dtype=int)
+    out = wp.zeros(300, dtype=f64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(slots, 300, inputs=[x, count, out])
+    assert calls == []  # recorded: runs serially so the adjoint replays the same slots
+    w = np.random.default_rng(6).normal(size=300)
+    tape.backward(grads={out: wp.array(w, dtype=f64)})
+    pos = np.flatnonzero(xv > 0)
+    np.testing.assert_allclose(x.grad.numpy()[pos], 2 * xv[pos] * w[:len(pos)], rtol=1e-13)
+    # not recorded: split, and the same multiset of values comes out
+    out2, count2 = wp.zeros(300, dtype=f64), wp.zeros(1, dtype=int)
+    wp.launch(slots, 300, inputs=[x, count2, out2])
+    assert calls == [2]
+    np.testing.assert_allclose(np.sort(out2.numpy()[:len(pos)]), np.sort(xv[pos] ** 2))
+
+
+def test_adjoint_stack_grows_inside_worker_slices(threads) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    n, m = 9000, 8  # 9000 float64 per thread: more than the first 64 KiB stack
+    xv = 1.0 + 1e-4 * np.random.default_rng(7).normal(size=m)
+    x = wp.array(xv, dtype=f64, requires_grad=True)
+    y = wp.zeros(m, dtype=f64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(power_loop, m, inputs=[x, n, y])
+    tape.backward(grads={y: wp.array(np.ones(m), dtype=f64)})
+    assert calls == [2, 2]
+    np.testing.assert_allclose(x.grad.numpy(), n * xv ** (n - 1), rtol=1e-10)
+    assert all(s.size >= n * 8 for s in prepared_adjoint(power_loop).stacks[:2])
+
+
+def test_in_place_kernel_split_under_tape(threads) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    av = np.random.default_rng(8).normal(size=1000)
+    a = wp.array(av, dtype=f64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(inplace, 1000, inputs=[a])
+    tape.backward(grads={a: wp.array(np.ones(1000), dtype=f64)})
+    assert calls == [2, 2]
+    np.testing.assert_allclose(a.grad.numpy(), 2 * av, rtol=1e-15)
+
+
+def test_bounds_error_from_a_worker_slice(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    threads(2)
+    monkeypatch.setattr(config, "mode", "debug")
+
+    @wp.kernel
+    def overrun(a: wp.array(dtype=f64)):
+        i = wp.tid()
+        a[i + 1] = f64(1.0)
+
+    with pytest.raises(wp.KernelRuntimeError, match="out of bounds"):
+        wp.launch(overrun, 100, inputs=[wp.zeros(100, dtype=f64)])
+
+
+def test_zero_stride_views_are_not_split(threads) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    base = np.zeros(1)
+    view = np.lib.stride_tricks.as_strided(base, shape=(64,), strides=(0,))
+    y = wp.zeros(64, dtype=f64)
+    wp.launch(saxpy, 64, inputs=[1.0, wp.array(view, dtype=f64, copy=False), y])
+    assert calls == []
+
+
+def test_small_launches_stay_serial(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(config, "num_threads", 2)
+    monkeypatch.setattr(config, "parallel_min_ns", 10**12)
+    ran: list[int] = []
+    monkeypatch.setattr(parallel, "run_split", lambda *a: ran.append(1))
+
+    @wp.kernel
+    def scale(a: f64, y: wp.array(dtype=f64)):
+        i = wp.tid()
+        y[i] = a * y[i]
+
+    y = wp.zeros(200000, dtype=f64)
+    wp.launch(scale, 10, inputs=[1.0, y])  # too small to time
+    assert prepared_forward(scale).ns_per_thread is None
+    wp.launch(scale, 200000, inputs=[1.0, y])  # first big one: split before it is timed
+    assert ran == [1]
+    wp.launch(scale, 1000, inputs=[1.0, y])  # cheap: serial, and timed
+    assert ran == [1] and prepared_forward(scale).ns_per_thread is not None
+
+
+# -- the pool -----------------------------------------------------------------------------------
+
+def test_pool_runs_tasks_on_other_threads_and_reraises() -> None:
+    pool = WorkerPool(3)
+    seen: list[int] = []
+    pool.run([lambda: seen.append(threading.get_ident()) for _ in range(3)])
+    assert len(set(seen)) == 3 and threading.get_ident() in seen
+
+    def boom() -> None:
+        raise ValueError("in a worker")
+
+    with pytest.raises(ValueError, match="in a worker"):
+        pool.run([lambda: None, boom])
+    pool.run([lambda: seen.append(0)])  # still usable afterwards
+    assert seen[-1] == 0
+
+
+def test_concurrent_launches_from_python_threads(threads) -> None:  # type: ignore[no-untyped-def]
+    threads(2)
+    xv = np.arange(20000, dtype=np.float64)
+    ys = [wp.zeros(20000, dtype=f64) for _ in range(4)]
+
+    def work(y) -> None:  # type: ignore[no-untyped-def]
+        for _ in range(20):
+            wp.launch(saxpy, 20000, inputs=[1.0, wp.array(xv, dtype=f64), y])
+
+    ts = [threading.Thread(target=work, args=(y,)) for y in ys]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for y in ys:
+        np.testing.assert_array_equal(y.numpy(), 20 * xv)
+
+
+def test_num_threads_from_the_environment() -> None:
+    env = {**os.environ, "GRADLOOM_NUM_THREADS": "3"}
+    out = subprocess.run([sys.executable, "-c", "import gradloom.config as c; print(c.num_threads)"],
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "3"
