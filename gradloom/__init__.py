@@ -39,6 +39,7 @@ from .interop.torch import (
 )
 from .kernel import VERSION as __version__
 from .kernel import Kernel, kernel
+from .loading import compile_kernels, force_load, load_module
 from .runtime.array import array
 from .runtime.array_ops import (
     array1d,
@@ -71,7 +72,6 @@ from .runtime.device import (
     synchronize,
     synchronize_device,
 )
-from .loading import compile_kernels, force_load, load_module
 from .runtime.launch import Launch, launch
 from .runtime.structs import struct
 from .runtime.tape import Tape

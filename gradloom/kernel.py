@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +44,10 @@ class CompiledKernel:
     uses_stack: bool = False
     reverse_threads: bool = False
     #: how a launch may be split across worker threads (passes/threads.py)
-    threads: ThreadPlan = ThreadPlan()
-    #: the array arguments (keyed like `access`) whose gradients workers add into privately
-    scatter: tuple[tuple[int, str | None], ...] = ()
+    threads: ThreadPlan = field(default_factory=ThreadPlan)
+    #: what workers of a split launch add into privately: (array key like `access`, True for
+    #: the array's gradient / False for its data), one per `threads.scatter` offset
+    scatter: tuple[tuple[tuple[int, str | None], bool], ...] = ()
 
 
 class Kernel:
@@ -119,7 +120,8 @@ class Kernel:
         plan = ThreadPlan(*entry["threads"])
         where = self._array_offsets()
         # the gradient pointer is the word after the array's data pointer
-        scatter = tuple(where[off - 8] for off in plan.scatter)
+        scatter = tuple((where[off], False) if off in where else (where[off - 8], True)
+                        for off in plan.scatter)
         return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
                               entry.get("access"), entry.get("uses_stack", False),
                               entry.get("reverse_threads", False), plan, scatter)
@@ -144,7 +146,8 @@ class Kernel:
         ir = adjoint_kernel(ir) if adjoint else inline_custom(ir)
         verify(ir)
         target = cpu.host_target()
-        text = emit_module(ir, symbol, target.triple, target.datalayout)
+        plan = thread_plan(ir)
+        text = emit_module(ir, symbol, target.triple, target.datalayout, plan.scatter)
         if config.print_ir:
             print(format_kernel(ir), file=sys.stderr)
             print(text, file=sys.stderr)
@@ -152,7 +155,6 @@ class Kernel:
         if config.verbose:
             print(f"gradloom: compiled kernel {self.key}{' adjoint' if adjoint else ''}",
                   file=sys.stderr)
-        plan = thread_plan(ir)
         return {"object": obj, "launch_ndim": ir.launch_ndim, "access": access,
                 "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                 "reverse_threads": ir.reverse_threads,

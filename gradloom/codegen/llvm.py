@@ -38,8 +38,13 @@ class FunctionText:
 class KernelEmitter(OpEmitter):
     """Emits one kernel's entry function; OpEmitter provides the per-primitive rules."""
 
-    def __init__(self, kernel: KernelIR, symbol: str) -> None:
+    def __init__(self, kernel: KernelIR, symbol: str, private_adds: tuple[int, ...] = ()) -> None:
         self.kernel = kernel
+        #: argument offsets of pointers whose memory no two threads add into at once (each
+        #: worker of a split launch gets a private copy: passes/threads.py), so adds into it
+        #: need no atomic instruction
+        self.private_adds = frozenset(private_adds)
+        self.defs = {op.result.id: op for op in walk_ops(kernel.body) if op.result is not None}
         self.symbol = symbol
         self.f = FunctionText()
         self.names: dict[int, str] = {}
@@ -52,6 +57,13 @@ class KernelEmitter(OpEmitter):
 
     def name(self, v: Var) -> str:
         return self.names[v.id]
+
+    def root_offset(self, p: Var) -> int | None:
+        """The argument offset pointer p derives from (None: not an argument)."""
+        d = self.defs.get(p.id)
+        while d is not None and d.prim == "ptr_add":
+            d = self.defs.get(d.args[0].id)
+        return int(d.attr) if d is not None and d.prim == "arg" else None
 
     def define(self, v: Var) -> str:
         n = f"%{self.prefix}v{v.id}"
@@ -219,9 +231,10 @@ def _grad_roots(body: Block) -> list[Var]:
     return list(roots.values())
 
 
-def emit_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str) -> str:
+def emit_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str,
+                private_adds: tuple[int, ...] = ()) -> str:
     """A complete LLVM module holding the kernel's entry function."""
-    em = KernelEmitter(kernel, symbol)
+    em = KernelEmitter(kernel, symbol, private_adds)
     body = em.emit_function()
     lines = [f'target triple = "{triple}"', f'target datalayout = "{datalayout}"', ""]
     lines.extend(sorted(em.declares))

@@ -37,8 +37,12 @@ class OpEmitter:
     declares: set[str]
     prefix: str
     grads_known: bool
+    private_adds: frozenset[int]
 
     def name(self, v: Var) -> str:
+        raise NotImplementedError
+
+    def root_offset(self, p: Var) -> int | None:
         raise NotImplementedError
 
     def define(self, v: Var) -> str:
@@ -269,6 +273,9 @@ class OpEmitter:
         if base == "exch":
             self.exchange(s)
             return
+        if base == "add" and self.root_offset(s.args[0]) in self.private_adds:
+            self.private_add(s)
+            return
         if t.is_float:
             kind = {"add": "fadd", "min": "fmin", "max": "fmax"}[base]
         elif t.kind == "u":
@@ -278,6 +285,16 @@ class OpEmitter:
         p = self.address(s)
         self.f.emit(f"{self.res(s)} = atomicrmw {kind} ptr {p}, {mem_type(t)} {self.a(s, 2)} "
                     f"monotonic, align {t.size}")
+
+    def private_add(self, s: Op) -> None:
+        """atomic_add into memory only this thread's worker adds into: a plain read-add-write
+        (vectorisable, and no locked instruction)."""
+        t, f = s.args[2].type, self.f
+        mt, p, new = mem_type(t), self.address(s), f.fresh("%padd")
+        old = self.res(s) if s.result is not None else f.fresh("%pold")
+        f.emit(f"{old} = load {mt}, ptr {p}, align {t.size}")
+        f.emit(f"{new} = {'fadd' if t.is_float else 'add'} {mt} {old}, {self.a(s, 2)}")
+        f.emit(f"store {mt} {new}, ptr {p}, align {t.size}")
 
     def as_bits(self, t: ScalarType, x: str) -> tuple[str, str]:
         """x as an integer of its width (cmpxchg and xchg on every target need integers)."""

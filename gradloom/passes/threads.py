@@ -10,18 +10,20 @@ threads touch distinct elements (arrays with a zero stride are refused at launch
 The plan it returns says, for one compiled entry:
 - `serial`: why its slices must not run at once (threads read or overwrite memory other threads
   write, or replay atomics whose returned values depend on order); None when they may.
-- `scatter`: argument offsets of gradient pointers that threads only add into, at addresses they
-  may share. Workers add into private zeroed buffers that are summed afterwards in a fixed order:
-  no atomics in the hot loop, and a result that does not depend on timing.
-- `float_atomics`: the entry adds floats atomically, so its result's last bits depend on the
-  order threads run in (documented in docs/differences.md).
+- `scatter`: argument offsets of pointers (array data or gradients) whose memory threads only
+  add into (`wp.atomic_add`, `+=` on an array, or an adjoint's gradient scatter), at addresses
+  they may share. Workers add into private zeroed buffers that are summed afterwards in a fixed
+  order: no contention, and a result that does not depend on timing. Since no two threads then
+  ever add into the same memory at once, codegen emits these adds as plain load-add-stores.
+- `float_atomics`: the entry adds floats into shared elements, so its result's last bits depend
+  on how the launch is split (documented in docs/differences.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.nodes import KernelIR, Op, Var, walk_ops
+from ..ir.nodes import KernelIR, Var, walk_ops
 
 _WRITES = ("store", "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
            "atomic_xor", "atomic_exch", "atomic_cas")
@@ -46,6 +48,7 @@ class _Root:
     prims: set[str] = field(default_factory=set)
     all_own: bool = True
     result_used: bool = False
+    float_add: bool = False
 
 
 class _Addresses:
@@ -110,7 +113,6 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
     """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen."""
     addr = _Addresses(kernel)
     roots: dict[int | None, _Root] = {}
-    float_atomics = False
     for op in walk_ops(kernel.body):
         if op.prim not in _MEMORY or (op.prim == "load" and op.result is not None
                                       and op.result.type.kind == "p"):
@@ -119,25 +121,26 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
         acc.prims.add(op.prim)
         acc.all_own = acc.all_own and addr.own(op.args[1])
         if op.prim.startswith("atomic"):
-            float_atomics = float_atomics or _float_add(op)
+            acc.float_add = acc.float_add or (op.prim == "atomic_add"
+                                              and op.args[2].type.is_float)
             acc.result_used = acc.result_used or (op.result is not None
                                                   and op.result.id in addr.used)
-    return _plan(roots, float_atomics)
+    return _plan(roots)
 
 
-def _float_add(op: Op) -> bool:
-    return op.prim in ("atomic_add", "atomic_sub") and op.args[2].type.is_float
-
-
-def _plan(roots: dict[int | None, _Root], float_atomics: bool) -> ThreadPlan:
+def _plan(roots: dict[int | None, _Root]) -> ThreadPlan:
     serial: str | None = None
     scatter: list[int] = []
+    float_atomics = False
     for offset, acc in roots.items():
         if acc.all_own and offset is not None:
             continue
+        float_atomics = float_atomics or acc.float_add
         grads = acc.prims & {"adj_add", "adj_read", "adj_take"}
         reads = "load" in acc.prims or acc.result_used
-        if grads:
+        if acc.prims == {"atomic_add"} and not acc.result_used and offset is not None:
+            scatter.append(offset)
+        elif grads:
             if grads == {"adj_add"} and offset is not None:
                 scatter.append(offset)
             elif grads != {"adj_read"}:

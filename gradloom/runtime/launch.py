@@ -127,7 +127,7 @@ class Prepared:
                         hi)
 
     def run(self, dims: tuple[int, ...], args: Sequence[Any],
-            restart: Callable[[], None] | None = None, taped: bool = False) -> None:
+            restart: Callable[[], None] | None = None) -> None:
         """Launch over dims, split across worker threads when that pays (runtime/parallel.py).
         When an adjoint's stack fills up, it grows and the launch resumes at the thread that
         found it full — or, given `restart` (which must undo what the launch did so far), starts
@@ -142,7 +142,7 @@ class Prepared:
         try:
             self._whole.pack_into(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0],
                                   0, 0, total, *values)
-            workers = parallel.workers_for(self, total, args, taped) if total > 1 else 1
+            workers = parallel.workers_for(self, total, args) if total > 1 else 1
             if workers > 1:
                 parallel.run_split(self, block, dims, total, args, workers, restart)
                 return
@@ -260,16 +260,14 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     if device is not None and device != "cpu":
         get_device(device)  # raises for devices this build cannot run on
     args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
-    if record_cmd:
+    if adjoint or record_cmd:
         adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
-        return Launch(kernel, dim, list(args), adj if adjoint else None, record_tape)
-    if adjoint:
+        if record_cmd:
+            return Launch(kernel, dim, list(args), adj if adjoint else None, record_tape)
         prepared = prepared_adjoint(kernel)
         slots = prepared.array_slots
-        adj: Sequence[Any] = [*(adj_inputs or [None] * len(inputs)),
-                              *(adj_outputs or [None] * len(outputs))]
-        args, adj = adapt_args(kernel.key, slots, args), adapt_args(kernel.key, slots, adj)
-        prepared.run(_dims(dim), with_gradients(args, adj))
+        args = adapt_args(kernel.key, slots, args)
+        prepared.run(_dims(dim), with_gradients(args, adapt_args(kernel.key, slots, adj)))
         return None
     prepared = prepared_forward(kernel)
     args = adapt_args(kernel.key, prepared.array_slots, args)
@@ -281,7 +279,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         return None
     records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
     prepared.protect_writes(args)
-    prepared.run(dims, args, taped=True)
+    prepared.run(dims, args)
     for tape, record in zip(tapes, records, strict=True):
         tape.end_launch(record)
     return None

@@ -1,15 +1,17 @@
 """Splitting one launch into contiguous slices of its thread range, run by the worker pool.
 
 Whether a launch is split: it needs more than one configured thread (`config.num_threads`), a
-measured cost worth the wake-up (`config.parallel_min_ns`), and a kernel whose threads may run at
-once (passes/threads.py: a recorded forward launch or an adjoint whose threads share memory runs
-serially, so the adjoint replays exactly what happened). Slice k always covers the same threads
-for a given launch size and thread count, so results do not depend on timing — except the last
-bits of float atomics, which docs/differences.md lists.
+measured cost worth the wake-up (`config.parallel_min_ns`), and a kernel whose slices give what
+one serial loop gives (passes/threads.py). A kernel whose threads read or overwrite what other
+threads write always runs serially — recorded or not, so a Tape's replay sees what the launch
+did and a forward value never depends on whether a Tape was recording. Slice k always covers the
+same threads for a given launch size and thread count, so results do not depend on timing —
+except the last bits of float atomics, which docs/differences.md lists.
 
-Gradients that threads add into at shared addresses (the plan's `scatter`) go, for workers 1..n-1,
-into private zeroed buffers with the gradient's layout, added into the real gradient in worker
-order after the launch: no atomics in the hot loop and one answer for a given thread count.
+Memory that threads only add into at shared addresses (the plan's `scatter`: `wp.atomic_add`
+targets, and an adjoint's gradient scatters) goes, for workers 1..n-1, to private zeroed buffers
+with the array's layout, added into the real array in worker order after the launch: no
+contention, no locked instructions in the hot loop, and one answer for a given thread count.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from .. import config
 from ..types import BLOCK_ARGS, BLOCK_STATUS
@@ -33,13 +33,13 @@ _NO_ERROR = bytes(4)
 _ERR = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
 
 
-def workers_for(prepared: Any, total: int, args: Sequence[Any], taped: bool) -> int:
+def workers_for(prepared: Any, total: int, args: Sequence[Any]) -> int:
     """How many slices this launch runs as (1: serially on the calling thread)."""
     n = min(config.num_threads, total)
     if n < 2:
         return 1
     plan = prepared.compiled.threads
-    if plan.serial is not None and (taped or prepared.adjoint):
+    if plan.serial is not None:
         return 1
     if plan.float_atomics and config.deterministic:
         return 1
@@ -63,24 +63,28 @@ def _overlapping(args: Sequence[Any]) -> bool:
 def _scatter_ok(prepared: Any, args: Sequence[Any], total: int) -> bool:
     """Private gradient buffers pay only when they are small next to the launch's work."""
     size = 0
-    for key in prepared.compiled.scatter:
-        g = _scatter_grad(args, key)
-        if g is not None:
-            if g is False:
+    for key, grad in prepared.compiled.scatter:
+        target = _scatter_target(args, key, grad)
+        if target is not None:
+            if target is False:
                 return False
-            size += g.nbytes
+            size += target.nbytes
     return size <= (1 << 20) + 64 * total
 
 
-def _scatter_grad(args: Sequence[Any], key: tuple[int, str | None]) -> Any:
-    """The gradient (numpy) a scatter key names; None without one; False if its layout is not
-    the data's (the kernel addresses both with the data's strides)."""
+def _scatter_target(args: Sequence[Any], key: tuple[int, str | None], grad: bool) -> Any:
+    """The memory (numpy) a scatter entry names: the array, or its gradient; None when there
+    is none; False when a gradient's layout is not the data's (the kernel addresses both with
+    the data's strides)."""
     i, field = key
     value = args[i] if field is None else getattr(args[i], field, None)
-    if not isinstance(value, array) or value.grad is None:
+    if not isinstance(value, array):
         return None
-    g = value.grad.numpy()
-    return g if value.grad.strides == value.strides else False
+    if not grad:
+        return value.numpy()
+    if value.grad is None:
+        return None
+    return value.grad.numpy() if value.grad.strides == value.strides else False
 
 
 def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...], total: int,
@@ -95,9 +99,9 @@ def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...]
         t0 = time.perf_counter_ns()
         worker_pool(n).run(tasks)
         prepared.ns_per_thread = (time.perf_counter_ns() - t0) * n / total
-        if any(buf[_ERR] != _NO_ERROR for buf, _ in blocks):
-            if _finish(prepared, blocks, dims, bounds, total, restart):
-                return  # restarted serially: the private buffers are void
+        stopped = any(buf[_ERR] != _NO_ERROR for buf, _ in blocks)
+        if stopped and _finish(prepared, blocks, dims, bounds, total, restart):
+            return  # restarted serially: the private buffers are void
         for grad, bufs in privates:
             for p in bufs:
                 grad += p
@@ -121,15 +125,15 @@ def _fill_blocks(prepared: Any, blocks: list[tuple[bytearray, int]], dims: tuple
             buf[BLOCK_ARGS:] = first[BLOCK_ARGS:]
         prepared.set_header(buf, dims, lo, hi, k)
     privates = []
-    for key, offset in zip(prepared.compiled.scatter, prepared.compiled.threads.scatter,
-                           strict=True):
-        grad = _scatter_grad(args, key)
-        if grad is None:
+    for (key, grad), offset in zip(prepared.compiled.scatter,
+                                   prepared.compiled.threads.scatter, strict=True):
+        target = _scatter_target(args, key, grad)
+        if target is None:
             continue
-        bufs = [zeros_same_layout(grad) for _ in blocks[1:]]
+        bufs = [zeros_same_layout(target) for _ in blocks[1:]]
         for (buf, _), p in zip(blocks[1:], bufs, strict=True):
             buf[BLOCK_ARGS + offset:BLOCK_ARGS + offset + 8] = p.ctypes.data.to_bytes(8, "little")
-        privates.append((grad, bufs))
+        privates.append((target, bufs))
     return privates
 
 
