@@ -29,8 +29,11 @@ _ERR = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
 _HEAD = struct.Struct("<4qi4xQqqqq")
 
 
+_MAX_THREADS = 2**63
+
+
 def _dims(dim: Any) -> tuple[int, ...]:
-    if type(dim) is int and 0 <= dim < 2**63:
+    if type(dim) is int and 0 <= dim < _MAX_THREADS:
         return (dim,)
     bad = LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints whose "
                       f"product fits in int64, got {dim!r}")
@@ -57,6 +60,7 @@ class Prepared:
         self.compiled = kernel.compiled() if compiled is None else compiled
         self.adjoint = adjoint
         self.entry = self.compiled.entry
+        self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
         # the header and the arguments in one format, so a serial launch packs with one call
         self._whole = struct.Struct(_HEAD.format + self.packer.fmt[1:])
@@ -132,11 +136,11 @@ class Prepared:
         When an adjoint's stack fills up, it grows and the launch resumes at the thread that
         found it full — or, given `restart` (which must undo what the launch did so far), starts
         over."""
-        if self.compiled.launch_ndim > len(dims):
-            raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.compiled.launch_ndim} "
+        if self.launch_ndim > len(dims):
+            raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
         values = self.packer.values(args)
-        total = math.prod(dims)
+        total = dims[0] if len(dims) == 1 else math.prod(dims)
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:
@@ -269,9 +273,12 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         args = adapt_args(kernel.key, slots, args)
         prepared.run(_dims(dim), with_gradients(args, adapt_args(kernel.key, slots, adj)))
         return None
-    prepared = prepared_forward(kernel)
+    try:
+        prepared = kernel._gl_prepared
+    except AttributeError:
+        prepared = prepared_forward(kernel)
     args = adapt_args(kernel.key, prepared.array_slots, args)
-    dims = _dims(dim)
+    dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
     tapes = ACTIVE_TAPES.get() if record_tape else ()
     if not tapes:
         prepared.protect_writes(args)

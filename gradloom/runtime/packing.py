@@ -142,7 +142,7 @@ class Packer:
         out: list[Any] = []
         i = 0
         try:
-            for (get, t), value in zip(self.getters, args, strict=True):
+            for (get, t), value in zip(self.getters, args):  # lengths checked above
                 out += get(value, t)
                 i += 1
         except ArgError as exc:
