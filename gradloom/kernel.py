@@ -50,6 +50,18 @@ class CompiledKernel:
     scatter: tuple[tuple[tuple[int, str | None], bool], ...] = ()
 
 
+@dataclass(frozen=True)
+class PendingBuild:
+    """A kernel entry generated but not yet compiled to object code."""
+
+    kernel: Kernel
+    variant: str
+    key: str
+    symbol: str
+    text: str
+    facts: dict[str, Any]
+
+
 class Kernel:
     """A Warp-style kernel. Launch it with `wp.launch(kernel, dim, inputs=[...])`."""
 
@@ -97,6 +109,13 @@ class Kernel:
             self._compiled = self._build()
         return self._compiled
 
+    def set_compiled(self, variant: str, compiled: CompiledKernel) -> None:
+        """Install an entry built elsewhere (loading.py compiles many at once)."""
+        if variant == "adjoint":
+            self._adjoint = compiled
+        else:
+            self._compiled = compiled
+
     def adjoint_compiled(self) -> CompiledKernel:
         """The adjoint kernel's entry point (same arguments; gradients flow to inputs' grads)."""
         if self.enable_backward is False:
@@ -107,15 +126,35 @@ class Kernel:
         return self._adjoint
 
     def _build(self, variant: str = "forward") -> CompiledKernel:
+        pending = self.start_build(variant)
+        if isinstance(pending, CompiledKernel):
+            return pending
+        return self.finish_build(pending, cpu.compile_to_object(pending.text, config.opt_level))
+
+    def start_build(self, variant: str = "forward") -> CompiledKernel | PendingBuild:
+        """The entry loaded from the cache, or what remains to compile: LLVM IR text (which
+        loading.py may compile in another process) and the facts to store with its object."""
         key = self.cache_key(variant)
         symbol = f"gl_{_symbol_safe(self.__name__)}_{variant[0]}{key[:20]}"
         entry = None if config.print_ir else cache.load(key)
         if entry is None:
-            entry = self._compile(symbol, variant == "adjoint")
-            cache.store(key, entry)
-        elif config.verbose:
+            text, facts = self._codegen(symbol, variant == "adjoint")
+            return PendingBuild(self, variant, key, symbol, text, facts)
+        if config.verbose:
             suffix = "" if variant == "forward" else f" {variant}"
             print(f"gradloom: loaded kernel {self.key} from cache{suffix}", file=sys.stderr)
+        return self._load(entry, symbol)
+
+    def finish_build(self, pending: PendingBuild, obj: bytes) -> CompiledKernel:
+        """Store the compiled object code in the cache and load it."""
+        if config.verbose:
+            suffix = "" if pending.variant == "forward" else f" {pending.variant}"
+            print(f"gradloom: compiled kernel {self.key}{suffix}", file=sys.stderr)
+        entry = {**pending.facts, "object": obj}
+        cache.store(pending.key, entry)
+        return self._load(entry, pending.symbol)
+
+    def _load(self, entry: dict[str, Any], symbol: str) -> CompiledKernel:
         addr = cpu.object_loader().load(entry["object"], symbol)
         plan = ThreadPlan(*entry["threads"])
         where = self._array_offsets()
@@ -136,7 +175,8 @@ class Kernel:
             self._locs = lower_kernel(self.info, list(self.params)).locs
         return self._locs[index]
 
-    def _compile(self, symbol: str, adjoint: bool) -> dict[str, Any]:
+    def _codegen(self, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
+        """LLVM IR text of the entry, and the facts a launch needs about it."""
         ir = drop_invariant_params(lower_kernel(self.info, list(self.params)))
         verify(ir)
         self._locs = ir.locs
@@ -151,14 +191,10 @@ class Kernel:
         if config.print_ir:
             print(format_kernel(ir), file=sys.stderr)
             print(text, file=sys.stderr)
-        obj = cpu.compile_to_object(text, config.opt_level)
-        if config.verbose:
-            print(f"gradloom: compiled kernel {self.key}{' adjoint' if adjoint else ''}",
-                  file=sys.stderr)
-        return {"object": obj, "launch_ndim": ir.launch_ndim, "access": access,
-                "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
-                "reverse_threads": ir.reverse_threads,
-                "threads": (plan.serial, plan.scatter, plan.float_atomics)}
+        return text, {"launch_ndim": ir.launch_ndim, "access": access,
+                      "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
+                      "reverse_threads": ir.reverse_threads,
+                      "threads": (plan.serial, plan.scatter, plan.float_atomics)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""

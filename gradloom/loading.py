@@ -1,21 +1,25 @@
 """Compiling kernels ahead of their first launch, several at once (`wp.load_module`, `wp.force_load`).
 
 Kernels compile lazily, at their first launch. A program that wants the compile cost up front
-(a benchmark, a server warming up) asks for it here; independent kernels then compile on
-`config.num_threads` threads. That overlaps well because LLVM does most of the work and
-llvmlite calls into it through ctypes, which releases the GIL.
+(a benchmark, a server warming up) asks for it here. Kernels found in the cache load at once; the
+rest are lowered to LLVM IR here (cheap: ~2 ms a kernel) and their LLVM optimisation and code
+generation (~30 ms a kernel, and most of a cold compile) run in `config.num_threads` forked
+worker processes. Threads would not help: llvmlite serialises every call into LLVM behind one
+lock.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
 import types
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from . import config
-from .kernel import Kernel
+from .codegen.cpu import compile_to_object
+from .kernel import CompiledKernel, Kernel, PendingBuild
 
 
 def kernels_of(module: Any) -> list[Kernel]:
@@ -30,21 +34,31 @@ def kernels_of(module: Any) -> list[Kernel]:
 def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
                     threads: int | None = None) -> None:
     """Compile (or load from the cache) each kernel's forward entry — and its adjoint when
-    asked — on up to `threads` threads (default `config.num_threads`). Errors are raised as the
-    kernel's own compile error, for the first kernel that fails."""
-    jobs: list[Any] = []
+    asked — with up to `threads` processes (default `config.num_threads`). A compile error is
+    raised as the kernel's own error, for the first kernel that fails, before any compiling."""
+    pending: list[PendingBuild] = []
     for k in dict.fromkeys(kernels):  # each once, in order
-        jobs.append(k.compiled)
-        if adjoint and k.enable_backward is not False:
-            jobs.append(k.adjoint_compiled)
-    n = max(1, min(threads or config.num_threads, len(jobs)))
-    if n == 1:
-        for job in jobs:
-            job()
-        return
-    with ThreadPoolExecutor(n, thread_name_prefix="gradloom-compile") as pool:
-        for future in [pool.submit(job) for job in jobs]:
-            future.result()
+        variants = ["forward"] + (["adjoint"] if adjoint and k.enable_backward is not False
+                                  else [])
+        for variant in variants:
+            if (k._adjoint if variant == "adjoint" else k._compiled) is not None:
+                continue
+            built = k.start_build(variant)
+            if isinstance(built, CompiledKernel):
+                k.set_compiled(variant, built)
+            else:
+                pending.append(built)
+    for p, obj in zip(pending, _objects([p.text for p in pending], threads), strict=True):
+        p.kernel.set_compiled(p.variant, p.kernel.finish_build(p, obj))
+
+
+def _objects(texts: list[str], threads: int | None) -> list[bytes]:
+    """Object code for each LLVM module, compiled in forked processes when there are several."""
+    n = min(threads or config.num_threads, len(texts))
+    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [compile_to_object(t, config.opt_level) for t in texts]
+    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(compile_to_object, texts, [config.opt_level] * len(texts)))
 
 
 def load_module(module: Any = None, device: Any = None, recursive: bool = False,

@@ -446,7 +446,7 @@ class _SwapPrimKernel(wp.Kernel):
     def cache_key(self, variant: str = "forward") -> str:
         return super().cache_key(f"{variant}|swap {self.swap[0]}->{self.swap[1]}")
 
-    def _compile(self, symbol: str, adjoint: bool) -> dict[str, Any]:
+    def _codegen(self, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
         original = kernel_module.lower_kernel
 
         def lower(info: Any, params: Any) -> KernelIR:
@@ -455,7 +455,7 @@ class _SwapPrimKernel(wp.Kernel):
 
         kernel_module.lower_kernel = lower
         try:
-            return super()._compile(symbol, adjoint)
+            return super()._codegen(symbol, adjoint)
         finally:
             kernel_module.lower_kernel = original
 
