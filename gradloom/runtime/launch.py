@@ -63,7 +63,8 @@ class Prepared:
         self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
         # the header and the arguments in one format, so a serial launch packs with one call
-        self._whole = struct.Struct(_HEAD.format + self.packer.fmt[1:])
+        self._pack_whole = struct.Struct(_HEAD.format + self.packer.fmt[1:]).pack_into
+        self._values = self.packer.values
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
         self.stacks: list[NDArray] = []
@@ -76,6 +77,7 @@ class Prepared:
         self.write_args = [i for i, field in self.writes if field is None]
         self.struct_writes = [key for key in self.writes if key[1] is not None]
         self.array_slots = array_slots(self.compiled.params)
+        self.array_positions = [i for i, _, _ in self.array_slots]
         #: measured cost of one thread (ns), which decides whether a launch is worth splitting
         self.ns_per_thread: float | None = None
 
@@ -101,6 +103,17 @@ class Prepared:
         if worker >= len(self.stacks):
             self.stack_for(worker)
         return self._stack_words[worker]
+
+    def admit(self, args: Sequence[Any]) -> Sequence[Any]:
+        """The launch's arguments with foreign arrays (numpy, torch, DLPack) wrapped, after
+        tapes that still need the contents of arrays it writes have copied them."""
+        n = len(args)
+        for i in self.array_positions:
+            if i < n and type(args[i]) is not array:
+                args = adapt_args(self.kernel.key, self.array_slots, args)
+                break
+        self.protect_writes(args)
+        return args
 
     def protect_writes(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them."""
@@ -139,13 +152,13 @@ class Prepared:
         if self.launch_ndim > len(dims):
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
-        values = self.packer.values(args)
+        values = self._values(args)
         total = dims[0] if len(dims) == 1 else math.prod(dims)
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:
-            self._whole.pack_into(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0],
-                                  0, 0, total, *values)
+            self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0], 0, 0,
+                             total, *values)
             workers = parallel.workers_for(self, total, args) if total > 1 else 1
             if workers > 1:
                 parallel.run_split(self, block, dims, total, args, workers, restart)
@@ -277,13 +290,12 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         prepared = kernel._gl_prepared
     except AttributeError:
         prepared = prepared_forward(kernel)
-    args = adapt_args(kernel.key, prepared.array_slots, args)
     dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
     tapes = ACTIVE_TAPES.get() if record_tape else ()
     if not tapes:
-        prepared.protect_writes(args)
-        prepared.run(dims, args)
+        prepared.run(dims, prepared.admit(args))
         return None
+    args = adapt_args(kernel.key, prepared.array_slots, args)
     records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
     prepared.protect_writes(args)
     prepared.run(dims, args)
