@@ -411,3 +411,60 @@ def test_split_float_accumulation_repeats_bit_for_bit(threads) -> None:  # type:
         wp.launch(energy, 100001, inputs=[x, e])
         sums.append(e.numpy()[0])
     assert sums[0] == sums[1] == sums[2]
+
+
+@wp.kernel
+def springs(x: wp.array(dtype=wp.vec3d), si: wp.array(dtype=int), sj: wp.array(dtype=int),
+            f: wp.array(dtype=wp.vec3d)):
+    """Cloth-style: one thread per spring adds a force into both of its ends."""
+    s = wp.tid()
+    d = x[sj[s]] - x[si[s]]
+    fs = d * (wp.length(d) - f64(1.0))
+    wp.atomic_add(f, si[s], fs)
+    f[sj[s]] -= fs
+
+
+def _springs(xv: np.ndarray, si: np.ndarray, sj: np.ndarray, w: np.ndarray,
+             f_view: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    x = wp.array(xv, dtype=wp.vec3d, requires_grad=True)
+    if f_view:  # every other row of a larger array: a strided accumulator
+        f = wp.zeros(2 * len(xv), dtype=wp.vec3d, requires_grad=True)[::2]
+    else:
+        f = wp.zeros(len(xv), dtype=wp.vec3d, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(springs, len(si), inputs=[x, wp.array(si, dtype=int), wp.array(sj, dtype=int),
+                                            f])
+    tape.backward(grads={f: wp.array(w, dtype=wp.vec3d)})
+    return f.numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("f_view", [False, True])
+def test_vector_accumulators_split_like_serial(threads, f_view: bool) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(10)
+    n, m = 50, 400
+    xv, w = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
+    si, sj = rng.integers(0, n, m), rng.integers(0, n, m)
+    threads(1)
+    f1, g1 = _springs(xv, si, sj, w, f_view)
+    calls = threads(2)
+    f2, g2 = _springs(xv, si, sj, w, f_view)
+    assert calls == [2, 2]
+    np.testing.assert_allclose(f2, f1, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g2, g1, rtol=1e-12, atol=1e-12)
+    # reference: the same forces in numpy, and a central difference of sum(w * f(x))
+    d = xv[sj] - xv[si]
+    fs = d * (np.linalg.norm(d, axis=1, keepdims=True) - 1.0)
+    ref = np.zeros_like(xv)
+    np.add.at(ref, si, fs)
+    np.add.at(ref, sj, -fs)
+    np.testing.assert_allclose(f2, ref, rtol=1e-12, atol=1e-12)
+    direction, h = rng.normal(size=xv.shape), 1e-6
+
+    def objective(xs: np.ndarray) -> float:
+        dd = xs[sj] - xs[si]
+        ff = dd * (np.linalg.norm(dd, axis=1, keepdims=True) - 1.0)
+        return float(np.sum(w[si] * ff) - np.sum(w[sj] * ff))
+
+    fd = (objective(xv + h * direction) - objective(xv - h * direction)) / (2 * h)
+    assert np.sum(g2 * direction) == pytest.approx(fd, rel=1e-7)
