@@ -12,7 +12,7 @@ from typing import Any
 from . import config
 from .autodiff.access import analyze
 from .autodiff.reverse import adjoint_kernel
-from .codegen import cpu
+from .codegen import cpu, native_pool
 from .codegen.llvm import emit_module
 from .errors import CompileError, KernelTypeError, SourceLoc
 from .frontend.func import annotated_params
@@ -48,6 +48,10 @@ class CompiledKernel:
     #: what workers of a split launch add into privately: (array key like `access`, True for
     #: the array's gradient / False for its data), one per `threads.scatter` offset
     scatter: tuple[tuple[tuple[int, str | None], bool], ...] = ()
+    #: the entry's machine address, and the native worker pool's (worker loop, run) functions
+    #: (codegen/native_pool.py; None where unsupported) that run its slices
+    address: int = 0
+    pool_functions: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,7 +167,8 @@ class Kernel:
                         for off in plan.scatter)
         return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
                               entry.get("access"), entry.get("uses_stack", False),
-                              entry.get("reverse_threads", False), plan, scatter)
+                              entry.get("reverse_threads", False), plan, scatter, addr,
+                              native_pool_functions())
 
     def source_loc(self, index: int) -> SourceLoc:
         """The user's source location that a runtime error code refers to.
@@ -232,6 +237,24 @@ def compiler_fingerprint() -> str:
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
+
+
+@functools.cache
+def native_pool_functions() -> tuple[int, int] | None:
+    """Addresses of `gl_pool_worker` and `gl_pool_run` (codegen/native_pool.py), compiled once
+    per process and cached on disk like a kernel; None where the native pool is unsupported."""
+    target = cpu.host_target()
+    if not native_pool.supported(target.triple):
+        return None
+    text = native_pool.pool_module(target.triple, target.datalayout)
+    key = hashlib.sha256(f"{VERSION}|pool|{target.key}|{text}".encode()).hexdigest()
+    entry = cache.load(key)
+    if entry is None:
+        entry = {"object": cpu.compile_to_object(text, 2)}
+        cache.store(key, entry)
+    worker, run = cpu.object_loader().load_symbols(entry["object"],
+                                                   ("gl_pool_worker", "gl_pool_run"))
+    return worker, run
 
 
 def _symbol_safe(name: str) -> str:

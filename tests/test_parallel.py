@@ -468,3 +468,69 @@ def test_vector_accumulators_split_like_serial(threads, f_view: bool) -> None:  
 
     fd = (objective(xv + h * direction) - objective(xv - h * direction)) / (2 * h)
     assert np.sum(g2 * direction) == pytest.approx(fd, rel=1e-7)
+
+
+def test_native_pool_is_used_where_supported(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from gradloom.codegen.cpu import host_target
+    from gradloom.codegen.native_pool import supported
+    from gradloom.runtime import pool
+    compiled = prepared_forward(saxpy).compiled
+    assert (compiled.pool_functions is not None) == supported(host_target().triple)
+    if compiled.pool_functions is None:
+        pytest.skip("no native pool on this platform")
+    used: list[int] = []
+    real = pool.NativePool.run
+    monkeypatch.setattr(pool.NativePool, "run",
+                        lambda self, entry, blocks: used.append(len(blocks)) or real(self, entry,
+                                                                                     blocks))
+    threads(2)
+    y = wp.zeros(1000, dtype=f64)
+    wp.launch(saxpy, 1000, inputs=[1.0, wp.array(np.arange(1000.0), dtype=f64), y])
+    assert used == [2]
+    np.testing.assert_array_equal(y.numpy(), np.arange(1000.0))
+
+
+def test_python_thread_pool_fallback(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Where there is no native pool, Python threads run the slices."""
+    import dataclasses
+    prepared = prepared_forward(saxpy)
+    monkeypatch.setattr(prepared, "compiled",
+                        dataclasses.replace(prepared.compiled, pool_functions=None))
+    calls = threads(3)
+    y = wp.zeros(999, dtype=f64)
+    wp.launch(saxpy, 999, inputs=[2.0, wp.array(np.arange(999.0), dtype=f64), y])
+    assert calls == [3]
+    np.testing.assert_array_equal(y.numpy(), 2 * np.arange(999.0))
+
+
+def test_a_busy_native_pool_runs_slices_in_turn() -> None:
+    from gradloom.kernel import native_pool_functions
+    from gradloom.runtime.pool import NativePool
+    functions = native_pool_functions()
+    if functions is None:
+        pytest.skip("no native pool on this platform")
+    pool = NativePool(2, functions)
+    compiled = prepared_forward(saxpy).compiled
+    with pool._busy:
+        assert not pool.run(compiled.address, [0, 0])  # refused: nothing ran (blocks are null)
+
+
+def test_split_launches_in_a_forked_child(threads) -> None:  # type: ignore[no-untyped-def]
+    """A forked child has none of the parent's worker threads: it starts its own pool."""
+    import multiprocessing
+    threads(2)
+    y = wp.zeros(5000, dtype=f64)
+    wp.launch(saxpy, 5000, inputs=[1.0, wp.array(np.ones(5000), dtype=f64), y])  # parent pool
+
+    def child(q) -> None:  # type: ignore[no-untyped-def]
+        z = wp.zeros(5000, dtype=f64)
+        wp.launch(saxpy, 5000, inputs=[3.0, wp.array(np.ones(5000), dtype=f64), z])
+        q.put(float(z.numpy().sum()))
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    assert q.get(timeout=60) == 15000.0
+    p.join(timeout=60)
+    assert p.exitcode == 0

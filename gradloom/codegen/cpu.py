@@ -86,15 +86,20 @@ class ObjectLoader:
 
     def load(self, obj: bytes, symbol: str) -> int:
         """Address of `symbol` after adding the object code (once per symbol)."""
+        return self.load_symbols(obj, (symbol,))[0]
+
+    def load_symbols(self, obj: bytes, symbols: tuple[str, ...]) -> list[int]:
+        """Addresses of the symbols one object defines (the object is added once)."""
         with self._lock:
-            if symbol not in self._loaded:
+            if symbols[0] not in self._loaded:
                 self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
                 self._engine.finalize_object()
-                addr = self._engine.get_function_address(symbol)
-                if not addr:
-                    raise RuntimeError(f"symbol {symbol} missing from its object code")
-                self._loaded[symbol] = addr
-            return self._loaded[symbol]
+                for symbol in symbols:
+                    addr = self._engine.get_function_address(symbol)
+                    if not addr:
+                        raise RuntimeError(f"symbol {symbol} missing from its object code")
+                    self._loaded[symbol] = addr
+            return [self._loaded[s] for s in symbols]
 
 
 @functools.cache

@@ -23,7 +23,7 @@ from typing import Any
 from .. import config
 from ..types import BLOCK_ARGS, BLOCK_STATUS
 from .array import NDArray, array, zeros_same_layout
-from .pool import worker_pool
+from .pool import native_pool, worker_pool
 
 #: launches of at least this many threads are timed, to learn what a thread costs
 TIMED_THREADS = 64
@@ -95,9 +95,8 @@ def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...]
     blocks = [block] + [prepared.block() for _ in range(n - 1)]
     try:
         privates = _fill_blocks(prepared, blocks, dims, bounds, args)
-        tasks = [_task(prepared.entry, base) for _, base in blocks]
         t0 = time.perf_counter_ns()
-        worker_pool(n).run(tasks)
+        _run_slices(prepared, [base for _, base in blocks])
         prepared.ns_per_thread = (time.perf_counter_ns() - t0) * n / total
         stopped = any(buf[_ERR] != _NO_ERROR for buf, _ in blocks)
         if stopped and _finish(prepared, blocks, dims, bounds, total, restart):
@@ -108,6 +107,18 @@ def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...]
     finally:
         for b in blocks[1:]:
             prepared.release(b)
+
+
+def _run_slices(prepared: Any, bases: list[int]) -> None:
+    """entry(block) for every block, at once: on the native pool where there is one."""
+    compiled = prepared.compiled
+    if compiled.pool_functions is not None:
+        if native_pool(len(bases), compiled.pool_functions).run(compiled.address, bases):
+            return
+        for base in bases:  # the pool is busy with another Python thread's launch
+            prepared.entry(base)
+        return
+    worker_pool(len(bases)).run([_task(prepared.entry, base) for base in bases])
 
 
 def _task(entry: Any, base: int) -> Callable[[], None]:

@@ -1,17 +1,21 @@
-"""A persistent pool of worker threads that run the slices of one launch at the same time.
+"""Persistent pools of worker threads that run the slices of one launch at the same time.
 
-A slice is one call of a compiled entry through ctypes, which releases the GIL for the call, so
-the workers' slices run in parallel with the caller's. Threads are started once per pool size and
-sleep on a lock between launches; waking one costs a few microseconds, which is why small
-launches never come here (runtime/parallel.py decides).
+A slice is one call of a compiled entry. `NativePool` runs it on threads that live in native code
+(codegen/native_pool.py: they spin, then sleep on a futex), so a split launch costs one ctypes
+call and a few microseconds. `WorkerPool` is the portable fallback: Python threads that call the
+entry through ctypes (which releases the GIL); waking one through a lock costs ~30 µs on a
+virtual machine. Either way small launches never come here (runtime/parallel.py decides).
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 Task = Callable[[], None]
 
@@ -77,11 +81,60 @@ class WorkerPool:
             raise first
 
 
+_CONTROL_BYTES = 64  # one worker's control block (codegen/native_pool.py)
+_WORKER_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_RUN_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                              ctypes.c_void_p)
+
+
+class NativePool:
+    """`size - 1` threads that each enter the native worker loop once and stay there; the
+    launching thread posts jobs and runs the first slice itself, all in one ctypes call."""
+
+    def __init__(self, size: int, functions: tuple[int, int]) -> None:
+        worker, run = functions
+        self.size = size
+        self._busy = threading.Lock()
+        self._memory = np.zeros(size * _CONTROL_BYTES, np.uint8)
+        # control blocks on their own cache lines
+        self._control = -(-self._memory.ctypes.data // _CONTROL_BYTES) * _CONTROL_BYTES
+        self._run = _RUN_CTYPE(run)
+        self._args = (ctypes.c_void_p * size)()
+        self._worker = _WORKER_CTYPE(worker)
+        for k in range(size - 1):
+            threading.Thread(target=self._worker, args=(self._control + k * _CONTROL_BYTES,),
+                             name="gradloom-worker", daemon=True).start()
+
+    def run(self, entry: int, blocks: Sequence[int]) -> bool:
+        """Run entry(block) for every block at once; False (nothing run) when the pool is busy
+        with another Python thread's launch or has too few workers."""
+        if len(blocks) > self.size or not self._busy.acquire(blocking=False):
+            return False
+        try:
+            for k, block in enumerate(blocks):
+                self._args[k] = block
+            self._run(self._control, len(blocks), entry, self._args)
+        finally:
+            self._busy.release()
+        return True
+
+
 @functools.cache
 def worker_pool(size: int) -> WorkerPool:
-    """The process's pool of `size` threads (started on first use)."""
+    """The process's pool of `size` Python threads (started on first use)."""
     return WorkerPool(size)
 
 
+@functools.cache
+def native_pool(size: int, functions: tuple[int, int]) -> NativePool:
+    """The process's native pool of `size` threads (started on first use)."""
+    return NativePool(size, functions)
+
+
+def _forget_pools() -> None:
+    worker_pool.cache_clear()
+    native_pool.cache_clear()
+
+
 # a forked child has none of its parent's threads: it starts its own pools
-os.register_at_fork(after_in_child=worker_pool.cache_clear)
+os.register_at_fork(after_in_child=_forget_pools)
