@@ -4,14 +4,15 @@ Kernels compile lazily, at their first launch. A program that wants the compile 
 (a benchmark, a server warming up) asks for it here. Kernels found in the cache load at once; the
 rest are lowered to LLVM IR here (cheap: ~2 ms a kernel) and their LLVM optimisation and code
 generation (~30 ms a kernel, and most of a cold compile) run in `config.num_threads` forked
-worker processes. Threads would not help: llvmlite serialises every call into LLVM behind one
-lock.
+worker processes when forking is safe (`fork_is_safe`). Threads would not help: llvmlite
+serialises every call into LLVM behind one lock.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import sys
+import threading
 import types
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -53,12 +54,25 @@ def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
 
 
 def _objects(texts: list[str], threads: int | None) -> list[bytes]:
-    """Object code for each LLVM module, compiled in forked processes when there are several."""
+    """Object code for each LLVM module, compiled in forked processes when there are several
+    and forking is safe."""
     n = min(threads or config.num_threads, len(texts))
-    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if n < 2 or not fork_is_safe():
         return [compile_to_object(t, config.opt_level) for t in texts]
     with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
         return list(pool.map(compile_to_object, texts, [config.opt_level] * len(texts)))
+
+
+def fork_is_safe() -> bool:
+    """A forked child gets only the calling thread; a lock another thread held at the fork stays
+    held there for ever. The child here only runs LLVM through llvmlite, so what matters is that
+    no other Python thread can be inside llvmlite: every other Python thread must be one of
+    gradloom's idle pool workers. Native threads (BLAS pools) hold no lock the child needs. JAX,
+    whose runtime warns at every fork, is left undisturbed: with it loaded, compile serially."""
+    if "fork" not in multiprocessing.get_all_start_methods() or "jax" in sys.modules:
+        return False
+    me = threading.current_thread()
+    return all(t is me or t.name == "gradloom-worker" for t in threading.enumerate())
 
 
 def load_module(module: Any = None, device: Any = None, recursive: bool = False,

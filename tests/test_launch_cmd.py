@@ -163,3 +163,30 @@ def bad(x: wp.array(dtype=float)):
 """)
     with pytest.raises(wp.CompileError, match="no_such_builtin"):
         wp.compile_kernels(wp.loading.kernels_of(mod), threads=2)
+
+
+def test_compile_in_forked_processes_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    """With no foreign threads, LLVM runs in forked processes; the kernels then work."""
+    import subprocess
+    (tmp_path / "gl_fresh.py").write_text(
+        "import gradloom as wp\n" + "".join(KERNELS.format(n=n) for n in range(10, 14)))
+    script = textwrap.dedent("""
+        import numpy as np, gradloom as wp, gl_fresh
+        from gradloom import loading
+        assert loading.fork_is_safe()
+        used = []
+        real = loading.ProcessPoolExecutor
+        loading.ProcessPoolExecutor = lambda *a, **k: used.append(1) or real(*a, **k)
+        wp.compile_kernels(loading.kernels_of(gl_fresh), adjoint=True, threads=2)
+        assert used == [1]
+        x = wp.array(np.ones(3, dtype=np.float32))
+        wp.launch(gl_fresh.k11, 3, inputs=[x])
+        np.testing.assert_allclose(x.numpy(), 11 + np.sin(1.0), rtol=1e-6)
+        print("ok")
+    """)
+    env = {**__import__("os").environ, "GRADLOOM_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parent.parent}"}
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir.nodes import Block, Custom, If, KernelIR, Op, Var, walk_ops
+from ..ir.nodes import Block, Custom, If, KernelIR, Op, Var, pointer_root, walk_ops
 
 MEMORY_WRITES = ("store", "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
                  "atomic_xor", "atomic_exch", "atomic_cas")
@@ -46,9 +46,7 @@ class KernelAccess:
 
     def root(self, p: Var) -> int:
         """The argument offset of the array that pointer p points into."""
-        d = self.defs.get(p.id)
-        while d is not None and d.prim == "ptr_add":
-            d = self.defs.get(d.args[0].id)
+        d = pointer_root(self.defs, p)
         if d is None or d.prim != "arg":
             loc = d.loc if d is not None else None
             raise CompileError("cannot differentiate an access to an array that is chosen at "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..types import BLOCK_ARGS, BLOCK_DIMS, BLOCK_END, BLOCK_START, BLOCK_STATUS
 from .llvm_ops import OpEmitter
 from .llvm_types import reg_type
@@ -60,9 +60,7 @@ class KernelEmitter(OpEmitter):
 
     def root_offset(self, p: Var) -> int | None:
         """The argument offset pointer p derives from (None: not an argument)."""
-        d = self.defs.get(p.id)
-        while d is not None and d.prim == "ptr_add":
-            d = self.defs.get(d.args[0].id)
+        d = pointer_root(self.defs, p)
         return int(d.attr) if d is not None and d.prim == "arg" else None
 
     def define(self, v: Var) -> str:
@@ -224,9 +222,8 @@ def _grad_roots(body: Block) -> list[Var]:
     roots: dict[int, Var] = {}
     for op in ops:
         if op.prim.startswith("adj_"):
-            p = op.args[0]
-            while p.id in defs and defs[p.id].prim == "ptr_add":
-                p = defs[p.id].args[0]
+            d = pointer_root(defs, op.args[0])
+            p = d.result if d is not None and d.result is not None else op.args[0]
             roots[p.id] = p
     return list(roots.values())
 

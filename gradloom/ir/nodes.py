@@ -103,6 +103,15 @@ class KernelIR:
     reverse_threads: bool = False
 
 
+def pointer_root(defs: dict[int, Op], p: Var) -> Op | None:
+    """The op a pointer derives from through `ptr_add`s (its array's `arg` when it is rooted in
+    a kernel argument); None when p is not defined by an op."""
+    d = defs.get(p.id)
+    while d is not None and d.prim == "ptr_add":
+        d = defs.get(d.args[0].id)
+    return d
+
+
 def walk_ops(b: Block) -> Iterator[Op]:
     """Every op in a block and its nested regions, in program order."""
     for s in b.stmts:

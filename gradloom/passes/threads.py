@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.nodes import KernelIR, Var, walk_ops
+from ..ir.nodes import KernelIR, Var, pointer_root, walk_ops
 
 _WRITES = ("store", "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
            "atomic_xor", "atomic_exch", "atomic_cas")
@@ -62,9 +62,7 @@ class _Addresses:
 
     def root(self, p: Var) -> int | None:
         """The argument offset pointer p derives from (None: loaded from memory)."""
-        d = self.defs.get(p.id)
-        while d is not None and d.prim == "ptr_add":
-            d = self.defs.get(d.args[0].id)
+        d = pointer_root(self.defs, p)
         return int(d.attr) if d is not None and d.prim == "arg" else None
 
     def invariant(self, v: Var) -> bool:
@@ -113,7 +111,11 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
     """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen."""
     addr = _Addresses(kernel)
     roots: dict[int | None, _Root] = {}
-    for op in walk_ops(kernel.body):
+    ops = list(walk_ops(kernel.body))
+    if any(op.prim == "print" for op in ops):
+        # debugging output stays readable: in thread order, one line at a time
+        return ThreadPlan(serial="the kernel prints")
+    for op in ops:
         if op.prim not in _MEMORY or (op.prim == "load" and op.result is not None
                                       and op.result.type.kind == "p"):
             continue
