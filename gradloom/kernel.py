@@ -113,6 +113,10 @@ class Kernel:
             self._compiled = self._build()
         return self._compiled
 
+    def built(self, variant: str) -> bool:
+        """Whether the entry for variant ("forward" or "adjoint") is loaded already."""
+        return (self._adjoint if variant == "adjoint" else self._compiled) is not None
+
     def set_compiled(self, variant: str, compiled: CompiledKernel) -> None:
         """Install an entry built elsewhere (loading.py compiles many at once)."""
         if variant == "adjoint":

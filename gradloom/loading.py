@@ -42,7 +42,7 @@ def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
         variants = ["forward"] + (["adjoint"] if adjoint and k.enable_backward is not False
                                   else [])
         for variant in variants:
-            if (k._adjoint if variant == "adjoint" else k._compiled) is not None:
+            if k.built(variant):
                 continue
             built = k.start_build(variant)
             if isinstance(built, CompiledKernel):

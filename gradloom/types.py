@@ -393,6 +393,9 @@ BLOCK_STATUS = 32  # int32 error word; stack base (ptr) at +8, capacity at +16, 
 BLOCK_START = 64  # int64: the first linear thread index this call runs
 BLOCK_END = 72  # int64: one past the last
 BLOCK_ARGS = 80  # the kernel arguments, packed as arg_offsets lays them out
+#: the error word's code for "the adjoint stack is full" (other nonzero codes: 1 + the index of
+#: the source location whose bounds check failed)
+STATUS_STACK_FULL = -1
 
 
 def arg_offsets(arg_types: list[Any]) -> tuple[list[int], int]:

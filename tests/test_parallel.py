@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -503,7 +505,7 @@ def test_python_thread_pool_fallback(threads, monkeypatch) -> None:  # type: ign
     np.testing.assert_array_equal(y.numpy(), 2 * np.arange(999.0))
 
 
-def test_a_busy_native_pool_runs_slices_in_turn() -> None:
+def test_a_busy_native_pool_refuses_the_job() -> None:
     from gradloom.kernel import native_pool_functions
     from gradloom.runtime.pool import NativePool
     functions = native_pool_functions()
@@ -515,22 +517,46 @@ def test_a_busy_native_pool_runs_slices_in_turn() -> None:
         assert not pool.run(compiled.address, [0, 0])  # refused: nothing ran (blocks are null)
 
 
-def test_split_launches_in_a_forked_child(threads) -> None:  # type: ignore[no-untyped-def]
-    """A forked child has none of the parent's worker threads: it starts its own pool."""
-    import multiprocessing
-    threads(2)
-    y = wp.zeros(5000, dtype=f64)
-    wp.launch(saxpy, 5000, inputs=[1.0, wp.array(np.ones(5000), dtype=f64), y])  # parent pool
+def test_split_launches_in_a_forked_child(tmp_path: Path) -> None:
+    """A forked child has none of the parent's worker threads: it starts its own pool. (In a
+    fresh interpreter, so no other library's threads are around the fork.)"""
+    script = textwrap.dedent("""
+        import multiprocessing, numpy as np, gradloom as wp
+        from gradloom import config
+        from gradloom.runtime import parallel
+        config.num_threads, config.parallel_min_ns = 2, 0
+        splits = []
+        real = parallel.run_split
+        parallel.run_split = lambda *a: splits.append(a[5]) or real(*a)
 
-    def child(q) -> None:  # type: ignore[no-untyped-def]
-        z = wp.zeros(5000, dtype=f64)
-        wp.launch(saxpy, 5000, inputs=[3.0, wp.array(np.ones(5000), dtype=f64), z])
-        q.put(float(z.numpy().sum()))
+        @wp.kernel
+        def scale(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i] = a * x[i]
 
-    ctx = multiprocessing.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=child, args=(q,))
-    p.start()
-    assert q.get(timeout=60) == 15000.0
-    p.join(timeout=60)
-    assert p.exitcode == 0
+        def run(a):
+            y = wp.zeros(5000, dtype=float)
+            wp.launch(scale, 5000, inputs=[a, wp.array(np.ones(5000, np.float32)), y])
+            return float(y.numpy().sum())
+
+        def child(q):
+            q.put((run(3.0), len(splits)))
+
+        if __name__ == "__main__":
+            assert run(1.0) == 5000.0 and splits == [2]  # the parent's pool is running
+            ctx = multiprocessing.get_context("fork")
+            q = ctx.Queue()
+            p = ctx.Process(target=child, args=(q,))
+            p.start()
+            total, child_splits = q.get(timeout=60)
+            p.join(timeout=60)
+            assert (total, child_splits, p.exitcode) == (15000.0, 2, 0), (total, child_splits)
+            print("ok")
+    """)
+    (tmp_path / "fork_child.py").write_text(script)  # kernels need a source file
+    out = subprocess.run([sys.executable, str(tmp_path / "fork_child.py")], capture_output=True,
+                         text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent),
+                              "GRADLOOM_CACHE_DIR": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

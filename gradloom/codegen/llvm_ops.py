@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..ir.nodes import Op, Var
-from ..types import ScalarType
+from ..types import STATUS_STACK_FULL, ScalarType
 from .llvm_types import literal, mem_type, reg_type
 
 if TYPE_CHECKING:
@@ -434,7 +434,7 @@ class OpEmitter:
         f.emit(f"{fits} = icmp ule i64 {nsp}, %stack.cap")
         f.emit(f"br i1 {fits}, label %{ok}, label %{full}, !prof !2")
         f.start_block(full)
-        f.emit("store i32 -1, ptr %err, align 4")
+        f.emit(f"store i32 {STATUS_STACK_FULL}, ptr %err, align 4")
         f.emit(f"store i64 %{self.prefix}tid, ptr %failed.thread, align 8")
         f.emit("ret void")
         f.start_block(ok)

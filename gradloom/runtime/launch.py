@@ -12,23 +12,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelRuntimeError, LaunchError
-from ..types import BLOCK_ARGS, BLOCK_STATUS, ArrayType, StructType
+from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_STACK_FULL, ArrayType, StructType
 from . import parallel
 from .array import NDArray, array
 from .device import get_device
 from .foreign import adapt_args, array_slots
-from .packing import Packer, describe
+from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
 from .recording import ACTIVE_TAPES
 from .watch import before_write
 
-_STACK_FULL = -1
 _FIRST_STACK = 1 << 16
-_NO_ERROR = bytes(4)
-_ERR = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
-# dims (4 × int64), error word, padding, stack base and capacity, failed thread, start, end
-_HEAD = struct.Struct("<4qi4xQqqqq")
-
-
 _MAX_THREADS = 2**63
 
 
@@ -47,7 +40,7 @@ def _dims(dim: Any) -> tuple[int, ...]:
             isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
         raise bad
     out = tuple(int(d) for d in dims)
-    if math.prod(out) >= 2**63:
+    if math.prod(out) >= _MAX_THREADS:
         raise bad
     return out
 
@@ -55,15 +48,14 @@ def _dims(dim: Any) -> tuple[int, ...]:
 class Prepared:
     """A compiled entry (a kernel's forward or adjoint) with its packer and launch blocks."""
 
-    def __init__(self, kernel: Any, compiled: Any = None, adjoint: bool = False) -> None:
+    def __init__(self, kernel: Any, compiled: Any = None) -> None:
         self.kernel = kernel
         self.compiled = kernel.compiled() if compiled is None else compiled
-        self.adjoint = adjoint
         self.entry = self.compiled.entry
         self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
         # the header and the arguments in one format, so a serial launch packs with one call
-        self._pack_whole = struct.Struct(_HEAD.format + self.packer.fmt[1:]).pack_into
+        self._pack_whole = struct.Struct(HEAD.format + self.packer.fmt[1:]).pack_into
         self._values = self.packer.values
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
@@ -100,8 +92,7 @@ class Prepared:
 
     def stack_words(self, worker: int) -> tuple[int, int]:
         """(address, capacity) of a worker's adjoint stack, as the header holds them."""
-        if worker >= len(self.stacks):
-            self.stack_for(worker)
+        self.stack_for(worker)
         return self._stack_words[worker]
 
     def admit(self, args: Sequence[Any]) -> Sequence[Any]:
@@ -140,7 +131,7 @@ class Prepared:
 
     def set_header(self, buf: bytearray, dims: tuple[int, ...], lo: int, hi: int,
                    worker: int = 0) -> None:
-        _HEAD.pack_into(buf, 0, *dims, *_ONES[len(dims)], 0, *self.stack_words(worker), 0, lo,
+        HEAD.pack_into(buf, 0, *dims, *_ONES[len(dims)], 0, *self.stack_words(worker), 0, lo,
                         hi)
 
     def run(self, dims: tuple[int, ...], args: Sequence[Any],
@@ -169,7 +160,7 @@ class Prepared:
                 self.ns_per_thread = (time.perf_counter_ns() - t0) / total
             elif total:
                 self.entry(base)
-            if buf[_ERR] != _NO_ERROR:
+            if buf[ERROR_WORD] != NO_ERROR:
                 self.recover(buf, base, 0, total, restart)
         finally:
             self._free.append(block)
@@ -180,10 +171,10 @@ class Prepared:
         the thread that found it full (threads run last-first when `reverse_threads`)."""
         start, end = lo, hi
         while True:
-            err = int.from_bytes(buf[_ERR], "little", signed=True)
+            err = error_word(buf)
             if err == 0:
                 return
-            if err != _STACK_FULL:
+            if err != STATUS_STACK_FULL:
                 self.raise_runtime_error(err)
             failed = int.from_bytes(buf[BLOCK_STATUS + 24:BLOCK_STATUS + 32], "little")
             self.grow_stack(worker)
@@ -248,7 +239,7 @@ def prepared_adjoint(kernel: Any) -> Prepared:
     if prepared is None:
         if not hasattr(kernel, "adjoint_compiled"):
             raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
-        prepared = Prepared(kernel, kernel.adjoint_compiled(), adjoint=True)
+        prepared = Prepared(kernel, kernel.adjoint_compiled())
         kernel._gl_adjoint_prepared = prepared
     return prepared  # type: ignore[no-any-return]
 
@@ -365,7 +356,7 @@ class Launch:
             if a._mem.watchers:
                 before_write(a)
         self.prepared.entry(self._addr)
-        if self._buf[_ERR] != _NO_ERROR:
-            err = int.from_bytes(self._buf[_ERR], "little", signed=True)
-            self._buf[_ERR] = _NO_ERROR
+        if self._buf[ERROR_WORD] != NO_ERROR:
+            err = error_word(self._buf)
+            self._buf[ERROR_WORD] = NO_ERROR
             self.prepared.raise_runtime_error(err)

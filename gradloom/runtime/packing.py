@@ -1,4 +1,5 @@
-"""Checks launch arguments against a kernel's parameter types and packs them into its block.
+"""The launch block from Python: its header and error word, and the kernel arguments, checked
+against the parameter types and packed.
 
 The plan (one `struct` format for the whole argument block, one value getter per parameter) is
 built once per compiled signature, so a launch packs with one `struct.pack_into` call.
@@ -15,6 +16,7 @@ import numpy as np
 from ..errors import LaunchError
 from ..types import (
     BLOCK_ARGS,
+    BLOCK_STATUS,
     ArrayType,
     MatrixType,
     ScalarType,
@@ -30,6 +32,17 @@ _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uin
         "float64": "d", "ptr": "Q"}
 
 Getter = Callable[[Any, Any], list[Any]]
+
+#: dims (4 × int64), error word, padding, stack base and capacity, failed thread, start, end
+HEAD = struct.Struct("<4qi4xQqqqq")
+NO_ERROR = bytes(4)
+ERROR_WORD = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
+
+
+def error_word(buf: bytearray) -> int:
+    """The status a launch block's entry left: 0, a bounds-check location + 1, or
+    types.STATUS_STACK_FULL."""
+    return int.from_bytes(buf[ERROR_WORD], "little", signed=True)
 
 
 class ArgError(Exception):

@@ -21,16 +21,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import config
-from ..types import BLOCK_ARGS, BLOCK_STATUS
+from ..types import BLOCK_ARGS, STATUS_STACK_FULL
 from .array import NDArray, array, zeros_same_layout
+from .packing import error_word
 from .pool import native_pool, worker_pool
 
 #: launches of at least this many threads are timed, to learn what a thread costs
 TIMED_THREADS = 64
 #: a launch this large is split before anything is known about its cost
 _UNTIMED_SPLIT = 1 << 16
-_NO_ERROR = bytes(4)
-_ERR = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
 
 
 def workers_for(prepared: Any, total: int, args: Sequence[Any]) -> int:
@@ -98,7 +97,7 @@ def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...]
         t0 = time.perf_counter_ns()
         _run_slices(prepared, [base for _, base in blocks])
         prepared.ns_per_thread = (time.perf_counter_ns() - t0) * n / total
-        stopped = any(buf[_ERR] != _NO_ERROR for buf, _ in blocks)
+        stopped = any(error_word(buf) for buf, _ in blocks)
         if stopped and _finish(prepared, blocks, dims, bounds, total, restart):
             return  # restarted serially: the private buffers are void
         for grad, bufs in privates:
@@ -154,8 +153,7 @@ def _finish(prepared: Any, blocks: list[tuple[bytearray, int]], dims: tuple[int,
     """Slices that stopped early (an error, or a full adjoint stack): raise, or resume each
     slice where it stopped. With `restart`, undo everything and run the launch serially instead
     (True)."""
-    full = [k for k, (buf, _) in enumerate(blocks)
-            if int.from_bytes(buf[_ERR], "little", signed=True) == -1]
+    full = [k for k, (buf, _) in enumerate(blocks) if error_word(buf) == STATUS_STACK_FULL]
     if restart is not None and full:
         for k in full:
             prepared.grow_stack(k)
@@ -164,10 +162,10 @@ def _finish(prepared: Any, blocks: list[tuple[bytearray, int]], dims: tuple[int,
         prepared.set_stack(0, max(prepared.stacks, key=lambda s: s.size))
         prepared.set_header(buf, dims, 0, total)
         prepared.entry(base)
-        if buf[_ERR] != _NO_ERROR:
+        if error_word(buf):
             prepared.recover(buf, base, 0, total, restart)
         return True
     for k, ((buf, base), (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
-        if buf[_ERR] != _NO_ERROR:
+        if error_word(buf):
             prepared.recover(buf, base, lo, hi, None, k)
     return False
