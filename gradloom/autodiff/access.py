@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import CompileError
+from ..errors import CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Op, Var, pointer_root, walk_ops
-
-MEMORY_WRITES = ("store", "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
-                 "atomic_xor", "atomic_exch", "atomic_cas")
+from ..ir.prims import PRIMS, Effect, MemoryRule
 
 
 @dataclass
@@ -44,17 +42,16 @@ class KernelAccess:
     arrays: dict[int, ArrayAccess] = field(default_factory=dict)
     defs: dict[int, Op] = field(default_factory=dict)
 
-    def root(self, p: Var) -> int:
-        """The argument offset of the array that pointer p points into."""
+    def root(self, p: Var, loc: SourceLoc | None = None) -> int:
+        """The argument offset of the array that pointer p points into (loc: the access)."""
         d = pointer_root(self.defs, p)
         if d is None or d.prim != "arg":
-            loc = d.loc if d is not None else None
             raise CompileError("cannot differentiate an access to an array that is chosen at "
                                "run time or stored inside another array", loc)
         return int(d.attr)
 
-    def working(self, p: Var) -> bool:
-        return self.arrays[self.root(p)].working
+    def working(self, p: Var, loc: SourceLoc | None = None) -> bool:
+        return self.arrays[self.root(p, loc)].working
 
 
 def _used_ids(b: Block, out: set[int]) -> None:
@@ -83,17 +80,18 @@ def analyze(kernel: KernelIR) -> KernelAccess:
     used: set[int] = set()
     _used_ids(kernel.body, used)
     for op in ops:
-        if op.prim != "load" and op.prim not in MEMORY_WRITES:
+        effects = PRIMS[op.prim].effects
+        if not PRIMS[op.prim].memory:
             continue
         if op.prim == "load" and op.result is not None and op.result.type.kind == "p":
             continue  # reading an array that lives inside a struct in memory: no data access
-        acc = ka.arrays.setdefault(ka.root(op.args[0]), ArrayAccess())
-        if op.prim == "load":
+        acc = ka.arrays.setdefault(ka.root(op.args[0], op.loc), ArrayAccess())
+        if not effects & Effect.WRITE:
             acc.loads = True
-        elif op.prim not in ("atomic_min", "atomic_max"):
+        elif PRIMS[op.prim].memory_rule is not MemoryRule.PICK:
             acc.stores = True
         else:
             acc.minmax = True
-        if op.prim.startswith("atomic") and op.result is not None and op.result.id in used:
+        if Effect.ATOMIC in effects and op.result is not None and op.result.id in used:
             acc.result_used = True
     return ka

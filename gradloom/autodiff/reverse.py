@@ -11,14 +11,15 @@ and zero) it, so an element overwritten later passes no gradient through the ear
 
 from __future__ import annotations
 
-from ..errors import UNKNOWN_LOC, CompileError
+from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
-from ..ir.prims import PRIMS
+from ..ir.prims import PRIMS, Effect, MemoryRule
 from ..passes.custom import custom_as_if
 from ..passes.substitute import substitute
 from ..types import int64
-from .access import MEMORY_WRITES, KernelAccess, analyze
+from .access import KernelAccess, analyze
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
+from .replay import check_replay, shared_working_arrays
 from .scopes import BranchScope, LoopScope, Scope
 
 
@@ -27,7 +28,7 @@ def adjoint_kernel(kernel: KernelIR) -> KernelIR:
     return Reverse(kernel).build()
 
 
-def _level_defs(b: MBlock) -> list[Var]:
+def _level_defs(b: MBlock | Block) -> list[Var]:
     """The variables a block defines at its own level (op results, if/loop results)."""
     out: list[Var] = []
     for s in b.stmts:
@@ -62,13 +63,15 @@ class Reverse:
         # earlier one (thread i read what thread i+1 then overwrote) arrives in time. Replaying
         # atomics whose returned value is used (slot counters) needs the forward order instead.
         forward_order = any(a.result_used for a in self.access.arrays.values())
-        return KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides,
-                        reverse_threads=not forward_order)
+        adjoint = KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides,
+                           reverse_threads=not forward_order, array_names=k.array_names)
+        check_replay(adjoint, shared_working_arrays(k, self.access))
+        return adjoint
 
     def _check_minmax(self) -> None:
         for op in walk_ops(self.kernel.body):
-            if op.prim in ("atomic_min", "atomic_max"):
-                acc = self.access.arrays[self.access.root(op.args[0])]
+            if PRIMS[op.prim].memory_rule is MemoryRule.PICK:
+                acc = self.access.arrays[self.access.root(op.args[0], op.loc)]
                 if acc.loads or acc.stores or acc.result_used:
                     raise CompileError(f"cannot differentiate wp.{op.prim}() on an array the kernel also reads or writes otherwise; "
                                        "use a separate array for the min/max", op.loc)
@@ -86,9 +89,10 @@ class Reverse:
     def forward(self, b: Block) -> None:
         for s in b.stmts:
             if isinstance(s, Op):
-                if s.prim in MEMORY_WRITES and not self.access.working(s.args[0]):
+                effects = PRIMS[s.prim].effects
+                if Effect.WRITE in effects and not self.access.working(s.args[0], s.loc):
                     continue  # its only effect is on memory that nothing here reads again
-                if s.prim == "print":
+                if Effect.IO in effects:
                     continue  # output belongs to the forward launch, not to its replay
                 self.em.cur.stmts.append(s)
             elif isinstance(s, If):
@@ -186,50 +190,52 @@ class Reverse:
             scope.accumulate(v, a)
 
     def reverse_memory(self, op: Op, scope: Scope) -> None:
-        value = op.result if op.prim == "load" else op.args[2]
-        if value is None or not value.type.is_float:
+        """Apply the primitive's MemoryRule (ir/prims.py) to a load, store or atomic."""
+        rule = PRIMS[op.prim].memory_rule
+        value = op.result if rule is MemoryRule.GATHER else op.args[2]
+        if value is None or not value.type.is_float or rule is MemoryRule.INTEGER:
             return
         em = self.em
-        if op.prim == "load":
+        if rule is MemoryRule.GATHER:
             g = scope.get_adj(value)
             if g is not None:
                 em.effect("adj_add", *self.grad_place(op, scope), g, attr=op.attr)
             return
-        gp, off = self.grad_place(op, scope)
-        if op.prim == "store":
-            scope.accumulate(value, em.op("adj_take", gp, off, type=value.type, attr=op.attr))
-            return
-        if op.prim in ("atomic_exch", "atomic_cas"):
+        if rule is MemoryRule.ORDER:
             raise CompileError(f"wp.{op.prim}() on a float array is not differentiable: what "
                                "the array ends up holding depends on the order threads run in; "
                                "launch this kernel outside the Tape", op.loc)
+        gp, off = self.grad_place(op, scope)
+        if rule is MemoryRule.OVERWRITE:
+            scope.accumulate(value, em.op("adj_take", gp, off, type=value.type, attr=op.attr))
+            return
         g = em.op("adj_read", gp, off, type=value.type, attr=op.attr)
-        if op.prim == "atomic_add":
+        if rule is MemoryRule.ACCUMULATE:
             scope.accumulate(value, g)
-            if op.result is not None and scope.get_adj(op.result) is not None:
-                raise CompileError("cannot differentiate through the value wp.atomic_add() "
+            if op.result is not None and scope.peek_adj(op.result) is not None:
+                raise CompileError(f"cannot differentiate through the value wp.{op.prim}() "
                                    "returns on a float array: it depends on the order threads "
                                    "run in; compute the prefix in a separate kernel", op.loc)
             return
-        # atomic_min/max: the array holds the winner; the gradient goes to the thread(s) whose
-        # value equals it (the runtime passes the array's contents after the launch)
+        # PICK (atomic_min/max): the array holds the winner; the gradient goes to the thread(s)
+        # whose value equals it (the runtime passes the array's contents after the launch)
         final = em.op("load", scope.primal(op.args[0]), off, type=value.type, attr=op.attr)
         won = em.op("eq", scope.primal(value), final)
         scope.accumulate(value, em.op("select", won, g, em.zero(value.type)))
 
     def grad_place(self, op: Op, scope: Scope) -> tuple[Var, Var]:
-        return self.grad_ptr(op.args[0], scope), scope.primal(op.args[1])
+        return self.grad_ptr(op.args[0], scope, op.loc), scope.primal(op.args[1])
 
-    def grad_ptr(self, p: Var, scope: Scope) -> Var:
+    def grad_ptr(self, p: Var, scope: Scope, loc: SourceLoc) -> Var:
         """The gradient array's pointer matching data pointer p."""
         d = self.access.defs.get(p.id)
         if d is not None and d.prim == "arg":
             return self.args_at[int(d.attr) + 8]
         if d is not None and d.prim == "ptr_add":
-            base = self.grad_ptr(d.args[0], scope)
+            base = self.grad_ptr(d.args[0], scope, loc)
             return self.em.op("ptr_add", base, scope.primal(d.args[1]))
         raise CompileError("cannot differentiate an access to an array that is chosen at run "
-                           "time or stored inside another array", d.loc if d else None)
+                           "time or stored inside another array", loc)
 
     def reverse_if(self, s: If, scope: Scope) -> None:
         em = self.em
@@ -268,7 +274,9 @@ class Reverse:
         count = em.new_var(int64)
         iteration = em.op("sub", count, em.const(1, int64))
         head = len(body.stmts)
-        local = set(_level_defs(fwd.body)) | set(s.params)
+        # the body's own values, also those of ops the forward replay left out (a write to an
+        # array nothing reads): their adjoints start inside the iteration, never outside it
+        local = set(_level_defs(fwd.body)) | set(_level_defs(s.body)) | set(s.params)
         inner = LoopScope(self, scope, s, local, outer, iteration)
         adj_in = [em.new_var(s.params[j].type) for j in floats]
         for j, a in zip(floats, adj_in, strict=True):
@@ -304,8 +312,11 @@ class Reverse:
         params = [count, *adj_in, *(p for _, p, _ in inner.carried)]
         results = [em.new_var(v.type) for v in params]
         outer.stmts.append(MLoop(inits, params, cond, body, results, s.loc))
-        for j, r in zip(floats, results[1:], strict=False):
-            scope.accumulate(s.inits[j], r)
+        # Carried adjoints first: each is the outer variable's whole adjoint so far (it started
+        # from the adjoint before the loop). An init may be that same variable (`s = t` before
+        # a loop carrying s and reading t), so its contribution must add on top, not under.
         for (u, _, _), r in zip(inner.carried, results[1 + len(floats):], strict=True):
             scope.set_adj(u, r)
+        for j, r in zip(floats, results[1:], strict=False):
+            scope.accumulate(s.inits[j], r)
 

@@ -17,14 +17,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.nodes import Loop, Op, Var
+from ..ir.prims import PRIMS, Effect
 from ..types import ScalarType, int64
 from .emit import MBlock
 
 if TYPE_CHECKING:
     from .reverse import Reverse
 
-_IMPURE = frozenset(("store", "atomic_add", "atomic_min", "atomic_max", "check_bounds", "push",
-                     "pop", "adj_add", "adj_read", "adj_take", "arg"))
+#: the only effect an op recomputed in the reverse loop may have (and only for loads of arrays
+#: that nothing writes during the launch); anything else is pushed in the forward loop
+_RECOMPUTABLE = Effect.READ
 
 
 class Scope:
@@ -51,6 +53,16 @@ class Scope:
     def get_adj(self, v: Var) -> Var | None:
         return self.adj.get(v)
 
+    def peek_adj(self, v: Var) -> Var | None:
+        """v's adjoint if anything has given it one, without making it a carried value."""
+        if v in self.adj or self.parent is None or self.defines(v):
+            return self.adj.get(v)
+        return self.parent.peek_adj(v)
+
+    def defines(self, v: Var) -> bool:
+        """v belongs to this scope's region (its adjoint starts here)."""
+        return self.parent is None
+
     def set_adj(self, v: Var, a: Var) -> None:
         self.adj[v] = a
 
@@ -75,6 +87,9 @@ class BranchScope(Scope):
     def primal(self, v: Var) -> Var:
         assert self.parent is not None
         return self.parent.primal(self.extra.get(v, v))
+
+    def defines(self, v: Var) -> bool:
+        return v in self.extra
 
     def get_adj(self, v: Var) -> Var | None:
         if v in self.adj or v in self.extra:
@@ -126,9 +141,9 @@ class LoopScope(Scope):
 
     def _recompute(self, v: Var) -> Var | None:
         d = self.ad.access.defs.get(v.id)
-        if d is None or d.prim in _IMPURE or d.result is not v:
+        if d is None or d.result is not v or PRIMS[d.prim].effects & ~_RECOMPUTABLE:
             return None
-        if d.prim == "load" and not self.ad.recomputable_load(d):
+        if Effect.READ in PRIMS[d.prim].effects and not self.ad.recomputable_load(d):
             return None
         args = tuple(self.primal(a) for a in d.args)
         return self._emit(d.prim, args, v.type, d.attr)
@@ -153,6 +168,9 @@ class LoopScope(Scope):
             i = self._emit("cast", (i,), v.type)
         offset = self._emit("mul", (i, self.primal(step)))
         return self._emit(d.prim, (self.parent.primal(self.loop.inits[j]), offset))
+
+    def defines(self, v: Var) -> bool:
+        return v in self.local
 
     def get_adj(self, v: Var) -> Var | None:
         if v in self.adj or v in self.local:

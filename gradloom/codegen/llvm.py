@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
+from ..ir.prims import PRIMS, Effect
 from ..types import BLOCK_ARGS, BLOCK_DIMS, BLOCK_END, BLOCK_START, BLOCK_STATUS
 from .llvm_ops import OpEmitter
 from .llvm_types import reg_type
@@ -221,7 +222,7 @@ def _grad_roots(body: Block) -> list[Var]:
     defs = {op.result.id: op for op in ops if op.result is not None}
     roots: dict[int, Var] = {}
     for op in ops:
-        if op.prim.startswith("adj_"):
+        if Effect.GRAD in PRIMS[op.prim].effects:
             d = pointer_root(defs, op.args[0])
             p = d.result if d is not None and d.result is not None else op.args[0]
             roots[p.id] = p

@@ -422,7 +422,10 @@ def lower_kernel(info: SourceInfo, params: list[tuple[str, Any]]) -> KernelIR:
     Lowerer(b, info, env, [], tid_arity, True).lower_function()
     arrays = env_params(first_env, params)
     unit_strides = tuple((v.strides[-1], size_of(v.type.dtype)) for v in arrays)
-    return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs), unit_strides)
+    names = tuple((off, name) for (name, t), off in zip(params, offsets, strict=True)
+                  if isinstance(t, ArrayType))
+    return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs), unit_strides,
+                    array_names=names)
 
 
 def env_params(env: dict[str, Any], params: list[tuple[str, Any]]) -> list[ArrayVal]:

@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import KernelTypeError, SourceLoc
 from ..types import ScalarType
 from .nodes import Block, Custom, If, Loop, Op, Stmt, Var
-from .prims import PRIMS, result_type
+from .prims import PRIMS, Effect, result_type
 
 
 class Builder:
@@ -46,7 +46,7 @@ class Builder:
             rt = result_type(prim, tuple(a.type for a in args), type)
         except TypeError as exc:
             raise KernelTypeError(f"{prim}: {exc}", loc) from None
-        if PRIMS[prim].side_effect and prim.startswith("atomic"):
+        if Effect.ATOMIC in PRIMS[prim].effects:
             rt = args[2].type
         result = None if rt is None else self.new_var(rt)
         self._blocks[-1].append(Op(prim, args, result, loc, attr))

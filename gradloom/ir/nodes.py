@@ -101,6 +101,9 @@ class KernelIR:
     unit_strides: tuple[tuple[Var, int], ...] = ()
     #: run the thread range last thread first (adjoints: the exact reverse of a serial forward)
     reverse_threads: bool = False
+    #: (byte offset of its data pointer in the arguments, parameter name) per array parameter,
+    #: so that passes can name the array an error is about
+    array_names: tuple[tuple[int, str], ...] = ()
 
 
 def pointer_root(defs: dict[int, Op], p: Var) -> Op | None:

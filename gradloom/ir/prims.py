@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,55 @@ class Emit(Protocol):
 VJP = Callable[[Emit, Op, Var], tuple[Var | None, ...]]
 
 
+class Effect(enum.Flag):
+    """What a primitive does besides computing its result from its operands. Passes read these
+    (recompute or keep, replay or skip, split a launch or not); they never list primitives."""
+
+    NONE = 0
+    #: reads array memory (its value depends on what other ops and threads wrote)
+    READ = enum.auto()
+    #: writes array memory
+    WRITE = enum.auto()
+    #: a read-modify-write whose returned value depends on the order threads run in
+    ATOMIC = enum.auto()
+    #: output the user sees (print)
+    IO = enum.auto()
+    #: may stop the thread and report an error (debug-mode bounds checks)
+    CHECK = enum.auto()
+    #: uses the thread's adjoint stack (push/pop: each must run exactly once)
+    STACK = enum.auto()
+    #: reads or writes gradient memory (adjoint kernels only)
+    GRAD = enum.auto()
+    #: its value depends on which thread runs it (wp.tid())
+    THREAD = enum.auto()
+    #: reads a kernel parameter from the launch block (once, before the thread loop)
+    PARAM = enum.auto()
+    #: only adds into memory: threads may do it in any order (float sums round differently)
+    ACCUMULATE = enum.auto()
+
+
+class MemoryRule(enum.Enum):
+    """How reverse mode treats the gradient memory at a memory primitive's address."""
+
+    #: the result's adjoint is added into the gradient there (load)
+    GATHER = "gather"
+    #: the gradient there is taken (read, then zeroed) into the stored value's adjoint (store)
+    OVERWRITE = "overwrite"
+    #: the gradient there is added into the value's adjoint (atomic_add)
+    ACCUMULATE = "accumulate"
+    #: the gradient there goes to the value only where it is what the array ends up holding
+    PICK = "pick"
+    #: not differentiable on floats: what the array holds depends on the thread order
+    ORDER = "order"
+    #: integer values only: no gradient
+    INTEGER = "integer"
+
+
+#: effects that must happen exactly as often as the program says: such an op is never dropped
+#: as dead code, never recomputed and never duplicated
+OBSERVABLE = Effect.WRITE | Effect.IO | Effect.CHECK | Effect.STACK | Effect.GRAD
+
+
 @dataclass(frozen=True)
 class Prim:
     """A primitive: its name, arity, how its result type follows from its operands, and effects."""
@@ -33,15 +83,35 @@ class Prim:
     name: str
     arity: int
     type_rule: TypeRule
-    side_effect: bool = False
+    #: what the primitive does besides computing its result (required: see Effect)
+    effects: Effect
     doc: str = ""
     #: the reverse-mode rule; None for primitives whose results carry no gradient (integer,
     #: bool and pointer results) and for memory primitives, which autodiff/reverse.py handles
     vjp: VJP | None = None
-    #: memory primitives: their adjoints read or write the gradient arrays (see autodiff)
-    memory: bool = False
     #: takes `arity` or more operands (print)
     variadic: bool = False
+    #: memory primitives (array data): their reverse rule, applied by autodiff/reverse.py
+    memory_rule: MemoryRule | None = None
+
+    @property
+    def pure(self) -> bool:
+        """The result depends on the operands alone, and computing it changes nothing."""
+        return self.effects == Effect.NONE
+
+    @property
+    def side_effect(self) -> bool:
+        """Running it changes state that someone can observe (memory, output, the stack)."""
+        return bool(self.effects & OBSERVABLE)
+
+    @property
+    def memory(self) -> bool:
+        """It reads or writes array data: its adjoint reads or writes gradient memory."""
+        return bool(self.effects & (Effect.READ | Effect.WRITE)) and Effect.GRAD not in self.effects
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.effects & Effect.WRITE)
 
 
 def _same(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -352,61 +422,69 @@ def _cast_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
     return (e.op("cast", g, type=src) if src.is_float else None,)
 
 
+_N = Effect.NONE
+_RMW = Effect.READ | Effect.WRITE | Effect.ATOMIC
+_M = MemoryRule
+
 _TABLE: list[Prim] = [
-    Prim("const", 0, _given, doc="a constant; attr is its Python value"),
-    Prim("arg", 0, _given, doc="a kernel parameter leaf; attr is its byte offset in the args"),
-    Prim("tid", 0, _tid, doc="this thread's index along launch dimension attr"),
-    Prim("neg", 1, _num_same, vjp=_neg_vjp), Prim("abs", 1, _num_same, vjp=_abs_vjp),
-    *(Prim(n, 1, _float_same, vjp=_UNARY_VJP[n]) for n in _UNARY_FLOAT),
-    Prim("add", 2, _num_same, vjp=_add_vjp), Prim("sub", 2, _num_same, vjp=_sub_vjp),
-    Prim("mul", 2, _num_same, vjp=_mul_vjp),
-    Prim("div", 2, _num_same, vjp=_div_vjp,
+    Prim("const", 0, _given, _N, doc="a constant; attr is its Python value"),
+    Prim("arg", 0, _given, Effect.PARAM,
+         doc="a kernel parameter leaf; attr is its byte offset in the args"),
+    Prim("tid", 0, _tid, Effect.THREAD, doc="this thread's index along launch dimension attr"),
+    Prim("neg", 1, _num_same, _N, vjp=_neg_vjp), Prim("abs", 1, _num_same, _N, vjp=_abs_vjp),
+    *(Prim(n, 1, _float_same, _N, vjp=_UNARY_VJP[n]) for n in _UNARY_FLOAT),
+    Prim("add", 2, _num_same, _N, vjp=_add_vjp), Prim("sub", 2, _num_same, _N, vjp=_sub_vjp),
+    Prim("mul", 2, _num_same, _N, vjp=_mul_vjp),
+    Prim("div", 2, _num_same, _N, vjp=_div_vjp,
          doc="float division, or C-style truncating integer division"),
-    Prim("mod", 2, _num_same, vjp=_mod_vjp, doc="C-style remainder (sign of the dividend)"),
-    Prim("min", 2, _num_same, vjp=_pick("le")), Prim("max", 2, _num_same, vjp=_pick("ge")),
-    Prim("pow", 2, _float_same, vjp=_pow_vjp), Prim("atan2", 2, _float_same, vjp=_atan2_vjp),
-    Prim("copysign", 2, _float_same, vjp=_copysign_vjp,
+    Prim("mod", 2, _num_same, _N, vjp=_mod_vjp, doc="C-style remainder (sign of the dividend)"),
+    Prim("min", 2, _num_same, _N, vjp=_pick("le")),
+    Prim("max", 2, _num_same, _N, vjp=_pick("ge")),
+    Prim("pow", 2, _float_same, _N, vjp=_pow_vjp),
+    Prim("atan2", 2, _float_same, _N, vjp=_atan2_vjp),
+    Prim("copysign", 2, _float_same, _N, vjp=_copysign_vjp,
          doc="the magnitude of the first operand with the sign bit of the second"),
-    Prim("popcount", 1, _count_bits, doc="the number of set bits (same integer type)"),
-    Prim("eq", 2, _compare), Prim("ne", 2, _compare), Prim("lt", 2, _compare),
-    Prim("le", 2, _compare), Prim("gt", 2, _compare), Prim("ge", 2, _compare),
-    Prim("and", 2, _int_same), Prim("or", 2, _int_same), Prim("xor", 2, _int_same),
-    Prim("not", 1, _int_same, doc="logical not for bool, bitwise not for integers"),
-    Prim("shl", 2, _int_same), Prim("shr", 2, _int_same),
-    Prim("isnan", 1, lambda ts, r: bool_), Prim("isinf", 1, lambda ts, r: bool_),
-    Prim("select", 3, _select, vjp=_select_vjp, doc="select(cond, if_true, if_false)"),
-    Prim("cast", 1, _given, vjp=_cast_vjp, doc="numeric conversion to the result type"),
-    Prim("bitcast", 1, _bitcast, doc="the same bits read as the result type (no derivative)"),
-    Prim("ptr_add", 2, _gep, doc="pointer plus a byte offset"),
-    Prim("load", 2, _load, memory=True,
+    Prim("popcount", 1, _count_bits, _N, doc="the number of set bits (same integer type)"),
+    *(Prim(n, 2, _compare, _N) for n in ("eq", "ne", "lt", "le", "gt", "ge")),
+    *(Prim(n, 2, _int_same, _N) for n in ("and", "or", "xor")),
+    Prim("not", 1, _int_same, _N, doc="logical not for bool, bitwise not for integers"),
+    Prim("shl", 2, _int_same, _N), Prim("shr", 2, _int_same, _N),
+    Prim("isnan", 1, lambda ts, r: bool_, _N), Prim("isinf", 1, lambda ts, r: bool_, _N),
+    Prim("select", 3, _select, _N, vjp=_select_vjp, doc="select(cond, if_true, if_false)"),
+    Prim("cast", 1, _given, _N, vjp=_cast_vjp, doc="numeric conversion to the result type"),
+    Prim("bitcast", 1, _bitcast, _N,
+         doc="the same bits read as the result type (no derivative)"),
+    Prim("ptr_add", 2, _gep, _N, doc="pointer plus a byte offset"),
+    Prim("load", 2, _load, Effect.READ, memory_rule=_M.GATHER,
          doc="load(ptr, byte offset); attr is a constant extra offset"),
-    Prim("store", 3, _store, side_effect=True, memory=True,
+    Prim("store", 3, _store, Effect.WRITE, memory_rule=_M.OVERWRITE,
          doc="store(ptr, byte offset, value); attr offset"),
-    Prim("atomic_add", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
-    Prim("atomic_min", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
-    Prim("atomic_max", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
-    *(Prim(f"atomic_{n}", 3, _atomic_int, side_effect=True, memory=True,
+    Prim("atomic_add", 3, _atomic, _RMW | Effect.ACCUMULATE, memory_rule=_M.ACCUMULATE,
+         doc="returns the old value"),
+    Prim("atomic_min", 3, _atomic, _RMW, memory_rule=_M.PICK, doc="returns the old value"),
+    Prim("atomic_max", 3, _atomic, _RMW, memory_rule=_M.PICK, doc="returns the old value"),
+    *(Prim(f"atomic_{n}", 3, _atomic_int, _RMW, memory_rule=_M.INTEGER,
            doc="bitwise read-modify-write of an integer; returns the old value")
       for n in ("and", "or", "xor")),
-    Prim("atomic_exch", 3, _atomic, side_effect=True, memory=True,
+    Prim("atomic_exch", 3, _atomic, _RMW, memory_rule=_M.ORDER,
          doc="stores the value; returns the old value"),
-    Prim("atomic_cas", 4, _cas, side_effect=True, memory=True,
+    Prim("atomic_cas", 4, _cas, _RMW, memory_rule=_M.ORDER,
          doc="atomic_cas(ptr, offset, compare, value): stores value where the old value has "
              "compare's bits; returns the old value"),
-    Prim("print", 1, _print, side_effect=True, variadic=True,
+    Prim("print", 1, _print, Effect.IO, variadic=True,
          doc="print(cond, values...): C printf of format attr when cond; floats are passed as "
              "double, bools as the strings True/False; forward kernels only"),
-    Prim("check_bounds", 2, _check, side_effect=True,
+    Prim("check_bounds", 2, _check, Effect.CHECK,
          doc="check_bounds(index, extent): debug mode; attr indexes the kernel's source locations"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
-    Prim("push", 1, lambda ts, r: None, side_effect=True,
+    Prim("push", 1, lambda ts, r: None, Effect.STACK,
          doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),
-    Prim("pop", 0, _given, side_effect=True, doc="pop the value pushed last"),
-    Prim("adj_add", 3, _store, side_effect=True,
+    Prim("pop", 0, _given, Effect.STACK, doc="pop the value pushed last"),
+    Prim("adj_add", 3, _store, Effect.GRAD | Effect.WRITE | Effect.ACCUMULATE,
          doc="gradient array += value at (ptr, offset) + attr; nothing when ptr is null"),
-    Prim("adj_read", 2, _load, side_effect=True,
+    Prim("adj_read", 2, _load, Effect.GRAD | Effect.READ,
          doc="the gradient at (ptr, offset) + attr; 0 when ptr is null"),
-    Prim("adj_take", 2, _load, side_effect=True,
+    Prim("adj_take", 2, _load, Effect.GRAD | Effect.READ | Effect.WRITE,
          doc="the gradient at (ptr, offset) + attr, then zero it there; 0 when ptr is null"),
 ]
 

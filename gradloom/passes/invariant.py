@@ -42,13 +42,20 @@ def _stmt(s: Stmt, sub: dict[Var, Var]) -> Stmt:
 
 def _loop(s: Loop, sub: dict[Var, Var]) -> Loop:
     inits = [_v(v, sub) for v in s.inits]
-    keep = [j for j, (p, y) in enumerate(zip(s.params, s.body.yields, strict=True))
-            if y is not p]
-    for j in set(range(len(inits))) - set(keep):
-        sub[s.params[j]] = inits[j]
-        sub[s.results[j]] = inits[j]
+    keep = list(range(len(inits)))
+    while True:
+        # a parameter passed through an inner loop is yielded as that loop's result, which is
+        # the parameter itself only once the inner loop's own pass-throughs are dropped: repeat
+        # until no more parameters turn out to be pass-throughs
+        body = _block(s.body, sub)
+        still = [j for j in keep if body.yields[j] is not s.params[j]]
+        if still == keep:
+            break
+        for j in set(keep) - set(still):
+            sub[s.params[j]] = inits[j]
+            sub[s.results[j]] = inits[j]
+        keep = still
     cond = _block(s.cond, sub)
-    body = _block(s.body, sub)
     return Loop(tuple(inits[j] for j in keep), tuple(s.params[j] for j in keep), cond,
                 Block(body.stmts, tuple(body.yields[j] for j in keep)),
                 tuple(s.results[j] for j in keep), s.loc)

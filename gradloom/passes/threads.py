@@ -21,15 +21,13 @@ The plan it returns says, for one compiled entry:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..ir.nodes import KernelIR, Var, pointer_root, walk_ops
+from ..ir.prims import PRIMS, Effect
 
-_WRITES = ("store", "atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
-           "atomic_xor", "atomic_exch", "atomic_cas")
-_MEMORY = ("load", "adj_add", "adj_read", "adj_take", *_WRITES)
-# integer arithmetic whose result is thread-invariant when its operands are
-_PURE = ("add", "sub", "mul", "cast", "neg", "div", "mod", "min", "max")
+#: the accesses that decide how threads share memory: array data and gradients
+_MEMORY = Effect.READ | Effect.WRITE | Effect.GRAD
 
 
 @dataclass(frozen=True)
@@ -45,13 +43,16 @@ class ThreadPlan:
 class _Root:
     """Every access through one argument pointer."""
 
-    prims: set[str] = field(default_factory=set)
+    effects: Effect = Effect.NONE  # the union of the accesses' effects
+    only_adds: bool = True  # every access only adds into memory
+    loads: bool = False  # plain reads (not read-modify-writes)
+    stores: bool = False  # plain writes (not read-modify-writes)
     all_own: bool = True
     result_used: bool = False
     float_add: bool = False
 
 
-class _Addresses:
+class Addresses:
     """Classifies address offsets of one kernel body."""
 
     def __init__(self, kernel: KernelIR) -> None:
@@ -69,9 +70,10 @@ class _Addresses:
         """v has one value for every thread of a launch."""
         if v.id not in self._invariant:
             d = self.defs.get(v.id)
+            # constants, parameters, and what pure ops compute from them
             self._invariant[v.id] = d is not None and (
-                d.prim in ("arg", "const")
-                or (d.prim in _PURE and all(self.invariant(a) for a in d.args)))
+                PRIMS[d.prim].effects in (Effect.NONE, Effect.PARAM)
+                and all(self.invariant(a) for a in d.args))
         return self._invariant[v.id]
 
     def terms(self, v: Var) -> list[Var]:
@@ -109,21 +111,26 @@ class _Addresses:
 
 def thread_plan(kernel: KernelIR) -> ThreadPlan:
     """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen."""
-    addr = _Addresses(kernel)
+    addr = Addresses(kernel)
     roots: dict[int | None, _Root] = {}
     ops = list(walk_ops(kernel.body))
-    if any(op.prim == "print" for op in ops):
+    if any(Effect.IO in PRIMS[op.prim].effects for op in ops):
         # debugging output stays readable: in thread order, one line at a time
         return ThreadPlan(serial="the kernel prints")
     for op in ops:
-        if op.prim not in _MEMORY or (op.prim == "load" and op.result is not None
-                                      and op.result.type.kind == "p"):
+        effects = PRIMS[op.prim].effects
+        if not effects & _MEMORY or (op.prim == "load" and op.result is not None
+                                     and op.result.type.kind == "p"):
             continue
         acc = roots.setdefault(addr.root(op.args[0]), _Root())
-        acc.prims.add(op.prim)
+        acc.effects |= effects
+        acc.only_adds = acc.only_adds and Effect.ACCUMULATE in effects
+        acc.loads = acc.loads or effects & (Effect.READ | Effect.WRITE) == Effect.READ
+        acc.stores = acc.stores or (Effect.WRITE in effects
+                                    and not effects & (Effect.ATOMIC | Effect.GRAD))
         acc.all_own = acc.all_own and addr.own(op.args[1])
-        if op.prim.startswith("atomic"):
-            acc.float_add = acc.float_add or (op.prim == "atomic_add"
+        if Effect.ATOMIC in effects:
+            acc.float_add = acc.float_add or (Effect.ACCUMULATE in effects
                                               and op.args[2].type.is_float)
             acc.result_used = acc.result_used or (op.result is not None
                                                   and op.result.id in addr.used)
@@ -138,17 +145,14 @@ def _plan(roots: dict[int | None, _Root]) -> ThreadPlan:
         if acc.all_own and offset is not None:
             continue
         float_atomics = float_atomics or acc.float_add
-        grads = acc.prims & {"adj_add", "adj_read", "adj_take"}
-        reads = "load" in acc.prims or acc.result_used
-        if acc.prims == {"atomic_add"} and not acc.result_used and offset is not None:
-            scatter.append(offset)
-        elif grads:
-            if grads == {"adj_add"} and offset is not None:
-                scatter.append(offset)
-            elif grads != {"adj_read"}:
+        writes = Effect.WRITE in acc.effects
+        if offset is not None and acc.only_adds and not acc.result_used:
+            scatter.append(offset)  # adds only, in any order: into private buffers
+        elif Effect.GRAD in acc.effects:
+            if writes:
                 serial = "threads read and add into the same gradient elements"
-        elif "store" in acc.prims:
+        elif acc.stores:
             serial = "threads store into array elements that other threads may also store into"
-        elif reads and acc.prims & set(_WRITES):
+        elif (acc.loads or acc.result_used) and writes:
             serial = "threads read array elements that other threads write"
     return ThreadPlan(serial, tuple(sorted(scatter)), float_atomics)

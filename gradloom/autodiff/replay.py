@@ -1,0 +1,133 @@
+"""Whether an adjoint's forward replay reads what the forward read, where threads share arrays.
+
+The adjoint replays each thread's forward code, threads last first, writing into a working copy
+of every array the kernel both reads and writes (reverse.py). A thread that reads an element
+another thread of the launch overwrites read it before or after that write in the forward, and
+the replay may see the other version. That is harmless while the value read only feeds values
+the reverse sweep never uses (`x[i] = 2 * x[i + 1]`: the derivative needs no primal), and a
+wrong gradient otherwise. This pass follows every value a load of such an array gives through
+the finished adjoint and refuses the kernel when one reaches a gradient, an address, a branch,
+a loop's trip count or the adjoint stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..errors import CompileError, SourceLoc
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
+from ..ir.prims import PRIMS, Effect
+from ..passes.threads import Addresses
+from .access import KernelAccess
+
+#: ops whose operands decide what the adjoint writes into gradients or what it keeps for later
+#: (addresses of memory ops are sinks too): a value from an unfaithful replay must not reach them
+_SINKS = Effect.GRAD | Effect.STACK | Effect.CHECK | Effect.IO
+
+
+def shared_working_arrays(kernel: KernelIR, access: KernelAccess) -> dict[int, SourceLoc]:
+    """Working arrays (read and written by the kernel, other than only through atomics) with an
+    access that other threads may also make: argument offset -> the location of that access."""
+    addr = Addresses(kernel)
+    shared: dict[int, SourceLoc] = {}
+    plain: set[int] = set()
+    for op in walk_ops(kernel.body):
+        effects = PRIMS[op.prim].effects
+        if not PRIMS[op.prim].memory or _is_pointer_load(op):
+            continue
+        offset = access.root(op.args[0], op.loc)
+        if not access.arrays[offset].working:
+            continue
+        if Effect.ATOMIC not in effects:
+            plain.add(offset)
+        if not addr.own(op.args[1]):
+            shared.setdefault(offset, op.loc)
+    return {k: v for k, v in shared.items() if k in plain}
+
+
+def check_replay(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
+    """Raise when a value loaded from a shared working array reaches what the adjoint uses."""
+    if not shared:
+        return
+    graph = _Graph(adjoint)
+    seen: set[Node] = set()
+    for origin in shared:
+        todo: list[Node] = [("mem", origin)]
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            for user in graph.users.get(node, ()):
+                if user == "sink":
+                    _refuse(adjoint, origin, shared[origin])
+                todo.append(user)
+
+
+def _is_pointer_load(op: Op) -> bool:
+    """Reading an array pointer out of a struct in memory, not an element of array data."""
+    return op.result is not None and op.result.type.kind == "p"
+
+
+def _refuse(kernel: KernelIR, offset: int, loc: SourceLoc) -> None:
+    name = dict(kernel.array_names).get(offset)
+    raise CompileError(
+        f"cannot differentiate this kernel: threads of one launch read elements of "
+        f"{f'{name!r}' if name else 'an array'} that other threads overwrite, so the adjoint "
+        f"cannot know which value each thread read; write the new values to a separate array, "
+        f"or split the kernel into two launches", loc)
+
+
+#: a variable (its id), an array's memory ("mem", argument offset), or "sink"
+Node = int | tuple[str, int] | str
+
+
+class _Graph:
+    """Which nodes each node's value flows into, over a whole adjoint kernel."""
+
+    def __init__(self, kernel: KernelIR) -> None:
+        ops = list(walk_ops(kernel.body))
+        self.defs = {op.result.id: op for op in ops if op.result is not None}
+        self.users: dict[Node, list[Node]] = {}
+        for src, dst in self._block(kernel.body):
+            self.users.setdefault(src, []).append(dst)
+
+    def _memory(self, p: Var) -> Node:
+        root = pointer_root(self.defs, p)
+        return ("mem", int(root.attr)) if root is not None and root.prim == "arg" else "sink"
+
+    def _op(self, op: Op) -> Iterator[tuple[Node, Node]]:
+        effects = PRIMS[op.prim].effects
+        if PRIMS[op.prim].memory and not _is_pointer_load(op):
+            mem = self._memory(op.args[0])
+            yield from ((a.id, "sink") for a in op.args[:2])  # where: an address
+            yield from ((a.id, mem) for a in op.args[2:])  # what: a value written there
+            if op.result is not None:
+                yield mem, op.result.id
+        elif effects & _SINKS:
+            yield from ((a.id, "sink") for a in op.args)
+        elif op.result is not None:
+            yield from ((a.id, op.result.id) for a in op.args)
+
+    def _block(self, b: Block) -> Iterator[tuple[Node, Node]]:
+        for s in b.stmts:
+            if isinstance(s, Op):
+                yield from self._op(s)
+            elif isinstance(s, If):
+                yield s.cond.id, "sink"
+                for branch in (s.then, s.orelse):
+                    yield from self._block(branch)
+                    yield from ((y.id, r.id) for y, r in zip(branch.yields, s.results))
+            elif isinstance(s, Custom):
+                yield from self._block(s.body)
+                yield from self._block(s.adjoint)
+            else:
+                yield from self._loop(s)
+
+    def _loop(self, s: Loop) -> Iterator[tuple[Node, Node]]:
+        yield from ((i.id, p.id) for i, p in zip(s.inits, s.params))
+        yield from ((y.id, p.id) for y, p in zip(s.body.yields, s.params))
+        yield from ((p.id, r.id) for p, r in zip(s.params, s.results))
+        yield from ((y.id, "sink") for y in s.cond.yields)
+        yield from self._block(s.cond)
+        yield from self._block(s.body)
