@@ -139,6 +139,47 @@ from .types import (
     vector,
 )
 
+# isort: split
+# -- runtime library (h-rtlib): timing, streams and events, graph capture ---------------------
+from .runtime.cache import clear as clear_kernel_cache
+from .runtime.capture import (
+    CaptureMode,
+    Graph,
+    ScopedCapture,
+    capture_begin,
+    capture_end,
+    capture_if,
+    capture_launch,
+    capture_while,
+    is_conditional_graph_supported,
+)
+from .runtime.stream import (
+    Event,
+    ScopedStream,
+    Stream,
+    get_event_elapsed_time,
+    get_stream,
+    record_event,
+    set_stream,
+    synchronize_event,
+    synchronize_stream,
+    wait_event,
+    wait_stream,
+)
+from .runtime.timing import (
+    TIMING_ALL,
+    TIMING_GRAPH,
+    TIMING_KERNEL,
+    TIMING_KERNEL_BUILTIN,
+    TIMING_MEMCPY,
+    TIMING_MEMSET,
+    ScopedTimer,
+    TimingResult,
+    timing_begin,
+    timing_end,
+    timing_print,
+)
+
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
 adjoint = _lang.ADJOINT
 

@@ -7,6 +7,7 @@ import math
 import operator
 import typing
 from collections.abc import Callable, Iterator
+from copy import deepcopy
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy.typing as npt
 
 from gradloom.errors import GradloomError
 from gradloom.runtime.array_protocols import ArrayProtocols, aligned_copy, aligned_zeros
+from gradloom.runtime.capturing import capturing, defer
 from gradloom.runtime.device import Device, get_device
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
@@ -449,6 +451,8 @@ class array(ArrayProtocols):
 
     def fill_(self, value: Any) -> None:
         storage = self._concrete()
+        if defer(lambda: self.fill_(value), "array.fill_()"):
+            return
         self._overwrite()
         try:
             storage[...] = _fill_value(self.dtype, value)
@@ -459,6 +463,8 @@ class array(ArrayProtocols):
 
     def zero_(self) -> None:
         storage = self._concrete()
+        if defer(self.zero_, "array.zero_()"):
+            return
         self._overwrite()
         storage[...] = 0
 
@@ -468,6 +474,8 @@ class array(ArrayProtocols):
         if isinstance(src, array):
             if src.shape != self.shape:
                 raise GradloomError(f"assign: source shape {src.shape} != destination {self.shape}")
+            if defer(lambda: self.assign(src), "array.assign()"):
+                return
             self._overwrite()
             copy_storage(self, src)
             record_copy(self, src)
@@ -478,6 +486,10 @@ class array(ArrayProtocols):
                 f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"
                 f" does not match the array's shape {self.shape} (dtype {self.dtype!r})"
             )
+        if capturing():
+            kept = data.copy()  # the values as they are now, as Warp copies them at capture
+            defer(lambda: self.assign(kept), "array.assign()")
+            return
         self._overwrite()
         storage[...] = data
 
@@ -521,6 +533,10 @@ class array(ArrayProtocols):
         storage = self._concrete()
         idx = self._index(key)
         src = value.numpy() if isinstance(value, array) else value
+        if capturing():
+            kept = value if isinstance(value, array) else deepcopy(value)
+            defer(lambda: self.__setitem__(key, kept), "array[...] =")
+            return
         self._overwrite(idx)
         try:
             storage[idx] = src
