@@ -141,6 +141,7 @@ from .types import (
 
 # isort: split
 # -- runtime library (h-rtlib): timing, streams and events, graph capture ---------------------
+from . import utils
 from .runtime.cache import clear as clear_kernel_cache
 from .runtime.capture import (
     CaptureMode,
@@ -153,6 +154,7 @@ from .runtime.capture import (
     capture_while,
     is_conditional_graph_supported,
 )
+from .runtime.device import get_cuda_device, get_cuda_devices, is_device_available
 from .runtime.stream import (
     Event,
     ScopedStream,

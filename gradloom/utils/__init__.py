@@ -1,0 +1,17 @@
+"""`gradloom.utils` (Warp's `warp.utils`): array reductions, scans, sorts, casts and `map`."""
+
+from __future__ import annotations
+
+from .cast import array_cast
+from .reduce import array_inner, array_sum
+from .sorting import array_scan, radix_sort_pairs, runlength_encode, segmented_sort_pairs
+
+__all__ = [
+    "array_cast",
+    "array_inner",
+    "array_scan",
+    "array_sum",
+    "radix_sort_pairs",
+    "runlength_encode",
+    "segmented_sort_pairs",
+]
