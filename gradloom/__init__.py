@@ -196,10 +196,10 @@ globals().update({name: b for name, b in _REGISTRY.items() if name not in global
 
 
 def __getattr__(name: str) -> object:
-    if name == "torch":  # `wp.torch`, as in Warp; imports torch only when used
+    if name in ("torch", "optim"):  # `wp.torch`, `wp.optim`, as in Warp; imported when used
         import importlib
 
-        return importlib.import_module(".torch", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(
         f"module 'gradloom' has no attribute '{name}' (not implemented yet, or not a Warp name)"
     )
