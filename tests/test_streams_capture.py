@@ -203,17 +203,16 @@ def test_recording_on_a_tape_inside_a_capture_is_refused():
     x = wp.array(f32(1, 2), dtype=float, requires_grad=True, device=DEVICE)
     y = wp.zeros(2, dtype=float, requires_grad=True, device=DEVICE)
     tape = wp.Tape()
-    with pytest.raises(wp.GradloomError, match="Tape"), wp.ScopedCapture(device=DEVICE):
-        with tape:
-            wp.launch(square_into, dim=2, inputs=[x, y], device=DEVICE)
-    with pytest.raises(wp.GradloomError, match="Tape"), wp.ScopedCapture(device=DEVICE):
-        with tape:
-            y.fill_(1.0)
+    with pytest.raises(wp.GradloomError, match="Tape"), wp.ScopedCapture(device=DEVICE), tape:
+        wp.launch(square_into, dim=2, inputs=[x, y], device=DEVICE)
+    with pytest.raises(wp.GradloomError, match="Tape"), wp.ScopedCapture(device=DEVICE), tape:
+        y.fill_(1.0)
     with tape:
         wp.launch(square_into, dim=2, inputs=[x, y], device=DEVICE)
-    with pytest.raises(wp.GradloomError, match=r"Tape.backward\(\)"):
-        with wp.ScopedCapture(device=DEVICE):
-            tape.backward(grads={y: wp.array(f32(1, 1), device=DEVICE)})
+    seed = wp.array(f32(1, 1), device=DEVICE)
+    with pytest.raises(wp.GradloomError, match=r"Tape.backward\(\)"), wp.ScopedCapture(
+            device=DEVICE):
+        tape.backward(grads={y: seed})
     assert not wp.get_device(DEVICE).is_capturing
 
 
@@ -289,9 +288,9 @@ def test_event_recorded_in_a_capture_is_stamped_on_replay():
 
 def test_scoped_timer_prints_and_accumulates():
     out = io.StringIO()
-    with contextlib.redirect_stdout(out), wp.ScopedTimer("outer") as outer:
-        with wp.ScopedTimer("inner"):
-            time.sleep(0.01)
+    with contextlib.redirect_stdout(out), wp.ScopedTimer("outer") as outer, wp.ScopedTimer(
+            "inner"):
+        time.sleep(0.01)
     lines = out.getvalue().splitlines()
     assert re.fullmatch(r"    inner took \d+\.\d\d ms", lines[-2])
     assert re.fullmatch(r"outer took \d+\.\d\d ms", lines[-1])
@@ -301,9 +300,9 @@ def test_scoped_timer_prints_and_accumulates():
         with wp.ScopedTimer("k", dict=timings, print=False):
             pass
     assert list(timings) == ["k"] and len(timings["k"]) == 3
-    with contextlib.redirect_stdout(io.StringIO()) as quiet:
-        with wp.ScopedTimer("off", active=False, dict=timings) as off:
-            pass
+    with contextlib.redirect_stdout(io.StringIO()) as quiet, wp.ScopedTimer(
+            "off", active=False, dict=timings) as off:
+        pass
     assert quiet.getvalue() == "" and off.elapsed == 0.0 and timings["off"] == []
 
 

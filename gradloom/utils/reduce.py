@@ -1,7 +1,8 @@
 """`array_sum` and `array_inner` (Warp's `warp.utils` reductions), computed with numpy on the host.
 
 Arguments, results, dtypes and errors follow Warp 1.19. Unlike Warp, both are differentiable:
-under an active Tape the result's gradient flows back to the inputs (Warp records nothing).
+under an active Tape the result's gradient flows back to the inputs (Warp records nothing), and
+an `out` array they create requires gradients when an input does.
 Inside a graph capture they are recorded and run when the graph runs (an `out=` array is then
 required, as in Warp).
 """
@@ -89,7 +90,8 @@ def array_sum(values: array, out: array | None = None, value_count: int | None =
                                 "array")
     host = out is None
     if out is None:
-        out = empty(shape, dtype=values.dtype, device=values.device)
+        out = empty(shape, dtype=values.dtype, device=values.device,
+                    requires_grad=values.requires_grad)
     else:
         _check_out(out, values, values.dtype, shape)
     if count <= 0:
@@ -153,7 +155,8 @@ def array_inner(a: array, b: array, out: array | None = None, count: int | None 
                                 "array")
     host = out is None
     if out is None:
-        out = empty(shape, dtype=st, device=a.device)
+        out = empty(shape, dtype=st, device=a.device,
+                    requires_grad=a.requires_grad or b.requires_grad)
     else:
         _check_out(out, a, st, shape)
     if n <= 0:
