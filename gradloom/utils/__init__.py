@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .cast import array_cast
+from .mapping import broadcast_shapes, create_warp_function, map
 from .reduce import array_inner, array_sum
 from .sorting import array_scan, radix_sort_pairs, runlength_encode, segmented_sort_pairs
 
@@ -11,6 +12,9 @@ __all__ = [
     "array_inner",
     "array_scan",
     "array_sum",
+    "broadcast_shapes",
+    "create_warp_function",
+    "map",
     "radix_sort_pairs",
     "runlength_encode",
     "segmented_sort_pairs",
