@@ -451,7 +451,8 @@ class array(ArrayProtocols):
 
     def fill_(self, value: Any) -> None:
         storage = self._concrete()
-        if defer(lambda: self.fill_(value), "array.fill_()"):
+        if capturing():
+            defer(lambda: self.fill_(value), "array.fill_()")
             return
         self._overwrite()
         try:
@@ -463,7 +464,8 @@ class array(ArrayProtocols):
 
     def zero_(self) -> None:
         storage = self._concrete()
-        if defer(self.zero_, "array.zero_()"):
+        if capturing():
+            defer(self.zero_, "array.zero_()")
             return
         self._overwrite()
         storage[...] = 0
@@ -474,7 +476,8 @@ class array(ArrayProtocols):
         if isinstance(src, array):
             if src.shape != self.shape:
                 raise GradloomError(f"assign: source shape {src.shape} != destination {self.shape}")
-            if defer(lambda: self.assign(src), "array.assign()"):
+            if capturing():
+                defer(lambda: self.assign(src), "array.assign()")
                 return
             self._overwrite()
             copy_storage(self, src)

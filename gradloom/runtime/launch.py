@@ -367,16 +367,9 @@ class Launch:
         self._pack()
 
     def launch(self, stream: Any = None) -> None:
-        graph = ACTIVE_CAPTURE.get()
-        if graph is None:
-            self.run()
+        if ACTIVE_CAPTURE.get() is not None:
+            self._capture()
             return
-        if self.record_tape:
-            no_tape_while_capturing(f"Launch.launch() of {self.kernel.key!r}")
-        graph.add(Launch(self.kernel, self.dims, list(self.args), self.adjoint, self.record_tape))
-
-    def run(self) -> None:
-        """Run the launch now (a graph replays its recorded launches through this)."""
         if not self._fast or (self.record_tape and ACTIVE_TAPES.get()):
             launch(self.kernel, self.dims, self.args, adj_inputs=self.adjoint,
                    adjoint=self.adjoint is not None, record_tape=self.record_tape)
@@ -387,6 +380,19 @@ class Launch:
         self.prepared.entry(self._addr)
         if self._buf[ERROR_WORD] != NO_ERROR:
             self.raise_error()
+
+    def run(self) -> None:
+        """Run the launch now: a graph's replay (never inside a capture) runs it this way."""
+        self.launch()
+
+    def _capture(self) -> None:
+        """Inside a graph capture: record a copy (later changes to this command do not reach
+        the graph, as a CUDA graph keeps the parameters it captured)."""
+        if self.record_tape:
+            no_tape_while_capturing(f"Launch.launch() of {self.kernel.key!r}")
+        graph = ACTIVE_CAPTURE.get()
+        assert graph is not None
+        graph.add(Launch(self.kernel, self.dims, list(self.args), self.adjoint, self.record_tape))
 
     def raise_error(self) -> None:
         """After a fast run left an error in the block: clear it and raise it."""
