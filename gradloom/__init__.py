@@ -181,7 +181,7 @@ from .runtime.timing import (
     timing_end,
     timing_print,
 )
-from .utils import map
+from .utils import map, quat_between_vectors, transform_expand
 
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
 adjoint = _lang.ADJOINT

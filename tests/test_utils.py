@@ -371,3 +371,26 @@ def test_sorting_float_values_that_need_gradients_is_refused():
     values = warr((1.0, 2.0, 0.0, 0.0), wp.float32, requires_grad=True)
     with wp.Tape(), pytest.raises(RuntimeError, match="not differentiable"):
         utils.radix_sort_pairs(keys, values, 2)
+
+
+# --------------------------------------------------------------------------------------------
+# Transform helpers
+
+
+@wp.kernel
+def rotate_between(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3),
+                   out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    q = wp.quat_between_vectors(a[i], b[i])
+    out[i] = wp.quat_rotate(q, wp.normalize(a[i]))
+
+
+def test_quat_between_vectors_and_transform_expand():
+    a_np, b_np = rng.normal(size=(6, 3)), rng.normal(size=(6, 3)) * 3.0
+    out = wp.zeros(6, dtype=wp.vec3, device=DEVICE)
+    wp.launch(rotate_between, dim=6, inputs=[warr(a_np, wp.vec3), warr(b_np, wp.vec3), out],
+              device=DEVICE)
+    want = b_np / np.linalg.norm(b_np, axis=1, keepdims=True)
+    np.testing.assert_allclose(out.numpy(), want, atol=1e-5)
+    t = wp.transform_expand((1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0))
+    np.testing.assert_array_equal(np.asarray(t), [1, 2, 3, 0, 0, 0, 1])
