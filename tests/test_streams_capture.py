@@ -149,6 +149,20 @@ def test_recorded_command_launched_inside_capture():
     np.testing.assert_array_equal(y.numpy(), f32(1, 4, 9))
 
 
+def test_large_and_adjoint_launches_replay():
+    # large enough to split across threads (gradloom), and an explicit adjoint launch
+    n = 200_000
+    x = wp.array(np.arange(n, dtype=np.float32) / n, requires_grad=True, device=DEVICE)
+    y = wp.zeros(n, dtype=float, requires_grad=True, device=DEVICE)
+    with wp.ScopedCapture(device=DEVICE) as capture:
+        wp.launch(square_into, dim=n, inputs=[x, y], device=DEVICE)
+        wp.launch(square_into, dim=n, inputs=[x, y], adj_inputs=[x.grad, y.grad],
+                  adjoint=True, device=DEVICE)
+    y.grad.fill_(1.0)
+    wp.capture_launch(capture.graph)
+    np.testing.assert_allclose(y.numpy(), x.numpy() ** 2, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy(), rtol=1e-6)
+
 def test_capture_if_and_while():
     cond = wp.zeros(1, dtype=wp.int32, device=DEVICE)
     n = wp.zeros(1, dtype=float, device=DEVICE)
