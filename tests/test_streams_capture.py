@@ -100,6 +100,28 @@ def test_capture_fill_zero_assign_copy_offsets():
     np.testing.assert_array_equal(c.numpy(), f32(0, 0, 0))
 
 
+def test_host_data_is_copied_when_captured():
+    src = f32(1, 2, 3)
+    c = wp.zeros(3, dtype=float, device=DEVICE)
+    with wp.ScopedCapture(device=DEVICE) as capture:
+        c.assign(src)
+    src[:] = 9.0  # later changes to the host data do not reach the graph
+    wp.capture_launch(capture.graph)
+    np.testing.assert_array_equal(c.numpy(), f32(1, 2, 3))
+
+
+@gradloom_only
+def test_item_assignment_is_captured():
+    c = wp.zeros(3, dtype=float, device=DEVICE)
+    row = wp.array(f32(4, 5), device=DEVICE)
+    with wp.ScopedCapture(device=DEVICE) as capture:
+        c[0] = 7.0
+        c[1:] = row
+    np.testing.assert_array_equal(c.numpy(), f32(0, 0, 0))
+    row.assign(f32(6, 8))  # arrays are read when the graph runs
+    wp.capture_launch(capture.graph)
+    np.testing.assert_array_equal(c.numpy(), f32(7, 6, 8))
+
 def test_zeros_allocated_in_capture_are_zeroed_on_every_replay():
     x = wp.array(f32(1, 2, 3), device=DEVICE)
     with wp.ScopedCapture(device=DEVICE) as capture:

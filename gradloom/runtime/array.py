@@ -7,7 +7,6 @@ import math
 import operator
 import typing
 from collections.abc import Callable, Iterator
-from copy import deepcopy
 from typing import Any, ClassVar
 
 import numpy as np
@@ -15,7 +14,7 @@ import numpy.typing as npt
 
 from gradloom.errors import GradloomError
 from gradloom.runtime.array_protocols import ArrayProtocols, aligned_copy, aligned_zeros
-from gradloom.runtime.capturing import capturing, defer
+from gradloom.runtime.capturing import deferrable
 from gradloom.runtime.device import Device, get_device
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
@@ -449,11 +448,9 @@ class array(ArrayProtocols):
 
             record_op(backward, [self])
 
+    @deferrable("array.fill_()")
     def fill_(self, value: Any) -> None:
         storage = self._concrete()
-        if capturing():
-            defer(lambda: self.fill_(value), "array.fill_()")
-            return
         self._overwrite()
         try:
             storage[...] = _fill_value(self.dtype, value)
@@ -462,23 +459,19 @@ class array(ArrayProtocols):
                 f"cannot fill an array of {self.dtype!r} with {value!r}: {e}"
             ) from e
 
+    @deferrable("array.zero_()")
     def zero_(self) -> None:
         storage = self._concrete()
-        if capturing():
-            defer(self.zero_, "array.zero_()")
-            return
         self._overwrite()
         storage[...] = 0
 
+    @deferrable("array.assign()")
     def assign(self, src: Any) -> None:
         """Copy `src` (an array, numpy array or nested list of the same shape) into this array."""
         storage = self._concrete()
         if isinstance(src, array):
             if src.shape != self.shape:
                 raise GradloomError(f"assign: source shape {src.shape} != destination {self.shape}")
-            if capturing():
-                defer(lambda: self.assign(src), "array.assign()")
-                return
             self._overwrite()
             copy_storage(self, src)
             record_copy(self, src)
@@ -489,10 +482,6 @@ class array(ArrayProtocols):
                 f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"
                 f" does not match the array's shape {self.shape} (dtype {self.dtype!r})"
             )
-        if capturing():
-            kept = data.copy()  # the values as they are now, as Warp copies them at capture
-            defer(lambda: self.assign(kept), "array.assign()")
-            return
         self._overwrite()
         storage[...] = data
 
@@ -532,14 +521,11 @@ class array(ArrayProtocols):
         grad = None if self._grad is None else self._grad.numpy()[idx]
         return array._wrap(storage[idx], self.dtype, self.device, grad, self._mem)
 
+    @deferrable("array[...] =")
     def __setitem__(self, key: Any, value: Any) -> None:
         storage = self._concrete()
         idx = self._index(key)
         src = value.numpy() if isinstance(value, array) else value
-        if capturing():
-            kept = value if isinstance(value, array) else deepcopy(value)
-            defer(lambda: self.__setitem__(key, kept), "array[...] =")
-            return
         self._overwrite(idx)
         try:
             storage[idx] = src

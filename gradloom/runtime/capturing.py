@@ -9,15 +9,19 @@ it runs, as a CUDA graph holds fixed pointers. `Graph` and the public functions 
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import GradloomError
 from .recording import ACTIVE_TAPES
 
 if TYPE_CHECKING:
     from .capture import Graph
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Node(Protocol):
@@ -69,6 +73,25 @@ def defer(fn: Callable[[], Any], what: str) -> bool:
     no_tape_while_capturing(what)
     graph.add(OpNode(fn, what))
     return True
+
+
+def deferrable(what: str) -> Callable[[F], F]:
+    """Decorator for array methods that write: inside a graph capture the call is recorded
+    (arguments other than arrays copied as they are now, as Warp copies host data when it
+    captures) and runs when the graph runs; otherwise it runs now."""
+
+    def wrap(method: F) -> F:
+        @functools.wraps(method)
+        def write(self: Any, *args: Any) -> Any:
+            if ACTIVE_CAPTURE.get() is None:
+                return method(self, *args)
+            kept = tuple(a if hasattr(a, "_mem") else copy.deepcopy(a) for a in args)
+            defer(lambda: method(self, *kept), what)
+            return None
+
+        return write  # type: ignore[return-value]
+
+    return wrap
 
 
 def refuse_while_capturing(what: str) -> None:
