@@ -15,6 +15,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import numpy as np
+
 from ..errors import GradloomError
 from .recording import ACTIVE_TAPES
 
@@ -77,15 +79,17 @@ def defer(fn: Callable[[], Any], what: str) -> bool:
 
 def deferrable(what: str) -> Callable[[F], F]:
     """Decorator for array methods that write: inside a graph capture the call is recorded
-    (arguments other than arrays copied as they are now, as Warp copies host data when it
-    captures) and runs when the graph runs; otherwise it runs now."""
+    and runs when the graph runs; otherwise it runs now. As in Warp, arrays (gradloom or
+    numpy) are read when the graph runs (their memory is what was captured); other values
+    (lists, scalars) are copied as they are now."""
 
     def wrap(method: F) -> F:
         @functools.wraps(method)
         def write(self: Any, *args: Any) -> Any:
             if ACTIVE_CAPTURE.get() is None:
                 return method(self, *args)
-            kept = tuple(a if hasattr(a, "_mem") else copy.deepcopy(a) for a in args)
+            kept = tuple(a if hasattr(a, "_mem") or isinstance(a, np.ndarray)
+                         else copy.deepcopy(a) for a in args)
             defer(lambda: method(self, *kept), what)
             return None
 
