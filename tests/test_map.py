@@ -118,3 +118,18 @@ def test_errors():
         wp.map(wp.mul, xs, xs, out=wp.empty((3, 1), dtype=float, device=DEVICE))
     with pytest.raises(TypeError, match=r"expected 2 Warp arrays with shape \(3,\)"):
         wp.map(split, xs, out=wp.empty(3, dtype=float, device=DEVICE))
+
+
+@pytest.mark.skipif(wp.__name__ != "gradloom", reason="gradloom's kernel cache")
+def test_same_lambda_source_reuses_one_kernel():
+    from gradloom.utils.mapping import map_cache
+
+    a = warr(f32(1, 2))
+    wp.map(lambda x: x * 3.0, a)
+    size = len(map_cache)
+    for _ in range(3):
+        wp.map(lambda x: x * 3.0, a)
+    assert len(map_cache) == size
+    b = warr(np.ones(2))  # float64: a new specialisation
+    wp.map(lambda x: x * 3.0, b)
+    assert len(map_cache) == size + 1

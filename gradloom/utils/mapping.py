@@ -92,17 +92,22 @@ def create_warp_function(fn: Callable[..., Any]) -> tuple[Function, None]:
         raise TypeError("func must be a callable function or a warp.Function")
     if fn.__name__ != "<lambda>":
         return make_func(fn), None
-    made = _LAMBDAS.setdefault(fn.__code__, {})
-    key = tuple(_frozen(cell) for cell in fn.__closure__ or ())
-    if key not in made:
-        made[key] = _function_from_lambda(fn)
-    return made[key], None
+    node = _LAMBDA_NODES.get(fn.__code__)
+    if node is None:
+        node = _LAMBDA_NODES[fn.__code__] = _lambda_node(fn)
+    name = f"func_{hashlib.sha256(ast.dump(node).encode()).hexdigest()[:16]}"
+    key = (name, id(fn.__globals__), *(_frozen(cell) for cell in fn.__closure__ or ()))
+    made = _LAMBDAS.get(key)
+    if made is None:
+        made = _LAMBDAS[key] = _function_from_lambda(fn, node, name)
+    return made, None
 
 
-#: memo: a lambda's code and the values it captured → the @wp.func made from it (a lambda
-#: written inside a loop is made once, as Warp keys such functions by their source)
-_LAMBDAS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Function]] = (
-    weakref.WeakKeyDictionary())
+#: memos, as Warp keys functions made from lambdas by their source: a lambda's code → its
+#: syntax tree, and (source, module, captured values) → the @wp.func made from it — so the same
+#: lambda written again (or inside a loop) reuses one function and one compiled kernel
+_LAMBDA_NODES: weakref.WeakKeyDictionary[Any, ast.Lambda] = weakref.WeakKeyDictionary()
+_LAMBDAS: dict[tuple[Any, ...], Function] = {}
 
 
 def _frozen(cell: Any) -> Any:
@@ -117,10 +122,7 @@ def _frozen(cell: Any) -> Any:
     return (type(value), value)
 
 
-def _function_from_lambda(fn: Callable[..., Any]) -> Function:
-    node = _lambda_node(fn)
-    digest = hashlib.sha256(ast.dump(node).encode()).hexdigest()[:16]
-    name = f"func_{digest}"
+def _function_from_lambda(fn: Callable[..., Any], node: ast.Lambda, name: str) -> Function:
     namespace = dict(fn.__globals__)
     for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
         try:
@@ -204,10 +206,22 @@ def _result_types(fn: Any, arg_types: tuple[Any, ...]) -> tuple[Any, ...]:
 # The kernel
 
 
-@functools.lru_cache(maxsize=512)
+#: the generated kernels by function, argument layout and result types (Warp's `map_cache`)
+map_cache: dict[tuple[Any, ...], Kernel] = {}
+
+
 def _map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ...], ndim: int
                 ) -> Kernel:
     """inputs: per argument ("array", dtype, ndim, broadcast mask) or ("value", type)."""
+    key = (fn, inputs, out_types, ndim)
+    cached = map_cache.get(key)
+    if cached is None:
+        cached = map_cache[key] = _build_map_kernel(fn, inputs, out_types, ndim)
+    return cached
+
+
+def _build_map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ...], ndim: int
+                      ) -> Kernel:
     namespace: dict[str, Any] = {"wp": _gradloom(), "_fn": fn}
     layout: list[tuple[int, ...] | None] = []
     for k, desc in enumerate(inputs):
