@@ -130,6 +130,6 @@ def test_same_lambda_source_reuses_one_kernel():
     for _ in range(3):
         wp.map(lambda x: x * 3.0, a)
     assert len(map_cache) == size
-    b = warr(np.ones(2))  # float64: a new specialisation
+    b = warr(np.ones(2), wp.float64)  # a new specialisation
     wp.map(lambda x: x * 3.0, b)
     assert len(map_cache) == size + 1
