@@ -115,11 +115,9 @@ def _frozen(cell: Any) -> Any:
         value = cell.cell_contents
     except ValueError:
         return None
-    try:
-        hash(value)
-    except TypeError:
-        return ("id", id(value))
-    return (type(value), value)
+    if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
+        return (type(value), value)
+    return ("id", id(value))  # objects (arrays, functions, types) by identity
 
 
 def _function_from_lambda(fn: Callable[..., Any], node: ast.Lambda, name: str) -> Function:
