@@ -139,6 +139,50 @@ from .types import (
     vector,
 )
 
+# isort: split
+# -- runtime library (h-rtlib): timing, streams and events, graph capture ---------------------
+from . import utils
+from .runtime.cache import clear as clear_kernel_cache
+from .runtime.capture import (
+    CaptureMode,
+    Graph,
+    ScopedCapture,
+    capture_begin,
+    capture_end,
+    capture_if,
+    capture_launch,
+    capture_while,
+    is_conditional_graph_supported,
+)
+from .runtime.device import get_cuda_device, get_cuda_devices, is_device_available
+from .runtime.stream import (
+    Event,
+    ScopedStream,
+    Stream,
+    get_event_elapsed_time,
+    get_stream,
+    record_event,
+    set_stream,
+    synchronize_event,
+    synchronize_stream,
+    wait_event,
+    wait_stream,
+)
+from .runtime.timing import (
+    TIMING_ALL,
+    TIMING_GRAPH,
+    TIMING_KERNEL,
+    TIMING_KERNEL_BUILTIN,
+    TIMING_MEMCPY,
+    TIMING_MEMSET,
+    ScopedTimer,
+    TimingResult,
+    timing_begin,
+    timing_end,
+    timing_print,
+)
+from .utils import map, quat_between_vectors, transform_expand
+
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
 adjoint = _lang.ADJOINT
 
@@ -153,10 +197,10 @@ globals().update({name: b for name, b in _REGISTRY.items() if name not in global
 
 
 def __getattr__(name: str) -> object:
-    if name == "torch":  # `wp.torch`, as in Warp; imports torch only when used
+    if name in ("torch", "optim"):  # `wp.torch`, `wp.optim`, as in Warp; imported when used
         import importlib
 
-        return importlib.import_module(".torch", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(
         f"module 'gradloom' has no attribute '{name}' (not implemented yet, or not a Warp name)"
     )

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from gradloom.errors import GradloomError
 from gradloom.runtime.array_protocols import ArrayProtocols, aligned_copy, aligned_zeros
+from gradloom.runtime.capturing import deferrable
 from gradloom.runtime.device import Device, get_device
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
@@ -447,6 +448,7 @@ class array(ArrayProtocols):
 
             record_op(backward, [self])
 
+    @deferrable("array.fill_()")
     def fill_(self, value: Any) -> None:
         storage = self._concrete()
         self._overwrite()
@@ -457,11 +459,13 @@ class array(ArrayProtocols):
                 f"cannot fill an array of {self.dtype!r} with {value!r}: {e}"
             ) from e
 
+    @deferrable("array.zero_()")
     def zero_(self) -> None:
         storage = self._concrete()
         self._overwrite()
         storage[...] = 0
 
+    @deferrable("array.assign()")
     def assign(self, src: Any) -> None:
         """Copy `src` (an array, numpy array or nested list of the same shape) into this array."""
         storage = self._concrete()
@@ -517,6 +521,7 @@ class array(ArrayProtocols):
         grad = None if self._grad is None else self._grad.numpy()[idx]
         return array._wrap(storage[idx], self.dtype, self.device, grad, self._mem)
 
+    @deferrable("array[...] =")
     def __setitem__(self, key: Any, value: Any) -> None:
         storage = self._concrete()
         idx = self._index(key)

@@ -15,6 +15,7 @@ from gradloom.runtime.array import (
     elem_shape,
     normalize_shape,
 )
+from gradloom.runtime.capturing import capturing, defer
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
@@ -58,10 +59,29 @@ class array4d(array):
 # Allocation
 
 
-def _alloc(shape: Any, dtype: Any, device: Any, requires_grad: bool) -> array:
+def _alloc(shape: Any, dtype: Any, device: Any, requires_grad: bool,
+           legacy: dict[str, Any] | None = None) -> array:
+    if legacy:
+        shape = _legacy_shape(shape, legacy)
     return array(
         shape=normalize_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad
     )
+
+
+def _legacy_shape(shape: Any, legacy: dict[str, Any]) -> Any:
+    """Warp still accepts `wp.zeros(n=4, ...)` (and empty/ones/full): n is a 1-D length."""
+    extra = set(legacy) - {"n"}
+    if extra:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(extra))}")
+    return (legacy["n"],)
+
+
+def _zeroed(out: array) -> array:
+    """A new zero-filled array: zeroed now, and — inside a graph capture — again each time the
+    graph runs, as Warp's `zeros` records a memset there."""
+    if capturing():
+        out.zero_()
+    return out
 
 
 def empty(
@@ -71,9 +91,10 @@ def empty(
     requires_grad: bool = False,
     pinned: bool = False,
     retain_grad: bool = False,
+    **kwargs: Any,
 ) -> array:
     """A new array (its memory is zeroed on the CPU, though Warp leaves it undefined)."""
-    return _alloc(shape, dtype, device, requires_grad)
+    return _alloc(shape, dtype, device, requires_grad, kwargs)
 
 
 def zeros(
@@ -83,9 +104,10 @@ def zeros(
     requires_grad: bool = False,
     pinned: bool = False,
     retain_grad: bool = False,
+    **kwargs: Any,
 ) -> array:
     """A new zero-filled array; dtype defaults to float32."""
-    return _alloc(shape, dtype, device, requires_grad)
+    return _zeroed(_alloc(shape, dtype, device, requires_grad, kwargs))
 
 
 def ones(
@@ -95,9 +117,10 @@ def ones(
     requires_grad: bool = False,
     pinned: bool = False,
     retain_grad: bool = False,
+    **kwargs: Any,
 ) -> array:
     """A new array with every component of every element set to 1."""
-    out = _alloc(shape, dtype, device, requires_grad)
+    out = _alloc(shape, dtype, device, requires_grad, kwargs)
     out.fill_(1)
     return out
 
@@ -110,9 +133,11 @@ def full(
     requires_grad: bool = False,
     pinned: bool = False,
     retain_grad: bool = False,
+    **kwargs: Any,
 ) -> array:
     """A new array with every element set to `value`; dtype defaults to the value's type."""
-    out = _alloc(shape, _value_dtype(value) if dtype is None else dtype, device, requires_grad)
+    dtype = _value_dtype(value) if dtype is None else dtype
+    out = _alloc(shape, dtype, device, requires_grad, kwargs)
     out.fill_(value)
     return out
 
@@ -177,7 +202,7 @@ def zeros_like(
     pinned: bool | None = None,
     retain_grad: bool = False,
 ) -> array:
-    return _like(src, device, requires_grad)
+    return _zeroed(_like(src, device, requires_grad))
 
 
 def ones_like(
@@ -214,9 +239,14 @@ def clone(
 ) -> array:
     """A contiguous copy of `src` (its grad, if any, is a fresh zeroed one, as in Warp)."""
     out = _like(src, device, requires_grad)
+    if not defer(lambda: _copy_all(out, src), "wp.clone()"):
+        _copy_all(out, src)
+    return out
+
+
+def _copy_all(out: array, src: array) -> None:
     copy_storage(out, src)
     record_copy(out, src)
-    return out
 
 
 def from_numpy(
@@ -276,6 +306,9 @@ def copy(
             f"copy: incompatible element types: destination {d.dtype!r} ({es_d} bytes), "
             f"source {s.dtype!r} ({es_s} bytes)"
         )
+    if capturing():
+        defer(lambda: copy(d, s, dest_offset, src_offset, count), "wp.copy()")
+        return
     before_write(d)
     if d.is_contiguous and s.is_contiguous:
         _copy_flat(d, s, dest_offset, src_offset, count)

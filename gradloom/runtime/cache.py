@@ -44,3 +44,11 @@ def store(key: str, entry: dict[str, Any]) -> None:
         os.replace(tmp, path)
     except OSError:
         pass  # an unwritable cache only costs a recompile next time
+
+
+def clear() -> None:
+    """Delete every cached kernel on disk (`wp.clear_kernel_cache()`); kernels this process has
+    already loaded stay usable."""
+    import shutil
+
+    shutil.rmtree(Path(config.cache_dir) / "kernels", ignore_errors=True)

@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Any
 
 from gradloom.errors import GradloomError
+from gradloom.runtime.capturing import capturing
 
 
 class Device:
@@ -20,6 +21,9 @@ class Device:
         object.__setattr__(self, "alias", alias)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name == "stream":  # Warp's `device.stream = s`
+            self.set_stream(value)
+            return
         raise AttributeError(f"Device attributes are read-only ({name!r})")
 
     @property
@@ -44,7 +48,24 @@ class Device:
 
     @property
     def is_capturing(self) -> bool:
-        return False
+        """Whether a graph is being captured (in this context)."""
+        return capturing()
+
+    @property
+    def stream(self) -> Any:
+        """The device's current stream (runtime/stream.py: CPU streams are synchronous)."""
+        from . import stream  # stream.py builds on this module
+
+        return stream.get_stream(self)
+
+    def set_stream(self, stream: Any, sync: bool = True) -> None:
+        from . import stream as streams
+
+        streams.set_stream(stream, self, sync)
+
+    @property
+    def has_stream(self) -> bool:
+        return True
 
     def __str__(self) -> str:
         return self.alias

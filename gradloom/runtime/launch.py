@@ -15,6 +15,7 @@ from ..errors import KernelRuntimeError, LaunchError
 from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_STACK_FULL, ArrayType, StructType
 from . import parallel
 from .array import NDArray, array
+from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
 from .device import get_device
 from .foreign import adapt_args, array_slots
 from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
@@ -140,6 +141,8 @@ class Prepared:
         When an adjoint's stack fills up, it grows and the launch resumes at the thread that
         found it full — or, given `restart` (which must undo what the launch did so far), starts
         over."""
+        if ACTIVE_CAPTURE.get() is not None:  # a Tape's backward pass inside a capture
+            refuse_while_capturing("Tape.backward()")
         if self.launch_ndim > len(dims):
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
@@ -268,6 +271,9 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     if device is not None and device != "cpu":
         get_device(device)  # raises for devices this build cannot run on
     args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
+    if not record_cmd and ACTIVE_CAPTURE.get() is not None:
+        _capture(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint, record_tape)
+        return None
     if adjoint or record_cmd:
         adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
         if record_cmd:
@@ -293,6 +299,19 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     for tape, record in zip(tapes, records, strict=True):
         tape.end_launch(record)
     return None
+
+
+def _capture(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
+             adj_inputs: Any, adj_outputs: Any, adjoint: bool, record_tape: bool) -> None:
+    """Record a launch into the graph being captured (runtime/capturing.py); it runs only when
+    the graph is launched, with the arguments (array memory, scalar values) given now."""
+    if record_tape:
+        no_tape_while_capturing(f"wp.launch({getattr(kernel, 'key', kernel)!r})")
+    cmd = launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint=adjoint,
+                 record_tape=record_tape, record_cmd=True)
+    graph = ACTIVE_CAPTURE.get()
+    assert graph is not None
+    graph.add(cmd)
 
 
 class Launch:
@@ -348,6 +367,9 @@ class Launch:
         self._pack()
 
     def launch(self, stream: Any = None) -> None:
+        if ACTIVE_CAPTURE.get() is not None:
+            self._capture()
+            return
         if not self._fast or (self.record_tape and ACTIVE_TAPES.get()):
             launch(self.kernel, self.dims, self.args, adj_inputs=self.adjoint,
                    adjoint=self.adjoint is not None, record_tape=self.record_tape)
@@ -357,6 +379,31 @@ class Launch:
                 before_write(a)
         self.prepared.entry(self._addr)
         if self._buf[ERROR_WORD] != NO_ERROR:
-            err = error_word(self._buf)
-            self._buf[ERROR_WORD] = NO_ERROR
-            self.prepared.raise_runtime_error(err)
+            self.raise_error()
+
+    def run(self) -> None:
+        """Run the launch now: a graph's replay (never inside a capture) runs it this way."""
+        self.launch()
+
+    def _capture(self) -> None:
+        """Inside a graph capture: record a copy (later changes to this command do not reach
+        the graph, as a CUDA graph keeps the parameters it captured)."""
+        if self.record_tape:
+            no_tape_while_capturing(f"Launch.launch() of {self.kernel.key!r}")
+        graph = ACTIVE_CAPTURE.get()
+        assert graph is not None
+        graph.add(Launch(self.kernel, self.dims, list(self.args), self.adjoint, self.record_tape))
+
+    def raise_error(self) -> None:
+        """After a fast run left an error in the block: clear it and raise it."""
+        err = error_word(self._buf)
+        self._buf[ERROR_WORD] = NO_ERROR
+        self.prepared.raise_runtime_error(err)
+
+    def fast_parts(self) -> tuple[Any, int, bytearray, list[array]] | None:
+        """(entry, block address, block, arrays it writes) for a replay loop that runs this
+        launch as `run()` does when no Tape records, or None where `run()` takes wp.launch's
+        path. A graph replay (runtime/capturing.py) uses them to skip per-launch overhead."""
+        if not self._fast:
+            return None
+        return self.prepared.entry, self._addr, self._buf, self._watched

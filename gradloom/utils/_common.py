@@ -1,0 +1,102 @@
+"""Shared pieces of the array utilities: Warp-compatible error classes, element views, writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import GradloomError
+from ..runtime.array import NDArray, array, elem_shape
+from ..runtime.capturing import defer
+from ..runtime.recording import ACTIVE_TAPES
+from ..runtime.watch import before_write
+from ..types import MatrixType, ScalarType, VectorType, float32, float64, size_of
+
+
+class UtilsRuntimeError(GradloomError, RuntimeError):
+    """Bad arguments to an array utility (a RuntimeError, as Warp raises)."""
+
+
+class UtilsValueError(GradloomError, ValueError):
+    """A bad value passed to an array utility (a ValueError, as in Warp)."""
+
+
+class UtilsTypeError(GradloomError, TypeError):
+    """A wrongly typed argument to an array utility (a TypeError, as in Warp)."""
+
+
+class UtilsIndexError(GradloomError, IndexError):
+    """An axis out of range (an IndexError, as in Warp)."""
+
+
+class UtilsCaptureError(GradloomError, NotImplementedError):
+    """A utility form a graph cannot replay (a NotImplementedError, as in Warp)."""
+
+
+FLOATS = (float32, float64)
+
+
+def type_name(t: Any) -> str:
+    """Warp's spelling of a type in messages: float32, vec3f, mat22d, ..."""
+    return getattr(t, "__name__", None) or str(t)
+
+
+def scalar_of(t: Any) -> ScalarType | None:
+    """The scalar type of a scalar, vector or matrix element type (None for structs)."""
+    if isinstance(t, ScalarType):
+        return t
+    if isinstance(t, (VectorType, MatrixType)):
+        return t.dtype
+    return None
+
+
+def check_array(a: Any, what: str) -> array:
+    if not isinstance(a, array):
+        raise UtilsTypeError(f"{what} must be a gradloom array, got {type(a).__name__}")
+    return a
+
+
+def check_same_device(*arrays: array, message: str) -> None:
+    if any(a.device != arrays[0].device for a in arrays[1:]):
+        raise UtilsRuntimeError(message)
+
+
+def contiguous(a: array) -> bool:
+    """Warp's test: the strides are exactly the packed row-major ones (a size-1 view with a
+    wider stride is not contiguous)."""
+    expected, step = [], size_of(a.dtype)
+    for n in reversed(a.shape):
+        expected.append(step)
+        step *= n
+    return tuple(reversed(expected)) == tuple(a.strides)
+
+
+def flat(a: array) -> NDArray:
+    """The elements in flattened order as (size, *element shape); a view where the layout
+    allows (contiguous or 1-D arrays), else a copy (read only then)."""
+    data = a.numpy()
+    if a.ndim == 1:
+        return data
+    return data.reshape((a.size, *elem_shape(a.dtype)))
+
+
+def flat_index(a: array, count: int) -> tuple[NDArray, ...]:
+    """Index arrays selecting a's first `count` elements in flattened order (for writes into
+    any layout, e.g. gradients of strided views)."""
+    return np.unravel_index(np.arange(count), a.shape)
+
+
+def write(out: array, where: Any, data: Any) -> None:
+    """Store into `out` after tapes that still need its contents have copied them."""
+    before_write(out)
+    out.numpy()[where] = data
+
+
+def captured(fn: Any, what: str) -> bool:
+    """Inside a graph capture: record the call (it runs when the graph runs) and return True."""
+    return defer(fn, what)
+
+
+def taping() -> bool:
+    return bool(ACTIVE_TAPES.get())
