@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from contextvars import Token
 from typing import Any
 
-from ..errors import GradloomError
+from ..errors import TapeError
 from .adjoint import LaunchRecord
 from .array import NDArray, array
 from .foreign import as_array
@@ -65,12 +65,12 @@ class Tape:
         `arrays`: the arrays the function uses; each must have a gradient, and `zero()` resets
         their gradients."""
         if not callable(backward):
-            raise GradloomError(f"Tape.record_func: backward must be callable, got "
+            raise TapeError(f"Tape.record_func: backward must be callable, got "
                                 f"{type(backward).__name__}")
         checked = []
         for a in arrays:
             if not isinstance(a, array) or a.grad is None:
-                raise GradloomError(f"Tape.record_func: {a!r} is not a gradloom array with a "
+                raise TapeError(f"Tape.record_func: {a!r} is not a gradloom array with a "
                                     "gradient; create it with requires_grad=True")
             checked.append(a)
         self.records.append(FuncRecord(backward, checked))
@@ -86,7 +86,7 @@ class Tape:
         `remove_scope_if_empty`."""
         depth = sum(1 if name is not None else -1 for _, name, _ in self.scopes)
         if depth <= 0:
-            raise GradloomError("Tape.record_scope_end(): ended tape scope, but scope not "
+            raise TapeError("Tape.record_scope_end(): ended tape scope, but scope not "
                                 "present (no record_scope_begin() is open)")
         start, name, _ = self.scopes[-1]
         if remove_scope_if_empty and name is not None and start == len(self.records):
@@ -113,7 +113,7 @@ class Tape:
             loss = as_array(loss, "Tape.backward(loss=...)")
             g = _gradient_of(loss, "loss")
             if loss.size != 1:
-                raise GradloomError(f"Tape.backward(loss=...): the loss must have exactly one "
+                raise TapeError(f"Tape.backward(loss=...): the loss must have exactly one "
                                     f"element, got shape {loss.shape}; use grads={{array: seed}} "
                                     "for other outputs")
             self.loss = loss
@@ -211,10 +211,10 @@ def _values(seed: Any) -> Any:
 
 def _gradient_of(a: Any, what: str) -> array:
     if not isinstance(a, array):
-        raise GradloomError(f"Tape.backward({what}=...): expected a gradloom array, got "
+        raise TapeError(f"Tape.backward({what}=...): expected a gradloom array, got "
                             f"{type(a).__name__}")
     if a.grad is None:
-        raise GradloomError(f"Tape.backward({what}=...): {a!r} has no gradient; create it with "
+        raise TapeError(f"Tape.backward({what}=...): {a!r} has no gradient; create it with "
                             "requires_grad=True")
     return a.grad
 
