@@ -102,3 +102,56 @@ def test_values_match_warp_lang_over_many_inputs(tmp_path: Path) -> None:
     with np.load(tmp_path / "out.npz") as want:
         for name in ev.OUTPUTS:
             assert_close(name, got[name], want[name], inputs)
+
+
+# -- the golden images of Warp's own tests/test_noise.py (data files in the warp-lang wheel) ----
+
+def _warp_assets() -> Path | None:
+    spec = importlib.util.find_spec("warp")
+    if spec is None or spec.origin is None:
+        return None
+    assets = Path(spec.origin).parent / "tests" / "assets"
+    return assets if (assets / "pnoise_golden.npy").exists() else None
+
+
+needs_assets = pytest.mark.skipif(_warp_assets() is None, reason="warp-lang's test assets absent")
+
+
+@wp.kernel
+def golden_pnoise(seed: int, width: int, px: int, py: int, pixels: wp.array(dtype=float)):
+    tid = wp.tid()
+    state = wp.rand_init(seed)
+    x = (float(tid % width) + 0.5) * 0.2
+    y = (float(tid / width) + 0.5) * 0.2
+    n = wp.pnoise(state, wp.vec2(x, y), px, py)
+    pixels[tid] = ((n + 1.0) / 2.0) * 255.0
+
+
+@wp.kernel
+def golden_curlnoise(seed: int, width: int, coords: wp.array(dtype=wp.vec2),
+                     arrows: wp.array(dtype=wp.vec2)):
+    tid = wp.tid()
+    state = wp.rand_init(seed)
+    p = wp.vec2((float(tid % width) + 0.5) * 0.2, (float(tid / width) + 0.5) * 0.2)
+    coords[tid] = p
+    arrows[tid] = wp.curlnoise(state, p)
+
+
+@needs_assets
+def test_pnoise_matches_warps_golden_image() -> None:
+    n = 256
+    pixels = wp.zeros(n * n, dtype=float)
+    wp.launch(golden_pnoise, n * n, inputs=[42, n, 16, 16, pixels])
+    golden = np.load(_warp_assets() / "pnoise_golden.npy")
+    assert np.abs(pixels.numpy().reshape(n, n) - golden).max() < 1.5e-3  # Warp's tolerance
+
+
+@needs_assets
+def test_curlnoise_matches_warps_golden_field() -> None:
+    n = 128
+    coords, arrows = wp.zeros(n * n, dtype=wp.vec2), wp.zeros(n * n, dtype=wp.vec2)
+    wp.launch(golden_curlnoise, n * n, inputs=[42, n, coords, arrows])
+    uv = arrows.numpy()
+    uv = uv / np.sqrt(np.max(np.sum(uv * uv, axis=1)))
+    golden = np.load(_warp_assets() / "curlnoise_golden.npy")
+    assert np.abs(np.stack((coords.numpy(), uv)) - golden).max() < 1e-4  # Warp's tolerance
