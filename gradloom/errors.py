@@ -70,3 +70,7 @@ class LaunchError(GradloomError):
 
 class KernelRuntimeError(GradloomError):
     """A kernel reported an error while running (e.g. an out-of-bounds index in debug mode)."""
+
+
+class TapeError(GradloomError, RuntimeError):
+    """A Tape used wrongly (a RuntimeError too, as Warp raises for the same misuse)."""

@@ -25,7 +25,7 @@ from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
 from .passes.threads import ThreadPlan, thread_plan
 from .runtime import cache
-from .runtime.structs import type_key
+from .runtime.structs import array_fields, type_key
 from .types import ArrayType, StructType, arg_offsets
 
 VERSION = "0.1.0"
@@ -215,15 +215,15 @@ class Kernel:
         return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
 
     def _array_offsets(self) -> dict[int, tuple[int, str | None]]:
-        """Argument-block offset of each array's data pointer → (param index, struct field)."""
+        """Argument-block offset of each array's data pointer → (param index, dotted struct field
+        path or None)."""
         offsets, _ = arg_offsets([t for _, t in self.params])
         where: dict[int, tuple[int, str | None]] = {}
         for i, ((_, t), off) in enumerate(zip(self.params, offsets, strict=True)):
             if isinstance(t, ArrayType):
                 where[off] = (i, None)
             elif isinstance(t, StructType):
-                where.update({off + t.offsets[n]: (i, n) for n, ft in t.fields
-                              if isinstance(ft, ArrayType)})
+                where.update({off + o: (i, path) for path, o in array_fields(t)})
         return where
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

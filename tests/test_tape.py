@@ -268,14 +268,16 @@ def test_backward_loss_without_gradient_is_an_error():
         tape.backward(loss=np.zeros(1))
 
 
-def test_backward_with_nothing_to_seed_is_an_error():
+def test_backward_with_nothing_seeded_gives_zero_gradients():
+    # Warp: backward() with no arguments seeds from the .grad contents; here all zero
+    x, y = a64(X5), z64(5)
     tape = wp.Tape()
     with tape:
-        wp.launch(square, 5, inputs=[a64(X5), z64(5)])
-    with pytest.raises(GradloomError, match="loss="):
-        tape.backward()
-    with pytest.raises(GradloomError, match="loss="):
-        tape.backward(grads={})
+        wp.launch(square, 5, inputs=[x, y])
+    tape.backward()
+    tape.backward(grads={})  # an empty dict is the same as no seeds
+    np.testing.assert_array_equal(grad(x), 0.0)
+    np.testing.assert_array_equal(grad(y), 0.0)
 
 
 def test_backward_seed_of_the_wrong_shape_is_an_error():
@@ -997,3 +999,231 @@ def test_slot_counter_compaction_replays_the_slots():
     want = np.zeros(5)
     want[kept] = 2 * xv[kept] * seed[: len(kept)]
     np.testing.assert_allclose(x.grad.numpy(), want)
+
+
+# =============================================================================================
+# issue 12 F/G/H, issue 13 (h-tape): structs made in funcs, arrays in (nested) structs,
+# backward() seeded from .grad, record_func, record_scope_begin/end
+
+
+@wp.struct
+class Holder:
+    a: F64
+    k: f64
+
+
+@wp.func
+def hold(values: F64, k: f64):
+    s = Holder()
+    s.a = values
+    s.k = k
+    return s
+
+
+@wp.kernel
+def held_square(x: F64, y: F64):
+    i = wp.tid()
+    s = hold(x, f64(2.5))
+    y[i] = s.a[i] * s.a[i] * s.k
+
+
+@wp.kernel
+def local_holder(x: F64, y: F64):
+    i = wp.tid()
+    s = Holder()  # fields start as zeros, the array as an unset array
+    s.a = x
+    y[i] = s.a[i] + s.k
+
+
+def test_struct_with_an_array_member_made_in_a_func():
+    x, y = a64(X5), z64(5)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(held_square, 5, inputs=[x, y])
+    np.testing.assert_allclose(y.numpy(), 2.5 * X5 * X5, rtol=1e-15)
+    tape.backward(grads={y: W5})
+    np.testing.assert_allclose(grad(x), 5.0 * X5 * W5, rtol=1e-15)
+    y2 = z64(5)
+    wp.launch(local_holder, 5, inputs=[x, y2])
+    np.testing.assert_array_equal(y2.numpy(), X5)
+
+
+@wp.struct
+class Inner:
+    a: F64
+
+
+@wp.struct
+class Outer:
+    inner: Inner
+    b: F64
+    unused: F64
+    s: f64
+
+
+@wp.kernel
+def nested_product(o: Outer, y: F64):
+    i = wp.tid()
+    y[i] = o.inner.a[i] * o.b[i] * o.s
+
+
+def _outer(a, b, unused):
+    o = Outer()
+    o.inner = Inner()
+    o.inner.a, o.b, o.unused, o.s = a, b, unused, 2.0
+    return o
+
+
+def test_zero_reaches_arrays_in_structs_and_nested_structs():
+    a, b, unused, y = a64(X5), a64(W5), a64(X5), z64(5)
+    o = _outer(a, b, unused)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(nested_product, 5, inputs=[o, y])
+    tape.backward(grads={y: np.ones(5)})
+    np.testing.assert_allclose(grad(a), 2.0 * W5, rtol=1e-15)
+    np.testing.assert_allclose(grad(b), 2.0 * X5, rtol=1e-15)
+    unused.grad.fill_(4.0)  # in the struct, never read by the kernel: zero() still resets it
+    mirror = tape.gradients[o]  # Warp: the struct's gradients as a struct of the same type
+    assert mirror.inner.a is a.grad and mirror.b is b.grad and mirror.unused is unused.grad
+    tape.zero()
+    for g in (a.grad, b.grad, unused.grad):
+        np.testing.assert_array_equal(g.numpy(), 0.0)
+
+
+def test_nested_struct_array_overwritten_after_the_launch_keeps_its_values_for_backward():
+    a, b, y = a64(X5), a64(W5), z64(5)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(nested_product, 5, inputs=[_outer(a, b, a64(X5)), y])
+    a.fill_(100.0)  # outside the tape: copy-on-write keeps what the launch read
+    tape.backward(grads={y: np.ones(5)})
+    np.testing.assert_allclose(grad(b), 2.0 * X5, rtol=1e-15)
+
+
+def test_backward_from_a_filled_grad_keeps_the_seed():
+    x, y = a64(X5), z64(5)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(square, 5, inputs=[x, y])
+    y.grad.fill_(1.0)
+    tape.backward()
+    np.testing.assert_allclose(grad(x), 2 * X5, rtol=1e-15)
+    np.testing.assert_array_equal(grad(y), 1.0)  # the store's adjoint did not eat the seed
+    tape.backward()  # no zero(): the same gradient again
+    np.testing.assert_allclose(grad(x), 4 * X5, rtol=1e-15)
+    tape.zero()  # zero() clears the seed too, as in Warp
+    np.testing.assert_array_equal(grad(y), 0.0)
+    tape.backward()
+    np.testing.assert_array_equal(grad(x), 0.0)
+
+
+def test_backward_from_a_torch_tensor_seed():
+    torch = pytest.importorskip("torch")
+    x, y, z = a64(X5), z64(5), z64(5)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(square, 5, inputs=[x, y])
+        wp.launch(triple_into, 5, inputs=[y, z])
+    seed = torch.tensor(W5, dtype=torch.float64)
+    z.grad = wp.from_torch(seed)
+    tape.backward()
+    want = 6 * X5 * W5
+    np.testing.assert_allclose(grad(x), want, rtol=1e-15)
+    np.testing.assert_array_equal(seed.numpy(), W5)  # the tensor keeps its values
+    np.testing.assert_array_equal(grad(y), 0.0)  # intermediate gradients are consumed
+    tape.backward()
+    np.testing.assert_allclose(grad(x), 2 * want, rtol=1e-15)
+    np.testing.assert_array_equal(seed.numpy(), W5)
+
+
+def test_backward_from_grad_of_an_array_updated_in_place():
+    # the seed is dL/d(final x); x's own .grad then holds dL/d(initial x), as with grads=
+    x, t = a64(X5), a64(W5)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(sin_inplace, 5, inputs=[x, t])
+    seed = np.array([1.0, 0.5, 2.0, -1.0, 0.25])
+    x.grad.assign(seed)
+    tape.backward()
+    np.testing.assert_allclose(grad(x), np.cos(X5) * W5 * seed, rtol=1e-14)
+    np.testing.assert_allclose(grad(t), np.sin(X5) * seed, rtol=1e-14)
+
+
+def test_backward_from_grad_of_an_atomic_loss():
+    x, loss = a64(X5), z64(1)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(sum_squares, 5, inputs=[x, loss])
+    loss.grad.fill_(0.5)
+    tape.backward()
+    np.testing.assert_allclose(grad(x), X5, rtol=1e-15)
+    np.testing.assert_array_equal(loss.grad.numpy(), [0.5])
+
+
+def test_backward_from_grad_set_after_an_array_copy():
+    # the copy's backward step reads z.grad when it runs, not the .grad z had when recorded
+    x, z = a64(X5), z64(5)
+    tape = wp.Tape()
+    with tape:
+        wp.copy(z, x)
+    z.grad = a64(W5, requires_grad=False)
+    tape.backward()
+    np.testing.assert_array_equal(grad(x), W5)
+
+
+def test_record_func_runs_in_recorded_order_and_zero_reaches_its_arrays():
+    x, y, z = a64(X5), z64(5), z64(5)
+    order = []
+
+    def backward_double():  # y -> z as z = 2 y, written by hand
+        order.append("func")
+        y.grad.assign(y.grad.numpy() + 2.0 * z.grad.numpy())
+
+    tape = wp.Tape()
+    with tape:
+        wp.launch(square, 5, inputs=[x, y])
+        z.assign(y.numpy() * 2.0)  # not differentiable by itself (numpy values)
+        tape.record_func(backward_double, [y, z])
+    tape.backward(grads={z: W5})
+    assert order == ["func"]
+    np.testing.assert_allclose(grad(x), 4 * X5 * W5, rtol=1e-15)
+    tape.zero()
+    for g in (x.grad, y.grad, z.grad):
+        np.testing.assert_array_equal(g.numpy(), 0.0)
+
+
+def test_record_func_needs_arrays_with_gradients():
+    tape = wp.Tape()
+    for bad in (wp.zeros(3, dtype=f64), np.zeros(3)):
+        with pytest.raises(RuntimeError, match="requires_grad"):
+            tape.record_func(lambda: None, [bad])
+    with pytest.raises(GradloomError, match="callable"):
+        tape.record_func(None, [])
+    assert tape.launches == []
+
+
+def test_record_scopes_as_warp_records_them():
+    tape = wp.Tape()
+    with pytest.raises(RuntimeError, match="ended tape scope, but scope not present"):
+        tape.record_scope_end()
+    x, y = a64(X5), z64(5)
+    with tape:
+        tape.record_scope_begin("outer", {"step": 3})
+        tape.record_scope_begin("empty")
+        tape.record_scope_end()  # nothing recorded inside: dropped
+        tape.record_scope_begin("inner")
+        wp.launch(square, 5, inputs=[x, y])
+        tape.record_scope_end()
+        tape.record_scope_end()
+    assert tape.scopes == [(0, "outer", {"step": 3}), (0, "inner", {}), (1, None, None),
+                           (1, None, None)]
+    with pytest.raises(RuntimeError, match="scope not present"):
+        tape.record_scope_end()
+    tape.record_scope_begin("kept")
+    tape.record_scope_end(remove_scope_if_empty=False)
+    assert tape.scopes[-2:] == [(1, "kept", {}), (1, None, None)]
+    tape.backward(grads={y: W5})  # scopes change nothing in backward
+    np.testing.assert_allclose(grad(x), 2 * X5 * W5, rtol=1e-15)
+    tape.reset()
+    assert tape.scopes == [] and tape.launches == []

@@ -18,6 +18,8 @@ from ..types import (
     bool_,
     float32,
     int32,
+    int64,
+    ptr,
 )
 
 
@@ -175,7 +177,7 @@ def rebuild(template: Value, it: Iterator[Var]) -> Value:
 
 
 def zeros_of(ctx: Ctx, t: Any) -> Value:
-    """A zero value of a kernel type (used for variables defined on one branch only)."""
+    """A zero value of a kernel type (variables defined on one branch only, `S()` fields)."""
     if isinstance(t, ScalarType):
         return ctx.const(False if t.kind == "b" else 0, t)
     if isinstance(t, (VectorType, MatrixType)):
@@ -185,6 +187,9 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
         return StructVal(t, tuple(zeros_of(ctx, ft) for _, ft in t.fields))
     if isinstance(t, tuple):
         return TupleVal(tuple(zeros_of(ctx, i) for i in t))
+    if isinstance(t, ArrayType):  # an unset array (Warp: a null array): null data and grad
+        null, zero = ctx.const(0, ptr), ctx.const(0, int64)
+        return ArrayVal(t, null, null, (zero,) * t.ndim, (zero,) * t.ndim)
     raise ctx.error(f"cannot make a zero value of type {t!r}")
 
 

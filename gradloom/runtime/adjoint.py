@@ -21,10 +21,10 @@ class LaunchRecord:
     def __init__(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
                  compiled: Any) -> None:
         self.kernel, self.dims, self.args = kernel, dims, list(args)
+        self.keys = array_keys(compiled.params)
         access = compiled.access
         if access is None:  # not analysable: keep everything as read and written
-            access = {k: frozenset({"loads", "stores", "working"})
-                      for k in array_keys(compiled.params)}
+            access = {k: frozenset({"loads", "stores", "working"}) for k in self.keys}
         self.flags: dict[Key, frozenset[str]] = dict(access)
         self.before: dict[Key, Watch] = {}
         self.after: dict[Key, Watch] = {}
@@ -40,8 +40,19 @@ class LaunchRecord:
             if a is not None and "minmax" in flags:
                 self.after[key] = Watch(a)
 
+    def touches(self) -> list[tuple[array, bool, bool]]:
+        """(array, reads its contents, writes it) for each array the launch accesses."""
+        out = []
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            if a is not None:
+                out.append((a, bool(flags & {"loads", "result_used"}),
+                            bool(flags & {"stores", "minmax"})))
+        return out
+
     def arrays(self) -> list[array]:
-        return [a for key in self.flags if (a := arg_array(self.args, key)) is not None]
+        """Every array the launch was given, struct fields (nested too) included."""
+        return [a for key in self.keys if (a := arg_array(self.args, key)) is not None]
 
     def backward(self) -> None:
         prepared = prepared_adjoint(self.kernel)
@@ -86,7 +97,8 @@ class LaunchRecord:
     def _restarter(self, args: list[Any], working: list[tuple[NDArray, Watch]]
                    ) -> Callable[[], None]:
         """Undo a partial adjoint run: restore the gradients and the working copies."""
-        grads = [g for a in self.arrays() if (g := a.grad) is not None]
+        grads = [g for key in self.flags
+                 if (a := arg_array(self.args, key)) is not None and (g := a.grad) is not None]
         saved = [g.numpy().copy() for g in grads]
 
         def restart() -> None:
@@ -99,10 +111,18 @@ class LaunchRecord:
 
 
 def _replace(args: list[Any], key: Key, value: array) -> None:
+    """Put value at key in args; the struct instances on a field path are copied, never
+    changed (they are the user's)."""
     i, field = key
     if field is None:
         args[i] = value
     else:
-        holder = copy.copy(args[i])
-        setattr(holder, field, value)
-        args[i] = holder
+        args[i] = _with_field(args[i], field.split("."), value)
+
+
+def _with_field(holder: Any, path: list[str], value: array) -> Any:
+    out = copy.copy(holder)
+    name = path[0]
+    inner = value if len(path) == 1 else _with_field(getattr(holder, name), path[1:], value)
+    setattr(out, name, inner)
+    return out

@@ -439,12 +439,13 @@ class array(ArrayProtocols):
         """Before this array (or its elements at key) is overwritten: keep what tapes need, and
         record that the old values get no gradient through the new ones."""
         before_write(self)
-        grad = self._grad
-        if grad is not None and ACTIVE_TAPES.get():
+        if self._grad is not None and ACTIVE_TAPES.get():
             where = ... if key is None else key
 
             def backward() -> None:
-                grad.numpy()[where] = 0
+                grad = self._grad  # the gradient at backward time (the user may replace it)
+                if grad is not None:
+                    grad.numpy()[where] = 0
 
             record_op(backward, [self])
 

@@ -329,12 +329,14 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
                        count: int) -> None:
     """The gradient of dest's copied elements flows to src's, and is consumed in dest; an
     overwritten element passes nothing to what it held before."""
-    dg, sg = d.grad, s.grad
-    if dg is None:
+    if d.grad is None:
         return
     es = elem_shape(d.dtype)
 
     def backward() -> None:
+        dg, sg = d.grad, s.grad  # the gradients at backward time (the user may replace them)
+        if dg is None:
+            return
         taken = _elements(dg.numpy(), es, dest_offset, count)
         if sg is not None and d.dtype == s.dtype:
             _elements(sg.numpy(), es, src_offset, count)[...] += taken

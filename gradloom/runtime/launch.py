@@ -20,6 +20,7 @@ from .device import get_device
 from .foreign import adapt_args, array_slots
 from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
 from .recording import ACTIVE_TAPES
+from .structs import array_fields, field_value
 from .watch import before_write
 
 _FIRST_STACK = 1 << 16
@@ -209,13 +210,14 @@ class Prepared:
 
 
 def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]]:
-    """(param index, struct field or None) of every array among a kernel's parameters."""
+    """(param index, dotted struct field path or None) of every array among a kernel's
+    parameters."""
     keys: list[tuple[int, str | None]] = []
     for i, (_, t) in enumerate(params):
         if isinstance(t, ArrayType):
             keys.append((i, None))
         elif isinstance(t, StructType):
-            keys.extend((i, n) for n, ft in t.fields if isinstance(ft, ArrayType))
+            keys.extend((i, path) for path, _ in array_fields(t))
     return keys
 
 
@@ -224,7 +226,7 @@ def arg_array(args: Sequence[Any], key: tuple[int, str | None]) -> array | None:
     i, field = key
     if i >= len(args):
         return None
-    value = args[i] if field is None else getattr(args[i], field, None)
+    value = args[i] if field is None else field_value(args[i], field)
     return value if isinstance(value, array) else None
 
 

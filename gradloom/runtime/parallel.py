@@ -25,6 +25,7 @@ from ..types import BLOCK_ARGS, STATUS_STACK_FULL
 from .array import NDArray, array, zeros_same_layout
 from .packing import error_word
 from .pool import native_pool, worker_pool
+from .structs import field_value
 
 #: launches of at least this many threads are timed, to learn what a thread costs
 TIMED_THREADS = 64
@@ -76,7 +77,7 @@ def _scatter_target(args: Sequence[Any], key: tuple[int, str | None], grad: bool
     is none; False when a gradient's layout is not the data's (the kernel addresses both with
     the data's strides)."""
     i, field = key
-    value = args[i] if field is None else getattr(args[i], field, None)
+    value = args[i] if field is None else field_value(args[i], field)
     if not isinstance(value, array):
         return None
     if not grad:

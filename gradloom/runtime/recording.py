@@ -10,20 +10,48 @@ from typing import Any
 ACTIVE_TAPES: ContextVar[tuple[Any, ...]] = ContextVar("gradloom_active_tapes", default=())
 
 
+class FuncRecord:
+    """A backward step given as a Python function (array operations, `Tape.record_func`).
+
+    `arrays`: those whose gradients `Tape.zero()` resets. `written`: how many of them (the
+    first ones) the operation overwrites without reading; the rest it reads. None: unknown
+    (a user's function), taken as read and written."""
+
+    def __init__(self, backward: Callable[[], None], arrays: Sequence[Any],
+                 written: int | None = None) -> None:
+        self.backward = backward
+        self._arrays = list(arrays)
+        self.written = written
+
+    def arrays(self) -> list[Any]:
+        return self._arrays
+
+    def touches(self) -> list[tuple[Any, bool, bool]]:
+        """(array, reads its contents, writes it) for each array, as `LaunchRecord.touches`."""
+        if self.written is None:
+            return [(a, True, True) for a in self._arrays]
+        return [(a, k >= self.written, k < self.written) for k, a in enumerate(self._arrays)]
+
+
 def record_op(backward: Callable[[], None], arrays: Sequence[Any]) -> None:
-    """Record an array operation's backward step on every active tape."""
+    """Record an array operation's backward step on every active tape. `arrays`: the array the
+    operation overwrites first, then the arrays it reads (their gradients are read when
+    `backward` runs, so a `.grad` replaced after recording is the one used)."""
     for tape in ACTIVE_TAPES.get():
-        tape.record_func(backward, list(arrays))
+        tape.record(FuncRecord(backward, arrays, written=1))
 
 
 def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
     """On active tapes: the gradient of dest[where] = src flows from dest to src (summed over
     the dimensions src was broadcast along)."""
-    dg, sg = dest._grad, src._grad
-    if dg is None or sg is None or dest.dtype != src.dtype or not ACTIVE_TAPES.get():
+    if (dest._grad is None or src._grad is None or dest.dtype != src.dtype
+            or not ACTIVE_TAPES.get()):
         return
 
     def backward() -> None:
+        dg, sg = dest._grad, src._grad
+        if dg is None or sg is None:
+            return
         taken = dg.numpy()[where]
         target = sg.numpy()
         extra = taken.ndim - target.ndim

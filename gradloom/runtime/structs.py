@@ -73,3 +73,24 @@ def type_key(t: Any) -> str:
     if isinstance(t, ArrayType):
         return f"array[{type_key(t.dtype)},{t.ndim}]"
     return repr(t)
+
+
+def array_fields(t: StructType) -> list[tuple[str, int]]:
+    """(dotted field path, byte offset in the struct) of every array a struct holds, the arrays
+    of nested structs included (`"inner.a"`)."""
+    out: list[tuple[str, int]] = []
+    for name, ft in t.fields:
+        off = t.offsets[name]
+        if isinstance(ft, ArrayType):
+            out.append((name, off))
+        elif isinstance(ft, StructType):
+            out.extend((f"{name}.{path}", off + o) for path, o in array_fields(ft))
+    return out
+
+
+def field_value(holder: Any, path: str) -> Any:
+    """The value at a dotted field path (`array_fields`) of a struct instance; None if unset."""
+    value = holder
+    for name in path.split("."):
+        value = getattr(value, name, None)
+    return value

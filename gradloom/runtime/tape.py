@@ -6,22 +6,16 @@ from collections.abc import Callable, Sequence
 from contextvars import Token
 from typing import Any
 
-from ..errors import GradloomError
+from ..errors import TapeError
 from .adjoint import LaunchRecord
-from .array import array
+from .array import NDArray, array
 from .foreign import as_array
-from .recording import ACTIVE_TAPES
+from .recording import ACTIVE_TAPES, FuncRecord
+from .structs import field_value
 
-
-class FuncRecord:
-    """A backward step given as a Python function (array operations, `record_func`)."""
-
-    def __init__(self, backward: Callable[[], None], arrays: Sequence[array]) -> None:
-        self.backward = backward
-        self._arrays = list(arrays)
-
-    def arrays(self) -> list[array]:
-        return self._arrays
+Record = LaunchRecord | FuncRecord
+#: a scope marker: (index of the first record inside, name, metadata); name None ends a scope
+Scope = tuple[int, str | None, dict[str, Any] | None]
 
 
 class Tape:
@@ -34,7 +28,8 @@ class Tape:
     """
 
     def __init__(self) -> None:
-        self.records: list[LaunchRecord | FuncRecord] = []
+        self.records: list[Record] = []
+        self.scopes: list[Scope] = []
         self.loss: array | None = None
         self._tokens: list[Token[tuple[Any, ...]]] = []
 
@@ -44,6 +39,11 @@ class Tape:
 
     def __exit__(self, *exc: object) -> None:
         ACTIVE_TAPES.reset(self._tokens.pop())
+
+    @property
+    def launches(self) -> list[Record]:
+        """The recorded operations in order (Warp's name for them)."""
+        return self.records
 
     # -- recording ----------------------------------------------------------------------------
 
@@ -55,10 +55,44 @@ class Tape:
         record.finish()
         self.records.append(record)
 
+    def record(self, record: FuncRecord) -> None:
+        """Append an array operation's backward step (see `recording.record_op`)."""
+        self.records.append(record)
+
     def record_func(self, backward: Callable[[], None], arrays: Sequence[array]) -> None:
-        """Record a Python function to run during `backward` (arrays: those whose gradients
-        `zero()` resets)."""
-        self.records.append(FuncRecord(backward, arrays))
+        """Record a Python function that `backward()` calls at this point of the recording.
+
+        `arrays`: the arrays the function uses; each must have a gradient, and `zero()` resets
+        their gradients."""
+        if not callable(backward):
+            raise TapeError(f"Tape.record_func: backward must be callable, got "
+                                f"{type(backward).__name__}")
+        checked = []
+        for a in arrays:
+            if not isinstance(a, array) or a.grad is None:
+                raise TapeError(f"Tape.record_func: {a!r} is not a gradloom array with a "
+                                    "gradient; create it with requires_grad=True")
+            checked.append(a)
+        self.records.append(FuncRecord(backward, checked))
+
+    def record_scope_begin(self, scope_name: str, metadata: dict[str, Any] | None = None
+                           ) -> None:
+        """Open a named scope grouping the operations recorded until `record_scope_end()`
+        (scopes only label the recording; they change nothing in `backward`)."""
+        self.scopes.append((len(self.records), scope_name, {} if metadata is None else metadata))
+
+    def record_scope_end(self, remove_scope_if_empty: bool = True) -> None:
+        """Close the innermost open scope; one that recorded nothing is dropped when
+        `remove_scope_if_empty`."""
+        depth = sum(1 if name is not None else -1 for _, name, _ in self.scopes)
+        if depth <= 0:
+            raise TapeError("Tape.record_scope_end(): ended tape scope, but scope not "
+                                "present (no record_scope_begin() is open)")
+        start, name, _ = self.scopes[-1]
+        if remove_scope_if_empty and name is not None and start == len(self.records):
+            self.scopes.pop()
+        else:
+            self.scopes.append((len(self.records), None, None))
 
     # -- backward -----------------------------------------------------------------------------
 
@@ -68,15 +102,18 @@ class Tape:
 
         `loss`: a one-element array; its gradient is set to 1. `grads`: {array: seed}; each
         array's gradient is set to a copy of its seed (the seed itself is never written).
+        Neither: the seeds are the `.grad` contents the user set; each nonzero `.grad` of an
+        array the tape writes (and does not read first) holds its values again afterwards, so
+        a second call adds the same gradients again.
         """
         if loss is None and not grads:
-            raise GradloomError("Tape.backward() needs loss=<1-element array> or "
-                                "grads={array: seed}")
+            self._seeded_backward()
+            return
         if loss is not None:
             loss = as_array(loss, "Tape.backward(loss=...)")
             g = _gradient_of(loss, "loss")
             if loss.size != 1:
-                raise GradloomError(f"Tape.backward(loss=...): the loss must have exactly one "
+                raise TapeError(f"Tape.backward(loss=...): the loss must have exactly one "
                                     f"element, got shape {loss.shape}; use grads={{array: seed}} "
                                     "for other outputs")
             self.loss = loss
@@ -84,8 +121,33 @@ class Tape:
         for a, seed in (grads or {}).items():
             g = _gradient_of(as_array(a, "Tape.backward(grads=...)"), "grads")
             g.assign(_values(seed))
+        self._run()
+
+    def _run(self) -> None:
         for record in reversed(self.records):
             record.backward()
+
+    def _seeded_backward(self) -> None:
+        """backward() from the `.grad` contents: the seed buffers keep their values."""
+        kept = [(g, g.copy()) for g in self._seed_buffers() if g.any()]
+        try:
+            self._run()
+        finally:
+            for g, values in kept:
+                g[...] = values
+
+    def _seed_buffers(self) -> list[NDArray]:
+        """The gradients (numpy) of the arrays whose `.grad` an adjoint may consume: those the
+        tape overwrites before anything recorded reads their contents."""
+        first_read: dict[int, bool] = {}  # memory -> its first recorded touch reads it
+        written: dict[int, array] = {}
+        for record in self.records:
+            for a, reads, writes in record.touches():
+                first_read.setdefault(id(a._mem), reads)
+                if writes and a.grad is not None:
+                    written.setdefault(id(a), a)
+        return [a.grad.numpy() for a in written.values()
+                if a.grad is not None and not first_read[id(a._mem)]]
 
     # -- housekeeping -------------------------------------------------------------------------
 
@@ -99,12 +161,19 @@ class Tape:
         return list(seen.values())
 
     @property
-    def gradients(self) -> dict[array, array]:
-        """{array: its gradient} for every recorded array that has one."""
-        return {a: a.grad for a in self._arrays() if a.grad is not None}
+    def gradients(self) -> dict[Any, Any]:
+        """{array: its gradient} for every recorded array that has one, and {struct instance:
+        a copy of it holding its arrays' gradients} for every struct a recorded launch got."""
+        out: dict[Any, Any] = {a: a.grad for a in self._arrays() if a.grad is not None}
+        for record in self.records:
+            if isinstance(record, LaunchRecord):
+                for value in record.args:
+                    if hasattr(type(value), "__gl_struct__") and value not in out:
+                        out[value] = _struct_gradients(value)
+        return out
 
     def zero(self) -> None:
-        """Zero the gradients of every array the tape recorded."""
+        """Zero the gradients of every array the tape recorded (struct fields included)."""
         for a in self._arrays():
             if a.grad is not None:
                 a.grad.zero_()
@@ -113,7 +182,22 @@ class Tape:
         """Zero the gradients, then forget everything recorded."""
         self.zero()
         self.records.clear()
+        self.scopes.clear()
         self.loss = None
+
+
+def _struct_gradients(value: Any) -> Any:
+    """A new instance of value's struct whose array fields are their gradients (None where
+    there is none), nested structs mirrored the same way, other fields left at their zero."""
+    st = type(value).__gl_type__
+    mirror = type(value)()
+    for name, _ in st.fields:
+        field = field_value(value, name)
+        if isinstance(field, array):
+            setattr(mirror, name, field.grad)
+        elif hasattr(type(field), "__gl_struct__"):
+            setattr(mirror, name, _struct_gradients(field))
+    return mirror
 
 
 def _values(seed: Any) -> Any:
@@ -127,10 +211,12 @@ def _values(seed: Any) -> Any:
 
 def _gradient_of(a: Any, what: str) -> array:
     if not isinstance(a, array):
-        raise GradloomError(f"Tape.backward({what}=...): expected a gradloom array, got "
+        raise TapeError(f"Tape.backward({what}=...): expected a gradloom array, got "
                             f"{type(a).__name__}")
     if a.grad is None:
-        raise GradloomError(f"Tape.backward({what}=...): {a!r} has no gradient; create it with "
+        raise TapeError(f"Tape.backward({what}=...): {a!r} has no gradient; create it with "
                             "requires_grad=True")
     return a.grad
 
+
+__all__ = ["FuncRecord", "Tape"]  # FuncRecord: re-exported from recording

@@ -39,6 +39,20 @@ def u32(values: Any) -> np.ndarray:
 
 
 # -- Perlin noise reference -----------------------------------------------------------------------
+# Warp 1.19's construction (see gradloom/builtins/noise.py's docstring), written here as the
+# closed form sum_c w_c(f) (g_c . (f - c)) with product weights w_c, not as nested blends.
+
+_PRIMES = (73856093, 19349663, 53471161, 10000019)
+
+
+def _corner_gradients(h: np.ndarray, d: int) -> np.ndarray:
+    """Random gradients (n, d) from corner hashes used as random states."""
+    draws, _ = np_draws(h, d)
+    if d == 1:
+        return (2.0 * np_unit(draws[0]) - 1.0)[:, None]
+    g = np.stack([np_unit(b) - 0.5 for b in draws], axis=1)
+    return g / np.linalg.norm(g, axis=1, keepdims=True)
+
 
 def np_perlin(state: np.ndarray, p: np.ndarray, periods: tuple[int, ...] | None = None
               ) -> tuple[np.ndarray, np.ndarray]:
@@ -49,24 +63,21 @@ def np_perlin(state: np.ndarray, p: np.ndarray, periods: tuple[int, ...] | None 
     f = p - fl
     lo = fl.astype(np.int64)
     hi = lo + 1
-    if periods is not None:
-        lo, hi = np.mod(lo, periods), np.mod(hi, periods)
-    hashes = [u32(state)]
-    for k in range(d):
-        nxt: list[Any] = [None] * (2 ** (k + 1))
-        for c, h in enumerate(hashes):
-            nxt[c] = np_pcg(h + u32(lo[:, k]))
-            nxt[c | (1 << k)] = np_pcg(h + u32(hi[:, k]))
-        hashes = nxt
+    if periods is not None:  # C's remainder, as Warp
+        lo = np.fmod(lo, periods)
+        hi = np.fmod(lo + 1, periods)
     s = f ** 3 * (f * (6 * f - 15) + 10)
     ds = 30 * f ** 2 * (f - 1) ** 2
     value, grad = np.zeros(n), np.zeros((n, d))
-    for c, h in enumerate(hashes):
+    for c in range(2 ** d):
         up = np.array([(c >> k) & 1 for k in range(d)], dtype=bool)
-        g = np.stack([((h >> np.uint64(8 * k)) & np.uint64(255)).astype(np.float64) * (2 / 255) - 1
-                      for k in range(d)], axis=1)
-        rel = f - up
-        dot = (g * rel).sum(axis=1)
+        h = u32(state)
+        idx = np.zeros(n, dtype=np.uint64)
+        for k in range(d):
+            term = u32(np.where(up[k], hi[:, k], lo[:, k]) * _PRIMES[k])
+            idx ^= u32(term + h) if k == d - 1 else term
+        g = _corner_gradients(idx, d)
+        dot = (g * (f - up)).sum(axis=1)
         w1 = np.where(up, s, 1 - s)
         dw1 = np.where(up, ds, -ds)
         w = w1.prod(axis=1)
@@ -79,22 +90,23 @@ def np_perlin(state: np.ndarray, p: np.ndarray, periods: tuple[int, ...] | None 
 
 def np_curl(state: np.ndarray, p: np.ndarray, octaves: int, lac: float, gain: float
             ) -> np.ndarray:
+    """Octaves of noise gradients at freq * p (w.r.t. the scaled point, as Warp); 3-D/4-D:
+    three fields whose state advances by rand_init(state, 10019689 / 13112221)."""
     p = np.asarray(p, dtype=np.float64)
     d = p.shape[1]
-    states = [u32(state)] if d == 2 else [np_pcg(u32(state) + j) for j in range(3)]
-    out = np.zeros((len(p), 2 if d == 2 else 3))
+    s = u32(state)
+    sums = [np.zeros((len(p), d)) for _ in range(1 if d == 2 else 3)]
     freq, amp = 1.0, 1.0
     for _ in range(octaves):
-        grads = [np_perlin(s, p * freq)[1] * freq for s in states]
-        if d == 2:
-            g = grads[0]
-            v = np.stack([g[:, 1], -g[:, 0]], axis=1)
-        else:
-            a, b, c = grads
-            v = np.stack([c[:, 1] - b[:, 2], a[:, 2] - c[:, 0], b[:, 0] - a[:, 1]], axis=1)
-        out += amp * v
+        for j in range(len(sums)):
+            if j > 0:
+                s = np_pcg(s + np_pcg((10019689, 13112221)[j - 1]))
+            sums[j] = sums[j] + amp * np_perlin(s, p * freq)[1]
         freq, amp = freq * lac, amp * gain
-    return out
+    if d == 2:
+        return np.stack([-sums[0][:, 1], sums[0][:, 0]], axis=1)
+    a, b, c = sums
+    return np.stack([c[:, 1] - b[:, 2], a[:, 2] - c[:, 0], b[:, 0] - a[:, 1]], axis=1)
 
 
 # -- samplers -------------------------------------------------------------------------------------
