@@ -139,6 +139,10 @@ from .types import (
     vector,
 )
 
+# -- hash grids (runtime/hash_grid.py, builtins/hash_grid.py)
+from .builtins.hash_grid import HashGridQuery  # noqa: E402
+from .runtime.hash_grid import HashGrid  # noqa: E402
+
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
 adjoint = _lang.ADJOINT
 

@@ -43,6 +43,8 @@ class ScalarType:
 
     def __call__(self, value: Any = 0) -> Any:
         """Python-scope construction (`wp.float32(1.5)`) gives a numpy scalar of this type."""
+        if self.name == "uint64" and getattr(value, "__gl_handle__", False):
+            return value  # `wp.uint64(grid.id)` keeps the handle (runtime/handles.py)
         return self.np_dtype.type(value)
 
     def __repr__(self) -> str:
@@ -408,3 +410,17 @@ def arg_offsets(arg_types: list[Any]) -> tuple[list[int], int]:
         offsets.append(pos)
         pos += size_of(t)
     return offsets, (pos + 7) // 8 * 8
+
+
+# The HashGrid descriptor a `HashGrid.id` points to (runtime/hash_grid.py writes it, the
+# builtins in builtins/hash_grid.py read it in kernels): byte offsets of its fields.
+GRID_POINT_IDS = 0  # ptr: int32 original point index, in cell-sorted order
+GRID_CELL_STARTS = 8  # ptr: int32 per cell, first sorted position of the cell's points
+GRID_CELL_ENDS = 16  # ptr: int32 per cell, one past the last
+GRID_KEYS = 24  # ptr: uint64 (cell << 32 | group) per sorted point, grouped builds only
+GRID_DIMS = 32  # 3 x int32: cells along x, y, z
+GRID_NUM_POINTS = 44  # int32
+GRID_READY = 48  # int32: 1 once built or reserved (point_ids valid)
+GRID_HAS_GROUPS = 52  # int32: 1 when the last build was grouped
+GRID_INV_WIDTH = {"float64": 56, "float32": 64, "float16": 68}  # 1 / cell width, per precision
+GRID_DESCRIPTOR_SIZE = 72

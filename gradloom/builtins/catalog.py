@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     construct,
     debug,
     decomp,
+    hash_grid,
     lang,
     linalg,
     math,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 from ..builtins import ops
@@ -34,9 +35,10 @@ from ..types import (
     resolve_annotation,
     size_of,
 )
-from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
+from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import emit_custom_call
 from .expr import BINOPS, python_constant
+from .iterate import IterLowerer
 from .source import SourceInfo
 from .stores import StoreLowerer
 
@@ -48,7 +50,7 @@ _UNSUPPORTED_STMTS = {
 }
 
 
-class Lowerer(StoreLowerer, ControlLowerer):
+class Lowerer(StoreLowerer, IterLowerer):
     """Lowers one function body into the shared builder; funcs it calls get their own Lowerer."""
 
     def __init__(self, b: Builder, info: SourceInfo, env: dict[str, Any], stack: list[Any],
@@ -219,6 +221,10 @@ class Lowerer(StoreLowerer, ControlLowerer):
             raise UnsupportedSyntaxError("while/else is not supported in kernels",
                                          self.info.loc(node))
         loc = self.info.loc(node)
+        writes = self.test_writes(node.test)
+        if writes:  # `while wp.hash_grid_query_next(query, index):` (frontend/iterate.py)
+            self.rotated_while(node, writes)
+            return
         self.in_loop(node.body, loc, lambda ps: self.truth_at(self.value(node.test), loc),
                      lambda ps: [], [])
 
@@ -226,6 +232,10 @@ class Lowerer(StoreLowerer, ControlLowerer):
         loc = self.info.loc(node)
         if node.orelse:
             raise UnsupportedSyntaxError("for/else is not supported in kernels", loc)
+        iterator = self.iterator_step(node)
+        if iterator is not None:  # `for index in query:` (frontend/iterate.py)
+            self.for_over_iterator(node, *iterator)
+            return
         if not isinstance(node.target, ast.Name):
             raise UnsupportedSyntaxError("a loop target other than a single name is not supported", loc)
         start, stop, step = self.range_args(node)
@@ -251,7 +261,8 @@ class Lowerer(StoreLowerer, ControlLowerer):
         self.in_loop(node.body, loc, test, body, [start_v])
 
     def in_loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
-                extras: list[Any]) -> None:
+                extras: list[Any], post_body: Callable[[], None] | None = None,
+                also_carried: tuple[str, ...] = ()) -> None:
         saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
         self.env.pop(CONTINUE, None)
         if contains_jump(body, (ast.Break,)):
@@ -259,6 +270,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
         else:
             self.env.pop(BREAK, None)
         carried = self.carried_names(body)
+        carried += [n for n in also_carried if n not in carried and n in self.env]
         has_continue = contains_jump(body, (ast.Continue,))
 
         def run_body(ps: list[Any]) -> list[Any]:
@@ -267,6 +279,8 @@ class Lowerer(StoreLowerer, ControlLowerer):
                 self.env[CONTINUE] = self.flag(False, loc)
             self.stmts(body)
             self.env.pop(CONTINUE, None)
+            if post_body is not None:
+                post_body()
             return list(nxt)
 
         self.loop_region(carried, extras, lambda ps: self.continue_cond(test(ps), loc),
