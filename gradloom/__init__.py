@@ -139,10 +139,6 @@ from .types import (
     vector,
 )
 
-# -- hash grids (runtime/hash_grid.py, builtins/hash_grid.py)
-from .builtins.hash_grid import HashGridQuery  # noqa: E402
-from .runtime.hash_grid import HashGrid  # noqa: E402
-
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
 adjoint = _lang.ADJOINT
 
@@ -151,6 +147,10 @@ e = _math.e
 tau = _math.tau
 inf = _math.inf
 nan = _math.nan
+
+# -- hash grids (runtime/hash_grid.py, builtins/hash_grid.py)
+from .builtins.hash_grid import HashGridQuery  # noqa: E402
+from .runtime.hash_grid import HashGrid  # noqa: E402
 
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})

@@ -41,6 +41,7 @@ from ..types import (
     int32,
     int64,
     ptr,
+    uint16,
     uint32,
     uint64,
 )
@@ -233,7 +234,9 @@ def hash_grid_query(ctx: Ctx, id: Value, point: Value, max_dist: Value,
         raise ctx.error(f"wp.hash_grid_query(): max_dist must be {t} like the point, got "
                         f"{describe(max_dist)}")
     dims = [_field(ctx, desc, GRID_DIMS + 4 * k, int32) for k in range(3)]
-    inv = _field(ctx, desc, GRID_INV_WIDTH[t.name], t)
+    # read as bits: a constant of the grid, not a value gradients flow into
+    bits = _field(ctx, desc, GRID_INV_WIDTH[t.name], {16: uint16, 32: uint32, 64: uint64}[t.bits])
+    inv = ctx.op("bitcast", bits, type=t)
     starts, ends = [], []
     for k in range(3):
         p = point.comps[k]

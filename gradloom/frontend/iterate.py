@@ -61,7 +61,8 @@ class IterLowerer(ControlLowerer):
     def iterator_step(self, node: ast.For) -> tuple[Value, Step] | None:
         """The value and step of `for x in value:` when value is iterable (None for range)."""
         it = node.iter
-        if isinstance(it, ast.Call) and self.expr(it.func) in (range, reversed):
+        if not isinstance(it, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)) or (
+                isinstance(it, ast.Call) and self.expr(it.func) in (range, reversed)):
             return None
         value = self.expr(it)
         step = getattr(value.type.cls, "gl_iterate", None) if isinstance(value, StructVal) \

@@ -45,7 +45,8 @@ from .handles import Handle
 
 _MAX_CELLS = (1 << 31) - 1
 _INT_MAX, _INT_MIN = (1 << 31) - 1, -(1 << 31)
-_NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+_NP: dict[str, type[np.floating[Any]]] = {"float16": np.float16, "float32": np.float32,
+                                          "float64": np.float64}
 
 
 def cell_coords(points: NDArray, inv: Any, t: ScalarType) -> NDArray:
@@ -65,7 +66,7 @@ def cell_coords(points: NDArray, inv: Any, t: ScalarType) -> NDArray:
 
 def cell_index(coords: NDArray, dims: tuple[int, int, int]) -> NDArray:
     """The linear cell of int64 coordinates, each wrapped into [0, dim) (periodic grid)."""
-    dx, dy, dz = dims
+    dx, dy, _ = dims
     w = np.mod(coords, np.array(dims, dtype=np.int64))
     return (w[:, 2] * (dx * dy) + w[:, 1] * dx + w[:, 0]).astype(np.int64)
 
