@@ -152,6 +152,15 @@ nan = _math.nan
 from .builtins.hash_grid import HashGridQuery  # noqa: E402
 from .runtime.hash_grid import HashGrid  # noqa: E402
 
+# -- indexed arrays (runtime/indexedarray.py)
+from .runtime.indexedarray import (  # noqa: E402
+    indexedarray,
+    indexedarray1d,
+    indexedarray2d,
+    indexedarray3d,
+    indexedarray4d,
+)
+
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
 

@@ -279,6 +279,28 @@ class ArrayType:
         return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
 
 
+@dataclass(frozen=True)
+class IndexedArrayType:
+    """The type of an indexed array argument (`wp.indexedarray`): element (i, j, ...) is
+    data[idx0[i], idx1[j], ...], a dimension without an index array passing its index through.
+    Passed as {data, grad, shape[ndim] (the indexed shape), strides[ndim] (the data's),
+    indices[ndim] (int32 pointers, null for a dimension that is not indexed)}."""
+
+    dtype: Any
+    ndim: int = 1
+
+    @property
+    def size(self) -> int:
+        return 16 + 24 * self.ndim
+
+    @property
+    def alignment(self) -> int:
+        return 8
+
+    def __repr__(self) -> str:
+        return f"indexedarray(dtype={self.dtype!r}, ndim={self.ndim})"
+
+
 def size_of(t: Any) -> int:
     return int(t.size)
 
@@ -298,9 +320,10 @@ def leaves(t: Any, offset: int = 0) -> list[tuple[int, ScalarType]]:
         for name, ftype in t.fields:
             out.extend(leaves(ftype, offset + t.offsets[name]))
         return out
-    if isinstance(t, ArrayType):
+    if isinstance(t, (ArrayType, IndexedArrayType)):
         n = t.ndim
-        words = [ptr, ptr] + [int64] * (2 * n)
+        words = [ptr, ptr] + [int64] * (2 * n) + [ptr] * (n if isinstance(t, IndexedArrayType)
+                                                            else 0)
         return [(offset + 8 * i, w) for i, w in enumerate(words)]
     raise TypeError(f"{t!r} has no memory layout")
 
@@ -324,7 +347,8 @@ def resolve_annotation(obj: Any) -> Any:
         return int32
     if obj is builtins.bool:
         return bool_
-    if isinstance(obj, (ScalarType, VectorType, MatrixType, StructType, ArrayType)):
+    if isinstance(obj, (ScalarType, VectorType, MatrixType, StructType, ArrayType,
+                        IndexedArrayType)):
         return obj
     if obj is typing.Any:
         return typing.Any

@@ -17,8 +17,6 @@ once. The query is a struct of integers (`wp.HashGridQuery`), advanced in place 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .. import config
 from ..ir.nodes import Var
 from ..types import (
@@ -54,6 +52,7 @@ from .values import (
     StructVal,
     Value,
     describe,
+    if_values,
     materialize,
     scalar,
     while_loop,
@@ -186,7 +185,7 @@ def _set_cell(ctx: Ctx, q: _Query, x: Var, y: Var, z: Var) -> tuple[Var, Var]:
         return [lo, _lower_bound(ctx, q["keys"], lo, end,
                                  ctx.op("add", key, ctx.const(1, uint64)))]
 
-    lo, hi = _if(ctx, q["use_groups"], narrowed, lambda: [start, end])
+    lo, hi = if_values(ctx, q["use_groups"], narrowed, lambda: [start, end])
     return lo, hi
 
 
@@ -200,17 +199,6 @@ def _lower_bound(ctx: Ctx, keys: Var, lo: Var, hi: Var, key: Var) -> Var:
                 ctx.op("select", less, b, mid)]
 
     return while_loop(ctx, [lo, hi], lambda ps: ctx.op("lt", ps[0], ps[1]), body)[0]
-
-
-def _if(ctx: Ctx, cond: Var, then: Callable[[], list[Var]],
-        orelse: Callable[[], list[Var]]) -> list[Var]:
-    """An IR if-region yielding the values each branch computes."""
-    blocks = []
-    for fn in (then, orelse):
-        ctx.b.open_block()
-        vals = fn()
-        blocks.append(ctx.b.close_block(vals))
-    return list(ctx.b.emit_if(cond, blocks[0], blocks[1], ctx.loc))
 
 
 # -- the builtins -------------------------------------------------------------------------------

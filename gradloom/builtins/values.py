@@ -11,6 +11,7 @@ from ..ir.builder import Builder
 from ..ir.nodes import Var
 from ..types import (
     ArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -54,13 +55,22 @@ class StructVal:
 
 @dataclass(frozen=True)
 class ArrayVal:
-    """An array argument: data/grad pointers, shape and byte strides as SSA scalars."""
+    """An array argument: data/grad pointers, shape and byte strides as SSA scalars; for an
+    indexed array also one int32 index-array pointer per dimension (null: not indexed)."""
 
-    type: ArrayType
+    type: ArrayType | IndexedArrayType
     data: Var
     grad: Var
     shape: tuple[Var, ...]
     strides: tuple[Var, ...]
+    indices: tuple[Var, ...] = ()
+
+    @staticmethod
+    def from_words(t: ArrayType | IndexedArrayType, words: list[Var]) -> ArrayVal:
+        """The value of an array argument from its words in layout order (types.leaves)."""
+        n = t.ndim
+        return ArrayVal(t, words[0], words[1], tuple(words[2:2 + n]),
+                        tuple(words[2 + n:2 + 2 * n]), tuple(words[2 + 2 * n:]))
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,7 @@ def flatten(v: Value) -> list[Var]:
         items = v.fields if isinstance(v, StructVal) else v.items
         return [x for item in items for x in flatten(item)]
     if isinstance(v, ArrayVal):
-        return [v.data, v.grad, *v.shape, *v.strides]
+        return [v.data, v.grad, *v.shape, *v.strides, *v.indices]
     raise TypeError(f"cannot flatten {v!r}")
 
 
@@ -167,10 +177,7 @@ def rebuild(template: Value, it: Iterator[Var]) -> Value:
     if isinstance(template, TupleVal):
         return TupleVal(tuple(rebuild(i, it) for i in template.items))
     if isinstance(template, ArrayVal):
-        n = template.type.ndim
-        data, grad = next(it), next(it)
-        shape = tuple(next(it) for _ in range(n))
-        return ArrayVal(template.type, data, grad, shape, tuple(next(it) for _ in range(n)))
+        return ArrayVal.from_words(template.type, [next(it) for _ in flatten(template)])
     raise TypeError(f"cannot rebuild {template!r}")
 
 
@@ -190,6 +197,17 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
 
 def map_scalars(fn: Callable[[Var], Var], v: Composite) -> Composite:
     return Composite(v.type, tuple(fn(c) for c in v.comps))
+
+
+def if_values(ctx: Ctx, cond: Var, then: Callable[[], list[Var]],
+              orelse: Callable[[], list[Var]]) -> list[Var]:
+    """An IR if-region: the values the branch taken computes (each branch returns a list)."""
+    blocks = []
+    for fn in (then, orelse):
+        ctx.b.open_block()
+        vals = fn()
+        blocks.append(ctx.b.close_block(vals))
+    return list(ctx.b.emit_if(cond, blocks[0], blocks[1], ctx.loc))
 
 
 def while_loop(ctx: Ctx, inits: list[Var], cond: Callable[[list[Var]], Var],

@@ -27,6 +27,7 @@ from ..ir.builder import Builder
 from ..ir.nodes import KernelIR
 from ..types import (
     ArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -401,9 +402,8 @@ def coerce_argument(ctx: Ctx, fname: str, pname: str, v: Any, t: Any) -> Any:
 def param_value(b: Builder, t: Any, base: int, loc: Any) -> Value:
     """A kernel parameter as a value built from `arg` loads of its scalar leaves."""
     vars_ = [b.op("arg", (), loc, attr=base + off, type=st) for off, st in leaves(t)]
-    if isinstance(t, ArrayType):
-        n = t.ndim
-        return ArrayVal(t, vars_[0], vars_[1], tuple(vars_[2:2 + n]), tuple(vars_[2 + n:]))
+    if isinstance(t, (ArrayType, IndexedArrayType)):
+        return ArrayVal.from_words(t, vars_)
     return _assemble_param(b, t, base, loc, iter(vars_))
 
 
@@ -413,10 +413,8 @@ def _assemble_param(b: Builder, t: Any, base: int, loc: Any, it: Any) -> Value:
     if isinstance(t, StructType):
         fields: list[Value] = []
         for name, ft in t.fields:
-            if isinstance(ft, ArrayType):
-                n = ft.ndim
-                vs = [next(it) for _ in range(2 + 2 * n)]
-                fields.append(ArrayVal(ft, vs[0], vs[1], tuple(vs[2:2 + n]), tuple(vs[2 + n:])))
+            if isinstance(ft, (ArrayType, IndexedArrayType)):
+                fields.append(ArrayVal.from_words(ft, [next(it) for _ in leaves(ft)]))
             else:
                 fields.append(_assemble_param(b, ft, base + t.offsets[name], loc, it))
         return StructVal(t, tuple(fields))

@@ -15,6 +15,7 @@ from gradloom.runtime.array import (
     elem_shape,
     normalize_shape,
 )
+from gradloom.runtime.indexedarray import indexedarray
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
@@ -148,6 +149,8 @@ def _scalar_or_fail(npdt: np.dtype[Any], value: Any) -> Any:
 
 
 def _check(a: Any, what: str) -> array:
+    if isinstance(a, indexedarray):  # read as a template or source: its elements, gathered
+        return a.contiguous()
     if not isinstance(a, array):
         raise GradloomError(f"{what} must be a gradloom array, got {type(a).__name__}")
     a.numpy()  # raises for annotation-only arrays
@@ -213,6 +216,8 @@ def clone(
     retain_grad: bool = False,
 ) -> array:
     """A contiguous copy of `src` (its grad, if any, is a fresh zeroed one, as in Warp)."""
+    if isinstance(src, indexedarray):
+        src = src.contiguous()
     out = _like(src, device, requires_grad)
     copy_storage(out, src)
     record_copy(out, src)
@@ -257,6 +262,9 @@ def copy(
     As in Warp, contiguous arrays are copied as flat memory (bit for bit; the element sizes
     must match), and offsets/count on non-contiguous arrays need both arrays to be 1-D.
     """
+    if isinstance(dest, indexedarray):  # whole copies only (Warp's non-contiguous rule)
+        dest.assign(_check(src, "copy source"))
+        return
     d, s = _check(dest, "copy destination"), _check(src, "copy source")
     try:
         src_offset, dest_offset, count = map(operator.index, (src_offset, dest_offset, count))

@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelRuntimeError, LaunchError
-from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_STACK_FULL, ArrayType, StructType
+from ..types import (
+    BLOCK_ARGS,
+    BLOCK_STATUS,
+    STATUS_STACK_FULL,
+    ArrayType,
+    IndexedArrayType,
+    StructType,
+)
 from . import parallel
 from .array import NDArray, array
 from .device import get_device
@@ -211,6 +218,8 @@ def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]
     for i, (_, t) in enumerate(params):
         if isinstance(t, ArrayType):
             keys.append((i, None))
+        elif isinstance(t, IndexedArrayType):
+            keys.append((i, "data"))  # the array an indexed array views
         elif isinstance(t, StructType):
             keys.extend((i, n) for n, ft in t.fields if isinstance(ft, ArrayType))
     return keys
