@@ -301,6 +301,37 @@ class IndexedArrayType:
         return f"indexedarray(dtype={self.dtype!r}, ndim={self.ndim})"
 
 
+@dataclass(frozen=True)
+class FixedArrayType:
+    """A fixed-size array local to a kernel thread (`wp.zeros(shape=..., dtype=...)` inside a
+    kernel). A value, like a vector: its elements are SSA values (builtins/fixedarray.py)."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"fixedarray(shape={self.shape}, dtype={self.dtype!r})"
+
+
+def fixedarray(shape: Any = None, dtype: Any = None) -> FixedArrayType:
+    """`wp.fixedarray(shape=(2, 3), dtype=int)`: the type of a kernel-local fixed-size array."""
+    dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape or ())
+    if not dims or any(not isinstance(d, builtins.int) or d <= 0 for d in dims):
+        raise TypeError(f"wp.fixedarray() needs a shape of positive ints, got {shape!r}")
+    return FixedArrayType(dims, resolve_annotation(float if dtype is None else dtype))
+
+
 def size_of(t: Any) -> int:
     return int(t.size)
 
@@ -348,7 +379,7 @@ def resolve_annotation(obj: Any) -> Any:
     if obj is builtins.bool:
         return bool_
     if isinstance(obj, (ScalarType, VectorType, MatrixType, StructType, ArrayType,
-                        IndexedArrayType)):
+                        IndexedArrayType, FixedArrayType)):
         return obj
     if obj is typing.Any:
         return typing.Any

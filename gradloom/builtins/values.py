@@ -11,6 +11,7 @@ from ..ir.builder import Builder
 from ..ir.nodes import Var
 from ..types import (
     ArrayType,
+    FixedArrayType,
     IndexedArrayType,
     MatrixType,
     ScalarType,
@@ -79,6 +80,14 @@ class TupleVal:
 
 
 @dataclass(frozen=True)
+class FixedArrayVal:
+    """A kernel-local fixed-size array: its elements' values, row-major (builtins/fixedarray.py)."""
+
+    type: FixedArrayType
+    items: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
 class OutArgs:
     """What a builtin with output arguments returns (Warp's `svd3(A, U, sigma, V)` style):
     its result value and, per positional argument index, the value that argument's variable
@@ -91,8 +100,8 @@ class OutArgs:
     temporaries_ok: bool = False
 
 
-Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal
-KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal)
+Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal | FixedArrayVal
+KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal, FixedArrayVal)
 
 
 class Ctx:
@@ -158,7 +167,7 @@ def flatten(v: Value) -> list[Var]:
         return [v]
     if isinstance(v, Composite):
         return list(v.comps)
-    if isinstance(v, (StructVal, TupleVal)):
+    if isinstance(v, (StructVal, TupleVal, FixedArrayVal)):
         items = v.fields if isinstance(v, StructVal) else v.items
         return [x for item in items for x in flatten(item)]
     if isinstance(v, ArrayVal):
@@ -176,6 +185,8 @@ def rebuild(template: Value, it: Iterator[Var]) -> Value:
         return StructVal(template.type, tuple(rebuild(f, it) for f in template.fields))
     if isinstance(template, TupleVal):
         return TupleVal(tuple(rebuild(i, it) for i in template.items))
+    if isinstance(template, FixedArrayVal):
+        return FixedArrayVal(template.type, tuple(rebuild(i, it) for i in template.items))
     if isinstance(template, ArrayVal):
         return ArrayVal.from_words(template.type, [next(it) for _ in flatten(template)])
     raise TypeError(f"cannot rebuild {template!r}")
@@ -192,6 +203,9 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
         return StructVal(t, tuple(zeros_of(ctx, ft) for _, ft in t.fields))
     if isinstance(t, tuple):
         return TupleVal(tuple(zeros_of(ctx, i) for i in t))
+    if isinstance(t, FixedArrayType):
+        zero = zeros_of(ctx, t.dtype)
+        return FixedArrayVal(t, (zero,) * t.count)
     raise ctx.error(f"cannot make a zero value of type {t!r}")
 
 

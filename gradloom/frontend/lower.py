@@ -7,11 +7,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..builtins import ops
+from ..builtins import fixedarray, ops
 from ..builtins.values import (
     ArrayVal,
     Composite,
     Ctx,
+    FixedArrayVal,
     KernelValue,
     Literal,
     StructVal,
@@ -323,6 +324,7 @@ class Lowerer(StoreLowerer, IterLowerer):
         overload = fn.resolve(args, kwargs, ctx.loc) if hasattr(fn, "resolve") else fn
         env = bind_arguments(ctx, overload, args, kwargs)
         stack = [*self.stack, fn]
+        final: dict[str, Any] = {}
 
         def lower(info: SourceInfo, env: dict[str, Any]) -> Any:
             retval_type = None
@@ -330,12 +332,31 @@ class Lowerer(StoreLowerer, IterLowerer):
                 trial = Lowerer(Builder(), info, dict(env), stack, [], False)
                 trial.lower_function()
                 retval_type = trial.return_types[0] if trial.return_types else None
-            return Lowerer(self.b, info, env, stack, self.tid_arity, False).lower_function(
-                retval_type)
+            callee = Lowerer(self.b, info, env, stack, self.tid_arity, False)
+            result = callee.lower_function(retval_type)
+            final.update(callee.env)
+            return result
 
         if getattr(overload, "grad", None) is not None:
             return emit_custom_call(self.b, ctx, overload, env, lower)
-        return lower(overload.info, env)
+        start = dict(env)  # the callee's lowerer rebinds names in env itself
+        result = lower(overload.info, env)
+        self.write_back_fixed_arrays(node, overload, start, final)
+        return result
+
+    def write_back_fixed_arrays(self, node: ast.Call, fn: Any, start: dict[str, Any],
+                                final: dict[str, Any]) -> None:
+        """A fixed array a func wrote into (`arr[i] = v` on a parameter) is updated in the
+        caller's variable too, as Warp's fixed arrays (references) are."""
+        names = list(inspect.signature(fn.pyfunc).parameters)
+        passed = {names[i]: a for i, a in enumerate(node.args) if i < len(names)}
+        passed.update({k.arg: k.value for k in node.keywords if k.arg})
+        for name, value in start.items():
+            target = passed.get(name)
+            if isinstance(value, FixedArrayVal) and final.get(name) is not value \
+                    and isinstance(target, ast.Name) and isinstance(final.get(name),
+                                                                    FixedArrayVal):
+                self.env[target.id] = final[name]
 
 
 def contains_return_in_loop(body: list[ast.stmt]) -> bool:
@@ -390,7 +411,7 @@ def coerce_argument(ctx: Ctx, fname: str, pname: str, v: Any, t: Any) -> Any:
                                   f"{v.value!r}", ctx.loc)
         return materialize(ctx, v, t)
     got = type_of(v) if isinstance(v, KernelValue) else None
-    if got != t:
+    if got != t and not fixedarray.accepts(t, v):
         raise KernelTypeError(f"{fname}(): argument '{pname}' expects {t!r}, got "
                               f"{describe(v)}", ctx.loc)
     return v

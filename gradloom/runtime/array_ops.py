@@ -89,6 +89,11 @@ def zeros(
     return _alloc(shape, dtype, device, requires_grad)
 
 
+
+#: in a kernel, `wp.zeros(shape=..., dtype=...)` makes a fixed-size local array
+zeros.__gl_kernel_builtin__ = "zeros"  # type: ignore[attr-defined]
+
+
 def ones(
     shape: Any = None,
     dtype: Any = float,
