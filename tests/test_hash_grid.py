@@ -62,6 +62,27 @@ def make(wp: Any) -> SimpleNamespace:
             n += 1
         count[i] = n
 
+    def capped(vec: Any, scalar: Any) -> Any:
+        """Collect at most results.shape[1] candidates (a query that never ends still returns)."""
+        @wp.kernel
+        def collect_capped(grid: wp.uint64, radius: scalar, queries: wp.array(dtype=vec),
+                           results: wp.array2d(dtype=int), counts: wp.array(dtype=int)):
+            i = wp.tid()
+            query = wp.hash_grid_query(grid, queries[i], radius)
+            index = int(0)
+            count = int(0)
+            while count < results.shape[1]:
+                if not wp.hash_grid_query_next(query, index):
+                    break
+                results[i, count] = index
+                count += 1
+            counts[i] = count
+        return collect_capped
+
+    capped_f = capped(wp.vec3, wp.float32)
+    capped_d = capped(wp.vec3d, wp.float64)
+    capped_h = capped(wp.vec3h, wp.float16)
+
     @wp.kernel
     def point_ids(grid: wp.uint64, out: wp.array(dtype=int)):
         i = wp.tid()
@@ -145,7 +166,8 @@ def make(wp: Any) -> SimpleNamespace:
                 scale = scale * (f64(1.0) + f64(0.1) * x[j][2])
         e[i] = acc
 
-    return SimpleNamespace(**{k: v for k, v in locals().items() if hasattr(v, "key")})
+    return SimpleNamespace(**{k: v for k, v in locals().items() if hasattr(v, "key")
+                              and k != "capped"})
 
 
 K, W = both(make)
@@ -339,6 +361,49 @@ def test_query_passed_to_func() -> None:
     assert out.numpy().tolist() == want.tolist()
 
 
+def single_point(kernels: Any, wpm: Any, dims: Any, prec: str, coord: float, width: float,
+                 radius: float, query: float | None = None) -> list[int]:
+    """The candidates a query yields on a grid holding one point (at most 8)."""
+    t = getattr(wpm, prec)
+    vec = wpm.types.vector(3, t)
+    q = coord if query is None else query
+    points = wpm.array([[coord] * 3], dtype=vec, device=DEVICE)
+    queries = wpm.array([[q] * 3], dtype=vec, device=DEVICE)
+    results = wpm.full((1, 8), -1, dtype=int, device=DEVICE)
+    counts = wpm.zeros(1, dtype=int, device=DEVICE)
+    grid = wpm.HashGrid(*dims, device=DEVICE, dtype=t)
+    grid.build(points, width)
+    kernel = getattr(kernels, {"float32": "capped_f", "float64": "capped_d",
+                               "float16": "capped_h"}[prec])
+    wpm.launch(kernel, dim=1, inputs=[grid.id, t(radius), queries, results, counts],
+               device=DEVICE)
+    return results.numpy()[0, :counts.numpy()[0]].tolist()
+
+
+EXTREME = [  # (precision, coordinate, cell width, radius[, query coordinate])
+    ("float32", 1.0e20, 1.0, 1.0), ("float32", -1.0e20, 1.0, 1.0),
+    ("float32", np.inf, 1.0, 1.0), ("float32", -np.inf, 1.0, 1.0),
+    ("float32", 2147483648.0, 1.0, 1.0), ("float64", 1.0e300, 1.0, 1.0),
+    ("float64", -1.0e300, 1.0, 1.0), ("float64", 2147483647.25, 1.0, 0.1),
+    ("float16", 65504.0, 1.0e-3, 1.0e-3),
+    ("float32", 0.0, 1.0, 0.0, np.nan), ("float64", np.nan, 1.0, 0.0, 0.0),
+    ("float16", 0.0, 1.0, 0.0, np.inf),
+]
+
+
+@pytest.mark.parametrize("dims", [(1, 1, 1), (3, 5, 7)])
+@pytest.mark.parametrize("case", EXTREME, ids=[f"{c[0]}-{c[1]}-{c[-1]}" for c in EXTREME])
+def test_extreme_and_nan_coordinates(dims: Any, case: Any) -> None:
+    # cell coordinates clamp to [INT_MIN, INT_MAX - 1], NaN takes cell 0, and a query visits
+    # each cell once even in a 1x1x1 grid (a traversal that did not end would fill all 8 slots)
+    got = single_point(K, wp, dims, *case)
+    # a query at infinity visits an edge cell: the point's only in a 1x1x1 grid
+    inf_query = len(case) == 5 and np.isinf(case[4]) and dims != (1, 1, 1)
+    assert got == ([] if inf_query else [0])
+    if W is not None:
+        assert got == single_point(W, W_MOD(), dims, *case)
+
+
 # -- gradients ----------------------------------------------------------------------------------
 
 
@@ -403,7 +468,7 @@ def test_forward_values_match_warp() -> None:
 def test_host_side_errors() -> None:
     with pytest.raises(TypeError, match="Unsupported dtype"):
         wp.HashGrid(4, 4, 4, dtype=wp.int32)
-    with pytest.raises(Exception, match="cell count exceeds"):
+    with pytest.raises(RuntimeError, match="cell count exceeds"):
         wp.HashGrid(1291, 1291, 1291)
     grid = wp.HashGrid(4, 4, 4)
     with pytest.raises(ValueError, match="positive"):

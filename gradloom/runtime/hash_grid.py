@@ -44,6 +44,12 @@ from .device import Device, get_device
 from .handles import Handle
 
 _MAX_CELLS = (1 << 31) - 1
+
+
+class HashGridError(GradloomError, RuntimeError):
+    """Bad HashGrid dimensions or build inputs (a RuntimeError, as Warp raises)."""
+
+
 _INT_MAX, _INT_MIN = (1 << 31) - 1, -(1 << 31)
 _NP: dict[str, type[np.floating[Any]]] = {"float16": np.float16, "float32": np.float32,
                                           "float64": np.float64}
@@ -52,7 +58,8 @@ _NP: dict[str, type[np.floating[Any]]] = {"float16": np.float16, "float32": np.f
 def cell_coords(points: NDArray, inv: Any, t: ScalarType) -> NDArray:
     """int64 cell coordinates of (n, 3) points: floor(p * inv) in precision t, clamped to
     [INT_MIN, INT_MAX - 1]; NaN gives 0."""
-    v = points.astype(_NP[t.name]) * _NP[t.name](inv)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are handled below
+        v = points.astype(_NP[t.name]) * _NP[t.name](inv)
     if t == float16:
         v = v.astype(np.float32)
     with np.errstate(invalid="ignore"):
@@ -84,10 +91,10 @@ class HashGrid:
         except TypeError:
             raise TypeError("HashGrid dimensions must be integers") from None
         if min(dims) <= 0:
-            raise GradloomError("Hash grid dimensions must be positive")
+            raise HashGridError("Hash grid dimensions must be positive")
         cells = dims[0] * dims[1] * dims[2]
         if cells > _MAX_CELLS:
-            raise GradloomError(f"Hash grid cell count exceeds supported limit: {dims[0]} * "
+            raise HashGridError(f"Hash grid cell count exceeds supported limit: {dims[0]} * "
                                 f"{dims[1]} * {dims[2]} = {cells} > {_MAX_CELLS}")
         self._dims = dims
         self._desc = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
@@ -180,16 +187,16 @@ class HashGrid:
         if points.dtype != want:
             raise TypeError(f"Hash grid points should have type {want!r}, got {points.dtype!r}")
         if points.device != self.device:
-            raise GradloomError("points must live on the same device as this HashGrid")
+            raise HashGridError("points must live on the same device as this HashGrid")
         return np.asarray(points.numpy()).reshape(-1, 3)
 
     def _groups(self, groups: Any, n: int) -> NDArray:
         if not isinstance(groups, array) or groups.dtype != int32:
-            raise GradloomError("groups should be an array of type wp.int32")
+            raise HashGridError("groups should be an array of type wp.int32")
         if groups.device != self.device:
-            raise GradloomError("groups must live on the same device as this HashGrid")
+            raise HashGridError("groups must live on the same device as this HashGrid")
         if groups.size != n:
-            raise GradloomError("groups must have the same length as points")
+            raise HashGridError("groups must have the same length as points")
         return np.asarray(groups.numpy()).reshape(-1)
 
     def __repr__(self) -> str:
