@@ -152,6 +152,9 @@ nan = _math.nan
 from .builtins.hash_grid import HashGridQuery  # noqa: E402
 from .runtime.hash_grid import HashGrid  # noqa: E402
 
+# -- fixed-size local arrays (builtins/fixedarray.py): the annotation type
+from .types import fixedarray  # noqa: E402
+
 # -- indexed arrays (runtime/indexedarray.py)
 from .runtime.indexedarray import (  # noqa: E402
     indexedarray,

@@ -67,6 +67,11 @@ def make(wp: Any) -> SimpleNamespace:
             a[i, j] = wp.exp(a[i, j] * w[j])
         wp.atomic_add(a, i, 0, a[i, 1] * w[0])
 
+    @wp.kernel
+    def square(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+        i = wp.tid()
+        y[i] = x[i] * x[i]
+
     return SimpleNamespace(**{k: v for k, v in locals().items() if hasattr(v, "key")})
 
 
@@ -229,6 +234,17 @@ def test_gradients_of_reads() -> None:
     # only the indexed elements get gradients; a repeated index (column 1) gets the sum
     assert np.count_nonzero(res.reverse[0]) == 6
     assert np.count_nonzero(res.reverse[1][[1, 3, 4]]) == 0
+
+
+def test_fill_under_a_tape_overwrites_only_the_selected_elements() -> None:
+    x = wp.array([1.0, 2.0, 3.0, 4.0], dtype=wp.float64, requires_grad=True, device=DEVICE)
+    y = wp.zeros(4, dtype=wp.float64, requires_grad=True, device=DEVICE)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(K.square, dim=4, inputs=[x, y], device=DEVICE)
+        y[idx([3, 1])].fill_(0.0)  # y[1] and y[3] no longer depend on x
+    tape.backward(grads={y: wp.ones(4, dtype=wp.float64, device=DEVICE)})
+    assert x.grad.numpy().tolist() == [2.0, 0.0, 6.0, 0.0]
 
 
 def test_gradients_of_writes_and_atomics() -> None:

@@ -116,7 +116,7 @@ class indexedarray:
 
     def fill_(self, value: Any) -> None:
         storage = self._source()
-        self.data._overwrite()  # type: ignore[union-attr]
+        self.data._overwrite(self._selector())  # type: ignore[union-attr]
         try:
             storage[self._selector()] = _fill_value(self.dtype, value)
         except (TypeError, ValueError) as e:
@@ -125,7 +125,7 @@ class indexedarray:
 
     def zero_(self) -> None:
         storage = self._source()
-        self.data._overwrite()  # type: ignore[union-attr]
+        self.data._overwrite(self._selector())  # type: ignore[union-attr]
         storage[self._selector()] = 0
 
     def assign(self, src: Any) -> None:
@@ -138,7 +138,7 @@ class indexedarray:
         if data.size and data.shape[:data.ndim - es] != self.shape:
             raise GradloomError(f"assign: source of shape {data.shape} does not match the "
                                 f"indexed array's shape {self.shape}")
-        self.data._overwrite()  # type: ignore[union-attr]
+        self.data._overwrite(self._selector())  # type: ignore[union-attr]
         if data.size:
             storage[self._selector()] = data
 
