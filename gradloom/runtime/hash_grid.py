@@ -60,22 +60,16 @@ def cell_coords(points: NDArray, inv: Any, t: ScalarType) -> NDArray:
     [INT_MIN, INT_MAX - 1]; NaN gives 0."""
     with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are handled below
         v = points.astype(_NP[t.name]) * _NP[t.name](inv)
-    if t == float16:
-        v = v.astype(np.float32)
-    with np.errstate(invalid="ignore"):
-        c = np.floor(v.astype(np.float64))
-        top = 2147483646.0 if t == float64 else 2147483648.0
-        out = np.where(c >= top, _INT_MAX - 1, np.where(c < -2147483648.0, _INT_MIN, 0))
-        inside = (c < top) & (c >= -2147483648.0)
-        out = np.where(inside, np.nan_to_num(c), out)
-    return out.astype(np.int64)
+    c = np.floor(v.astype(np.float32) if t == float16 else v).astype(np.float64)
+    np.nan_to_num(c, copy=False, nan=0.0)
+    return np.clip(c, _INT_MIN, _INT_MAX - 1).astype(np.int64)
 
 
 def cell_index(coords: NDArray, dims: tuple[int, int, int]) -> NDArray:
     """The linear cell of int64 coordinates, each wrapped into [0, dim) (periodic grid)."""
     dx, dy, _ = dims
     w = np.mod(coords, np.array(dims, dtype=np.int64))
-    return (w[:, 2] * (dx * dy) + w[:, 1] * dx + w[:, 0]).astype(np.int64)
+    return w[:, 2] * (dx * dy) + w[:, 1] * dx + w[:, 0]
 
 
 class HashGrid:
@@ -121,7 +115,9 @@ class HashGrid:
         cells = cell_index(cell_coords(pts, inv, t), self._dims)
         n = len(pts)
         if group_ids is None:
-            order = np.argsort(cells, kind="stable")
+            # a stable sort by cell: (cell, index) keys are unique, and sorting plain int64
+            # values is several times faster than a stable argsort
+            order = np.sort(cells * n + np.arange(n, dtype=np.int64)) % max(n, 1)
             keys = None
             sorted_cells = cells[order]
         else:
@@ -221,7 +217,8 @@ def _cell_ranges(sorted_cells: NDArray, dims: tuple[int, int, int]) -> tuple[NDA
     starts = np.zeros(cells, np.int32)
     ends = np.zeros(cells, np.int32)
     if len(sorted_cells):
-        unique, first = np.unique(sorted_cells, return_index=True)
-        starts[unique] = first
-        ends[unique] = np.append(first[1:], len(sorted_cells))
+        first = np.concatenate(([0], np.flatnonzero(np.diff(sorted_cells)) + 1))
+        cells_present = sorted_cells[first]
+        starts[cells_present] = first
+        ends[cells_present] = np.append(first[1:], len(sorted_cells))
     return starts, ends
