@@ -149,6 +149,34 @@ def make(wp: Any) -> SimpleNamespace:
         e[i] = acc
 
     @wp.kernel
+    def draws_until(seed: int, out: wp.array(dtype=int), last: wp.array(dtype=float)):
+        # a loop test that advances state (the RNG), like hash_grid_query_next
+        i = wp.tid()
+        state = wp.rand_init(seed, i)
+        n = int(0)
+        while wp.randf(state) < 0.8:
+            n += 1
+        out[i] = n
+        last[i] = wp.randf(state)
+
+    @wp.kernel
+    def branch_query(grid: wp.uint64, x: wp.array(dtype=wp.vec3d), r: f64,
+                     e: wp.array(dtype=f64)):
+        # the query is made on either branch of a runtime if (the if merges its state)
+        i = wp.tid()
+        p = x[i]
+        if i % 2 == 0:
+            query = wp.hash_grid_query(grid, p, r)
+        else:
+            query = wp.hash_grid_query(grid, p, r * f64(0.5))
+        acc = f64(0.0)
+        for j in query:
+            d = wp.length(p - x[j])
+            if j != i and d < r:
+                acc += (r - d) * (r - d)
+        e[i] = acc
+
+    @wp.kernel
     def energy_while(grid: wp.uint64, x: wp.array(dtype=wp.vec3d), r: f64,
                      e: wp.array(dtype=f64)):
         # the same sum in the while form, with a running product carried through the loop
@@ -404,6 +432,20 @@ def test_extreme_and_nan_coordinates(dims: Any, case: Any) -> None:
         assert got == single_point(W, W_MOD(), dims, *case)
 
 
+def test_while_test_that_advances_state() -> None:
+    # regression: the state a loop test advanced was dropped, so this loop never ended
+    runs = []
+    for kernels, wpm in ((K, wp), *(((W, W_MOD()),) if W is not None else ())):
+        out = wpm.zeros(64, dtype=int, device=DEVICE)
+        last = wpm.zeros(64, dtype=float, device=DEVICE)
+        wpm.launch(kernels.draws_until, dim=64, inputs=[7, out, last], device=DEVICE)
+        runs.append((out.numpy(), last.numpy()))
+    counts = runs[0][0]
+    assert counts.max() > 2 and 1.0 < counts.mean() < 10.0  # geometric, mean 4
+    for got, ref in zip(runs[0], runs[-1], strict=True):
+        np.testing.assert_array_equal(got, ref)
+
+
 # -- gradients ----------------------------------------------------------------------------------
 
 
@@ -419,7 +461,7 @@ def grid_program(kernel: Any, n: int, radius: float) -> Any:
     return program
 
 
-@pytest.mark.parametrize("kernel", ["energy", "energy_while"])
+@pytest.mark.parametrize("kernel", ["energy", "energy_while", "branch_query"])
 def test_gradients_through_positions_read_in_the_loop(kernel: str) -> None:
     x = np.random.default_rng(7).uniform(-1.0, 1.0, (24, 3))
     res = check_program(grid_program(getattr(K, kernel), 24, 0.6), [arr(x, wp.vec3d)], wrt=[0])
