@@ -192,6 +192,19 @@ tau = _math.tau
 inf = _math.inf
 nan = _math.nan
 
+# -- hash grids, indexed arrays, fixed-size local arrays (runtime/hash_grid.py,
+# builtins/hash_grid.py, runtime/indexedarray.py, builtins/fixedarray.py)
+from .builtins.hash_grid import HashGridQuery  # noqa: E402
+from .runtime.hash_grid import HashGrid  # noqa: E402
+from .runtime.indexedarray import (  # noqa: E402
+    indexedarray,
+    indexedarray1d,
+    indexedarray2d,
+    indexedarray3d,
+    indexedarray4d,
+)
+from .types import fixedarray  # noqa: E402
+
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
 

@@ -26,7 +26,7 @@ from .passes.invariant import drop_invariant_params
 from .passes.threads import ThreadPlan, thread_plan
 from .runtime import cache
 from .runtime.structs import array_fields, type_key
-from .types import ArrayType, StructType, arg_offsets
+from .types import ArrayType, IndexedArrayType, StructType, arg_offsets
 
 VERSION = "0.1.0"
 
@@ -166,6 +166,11 @@ class Kernel:
         addr = cpu.object_loader().load(entry["object"], symbol)
         plan = ThreadPlan(*entry["threads"])
         where = self._array_offsets()
+        if any(off not in where and off - 8 not in where for off in plan.scatter):
+            # adds into memory no argument key names (an indexed array inside a struct): the
+            # adds are plain load-add-stores, so the launch must stay serial
+            plan = ThreadPlan("threads add into an array held inside a struct", (),
+                              plan.float_atomics)
         # the gradient pointer is the word after the array's data pointer
         scatter = tuple((where[off], False) if off in where else (where[off - 8], True)
                         for off in plan.scatter)
@@ -222,6 +227,8 @@ class Kernel:
         for i, ((_, t), off) in enumerate(zip(self.params, offsets, strict=True)):
             if isinstance(t, ArrayType):
                 where[off] = (i, None)
+            elif isinstance(t, IndexedArrayType):
+                where[off] = (i, "data")
             elif isinstance(t, StructType):
                 where.update({off + o: (i, path) for path, o in array_fields(t)})
         return where

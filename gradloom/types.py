@@ -43,6 +43,8 @@ class ScalarType:
 
     def __call__(self, value: Any = 0) -> Any:
         """Python-scope construction (`wp.float32(1.5)`) gives a numpy scalar of this type."""
+        if self.name == "uint64" and getattr(value, "__gl_handle__", False):
+            return value  # `wp.uint64(grid.id)` keeps the handle (runtime/handles.py)
         return self.np_dtype.type(value)
 
     def __repr__(self) -> str:
@@ -277,6 +279,59 @@ class ArrayType:
         return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
 
 
+@dataclass(frozen=True)
+class IndexedArrayType:
+    """The type of an indexed array argument (`wp.indexedarray`): element (i, j, ...) is
+    data[idx0[i], idx1[j], ...], a dimension without an index array passing its index through.
+    Passed as {data, grad, shape[ndim] (the indexed shape), strides[ndim] (the data's),
+    indices[ndim] (int32 pointers, null for a dimension that is not indexed)}."""
+
+    dtype: Any
+    ndim: int = 1
+
+    @property
+    def size(self) -> int:
+        return 16 + 24 * self.ndim
+
+    @property
+    def alignment(self) -> int:
+        return 8
+
+    def __repr__(self) -> str:
+        return f"indexedarray(dtype={self.dtype!r}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
+class FixedArrayType:
+    """A fixed-size array local to a kernel thread (`wp.zeros(shape=..., dtype=...)` inside a
+    kernel). A value, like a vector: its elements are SSA values (builtins/fixedarray.py)."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"fixedarray(shape={self.shape}, dtype={self.dtype!r})"
+
+
+def fixedarray(shape: Any = None, dtype: Any = None) -> FixedArrayType:
+    """`wp.fixedarray(shape=(2, 3), dtype=int)`: the type of a kernel-local fixed-size array."""
+    dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape or ())
+    if not dims or any(not isinstance(d, builtins.int) or d <= 0 for d in dims):
+        raise TypeError(f"wp.fixedarray() needs a shape of positive ints, got {shape!r}")
+    return FixedArrayType(dims, resolve_annotation(float if dtype is None else dtype))
+
+
 def size_of(t: Any) -> int:
     return int(t.size)
 
@@ -296,9 +351,10 @@ def leaves(t: Any, offset: int = 0) -> list[tuple[int, ScalarType]]:
         for name, ftype in t.fields:
             out.extend(leaves(ftype, offset + t.offsets[name]))
         return out
-    if isinstance(t, ArrayType):
+    if isinstance(t, (ArrayType, IndexedArrayType)):
         n = t.ndim
-        words = [ptr, ptr] + [int64] * (2 * n)
+        words = [ptr, ptr] + [int64] * (2 * n) + [ptr] * (n if isinstance(t, IndexedArrayType)
+                                                            else 0)
         return [(offset + 8 * i, w) for i, w in enumerate(words)]
     raise TypeError(f"{t!r} has no memory layout")
 
@@ -322,7 +378,8 @@ def resolve_annotation(obj: Any) -> Any:
         return int32
     if obj is builtins.bool:
         return bool_
-    if isinstance(obj, (ScalarType, VectorType, MatrixType, StructType, ArrayType)):
+    if isinstance(obj, (ScalarType, VectorType, MatrixType, StructType, ArrayType,
+                        IndexedArrayType, FixedArrayType)):
         return obj
     if obj is typing.Any:
         return typing.Any
@@ -408,3 +465,17 @@ def arg_offsets(arg_types: list[Any]) -> tuple[list[int], int]:
         offsets.append(pos)
         pos += size_of(t)
     return offsets, (pos + 7) // 8 * 8
+
+
+# The HashGrid descriptor a `HashGrid.id` points to (runtime/hash_grid.py writes it, the
+# builtins in builtins/hash_grid.py read it in kernels): byte offsets of its fields.
+GRID_POINT_IDS = 0  # ptr: int32 original point index, in cell-sorted order
+GRID_CELL_STARTS = 8  # ptr: int32 per cell, first sorted position of the cell's points
+GRID_CELL_ENDS = 16  # ptr: int32 per cell, one past the last
+GRID_KEYS = 24  # ptr: uint64 (cell << 32 | group) per sorted point, grouped builds only
+GRID_DIMS = 32  # 3 x int32: cells along x, y, z
+GRID_NUM_POINTS = 44  # int32
+GRID_READY = 48  # int32: 1 once built or reserved (point_ids valid)
+GRID_HAS_GROUPS = 52  # int32: 1 when the last build was grouped
+GRID_INV_WIDTH = {"float64": 56, "float32": 64, "float16": 68}  # 1 / cell width, per precision
+GRID_DESCRIPTOR_SIZE = 72

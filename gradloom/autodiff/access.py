@@ -73,6 +73,12 @@ def _used_ids(b: Block, out: set[int]) -> None:
             _used_ids(s.body, out)
 
 
+def _runtime_pointer(ka: KernelAccess, p: Var) -> bool:
+    """p is computed at run time (e.g. from a uint64 handle), not rooted in an argument."""
+    d = pointer_root(ka.defs, p)
+    return d is None or d.prim != "arg"
+
+
 def analyze(kernel: KernelIR) -> KernelAccess:
     ka = KernelAccess()
     ops = list(walk_ops(kernel.body))
@@ -85,6 +91,9 @@ def analyze(kernel: KernelIR) -> KernelAccess:
             continue
         if op.prim == "load" and op.result is not None and op.result.type.kind == "p":
             continue  # reading an array that lives inside a struct in memory: no data access
+        if not effects & Effect.WRITE and op.result is not None \
+                and not op.result.type.is_float and _runtime_pointer(ka, op.args[0]):
+            continue  # integers read through a handle (a HashGrid's arrays): no gradient
         acc = ka.arrays.setdefault(ka.root(op.args[0], op.loc), ArrayAccess())
         if not effects & Effect.WRITE:
             acc.loads = True

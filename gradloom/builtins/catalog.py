@@ -7,6 +7,8 @@ from . import (  # noqa: F401
     construct,
     debug,
     decomp,
+    fixedarray,
+    hash_grid,
     lang,
     linalg,
     math,

@@ -7,7 +7,18 @@ from typing import Any
 
 from .. import config
 from ..ir.nodes import Var
-from ..types import ArrayType, MatrixType, ScalarType, StructType, VectorType, int64, leaves
+from ..types import (
+    ArrayType,
+    IndexedArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    int32,
+    int64,
+    leaves,
+    ptr,
+)
 from .values import (
     ArrayVal,
     Composite,
@@ -15,6 +26,7 @@ from .values import (
     StructVal,
     Value,
     flatten,
+    if_values,
     materialize,
     scalar,
     type_of,
@@ -48,6 +60,8 @@ def index_array(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | Place:
         i = index64(ctx, v)
         if config.mode == "debug":
             ctx.b.effect("check_bounds", (i, arr.shape[k]), ctx.loc, attr=ctx.b.loc_index(ctx.loc))
+        if arr.indices:
+            i = _through_index(ctx, arr.indices[k], i)
         term = ctx.op("mul", i, arr.strides[k])
         offset = term if offset is None else ctx.op("add", offset, term)
     assert offset is not None
@@ -56,8 +70,20 @@ def index_array(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | Place:
     data = ctx.op("ptr_add", arr.data, offset)
     grad = ctx.op("ptr_add", arr.grad, offset)
     rest = len(idx)
-    sub = ArrayType(arr.type.dtype, n - rest)
-    return ArrayVal(sub, data, grad, arr.shape[rest:], arr.strides[rest:])
+    kind = IndexedArrayType if arr.indices else ArrayType
+    return ArrayVal(kind(arr.type.dtype, n - rest), data, grad, arr.shape[rest:],
+                    arr.strides[rest:], arr.indices[rest:])
+
+
+def _through_index(ctx: Ctx, indices: Var, i: Var) -> Var:
+    """An indexed array's dimension: indices[i] (int32) where it has an index array, else i."""
+    has = ctx.op("ne", indices, ctx.const(0, ptr))
+
+    def mapped() -> list[Var]:
+        off = ctx.op("mul", i, ctx.const(int32.size, int64))
+        return [ctx.op("cast", ctx.op("load", indices, off, type=int32), type=int64)]
+
+    return if_values(ctx, has, mapped, lambda: [i])[0]
 
 
 def component_place(ctx: Ctx, place: Place, index: Value | int | str) -> Place:

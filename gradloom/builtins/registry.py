@@ -19,7 +19,7 @@ from ..errors import GradloomError
 BuiltinFn = Callable[..., Any]
 
 GROUPS = ("Scalar Math", "Vector Math", "Quaternion Math", "Transformations", "Spatial Math",
-          "Random", "Operators", "Utility", "Code Generation")
+          "Random", "Geometry", "Operators", "Utility", "Code Generation")
 
 
 @dataclass(frozen=True, eq=False)

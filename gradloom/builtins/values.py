@@ -11,6 +11,8 @@ from ..ir.builder import Builder
 from ..ir.nodes import Var
 from ..types import (
     ArrayType,
+    FixedArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -56,17 +58,34 @@ class StructVal:
 
 @dataclass(frozen=True)
 class ArrayVal:
-    """An array argument: data/grad pointers, shape and byte strides as SSA scalars."""
+    """An array argument: data/grad pointers, shape and byte strides as SSA scalars; for an
+    indexed array also one int32 index-array pointer per dimension (null: not indexed)."""
 
-    type: ArrayType
+    type: ArrayType | IndexedArrayType
     data: Var
     grad: Var
     shape: tuple[Var, ...]
     strides: tuple[Var, ...]
+    indices: tuple[Var, ...] = ()
+
+    @staticmethod
+    def from_words(t: ArrayType | IndexedArrayType, words: list[Var]) -> ArrayVal:
+        """The value of an array argument from its words in layout order (types.leaves)."""
+        n = t.ndim
+        return ArrayVal(t, words[0], words[1], tuple(words[2:2 + n]),
+                        tuple(words[2 + n:2 + 2 * n]), tuple(words[2 + 2 * n:]))
 
 
 @dataclass(frozen=True)
 class TupleVal:
+    items: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class FixedArrayVal:
+    """A kernel-local fixed-size array: its elements' values, row-major (builtins/fixedarray.py)."""
+
+    type: FixedArrayType
     items: tuple[Value, ...]
 
 
@@ -83,8 +102,8 @@ class OutArgs:
     temporaries_ok: bool = False
 
 
-Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal
-KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal)
+Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal | FixedArrayVal
+KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal, FixedArrayVal)
 
 
 class Ctx:
@@ -150,11 +169,11 @@ def flatten(v: Value) -> list[Var]:
         return [v]
     if isinstance(v, Composite):
         return list(v.comps)
-    if isinstance(v, (StructVal, TupleVal)):
+    if isinstance(v, (StructVal, TupleVal, FixedArrayVal)):
         items = v.fields if isinstance(v, StructVal) else v.items
         return [x for item in items for x in flatten(item)]
     if isinstance(v, ArrayVal):
-        return [v.data, v.grad, *v.shape, *v.strides]
+        return [v.data, v.grad, *v.shape, *v.strides, *v.indices]
     raise TypeError(f"cannot flatten {v!r}")
 
 
@@ -168,11 +187,10 @@ def rebuild(template: Value, it: Iterator[Var]) -> Value:
         return StructVal(template.type, tuple(rebuild(f, it) for f in template.fields))
     if isinstance(template, TupleVal):
         return TupleVal(tuple(rebuild(i, it) for i in template.items))
+    if isinstance(template, FixedArrayVal):
+        return FixedArrayVal(template.type, tuple(rebuild(i, it) for i in template.items))
     if isinstance(template, ArrayVal):
-        n = template.type.ndim
-        data, grad = next(it), next(it)
-        shape = tuple(next(it) for _ in range(n))
-        return ArrayVal(template.type, data, grad, shape, tuple(next(it) for _ in range(n)))
+        return ArrayVal.from_words(template.type, [next(it) for _ in flatten(template)])
     raise TypeError(f"cannot rebuild {template!r}")
 
 
@@ -190,11 +208,25 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
     if isinstance(t, ArrayType):  # an unset array (Warp: a null array): null data and grad
         null, zero = ctx.const(0, ptr), ctx.const(0, int64)
         return ArrayVal(t, null, null, (zero,) * t.ndim, (zero,) * t.ndim)
+    if isinstance(t, FixedArrayType):
+        element = zeros_of(ctx, t.dtype)
+        return FixedArrayVal(t, (element,) * t.count)
     raise ctx.error(f"cannot make a zero value of type {t!r}")
 
 
 def map_scalars(fn: Callable[[Var], Var], v: Composite) -> Composite:
     return Composite(v.type, tuple(fn(c) for c in v.comps))
+
+
+def if_values(ctx: Ctx, cond: Var, then: Callable[[], list[Var]],
+              orelse: Callable[[], list[Var]]) -> list[Var]:
+    """An IR if-region: the values the branch taken computes (each branch returns a list)."""
+    blocks = []
+    for fn in (then, orelse):
+        ctx.b.open_block()
+        vals = fn()
+        blocks.append(ctx.b.close_block(vals))
+    return list(ctx.b.emit_if(cond, blocks[0], blocks[1], ctx.loc))
 
 
 def while_loop(ctx: Ctx, inits: list[Var], cond: Callable[[list[Var]], Var],

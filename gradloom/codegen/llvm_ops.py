@@ -480,6 +480,8 @@ def _string_global(declares: set[str], text: str) -> str:
 
 
 def _cast_kind(src: ScalarType, dst: ScalarType) -> str:
+    if dst.kind == "p" or src.kind == "p":  # a uint64 handle's address (builtins/hash_grid.py)
+        return "inttoptr" if dst.kind == "p" else "ptrtoint"
     if src.is_float and dst.is_float:
         return "fpext" if dst.bits > src.bits else "fptrunc"
     if src.is_float:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import types as types_module
-from ..builtins import lang, memory, ops
+from ..builtins import fixedarray, lang, memory, ops
 from ..builtins.construct import construct
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin
@@ -17,6 +17,7 @@ from ..builtins.values import (
     ArrayVal,
     Composite,
     Ctx,
+    FixedArrayVal,
     KernelValue,
     Literal,
     OutArgs,
@@ -124,6 +125,8 @@ class ExprLowerer:
             if part is not None:
                 return part
             return self.component(ctx, base, Literal(self.component_index(node, base)))
+        if isinstance(base, FixedArrayVal):
+            return fixedarray.attribute(ctx, base, node.attr)
         if isinstance(base, StructVal):
             if node.attr not in [n for n, _ in base.type.fields]:
                 raise CompileError(f"struct {base.type.name} has no field '{node.attr}'", ctx.loc)
@@ -174,6 +177,8 @@ class ExprLowerer:
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
         ctx = self.ctx(node)
+        if isinstance(base, FixedArrayVal):  # builtins/fixedarray.py (slices allowed)
+            return fixedarray.subscript(ctx, base, self.fixed_keys(node.slice))
         idx = self.indices(node.slice)
         if isinstance(base, ArrayVal):
             r = memory.index_array(ctx, base, idx)
@@ -188,6 +193,21 @@ class ExprLowerer:
         if isinstance(base, TupleVal) and len(idx) == 1 and isinstance(idx[0], Literal):
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
         raise CompileError(f"{describe(base)} cannot be indexed", ctx.loc)
+
+    def fixed_keys(self, node: ast.expr) -> list[Value | slice]:
+        """Subscript keys where constant slices are allowed (fixed arrays)."""
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        return [self.constant_slice(e) if isinstance(e, ast.Slice) else self.value(e)
+                for e in elts]
+
+    def constant_slice(self, node: ast.Slice) -> slice:
+        bounds = []
+        for part in (node.lower, node.upper, node.step):
+            v = None if part is None else self.value(part)
+            if v is not None and not (isinstance(v, Literal) and isinstance(v.value, int)):
+                raise CompileError("slice bounds must be integer constants", self.info.loc(node))
+            bounds.append(None if v is None else int(v.value))  # type: ignore[union-attr]
+        return slice(*bounds)
 
     def indices(self, node: ast.expr) -> list[Value]:
         if isinstance(node, ast.Slice):
@@ -255,6 +275,8 @@ class ExprLowerer:
     def call(self, ctx: Ctx, node: ast.Call, callee: Any, args: list[Any],
              kwargs: dict[str, Any]) -> Any:
         callee = _PY_BUILTIN_ALIASES.get(callee, callee) if _hashable(callee) else callee
+        # a Python-scope function that is also a kernel builtin (`wp.zeros` makes fixed arrays)
+        callee = getattr(callee, "__gl_kernel_builtin__", callee)
         if isinstance(callee, str) and callee in REGISTRY:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
@@ -303,6 +325,8 @@ class ExprLowerer:
             return ctx.op("cast", v.shape[0], type=int32)
         if isinstance(v, TupleVal):
             return Literal(len(v.items))
+        if isinstance(v, FixedArrayVal):
+            return Literal(v.type.shape[0])
         raise CompileError("len() takes one vector, matrix, array or tuple", ctx.loc)
 
     def static_eval(self, node: ast.Call) -> Any:

@@ -6,6 +6,7 @@ import functools
 import inspect
 from typing import Any
 
+from ..builtins import fixedarray
 from ..builtins.values import KernelValue, Literal, type_of
 from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..types import ArrayType, ScalarType, resolve_annotation
@@ -58,7 +59,7 @@ def _fits(v: Any, t: Any) -> bool:
     if isinstance(v, Literal):
         return isinstance(t, ScalarType) and (t.is_float or not isinstance(v.value, float))
     if isinstance(v, KernelValue):
-        return bool(type_of(v) == t)
+        return bool(type_of(v) == t) or fixedarray.accepts(t, v)
     return False
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
 from typing import Any
 
-from ..builtins import ops
+from ..builtins import fixedarray, ops
 from ..builtins.values import (
     ArrayVal,
     Composite,
     Ctx,
+    FixedArrayVal,
     KernelValue,
     Literal,
     StructVal,
@@ -26,6 +28,7 @@ from ..ir.builder import Builder
 from ..ir.nodes import KernelIR
 from ..types import (
     ArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -34,9 +37,10 @@ from ..types import (
     resolve_annotation,
     size_of,
 )
-from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
+from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import emit_custom_call
 from .expr import BINOPS, python_constant
+from .iterate import IterLowerer
 from .source import SourceInfo
 from .stores import StoreLowerer
 
@@ -48,7 +52,7 @@ _UNSUPPORTED_STMTS = {
 }
 
 
-class Lowerer(StoreLowerer, ControlLowerer):
+class Lowerer(StoreLowerer, IterLowerer):
     """Lowers one function body into the shared builder; funcs it calls get their own Lowerer."""
 
     def __init__(self, b: Builder, info: SourceInfo, env: dict[str, Any], stack: list[Any],
@@ -219,6 +223,10 @@ class Lowerer(StoreLowerer, ControlLowerer):
             raise UnsupportedSyntaxError("while/else is not supported in kernels",
                                          self.info.loc(node))
         loc = self.info.loc(node)
+        writes = self.test_writes(node.test)
+        if writes:  # `while wp.hash_grid_query_next(query, index):` (frontend/iterate.py)
+            self.rotated_while(node, writes)
+            return
         self.in_loop(node.body, loc, lambda ps: self.truth_at(self.value(node.test), loc),
                      lambda ps: [], [])
 
@@ -226,6 +234,10 @@ class Lowerer(StoreLowerer, ControlLowerer):
         loc = self.info.loc(node)
         if node.orelse:
             raise UnsupportedSyntaxError("for/else is not supported in kernels", loc)
+        iterator = self.iterator_step(node)
+        if iterator is not None:  # `for index in query:` (frontend/iterate.py)
+            self.for_over_iterator(node, *iterator)
+            return
         if not isinstance(node.target, ast.Name):
             raise UnsupportedSyntaxError("a loop target other than a single name is not supported", loc)
         start, stop, step = self.range_args(node)
@@ -251,7 +263,8 @@ class Lowerer(StoreLowerer, ControlLowerer):
         self.in_loop(node.body, loc, test, body, [start_v])
 
     def in_loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
-                extras: list[Any]) -> None:
+                extras: list[Any], post_body: Callable[[], None] | None = None,
+                also_carried: tuple[str, ...] = ()) -> None:
         saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
         self.env.pop(CONTINUE, None)
         if contains_jump(body, (ast.Break,)):
@@ -259,6 +272,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
         else:
             self.env.pop(BREAK, None)
         carried = self.carried_names(body)
+        carried += [n for n in also_carried if n not in carried and n in self.env]
         has_continue = contains_jump(body, (ast.Continue,))
 
         def run_body(ps: list[Any]) -> list[Any]:
@@ -267,6 +281,8 @@ class Lowerer(StoreLowerer, ControlLowerer):
                 self.env[CONTINUE] = self.flag(False, loc)
             self.stmts(body)
             self.env.pop(CONTINUE, None)
+            if post_body is not None:
+                post_body()
             return list(nxt)
 
         self.loop_region(carried, extras, lambda ps: self.continue_cond(test(ps), loc),
@@ -308,6 +324,7 @@ class Lowerer(StoreLowerer, ControlLowerer):
         overload = fn.resolve(args, kwargs, ctx.loc) if hasattr(fn, "resolve") else fn
         env = bind_arguments(ctx, overload, args, kwargs)
         stack = [*self.stack, fn]
+        final: dict[str, Any] = {}
 
         def lower(info: SourceInfo, env: dict[str, Any]) -> Any:
             retval_type = None
@@ -315,12 +332,31 @@ class Lowerer(StoreLowerer, ControlLowerer):
                 trial = Lowerer(Builder(), info, dict(env), stack, [], False)
                 trial.lower_function()
                 retval_type = trial.return_types[0] if trial.return_types else None
-            return Lowerer(self.b, info, env, stack, self.tid_arity, False).lower_function(
-                retval_type)
+            callee = Lowerer(self.b, info, env, stack, self.tid_arity, False)
+            result = callee.lower_function(retval_type)
+            final.update(callee.env)
+            return result
 
         if getattr(overload, "grad", None) is not None:
             return emit_custom_call(self.b, ctx, overload, env, lower)
-        return lower(overload.info, env)
+        start = dict(env)  # the callee's lowerer rebinds names in env itself
+        result = lower(overload.info, env)
+        self.write_back_fixed_arrays(node, overload, start, final)
+        return result
+
+    def write_back_fixed_arrays(self, node: ast.Call, fn: Any, start: dict[str, Any],
+                                final: dict[str, Any]) -> None:
+        """A fixed array a func wrote into (`arr[i] = v` on a parameter) is updated in the
+        caller's variable too, as Warp's fixed arrays (references) are."""
+        names = list(inspect.signature(fn.pyfunc).parameters)
+        passed = {names[i]: a for i, a in enumerate(node.args) if i < len(names)}
+        passed.update({k.arg: k.value for k in node.keywords if k.arg})
+        for name, value in start.items():
+            target = passed.get(name)
+            if isinstance(value, FixedArrayVal) and final.get(name) is not value \
+                    and isinstance(target, ast.Name) and isinstance(final.get(name),
+                                                                    FixedArrayVal):
+                self.env[target.id] = final[name]
 
 
 def contains_return_in_loop(body: list[ast.stmt]) -> bool:
@@ -375,7 +411,7 @@ def coerce_argument(ctx: Ctx, fname: str, pname: str, v: Any, t: Any) -> Any:
                                   f"{v.value!r}", ctx.loc)
         return materialize(ctx, v, t)
     got = type_of(v) if isinstance(v, KernelValue) else None
-    if got != t:
+    if got != t and not fixedarray.accepts(t, v):
         raise KernelTypeError(f"{fname}(): argument '{pname}' expects {t!r}, got "
                               f"{describe(v)}", ctx.loc)
     return v
@@ -387,9 +423,8 @@ def coerce_argument(ctx: Ctx, fname: str, pname: str, v: Any, t: Any) -> Any:
 def param_value(b: Builder, t: Any, base: int, loc: Any) -> Value:
     """A kernel parameter as a value built from `arg` loads of its scalar leaves."""
     vars_ = [b.op("arg", (), loc, attr=base + off, type=st) for off, st in leaves(t)]
-    if isinstance(t, ArrayType):
-        n = t.ndim
-        return ArrayVal(t, vars_[0], vars_[1], tuple(vars_[2:2 + n]), tuple(vars_[2 + n:]))
+    if isinstance(t, (ArrayType, IndexedArrayType)):
+        return ArrayVal.from_words(t, vars_)
     return _assemble_param(b, t, base, loc, iter(vars_))
 
 
@@ -399,10 +434,8 @@ def _assemble_param(b: Builder, t: Any, base: int, loc: Any, it: Any) -> Value:
     if isinstance(t, StructType):
         fields: list[Value] = []
         for name, ft in t.fields:
-            if isinstance(ft, ArrayType):
-                n = ft.ndim
-                vs = [next(it) for _ in range(2 + 2 * n)]
-                fields.append(ArrayVal(ft, vs[0], vs[1], tuple(vs[2:2 + n]), tuple(vs[2 + n:])))
+            if isinstance(ft, (ArrayType, IndexedArrayType)):
+                fields.append(ArrayVal.from_words(ft, [next(it) for _ in leaves(ft)]))
             else:
                 fields.append(_assemble_param(b, ft, base + t.offsets[name], loc, it))
         return StructVal(t, tuple(fields))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..builtins import memory, ops
+from ..builtins import fixedarray, memory, ops
 from ..builtins.transform import transform_part, with_part
 from ..builtins.values import (
     ArrayVal,
     Composite,
     Ctx,
+    FixedArrayVal,
     Literal,
     StructVal,
     Value,
@@ -62,6 +63,12 @@ class StoreLowerer(ExprLowerer):
         kind, key = steps[0]
         if isinstance(cur, ArrayVal):
             return self.update_array(ctx, cur, steps, value, aug)
+        if isinstance(cur, FixedArrayVal):  # a new value with the element replaced
+            n = 0
+            while n < min(len(steps), cur.type.ndim) and steps[n][0] == "index":
+                n += 1
+            return fixedarray.put(ctx, cur, [k for _, k in steps[:n]],
+                                  lambda old: self.update(ctx, old, steps[n:], value, aug))
         if isinstance(cur, StructVal) and kind == "attr":
             names = [n for n, _ in cur.type.fields]
             if key not in names:

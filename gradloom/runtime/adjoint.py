@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .array import NDArray, array
+from .handles import frozen
 from .launch import arg_array, array_keys, prepared_adjoint
 from .watch import Watch, copy_same_layout
 
@@ -20,7 +21,8 @@ class LaunchRecord:
 
     def __init__(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
                  compiled: Any) -> None:
-        self.kernel, self.dims, self.args = kernel, dims, list(args)
+        # handles (a HashGrid's id) are frozen: the adjoint sees the grid this launch used
+        self.kernel, self.dims, self.args = kernel, dims, frozen(args)
         self.keys = array_keys(compiled.params)
         access = compiled.access
         if access is None:  # not analysable: keep everything as read and written

@@ -20,6 +20,7 @@ from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import (
     ArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -76,7 +77,7 @@ def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
     offsets = st.offsets
     formats: list[np.dtype[Any]] = []
     for _, ftype in st.fields:
-        if isinstance(ftype, ArrayType):
+        if isinstance(ftype, (ArrayType, IndexedArrayType)):
             formats.append(np.dtype((np.uint64, (ftype.size // 8,))))
         else:
             es = elem_shape(ftype)
@@ -515,6 +516,11 @@ class array(ArrayProtocols):
 
     def __getitem__(self, key: Any) -> Any:
         storage = self._concrete()
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, array) for k in keys):  # `a[I]`: an indexed view, as in Warp
+            from .indexedarray import index_view
+
+            return index_view(self, keys)
         idx = self._index(key)
         if len(idx) == self.ndim and all(isinstance(k, int) for k in idx):
             value = storage[idx]

@@ -16,6 +16,7 @@ from gradloom.runtime.array import (
     normalize_shape,
 )
 from gradloom.runtime.capturing import capturing, defer
+from gradloom.runtime.indexedarray import indexedarray
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
@@ -110,6 +111,11 @@ def zeros(
     return _zeroed(_alloc(shape, dtype, device, requires_grad, kwargs))
 
 
+
+#: in a kernel, `wp.zeros(shape=..., dtype=...)` makes a fixed-size local array
+zeros.__gl_kernel_builtin__ = "zeros"  # type: ignore[attr-defined]
+
+
 def ones(
     shape: Any = None,
     dtype: Any = float,
@@ -173,6 +179,8 @@ def _scalar_or_fail(npdt: np.dtype[Any], value: Any) -> Any:
 
 
 def _check(a: Any, what: str) -> array:
+    if isinstance(a, indexedarray):  # read as a template or source: its elements, gathered
+        return a.contiguous()
     if not isinstance(a, array):
         raise GradloomError(f"{what} must be a gradloom array, got {type(a).__name__}")
     a.numpy()  # raises for annotation-only arrays
@@ -238,6 +246,8 @@ def clone(
     retain_grad: bool = False,
 ) -> array:
     """A contiguous copy of `src` (its grad, if any, is a fresh zeroed one, as in Warp)."""
+    if isinstance(src, indexedarray):
+        src = src.contiguous()
     out = _like(src, device, requires_grad)
     if not defer(lambda: _copy_all(out, src), "wp.clone()"):
         _copy_all(out, src)
@@ -287,6 +297,9 @@ def copy(
     As in Warp, contiguous arrays are copied as flat memory (bit for bit; the element sizes
     must match), and offsets/count on non-contiguous arrays need both arrays to be 1-D.
     """
+    if isinstance(dest, indexedarray):  # whole copies only (Warp's non-contiguous rule)
+        dest.assign(_check(src, "copy source"))
+        return
     d, s = _check(dest, "copy destination"), _check(src, "copy source")
     try:
         src_offset, dest_offset, count = map(operator.index, (src_offset, dest_offset, count))

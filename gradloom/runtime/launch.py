@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelRuntimeError, LaunchError
-from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_STACK_FULL, ArrayType, StructType
+from ..types import (
+    BLOCK_ARGS,
+    BLOCK_STATUS,
+    STATUS_STACK_FULL,
+    ArrayType,
+    IndexedArrayType,
+    StructType,
+)
 from . import parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
@@ -216,6 +223,8 @@ def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]
     for i, (_, t) in enumerate(params):
         if isinstance(t, ArrayType):
             keys.append((i, None))
+        elif isinstance(t, IndexedArrayType):
+            keys.append((i, "data"))  # the array an indexed array views
         elif isinstance(t, StructType):
             keys.extend((i, path) for path, _ in array_fields(t))
     return keys

@@ -18,6 +18,7 @@ from ..types import (
     BLOCK_ARGS,
     BLOCK_STATUS,
     ArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -26,6 +27,7 @@ from ..types import (
     leaves,
 )
 from .array import array
+from .indexedarray import indexed_words
 
 _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
         "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
@@ -94,6 +96,8 @@ def flat_values(value: Any, t: Any) -> list[Any]:
         return scalar_words(value, t)
     if isinstance(t, ArrayType):
         return array_words(value, t)
+    if isinstance(t, IndexedArrayType):
+        return _indexed_words(value, t)
     if isinstance(t, (VectorType, MatrixType)):
         try:
             comps = np.asarray(value, dtype=t.dtype.np_dtype)
@@ -115,9 +119,18 @@ def flat_values(value: Any, t: Any) -> list[Any]:
     raise ArgError(f"unsupported parameter type {t!r}")
 
 
+def _indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
+    try:
+        return indexed_words(value, t)
+    except TypeError as exc:
+        raise ArgError(str(exc)) from None
+
+
 def _getter(t: Any) -> Getter:
     if isinstance(t, ArrayType):
         return array_words
+    if isinstance(t, IndexedArrayType):
+        return _indexed_words
     if isinstance(t, ScalarType):
         return scalar_words
     return flat_values
