@@ -290,3 +290,22 @@ def test_nonlinear_read_of_a_later_overwritten_element_is_an_error():
         wp.launch(shift_left_sin_kernel, dim=4, inputs=[x], device=DEVICE)
     with pytest.raises(wp.CompileError, match="'x' that other threads overwrite"):
         tape.backward(grads={x: wp.array(np.ones(4), dtype=f64, device=DEVICE)})
+
+
+@wp.kernel
+def product_then_scale_kernel(b: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    y[i] = b[0] * b[1] * b[2]  # thread 1 reads b[0] after thread 0 doubled it
+    b[i] = b[i] * f64(2.0)
+
+
+@pytest.mark.skipif(BACKEND != "gradloom", reason="gradloom's error for an undefined replay")
+def test_product_of_elements_other_threads_scale_is_an_error():
+    # found by the HashGrid work: the replay saw b before the launch, the forward did not
+    b = wp.array(np.array([0.9, 1.1, -0.7]), dtype=f64, device=DEVICE, requires_grad=True)
+    y = wp.zeros(3, dtype=f64, device=DEVICE, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(product_then_scale_kernel, dim=3, inputs=[b, y], device=DEVICE)
+    with pytest.raises(wp.CompileError, match="'b' that other threads overwrite"):
+        tape.backward(grads={y: wp.array(np.ones(3), dtype=f64, device=DEVICE)})

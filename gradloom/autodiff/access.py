@@ -50,6 +50,17 @@ class KernelAccess:
                                "run time or stored inside another array", loc)
         return int(d.attr)
 
+    def tracked(self, op: Op) -> bool:
+        """op reads or writes array data whose gradient autodiff follows."""
+        if not PRIMS[op.prim].memory:
+            return False
+        if op.result is not None and Effect.WRITE not in PRIMS[op.prim].effects:
+            if op.result.type.kind == "p":
+                return False  # reading an array that lives inside a struct in memory
+            if not op.result.type.is_float and _runtime_pointer(self, op.args[0]):
+                return False  # integers read through a handle (a HashGrid's arrays)
+        return True
+
     def working(self, p: Var, loc: SourceLoc | None = None) -> bool:
         return self.arrays[self.root(p, loc)].working
 
@@ -86,14 +97,9 @@ def analyze(kernel: KernelIR) -> KernelAccess:
     used: set[int] = set()
     _used_ids(kernel.body, used)
     for op in ops:
-        effects = PRIMS[op.prim].effects
-        if not PRIMS[op.prim].memory:
+        if not ka.tracked(op):
             continue
-        if op.prim == "load" and op.result is not None and op.result.type.kind == "p":
-            continue  # reading an array that lives inside a struct in memory: no data access
-        if not effects & Effect.WRITE and op.result is not None \
-                and not op.result.type.is_float and _runtime_pointer(ka, op.args[0]):
-            continue  # integers read through a handle (a HashGrid's arrays): no gradient
+        effects = PRIMS[op.prim].effects
         acc = ka.arrays.setdefault(ka.root(op.args[0], op.loc), ArrayAccess())
         if not effects & Effect.WRITE:
             acc.loads = True

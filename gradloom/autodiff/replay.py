@@ -33,7 +33,7 @@ def shared_working_arrays(kernel: KernelIR, access: KernelAccess) -> dict[int, S
     plain: set[int] = set()
     for op in walk_ops(kernel.body):
         effects = PRIMS[op.prim].effects
-        if not PRIMS[op.prim].memory or _is_pointer_load(op):
+        if not access.tracked(op):
             continue
         offset = access.root(op.args[0], op.loc)
         if not access.arrays[offset].working:

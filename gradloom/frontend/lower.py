@@ -456,7 +456,7 @@ def lower_kernel(info: SourceInfo, params: list[tuple[str, Any]]) -> KernelIR:
     arrays = env_params(first_env, params)
     unit_strides = tuple((v.strides[-1], size_of(v.type.dtype)) for v in arrays)
     names = tuple((off, name) for (name, t), off in zip(params, offsets, strict=True)
-                  if isinstance(t, ArrayType))
+                  if isinstance(t, (ArrayType, IndexedArrayType)))
     return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs), unit_strides,
                     array_names=names)
 
