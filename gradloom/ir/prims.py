@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..types import FLOAT_TYPES, ScalarType, bool_, int32, int64, ptr
+from . import hostops
+from .hostops import HostRule, Unavailable
 from .nodes import Op, Var
 
 TypeRule = Callable[[tuple[ScalarType, ...], ScalarType | None], ScalarType | None]
@@ -42,6 +44,9 @@ class Prim:
     memory: bool = False
     #: takes `arity` or more operands (print)
     variadic: bool = False
+    #: how the host computes it (ir/evaluate.py runs Python-scope calls with these rules), or
+    #: why it cannot run there; None only for a primitive not yet given one (a test fails)
+    host: HostRule | Unavailable | None = None
 
 
 def _same(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -353,60 +358,71 @@ def _cast_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
 
 
 _TABLE: list[Prim] = [
-    Prim("const", 0, _given, doc="a constant; attr is its Python value"),
-    Prim("arg", 0, _given, doc="a kernel parameter leaf; attr is its byte offset in the args"),
-    Prim("tid", 0, _tid, doc="this thread's index along launch dimension attr"),
-    Prim("neg", 1, _num_same, vjp=_neg_vjp), Prim("abs", 1, _num_same, vjp=_abs_vjp),
-    *(Prim(n, 1, _float_same, vjp=_UNARY_VJP[n]) for n in _UNARY_FLOAT),
-    Prim("add", 2, _num_same, vjp=_add_vjp), Prim("sub", 2, _num_same, vjp=_sub_vjp),
-    Prim("mul", 2, _num_same, vjp=_mul_vjp),
-    Prim("div", 2, _num_same, vjp=_div_vjp,
+    Prim("const", 0, _given, host=hostops.CONST, doc="a constant; attr is its Python value"),
+    Prim("arg", 0, _given, host=hostops.THREAD, doc="a kernel parameter leaf; attr is its byte offset in the args"),
+    Prim("tid", 0, _tid, host=hostops.THREAD, doc="this thread's index along launch dimension attr"),
+    Prim("neg", 1, _num_same, vjp=_neg_vjp, host=hostops.NEG),
+    Prim("abs", 1, _num_same, vjp=_abs_vjp, host=hostops.ABS),
+    *(Prim(n, 1, _float_same, vjp=_UNARY_VJP[n], host=hostops.UNARY_FLOAT[n]) for n in _UNARY_FLOAT),
+    Prim("add", 2, _num_same, vjp=_add_vjp, host=hostops.ARITH["add"]),
+    Prim("sub", 2, _num_same, vjp=_sub_vjp, host=hostops.ARITH["sub"]),
+    Prim("mul", 2, _num_same, vjp=_mul_vjp, host=hostops.ARITH["mul"]),
+    Prim("div", 2, _num_same, vjp=_div_vjp, host=hostops.ARITH["div"],
          doc="float division, or C-style truncating integer division"),
-    Prim("mod", 2, _num_same, vjp=_mod_vjp, doc="C-style remainder (sign of the dividend)"),
-    Prim("min", 2, _num_same, vjp=_pick("le")), Prim("max", 2, _num_same, vjp=_pick("ge")),
-    Prim("pow", 2, _float_same, vjp=_pow_vjp), Prim("atan2", 2, _float_same, vjp=_atan2_vjp),
-    Prim("copysign", 2, _float_same, vjp=_copysign_vjp,
+    Prim("mod", 2, _num_same, vjp=_mod_vjp, host=hostops.ARITH["mod"], doc="C-style remainder (sign of the dividend)"),
+    Prim("min", 2, _num_same, vjp=_pick("le"), host=hostops.ARITH["min"]),
+    Prim("max", 2, _num_same, vjp=_pick("ge"), host=hostops.ARITH["max"]),
+    Prim("pow", 2, _float_same, vjp=_pow_vjp, host=hostops.ARITH["pow"]),
+    Prim("atan2", 2, _float_same, vjp=_atan2_vjp, host=hostops.ARITH["atan2"]),
+    Prim("copysign", 2, _float_same, vjp=_copysign_vjp, host=hostops.ARITH["copysign"],
          doc="the magnitude of the first operand with the sign bit of the second"),
-    Prim("popcount", 1, _count_bits, doc="the number of set bits (same integer type)"),
-    Prim("eq", 2, _compare), Prim("ne", 2, _compare), Prim("lt", 2, _compare),
-    Prim("le", 2, _compare), Prim("gt", 2, _compare), Prim("ge", 2, _compare),
-    Prim("and", 2, _int_same), Prim("or", 2, _int_same), Prim("xor", 2, _int_same),
-    Prim("not", 1, _int_same, doc="logical not for bool, bitwise not for integers"),
-    Prim("shl", 2, _int_same), Prim("shr", 2, _int_same),
-    Prim("isnan", 1, lambda ts, r: bool_), Prim("isinf", 1, lambda ts, r: bool_),
-    Prim("select", 3, _select, vjp=_select_vjp, doc="select(cond, if_true, if_false)"),
-    Prim("cast", 1, _given, vjp=_cast_vjp, doc="numeric conversion to the result type"),
-    Prim("bitcast", 1, _bitcast, doc="the same bits read as the result type (no derivative)"),
-    Prim("ptr_add", 2, _gep, doc="pointer plus a byte offset"),
-    Prim("load", 2, _load, memory=True,
+    Prim("popcount", 1, _count_bits, host=hostops.POPCOUNT, doc="the number of set bits (same integer type)"),
+    Prim("eq", 2, _compare, host=hostops.COMPARE["eq"]),
+    Prim("ne", 2, _compare, host=hostops.COMPARE["ne"]),
+    Prim("lt", 2, _compare, host=hostops.COMPARE["lt"]),
+    Prim("le", 2, _compare, host=hostops.COMPARE["le"]),
+    Prim("gt", 2, _compare, host=hostops.COMPARE["gt"]),
+    Prim("ge", 2, _compare, host=hostops.COMPARE["ge"]),
+    Prim("and", 2, _int_same, host=hostops.BITWISE["and"]),
+    Prim("or", 2, _int_same, host=hostops.BITWISE["or"]),
+    Prim("xor", 2, _int_same, host=hostops.BITWISE["xor"]),
+    Prim("not", 1, _int_same, host=hostops.NOT, doc="logical not for bool, bitwise not for integers"),
+    Prim("shl", 2, _int_same, host=hostops.SHL), Prim("shr", 2, _int_same, host=hostops.SHR),
+    Prim("isnan", 1, lambda ts, r: bool_, host=hostops.ISNAN),
+    Prim("isinf", 1, lambda ts, r: bool_, host=hostops.ISINF),
+    Prim("select", 3, _select, vjp=_select_vjp, host=hostops.SELECT, doc="select(cond, if_true, if_false)"),
+    Prim("cast", 1, _given, vjp=_cast_vjp, host=hostops.CAST, doc="numeric conversion to the result type"),
+    Prim("bitcast", 1, _bitcast, host=hostops.BITCAST, doc="the same bits read as the result type (no derivative)"),
+    Prim("ptr_add", 2, _gep, host=hostops.MEMORY, doc="pointer plus a byte offset"),
+    Prim("load", 2, _load, memory=True, host=hostops.MEMORY,
          doc="load(ptr, byte offset); attr is a constant extra offset"),
-    Prim("store", 3, _store, side_effect=True, memory=True,
+    Prim("store", 3, _store, side_effect=True, memory=True, host=hostops.MEMORY,
          doc="store(ptr, byte offset, value); attr offset"),
-    Prim("atomic_add", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
-    Prim("atomic_min", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
-    Prim("atomic_max", 3, _atomic, side_effect=True, memory=True, doc="returns the old value"),
-    *(Prim(f"atomic_{n}", 3, _atomic_int, side_effect=True, memory=True,
+    Prim("atomic_add", 3, _atomic, side_effect=True, memory=True, host=hostops.MEMORY, doc="returns the old value"),
+    Prim("atomic_min", 3, _atomic, side_effect=True, memory=True, host=hostops.MEMORY, doc="returns the old value"),
+    Prim("atomic_max", 3, _atomic, side_effect=True, memory=True, host=hostops.MEMORY, doc="returns the old value"),
+    *(Prim(f"atomic_{n}", 3, _atomic_int, side_effect=True, memory=True, host=hostops.MEMORY,
            doc="bitwise read-modify-write of an integer; returns the old value")
       for n in ("and", "or", "xor")),
-    Prim("atomic_exch", 3, _atomic, side_effect=True, memory=True,
+    Prim("atomic_exch", 3, _atomic, side_effect=True, memory=True, host=hostops.MEMORY,
          doc="stores the value; returns the old value"),
-    Prim("atomic_cas", 4, _cas, side_effect=True, memory=True,
+    Prim("atomic_cas", 4, _cas, side_effect=True, memory=True, host=hostops.MEMORY,
          doc="atomic_cas(ptr, offset, compare, value): stores value where the old value has "
              "compare's bits; returns the old value"),
-    Prim("print", 1, _print, side_effect=True, variadic=True,
+    Prim("print", 1, _print, side_effect=True, variadic=True, host=hostops.PRINT,
          doc="print(cond, values...): C printf of format attr when cond; floats are passed as "
              "double, bools as the strings True/False; forward kernels only"),
-    Prim("check_bounds", 2, _check, side_effect=True,
+    Prim("check_bounds", 2, _check, side_effect=True, host=hostops.MEMORY,
          doc="check_bounds(index, extent): debug mode; attr indexes the kernel's source locations"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
-    Prim("push", 1, lambda ts, r: None, side_effect=True,
+    Prim("push", 1, lambda ts, r: None, side_effect=True, host=hostops.ADJOINT,
          doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),
-    Prim("pop", 0, _given, side_effect=True, doc="pop the value pushed last"),
-    Prim("adj_add", 3, _store, side_effect=True,
+    Prim("pop", 0, _given, side_effect=True, host=hostops.ADJOINT, doc="pop the value pushed last"),
+    Prim("adj_add", 3, _store, side_effect=True, host=hostops.ADJOINT,
          doc="gradient array += value at (ptr, offset) + attr; nothing when ptr is null"),
-    Prim("adj_read", 2, _load, side_effect=True,
+    Prim("adj_read", 2, _load, side_effect=True, host=hostops.ADJOINT,
          doc="the gradient at (ptr, offset) + attr; 0 when ptr is null"),
-    Prim("adj_take", 2, _load, side_effect=True,
+    Prim("adj_take", 2, _load, side_effect=True, host=hostops.ADJOINT,
          doc="the gradient at (ptr, offset) + attr, then zero it there; 0 when ptr is null"),
 ]
 
