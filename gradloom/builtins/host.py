@@ -297,11 +297,12 @@ def host_call(cache: HostCache, call: Call) -> Any:
     floats = _float_slots(call.args, call.kwargs, call.plain_kwargs)
     key = _call_key(call.args, call.kwargs, call.plain_kwargs)
     program = cache.get(key) if key is not None else None
-    if program is _PER_VALUE:
+    per_value = program is _PER_VALUE
+    if per_value:
         key = (key, tuple(floats.values()))
         program = cache.get(key)
     if program is None:
-        if floats:
+        if floats and not per_value:
             program = _probed(call, list(floats))
             if program is None and key is not None:
                 cache.put(key, _PER_VALUE)
