@@ -72,7 +72,8 @@ def test_operators_keep_value_semantics_and_numpy_for_other_operands() -> None:
     b = a
     b += wp.vec3(1.0, 1.0, 1.0)  # rebinds b, as in a kernel and in Warp; a is unchanged
     assert a.tolist() == [1.0, 2.0, 3.0] and b.tolist() == [2.0, 3.0, 4.0]
-    assert (a == wp.vec3(1.0, 2.0, 3.0)) and not (a != wp.vec3(1.0, 2.0, 3.0))
+    assert a == wp.vec3(1.0, 2.0, 3.0)
+    assert (a != wp.vec3(1.0, 2.0, 3.0)) == np.False_
     assert (a == 2.0).tolist() == [False, True, False]  # against a number: numpy's, per component
     plain = a + np.array([1.0, 1.0, 1.0])  # a plain numpy array: numpy's arithmetic
     assert not hasattr(plain, "gl_type") or plain.gl_type is None
