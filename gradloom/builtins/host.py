@@ -30,7 +30,6 @@ from ..types import (
     StructType,
     VectorType,
     VecValue,
-    make_composite_value,
     scalar_from_numpy,
 )
 from . import ops
@@ -190,7 +189,7 @@ class _Lowering:
 def _host_leaves(v: Any) -> Iterator[Any]:
     """The scalars of a host value, in the order _Lowering made its free variables."""
     if isinstance(v, VecValue) and v.gl_type is not None:
-        yield from v.ravel()
+        yield from np.ndarray.ravel(v.view(np.ndarray))
     elif isinstance(v, np.generic):
         yield v
     elif isinstance(getattr(type(v), "__gl_type__", None), StructType):
@@ -214,8 +213,10 @@ def to_host(template: Any, env: dict[Var, Any]) -> Any:
         return template.value
     if isinstance(template, Composite):
         t = template.type
-        flat = np.array([env[c] for c in template.comps], dtype=t.dtype.np_dtype)
-        return make_composite_value(t, (flat,))
+        out = np.array([env[c] for c in template.comps], dtype=t.dtype.np_dtype)
+        value: VecValue = out.reshape(t.shape).view(VecValue)
+        value.gl_type = t
+        return value
     if isinstance(template, TupleVal):
         return tuple(to_host(i, env) for i in template.items)
     if isinstance(template, StructVal):
@@ -320,7 +321,7 @@ def run(program: HostProgram, call: Call) -> Any:
     env: dict[Var, Any] = {}
     leaves = [x for v in [*args, *kwargs.values()] for x in _host_leaves(v)]
     for var, x in zip(program.inputs, leaves, strict=True):
-        env[var] = var.type.np_dtype.type(x)
+        env[var] = x if type(x) is var.type.np_dtype.type else var.type.np_dtype.type(x)
     for var, slot in program.probes:
         env[var] = var.type.np_dtype.type(args[slot] if isinstance(slot, int) else kwargs[slot])
     evaluate(program.block, env)
