@@ -276,8 +276,14 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     def __rtruediv__(self, o: Any) -> Any:
         return self._op("div", o, self)
 
+    def __floordiv__(self, o: Any) -> Any:
+        return self._op("floordiv", self, o)
+
     def __mod__(self, o: Any) -> Any:
         return self._op("mod", self, o)
+
+    def __pow__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("pow", self, o)
 
     def __matmul__(self, o: Any) -> Any:
         return self._op("matmul", self, o)
@@ -296,6 +302,18 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
 
     def __ne__(self, o: Any) -> Any:  # type: ignore[override]
         return self._op("ne", self, o)
+
+    def __lt__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("lt", self, o)
+
+    def __le__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("le", self, o)
+
+    def __gt__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("gt", self, o)
+
+    def __ge__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("ge", self, o)
 
     # values, as in kernels and Warp: `v += w` rebinds v to a new value
     __iadd__, __isub__, __imul__ = __add__, __sub__, __mul__

@@ -234,13 +234,14 @@ def test_python_float_arguments_are_cached_per_type_not_value() -> None:
     value right (checked against the closed form)."""
     b = REGISTRY["quat_from_axis_angle"]
     axis = wp.vec3(0.0, 0.0, 1.0)
+    wp.quat_from_axis_angle(axis, 0.25)
     before = len(b.host_cache._programs)
     for angle in (0.1, 0.5, 1.3, -2.0, 3.0):
         q = wp.quat_from_axis_angle(axis, angle)
         half = np.float32(angle) / np.float32(2.0)
         assert q[2] == pytest.approx(math.sin(half), abs=1e-7)
         assert q[3] == pytest.approx(math.cos(half), abs=1e-7)
-    assert len(b.host_cache._programs) == before + 1
+    assert len(b.host_cache._programs) == before
 
 
 def test_folded_python_floats_are_cached_per_value() -> None:

@@ -81,3 +81,12 @@ def test_operators_keep_value_semantics_and_numpy_for_other_operands() -> None:
     m = wp.mat22(1.0, 2.0, 3.0, 4.0)
     m *= m  # the matrix product, as `m = m * m` in a kernel
     assert m.tolist() == [[7.0, 10.0], [15.0, 22.0]]
+
+
+def test_operators_a_kernel_rejects_are_errors_here_too() -> None:
+    """Warp raises for these in Python as well; numpy would silently work per component."""
+    v = wp.vec3(1.0, 2.0, 3.0)
+    for fn in (lambda: v < v, lambda: v ** 2.0, lambda: v // 2.0, lambda: v * v,
+               lambda: v / v, lambda: v + wp.vec3d(1.0, 2.0, 3.0)):
+        with pytest.raises(wp.KernelTypeError, match=r"test_host_values\.py"):
+            fn()

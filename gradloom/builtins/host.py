@@ -355,11 +355,16 @@ def caller_loc(depth: int) -> SourceLoc:
 
 # -- operators on host values -----------------------------------------------------------------
 
-_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "matmul": "@",
-            "neg": "-", "pos": "+", "eq": "==", "ne": "!="}
-_NUMPY: dict[str, Callable[..., Any]] = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-          "mod": operator.mod, "matmul": operator.matmul, "neg": operator.neg,
-          "pos": operator.pos, "eq": operator.eq, "ne": operator.ne}
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+            "pow": "**", "matmul": "@", "neg": "-", "pos": "+", "eq": "==", "ne": "!=",
+            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_NUMPY: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "matmul": operator.matmul, "neg": operator.neg, "pos": operator.pos, "eq": operator.eq,
+    "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge}
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
 def _broadcast(ctx: Ctx, a: Any, b: Any) -> tuple[Any, Any]:
@@ -377,7 +382,7 @@ def _lower_operator(name: str) -> LowerFn:
         if name in ("neg", "pos"):
             return ops.unary(ctx, name, vals[0])
         a, b = vals
-        if name in ("eq", "ne"):
+        if name in _COMPARISONS:
             return ops.compare(ctx, name, a, b)
         if name in ("add", "sub"):
             a, b = _broadcast(ctx, a, b)
@@ -407,7 +412,7 @@ def host_operator(name: str, *operands: Any) -> Any:
     definition where every operand is a gradloom value or a number, numpy's otherwise."""
     op = _OPERATORS[name]
     hosted = all(_typed(v) or isinstance(v, (np.generic, int, float)) for v in operands)
-    if name in ("eq", "ne"):
+    if name in _COMPARISONS:
         hosted = all(_typed(v) for v in operands)  # `v == 0` compares component-wise (numpy)
     if not hosted:
         return op.numpy(*(np.asarray(v) if isinstance(v, VecValue) else v for v in operands))
