@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,9 +201,13 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     gl_type: CompositeType
 
     def __array_finalize__(self, obj: Any) -> None:
+        """numpy results keep the type while the shape fits (with numpy's dtype: a float64
+        scalar times a vec3f is a vec3d); other shapes are plain arrays in disguise."""
         t = getattr(obj, "gl_type", None)
-        fits = t is not None and self.shape == t.shape and self.dtype == t.dtype.np_dtype
-        self.gl_type = t if fits else None  # type: ignore[assignment]
+        if t is not None and self.shape == t.shape and self.dtype != t.dtype.np_dtype:
+            st = scalar_from_numpy(self.dtype)
+            t = dataclasses.replace(t, dtype=st) if st is not None else None
+        self.gl_type = t if t is not None and self.shape == t.shape else None  # type: ignore[assignment]
 
     def __getitem__(self, index: Any) -> Any:
         """v[i] is a scalar, m[i] a row vector (a copy, as in a kernel), v[a:b] a vector."""
