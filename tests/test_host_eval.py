@@ -20,8 +20,7 @@ from host_cases import ALL, BITWISE_F32, Case, random_inputs
 
 import gradloom as wp
 from gradloom.builtins.registry import REGISTRY
-from gradloom.errors import GradloomError, KernelTypeError
-from gradloom.errors import UNKNOWN_LOC
+from gradloom.errors import UNKNOWN_LOC, GradloomError, KernelTypeError
 from gradloom.ir.builder import Builder
 from gradloom.ir.evaluate import HostUnavailableError, evaluate
 from gradloom.ir.hostops import Unavailable
