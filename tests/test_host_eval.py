@@ -281,6 +281,16 @@ def test_folded_python_floats_are_cached_per_value() -> None:
     assert wp.add(2.0, 5.0) == 7.0
 
 
+def test_python_floats_used_at_compile_time_are_never_cached_as_slots() -> None:
+    """A literal returned as is, or deciding a branch at compile time (its truth), must give
+    each call its own value (regressions: the probe value leaked, and 0.0 was taken as true)."""
+    assert (wp.pos(0.5), wp.pos(0.25)) == (0.5, 0.25)
+    v = wp.vec3(1.0, 2.0, 3.0)
+    assert wp.where(1.0, v, -v).tolist() == [1.0, 2.0, 3.0]
+    assert wp.where(0.0, v, -v).tolist() == [-1.0, -2.0, -3.0]
+    assert (v * 2.0).tolist() == [2.0, 4.0, 6.0] and (v * 3.0).tolist() == [3.0, 6.0, 9.0]
+
+
 def test_errors_name_the_python_line() -> None:
     with pytest.raises(KernelTypeError, match=r"test_host_eval\.py:\d+.*differ: vec3f and vec3d"):
         wp.dot(wp.vec3(1.0, 2.0, 3.0), wp.vec3d(1.0, 2.0, 3.0))

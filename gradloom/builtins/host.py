@@ -105,11 +105,14 @@ def _arg_key(v: Any) -> Any:
         return (type(v).__name__, v)
     if isinstance(getattr(type(v), "__gl_type__", None), StructType):
         return ("struct", type(v).__gl_type__)
-    return ("o", v)  # types, tuples, ...: by value (unhashable ones are not cached)
+    return ("o", type(v), v)  # types, tuples, ...: by value (unhashable ones are not cached)
 
 
 def _call_key(args: list[Any], kwargs: dict[str, Any], plain_kwargs: bool) -> Any:
-    kw_key = (lambda v: ("o", v)) if plain_kwargs else _arg_key
+    def plain(v: Any) -> Any:  # a builtin's keyword floats stay Python values: by value
+        return ("o", float, v) if _is_python_float(v) else _arg_key(v)
+
+    kw_key = plain if plain_kwargs else _arg_key
     key = (tuple(_arg_key(a) for a in args),
            tuple(sorted((k, kw_key(v)) for k, v in kwargs.items())))
     try:
@@ -119,7 +122,8 @@ def _call_key(args: list[Any], kwargs: dict[str, Any], plain_kwargs: bool) -> An
     return key
 
 
-def _float_slots(args: list[Any], kwargs: dict[str, Any], plain_kwargs: bool) -> dict[int | str, float]:
+def _float_slots(args: list[Any], kwargs: dict[str, Any],
+                 plain_kwargs: bool) -> dict[int | str, float]:
     """The Python float arguments (untyped literals), by position or keyword."""
     slots: list[tuple[int | str, Any]] = [*enumerate(args)]
     if not plain_kwargs:
@@ -263,9 +267,39 @@ def _lower(call: Call, probe: Callable[[int | str], float] | None) -> HostProgra
     return HostProgram(block, tuple(conv.inputs), (), result, writes, temporaries_ok)
 
 
-def _probe_fn(k: int, slots: list[int | str]) -> Callable[[int | str], float]:
+class _Probe(float):
+    """A probe value standing for a Python float argument. `float(p)` (how a literal becomes
+    a constant) is silent; any other use at compile time (a comparison, truth, arithmetic that
+    folds) is logged, and the call is then cached per value."""
+
+    log: list[str]
+
+    def __new__(cls, value: float, log: list[str]) -> _Probe:
+        obj = super().__new__(cls, value)
+        obj.log = log
+        return obj
+
+
+def _logged(name: str) -> Callable[..., Any]:
+    base = getattr(float, name)
+
+    def method(self: _Probe, *args: Any) -> Any:
+        self.log.append(name)
+        return base(self, *args)
+    return method
+
+
+for _name in ("__bool__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
+              "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
+              "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__int__",
+              "__round__", "__floor__", "__ceil__", "__trunc__", "__divmod__", "__rdivmod__"):
+    setattr(_Probe, _name, _logged(_name))
+
+
+def _probe_fn(k: int, slots: list[int | str], log: list[str]) -> Callable[[int | str], float]:
     base, step = _PROBES[k]
-    return lambda slot: base + step * slots.index(slot)
+    return lambda slot: _Probe(base + step * slots.index(slot), log)
 
 
 def _text(p: HostProgram, values: dict[int | str, float]) -> str:
@@ -278,13 +312,18 @@ def _text(p: HostProgram, values: dict[int | str, float]) -> str:
 def _probed(call: Call, slots: list[int | str]) -> HostProgram | None:
     """The program with slots for the Python float arguments, or None where the lowering
     depends on their values."""
+    log: list[str] = []
     try:
-        first, second = (_lower(call, _probe_fn(k, slots)) for k in (0, 1))
+        first, second = (_lower(call, _probe_fn(k, slots, log)) for k in (0, 1))
     except GradloomError:
         return None
-    values = [{s: _probe_fn(k, slots)(s) for s in slots} for k in (0, 1)]
-    if _text(first, values[0]) != _text(second, values[1]):
-        return None
+    if log:
+        return None  # the value decides something at compile time: per value
+    values = [{s: float(_probe_fn(k, slots, log)(s)) for s in slots} for k in (0, 1)]
+    shape = repr(first.result) + repr(first.writes)
+    if _text(first, values[0]) != _text(second, values[1]) or \
+            any(repr(v) in shape for v in values[0].values()):
+        return None  # folded, or the result is the literal itself: per value
     probes = []
     for op in walk_ops(first.block):
         if op.prim == "const" and isinstance(op.attr, float) and op.result is not None:
@@ -299,15 +338,16 @@ def host_call(cache: HostCache, call: Call) -> Any:
     key = _call_key(call.args, call.kwargs, call.plain_kwargs)
     program = cache.get(key) if key is not None else None
     per_value = program is _PER_VALUE
+    values = tuple(map(repr, floats.values()))  # repr: -0.0 and NaN are values of their own
     if per_value:
-        key = (key, tuple(floats.values()))
+        key = (key, values)
         program = cache.get(key)
     if program is None:
         if floats and not per_value:
             program = _probed(call, list(floats))
             if program is None and key is not None:
                 cache.put(key, _PER_VALUE)
-                key = (key, tuple(floats.values()))
+                key = (key, values)
         if program is None:
             program = _lower(call, None)
         if key is not None:
