@@ -181,7 +181,7 @@ UNARY_FLOAT: dict[str, HostRule] = {
 
 def _neg(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
     (a,) = args
-    return -a if _is_float(a) or a.dtype.kind == "b" else wrap(-int(a), a.dtype)
+    return -a if _is_float(a) else wrap(-int(a), a.dtype)
 
 
 def _abs(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
