@@ -11,6 +11,7 @@ program is cached per value.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import sys
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..errors import GradloomError, SourceLoc
 from ..ir.builder import Builder
-from ..ir.evaluate import HostUnavailableError, evaluate, unavailable_ops
+from ..ir.evaluate import HostUnavailableError, Prepared, evaluate, prepare, unavailable_ops
 from ..ir.nodes import Block, Var, walk_ops
 from ..ir.printer import format_block
 from ..types import (
@@ -57,6 +58,7 @@ class HostProgram:
     order), the constants that stand for Python float arguments, and the result's shape."""
 
     block: Block
+    code: Prepared
     inputs: tuple[Var, ...]
     probes: tuple[tuple[Var, int | str], ...]
     result: Any
@@ -191,7 +193,8 @@ class _Lowering:
 
 
 def _host_leaves(v: Any) -> Iterator[Any]:
-    """The scalars of a host value, in the order _Lowering made its free variables."""
+    """The scalars of a host value as numpy scalars of their kernel types, in the order
+    _Lowering made its free variables."""
     if isinstance(v, VecValue) and v.gl_type is not None:
         yield from np.ndarray.ravel(v.view(np.ndarray))
     elif isinstance(v, np.generic):
@@ -200,9 +203,9 @@ def _host_leaves(v: Any) -> Iterator[Any]:
         for name, ft in type(v).__gl_type__.fields:
             fv = getattr(v, name)
             if isinstance(ft, ScalarType):
-                yield fv  # a field may hold a Python number
+                yield ft.np_dtype.type(fv)  # a field may hold a Python number
             elif isinstance(ft, (VectorType, MatrixType)):
-                yield from np.ravel(fv)
+                yield from np.ravel(np.asarray(fv, dtype=ft.dtype.np_dtype))
             else:
                 yield from _host_leaves(fv)
 
@@ -264,7 +267,8 @@ def _lower(call: Call, probe: Callable[[int | str], float] | None) -> HostProgra
         op, reason = bad[0]
         raise HostUnavailableError(f"{call.loc}: {call.what} cannot run in Python: its '{op.prim}' "
                                    f"operation {reason}; call it inside a @wp.kernel")
-    return HostProgram(block, tuple(conv.inputs), (), result, writes, temporaries_ok)
+    return HostProgram(block, prepare(block), tuple(conv.inputs), (), result, writes,
+                       temporaries_ok)
 
 
 class _Probe(float):
@@ -328,8 +332,7 @@ def _probed(call: Call, slots: list[int | str]) -> HostProgram | None:
     for op in walk_ops(first.block):
         if op.prim == "const" and isinstance(op.attr, float) and op.result is not None:
             probes += [(op.result, s) for s, v in values[0].items() if op.attr == v]
-    return HostProgram(first.block, first.inputs, tuple(probes), first.result, first.writes,
-                       first.temporaries_ok)
+    return dataclasses.replace(first, probes=tuple(probes))
 
 
 def host_call(cache: HostCache, call: Call) -> Any:
@@ -358,13 +361,11 @@ def host_call(cache: HostCache, call: Call) -> Any:
 def run(program: HostProgram, call: Call) -> Any:
     """Bind the call's host values to the program's free variables and slots, evaluate."""
     args, kwargs = call.args, call.kwargs
-    env: dict[Var, Any] = {}
     leaves = [x for v in [*args, *kwargs.values()] for x in _host_leaves(v)]
-    for var, x in zip(program.inputs, leaves, strict=True):
-        env[var] = x if type(x) is var.type.np_dtype.type else var.type.np_dtype.type(x)
+    env: dict[Var, Any] = dict(zip(program.inputs, leaves, strict=True))
     for var, slot in program.probes:
         env[var] = var.type.np_dtype.type(args[slot] if isinstance(slot, int) else kwargs[slot])
-    evaluate(program.block, env)
+    evaluate(program.code, env)
     for index, template in program.writes:
         _write_back(call.what, args, index, to_host(template, env), program.temporaries_ok)
     return to_host(program.result, env)

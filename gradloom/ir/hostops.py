@@ -46,8 +46,11 @@ def wrap(value: int, t: Any) -> Any:
     return dt.type(value)
 
 
+_FLOATS = frozenset((np.float16, np.float32, np.float64))
+
+
 def _is_float(x: Any) -> bool:
-    return bool(x.dtype.kind == "f")
+    return type(x) in _FLOATS
 
 
 def _int_binary(fn: Callable[[int, int], int]) -> Callable[[Any, Any], Any]:
