@@ -223,6 +223,10 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
             MatrixType(out.shape[0], out.shape[1], dtype)
         return make_composite_value(t, (np.array(out),))
 
+    def __iter__(self) -> Any:
+        """Components of a vector, rows (vectors) of a matrix."""
+        return (self[i] for i in range(len(self)))
+
     def _component(self, i: int) -> Any:
         return self[i]
 

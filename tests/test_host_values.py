@@ -54,6 +54,7 @@ def test_components_rows_and_slices_have_kernel_types() -> None:
     m = wp.mat33(*range(9))
     row = m[1]
     assert row.gl_type == wp.vec3 and row.tolist() == [3.0, 4.0, 5.0]
+    assert [r.gl_type for r in m] == [wp.vec3] * 3 and [type(c) for c in row] == [np.float32] * 3
     row[0] = 100.0  # a copy, as a kernel's m[1] is a value
     assert m[1, 0] == 3.0 and type(m[1, 2]) is np.float32
     v = wp.vec4(1.0, 2.0, 3.0, 4.0)
