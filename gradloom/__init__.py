@@ -203,7 +203,31 @@ from .runtime.indexedarray import (  # noqa: E402
     indexedarray3d,
     indexedarray4d,
 )
-from .types import fixedarray  # noqa: E402
+
+# Python-scope values (host evaluation): the remaining vector aliases Warp exports
+from .types import (  # noqa: E402
+    fixedarray,
+    spatial_matrixh,
+    spatial_vectorh,
+    vec2b,
+    vec2l,
+    vec2s,
+    vec2ub,
+    vec2ul,
+    vec2us,
+    vec3b,
+    vec3l,
+    vec3s,
+    vec3ub,
+    vec3ul,
+    vec3us,
+    vec4b,
+    vec4l,
+    vec4s,
+    vec4ub,
+    vec4ul,
+    vec4us,
+)
 
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})

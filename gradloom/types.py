@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,10 @@ class ScalarType:
         if self.name == "uint64" and getattr(value, "__gl_handle__", False):
             return value  # `wp.uint64(grid.id)` keeps the handle (runtime/handles.py)
         return self.np_dtype.type(value)
+
+    @property
+    def __name__(self) -> str:  # Warp's type objects are classes with names
+        return self.name
 
     def __repr__(self) -> str:
         return self.name
@@ -116,6 +121,10 @@ class VectorType:
     def __call__(self, *args: Any) -> VecValue:
         return make_composite_value(self, args)
 
+    @property
+    def __name__(self) -> str:  # as Warp names its type classes (vec3f, quatd)
+        return repr(self)
+
     def __repr__(self) -> str:
         base = {"vec": "vec", "quat": "quat", "transform": "transform", "spatial": "spatial_vector"}
         suffix = "" if self.kind != "vec" else str(self.length)
@@ -150,13 +159,20 @@ class MatrixType:
     def __call__(self, *args: Any) -> VecValue:
         return make_composite_value(self, args)
 
+    @property
+    def __name__(self) -> str:  # as Warp names its type classes (mat33f)
+        return repr(self)
+
     def __repr__(self) -> str:
         if self.kind == "spatial":
             return f"spatial_matrix{_SUFFIX.get(self.dtype.name, '')}"
         return f"mat{self.rows}{self.cols}{_SUFFIX.get(self.dtype.name, self.dtype.name)}"
 
 
-_SUFFIX = {"float32": "f", "float64": "d", "float16": "h", "int32": "i"}
+#: Warp's type-name suffixes (vec3f, vec2ub, mat22h, ...)
+_SUFFIX = {"float32": "f", "float64": "d", "float16": "h", "int8": "b", "int16": "s",
+           "int32": "i", "int64": "l", "uint8": "ub", "uint16": "us", "uint32": "ui",
+           "uint64": "ul"}
 CompositeType = VectorType | MatrixType
 
 
@@ -179,20 +195,160 @@ def transformation(dtype: Any = None) -> VectorType:
 
 
 class VecValue(np.ndarray):  # type: ignore[type-arg]
-    """A Python-scope vector/matrix value: a numpy array that remembers its gradloom type."""
+    """A Python-scope vector/matrix/quat/transform value: a numpy array that remembers its
+    gradloom type. Its operators (`+ - * / @`, unary `-`, `==`) compute what they compute in a
+    kernel: the builtin library lowers them and the host evaluates the IR (builtins/host.py);
+    operands that are not gradloom values (plain numpy arrays, lists) get numpy's behaviour."""
 
     gl_type: CompositeType
 
     def __array_finalize__(self, obj: Any) -> None:
-        self.gl_type = getattr(obj, "gl_type", None)  # type: ignore[assignment]
+        """numpy results keep the type while the shape fits (with numpy's dtype: a float64
+        scalar times a vec3f is a vec3d); other shapes are plain arrays in disguise."""
+        t = getattr(obj, "gl_type", None)
+        if t is not None and self.shape == t.shape and self.dtype != t.dtype.np_dtype:
+            st = scalar_from_numpy(self.dtype)
+            t = dataclasses.replace(t, dtype=st) if st is not None else None
+        self.gl_type = t if t is not None and self.shape == t.shape else None  # type: ignore[assignment]
+
+    def __getitem__(self, index: Any) -> Any:
+        """v[i] is a scalar, m[i] a row vector (a copy, as in a kernel), v[a:b] a vector."""
+        out = super().__getitem__(index)
+        if not isinstance(out, np.ndarray) or self.gl_type is None:
+            return out
+        basic = all(isinstance(i, (int, np.integer, slice))
+                    for i in (index if isinstance(index, tuple) else (index,)))
+        if not basic or out.ndim not in (1, 2) or out.size == 0:
+            return np.asarray(out)
+        dtype = self.gl_type.dtype
+        t = VectorType(out.shape[0], dtype) if out.ndim == 1 else \
+            MatrixType(out.shape[0], out.shape[1], dtype)
+        return make_composite_value(t, (np.array(out),))
+
+    def __iter__(self) -> Any:
+        """Components of a vector, rows (vectors) of a matrix."""
+        return (self[i] for i in range(len(self)))
 
     def _component(self, i: int) -> Any:
         return self[i]
 
-    x = property(lambda self: self._component(0))
-    y = property(lambda self: self._component(1))
-    z = property(lambda self: self._component(2))
-    w = property(lambda self: self._component(3))
+    def _set_component(self, i: int, value: Any) -> None:
+        self[i] = value
+
+    x = property(lambda self: self._component(0), lambda self, v: self._set_component(0, v))
+    y = property(lambda self: self._component(1), lambda self, v: self._set_component(1, v))
+    z = property(lambda self: self._component(2), lambda self, v: self._set_component(2, v))
+    w = property(lambda self: self._component(3), lambda self, v: self._set_component(3, v))
+
+    @property
+    def p(self) -> VecValue:
+        """A transform's translation (`xform.p`)."""
+        self._require_transform("p")
+        return make_composite_value(VectorType(3, self.gl_type.dtype), (np.array(self[:3]),))
+
+    @property
+    def q(self) -> VecValue:
+        """A transform's rotation quaternion (`xform.q`)."""
+        self._require_transform("q")
+        return make_composite_value(quaternion(self.gl_type.dtype), (np.array(self[3:]),))
+
+    def _require_transform(self, name: str) -> None:
+        if getattr(self.gl_type, "kind", None) != "transform":
+            raise AttributeError(f"{self.gl_type!r} has no attribute '{name}'")
+
+    # -- operators: the kernel's definitions, evaluated on the host ----------------------------
+
+    def _op(self, name: str, *operands: Any) -> Any:
+        from .builtins.host import host_operator  # the builtin library sits above this module
+
+        return host_operator(name, *operands)
+
+    def __add__(self, o: Any) -> Any:
+        return self._op("add", self, o)
+
+    def __radd__(self, o: Any) -> Any:
+        return self._op("add", o, self)
+
+    def __sub__(self, o: Any) -> Any:
+        return self._op("sub", self, o)
+
+    def __rsub__(self, o: Any) -> Any:
+        return self._op("sub", o, self)
+
+    def __mul__(self, o: Any) -> Any:
+        return self._op("mul", self, o)
+
+    def __rmul__(self, o: Any) -> Any:
+        return self._op("mul", o, self)
+
+    def __truediv__(self, o: Any) -> Any:
+        return self._op("div", self, o)
+
+    def __rtruediv__(self, o: Any) -> Any:
+        return self._op("div", o, self)
+
+    def __floordiv__(self, o: Any) -> Any:
+        return self._op("floordiv", self, o)
+
+    def __mod__(self, o: Any) -> Any:
+        return self._op("mod", self, o)
+
+    def __pow__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("pow", self, o)
+
+    def __matmul__(self, o: Any) -> Any:
+        return self._op("matmul", self, o)
+
+    def __rmatmul__(self, o: Any) -> Any:
+        return self._op("matmul", o, self)
+
+    def __neg__(self) -> Any:
+        return self._op("neg", self)
+
+    def __pos__(self) -> Any:
+        return self._op("pos", self)
+
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("eq", self, o)
+
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("ne", self, o)
+
+    def __lt__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("lt", self, o)
+
+    def __le__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("le", self, o)
+
+    def __gt__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("gt", self, o)
+
+    def __ge__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._op("ge", self, o)
+
+    # values, as in kernels and Warp: `v += w` rebinds v to a new value
+    __iadd__, __isub__, __imul__ = __add__, __sub__, __mul__
+    __itruediv__, __imod__, __imatmul__ = __truediv__, __mod__, __matmul__
+
+    def __repr__(self) -> str:
+        if self.gl_type is None:
+            return super().__repr__()
+        return f"{self.gl_type!r}({self._text()})"
+
+    def __str__(self) -> str:
+        return self._text() if self.gl_type is not None else super().__str__()
+
+    def _text(self) -> str:
+        """Components as Warp prints them: [1.0, 2.0, 3.0]; matrices one row per line."""
+        def item(x: Any) -> str:
+            kind = self.dtype.kind
+            return repr(float(x) if kind == "f" else bool(x) if kind == "b" else int(x))
+
+        a = np.asarray(self)
+        if a.ndim == 1:
+            return "[" + ", ".join(item(x) for x in a) + "]"
+        rows = ("[" + ", ".join(item(x) for x in r) + "]" for r in a)
+        return "[" + ",\n ".join(rows) + "]"
 
 
 def make_composite_value(t: CompositeType, args: tuple[Any, ...]) -> VecValue:
@@ -441,6 +597,15 @@ spatial_vector = spatial_vectorf = VectorType(6, float32, "spatial")
 spatial_vectord = VectorType(6, float64, "spatial")
 spatial_matrix = spatial_matrixf = MatrixType(6, 6, float32, "spatial")
 spatial_matrixd = MatrixType(6, 6, float64, "spatial")
+# The remaining aliases Warp 1.19 exports (integer vectors, half spatial types).
+vec2b, vec3b, vec4b = (vector(n, int8) for n in (2, 3, 4))
+vec2s, vec3s, vec4s = (vector(n, int16) for n in (2, 3, 4))
+vec2l, vec3l, vec4l = (vector(n, int64) for n in (2, 3, 4))
+vec2ub, vec3ub, vec4ub = (vector(n, uint8) for n in (2, 3, 4))
+vec2us, vec3us, vec4us = (vector(n, uint16) for n in (2, 3, 4))
+vec2ul, vec3ul, vec4ul = (vector(n, uint64) for n in (2, 3, 4))
+spatial_vectorh = VectorType(6, float16, "spatial")
+spatial_matrixh = MatrixType(6, 6, float16, "spatial")
 
 
 # The launch block: the one argument of a compiled entry (codegen/llvm.py reads it, the runtime

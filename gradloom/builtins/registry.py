@@ -11,10 +11,10 @@ tests/test_builtin_grads.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import GradloomError
+from .host import Call, HostCache, caller_loc, host_call
 
 BuiltinFn = Callable[..., Any]
 
@@ -32,11 +32,17 @@ class Builtin:
     differentiable: bool = True
     signatures: tuple[str, ...] = ()
     group: str = "Utility"
+    #: programs lowered for calls from Python, by argument types (builtins/host.py)
+    host_cache: HostCache = field(default_factory=HostCache, compare=False, repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise GradloomError(
-            f"wp.{self.name}() is a kernel builtin: call it inside a @wp.kernel or @wp.func"
-        )
+        """A call from Python: the kernel definition, evaluated on the host values."""
+        loc = caller_loc(1)
+        call = Call(f"wp.{self.name}()", self._lower, list(args), kwargs, loc, plain_kwargs=True)
+        return host_call(self.host_cache, call)
+
+    def _lower(self, ctx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return self.fn(ctx, *args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<gradloom builtin {self.name}>"

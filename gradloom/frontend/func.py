@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 from typing import Any
 
 from ..builtins import fixedarray
-from ..builtins.values import KernelValue, Literal, type_of
+from ..builtins.host import Call, HostCache, caller_loc, host_call
+from ..builtins.values import Ctx, KernelValue, Literal, type_of
 from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..types import ArrayType, ScalarType, resolve_annotation
 from .source import SourceInfo, parse_function, source_digest
@@ -69,6 +71,8 @@ class Function:
     def __init__(self, pyfunc: Any) -> None:
         self.key = pyfunc.__qualname__
         self.overloads: list[Overload] = [Overload(pyfunc, self.key)]
+        #: programs lowered for calls from Python, by argument types (builtins/host.py)
+        self.host_cache = HostCache()
         functools.update_wrapper(self, pyfunc)
 
     @property
@@ -86,6 +90,7 @@ class Function:
         """Another definition under the same name; one with the same parameter types replaces
         the earlier one (re-running a cell or a module redefines, it does not add)."""
         new = Overload(pyfunc, self.key)
+        self.host_cache.clear()
         types = [t for _, t in new.param_types()]
         for i, old in enumerate(self.overloads):
             if [t for _, t in old.param_types()] == types:
@@ -115,9 +120,18 @@ class Function:
         return "func:" + ",".join(parts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise GradloomError(
-            f"{self.key}() is a @wp.func: call it from a @wp.kernel or another @wp.func"
-        )
+        """A call from Python: the function as a kernel computes it (lowered once per argument
+        types, evaluated on the host values)."""
+        loc = caller_loc(1)
+        return host_call(self.host_cache, Call(f"{self.key}()", self._lower, list(args), kwargs,
+                                               loc))
+
+    def _lower(self, ctx: Ctx, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        from .lower import Lowerer  # lower.py imports this module (through custom.py)
+
+        node = ast.Call(ast.Name(self.key), [], [])  # the call site: Python, not source
+        return Lowerer(ctx.b, self.info, {}, [], [], False).inline_call(ctx, node, self, args,
+                                                                        kwargs)
 
     def __repr__(self) -> str:
         return f"<gradloom func {self.key}>"

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..types import FLOAT_TYPES, ScalarType, bool_, int32, int64, ptr
+from . import hostops
+from .hostops import HostRule, Unavailable
 from .nodes import Op, Var
 
 TypeRule = Callable[[tuple[ScalarType, ...], ScalarType | None], ScalarType | None]
@@ -112,6 +114,9 @@ class Prim:
     @property
     def writes(self) -> bool:
         return bool(self.effects & Effect.WRITE)
+    #: how the host computes it (ir/evaluate.py runs Python-scope calls with these rules), or
+    #: why it cannot run there; None only for a primitive not yet given one (a test fails)
+    host: HostRule | Unavailable | None = None
 
 
 def _same(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -427,64 +432,79 @@ _RMW = Effect.READ | Effect.WRITE | Effect.ATOMIC
 _M = MemoryRule
 
 _TABLE: list[Prim] = [
-    Prim("const", 0, _given, _N, doc="a constant; attr is its Python value"),
-    Prim("arg", 0, _given, Effect.PARAM,
+    Prim("const", 0, _given, _N, host=hostops.CONST, doc="a constant; attr is its Python value"),
+    Prim("arg", 0, _given, Effect.PARAM, host=hostops.THREAD,
          doc="a kernel parameter leaf; attr is its byte offset in the args"),
-    Prim("tid", 0, _tid, Effect.THREAD, doc="this thread's index along launch dimension attr"),
-    Prim("neg", 1, _num_same, _N, vjp=_neg_vjp), Prim("abs", 1, _num_same, _N, vjp=_abs_vjp),
-    *(Prim(n, 1, _float_same, _N, vjp=_UNARY_VJP[n]) for n in _UNARY_FLOAT),
-    Prim("add", 2, _num_same, _N, vjp=_add_vjp), Prim("sub", 2, _num_same, _N, vjp=_sub_vjp),
-    Prim("mul", 2, _num_same, _N, vjp=_mul_vjp),
-    Prim("div", 2, _num_same, _N, vjp=_div_vjp,
+    Prim("tid", 0, _tid, Effect.THREAD, host=hostops.THREAD,
+         doc="this thread's index along launch dimension attr"),
+    Prim("neg", 1, _num_same, _N, vjp=_neg_vjp, host=hostops.NEG),
+    Prim("abs", 1, _num_same, _N, vjp=_abs_vjp, host=hostops.ABS),
+    *(Prim(n, 1, _float_same, _N, vjp=_UNARY_VJP[n], host=hostops.UNARY_FLOAT[n])
+      for n in _UNARY_FLOAT),
+    Prim("add", 2, _num_same, _N, vjp=_add_vjp, host=hostops.ARITH["add"]),
+    Prim("sub", 2, _num_same, _N, vjp=_sub_vjp, host=hostops.ARITH["sub"]),
+    Prim("mul", 2, _num_same, _N, vjp=_mul_vjp, host=hostops.ARITH["mul"]),
+    Prim("div", 2, _num_same, _N, vjp=_div_vjp, host=hostops.ARITH["div"],
          doc="float division, or C-style truncating integer division"),
-    Prim("mod", 2, _num_same, _N, vjp=_mod_vjp, doc="C-style remainder (sign of the dividend)"),
-    Prim("min", 2, _num_same, _N, vjp=_pick("le")),
-    Prim("max", 2, _num_same, _N, vjp=_pick("ge")),
-    Prim("pow", 2, _float_same, _N, vjp=_pow_vjp),
-    Prim("atan2", 2, _float_same, _N, vjp=_atan2_vjp),
-    Prim("copysign", 2, _float_same, _N, vjp=_copysign_vjp,
+    Prim("mod", 2, _num_same, _N, vjp=_mod_vjp, host=hostops.ARITH["mod"],
+         doc="C-style remainder (sign of the dividend)"),
+    Prim("min", 2, _num_same, _N, vjp=_pick("le"), host=hostops.ARITH["min"]),
+    Prim("max", 2, _num_same, _N, vjp=_pick("ge"), host=hostops.ARITH["max"]),
+    Prim("pow", 2, _float_same, _N, vjp=_pow_vjp, host=hostops.ARITH["pow"]),
+    Prim("atan2", 2, _float_same, _N, vjp=_atan2_vjp, host=hostops.ARITH["atan2"]),
+    Prim("copysign", 2, _float_same, _N, vjp=_copysign_vjp, host=hostops.ARITH["copysign"],
          doc="the magnitude of the first operand with the sign bit of the second"),
-    Prim("popcount", 1, _count_bits, _N, doc="the number of set bits (same integer type)"),
-    *(Prim(n, 2, _compare, _N) for n in ("eq", "ne", "lt", "le", "gt", "ge")),
-    *(Prim(n, 2, _int_same, _N) for n in ("and", "or", "xor")),
-    Prim("not", 1, _int_same, _N, doc="logical not for bool, bitwise not for integers"),
-    Prim("shl", 2, _int_same, _N), Prim("shr", 2, _int_same, _N),
-    Prim("isnan", 1, lambda ts, r: bool_, _N), Prim("isinf", 1, lambda ts, r: bool_, _N),
-    Prim("select", 3, _select, _N, vjp=_select_vjp, doc="select(cond, if_true, if_false)"),
-    Prim("cast", 1, _given, _N, vjp=_cast_vjp, doc="numeric conversion to the result type"),
-    Prim("bitcast", 1, _bitcast, _N,
+    Prim("popcount", 1, _count_bits, _N, host=hostops.POPCOUNT,
+         doc="the number of set bits (same integer type)"),
+    *(Prim(n, 2, _compare, _N, host=hostops.COMPARE[n])
+      for n in ("eq", "ne", "lt", "le", "gt", "ge")),
+    *(Prim(n, 2, _int_same, _N, host=hostops.BITWISE[n]) for n in ("and", "or", "xor")),
+    Prim("not", 1, _int_same, _N, host=hostops.NOT,
+         doc="logical not for bool, bitwise not for integers"),
+    Prim("shl", 2, _int_same, _N, host=hostops.SHL),
+    Prim("shr", 2, _int_same, _N, host=hostops.SHR),
+    Prim("isnan", 1, lambda ts, r: bool_, _N, host=hostops.ISNAN),
+    Prim("isinf", 1, lambda ts, r: bool_, _N, host=hostops.ISINF),
+    Prim("select", 3, _select, _N, vjp=_select_vjp, host=hostops.SELECT,
+         doc="select(cond, if_true, if_false)"),
+    Prim("cast", 1, _given, _N, vjp=_cast_vjp, host=hostops.CAST,
+         doc="numeric conversion to the result type"),
+    Prim("bitcast", 1, _bitcast, _N, host=hostops.BITCAST,
          doc="the same bits read as the result type (no derivative)"),
-    Prim("ptr_add", 2, _gep, _N, doc="pointer plus a byte offset"),
-    Prim("load", 2, _load, Effect.READ, memory_rule=_M.GATHER,
+    Prim("ptr_add", 2, _gep, _N, host=hostops.MEMORY, doc="pointer plus a byte offset"),
+    Prim("load", 2, _load, Effect.READ, memory_rule=_M.GATHER, host=hostops.MEMORY,
          doc="load(ptr, byte offset); attr is a constant extra offset"),
-    Prim("store", 3, _store, Effect.WRITE, memory_rule=_M.OVERWRITE,
+    Prim("store", 3, _store, Effect.WRITE, memory_rule=_M.OVERWRITE, host=hostops.MEMORY,
          doc="store(ptr, byte offset, value); attr offset"),
     Prim("atomic_add", 3, _atomic, _RMW | Effect.ACCUMULATE, memory_rule=_M.ACCUMULATE,
+         host=hostops.MEMORY, doc="returns the old value"),
+    Prim("atomic_min", 3, _atomic, _RMW, memory_rule=_M.PICK, host=hostops.MEMORY,
          doc="returns the old value"),
-    Prim("atomic_min", 3, _atomic, _RMW, memory_rule=_M.PICK, doc="returns the old value"),
-    Prim("atomic_max", 3, _atomic, _RMW, memory_rule=_M.PICK, doc="returns the old value"),
-    *(Prim(f"atomic_{n}", 3, _atomic_int, _RMW, memory_rule=_M.INTEGER,
+    Prim("atomic_max", 3, _atomic, _RMW, memory_rule=_M.PICK, host=hostops.MEMORY,
+         doc="returns the old value"),
+    *(Prim(f"atomic_{n}", 3, _atomic_int, _RMW, memory_rule=_M.INTEGER, host=hostops.MEMORY,
            doc="bitwise read-modify-write of an integer; returns the old value")
       for n in ("and", "or", "xor")),
-    Prim("atomic_exch", 3, _atomic, _RMW, memory_rule=_M.ORDER,
+    Prim("atomic_exch", 3, _atomic, _RMW, memory_rule=_M.ORDER, host=hostops.MEMORY,
          doc="stores the value; returns the old value"),
-    Prim("atomic_cas", 4, _cas, _RMW, memory_rule=_M.ORDER,
+    Prim("atomic_cas", 4, _cas, _RMW, memory_rule=_M.ORDER, host=hostops.MEMORY,
          doc="atomic_cas(ptr, offset, compare, value): stores value where the old value has "
              "compare's bits; returns the old value"),
-    Prim("print", 1, _print, Effect.IO, variadic=True,
+    Prim("print", 1, _print, Effect.IO, variadic=True, host=hostops.PRINT,
          doc="print(cond, values...): C printf of format attr when cond; floats are passed as "
              "double, bools as the strings True/False; forward kernels only"),
-    Prim("check_bounds", 2, _check, Effect.CHECK,
+    Prim("check_bounds", 2, _check, Effect.CHECK, host=hostops.MEMORY,
          doc="check_bounds(index, extent): debug mode; attr indexes the kernel's source locations"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
-    Prim("push", 1, lambda ts, r: None, Effect.STACK,
+    Prim("push", 1, lambda ts, r: None, Effect.STACK, host=hostops.ADJOINT,
          doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),
-    Prim("pop", 0, _given, Effect.STACK, doc="pop the value pushed last"),
+    Prim("pop", 0, _given, Effect.STACK, host=hostops.ADJOINT, doc="pop the value pushed last"),
     Prim("adj_add", 3, _store, Effect.GRAD | Effect.WRITE | Effect.ACCUMULATE,
+         host=hostops.ADJOINT,
          doc="gradient array += value at (ptr, offset) + attr; nothing when ptr is null"),
-    Prim("adj_read", 2, _load, Effect.GRAD | Effect.READ,
+    Prim("adj_read", 2, _load, Effect.GRAD | Effect.READ, host=hostops.ADJOINT,
          doc="the gradient at (ptr, offset) + attr; 0 when ptr is null"),
-    Prim("adj_take", 2, _load, Effect.GRAD | Effect.READ | Effect.WRITE,
+    Prim("adj_take", 2, _load, Effect.GRAD | Effect.READ | Effect.WRITE, host=hostops.ADJOINT,
          doc="the gradient at (ptr, offset) + attr, then zero it there; 0 when ptr is null"),
 ]
 
