@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..ir.nodes import Op, Var
-from ..types import STATUS_STACK_FULL, ScalarType
+from ..types import STATUS_STACK_FULL, ScalarType, float16, float32
 from .llvm_types import literal, mem_type, reg_type
 
 if TYPE_CHECKING:
@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 _INTRINSIC = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
               "exp", "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc"}
 _LIBM = {"cbrt": "cbrt", "erf": "erf", "erfc": "erfc", "atan2": "atan2"}
-_FBIN = {"add": "fadd contract", "sub": "fsub contract", "mul": "fmul contract", "div": "fdiv",
+# No `contract` flag: every float operation rounds on its own, as in Warp's CPU build and the
+# host evaluator (ir/hostops.py), so kernels, Python-scope calls and Warp agree bit for bit.
+_FBIN = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv",
          "mod": "frem"}
 _IBIN = {"add": "add", "sub": "sub", "mul": "mul", "and": "and", "or": "or", "xor": "xor",
          "shl": "shl"}
@@ -226,6 +228,13 @@ class OpEmitter:
             # same register type (int32 <-> uint32): a reinterpretation, no instruction
             self.names[s.result.id] = x  # type: ignore[union-attr]
             return
+        if float16 in (src, dst) and float32 not in (src, dst):
+            # half <-> anything but float goes through float: LLVM would call compiler-rt
+            # helpers (__truncdfhf2, ...) that an in-process JIT cannot resolve (the process
+            # aborts); float -> half then rounds once more (documented in docs/differences.md)
+            wide = self.f.fresh("%viaf")
+            self.f.emit(f"{wide} = {_cast_kind(src, float32)} {reg_type(src)} {x} to float")
+            src, x = float32, wide
         self.f.emit(f"{self.res(s)} = {_cast_kind(src, dst)} {reg_type(src)} {x} to "
                     f"{reg_type(dst)}")
 

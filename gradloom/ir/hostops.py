@@ -241,6 +241,8 @@ def cast(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
     (a,) = args
     dst = rt.np_dtype
     if dst.kind == "f":
+        if dst == np.float16 and a.dtype != np.float32:
+            a = np.float32(a)  # as the kernel: through float (codegen/llvm_ops.py cast)
         return dst.type(a)  # rounds to nearest, from any numeric type
     if a.dtype.kind == "f":
         if not np.isfinite(a):  # out of range: undefined in LLVM; x86 gives the minimum
