@@ -24,10 +24,14 @@ from ..builtins.values import (
     TupleVal,
     Value,
     describe,
+    materialize,
     scalar,
+    type_of,
+    zeros_of,
 )
 from ..errors import CompileError, SourceLoc, UnknownNameError, UnsupportedSyntaxError
 from ..ir.builder import Builder
+from ..ir.nodes import Var
 from ..types import (
     MatrixType,
     ScalarType,
@@ -123,6 +127,8 @@ class ExprLowerer:
             part = transform_part(base, node.attr)  # xform.p / xform.q
             if part is not None:
                 return part
+            if node.attr == "dtype":  # the component type
+                return base.type.dtype
             return self.component(ctx, base, Literal(self.component_index(node, base)))
         if isinstance(base, StructVal):
             if node.attr not in [n for n, _ in base.type.fields]:
@@ -133,6 +139,8 @@ class ExprLowerer:
                 return TupleVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
             if node.attr == "ndim":
                 return Literal(base.type.ndim)
+            if node.attr == "dtype":  # the element type, e.g. to construct one: `x.dtype(1)`
+                return base.type.dtype
             raise CompileError(f"arrays have no attribute '{node.attr}' in kernels", ctx.loc)
         if isinstance(base, KernelValue):
             raise CompileError(f"{describe(base)} has no attribute '{node.attr}'", ctx.loc)
@@ -214,7 +222,7 @@ class ExprLowerer:
             if prim is None:
                 raise self.unsupported(node, f"the comparison '{type(op).__name__}'")
             right = self.value(right_node)
-            c = ops.compare(ctx, prim, left, right)
+            c = ops.compare(ctx, prim, *compare_operands(ctx, left, right))
             result = c if result is None else _and(ctx, result, c)
             left = right
         assert result is not None
@@ -265,9 +273,17 @@ class ExprLowerer:
             return result
         if callee is len:
             return self.length_of(ctx, args)
+        if callee is type:  # `type(x)(...)`: the type of a value, to construct or cast with
+            if len(args) != 1 or kwargs or not isinstance(args[0], KernelValue) or \
+                    isinstance(args[0], TupleVal):
+                raise CompileError("type() takes one value (scalar, vector, matrix, struct or "
+                                   "array)", ctx.loc)
+            return type_of(args[0])
         if hasattr(callee, "pyfunc") and hasattr(callee, "param_types"):
             return self.inline_call(ctx, node, callee, args, kwargs)
         t = _as_type(callee)
+        if isinstance(t, StructType) and (args or kwargs):
+            return construct_struct(ctx, t, args, kwargs)
         if t is not None:
             if kwargs:
                 raise CompileError(f"{t!r}() takes no keyword arguments", ctx.loc)
@@ -333,6 +349,60 @@ class ExprLowerer:
     def inline_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
                     kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError  # provided by the statement lowerer
+
+
+def compare_operands(ctx: Ctx, a: Value, b: Value) -> tuple[Value, Value]:
+    """Scalars of different types compared as C compares them (Warp emits C++ comparisons):
+    an integer with a float in the float type, two floats or two integers of one signedness in
+    the wider type, a signed with a narrower unsigned in the signed type. Other mixes are left
+    to the comparison to reject (a signed with an unsigned as wide, which C would compare as
+    unsigned, turning -1 into a huge number)."""
+    if not (isinstance(a, Var) and isinstance(b, Var)) or a.type == b.type:
+        return a, b
+    ta, tb = a.type, b.type
+    if "b" in (ta.kind, tb.kind):
+        return a, b
+    if ta.is_float or tb.is_float:
+        floats = [t for t in (ta, tb) if t.is_float]
+        target = max(floats, key=lambda t: t.bits)
+    elif ta.kind == tb.kind:
+        target = max(ta, tb, key=lambda t: t.bits)
+    else:
+        signed, unsigned = (ta, tb) if ta.kind == "i" else (tb, ta)
+        if signed.bits <= unsigned.bits:
+            return a, b
+        target = signed
+    return tuple(v if v.type == target else ctx.op("cast", v, type=target)  # type: ignore[return-value]
+                 for v in (a, b))
+
+
+def construct_struct(ctx: Ctx, t: StructType, args: list[Any], kwargs: dict[str, Any]) -> Value:
+    """`S(1.0, wp.vec3(0.0))` or `S(a=1.0)` in a kernel: fields in declaration order, the rest
+    zero."""
+    names = [n for n, _ in t.fields]
+    if len(args) > len(names):
+        raise CompileError(f"{t.name}() takes at most {len(names)} arguments, got {len(args)}",
+                           ctx.loc)
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise CompileError(f"struct {t.name} has no field '{k}'", ctx.loc)
+        if k in given:
+            raise CompileError(f"{t.name}(): field '{k}' given twice", ctx.loc)
+        given[k] = v
+    fields: list[Value] = []
+    for name, ft in t.fields:
+        if name not in given:
+            fields.append(zeros_of(ctx, ft))
+            continue
+        v = given[name]
+        if isinstance(v, Literal) and isinstance(ft, ScalarType):
+            v = materialize(ctx, v, ft)
+        if not isinstance(v, KernelValue) or type_of(v) != ft:
+            raise CompileError(f"{t.name}(): field '{name}' is {ft!r}, got {describe(v)}",
+                               ctx.loc)
+        fields.append(v)
+    return StructVal(t, tuple(fields))
 
 
 def _and(ctx: Ctx, a: Value, b: Value) -> Value:

@@ -9,6 +9,7 @@ from typing import Any
 from ..builtins.values import KernelValue, Literal, type_of
 from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..types import ArrayType, ScalarType, resolve_annotation
+from .generic import is_generic, matches_template
 from .source import SourceInfo, parse_function, source_digest
 
 
@@ -44,9 +45,10 @@ class Overload:
         for name, t in self.param_types():
             if t is Any or name not in bound.arguments:
                 continue
-            if not _fits(bound.arguments[name], t):
+            fit = _fits(bound.arguments[name], t)
+            if fit is None:
                 return None
-            score += 1
+            score += fit
         return score
 
     def signature_text(self) -> str:
@@ -54,12 +56,18 @@ class Overload:
         return f"{self.key}({', '.join(parts)})"
 
 
-def _fits(v: Any, t: Any) -> bool:
+def _fits(v: Any, t: Any) -> int | None:
+    """How well an argument fits a parameter type: 2 exactly, 1 by converting a literal, 0 a
+    generic parameter; None not at all."""
     if isinstance(v, Literal):
-        return isinstance(t, ScalarType) and (t.is_float or not isinstance(v.value, float))
-    if isinstance(v, KernelValue):
-        return bool(type_of(v) == t)
-    return False
+        if is_generic(t):
+            return 0 if matches_template(v.default_type, t) else None
+        if not isinstance(t, ScalarType) or (isinstance(v.value, float) and not t.is_float):
+            return None
+        return 2 if t == v.default_type else 1
+    if isinstance(v, KernelValue) and matches_template(type_of(v), t):
+        return 0 if is_generic(t) else 2
+    return None
 
 
 class Function:

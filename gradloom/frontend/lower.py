@@ -37,6 +37,7 @@ from ..types import (
 from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
 from .custom import emit_custom_call
 from .expr import BINOPS, python_constant
+from .generic import matches_template
 from .source import SourceInfo
 from .stores import StoreLowerer
 
@@ -375,7 +376,7 @@ def coerce_argument(ctx: Ctx, fname: str, pname: str, v: Any, t: Any) -> Any:
                                   f"{v.value!r}", ctx.loc)
         return materialize(ctx, v, t)
     got = type_of(v) if isinstance(v, KernelValue) else None
-    if got != t:
+    if not matches_template(got, t):
         raise KernelTypeError(f"{fname}(): argument '{pname}' expects {t!r}, got "
                               f"{describe(v)}", ctx.loc)
     return v

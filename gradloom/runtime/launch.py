@@ -268,6 +268,8 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     if device is not None and device != "cpu":
         get_device(device)  # raises for devices this build cannot run on
     args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
+    if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
+        kernel = kernel.specialize(list(args))
     if adjoint or record_cmd:
         adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
         if record_cmd:

@@ -1,0 +1,64 @@
+"""Generic parameter types (`Any`, `wp.Float`, `wp.array(dtype=Any)`): which types fit them."""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from ..types import (
+    FLOAT_TYPES,
+    INT_TYPES,
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    VectorType,
+)
+
+
+@dataclass(frozen=True, repr=False)
+class ScalarTypeSet(ScalarType):
+    """A generic scalar annotation that any of `members` fits (Warp's `wp.Int`, `wp.Float`,
+    `wp.Scalar`). It is a ScalarType so that `wp.vector(3, wp.Float)` builds a generic vector
+    annotation; it is never the type of a value."""
+
+    members: tuple[ScalarType, ...] = ()
+
+    def __call__(self, value: Any = 0) -> Any:
+        raise TypeError(f"{self.name} is a generic annotation, not a type to construct")
+
+
+Int = ScalarTypeSet("Int", "g", 0, INT_TYPES)
+Float = ScalarTypeSet("Float", "g", 0, FLOAT_TYPES)
+Scalar = ScalarTypeSet("Scalar", "g", 0, INT_TYPES + FLOAT_TYPES)
+
+
+def is_generic(t: Any) -> bool:
+    """Whether a parameter annotation leaves a type to be chosen per call or launch."""
+    if t is typing.Any or isinstance(t, ScalarTypeSet):
+        return True
+    if isinstance(t, (ArrayType, VectorType, MatrixType)):
+        return is_generic(t.dtype)
+    return False
+
+
+def matches_template(t: Any, template: Any) -> bool:
+    """Whether the concrete type t may be bound to a parameter annotated `template`."""
+    if template is typing.Any:
+        return True
+    if isinstance(template, ScalarTypeSet):
+        return t in template.members
+    if not is_generic(template):
+        return bool(t == template)
+    if isinstance(template, ArrayType):
+        return isinstance(t, ArrayType) and t.ndim == template.ndim and \
+            matches_template(t.dtype, template.dtype)
+    if isinstance(template, VectorType):
+        return isinstance(t, VectorType) and (t.length, t.kind) == (template.length, template.kind) \
+            and matches_template(t.dtype, template.dtype)
+    return isinstance(t, MatrixType) and (t.rows, t.cols, t.kind) == (
+        template.rows, template.cols, template.kind) and matches_template(t.dtype, template.dtype)
+
+
+def describe_type(t: Any) -> str:
+    return "Any" if t is typing.Any else repr(t)
