@@ -42,6 +42,7 @@ from ..types import (
     resolve_annotation,
     type_of_constant,
 )
+from .slices import constant_slice, has_slice, read_slice
 from .source import SourceInfo
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
@@ -183,6 +184,8 @@ class ExprLowerer:
         base = self.expr(node.value)
         ctx = self.ctx(node)
         idx = self.indices(node.slice)
+        if has_slice(idx):
+            return self.sliced(ctx, base, idx)
         if isinstance(base, ArrayVal):
             r = memory.index_array(ctx, base, idx)
             return memory.load(ctx, r) if isinstance(r, memory.Place) else r
@@ -197,12 +200,26 @@ class ExprLowerer:
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
         raise CompileError(f"{describe(base)} cannot be indexed", ctx.loc)
 
-    def indices(self, node: ast.expr) -> list[Value]:
-        if isinstance(node, ast.Slice):
-            raise self.unsupported(node, "slicing")
-        if isinstance(node, ast.Tuple):
-            return [self.value(e) for e in node.elts]
-        return [self.value(node)]
+    def indices(self, node: ast.expr) -> list[Any]:
+        """The keys of a subscript: values, or Python slices with constant bounds."""
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        return [self.slice_key(e) if isinstance(e, ast.Slice) else self.value(e) for e in elts]
+
+    def slice_key(self, node: ast.Slice) -> slice:
+        bounds = [None if b is None else self.value(b) for b in (node.lower, node.upper, node.step)]
+        return constant_slice(self.ctx(node), *bounds)
+
+    def sliced(self, ctx: Ctx, base: Any, idx: list[Any]) -> Value:
+        """`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, j]`, `m[i, 1:]` (i at run time)."""
+        if not isinstance(base, Composite):
+            raise CompileError(f"{describe(base)} cannot be sliced (vectors and matrices can)",
+                               ctx.loc)
+        if isinstance(base.type, MatrixType) and len(idx) == 2 and not isinstance(idx[0], slice) \
+                and not isinstance(idx[0], Literal):
+            row = self.component(ctx, base, idx[0])
+            assert isinstance(row, Composite)
+            return read_slice(ctx, row, idx[1:])
+        return read_slice(ctx, base, idx)
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
         opname = BINOPS.get(type(node.op))

@@ -34,10 +34,11 @@ from ..types import (
     resolve_annotation,
     size_of,
 )
-from .control import BREAK, CONTINUE, RETURN, RETVAL, ControlLowerer, contains_jump
+from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import emit_custom_call
 from .expr import BINOPS, python_constant
 from .generic import matches_template
+from .loops import LoopLowerer
 from .source import SourceInfo
 from .stores import StoreLowerer
 
@@ -49,7 +50,7 @@ _UNSUPPORTED_STMTS = {
 }
 
 
-class Lowerer(StoreLowerer, ControlLowerer):
+class Lowerer(StoreLowerer, LoopLowerer):
     """Lowers one function body into the shared builder; funcs it calls get their own Lowerer."""
 
     def __init__(self, b: Builder, info: SourceInfo, env: dict[str, Any], stack: list[Any],
@@ -214,90 +215,6 @@ class Lowerer(StoreLowerer, ControlLowerer):
                                       f"gives {type_of(old)!r}", loc)
             self.env[RETVAL] = value
         self.env[RETURN] = self.flag(True, loc)
-
-    def stmt_While(self, node: ast.While) -> None:
-        if node.orelse:
-            raise UnsupportedSyntaxError("while/else is not supported in kernels",
-                                         self.info.loc(node))
-        loc = self.info.loc(node)
-        self.in_loop(node.body, loc, lambda ps: self.truth_at(self.value(node.test), loc),
-                     lambda ps: [], [])
-
-    def stmt_For(self, node: ast.For) -> None:
-        loc = self.info.loc(node)
-        if node.orelse:
-            raise UnsupportedSyntaxError("for/else is not supported in kernels", loc)
-        if not isinstance(node.target, ast.Name):
-            raise UnsupportedSyntaxError("a loop target other than a single name is not supported", loc)
-        start, stop, step = self.range_args(node)
-        ctx = self.ctx(node)
-        name = node.target.id
-
-        def test(ps: list[Any]) -> Any:
-            if isinstance(step, Literal):
-                return ctx.op("lt" if step.value > 0 else "gt", ps[0], stop_v)
-            up = ctx.op("lt", ps[0], stop_v)
-            down = ctx.op("gt", ps[0], stop_v)
-            return ctx.op("select", ctx.op("gt", step_v, ctx.const(0, step_v.type)), up, down)
-
-        def body(ps: list[Any]) -> list[Any]:
-            self.env[name] = ps[0]
-            return [ctx.op("add", ps[0], step_v)]
-
-        counter_t = self.counter_type(ctx, (start, stop, step))
-        start_v, stop_v = (ops.scalar(ctx, v, counter_t) for v in (start, stop))
-        step_v = ops.scalar(ctx, step, counter_t)
-        if isinstance(step, Literal) and step.value == 0:
-            raise CompileError("range() step must not be zero", loc)
-        self.in_loop(node.body, loc, test, body, [start_v])
-
-    def in_loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
-                extras: list[Any]) -> None:
-        saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
-        self.env.pop(CONTINUE, None)
-        if contains_jump(body, (ast.Break,)):
-            self.env[BREAK] = self.flag(False, loc)
-        else:
-            self.env.pop(BREAK, None)
-        carried = self.carried_names(body)
-        has_continue = contains_jump(body, (ast.Continue,))
-
-        def run_body(ps: list[Any]) -> list[Any]:
-            nxt = pre_body(ps)
-            if has_continue:
-                self.env[CONTINUE] = self.flag(False, loc)
-            self.stmts(body)
-            self.env.pop(CONTINUE, None)
-            return list(nxt)
-
-        self.loop_region(carried, extras, lambda ps: self.continue_cond(test(ps), loc),
-                         run_body, loc)
-        for f, v in saved.items():
-            self.env.pop(f, None)
-            if v is not None:
-                self.env[f] = v
-
-    def range_args(self, node: ast.For) -> tuple[Value, Value, Value]:
-        it = node.iter
-        if not (isinstance(it, ast.Call) and self.expr(it.func) is range):
-            raise UnsupportedSyntaxError("for loops must iterate over range(...)",
-                                         self.info.loc(node))
-        args = [self.value(a) for a in it.args]
-        if not 1 <= len(args) <= 3:
-            raise CompileError("range() takes 1 to 3 arguments", self.info.loc(it))
-        if len(args) == 1:
-            return Literal(0), args[0], Literal(1)
-        return args[0], args[1], args[2] if len(args) == 3 else Literal(1)
-
-    def counter_type(self, ctx: Ctx, vals: tuple[Value, ...]) -> ScalarType:
-        types = {v.type for v in vals if not isinstance(v, Literal)}  # type: ignore[union-attr]
-        if len(types) > 1:
-            raise KernelTypeError(f"range() arguments have different types "
-                                  f"{', '.join(map(str, types))}", ctx.loc)
-        t = types.pop() if types else Literal(0).default_type
-        if not isinstance(t, ScalarType) or not t.is_int:
-            raise KernelTypeError(f"range() arguments must be integers, got {t!r}", ctx.loc)
-        return t
 
     # -- calls -------------------------------------------------------------------------------
 

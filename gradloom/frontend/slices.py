@@ -1,0 +1,82 @@
+"""Vector and matrix slicing in kernels (`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, 1]`), as in Warp.
+
+Slice bounds are compile-time constants; a slice picks a fixed set of components, so reading one
+gives a new vector or matrix value and writing one replaces those components.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..builtins.values import Composite, Ctx, Literal, Value, flatten
+from ..errors import CompileError
+from ..types import MatrixType, VectorType
+
+Key = Any  # a Literal index, a runtime index (Var) or a Python slice
+
+
+def has_slice(keys: list[Key]) -> bool:
+    return any(isinstance(k, slice) for k in keys)
+
+
+def constant_slice(ctx: Ctx, lower: Value | None, upper: Value | None,
+                   step: Value | None) -> slice:
+    parts = []
+    for v in (lower, upper, step):
+        if v is not None and not (isinstance(v, Literal) and isinstance(v.value, int)
+                                  and not isinstance(v.value, bool)):
+            raise CompileError("slice bounds must be constant integers", ctx.loc)
+        parts.append(None if v is None else int(v.value))
+    if parts[2] == 0:
+        raise CompileError("slice step must not be zero", ctx.loc)
+    return slice(*parts)
+
+
+def _pick(ctx: Ctx, key: Key, n: int, what: str) -> list[int]:
+    if isinstance(key, slice):
+        return list(range(n))[key]
+    if not isinstance(key, Literal):
+        raise CompileError(f"an index combined with a slice must be a constant ({what})", ctx.loc)
+    k = int(key.value)
+    if not -n <= k < n:
+        raise CompileError(f"index {k} is out of range for {what} {n}", ctx.loc)
+    return [k % n]
+
+
+def positions(ctx: Ctx, t: VectorType | MatrixType, keys: list[Key]) -> tuple[list[int], Any]:
+    """The flat component positions `keys` select, and the type of the selection (None: one
+    scalar)."""
+    if isinstance(t, VectorType):
+        if len(keys) != 1:
+            raise CompileError(f"{t!r} takes one index, got {len(keys)}", ctx.loc)
+        sel = _pick(ctx, keys[0], t.length, "length")
+        result: Any = VectorType(len(sel), t.dtype) if isinstance(keys[0], slice) else None
+    else:
+        if len(keys) > 2:
+            raise CompileError(f"{t!r} takes at most two indices, got {len(keys)}", ctx.loc)
+        k0, k1 = [*keys, slice(None)][:2]
+        rows, cols = _pick(ctx, k0, t.rows, "rows"), _pick(ctx, k1, t.cols, "columns")
+        sel = [r * t.cols + c for r in rows for c in cols]
+        sliced = [len(s) for k, s in ((k0, rows), (k1, cols)) if isinstance(k, slice)]
+        result = (MatrixType(sliced[0], sliced[1], t.dtype) if len(sliced) == 2
+                  else VectorType(sliced[0], t.dtype) if sliced else None)
+    if not sel:
+        raise CompileError("this slice selects no components", ctx.loc)
+    return sel, result
+
+
+def read_slice(ctx: Ctx, base: Composite, keys: list[Key]) -> Value:
+    sel, result = positions(ctx, base.type, keys)
+    if result is None:
+        return base.comps[sel[0]]
+    return Composite(result, tuple(base.comps[p] for p in sel))
+
+
+def write_slice(ctx: Ctx, base: Composite, keys: list[Key], new: Value) -> Composite:
+    """base with the components `keys` select replaced by those of new (already type-checked
+    against `read_slice(base, keys)`)."""
+    sel, _ = positions(ctx, base.type, keys)
+    comps = list(base.comps)
+    for p, c in zip(sel, flatten(new), strict=True):
+        comps[p] = c
+    return Composite(base.type, tuple(comps))
