@@ -12,6 +12,7 @@ from ..builtins.values import (
     Literal,
     Value,
     flatten,
+    materialize,
     rebuild,
     type_of,
     zeros_of,
@@ -22,6 +23,9 @@ from ..types import bool_
 from .expr import ExprLowerer
 
 BREAK, CONTINUE, RETURN, RETVAL = "$break", "$continue", "$return", "$retval"
+IFEXP = "$ifexp"  # the value of a conditional expression, merged like a variable
+_PLAIN = (ast.Name, ast.Constant, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Compare,
+          ast.BoolOp, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
 FLAGS = (BREAK, CONTINUE, RETURN)
 
 
@@ -44,6 +48,11 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
                     if isinstance(n, ast.Name):
                         out.setdefault(n.id, None)
     return list(out)
+
+
+def _plain(node: ast.expr) -> bool:
+    """An expression that only computes on values (no calls, no subscripts)."""
+    return all(isinstance(n, _PLAIN) for n in ast.walk(node))
 
 
 def contains_jump(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
@@ -172,6 +181,34 @@ class ControlLowerer(ExprLowerer):
             if f in self.env:
                 test = self.b.op("and", (test, self.b.op("not", (self.env[f],), loc)), loc)
         return test
+
+    def expr_IfExp(self, node: ast.IfExp) -> Value:
+        """`a if c else b` runs only the chosen branch (as Warp) when a branch can have an effect
+        or read memory (a call, a subscript); plain arithmetic is selected branch-free."""
+        cond = self.value(node.test)
+        if isinstance(cond, Literal) or all(_plain(n) for n in (node.body, node.orelse)):
+            return super().expr_IfExp(node)
+        loc = self.info.loc(node)
+        first, second = node.body, node.orelse
+        c = self.truth_at(cond, loc)
+        if isinstance(first, ast.Constant):  # lower the other branch first: it fixes the type
+            first, second = second, first
+            c = self.b.op("not", (c,), loc)
+        seen: list[Any] = []
+
+        def branch(e: ast.expr) -> None:
+            v = self.value(e)
+            if isinstance(v, Literal):
+                v = materialize(self.ctx_at(loc), v, type_of(seen[0]) if seen else None)
+            seen.append(v)
+            self.env[IFEXP] = v
+
+        outer = self.env.get(IFEXP)
+        self.if_region(c, lambda: branch(first), lambda: branch(second), loc)
+        value = self.env.pop(IFEXP)
+        if outer is not None:
+            self.env[IFEXP] = outer
+        return value  # type: ignore[no-any-return]
 
     def truth_at(self, v: Value, loc: SourceLoc) -> Var:
         return ops.truth(self.ctx_at(loc), v)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,13 @@ from ..builtins.values import (
     type_of,
     zeros_of,
 )
-from ..errors import CompileError, SourceLoc, UnknownNameError, UnsupportedSyntaxError
+from ..errors import (
+    CompileError,
+    KernelTypeError,
+    SourceLoc,
+    UnknownNameError,
+    UnsupportedSyntaxError,
+)
 from ..ir.builder import Builder
 from ..ir.nodes import Var
 from ..types import (
@@ -283,8 +291,13 @@ class ExprLowerer:
         if isinstance(callee, str) and callee in REGISTRY:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
-            kw = {k: _unliteral(v) for k, v in kwargs.items()}
-            result = callee.fn(ctx, *args, **kw)
+            kw = {k: v if _takes_value(callee.fn, k) else _unliteral(v) for k, v in kwargs.items()}
+            try:
+                result = callee.fn(ctx, *args, **kw)
+            except TypeError as exc:
+                if _binds(callee.fn, ctx, args, kw):
+                    raise
+                raise KernelTypeError(f"wp.{callee.name}(): {exc}", ctx.loc) from None
             if isinstance(result, OutArgs):
                 return self.write_out_args(ctx, node, callee.name, result)
             return result
@@ -448,6 +461,23 @@ def _hashable(obj: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def _binds(fn: Any, *args: Any, **kwargs: Any) -> bool:
+    """Whether a builtin's Python signature accepts these arguments."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
+@functools.cache
+def _takes_value(fn: Any, name: str) -> bool:
+    """Whether a builtin's keyword parameter takes a kernel value (`tolerance=1e-5`) rather
+    than a Python constant (`dtype=`, `n=`): its annotation says `Value`."""
+    ann = getattr(fn, "__annotations__", {}).get(name, "")
+    return str(ann).startswith("Value")
 
 
 def _unliteral(v: Any) -> Any:

@@ -63,7 +63,7 @@ class LoopLowerer(ControlLowerer):
             first, last, step = reversed_range(ctx, start_v, stop_v, step)
             start_v, stop_v = ops.scalar(ctx, first, counter_t), ops.scalar(ctx, last, counter_t)
         step_v = ops.scalar(ctx, step, counter_t)
-        target = name if name not in self.env and self.read_outside(node, name) else None
+        target = name if self.read_outside(node, name) else None
         self.in_loop(node, loc, test, body, [start_v], target)
 
     def in_loop(self, node: ast.For | ast.While, loc: Any, test: Any, pre_body: Any,
@@ -71,21 +71,25 @@ class LoopLowerer(ControlLowerer):
         """Lower a loop; names it sets first (and `target`, a for loop's name when read after
         the loop) are declared before it, so they are carried and outlive it."""
         new = [n for n in assigned_names(node.body) if n not in self.env]
-        if target is not None:
+        if target is not None and target not in self.env:
             new.append(target)
         if new:
             types = self.loop_local_types(node, new, lambda probe: self._loop(
-                node.body, loc, test, pre_body, extras, (new, probe)))
+                node.body, loc, test, pre_body, extras, None, (new, probe)))
             for n, t in types.items():
                 try:
                     self.env[n] = zeros_of(self.ctx_at(loc), t)
                 except CompileError:
                     continue  # no zero value (an array): the name stays local to the body
                 self.assign_locs.setdefault(n, loc)
-        self._loop(node.body, loc, test, pre_body, extras, None)
+        counter_t = extras[0].type if extras else None
+        carry_target = target is not None and isinstance(self.env.get(target), KernelValue) \
+            and type_of(self.env[target]) == counter_t
+        self._loop(node.body, loc, test, pre_body, extras, target if carry_target else None, None)
 
     def _loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
-              extras: list[Any], probe: tuple[list[str], dict[str, Any]] | None) -> None:
+              extras: list[Any], target: str | None,
+              probe: tuple[list[str], dict[str, Any]] | None) -> None:
         saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
         self.env.pop(CONTINUE, None)
         if contains_jump(body, (ast.Break,)):
@@ -93,6 +97,8 @@ class LoopLowerer(ControlLowerer):
         else:
             self.env.pop(BREAK, None)
         carried = self.carried_names(body)
+        if target is not None and target not in carried:
+            carried.append(target)  # the for loop's name, read after the loop
         has_continue = contains_jump(body, (ast.Continue,))
 
         def run_body(ps: list[Any]) -> list[Any]:
