@@ -41,14 +41,14 @@ def _array_type(value: Any, name: str) -> ArrayType | None:
 
 
 def _value_type(value: Any) -> Any:
-    if isinstance(value, (builtins.bool, np.bool_)):
+    if isinstance(value, np.generic):  # before float: numpy's float64 is a Python float too
+        return scalar_from_numpy(value.dtype)
+    if isinstance(value, builtins.bool):
         return bool_
     if isinstance(value, builtins.int):
         return int32
     if isinstance(value, builtins.float):
         return float32
-    if isinstance(value, np.generic):
-        return scalar_from_numpy(value.dtype)
     if isinstance(value, VecValue):
         return value.gl_type
     return getattr(type(value), "__gl_type__", None)

@@ -138,6 +138,8 @@ class ExprLowerer:
                 return part
             if node.attr == "dtype":  # the component type
                 return base.type.dtype
+            if node.attr == "length" and isinstance(base.type, VectorType):
+                return Literal(base.type.length)
             return self.component(ctx, base, Literal(self.component_index(node, base)))
         if isinstance(base, StructVal):
             if node.attr not in [n for n, _ in base.type.fields]:
@@ -247,7 +249,11 @@ class ExprLowerer:
             if prim is None:
                 raise self.unsupported(node, f"the comparison '{type(op).__name__}'")
             right = self.value(right_node)
-            c = ops.compare(ctx, prim, *compare_operands(ctx, left, right))
+            if isinstance(left, Composite) and isinstance(right, Composite) and \
+                    left.type == right.type and not left.comps and prim in ("eq", "ne"):
+                c: Value = Literal(prim == "eq")  # empty slices (`v[4:] == vec0()`) are equal
+            else:
+                c = ops.compare(ctx, prim, *compare_operands(ctx, left, right))
             result = c if result is None else _and(ctx, result, c)
             left = right
         assert result is not None

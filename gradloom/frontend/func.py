@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any
+import typing
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from ..builtins.values import KernelValue, Literal, type_of
 from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..types import ArrayType, ScalarType, resolve_annotation
 from .generic import is_generic, matches_template
 from .source import SourceInfo, parse_function, source_digest
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class Overload:
@@ -168,9 +173,31 @@ def _eval_annotation(info: SourceInfo, name: str, text: str, node: Any) -> Any:
                               info.loc(node)) from None
 
 
-def func(pyfunc: Any) -> Function:
-    """Decorator: `@wp.func`. Defining a function again under the same name in the same module
-    with different parameter types adds an overload, as in Warp."""
+@typing.overload
+def func(f: Callable[_P, _R]) -> Callable[_P, _R]: ...
+
+
+@typing.overload
+def func(f: None = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
+
+
+def func(f: Any = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Any:
+    """Decorator: `@wp.func`, or `@wp.func(name=..., module=..., inline=...)` as in Warp (calls
+    are always inlined here, so `module` and `inline` change nothing). Defining a function
+    again under the same name in the same module with different parameter types adds an
+    overload, as in Warp."""
+    if f is None:
+        return lambda fn: _define(fn, name)
+    return _define(f, name)
+
+
+def _define(pyfunc: Any, name: str | None) -> Function:
+    if name is not None:
+        fn = Function(pyfunc)
+        fn.key = name
+        return fn
     existing = pyfunc.__globals__.get(pyfunc.__name__)
     if isinstance(existing, Function) and existing.key == pyfunc.__qualname__:
         existing.add_overload(pyfunc)

@@ -37,6 +37,10 @@ def is_generic(t: Any) -> bool:
     """Whether a parameter annotation leaves a type to be chosen per call or launch."""
     if t is typing.Any or isinstance(t, ScalarTypeSet):
         return True
+    if isinstance(t, VectorType) and t.length is typing.Any:
+        return True  # `wp.types.vector(Any, float)`
+    if isinstance(t, MatrixType) and typing.Any in (t.rows, t.cols):
+        return True
     if isinstance(t, (ArrayType, VectorType, MatrixType)):
         return is_generic(t.dtype)
     return False
@@ -54,10 +58,15 @@ def matches_template(t: Any, template: Any) -> bool:
         return isinstance(t, ArrayType) and t.ndim == template.ndim and \
             matches_template(t.dtype, template.dtype)
     if isinstance(template, VectorType):
-        return isinstance(t, VectorType) and (t.length, t.kind) == (template.length, template.kind) \
-            and matches_template(t.dtype, template.dtype)
-    return isinstance(t, MatrixType) and (t.rows, t.cols, t.kind) == (
-        template.rows, template.cols, template.kind) and matches_template(t.dtype, template.dtype)
+        return isinstance(t, VectorType) and t.kind == template.kind and \
+            _size_fits(t.length, template.length) and matches_template(t.dtype, template.dtype)
+    return isinstance(t, MatrixType) and t.kind == template.kind and \
+        _size_fits(t.rows, template.rows) and _size_fits(t.cols, template.cols) and \
+        matches_template(t.dtype, template.dtype)
+
+
+def _size_fits(n: Any, template: Any) -> bool:
+    return template is typing.Any or n == template
 
 
 def describe_type(t: Any) -> str:

@@ -24,6 +24,9 @@ class LoopLowerer(ControlLowerer):
     """Loop statements; the statement lowerer (lower.py) builds on it."""
 
     return_types: list[Any]
+    #: lowering into a scratch builder to learn types: statements reading unknown names are
+    #: skipped (lower.py's `stmt`)
+    probing: bool = False
 
     def stmt_While(self, node: ast.While) -> None:
         if node.orelse:
@@ -74,7 +77,7 @@ class LoopLowerer(ControlLowerer):
         if target is not None and target not in self.env:
             new.append(target)
         if new:
-            types = self.loop_local_types(node, new, lambda probe: self._loop(
+            types = self.loop_local_types(node, new, loc, lambda probe: self._loop(
                 node.body, loc, test, pre_body, extras, None, (new, probe)))
             for n, t in types.items():
                 try:
@@ -120,27 +123,40 @@ class LoopLowerer(ControlLowerer):
             if v is not None:
                 self.env[f] = v
 
-    def loop_local_types(self, node: ast.AST, names: list[str],
+    def loop_local_types(self, node: ast.AST, names: list[str], loc: Any,
                          run: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        """The types `names` take in the loop `node`: `run` lowers it into a scratch builder
-        (errors are left for the real lowering to report). Remembered per loop and types of
-        the names it uses, so nested loops are not lowered exponentially often."""
+        """The types `names` take in the loop `node`: `run` lowers it into a scratch builder,
+        skipping statements that read a name not yet known (`s += prev` before `prev = ...`),
+        then again with the names found so far declared, until no more are found. Errors are
+        left for the real lowering to report. Remembered per loop and types of the names it
+        uses, so nested loops are not lowered exponentially often."""
         cache: dict[Any, dict[str, Any]] = self.__dict__.setdefault("_loop_types", {})
         used = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)})
         key = (id(node), tuple((n, type_of(self.env[n])) for n in used
                                if isinstance(self.env.get(n), KernelValue)))
         if key in cache:
             return cache[key]
-        saved = (self.b, self.env, self.assign_locs, self.tid_arity, self.return_types)
-        self.b, self.env, self.assign_locs = Builder(), dict(self.env), dict(self.assign_locs)
-        self.tid_arity, self.return_types = list(self.tid_arity), list(self.return_types)
+        saved = (self.b, self.env, self.assign_locs, self.tid_arity, self.return_types,
+                 self.probing)
         found: dict[str, Any] = {}
         try:
-            run(found)
-        except GradloomError:
-            found = {}
+            for _ in range(3):
+                self.b, self.env, self.assign_locs = Builder(), dict(saved[1]), dict(saved[2])
+                self.tid_arity, self.return_types = list(saved[3]), list(saved[4])
+                self.probing = True
+                self.env.update({n: zeros_of(self.ctx_at(loc), t) for n, t in found.items()})
+                trip: dict[str, Any] = {}
+                try:
+                    run(trip)
+                except GradloomError:
+                    break
+                known = len(found)
+                found.update(trip)
+                if len(found) == known or len(found) == len(names):
+                    break
         finally:
-            self.b, self.env, self.assign_locs, self.tid_arity, self.return_types = saved
+            (self.b, self.env, self.assign_locs, self.tid_arity, self.return_types,
+             self.probing) = saved
         cache[key] = found
         return found
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 from typing import Any
 
@@ -21,7 +22,13 @@ from ..builtins.values import (
     type_of,
     zeros_of,
 )
-from ..errors import CompileError, KernelTypeError, SourceLoc, UnsupportedSyntaxError
+from ..errors import (
+    CompileError,
+    KernelTypeError,
+    SourceLoc,
+    UnknownNameError,
+    UnsupportedSyntaxError,
+)
 from ..ir.builder import Builder
 from ..ir.nodes import KernelIR
 from ..types import (
@@ -97,6 +104,13 @@ class Lowerer(StoreLowerer, LoopLowerer):
                 return
 
     def stmt(self, node: ast.stmt) -> None:
+        if not self.probing:
+            self.lower_stmt(node)
+            return
+        with contextlib.suppress(UnknownNameError):  # probing a loop's types: a name set
+            self.lower_stmt(node)  # later in the body is not known yet (loops.py)
+
+    def lower_stmt(self, node: ast.stmt) -> None:
         name = type(node).__name__
         if name in _UNSUPPORTED_STMTS:
             raise UnsupportedSyntaxError(f"{_UNSUPPORTED_STMTS[name]} is not supported in kernels",

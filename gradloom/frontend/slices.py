@@ -60,7 +60,7 @@ def positions(ctx: Ctx, t: VectorType | MatrixType, keys: list[Key]) -> tuple[li
         sliced = [len(s) for k, s in ((k0, rows), (k1, cols)) if isinstance(k, slice)]
         result = (MatrixType(sliced[0], sliced[1], t.dtype) if len(sliced) == 2
                   else VectorType(sliced[0], t.dtype) if sliced else None)
-    if not sel:
+    if not sel and result is None:
         raise CompileError("this slice selects no components", ctx.loc)
     return sel, result
 
@@ -68,7 +68,7 @@ def positions(ctx: Ctx, t: VectorType | MatrixType, keys: list[Key]) -> tuple[li
 def read_slice(ctx: Ctx, base: Composite, keys: list[Key]) -> Value:
     sel, result = positions(ctx, base.type, keys)
     if result is None:
-        return base.comps[sel[0]]
+        return base.comps[sel[0]]  # type: ignore[no-any-return]
     return Composite(result, tuple(base.comps[p] for p in sel))
 
 
