@@ -1174,7 +1174,7 @@ def loop_local_carried_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
     s = f64(0.0)
     for k in range(4):
         if k > 0:
-            s += prev * x[i]  # the previous trip's value
+            s += prev * x[i]  # noqa: F821 - the previous trip's value
         prev = wp.sin(x[i] * f64(k))
     j = int(0)
     while j < 3:
@@ -1189,7 +1189,7 @@ def loop_target_after_loop_kernel(x: wp.array(dtype=f64), n: wp.array(dtype=int)
                                   y: wp.array(dtype=f64)):
     i = wp.tid()
     p = x[i]
-    for k in range(n[i]):
+    for k in range(n[i]):  # noqa: B007 - k is read after the loop
         p = p * x[i] + f64(0.25)
     y[i] = p * f64(k)  # k holds the last trip's value
 
