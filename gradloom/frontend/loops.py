@@ -128,11 +128,13 @@ class LoopLowerer(ControlLowerer):
         """The types `names` take in the loop `node`: `run` lowers it into a scratch builder,
         skipping statements that read a name not yet known (`s += prev` before `prev = ...`),
         then again with the names found so far declared, until no more are found. Errors are
-        left for the real lowering to report. Remembered per loop and types of the names it
-        uses, so nested loops are not lowered exponentially often."""
+        left for the real lowering to report. Remembered per loop and the types of the names it
+        reads but never sets, so nested loops are not lowered exponentially often (an outer
+        loop's probe declares names the inner loop sets; that does not change their types)."""
         cache: dict[Any, dict[str, Any]] = self.__dict__.setdefault("_loop_types", {})
-        used = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)})
-        key = (id(node), tuple((n, type_of(self.env[n])) for n in used
+        assigned = set(assigned_names([node])) | set(names)  # type: ignore[list-item]
+        inputs = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - assigned)
+        key = (id(node), tuple((n, type_of(self.env[n])) for n in inputs
                                if isinstance(self.env.get(n), KernelValue)))
         if key in cache:
             return cache[key]
