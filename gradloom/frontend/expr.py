@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import inspect
 from typing import Any
@@ -48,7 +49,7 @@ from ..types import (
     VecValue,
     int32,
     resolve_annotation,
-    type_of_constant,
+    scalar_from_numpy,
 )
 from .slices import constant_slice, has_slice, read_slice
 from .source import SourceInfo
@@ -77,8 +78,8 @@ def python_constant(ctx: Ctx, obj: Any) -> Any:
         t = obj.gl_type
         comps = tuple(ctx.const(v.item(), t.dtype) for v in np.ravel(obj))
         return Composite(t, comps)
-    if isinstance(obj, np.generic):
-        st = type_of_constant(obj)
+    if isinstance(obj, np.generic):  # numpy's own dtype (np.float64 is also a Python float)
+        st = scalar_from_numpy(obj.dtype)
         if st is not None:
             return ctx.const(obj.item(), st)
     return obj
@@ -155,6 +156,9 @@ class ExprLowerer:
             raise CompileError(f"arrays have no attribute '{node.attr}' in kernels", ctx.loc)
         if isinstance(base, KernelValue):
             raise CompileError(f"{describe(base)} has no attribute '{node.attr}'", ctx.loc)
+        if node.attr in ("float", "int") and getattr(base, "__name__", "") in ("gradloom", "warp") \
+                and not hasattr(base, node.attr):
+            return getattr(builtins, node.attr)  # `wp.float(x)` in kernels, as in Warp
         if not hasattr(base, node.attr):
             raise UnknownNameError(f"'{getattr(base, '__name__', base)}' has no attribute "
                                    f"'{node.attr}'", ctx.loc)
