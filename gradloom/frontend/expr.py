@@ -51,8 +51,9 @@ from ..types import (
     resolve_annotation,
     scalar_from_numpy,
 )
-from .slices import constant_slice, has_slice, read_slice
+from .slices import array_slice_items, constant_slice, has_slice, read_slice, star_items
 from .source import SourceInfo
+from .static import constant_names, static_locals
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
@@ -210,7 +211,8 @@ class ExprLowerer:
                     raise CompileError("too many indices", ctx.loc)
                 out = self.component(ctx, out, i)
             return out
-        if isinstance(base, TupleVal) and len(idx) == 1 and isinstance(idx[0], Literal):
+        if isinstance(base, TupleVal) and len(idx) == 1 and (isinstance(idx[0], Literal) or len(
+                {repr(type_of(i)) for i in base.items}) == 1):  # a run-time index: one item type
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
         raise CompileError(f"{describe(base)} cannot be indexed", ctx.loc)
 
@@ -222,6 +224,14 @@ class ExprLowerer:
     def slice_key(self, node: ast.Slice) -> slice:
         bounds = [None if b is None else self.value(b) for b in (node.lower, node.upper, node.step)]
         return constant_slice(self.ctx(node), *bounds)
+
+    def starred(self, node: ast.expr) -> list[Value]:
+        """The arguments `*node` passes: components, rows, tuple items or array elements."""
+        if isinstance(node, ast.Subscript):
+            base = self.expr(node.value)
+            if isinstance(base, ArrayVal):
+                return array_slice_items(self.ctx(node), base, self.indices(node.slice))
+        return star_items(self.ctx(node), self.value(node))
 
     def sliced(self, ctx: Ctx, base: Any, idx: list[Any]) -> Value:
         """`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, j]`, `m[i, 1:]` (i at run time)."""
@@ -291,7 +301,12 @@ class ExprLowerer:
             if node.args or node.keywords:
                 raise CompileError("wp.tid() takes no arguments", ctx.loc)
             return self.tid(ctx, 1)
-        args = [self.expr(a) for a in node.args]
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.starred(a.value))
+            else:
+                args.append(self.expr(a))
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         return self.call(ctx, node, callee, args, kwargs)
 
@@ -362,12 +377,16 @@ class ExprLowerer:
         raise CompileError("len() takes one vector, matrix, array or tuple", ctx.loc)
 
     def static_eval(self, node: ast.Call) -> Any:
-        """wp.static(expr): evaluate expr in Python now, with the function's globals."""
+        """wp.static(expr): evaluate expr in Python now, with the function's globals and the
+        compile-time view of its locals (static.py)."""
         if len(node.args) != 1:
             raise CompileError("wp.static() takes one expression", self.info.loc(node))
         code = compile(ast.Expression(node.args[0]), self.info.file, "eval")
         namespace = dict(self.info.pyfunc.__globals__)
         namespace.update(self.info.closure)
+        constants = self.__dict__.setdefault("_constants", constant_names(self.info.tree))
+        unrolled: dict[str, Any] = self.__dict__.setdefault("static_indices", {})
+        namespace.update(static_locals(self.env, {**constants, **unrolled}))
         try:
             result = eval(code, namespace)
         except Exception as exc:

@@ -11,7 +11,7 @@ from typing import Any, ParamSpec, TypeVar
 from ..builtins.values import KernelValue, Literal, type_of
 from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..types import ArrayType, ScalarType, resolve_annotation
-from .generic import is_generic, matches_template
+from .generic import is_generic, matches_template, tuple_template
 from .source import SourceInfo, parse_function, source_digest
 
 _P = ParamSpec("_P")
@@ -158,7 +158,7 @@ def annotated_params(info: SourceInfo) -> list[tuple[str, Any]]:
             out.append((name, Any))
             continue
         try:
-            out.append((name, resolve_annotation(ann)))
+            out.append((name, tuple_template(ann) or resolve_annotation(ann)))
         except TypeError as exc:
             raise KernelTypeError(f"parameter {name!r}: {exc}", info.loc(node)) from None
     return out

@@ -13,6 +13,7 @@ from ..types import (
     MatrixType,
     ScalarType,
     VectorType,
+    resolve_annotation,
 )
 
 
@@ -33,9 +34,33 @@ Float = ScalarTypeSet("Float", "g", 0, FLOAT_TYPES)
 Scalar = ScalarTypeSet("Scalar", "g", 0, INT_TYPES + FLOAT_TYPES)
 
 
+@dataclass(frozen=True)
+class TupleOf:
+    """A `tuple[...]` parameter annotation of a @wp.func: item types, or `tuple[T, ...]`
+    (any number of T). Tuples are values while compiling (calls are inlined), so such a
+    parameter is matched against the argument's item types."""
+
+    items: tuple[Any, ...]
+    variadic: bool = False
+
+    def __repr__(self) -> str:
+        inner = ", ".join(describe_type(t) for t in self.items)
+        return f"tuple[{inner}{', ...' if self.variadic else ''}]"
+
+
+def tuple_template(ann: Any) -> TupleOf | None:
+    """The template of a `tuple[...]` annotation (None if ann is not one)."""
+    if typing.get_origin(ann) is not tuple:
+        return None
+    args = typing.get_args(ann)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return TupleOf((resolve_annotation(args[0]),), variadic=True)
+    return TupleOf(tuple(resolve_annotation(a) for a in args))
+
+
 def is_generic(t: Any) -> bool:
     """Whether a parameter annotation leaves a type to be chosen per call or launch."""
-    if t is typing.Any or isinstance(t, ScalarTypeSet):
+    if t is typing.Any or isinstance(t, (ScalarTypeSet, TupleOf)):
         return True
     if isinstance(t, VectorType) and t.length is typing.Any:
         return True  # `wp.types.vector(Any, float)`
@@ -50,6 +75,11 @@ def matches_template(t: Any, template: Any) -> bool:
     """Whether the concrete type t may be bound to a parameter annotated `template`."""
     if template is typing.Any:
         return True
+    if isinstance(template, TupleOf):
+        if not isinstance(t, tuple):
+            return False
+        items = template.items * len(t) if template.variadic else template.items
+        return len(items) == len(t) and all(map(matches_template, t, items))
     if isinstance(template, ScalarTypeSet):
         return t in template.members
     if not is_generic(template):

@@ -17,7 +17,8 @@ from ..builtins.values import Ctx, KernelValue, Literal, Value, type_of, zeros_o
 from ..errors import CompileError, GradloomError, KernelTypeError, UnsupportedSyntaxError
 from ..ir.builder import Builder
 from ..types import ScalarType
-from .control import BREAK, CONTINUE, ControlLowerer, assigned_names, contains_jump
+from .control import BREAK, CONTINUE, RETURN, ControlLowerer, assigned_names, contains_jump
+from .static import reads_in_static
 
 
 class LoopLowerer(ControlLowerer):
@@ -66,8 +67,50 @@ class LoopLowerer(ControlLowerer):
             first, last, step = reversed_range(ctx, start_v, stop_v, step)
             start_v, stop_v = ops.scalar(ctx, first, counter_t), ops.scalar(ctx, last, counter_t)
         step_v = ops.scalar(ctx, step, counter_t)
+        if all(isinstance(v, Literal) for v in (start, stop, step)) and \
+                reads_in_static(node.body, name):
+            bounds = (int(v.value) for v in (start, stop, step))  # type: ignore[union-attr]
+            self.unrolled(node, name, range(*bounds), counter_t, loc)
+            return
         target = name if self.read_outside(node, name) else None
         self.in_loop(node, loc, test, body, [start_v], target)
+
+    def unrolled(self, node: ast.For, name: str, values: range, t: ScalarType,
+                 loc: Any) -> None:
+        """A constant-range loop whose index a `wp.static(...)` reads, unrolled as in Warp: each
+        trip is lowered with the index a constant that static expressions see."""
+        saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
+        self.env.pop(CONTINUE, None)
+        if contains_jump(node.body, (ast.Break,)):
+            self.env[BREAK] = self.flag(False, loc)
+        else:
+            self.env.pop(BREAK, None)
+        has_continue = contains_jump(node.body, (ast.Continue,))
+        indices: dict[str, Any] = self.__dict__.setdefault("static_indices", {})
+        outer = indices.get(name)
+
+        def trip() -> None:
+            if has_continue:
+                self.env[CONTINUE] = self.flag(False, loc)
+            self.stmts(node.body)
+            self.env.pop(CONTINUE, None)
+
+        for k in values:
+            indices[name] = k
+            self.env[name] = self.b.const(k, t, loc)
+            stop = [self.env[f] for f in (BREAK, RETURN) if f in self.env]
+            if not stop:
+                trip()
+                continue
+            done = stop[0] if len(stop) == 1 else self.b.op("or", (stop[0], stop[1]), loc)
+            self.if_region(self.b.op("not", (done,), loc), trip, lambda: None, loc)
+        indices.pop(name, None)
+        if outer is not None:
+            indices[name] = outer
+        for f, v in saved.items():
+            self.env.pop(f, None)
+            if v is not None:
+                self.env[f] = v
 
     def in_loop(self, node: ast.For | ast.While, loc: Any, test: Any, pre_body: Any,
                 extras: list[Any], target: str | None = None) -> None:

@@ -1,4 +1,5 @@
-"""Vector and matrix slicing in kernels (`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, 1]`), as in Warp.
+"""Vector and matrix slicing in kernels (`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, 1]`) and
+`*`-unpacking into calls (`wp.vec4(*v3, 1.0)`, `wp.vec3i(*a[:3])`), as in Warp.
 
 Slice bounds are compile-time constants; a slice picks a fixed set of components, so reading one
 gives a new vector or matrix value and writing one replaces those components.
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..builtins.values import Composite, Ctx, Literal, Value, flatten
+from ..builtins import memory
+from ..builtins.values import ArrayVal, Composite, Ctx, Literal, TupleVal, Value, describe, flatten
 from ..errors import CompileError
 from ..types import MatrixType, VectorType
 
@@ -80,3 +82,36 @@ def write_slice(ctx: Ctx, base: Composite, keys: list[Key], new: Value) -> Compo
     for p, c in zip(sel, flatten(new), strict=True):
         comps[p] = c
     return Composite(base.type, tuple(comps))
+
+
+def star_items(ctx: Ctx, value: Any) -> list[Value]:
+    """What `*value` passes to a call: a vector's components, a matrix's rows, a tuple's items."""
+    if isinstance(value, Composite) and isinstance(value.type, MatrixType):
+        t = value.type
+        return [Composite(VectorType(t.cols, t.dtype), value.comps[r * t.cols:(r + 1) * t.cols])
+                for r in range(t.rows)]
+    if isinstance(value, Composite):
+        return list(value.comps)
+    if isinstance(value, TupleVal):
+        return list(value.items)
+    raise CompileError("*-unpacking in a call takes a vector, matrix, tuple or a slice of a 1-D "
+                       f"array, not {describe(value)}", ctx.loc)
+
+
+def array_slice_items(ctx: Ctx, arr: ArrayVal, keys: list[Key]) -> list[Value]:
+    """`*a[i:j:k]` in a call: the elements of a 1-D array at constant, explicit indices."""
+    key = keys[0] if len(keys) == 1 else None
+    if arr.type.ndim != 1 or not isinstance(key, slice):
+        raise CompileError("*-unpacking an array takes a slice of a 1-D array", ctx.loc)
+    if key.stop is None:
+        raise CompileError("*-unpacking an array slice needs an explicit upper bound "
+                           "(`*a[:3]`)", ctx.loc)
+    start, step = key.start or 0, key.step or 1
+    if start < 0 or key.stop < 0 or step < 0:
+        raise CompileError("array slice bounds and step cannot be negative here", ctx.loc)
+    out: list[Value] = []
+    for k in range(start, key.stop, step):
+        place = memory.index_array(ctx, arr, [Literal(k)])
+        assert isinstance(place, memory.Place)
+        out.append(memory.load(ctx, place))
+    return out
