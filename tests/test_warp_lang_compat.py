@@ -620,3 +620,116 @@ def test_func_decorator_with_arguments():
     run(k, 1, out)
     assert out.numpy()[0] == 6.0
     assert len(typing.get_overloads(wp.func)) >= 2
+
+
+# =============================================================================================
+# 6. wp.static over locals, *-unpacking, tuples
+
+
+@wp.func
+def one() -> int:
+    return 1
+
+
+@wp.func
+def two() -> int:
+    return 2
+
+
+STATIC_FUNCS = [one, two]
+
+
+@wp.kernel
+def static_locals_kernel(v1: wp.vec2, out: wp.array[int]):
+    s = int(0)
+    for i in range(2):  # unrolled: a static expression reads i
+        s += wp.static(STATIC_FUNCS[i])() * 10 + wp.static(i)
+    out[0] = s
+    v2 = wp.vec3()
+    out[1] = wp.static(len(v1) + len(v2) + 1)
+    t = (1, 2.5, wp.vec3(1.0))
+    out[2] = wp.static(len(t))
+    n = 4
+    out[3] = wp.static(n * 2)
+
+
+def test_static_sees_locals_and_unrolled_indices():
+    out = zeros(4, int)
+    run(static_locals_kernel, 1, wp.vec2(), out)
+    np.testing.assert_array_equal(out.numpy(), [31, 6, 3, 8])
+
+
+@gradloom_only  # warp-lang 1.19 fails to compile break/continue in such an unrolled loop
+def test_break_and_continue_in_an_unrolled_loop():
+    @wp.kernel
+    def k(out: wp.array[int]):
+        acc = int(0)
+        for j in range(5):
+            if j == 3:
+                break
+            if j == 1:
+                continue
+            acc += wp.static(j) * 100
+        out[0] = acc
+
+    out = zeros(1, int)
+    run(k, 1, out)
+    assert out.numpy()[0] == 200
+
+
+@wp.kernel
+def starred_kernel(a: wp.array[int], out: wp.array[float]):
+    v3 = wp.vec3(1.0, 2.0, 3.0)
+    v4 = wp.vec4(*v3, 4.0)
+    m = wp.mat22(1.0, 2.0, 3.0, 4.0)
+    m2 = wp.matrix_from_rows(*m)
+    iv = wp.vec3i(*a[0:6:2])
+    out[0] = v4[3] + v4[0] * 10.0 + m2[1, 0] * 100.0 + float(iv[2]) * 1000.0
+    out[1] = wp.max(*v3[1:])
+
+
+def test_starred_arguments():
+    out = zeros(2)
+    run(starred_kernel, 1, wp.array(np.arange(6, dtype=np.int32), device=DEVICE), out)
+    np.testing.assert_array_equal(out.numpy(), [4.0 + 10.0 + 300.0 + 4000.0, 3.0])
+
+
+@wp.func
+def tuple_sum(values: tuple[int, ...]):
+    out = int(0)
+    for i in range(wp.static(len(values))):
+        out += values[i]
+    return out
+
+
+@wp.func
+def tuple_scale(values: tuple[wp.vec3, float]) -> float:
+    return wp.length(values[0]) * values[1]
+
+
+@wp.kernel(module="unique")
+def tuple_kernel(out: wp.array[float]):
+    t = (1, 2, 3, 4)
+    out[0] = float(tuple_sum(t))
+    out[1] = tuple_scale((wp.vec3(3.0, 4.0, 0.0), 2.0))
+
+
+def test_tuple_parameters():
+    out = zeros(2)
+    run(tuple_kernel, 1, out)
+    np.testing.assert_array_equal(out.numpy(), [10.0, 10.0])
+
+
+@gradloom_only
+def test_tuple_run_time_index():
+    @wp.kernel
+    def k(n: int, out: wp.array[float]):
+        t = (1.0, 2.0, 4.0)
+        s = float(0.0)
+        for i in range(n):
+            s += t[i]  # one item type: picked at run time
+        out[0] = s
+
+    out = zeros(1)
+    run(k, 1, 3, out)
+    assert out.numpy()[0] == 7.0
