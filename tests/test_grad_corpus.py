@@ -1289,3 +1289,24 @@ CASES_ISSUE13 = [
 @pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13])
 def test_issue13_language_gradient_matches_fd(case):
     case.run()
+
+
+@wp.kernel
+def short_circuit_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64)):
+    i = wp.tid()
+    # x[i + 1] is read only where it exists
+    if i + 1 < n and x[i + 1] > x[i]:
+        y[i] = x[i + 1] * x[i]
+    else:
+        y[i] = wp.cos(x[i])
+
+
+CASES_ISSUE13_MORE = [
+    Case("short_circuit_and", kernel=short_circuit_kernel, dim=4,
+         args=[arr(X4), 4, arr(zeros(4))], wrt=[0], outputs=[2]),
+]
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13_MORE])
+def test_issue13_short_circuit_gradient_matches_fd(case):
+    case.run()

@@ -733,3 +733,25 @@ def test_tuple_run_time_index():
     out = zeros(1)
     run(k, 1, 3, out)
     assert out.numpy()[0] == 7.0
+
+
+@wp.func
+def bump(counts: wp.array[int], k: int) -> int:
+    return wp.atomic_add(counts, k, 1)
+
+
+@wp.kernel
+def short_circuit_kernel(x: wp.array[float], counts: wp.array[int], out: wp.array[int]):
+    i = wp.tid()
+    if x[i] > 0.0 and bump(counts, 0) >= 0:
+        out[i] = 1
+    if x[i] > 0.0 or bump(counts, 1) >= 0:
+        out[i] = out[i] + 10
+
+
+def test_and_or_stop_at_the_deciding_operand():
+    x = wp.array([1.0, -1.0, 2.0, -3.0, -4.0], dtype=float, device=DEVICE)
+    counts, out = zeros(2, int), zeros(5, int)
+    run(short_circuit_kernel, 5, x, counts, out)
+    np.testing.assert_array_equal(counts.numpy(), [2, 3])  # bump ran only where needed
+    np.testing.assert_array_equal(out.numpy(), [11, 10, 11, 10, 10])

@@ -6,7 +6,6 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from ..builtins import ops
 from ..builtins.values import (
     KernelValue,
     Literal,
@@ -20,10 +19,11 @@ from ..builtins.values import (
 from ..errors import KernelTypeError, SourceLoc
 from ..ir.nodes import Var
 from ..types import bool_
-from .expr import ExprLowerer
+from .expr import ExprLowerer, truth
 
 BREAK, CONTINUE, RETURN, RETVAL = "$break", "$continue", "$return", "$retval"
 IFEXP = "$ifexp"  # the value of a conditional expression, merged like a variable
+BOOLOP = "$boolop"  # the value of a short-circuit `and` / `or`
 _PLAIN = (ast.Name, ast.Constant, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Compare,
           ast.BoolOp, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
 FLAGS = (BREAK, CONTINUE, RETURN)
@@ -210,5 +210,37 @@ class ControlLowerer(ExprLowerer):
             self.env[IFEXP] = outer
         return value  # type: ignore[no-any-return]
 
+    def expr_BoolOp(self, node: ast.BoolOp) -> Value:
+        """`a and b` / `a or b` stop at the first operand that decides (as in Warp) when a
+        later operand calls or indexes (`if arr and arr[i] == 0`)."""
+        if all(_plain(v) for v in node.values[1:]):
+            return super().expr_BoolOp(node)
+        loc = self.info.loc(node)
+        is_and = isinstance(node.op, ast.And)
+        acc = self.value(node.values[0])
+        outer = self.env.get(BOOLOP)
+        for operand in node.values[1:]:
+            if isinstance(acc, Literal):
+                if bool(acc.value) != is_and:
+                    break  # decided at compile time
+                acc = self.value(operand)
+                continue
+            c = self.truth_at(acc, loc)
+
+            def rest(e: ast.expr = operand) -> None:
+                self.env[BOOLOP] = self.truth_at(self.value(e), loc)
+
+            def decided() -> None:
+                self.env[BOOLOP] = self.flag(not is_and, loc)
+
+            if is_and:
+                self.if_region(c, rest, decided, loc)
+            else:
+                self.if_region(c, decided, rest, loc)
+            acc = self.env.pop(BOOLOP)
+        if outer is not None:
+            self.env[BOOLOP] = outer
+        return acc if not isinstance(acc, Literal) else Literal(bool(acc.value))
+
     def truth_at(self, v: Value, loc: SourceLoc) -> Var:
-        return ops.truth(self.ctx_at(loc), v)
+        return truth(self.ctx_at(loc), v)

@@ -252,7 +252,11 @@ class ExprLowerer:
         return ops.binary(self.ctx(node), opname, self.value(node.left), self.value(node.right))
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        return ops.unary(self.ctx(node), UNOPS[type(node.op)], self.value(node.operand))
+        operand = self.value(node.operand)
+        if isinstance(node.op, ast.Not) and isinstance(operand, ArrayVal):
+            ctx = self.ctx(node)
+            return ctx.op("not", truth(ctx, operand))
+        return ops.unary(self.ctx(node), UNOPS[type(node.op)], operand)
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         ctx = self.ctx(node)
@@ -464,16 +468,26 @@ def construct_struct(ctx: Ctx, t: StructType, args: list[Any], kwargs: dict[str,
     return StructVal(t, tuple(fields))
 
 
+def truth(ctx: Ctx, v: Value) -> Var:
+    """A value as a condition; an array is true when it has elements (`if arr and ...`)."""
+    if isinstance(v, ArrayVal):
+        size = v.shape[0]
+        for s in v.shape[1:]:
+            size = ctx.op("mul", size, s)
+        return ctx.op("ne", size, ctx.const(0, size.type))
+    return ops.truth(ctx, v)
+
+
 def _and(ctx: Ctx, a: Value, b: Value) -> Value:
     if isinstance(a, Literal) and isinstance(b, Literal):
         return Literal(bool(a.value) and bool(b.value))
-    return ctx.op("and", ops.truth(ctx, a), ops.truth(ctx, b))
+    return ctx.op("and", truth(ctx, a), truth(ctx, b))
 
 
 def _or(ctx: Ctx, a: Value, b: Value) -> Value:
     if isinstance(a, Literal) and isinstance(b, Literal):
         return Literal(bool(a.value) or bool(b.value))
-    return ctx.op("or", ops.truth(ctx, a), ops.truth(ctx, b))
+    return ctx.op("or", truth(ctx, a), truth(ctx, b))
 
 
 def _as_type(obj: Any) -> Any:
