@@ -185,11 +185,11 @@ class Kernel:
 
     def compiled(self) -> CompiledKernel:
         """The kernel's entry point, compiled or loaded from the cache on first use."""
-        if self.is_generic:
-            raise KernelTypeError(f"kernel '{self.key}' is generic: launch it (its argument "
-                                  "types choose an overload) or make one with wp.overload()",
-                                  self.info.loc(self.info.tree))
         if self._compiled is None:
+            if self.is_generic or any(is_generic(t) for _, t in self.params):
+                raise KernelTypeError(f"kernel '{self.key}' is generic: launch it (its argument "
+                                      "types choose an overload) or make one with wp.overload()",
+                                      self.info.loc(self.info.tree))
             self._compiled = self._build()
         return self._compiled
 
