@@ -19,6 +19,8 @@ from .errors import (
     UnsupportedSyntaxError,
 )
 from .frontend.func import Function, func, func_grad
+from .frontend.generic import Float, Int, Scalar  # issue 13 (h-lang): generic annotations
+from .frontend.replay import func_replay  # issue 13 (h-lang)
 from .interop.dlpack import from_dlpack, to_dlpack
 from .interop.jax import (
     device_from_jax,
@@ -38,8 +40,9 @@ from .interop.torch import (
     to_torch,
 )
 from .kernel import VERSION as __version__
-from .kernel import Kernel, kernel
+from .kernel import Kernel, kernel, overload
 from .loading import compile_kernels, force_load, load_module
+from .modules import Module, get_module, get_module_options, set_module_options  # issue 13
 from .runtime.array import array
 from .runtime.array_ops import (
     array1d,

@@ -2,31 +2,38 @@
 
 from __future__ import annotations
 
+import ast
+import copy
 import functools
 import hashlib
+import inspect
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import config
+from .argtypes import launch_arg_type
 from .autodiff.access import analyze
 from .autodiff.reverse import adjoint_kernel
 from .codegen import cpu, native_pool
 from .codegen.llvm import emit_module
-from .errors import CompileError, KernelTypeError, SourceLoc
+from .errors import CompileError, KernelTypeError, LaunchError, SourceLoc
 from .frontend.func import annotated_params
+from .frontend.generic import describe_type, is_generic, matches_template
 from .frontend.lower import lower_kernel
 from .frontend.source import SourceInfo, parse_function, source_digest
 from .ir.nodes import walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
+from .modules import get_module, module_for, qualified_key
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
 from .passes.threads import ThreadPlan, thread_plan
 from .runtime import cache
 from .runtime.structs import array_fields, type_key
-from .types import ArrayType, IndexedArrayType, StructType, arg_offsets
+from .types import ArrayType, IndexedArrayType, StructType, arg_offsets, resolve_annotation
 
 VERSION = "0.1.0"
 
@@ -67,20 +74,43 @@ class PendingBuild:
 
 
 class Kernel:
-    """A Warp-style kernel. Launch it with `wp.launch(kernel, dim, inputs=[...])`."""
+    """A Warp-style kernel. Launch it with `wp.launch(kernel, dim, inputs=[...])`.
 
-    def __init__(self, pyfunc: Any, enable_backward: bool | None = None) -> None:
-        self.func = pyfunc
-        self.key = pyfunc.__qualname__
-        self.enable_backward = enable_backward
+    `Kernel(func, key=None, module=None, options=None)` as in Warp: `key` names it (default: its
+    qualified name), `module` is a `Module`, a module name or "unique", `options` may set
+    `enable_backward`. A kernel with `Any` parameters is generic: `wp.overload` or a launch makes
+    a concrete overload per argument-type signature.
+    """
+
+    def __init__(self, func: Any, key: str | None = None, module: Any = None,
+                 options: dict[str, Any] | None = None, code_transformers: Any = None,
+                 source: Any = None, enable_backward: bool | None = None) -> None:
+        self.func = func
+        self.key = qualified_key(func) if key is None else key
+        self.options: dict[str, Any] = dict(options or {})
+        if enable_backward is not None:
+            self.options["enable_backward"] = enable_backward
+        self.module = module_for(module, self.key, func)
+        #: the overloads of a generic kernel by signature; the generic kernel of an overload
+        self.overloads: dict[str, Kernel] = {}
+        self.generic_parent: Kernel | None = None
+        self.is_generic = annotations_generic(func)
         self._info: SourceInfo | None = None
         self._params: tuple[tuple[str, Any], ...] | None = None
         self._compiled: CompiledKernel | None = None
         self._adjoint: CompiledKernel | None = None
         self._locs: tuple[SourceLoc, ...] | None = None
-        self.__name__ = pyfunc.__name__
-        self.__doc__ = pyfunc.__doc__
-        self.__module__ = pyfunc.__module__
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__doc__ = func.__doc__
+        self.__module__ = func.__module__
+        self.module.register_kernel(self)
+
+    @property
+    def enable_backward(self) -> bool | None:
+        """The kernel's own `enable_backward` option, else its module's."""
+        own = self.options.get("enable_backward")
+        return own if own is not None else self.module.options.get("enable_backward")
 
     @property
     def info(self) -> SourceInfo:
@@ -90,19 +120,65 @@ class Kernel:
 
     @property
     def params(self) -> tuple[tuple[str, Any], ...]:
+        """(name, type) per parameter; a generic kernel's generic ones are `Any` or
+        `array(dtype=Any)`."""
         if self._params is None:
             params = annotated_params(self.info)
-            for (name, t), node in zip(params, self.info.tree.args.args, strict=True):
-                if t is Any:
+            for (name, _), node in zip(params, self.info.tree.args.args, strict=True):
+                if node.annotation is None:
                     raise KernelTypeError(f"kernel argument '{name}' needs a type annotation",
                                           self.info.loc(node))
             self._params = tuple(params)
         return self._params
 
+    # -- generic kernels ---------------------------------------------------------------------
+
+    def add_overload(self, arg_types: list[Any]) -> Kernel:
+        """The overload of this generic kernel for concrete `arg_types` (made once)."""
+        names = [n for n, _ in self.params]
+        if len(arg_types) != len(names):
+            raise RuntimeError(f"kernel {self.key} takes {len(names)} arguments, "
+                               f"{len(arg_types)} types given")
+        types = [_concrete(self.key, n, t, template)
+                 for n, t, (_, template) in zip(names, arg_types, self.params, strict=True)]
+        sig = ";".join(type_key(t) for t in types)
+        ovl = self.overloads.get(sig)
+        if ovl is None:
+            ovl = self.overloads[sig] = copy.copy(self)
+            ovl.overloads, ovl.generic_parent, ovl.is_generic = {}, self, False
+            ovl._params = tuple(zip(names, types, strict=True))
+            ovl._compiled = ovl._adjoint = ovl._locs = None
+        return ovl
+
+    def get_overload(self, arg_types: list[Any]) -> Kernel | None:
+        sig = ";".join(type_key(resolve_annotation(t)) for t in arg_types)
+        return self.overloads.get(sig)
+
+    def specialize(self, args: list[Any]) -> Kernel:
+        """The overload a launch with these arguments runs (types taken from the values)."""
+        if len(args) != len(self.params):
+            raise LaunchError(f"kernel '{self.key}' takes {len(self.params)} arguments, got "
+                              f"{len(args)}")
+        return self.add_overload([
+            launch_arg_type(self.key, n, v, t) if is_generic(t) else t
+            for (n, t), v in zip(self.params, args, strict=True)])
+
+    def unload(self) -> None:
+        """Forget the loaded entries (they load from the cache, or compile, on next use)."""
+        self._compiled = self._adjoint = None
+        for name in ("_gl_prepared", "_gl_adjoint_prepared"):
+            self.__dict__.pop(name, None)
+
+    @property
+    def opt_level(self) -> int:
+        """LLVM's optimisation level: the module's `optimization_level`, else the config's."""
+        level = self.module.options.get("optimization_level")
+        return config.opt_level if level is None else int(level)
+
     def cache_key(self, variant: str = "forward") -> str:
         h = hashlib.sha256()
         for part in (VERSION, variant, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
-                     str(config.opt_level), cpu.host_target().key,
+                     str(self.opt_level), cpu.host_target().key,
                      ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
@@ -110,6 +186,10 @@ class Kernel:
     def compiled(self) -> CompiledKernel:
         """The kernel's entry point, compiled or loaded from the cache on first use."""
         if self._compiled is None:
+            if self.is_generic or any(is_generic(t) for _, t in self.params):
+                raise KernelTypeError(f"kernel '{self.key}' is generic: launch it (its argument "
+                                      "types choose an overload) or make one with wp.overload()",
+                                      self.info.loc(self.info.tree))
             self._compiled = self._build()
         return self._compiled
 
@@ -127,8 +207,9 @@ class Kernel:
     def adjoint_compiled(self) -> CompiledKernel:
         """The adjoint kernel's entry point (same arguments; gradients flow to inputs' grads)."""
         if self.enable_backward is False:
-            raise CompileError(f"kernel '{self.key}' was defined with enable_backward=False, so "
-                               "it has no adjoint; remove that option to differentiate it")
+            raise CompileError(f"kernel '{self.key}' was defined with enable_backward=False (on "
+                               "the kernel or its module), so it has no adjoint; remove that "
+                               "option to differentiate it")
         if self._adjoint is None:
             self._adjoint = self._build("adjoint")
         return self._adjoint
@@ -137,7 +218,7 @@ class Kernel:
         pending = self.start_build(variant)
         if isinstance(pending, CompiledKernel):
             return pending
-        return self.finish_build(pending, cpu.compile_to_object(pending.text, config.opt_level))
+        return self.finish_build(pending, cpu.compile_to_object(pending.text, self.opt_level))
 
     def start_build(self, variant: str = "forward") -> CompiledKernel | PendingBuild:
         """The entry loaded from the cache, or what remains to compile: LLVM IR text (which
@@ -272,9 +353,124 @@ def _symbol_safe(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
-def kernel(f: Any = None, *, enable_backward: bool | None = None, module: Any = None) -> Any:
-    """Decorator: `@wp.kernel` or `@wp.kernel(enable_backward=False)`."""
-    if f is None:
-        return lambda fn: Kernel(fn, enable_backward)
-    return Kernel(f, enable_backward)
+def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | None = None,
+           module: Any = None, module_options: dict[str, Any] | None = None,
+           **cuda_options: Any) -> Any:
+    """Decorator: `@wp.kernel`, or `@wp.kernel(enable_backward=False, module="unique",
+    module_options={...}, name="key")` as in Warp. CUDA-only options (`launch_bounds`,
+    `cuda_max_registers`, `cluster_dim`, `grid_stride`, ...) are accepted and kept in
+    `kernel.options`; they change nothing on the CPU."""
+    unknown = set(cuda_options) - _CUDA_OPTIONS
+    if unknown:
+        raise TypeError(f"wp.kernel() got unexpected keyword arguments {sorted(unknown)}")
+    if name is not None and not name.isidentifier():
+        raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
+    if module_options and module != "unique":
+        raise ValueError("module_options requires module=\"unique\"; for a shared module use "
+                         "wp.set_module_options()")
 
+    def make(fn: Any) -> Kernel:
+        options = {k: v for k, v in cuda_options.items() if v is not None}
+        k = Kernel(fn, key=name, module=module, options=options, enable_backward=enable_backward)
+        if module_options:
+            k.module.options.update(module_options)
+        return k
+
+    return make if f is None else make(f)
+
+
+_CUDA_OPTIONS = {"launch_bounds", "cuda_max_registers", "enable_cuda_smem_spilling",
+                 "cluster_dim", "entry_point_abi", "grid_stride"}
+
+
+def overload(kernel: Any, arg_types: list[Any] | dict[str, Any] | None = None) -> Kernel:
+    """Warp's `wp.overload`: a concrete overload of a generic kernel, from a list of parameter
+    types or a {name: type} dict for some of them. As a decorator on a body-less function of
+    the generic kernel's name, it adds the overload its annotations give and returns the
+    generic kernel."""
+    if isinstance(kernel, Kernel):
+        if not kernel.is_generic:
+            raise RuntimeError(f"Only generic kernels can be overloaded. Kernel {kernel.key} is "
+                               "not generic")
+        return kernel.add_overload(_overload_types(kernel, arg_types))
+    if not inspect.isfunction(kernel):
+        raise RuntimeError("wp.overload() takes a generic kernel, or decorates an overload stub")
+    found = get_module(kernel.__module__).find_kernel(kernel)
+    if found is None:
+        raise RuntimeError(f"Failed to find a kernel named '{kernel.__name__}' in module "
+                           f"{kernel.__module__}")
+    overload(found, stub_types(kernel))
+    return found  # type: ignore[no-any-return]
+
+
+def _overload_types(kernel: Kernel, arg_types: Any) -> list[Any]:
+    if isinstance(arg_types, list):
+        return arg_types
+    if arg_types is None:
+        return []
+    if not isinstance(arg_types, dict):
+        raise TypeError("Kernel overload types must be given in a list or dict")
+    names = [n for n, _ in kernel.params]
+    types = [t for _, t in kernel.params]
+    for name, t in arg_types.items():
+        if name not in names:
+            raise RuntimeError(f"Invalid argument name '{name}' in overload of kernel "
+                               f"{kernel.key}")
+        types[names.index(name)] = t
+    return types
+
+
+def stub_types(fn: Any) -> list[Any]:
+    """The parameter annotations of an `@wp.overload` stub (a body of `...`, `pass` or a
+    docstring only)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise RuntimeError(f"Kernel overload '{fn.__name__}' must be a function definition")
+    for node in fdef.body:
+        if not (isinstance(node, ast.Pass) or (isinstance(node, ast.Expr) and isinstance(
+                node.value, ast.Constant) and (node.value.value is ... or isinstance(
+                    node.value.value, str)))):
+            raise RuntimeError("Illegal statement in kernel overload definition. Only pass, "
+                               "ellipsis (...), comments, or docstrings are allowed")
+    sig = inspect.signature(fn, eval_str=True)
+    if sig.return_annotation not in (inspect.Signature.empty, None, type(None)):
+        raise TypeError("Return annotations are not allowed on @wp.overload stubs; omit the "
+                        "return annotation or use `-> None`.")
+    anns = [p.annotation for p in sig.parameters.values()]
+    if any(a is inspect.Parameter.empty for a in anns):
+        raise RuntimeError(f"Incomplete argument annotations on kernel overload {fn.__name__}")
+    return anns
+
+
+def annotations_generic(func: Any) -> bool:
+    """Whether a kernel function has a generic parameter (read from its annotations, without
+    parsing its source; one that does not evaluate is left for the compiler to report)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    for p in params:
+        ann = p.annotation
+        try:
+            if isinstance(ann, str):
+                ann = eval(ann, func.__globals__)
+            if ann is not inspect.Parameter.empty and is_generic(resolve_annotation(ann)):
+                return True
+        except Exception:
+            continue
+    return False
+
+
+def _concrete(key: str, name: str, t: Any, template: Any) -> Any:
+    try:
+        t = resolve_annotation(t)
+    except TypeError as exc:
+        raise TypeError(f"Kernel {key} argument '{name}': {exc}") from None
+    if is_generic(t):
+        raise TypeError(f"Kernel {key} argument '{name}' cannot be generic, got "
+                        f"{describe_type(t)}")
+    if not matches_template(t, template):
+        raise TypeError(f"Kernel {key} argument '{name}' type mismatch: expected "
+                        f"{describe_type(template)}, got {t!r}")
+    return t

@@ -21,15 +21,20 @@ from typing import Any
 from . import config
 from .codegen.cpu import compile_to_object
 from .kernel import CompiledKernel, Kernel, PendingBuild
+from .modules import Module, get_module
 
 
 def kernels_of(module: Any) -> list[Kernel]:
-    """The kernels defined at the top level of a Python module (a module object or its name)."""
+    """The kernels of a Python module (a module object or its name): those defined at its top
+    level and those registered in the kernel module of its name; or a `Module`'s kernels."""
+    if isinstance(module, Module):
+        return list(module.kernels.values())
     if isinstance(module, str):
         module = sys.modules[module]
     if not isinstance(module, types.ModuleType):
         raise TypeError(f"expected a module or a module name, got {type(module).__name__}")
-    return [v for v in vars(module).values() if isinstance(v, Kernel)]
+    found = [v for v in vars(module).values() if isinstance(v, Kernel)]
+    return list(dict.fromkeys(found + list(get_module(module.__name__).kernels.values())))
 
 
 def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
@@ -38,7 +43,8 @@ def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
     asked — with up to `threads` processes (default `config.num_threads`). A compile error is
     raised as the kernel's own error, for the first kernel that fails, before any compiling."""
     pending: list[PendingBuild] = []
-    for k in dict.fromkeys(kernels):  # each once, in order
+    concrete = [o for k in kernels for o in (k.overloads.values() if k.is_generic else [k])]
+    for k in dict.fromkeys(concrete):  # each once, in order
         variants = ["forward"] + (["adjoint"] if adjoint and k.enable_backward is not False
                                   else [])
         for variant in variants:
@@ -49,18 +55,19 @@ def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
                 k.set_compiled(variant, built)
             else:
                 pending.append(built)
-    for p, obj in zip(pending, _objects([p.text for p in pending], threads), strict=True):
+    objects = _objects([p.text for p in pending], [p.kernel.opt_level for p in pending], threads)
+    for p, obj in zip(pending, objects, strict=True):
         p.kernel.set_compiled(p.variant, p.kernel.finish_build(p, obj))
 
 
-def _objects(texts: list[str], threads: int | None) -> list[bytes]:
-    """Object code for each LLVM module, compiled in forked processes when there are several
-    and forking is safe."""
+def _objects(texts: list[str], levels: list[int], threads: int | None) -> list[bytes]:
+    """Object code for each LLVM module (at its optimisation level), compiled in forked
+    processes when there are several and forking is safe."""
     n = min(threads or config.num_threads, len(texts))
     if n < 2 or not fork_is_safe():
-        return [compile_to_object(t, config.opt_level) for t in texts]
+        return [compile_to_object(t, level) for t, level in zip(texts, levels, strict=True)]
     with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(compile_to_object, texts, [config.opt_level] * len(texts)))
+        return list(pool.map(compile_to_object, texts, levels))
 
 
 def fork_is_safe() -> bool:
@@ -81,11 +88,13 @@ def load_module(module: Any = None, device: Any = None, recursive: bool = False,
     `recursive` also compiles kernels of its submodules."""
     if module is None:
         module = sys.modules[sys._getframe(1).f_globals["__name__"]]
+    elif isinstance(module, str) and module not in sys.modules:
+        module = get_module(module)
     elif isinstance(module, str):
         module = sys.modules[module]
     found = kernels_of(module)
     if recursive:
-        prefix = module.__name__ + "."
+        prefix = (module.name if isinstance(module, Module) else module.__name__) + "."
         for name, sub in list(sys.modules.items()):
             if name.startswith(prefix) and sub is not None:
                 found += kernels_of(sub)
@@ -98,6 +107,6 @@ def force_load(device: Any = None, modules: Any = None) -> None:
     chosen = modules if modules is not None else list(sys.modules.values())
     found: list[Kernel] = []
     for m in chosen:
-        if isinstance(m, (str, types.ModuleType)):
+        if isinstance(m, (str, types.ModuleType, Module)):
             found += kernels_of(m)
     compile_kernels(found)

@@ -99,7 +99,7 @@ EXPECTED = {
     "k_fac_a": x + 1.0,
     "k_fac_b": x + 10.0,
 }
-FAC = "make.<locals>.k_fac"  # the key (qualname) verbose lines give both factory kernels
+FAC = "make__locals__k_fac"  # the key (Warp's form of the qualname) verbose lines give both
 
 
 class Project:

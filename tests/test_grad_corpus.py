@@ -1282,3 +1282,168 @@ def test_h_tape_backward_from_grad_matches_fd(program, replace, wrt):
     for pos in wrt:
         np.testing.assert_allclose(arrays[pos].grad.numpy(), 2 * want[pos], rtol=1e-6,
                                    atol=1e-9)
+
+
+# =============================================================================================
+# --- issue 13 language (h-lang)
+# Warp 1.19 kernel-language forms: names first set in a loop used after it, a for loop's name
+# after the loop, reversed(range()), vector/matrix slices (read and write), conditional
+# expressions that must run one branch, struct constructors with arguments, generic kernels,
+# a float compared with an int variable.
+
+from typing import Any  # noqa: E402
+
+
+@wp.kernel
+def loop_local_after_loop_kernel(x: wp.array(dtype=f64), n: wp.array(dtype=int),
+                                 y: wp.array(dtype=f64)):
+    i = wp.tid()
+    acc = f64(0.0)
+    for k in range(n[i]):
+        t = x[i] * f64(k + 1)  # first set in the body; its last value is read after the loop
+        acc += t * x[i]
+    y[i] = acc + t * t
+
+
+@wp.kernel(module="unique")  # its own module: Warp rejects it, and would fail the file's module
+def loop_local_carried_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    s = f64(0.0)
+    for k in range(4):
+        if k > 0:
+            s += prev * x[i]  # noqa: F821 - the previous trip's value
+        prev = wp.sin(x[i] * f64(k))
+    j = int(0)
+    while j < 3:
+        w = s * f64(0.5) + x[i]
+        s = w * x[i]
+        j += 1
+    y[i] = s + w + prev
+
+
+@wp.kernel
+def loop_target_after_loop_kernel(x: wp.array(dtype=f64), n: wp.array(dtype=int),
+                                  y: wp.array(dtype=f64)):
+    i = wp.tid()
+    p = x[i]
+    for k in range(n[i]):  # noqa: B007 - k is read after the loop
+        p = p * x[i] + f64(0.25)
+    y[i] = p * f64(k)  # k holds the last trip's value
+
+
+@wp.kernel
+def reversed_loop_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64)):
+    i = wp.tid()
+    p = f64(1.0)
+    for k in reversed(range(n)):
+        p = p * x[k] + f64(k) * x[i]
+    y[i] = p
+
+
+@wp.kernel
+def vec_slices_kernel(a: wp.array(dtype=wp.vec4d), m: wp.array(dtype=mat33d),
+                      y: wp.array(dtype=f64)):
+    i = wp.tid()
+    v = a[i]
+    s = v[1:3]
+    r = m[i][0, 1:]
+    c = m[i][:, 2]
+    low = m[i][1:, :2]
+    v[::2] = wp.vec2d(s[1], r[0] * r[1])
+    v[1:] += wp.vec3d(c[0], c[1], low[1, 0])
+    y[i] = wp.dot(v, v) + s[0] * low[0, 1] + wp.length(v[::-1])
+
+
+@wp.kernel
+def ifexp_branch_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64)):
+    i = wp.tid()
+    # x[i + 1] is read only where it exists
+    y[i] = x[i + 1] * x[i] if i + 1 < n else wp.exp(x[i])
+
+
+@wp.struct
+class Issue13Particle:
+    mass: f64
+    vel: vec3d
+
+
+@wp.kernel
+def struct_ctor_kernel(m: wp.array(dtype=f64), v: wp.array(dtype=vec3d), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    p = Issue13Particle(m[i] * f64(2.0), v[i] * m[i])
+    q = Issue13Particle(f64(0.5), p.vel + v[i])
+    y[i] = p.mass * wp.dot(p.vel, q.vel) + q.mass
+
+
+@wp.kernel
+def generic_scale_kernel(x: wp.array(dtype=Any), s: Any, y: wp.array(dtype=Any)):
+    i = wp.tid()
+    y[i] = x[i] * s + x[i] * x[i]
+
+
+@wp.kernel
+def mixed_compare_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    radius = int(1)
+    d = x[i] * x[i]
+    if d < radius:  # float64 compared with an int32 variable, as C compares them
+        y[i] = d * x[i]
+    else:
+        y[i] = wp.sqrt(d)
+
+
+INT4 = np.array([3, 1, 4, 2], dtype=np.int32)
+
+CASES_ISSUE13 = [
+    Case("loop_local_after_loop", kernel=loop_local_after_loop_kernel, dim=4,
+         args=[arr(X4), arr(INT4, int), arr(zeros(4))], wrt=[0], outputs=[2],
+         warp_xfail=WARP_DYNAMIC_LOOP),
+    Case("loop_local_carried", kernel=loop_local_carried_kernel, dim=4,
+         args=[arr(X4), arr(zeros(4))], wrt=[0], outputs=[1],
+         warp_skip="Warp rejects reading a loop-local name before the body first assigns it"),
+    Case("loop_target_after_loop", kernel=loop_target_after_loop_kernel, dim=4,
+         args=[arr(X4), arr(INT4, int), arr(zeros(4))], wrt=[0], outputs=[2],
+         warp_xfail=WARP_DYNAMIC_LOOP),
+    Case("reversed_loop", kernel=reversed_loop_kernel, dim=4,
+         args=[arr(B4), 4, arr(zeros(4))], wrt=[0], outputs=[2],
+         warp_xfail=WARP_DYNAMIC_LOOP),
+    Case("vec_mat_slices", kernel=vec_slices_kernel, dim=3,
+         args=[arr(rnd((3, 4), seed=13), wp.vec4d), arr(rnd((3, 3, 3), seed=14), mat33d),
+               arr(zeros(3))], wrt=[0, 1], outputs=[2],
+         warp_xfail="Warp's adjoint of a slice assignment (`v[::2] = ...`) passes gradient "
+                    "to the components it overwrote (checked by FD: d/da[:, 0] is 0)"),
+    Case("ifexp_one_branch", kernel=ifexp_branch_kernel, dim=4,
+         args=[arr(X4), 4, arr(zeros(4))], wrt=[0], outputs=[2]),
+    Case("struct_constructor", kernel=struct_ctor_kernel, dim=3,
+         args=[arr(POS4[:3]), arr(U3, vec3d), arr(zeros(3))], wrt=[0, 1], outputs=[2]),
+    Case("generic_kernel", kernel=generic_scale_kernel, dim=4,
+         args=[arr(X4), f64(1.5), arr(zeros(4))], wrt=[0], outputs=[2]),
+    Case("mixed_compare", kernel=mixed_compare_kernel, dim=4,
+         args=[arr(B4), arr(zeros(4))], wrt=[0], outputs=[1]),
+]
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13])
+def test_issue13_language_gradient_matches_fd(case):
+    case.run()
+
+
+@wp.kernel
+def short_circuit_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64)):
+    i = wp.tid()
+    # x[i + 1] is read only where it exists
+    if i + 1 < n and x[i + 1] > x[i]:
+        y[i] = x[i + 1] * x[i]
+    else:
+        y[i] = wp.cos(x[i])
+
+
+CASES_ISSUE13_MORE = [
+    Case("short_circuit_and", kernel=short_circuit_kernel, dim=4,
+         args=[arr(X4), 4, arr(zeros(4))], wrt=[0], outputs=[2]),
+]
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13_MORE])
+def test_issue13_short_circuit_gradient_matches_fd(case):
+    case.run()

@@ -6,12 +6,12 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from ..builtins import ops
 from ..builtins.values import (
     KernelValue,
     Literal,
     Value,
     flatten,
+    materialize,
     rebuild,
     type_of,
     zeros_of,
@@ -19,9 +19,13 @@ from ..builtins.values import (
 from ..errors import KernelTypeError, SourceLoc
 from ..ir.nodes import Var
 from ..types import bool_
-from .expr import ExprLowerer
+from .expr import ExprLowerer, truth
 
 BREAK, CONTINUE, RETURN, RETVAL = "$break", "$continue", "$return", "$retval"
+IFEXP = "$ifexp"  # the value of a conditional expression, merged like a variable
+BOOLOP = "$boolop"  # the value of a short-circuit `and` / `or`
+_PLAIN = (ast.Name, ast.Constant, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Compare,
+          ast.BoolOp, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
 FLAGS = (BREAK, CONTINUE, RETURN)
 
 
@@ -44,6 +48,11 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
                     if isinstance(n, ast.Name):
                         out.setdefault(n.id, None)
     return list(out)
+
+
+def _plain(node: ast.expr) -> bool:
+    """An expression that only computes on values (no calls, no subscripts)."""
+    return all(isinstance(n, _PLAIN) for n in ast.walk(node))
 
 
 def contains_jump(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
@@ -173,5 +182,65 @@ class ControlLowerer(ExprLowerer):
                 test = self.b.op("and", (test, self.b.op("not", (self.env[f],), loc)), loc)
         return test
 
+    def expr_IfExp(self, node: ast.IfExp) -> Value:
+        """`a if c else b` runs only the chosen branch (as Warp) when a branch can have an effect
+        or read memory (a call, a subscript); plain arithmetic is selected branch-free."""
+        cond = self.value(node.test)
+        if isinstance(cond, Literal) or all(_plain(n) for n in (node.body, node.orelse)):
+            return super().expr_IfExp(node)
+        loc = self.info.loc(node)
+        first, second = node.body, node.orelse
+        c = self.truth_at(cond, loc)
+        if isinstance(first, ast.Constant):  # lower the other branch first: it fixes the type
+            first, second = second, first
+            c = self.b.op("not", (c,), loc)
+        seen: list[Any] = []
+
+        def branch(e: ast.expr) -> None:
+            v = self.value(e)
+            if isinstance(v, Literal):
+                v = materialize(self.ctx_at(loc), v, type_of(seen[0]) if seen else None)
+            seen.append(v)
+            self.env[IFEXP] = v
+
+        outer = self.env.get(IFEXP)
+        self.if_region(c, lambda: branch(first), lambda: branch(second), loc)
+        value = self.env.pop(IFEXP)
+        if outer is not None:
+            self.env[IFEXP] = outer
+        return value  # type: ignore[no-any-return]
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Value:
+        """`a and b` / `a or b` stop at the first operand that decides (as in Warp) when a
+        later operand calls or indexes (`if arr and arr[i] == 0`)."""
+        if all(_plain(v) for v in node.values[1:]):
+            return super().expr_BoolOp(node)
+        loc = self.info.loc(node)
+        is_and = isinstance(node.op, ast.And)
+        acc = self.value(node.values[0])
+        outer = self.env.get(BOOLOP)
+        for operand in node.values[1:]:
+            if isinstance(acc, Literal):
+                if bool(acc.value) != is_and:
+                    break  # decided at compile time
+                acc = self.value(operand)
+                continue
+            c = self.truth_at(acc, loc)
+
+            def rest(e: ast.expr = operand) -> None:
+                self.env[BOOLOP] = self.truth_at(self.value(e), loc)
+
+            def decided() -> None:
+                self.env[BOOLOP] = self.flag(not is_and, loc)
+
+            if is_and:
+                self.if_region(c, rest, decided, loc)
+            else:
+                self.if_region(c, decided, rest, loc)
+            acc = self.env.pop(BOOLOP)
+        if outer is not None:
+            self.env[BOOLOP] = outer
+        return acc if not isinstance(acc, Literal) else Literal(bool(acc.value))
+
     def truth_at(self, v: Value, loc: SourceLoc) -> Var:
-        return ops.truth(self.ctx_at(loc), v)
+        return truth(self.ctx_at(loc), v)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import builtins
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -25,10 +28,20 @@ from ..builtins.values import (
     TupleVal,
     Value,
     describe,
+    materialize,
     scalar,
+    type_of,
+    zeros_of,
 )
-from ..errors import CompileError, SourceLoc, UnknownNameError, UnsupportedSyntaxError
+from ..errors import (
+    CompileError,
+    KernelTypeError,
+    SourceLoc,
+    UnknownNameError,
+    UnsupportedSyntaxError,
+)
 from ..ir.builder import Builder
+from ..ir.nodes import Var
 from ..types import (
     MatrixType,
     ScalarType,
@@ -37,9 +50,11 @@ from ..types import (
     VecValue,
     int32,
     resolve_annotation,
-    type_of_constant,
+    scalar_from_numpy,
 )
+from .slices import array_slice_items, constant_slice, has_slice, read_slice, star_items
 from .source import SourceInfo
+from .static import constant_names, static_locals
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
@@ -65,8 +80,8 @@ def python_constant(ctx: Ctx, obj: Any) -> Any:
         t = obj.gl_type
         comps = tuple(ctx.const(v.item(), t.dtype) for v in np.ravel(obj))
         return Composite(t, comps)
-    if isinstance(obj, np.generic):
-        st = type_of_constant(obj)
+    if isinstance(obj, np.generic):  # numpy's own dtype (np.float64 is also a Python float)
+        st = scalar_from_numpy(obj.dtype)
         if st is not None:
             return ctx.const(obj.item(), st)
     return obj
@@ -124,6 +139,10 @@ class ExprLowerer:
             part = transform_part(base, node.attr)  # xform.p / xform.q
             if part is not None:
                 return part
+            if node.attr == "dtype":  # the component type
+                return base.type.dtype
+            if node.attr == "length" and isinstance(base.type, VectorType):
+                return Literal(base.type.length)
             return self.component(ctx, base, Literal(self.component_index(node, base)))
         if isinstance(base, FixedArrayVal):
             return fixedarray.attribute(ctx, base, node.attr)
@@ -136,9 +155,14 @@ class ExprLowerer:
                 return TupleVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
             if node.attr == "ndim":
                 return Literal(base.type.ndim)
+            if node.attr == "dtype":  # the element type, e.g. to construct one: `x.dtype(1)`
+                return base.type.dtype
             raise CompileError(f"arrays have no attribute '{node.attr}' in kernels", ctx.loc)
         if isinstance(base, KernelValue):
             raise CompileError(f"{describe(base)} has no attribute '{node.attr}'", ctx.loc)
+        if node.attr in ("float", "int") and getattr(base, "__name__", "") in ("gradloom", "warp") \
+                and not hasattr(base, node.attr):
+            return getattr(builtins, node.attr)  # `wp.float(x)` in kernels, as in Warp
         if not hasattr(base, node.attr):
             raise UnknownNameError(f"'{getattr(base, '__name__', base)}' has no attribute "
                                    f"'{node.attr}'", ctx.loc)
@@ -178,8 +202,10 @@ class ExprLowerer:
         base = self.expr(node.value)
         ctx = self.ctx(node)
         if isinstance(base, FixedArrayVal):  # builtins/fixedarray.py (slices allowed)
-            return fixedarray.subscript(ctx, base, self.fixed_keys(node.slice))
+            return fixedarray.subscript(ctx, base, self.indices(node.slice))
         idx = self.indices(node.slice)
+        if has_slice(idx):
+            return self.sliced(ctx, base, idx)
         if isinstance(base, ArrayVal):
             r = memory.index_array(ctx, base, idx)
             return memory.load(ctx, r) if isinstance(r, memory.Place) else r
@@ -190,31 +216,39 @@ class ExprLowerer:
                     raise CompileError("too many indices", ctx.loc)
                 out = self.component(ctx, out, i)
             return out
-        if isinstance(base, TupleVal) and len(idx) == 1 and isinstance(idx[0], Literal):
+        if isinstance(base, TupleVal) and len(idx) == 1 and (isinstance(idx[0], Literal) or len(
+                {repr(type_of(i)) for i in base.items}) == 1):  # a run-time index: one item type
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
         raise CompileError(f"{describe(base)} cannot be indexed", ctx.loc)
 
-    def fixed_keys(self, node: ast.expr) -> list[Value | slice]:
-        """Subscript keys where constant slices are allowed (fixed arrays)."""
+    def indices(self, node: ast.expr) -> list[Any]:
+        """The keys of a subscript: values, or Python slices with constant bounds."""
         elts = node.elts if isinstance(node, ast.Tuple) else [node]
-        return [self.constant_slice(e) if isinstance(e, ast.Slice) else self.value(e)
-                for e in elts]
+        return [self.slice_key(e) if isinstance(e, ast.Slice) else self.value(e) for e in elts]
 
-    def constant_slice(self, node: ast.Slice) -> slice:
-        bounds = []
-        for part in (node.lower, node.upper, node.step):
-            v = None if part is None else self.value(part)
-            if v is not None and not (isinstance(v, Literal) and isinstance(v.value, int)):
-                raise CompileError("slice bounds must be integer constants", self.info.loc(node))
-            bounds.append(None if v is None else int(v.value))  # type: ignore[union-attr]
-        return slice(*bounds)
+    def slice_key(self, node: ast.Slice) -> slice:
+        bounds = [None if b is None else self.value(b) for b in (node.lower, node.upper, node.step)]
+        return constant_slice(self.ctx(node), *bounds)
 
-    def indices(self, node: ast.expr) -> list[Value]:
-        if isinstance(node, ast.Slice):
-            raise self.unsupported(node, "slicing")
-        if isinstance(node, ast.Tuple):
-            return [self.value(e) for e in node.elts]
-        return [self.value(node)]
+    def starred(self, node: ast.expr) -> list[Value]:
+        """The arguments `*node` passes: components, rows, tuple items or array elements."""
+        if isinstance(node, ast.Subscript):
+            base = self.expr(node.value)
+            if isinstance(base, ArrayVal):
+                return array_slice_items(self.ctx(node), base, self.indices(node.slice))
+        return star_items(self.ctx(node), self.value(node))
+
+    def sliced(self, ctx: Ctx, base: Any, idx: list[Any]) -> Value:
+        """`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, j]`, `m[i, 1:]` (i at run time)."""
+        if not isinstance(base, Composite):
+            raise CompileError(f"{describe(base)} cannot be sliced (vectors and matrices can)",
+                               ctx.loc)
+        if isinstance(base.type, MatrixType) and len(idx) == 2 and not isinstance(idx[0], slice) \
+                and not isinstance(idx[0], Literal):
+            row = self.component(ctx, base, idx[0])
+            assert isinstance(row, Composite)
+            return read_slice(ctx, row, idx[1:])
+        return read_slice(ctx, base, idx)
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
         opname = BINOPS.get(type(node.op))
@@ -223,7 +257,11 @@ class ExprLowerer:
         return ops.binary(self.ctx(node), opname, self.value(node.left), self.value(node.right))
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        return ops.unary(self.ctx(node), UNOPS[type(node.op)], self.value(node.operand))
+        operand = self.value(node.operand)
+        if isinstance(node.op, ast.Not) and isinstance(operand, ArrayVal):
+            ctx = self.ctx(node)
+            return ctx.op("not", truth(ctx, operand))
+        return ops.unary(self.ctx(node), UNOPS[type(node.op)], operand)
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         ctx = self.ctx(node)
@@ -234,7 +272,11 @@ class ExprLowerer:
             if prim is None:
                 raise self.unsupported(node, f"the comparison '{type(op).__name__}'")
             right = self.value(right_node)
-            c = ops.compare(ctx, prim, left, right)
+            if isinstance(left, Composite) and isinstance(right, Composite) and \
+                    left.type == right.type and not left.comps and prim in ("eq", "ne"):
+                c: Value = Literal(prim == "eq")  # empty slices (`v[4:] == vec0()`) are equal
+            else:
+                c = ops.compare(ctx, prim, *compare_operands(ctx, left, right))
             result = c if result is None else _and(ctx, result, c)
             left = right
         assert result is not None
@@ -268,7 +310,12 @@ class ExprLowerer:
             if node.args or node.keywords:
                 raise CompileError("wp.tid() takes no arguments", ctx.loc)
             return self.tid(ctx, 1)
-        args = [self.expr(a) for a in node.args]
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.starred(a.value))
+            else:
+                args.append(self.expr(a))
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         return self.call(ctx, node, callee, args, kwargs)
 
@@ -280,16 +327,29 @@ class ExprLowerer:
         if isinstance(callee, str) and callee in REGISTRY:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
-            kw = {k: _unliteral(v) for k, v in kwargs.items()}
-            result = callee.fn(ctx, *args, **kw)
+            kw = {k: v if _takes_value(callee.fn, k) else _unliteral(v) for k, v in kwargs.items()}
+            try:
+                result = callee.fn(ctx, *args, **kw)
+            except TypeError as exc:
+                if _binds(callee.fn, ctx, args, kw):
+                    raise
+                raise KernelTypeError(f"wp.{callee.name}(): {exc}", ctx.loc) from None
             if isinstance(result, OutArgs):
                 return self.write_out_args(ctx, node, callee.name, result)
             return result
         if callee is len:
             return self.length_of(ctx, args)
+        if callee is type:  # `type(x)(...)`: the type of a value, to construct or cast with
+            if len(args) != 1 or kwargs or not isinstance(args[0], KernelValue) or \
+                    isinstance(args[0], TupleVal):
+                raise CompileError("type() takes one value (scalar, vector, matrix, struct or "
+                                   "array)", ctx.loc)
+            return type_of(args[0])
         if hasattr(callee, "pyfunc") and hasattr(callee, "param_types"):
             return self.inline_call(ctx, node, callee, args, kwargs)
         t = _as_type(callee)
+        if isinstance(t, StructType) and (args or kwargs):
+            return construct_struct(ctx, t, args, kwargs)
         if t is not None:
             if kwargs:
                 raise CompileError(f"{t!r}() takes no keyword arguments", ctx.loc)
@@ -330,12 +390,16 @@ class ExprLowerer:
         raise CompileError("len() takes one vector, matrix, array or tuple", ctx.loc)
 
     def static_eval(self, node: ast.Call) -> Any:
-        """wp.static(expr): evaluate expr in Python now, with the function's globals."""
+        """wp.static(expr): evaluate expr in Python now, with the function's globals and the
+        compile-time view of its locals (static.py)."""
         if len(node.args) != 1:
             raise CompileError("wp.static() takes one expression", self.info.loc(node))
         code = compile(ast.Expression(node.args[0]), self.info.file, "eval")
         namespace = dict(self.info.pyfunc.__globals__)
         namespace.update(self.info.closure)
+        constants = self.__dict__.setdefault("_constants", constant_names(self.info.tree))
+        unrolled: dict[str, Any] = self.__dict__.setdefault("static_indices", {})
+        namespace.update(static_locals(self.env, {**constants, **unrolled}))
         try:
             result = eval(code, namespace)
         except Exception as exc:
@@ -359,16 +423,80 @@ class ExprLowerer:
         raise NotImplementedError  # provided by the statement lowerer
 
 
+def compare_operands(ctx: Ctx, a: Value, b: Value) -> tuple[Value, Value]:
+    """Scalars of different types compared as C compares them (Warp emits C++ comparisons):
+    an integer with a float in the float type, two floats or two integers of one signedness in
+    the wider type, a signed with a narrower unsigned in the signed type. Other mixes are left
+    to the comparison to reject (a signed with an unsigned as wide, which C would compare as
+    unsigned, turning -1 into a huge number)."""
+    if not (isinstance(a, Var) and isinstance(b, Var)) or a.type == b.type:
+        return a, b
+    ta, tb = a.type, b.type
+    if "b" in (ta.kind, tb.kind):
+        return a, b
+    if ta.is_float or tb.is_float:
+        floats = [t for t in (ta, tb) if t.is_float]
+        target = max(floats, key=lambda t: t.bits)
+    elif ta.kind == tb.kind:
+        target = max(ta, tb, key=lambda t: t.bits)
+    else:
+        signed, unsigned = (ta, tb) if ta.kind == "i" else (tb, ta)
+        if signed.bits <= unsigned.bits:
+            return a, b
+        target = signed
+    return tuple(v if v.type == target else ctx.op("cast", v, type=target)  # type: ignore[return-value]
+                 for v in (a, b))
+
+
+def construct_struct(ctx: Ctx, t: StructType, args: list[Any], kwargs: dict[str, Any]) -> Value:
+    """`S(1.0, wp.vec3(0.0))` or `S(a=1.0)` in a kernel: fields in declaration order, the rest
+    zero."""
+    names = [n for n, _ in t.fields]
+    if len(args) > len(names):
+        raise CompileError(f"{t.name}() takes at most {len(names)} arguments, got {len(args)}",
+                           ctx.loc)
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise CompileError(f"struct {t.name} has no field '{k}'", ctx.loc)
+        if k in given:
+            raise CompileError(f"{t.name}(): field '{k}' given twice", ctx.loc)
+        given[k] = v
+    fields: list[Value] = []
+    for name, ft in t.fields:
+        if name not in given:
+            fields.append(zeros_of(ctx, ft))
+            continue
+        v = given[name]
+        if isinstance(v, Literal) and isinstance(ft, ScalarType):
+            v = materialize(ctx, v, ft)
+        if not isinstance(v, KernelValue) or type_of(v) != ft:
+            raise CompileError(f"{t.name}(): field '{name}' is {ft!r}, got {describe(v)}",
+                               ctx.loc)
+        fields.append(v)
+    return StructVal(t, tuple(fields))
+
+
+def truth(ctx: Ctx, v: Value) -> Var:
+    """A value as a condition; an array is true when it has elements (`if arr and ...`)."""
+    if isinstance(v, ArrayVal):
+        size = v.shape[0]
+        for s in v.shape[1:]:
+            size = ctx.op("mul", size, s)
+        return ctx.op("ne", size, ctx.const(0, size.type))
+    return ops.truth(ctx, v)
+
+
 def _and(ctx: Ctx, a: Value, b: Value) -> Value:
     if isinstance(a, Literal) and isinstance(b, Literal):
         return Literal(bool(a.value) and bool(b.value))
-    return ctx.op("and", ops.truth(ctx, a), ops.truth(ctx, b))
+    return ctx.op("and", truth(ctx, a), truth(ctx, b))
 
 
 def _or(ctx: Ctx, a: Value, b: Value) -> Value:
     if isinstance(a, Literal) and isinstance(b, Literal):
         return Literal(bool(a.value) or bool(b.value))
-    return ctx.op("or", ops.truth(ctx, a), ops.truth(ctx, b))
+    return ctx.op("or", truth(ctx, a), truth(ctx, b))
 
 
 def _as_type(obj: Any) -> Any:
@@ -385,6 +513,23 @@ def _hashable(obj: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def _binds(fn: Any, *args: Any, **kwargs: Any) -> bool:
+    """Whether a builtin's Python signature accepts these arguments."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
+@functools.cache
+def _takes_value(fn: Any, name: str) -> bool:
+    """Whether a builtin's keyword parameter takes a kernel value (`tolerance=1e-5`) rather
+    than a Python constant (`dtype=`, `n=`): its annotation says `Value`."""
+    ann = getattr(fn, "__annotations__", {}).get(name, "")
+    return str(ann).startswith("Value")
 
 
 def _unliteral(v: Any) -> Any:

@@ -5,14 +5,20 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-from typing import Any
+import typing
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from ..builtins import fixedarray
 from ..builtins.host import Call, HostCache, caller_loc, host_call
 from ..builtins.values import Ctx, KernelValue, Literal, type_of
 from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..types import ArrayType, ScalarType, resolve_annotation
+from .generic import is_generic, matches_template, tuple_template
 from .source import SourceInfo, parse_function, source_digest
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class Overload:
@@ -47,9 +53,10 @@ class Overload:
         for name, t in self.param_types():
             if t is Any or name not in bound.arguments:
                 continue
-            if not _fits(bound.arguments[name], t):
+            fit = _fits(bound.arguments[name], t)
+            if fit is None:
                 return None
-            score += 1
+            score += fit
         return score
 
     def signature_text(self) -> str:
@@ -57,12 +64,20 @@ class Overload:
         return f"{self.key}({', '.join(parts)})"
 
 
-def _fits(v: Any, t: Any) -> bool:
+def _fits(v: Any, t: Any) -> int | None:
+    """How well an argument fits a parameter type: 2 exactly, 1 by converting a literal, 0 a
+    generic parameter; None not at all."""
     if isinstance(v, Literal):
-        return isinstance(t, ScalarType) and (t.is_float or not isinstance(v.value, float))
-    if isinstance(v, KernelValue):
-        return bool(type_of(v) == t) or fixedarray.accepts(t, v)
-    return False
+        if is_generic(t):
+            return 0 if matches_template(v.default_type, t) else None
+        if not isinstance(t, ScalarType) or (isinstance(v.value, float) and not t.is_float):
+            return None
+        return 2 if t == v.default_type else 1
+    if isinstance(v, KernelValue) and matches_template(type_of(v), t):
+        return 0 if is_generic(t) else 2
+    if isinstance(v, KernelValue) and fixedarray.accepts(t, v):
+        return 2
+    return None
 
 
 class Function:
@@ -160,7 +175,7 @@ def annotated_params(info: SourceInfo) -> list[tuple[str, Any]]:
             out.append((name, Any))
             continue
         try:
-            out.append((name, resolve_annotation(ann)))
+            out.append((name, tuple_template(ann) or resolve_annotation(ann)))
         except TypeError as exc:
             raise KernelTypeError(f"parameter {name!r}: {exc}", info.loc(node)) from None
     return out
@@ -175,9 +190,36 @@ def _eval_annotation(info: SourceInfo, name: str, text: str, node: Any) -> Any:
                               info.loc(node)) from None
 
 
-def func(pyfunc: Any) -> Function:
-    """Decorator: `@wp.func`. Defining a function again under the same name in the same module
-    with different parameter types adds an overload, as in Warp."""
+@typing.overload
+def func(f: Callable[_P, _R]) -> Callable[_P, _R]: ...
+
+
+@typing.overload
+def func(f: None = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
+
+
+def func(f: Any = None, *, name: str | None = None, module: Any = None,
+         inline: bool | None = None) -> Any:
+    """Decorator: `@wp.func`, or `@wp.func(name=..., module=..., inline=...)` as in Warp (calls
+    are always inlined here, so `module` and `inline` change nothing). Defining a function
+    again under the same name in the same module with different parameter types adds an
+    overload, as in Warp."""
+    if f is None:
+        return lambda fn: _define(fn, name)
+    return _define(f, name)
+
+
+def define(pyfunc: Any, name: str | None = None) -> Function:
+    """`@wp.func` applied to pyfunc (typed for gradloom's own callers)."""
+    return _define(pyfunc, name)
+
+
+def _define(pyfunc: Any, name: str | None) -> Function:
+    if name is not None:
+        fn = Function(pyfunc)
+        fn.key = name
+        return fn
     existing = pyfunc.__globals__.get(pyfunc.__name__)
     if isinstance(existing, Function) and existing.key == pyfunc.__qualname__:
         existing.add_overload(pyfunc)

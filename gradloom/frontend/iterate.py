@@ -13,23 +13,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from typing import Any
 
 from ..builtins.values import Ctx, StructVal, Value
 from ..errors import SourceLoc, UnsupportedSyntaxError
 from ..ir.nodes import Var
-from .control import BREAK, RETURN, ControlLowerer
+from .control import BREAK, RETURN
+from .loops import LoopLowerer
 
 Step = Callable[[Ctx, Value, Var | None], tuple[Var, Value, Var]]
 
 
-class IterLowerer(ControlLowerer):
+class IterLowerer(LoopLowerer):
     """Rotated while loops and `for` loops over iterable values (mixed into the Lowerer)."""
-
-    def in_loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
-                extras: list[Any], post_body: Callable[[], None] | None = None,
-                also_carried: tuple[str, ...] = ()) -> None:
-        raise NotImplementedError  # provided by the statement lowerer
 
     def test_writes(self, test: ast.expr) -> list[str]:
         """The variables evaluating a loop test would rebind (output arguments of builtins),
@@ -53,7 +48,7 @@ class IterLowerer(ControlLowerer):
             self.env[flag] = self.truth_at(self.value(node.test), loc)
 
         advance()
-        self.in_loop(node.body, loc, lambda ps: self.env[flag], lambda ps: [], [],
+        self.in_loop(node, loc, lambda ps: self.env[flag], lambda ps: [], [],
                      post_body=self.unless_left(advance, loc),
                      also_carried=(*writes, flag))
         self.env.pop(flag, None)
@@ -92,7 +87,7 @@ class IterLowerer(ControlLowerer):
 
         self.env[state] = value
         advance()
-        self.in_loop(node.body, loc, lambda ps: self.env[flag], enter, [],
+        self.in_loop(node, loc, lambda ps: self.env[flag], enter, [],
                      post_body=self.unless_left(advance, loc),
                      also_carried=(state, item, flag))
         for name in (state, item, flag):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 from ..builtins import fixedarray, ops
@@ -23,7 +23,13 @@ from ..builtins.values import (
     type_of,
     zeros_of,
 )
-from ..errors import CompileError, KernelTypeError, SourceLoc, UnsupportedSyntaxError
+from ..errors import (
+    CompileError,
+    KernelTypeError,
+    SourceLoc,
+    UnknownNameError,
+    UnsupportedSyntaxError,
+)
 from ..ir.builder import Builder
 from ..ir.nodes import KernelIR
 from ..types import (
@@ -40,6 +46,7 @@ from ..types import (
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import emit_custom_call
 from .expr import BINOPS, python_constant
+from .generic import matches_template
 from .iterate import IterLowerer
 from .source import SourceInfo
 from .stores import StoreLowerer
@@ -99,6 +106,13 @@ class Lowerer(StoreLowerer, IterLowerer):
                 return
 
     def stmt(self, node: ast.stmt) -> None:
+        if not self.probing:
+            self.lower_stmt(node)
+            return
+        with contextlib.suppress(UnknownNameError):  # probing a loop's types: a name set
+            self.lower_stmt(node)  # later in the body is not known yet (loops.py)
+
+    def lower_stmt(self, node: ast.stmt) -> None:
         name = type(node).__name__
         if name in _UNSUPPORTED_STMTS:
             raise UnsupportedSyntaxError(f"{_UNSUPPORTED_STMTS[name]} is not supported in kernels",
@@ -218,102 +232,6 @@ class Lowerer(StoreLowerer, IterLowerer):
             self.env[RETVAL] = value
         self.env[RETURN] = self.flag(True, loc)
 
-    def stmt_While(self, node: ast.While) -> None:
-        if node.orelse:
-            raise UnsupportedSyntaxError("while/else is not supported in kernels",
-                                         self.info.loc(node))
-        loc = self.info.loc(node)
-        writes = self.test_writes(node.test)
-        if writes:  # `while wp.hash_grid_query_next(query, index):` (frontend/iterate.py)
-            self.rotated_while(node, writes)
-            return
-        self.in_loop(node.body, loc, lambda ps: self.truth_at(self.value(node.test), loc),
-                     lambda ps: [], [])
-
-    def stmt_For(self, node: ast.For) -> None:
-        loc = self.info.loc(node)
-        if node.orelse:
-            raise UnsupportedSyntaxError("for/else is not supported in kernels", loc)
-        iterator = self.iterator_step(node)
-        if iterator is not None:  # `for index in query:` (frontend/iterate.py)
-            self.for_over_iterator(node, *iterator)
-            return
-        if not isinstance(node.target, ast.Name):
-            raise UnsupportedSyntaxError("a loop target other than a single name is not supported", loc)
-        start, stop, step = self.range_args(node)
-        ctx = self.ctx(node)
-        name = node.target.id
-
-        def test(ps: list[Any]) -> Any:
-            if isinstance(step, Literal):
-                return ctx.op("lt" if step.value > 0 else "gt", ps[0], stop_v)
-            up = ctx.op("lt", ps[0], stop_v)
-            down = ctx.op("gt", ps[0], stop_v)
-            return ctx.op("select", ctx.op("gt", step_v, ctx.const(0, step_v.type)), up, down)
-
-        def body(ps: list[Any]) -> list[Any]:
-            self.env[name] = ps[0]
-            return [ctx.op("add", ps[0], step_v)]
-
-        counter_t = self.counter_type(ctx, (start, stop, step))
-        start_v, stop_v = (ops.scalar(ctx, v, counter_t) for v in (start, stop))
-        step_v = ops.scalar(ctx, step, counter_t)
-        if isinstance(step, Literal) and step.value == 0:
-            raise CompileError("range() step must not be zero", loc)
-        self.in_loop(node.body, loc, test, body, [start_v])
-
-    def in_loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
-                extras: list[Any], post_body: Callable[[], None] | None = None,
-                also_carried: tuple[str, ...] = ()) -> None:
-        saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
-        self.env.pop(CONTINUE, None)
-        if contains_jump(body, (ast.Break,)):
-            self.env[BREAK] = self.flag(False, loc)
-        else:
-            self.env.pop(BREAK, None)
-        carried = self.carried_names(body)
-        carried += [n for n in also_carried if n not in carried and n in self.env]
-        has_continue = contains_jump(body, (ast.Continue,))
-
-        def run_body(ps: list[Any]) -> list[Any]:
-            nxt = pre_body(ps)
-            if has_continue:
-                self.env[CONTINUE] = self.flag(False, loc)
-            self.stmts(body)
-            self.env.pop(CONTINUE, None)
-            if post_body is not None:
-                post_body()
-            return list(nxt)
-
-        self.loop_region(carried, extras, lambda ps: self.continue_cond(test(ps), loc),
-                         run_body, loc)
-        for f, v in saved.items():
-            self.env.pop(f, None)
-            if v is not None:
-                self.env[f] = v
-
-    def range_args(self, node: ast.For) -> tuple[Value, Value, Value]:
-        it = node.iter
-        if not (isinstance(it, ast.Call) and self.expr(it.func) is range):
-            raise UnsupportedSyntaxError("for loops must iterate over range(...)",
-                                         self.info.loc(node))
-        args = [self.value(a) for a in it.args]
-        if not 1 <= len(args) <= 3:
-            raise CompileError("range() takes 1 to 3 arguments", self.info.loc(it))
-        if len(args) == 1:
-            return Literal(0), args[0], Literal(1)
-        return args[0], args[1], args[2] if len(args) == 3 else Literal(1)
-
-    def counter_type(self, ctx: Ctx, vals: tuple[Value, ...]) -> ScalarType:
-        types = {v.type for v in vals if not isinstance(v, Literal)}  # type: ignore[union-attr]
-        if len(types) > 1:
-            raise KernelTypeError(f"range() arguments have different types "
-                                  f"{', '.join(map(str, types))}", ctx.loc)
-        t = types.pop() if types else Literal(0).default_type
-        if not isinstance(t, ScalarType) or not t.is_int:
-            raise KernelTypeError(f"range() arguments must be integers, got {t!r}", ctx.loc)
-        return t
-
     # -- calls -------------------------------------------------------------------------------
 
     def inline_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
@@ -411,7 +329,7 @@ def coerce_argument(ctx: Ctx, fname: str, pname: str, v: Any, t: Any) -> Any:
                                   f"{v.value!r}", ctx.loc)
         return materialize(ctx, v, t)
     got = type_of(v) if isinstance(v, KernelValue) else None
-    if got != t and not fixedarray.accepts(t, v):
+    if not matches_template(got, t) and not fixedarray.accepts(t, v):
         raise KernelTypeError(f"{fname}(): argument '{pname}' expects {t!r}, got "
                               f"{describe(v)}", ctx.loc)
     return v

@@ -23,6 +23,7 @@ from ..builtins.values import (
 from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError
 from ..types import MatrixType, ScalarType, VectorType
 from .expr import ExprLowerer
+from .slices import has_slice, read_slice, write_slice
 
 Step = tuple[str, Any]  # ("attr", name) or ("index", value)
 
@@ -37,7 +38,11 @@ class StoreLowerer(ExprLowerer):
             if isinstance(node, ast.Attribute):
                 steps.append(("attr", node.attr))
             else:
-                steps.extend(("index", i) for i in reversed(self.indices(node.slice)))
+                keys = self.indices(node.slice)
+                if has_slice(keys):  # the keys of a slice apply together (`m[1:, 0]`)
+                    steps.append(("slice", keys))
+                else:
+                    steps.extend(("index", i) for i in reversed(keys))
             node = node.value
         if not isinstance(node, ast.Name):
             raise UnsupportedSyntaxError("assignment into this expression is not supported", self.info.loc(target))
@@ -85,6 +90,9 @@ class StoreLowerer(ExprLowerer):
             assert isinstance(cur, Composite)
             new_part = self.update(ctx, part, steps[1:], value, aug)
             return with_part(cur, key, new_part)
+        if isinstance(cur, Composite) and kind == "slice":  # `v[1:3] = `, `m[0, 1:] += `
+            sub = read_slice(ctx, cur, key)
+            return write_slice(ctx, cur, key, self.update(ctx, sub, steps[1:], value, aug))
         if isinstance(cur, Composite):
             index = self.step_index(ctx, cur, kind, key)
             sub = self.component(ctx, cur, index)
@@ -141,6 +149,10 @@ class StoreLowerer(ExprLowerer):
             raise CompileError(f"assignment to a {n}-D array needs {n} indices", ctx.loc)
         place = memory.index_array(ctx, arr, idx)
         assert isinstance(place, memory.Place)
+        if any(kind == "slice" for kind, _ in steps[n:]):  # `a[i][1:3] = v`: read, update, write
+            elem = memory.load(ctx, place)
+            memory.store(ctx, place, self.update(ctx, elem, steps[n:], value, aug))
+            return arr
         for kind, key in steps[n:]:
             place = memory.component_place(ctx, place, self.place_key(ctx, place, kind, key))
         self.write_place(ctx, place, value, aug)

@@ -284,6 +284,17 @@ class array(ArrayProtocols):
         self._grad, self._requires_grad = None, False
         self.requires_grad = requires_grad
 
+    def __class_getitem__(cls, params: Any) -> array:
+        """`wp.array[float]`, `wp.array2d[wp.vec3]`, `wp.array[float, 2]`: an annotation, the
+        same as `wp.array(dtype=float, ndim=...)`."""
+        if isinstance(params, tuple):
+            if cls._fixed_ndim is not None or len(params) != 2:
+                want = "(dtype)" if cls._fixed_ndim is not None else "(dtype) or (dtype, ndim)"
+                raise TypeError(f"wp.{cls.__name__}[...] takes {want}, got {len(params)} "
+                                "parameters")
+            return cls(dtype=params[0], ndim=int(params[1]))
+        return cls(dtype=params)
+
     def _init_annotation(self, dtype: Any, ndim: int | None) -> None:
         t = typing.Any if dtype is typing.Any else resolve_dtype(dtype)
         n = 1 if ndim is None else int(ndim)

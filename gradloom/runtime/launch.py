@@ -282,6 +282,8 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     if device is not None and device != "cpu":
         get_device(device)  # raises for devices this build cannot run on
     args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
+    if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
+        kernel = kernel.specialize(list(args))
     if not record_cmd and ACTIVE_CAPTURE.get() is not None:
         _capture(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint, record_tape)
         return None

@@ -22,7 +22,7 @@ from typing import Any
 from ..codegen import python_src
 from ..errors import CompileError
 from ..frontend.func import Function
-from ..frontend.func import func as make_func
+from ..frontend.func import define as make_func
 from ..kernel import Kernel, kernel
 from ..runtime.array import array
 from ..runtime.array_ops import empty

@@ -1,0 +1,54 @@
+"""The concrete type of a launch argument, for a generic kernel's implicit overload (as Warp)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from .errors import GradloomError, LaunchError
+from .runtime.array import array
+from .runtime.foreign import foreign_to_array
+from .types import ArrayType, VecValue, bool_, float32, int32, scalar_from_numpy
+
+
+def launch_arg_type(kernel_key: str, name: str, value: Any, template: Any) -> Any:
+    """The type a generic parameter (`Any`, `wp.array(dtype=Any)`) takes from its argument:
+    arrays give their dtype and ndim, Python floats float32, ints int32, bools bool, numpy
+    scalars, vectors, matrices and struct instances their own type."""
+    t = _array_type(value, name)
+    if t is None and not isinstance(template, ArrayType):
+        t = _value_type(value)
+    if t is None:
+        want = "an array" if isinstance(template, ArrayType) else "a value with a kernel type"
+        raise LaunchError(f"kernel '{kernel_key}': generic argument '{name}' needs {want} to "
+                          f"choose its type, got {type(value).__name__}")
+    return t
+
+
+def _array_type(value: Any, name: str) -> ArrayType | None:
+    if isinstance(value, array):
+        return value.__gl_type__()  # type: ignore[no-any-return]
+    if isinstance(value, (VecValue, np.generic)):
+        return None
+    if isinstance(value, np.ndarray) or hasattr(type(value), "__dlpack__"):
+        try:
+            return foreign_to_array(value, None, f"argument '{name}'").__gl_type__()  # type: ignore[no-any-return]
+        except GradloomError:
+            return None
+    return None
+
+
+def _value_type(value: Any) -> Any:
+    if isinstance(value, np.generic):  # before float: numpy's float64 is a Python float too
+        return scalar_from_numpy(value.dtype)
+    if isinstance(value, builtins.bool):
+        return bool_
+    if isinstance(value, builtins.int):
+        return int32
+    if isinstance(value, builtins.float):
+        return float32
+    if isinstance(value, VecValue):
+        return value.gl_type
+    return getattr(type(value), "__gl_type__", None)

@@ -1,0 +1,117 @@
+"""Vector and matrix slicing in kernels (`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, 1]`) and
+`*`-unpacking into calls (`wp.vec4(*v3, 1.0)`, `wp.vec3i(*a[:3])`), as in Warp.
+
+Slice bounds are compile-time constants; a slice picks a fixed set of components, so reading one
+gives a new vector or matrix value and writing one replaces those components.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..builtins import memory
+from ..builtins.values import ArrayVal, Composite, Ctx, Literal, TupleVal, Value, describe, flatten
+from ..errors import CompileError
+from ..types import MatrixType, VectorType
+
+Key = Any  # a Literal index, a runtime index (Var) or a Python slice
+
+
+def has_slice(keys: list[Key]) -> bool:
+    return any(isinstance(k, slice) for k in keys)
+
+
+def constant_slice(ctx: Ctx, lower: Value | None, upper: Value | None,
+                   step: Value | None) -> slice:
+    parts = []
+    for v in (lower, upper, step):
+        if v is not None and not (isinstance(v, Literal) and isinstance(v.value, int)
+                                  and not isinstance(v.value, bool)):
+            raise CompileError("slice bounds must be constant integers", ctx.loc)
+        parts.append(None if v is None else int(v.value))
+    if parts[2] == 0:
+        raise CompileError("slice step must not be zero", ctx.loc)
+    return slice(*parts)
+
+
+def _pick(ctx: Ctx, key: Key, n: int, what: str) -> list[int]:
+    if isinstance(key, slice):
+        return list(range(n))[key]
+    if not isinstance(key, Literal):
+        raise CompileError(f"an index combined with a slice must be a constant ({what})", ctx.loc)
+    k = int(key.value)
+    if not -n <= k < n:
+        raise CompileError(f"index {k} is out of range for {what} {n}", ctx.loc)
+    return [k % n]
+
+
+def positions(ctx: Ctx, t: VectorType | MatrixType, keys: list[Key]) -> tuple[list[int], Any]:
+    """The flat component positions `keys` select, and the type of the selection (None: one
+    scalar)."""
+    if isinstance(t, VectorType):
+        if len(keys) != 1:
+            raise CompileError(f"{t!r} takes one index, got {len(keys)}", ctx.loc)
+        sel = _pick(ctx, keys[0], t.length, "length")
+        result: Any = VectorType(len(sel), t.dtype) if isinstance(keys[0], slice) else None
+    else:
+        if len(keys) > 2:
+            raise CompileError(f"{t!r} takes at most two indices, got {len(keys)}", ctx.loc)
+        k0, k1 = [*keys, slice(None)][:2]
+        rows, cols = _pick(ctx, k0, t.rows, "rows"), _pick(ctx, k1, t.cols, "columns")
+        sel = [r * t.cols + c for r in rows for c in cols]
+        sliced = [len(s) for k, s in ((k0, rows), (k1, cols)) if isinstance(k, slice)]
+        result = (MatrixType(sliced[0], sliced[1], t.dtype) if len(sliced) == 2
+                  else VectorType(sliced[0], t.dtype) if sliced else None)
+    if not sel and result is None:
+        raise CompileError("this slice selects no components", ctx.loc)
+    return sel, result
+
+
+def read_slice(ctx: Ctx, base: Composite, keys: list[Key]) -> Value:
+    sel, result = positions(ctx, base.type, keys)
+    if result is None:
+        return base.comps[sel[0]]  # type: ignore[no-any-return]
+    return Composite(result, tuple(base.comps[p] for p in sel))
+
+
+def write_slice(ctx: Ctx, base: Composite, keys: list[Key], new: Value) -> Composite:
+    """base with the components `keys` select replaced by those of new (already type-checked
+    against `read_slice(base, keys)`)."""
+    sel, _ = positions(ctx, base.type, keys)
+    comps = list(base.comps)
+    for p, c in zip(sel, flatten(new), strict=True):
+        comps[p] = c
+    return Composite(base.type, tuple(comps))
+
+
+def star_items(ctx: Ctx, value: Any) -> list[Value]:
+    """What `*value` passes to a call: a vector's components, a matrix's rows, a tuple's items."""
+    if isinstance(value, Composite) and isinstance(value.type, MatrixType):
+        t = value.type
+        return [Composite(VectorType(t.cols, t.dtype), value.comps[r * t.cols:(r + 1) * t.cols])
+                for r in range(t.rows)]
+    if isinstance(value, Composite):
+        return list(value.comps)
+    if isinstance(value, TupleVal):
+        return list(value.items)
+    raise CompileError("*-unpacking in a call takes a vector, matrix, tuple or a slice of a 1-D "
+                       f"array, not {describe(value)}", ctx.loc)
+
+
+def array_slice_items(ctx: Ctx, arr: ArrayVal, keys: list[Key]) -> list[Value]:
+    """`*a[i:j:k]` in a call: the elements of a 1-D array at constant, explicit indices."""
+    key = keys[0] if len(keys) == 1 else None
+    if arr.type.ndim != 1 or not isinstance(key, slice):
+        raise CompileError("*-unpacking an array takes a slice of a 1-D array", ctx.loc)
+    if key.stop is None:
+        raise CompileError("*-unpacking an array slice needs an explicit upper bound "
+                           "(`*a[:3]`)", ctx.loc)
+    start, step = key.start or 0, key.step or 1
+    if start < 0 or key.stop < 0 or step < 0:
+        raise CompileError("array slice bounds and step cannot be negative here", ctx.loc)
+    out: list[Value] = []
+    for k in range(start, key.stop, step):
+        place = memory.index_array(ctx, arr, [Literal(k)])
+        assert isinstance(place, memory.Place)
+        out.append(memory.load(ctx, place))
+    return out

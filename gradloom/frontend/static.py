@@ -1,0 +1,114 @@
+"""What `wp.static(expr)` sees of a kernel's local variables while it is being compiled.
+
+Besides globals and the closure, a static expression sees, as in Warp: the index of a loop that
+is unrolled because a static expression reads it (`for i in range(3): f = wp.static(fs[i])`),
+names assigned once from a constant (`n = 3`), and the shape of other local values: a vector's or
+tuple's `len()`, a value's `dtype` and `length`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..builtins.values import ArrayVal, Composite, KernelValue, Literal, TupleVal, type_of
+from ..types import MatrixType, VectorType
+
+
+class StaticView:
+    """A kernel value as a static expression sees it: its type and shape, not its value."""
+
+    def __init__(self, value: Any) -> None:
+        self.type = type_of(value)
+
+    def __len__(self) -> int:
+        t = self.type
+        if isinstance(t, VectorType):
+            return t.length
+        if isinstance(t, MatrixType):
+            return t.rows
+        raise TypeError(f"a {t!r} value has no len() at compile time")
+
+    @property
+    def dtype(self) -> Any:
+        return self.type.dtype
+
+    @property
+    def length(self) -> int:
+        return len(self)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.type.shape)
+
+    def __repr__(self) -> str:
+        return f"<{self.type!r} value>"
+
+
+def _view(value: Any) -> Any:
+    if isinstance(value, Literal):
+        return value.value
+    if isinstance(value, TupleVal):
+        return tuple(_view(v) for v in value.items)
+    if isinstance(value, ArrayVal):
+        return value.type
+    return StaticView(value)
+
+
+def static_locals(env: dict[str, Any], constants: dict[str, Any]) -> dict[str, Any]:
+    """The local names a static expression may read: constants by value, others by shape."""
+    out: dict[str, Any] = {}
+    for name, value in env.items():
+        if name.startswith("$") or not isinstance(value, KernelValue):
+            continue
+        if name in constants:
+            out[name] = constants[name]
+        elif isinstance(value, (Literal, TupleVal, Composite, ArrayVal)):
+            out[name] = _view(value)
+    return out
+
+
+def constant_names(tree: ast.FunctionDef) -> dict[str, Any]:
+    """Names a function assigns exactly once, from a number (`n = 3`, `eps = -1e-6`)."""
+    counts: dict[str, int] = {}
+    values: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [node.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            number = _number(node.value)
+            if number is not None:
+                values[node.targets[0].id] = number
+    return {n: v for n, v in values.items() if counts.get(n) == 1}
+
+
+def _number(node: ast.expr) -> Any:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
+            not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def reads_in_static(body: list[ast.stmt], name: str) -> bool:
+    """Whether a `wp.static(...)` expression in the statements reads `name`."""
+    for node in (n for s in body for n in ast.walk(s)):
+        if isinstance(node, ast.Call) and _is_static(node.func) and any(
+                isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)):
+            return True
+    return False
+
+
+def _is_static(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "static") or \
+        (isinstance(func, ast.Name) and func.id == "static")

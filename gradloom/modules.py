@@ -1,0 +1,153 @@
+"""Kernel modules (Warp's `Module`): kernels grouped by name, with per-module compile options.
+
+A Python module's kernels belong to the kernel module of the same name (`wp.get_module(name)`);
+`@wp.kernel(module="unique")` gives a kernel a module of its own. Modules are not compile units
+here (each kernel compiles on its own); they carry options and let `load()` compile a group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import types
+from typing import Any
+
+from . import config
+
+#: Options every module starts with (Warp's names). Honoured here: `enable_backward` (a kernel
+#: that does not set its own follows its module's) and `optimization_level` (LLVM's -O level;
+#: None: `config.opt_level`). The rest are accepted and kept for Warp code that reads them back.
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "enable_backward": True, "optimization_level": None, "max_unroll": 16,
+    "fast_math": False, "fuse_fp": True, "lineinfo": False, "cuda_output": None,
+    "block_dim": 256, "strip_hash": False, "compile_time_trace": False,
+    "cpu_compiler_flags": None, "extra_build_options": None, "default_grid_stride": None,
+}
+
+
+def qualified_key(func: Any) -> str:
+    """Warp's default kernel key: the qualified name with `.` as `__`, other symbols dropped
+    (`make.<locals>.k` gives `make__locals__k`)."""
+    return re.sub("[^0-9a-zA-Z_]+", "", func.__qualname__.replace(".", "__"))
+
+
+class Module:
+    """A named group of kernels and its options (`kernel.module`, `wp.get_module(name)`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.options: dict[str, Any] = {**DEFAULT_OPTIONS, "mode": config.mode}
+        #: the latest kernel registered under each key
+        self.kernels: dict[str, Any] = {}
+
+    def register_kernel(self, kernel: Any) -> None:
+        self.kernels[kernel.key] = kernel
+
+    def find_kernel(self, fn: Any) -> Any:
+        """The kernel defined by the Python function named like fn (for `@wp.overload` stubs)."""
+        found = self.kernels.get(qualified_key(fn))
+        if found is not None and found.func.__qualname__ == fn.__qualname__:
+            return found
+        matches = [k for k in self.kernels.values() if k.func.__qualname__ == fn.__qualname__]
+        if len(matches) > 1:
+            keys = ", ".join(repr(k.key) for k in matches)
+            raise RuntimeError(f"Ambiguous kernel lookup for '{fn.__qualname__}': several kernels "
+                               f"({keys}) come from it; pass the kernel object to wp.overload()")
+        return matches[0] if matches else None
+
+    def live_kernels(self) -> list[Any]:
+        """The module's kernels, generic ones replaced by their overloads."""
+        out: list[Any] = []
+        for k in self.kernels.values():
+            out.extend(k.overloads.values() if k.is_generic else [k])
+        return out
+
+    def load(self, device: Any = None, block_dim: Any = None) -> bool:
+        """Compile (or load from the cache) every kernel of the module now. Kernels compile on
+        their own here, so one that fails does not stop the others: it raises its error when
+        launched, and `load` returns False."""
+        from .loading import compile_kernels  # loading.py builds on kernels, which use modules
+
+        try:
+            compile_kernels(self.live_kernels())
+            return True
+        except Exception:  # the failing kernel reports its error when launched
+            pass
+        ok = True
+        for k in self.live_kernels():
+            try:
+                compile_kernels([k])
+            except Exception:
+                ok = False
+        return ok
+
+    def unload(self) -> None:
+        """Forget the compiled code; kernels compile (or load from the cache) again when used."""
+        for k in self.live_kernels():
+            k.unload()
+
+    def mark_modified(self) -> None:
+        """Options changed: compile again on next use."""
+        self.unload()
+
+    def __repr__(self) -> str:
+        return f"<gradloom module {self.name!r}>"
+
+
+# The registry of kernel modules by name: like `sys.modules`, part of the program's state (the
+# kernels a program defined), not an option.
+_MODULES: dict[str, Module] = {}
+
+
+def get_module(name: str) -> Module:
+    """Warp's `wp.get_module(name)`: the kernel module of that name, created when first asked."""
+    module = _MODULES.get(name)
+    if module is None:
+        module = _MODULES[name] = Module(name)
+    return module
+
+
+def unique_module(key: str, func: Any) -> Module:
+    """A fresh module for one kernel (`@wp.kernel(module="unique")`)."""
+    code = getattr(func, "__code__", None)
+    text = f"{func.__module__}.{func.__qualname__}:{getattr(code, 'co_firstlineno', 0)}:{id(func)}"
+    return get_module(f"{key}_{hashlib.sha256(text.encode()).hexdigest()[:8]}")
+
+
+def module_for(module: Any, key: str, func: Any) -> Module:
+    """The module a kernel joins: given (a Module, a name or "unique") or its function's own."""
+    if isinstance(module, Module):
+        return module
+    if module == "unique":
+        return unique_module(key, func)
+    if isinstance(module, str):
+        return get_module(module)
+    if isinstance(module, types.ModuleType):
+        return get_module(module.__name__)
+    if module is not None:
+        raise TypeError(f"module must be a Module, a module name or 'unique', got {module!r}")
+    return get_module(func.__module__)
+
+
+def _named(module: Any, depth: int) -> Module:
+    if isinstance(module, Module):
+        return module
+    if module is None:
+        return get_module(sys._getframe(depth + 1).f_globals.get("__name__", "__main__"))
+    if isinstance(module, str):
+        return get_module(module)
+    return get_module(module.__name__)
+
+
+def get_module_options(module: Any = None) -> dict[str, Any]:
+    """Warp's `wp.get_module_options()`: the options of the caller's module (or the one given)."""
+    return _named(module, 1).options
+
+
+def set_module_options(options: dict[str, Any], module: Any = None) -> None:
+    """Warp's `wp.set_module_options({...})`: update the caller's module's options (or the given
+    module's); its kernels compile again on next use."""
+    m = _named(module, 1)
+    m.options.update(options)
+    m.mark_modified()
