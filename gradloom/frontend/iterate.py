@@ -74,10 +74,10 @@ class IterLowerer(LoopLowerer):
                                          "supported", loc)
         target = node.target.id
         state, item, flag = (f"${k}{id(node)}" for k in ("iter", "item", "while"))
-        ctx = self.ctx(node)
 
         def advance() -> None:
-            found, nxt, current = step(ctx, self.env[state], self.env.get(item))
+            # the builder of this lowering: loops.py also lowers the loop into a scratch one
+            found, nxt, current = step(self.ctx_at(loc), self.env[state], self.env.get(item))
             self.env[state], self.env[item], self.env[flag] = nxt, current, found
 
         def enter(ps: list[Var]) -> list[Var]:
