@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from .frontend.source import SourceInfo, parse_function, source_digest
 from .ir.nodes import walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
+from .native import install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
 from .passes.threads import ThreadPlan, thread_plan
@@ -81,6 +83,12 @@ class Kernel:
         self.__name__ = pyfunc.__name__
         self.__doc__ = pyfunc.__doc__
         self.__module__ = pyfunc.__module__
+        _KERNELS.add(self)
+
+    def forget_builds(self) -> None:
+        """Drop the loaded entries (an option that shapes them changed: config.py)."""
+        self._compiled = self._adjoint = None
+        self._locs = None
 
     @property
     def info(self) -> SourceInfo:
@@ -163,6 +171,7 @@ class Kernel:
         return self._load(entry, pending.symbol)
 
     def _load(self, entry: dict[str, Any], symbol: str) -> CompiledKernel:
+        install_signal_handlers()
         addr = cpu.object_loader().load(entry["object"], symbol)
         plan = ThreadPlan(*entry["threads"])
         where = self._array_offsets()
@@ -231,6 +240,19 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<gradloom kernel {self.key}>"
+
+
+#: every kernel, so that changing `wp.config.mode` (or another option that shapes compiled code)
+#: makes each one build again at its next launch
+_KERNELS: weakref.WeakSet[Kernel] = weakref.WeakSet()
+
+
+def _forget_builds() -> None:
+    for k in list(_KERNELS):
+        k.forget_builds()
+
+
+config._add_rebuild_hook(_forget_builds)
 
 
 @functools.cache

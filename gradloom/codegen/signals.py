@@ -1,0 +1,136 @@
+"""What kernels share with the process's signal handlers: the interrupt counter their loops poll,
+the name of the kernel running, and the handlers themselves (LLVM IR, installed by
+runtime/signals.py).
+
+The shared words live in memory allocated here and are published to the JIT linker with
+`llvm.add_symbol` before any kernel object is loaded (codegen/cpu.py), so cached object code
+links against them in every process:
+
+- `gl_interrupts` (i64): how many SIGINTs arrived. An entry reads it once at its start; each
+  loop back-edge and every `POLL_THREADS` threads it reads it again, and a change stops the
+  launch with `types.STATUS_INTERRUPTED` in the error word.
+- `gl_running` (ptr): the name of the kernel whose entry is running (set at its start, cleared
+  at its end; the slices of a split launch share it, so the first to finish clears it): a fatal
+  signal (a release-mode out-of-bounds access) prints it.
+- `gl_sigint_next` (ptr) and `gl_fatal_next` ([32 x ptr], by signal number): the handlers that
+  were installed before ours, which ours call after doing their part.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import llvmlite.binding as llvm
+
+#: how many threads the thread loop runs between two polls of `gl_interrupts`
+POLL_THREADS = 1 << 12
+
+_WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next")
+_FATAL_SLOTS = 32
+
+
+class SharedWords(ctypes.Structure):
+    """The memory behind the symbols above (allocated once per process, never freed)."""
+
+    _fields_ = [*((name, ctypes.c_uint64) for name in _WORDS),
+                ("gl_fatal_next", ctypes.c_uint64 * _FATAL_SLOTS)]
+
+
+@functools.cache
+def shared_words() -> SharedWords:
+    """The process's shared words, published to the JIT linker on first use."""
+    words = SharedWords()
+    base = ctypes.addressof(words)
+    for name in (*_WORDS, "gl_fatal_next"):
+        llvm.add_symbol(name, base + getattr(SharedWords, name).offset)
+    return words
+
+
+#: external globals every kernel module declares
+KERNEL_DECLARES = ("@gl_interrupts = external global i64",
+                   "@gl_running = external global ptr")
+
+_HEADER = """
+@gl_interrupts = external global i64
+@gl_running = external global ptr
+@gl_sigint_next = external global ptr
+@gl_fatal_next = external global [32 x ptr]
+declare i64 @write(i32, ptr, i64)
+declare i64 @strlen(ptr)
+declare ptr @signal(i32, ptr)
+"""
+
+# SIGINT: count it, then let the handler that was there (CPython's) do its part, so that
+# Python raises KeyboardInterrupt once the launch returns
+_SIGINT = """
+define void @gl_on_sigint(i32 %sig, ptr %info, ptr %uctx) nounwind {
+entry:
+  %n = atomicrmw add ptr @gl_interrupts, i64 1 seq_cst, align 8
+  %next = load atomic ptr, ptr @gl_sigint_next monotonic, align 8
+  %addr = ptrtoint ptr %next to i64
+  %isfn = icmp ugt i64 %addr, 1
+  br i1 %isfn, label %chain, label %done
+chain:
+  call void %next(i32 %sig, ptr %info, ptr %uctx)
+  br label %done
+done:
+  ret void
+}
+"""
+
+
+def _fatal(prefix: int, middle: int, suffix: int) -> str:
+    return f"""
+define void @gl_on_fatal(i32 %sig, ptr %info, ptr %uctx) nounwind {{
+entry:
+  %name = load atomic ptr, ptr @gl_running monotonic, align 8
+  %running = icmp ne ptr %name, null
+  br i1 %running, label %report, label %chain
+report:
+  %w1 = call i64 @write(i32 2, ptr @.prefix, i64 {prefix})
+  %len = call i64 @strlen(ptr %name)
+  %w2 = call i64 @write(i32 2, ptr %name, i64 %len)
+  %w3 = call i64 @write(i32 2, ptr @.middle, i64 {middle})
+  %w4 = call i64 @write(i32 2, ptr @.suffix, i64 {suffix})
+  br label %chain
+chain:
+  %slot = getelementptr [32 x ptr], ptr @gl_fatal_next, i64 0, i32 %sig
+  %next = load ptr, ptr %slot, align 8
+  %addr = ptrtoint ptr %next to i64
+  %isfn = icmp ugt i64 %addr, 1
+  br i1 %isfn, label %call, label %default
+call:
+  call void %next(i32 %sig, ptr %info, ptr %uctx)
+  ret void
+default:
+  %old = call ptr @signal(i32 %sig, ptr null)
+  ret void
+}}
+"""
+
+
+_PREFIX = b"\ngradloom: fatal signal while kernel "
+_MIDDLE = b" was running.\n"
+_SUFFIX = (b"gradloom: release mode does not check array indices; run again with "
+           b"GRADLOOM_MODE=debug (or wp.config.mode = \"debug\") to find an out-of-bounds "
+           b"access.\n")
+
+
+def _bytes_global(name: str, data: bytes) -> str:
+    body = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in data)
+    return f'@{name} = private unnamed_addr constant [{len(data)} x i8] c"{body}", align 1'
+
+
+def support_module(triple: str, datalayout: str) -> str:
+    """The LLVM module with `gl_on_sigint` and `gl_on_fatal(sig, info, ucontext)`."""
+    lines = [f'target triple = "{triple}"', f'target datalayout = "{datalayout}"', _HEADER,
+             _bytes_global(".prefix", _PREFIX), _bytes_global(".middle", _MIDDLE),
+             _bytes_global(".suffix", _SUFFIX), _SIGINT,
+             _fatal(len(_PREFIX), len(_MIDDLE), len(_SUFFIX))]
+    return "\n".join(lines) + "\n"
+
+
+def supported(triple: str) -> bool:
+    """Handlers are installed through Linux's `struct sigaction` layout (runtime/signals.py)."""
+    return "linux" in triple and triple.split("-")[0] in ("x86_64", "aarch64")
