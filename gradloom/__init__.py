@@ -151,6 +151,11 @@ nan = _math.nan
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
 
+# Help and packaging (fault tolerance and everyday experience): help(wp.vec3) explains the type
+from . import typedocs as _typedocs  # noqa: E402
+
+_typedocs.attach(globals())
+
 
 def __getattr__(name: str) -> object:
     if name == "torch":  # `wp.torch`, as in Warp; imports torch only when used

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
+from ..ir.prims import PRIMS
 from ..types import (
     BLOCK_ARGS,
     BLOCK_DIMS,
@@ -15,7 +16,7 @@ from ..types import (
 )
 from .llvm_ops import OpEmitter, string_global
 from .llvm_types import reg_type
-from .signals import KERNEL_DECLARES, POLL_THREADS
+from .signals import KERNEL_DECLARES, POLL_THREADS, POLL_TRIPS
 
 #: The entry takes one pointer, to a launch block (layout: types.BLOCK_*; runtime/launch.py
 #: fills it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread
@@ -236,6 +237,55 @@ class KernelEmitter(OpEmitter):
             f.emit(f"{self.define(r)} = phi {reg_type(r.type)} {incoming}")
 
     def emit_loop(self, s: Loop) -> None:
+        """A while loop, strip-mined: the inner loop runs at most POLL_TRIPS trips (its exit
+        test is the loop's condition and a trip count, which LLVM still vectorises), the outer
+        one polls for an interrupt between strips. A condition with side effects would run
+        twice at a strip's end, so such a loop polls at its back-edge instead."""
+        if any(PRIMS[op.prim].side_effect and op.prim != "check_bounds"
+               for op in walk_ops(s.cond)):
+            self.emit_polled_loop(s)
+            return
+        f = self.f
+        outer_l, head_l, body_l = f.fresh("strip"), f.fresh("loop"), f.fresh("body")
+        tail_l, poll_l, exit_l = f.fresh("stripend"), f.fresh("poll"), f.fresh("endloop")
+        pre = f.label
+        f.emit(f"br label %{outer_l}")
+        f.start_block(outer_l)
+        outer_at = len(f.lines)
+        outer = [f.fresh("%strip") for _ in s.params]
+        f.emit(f"br label %{head_l}")
+        f.start_block(head_l)
+        phi_at = len(f.lines)
+        trip, next_trip, short, go = (f.fresh("%trip") for _ in range(4))
+        for p in s.params:
+            self.define(p)
+        self.block(s.cond)
+        cond = self.name(s.cond.yields[0])
+        f.emit(f"{short} = icmp ult i64 {trip}, {POLL_TRIPS}")
+        f.emit(f"{go} = and i1 {cond}, {short}")
+        f.emit(f"br i1 {go}, label %{body_l}, label %{tail_l}")
+        f.start_block(body_l)
+        self.block(s.body)
+        back = f.label
+        f.emit(f"{next_trip} = add nuw nsw i64 {trip}, 1")
+        f.emit(f"br label %{head_l}")
+        f.lines[phi_at:phi_at] = [f"  {trip} = phi i64 [0, %{outer_l}], [{next_trip}, %{back}]"] + [
+            f"  {self.name(p)} = phi {reg_type(p.type)} [{o}, %{outer_l}], "
+            f"[{self.name(y)}, %{back}]" for p, o, y in zip(s.params, outer, s.body.yields,
+                                                             strict=True)]
+        f.start_block(tail_l)
+        f.emit(f"br i1 {cond}, label %{poll_l}, label %{exit_l}")
+        f.start_block(poll_l)
+        self.poll(outer_l)
+        f.lines[outer_at:outer_at] = [
+            f"  {o} = phi {reg_type(p.type)} [{self.name(i)}, %{pre}], [{self.name(p)}, %{poll_l}]"
+            for p, o, i in zip(s.params, outer, s.inits, strict=True)]
+        f.start_block(exit_l)
+        for r, p in zip(s.results, s.params, strict=True):
+            self.names[r.id] = self.name(p)
+
+    def emit_polled_loop(self, s: Loop) -> None:
+        """A while loop that polls for an interrupt at its back-edge."""
         f = self.f
         head_l, body_l, exit_l = f.fresh("loop"), f.fresh("body"), f.fresh("endloop")
         pre = f.label

@@ -6,9 +6,9 @@ The shared words live in memory allocated here and are published to the JIT link
 `llvm.add_symbol` before any kernel object is loaded (codegen/cpu.py), so cached object code
 links against them in every process:
 
-- `gl_interrupts` (i64): how many SIGINTs arrived. An entry reads it once at its start; each
-  loop back-edge and every `POLL_THREADS` threads it reads it again, and a change stops the
-  launch with `types.STATUS_INTERRUPTED` in the error word.
+- `gl_interrupts` (i64): how many SIGINTs arrived. An entry reads it once at its start, then
+  again every `POLL_TRIPS` trips of each loop and every `POLL_THREADS` threads; a change stops
+  the launch with `types.STATUS_INTERRUPTED` in the error word.
 - `gl_running` (ptr): the name of the kernel whose entry is running (set at its start, cleared
   at its end; the slices of a split launch share it, so the first to finish clears it): a fatal
   signal (a release-mode out-of-bounds access) prints it.
@@ -25,6 +25,8 @@ import llvmlite.binding as llvm
 
 #: how many threads the thread loop runs between two polls of `gl_interrupts`
 POLL_THREADS = 1 << 12
+#: how many trips a kernel's own loop makes between two polls (codegen/llvm.py strip-mines it)
+POLL_TRIPS = 1 << 14
 
 _WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next")
 _FATAL_SLOTS = 32

@@ -349,7 +349,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
             tape.end_launch(record)
         return None
     except GradloomError as exc:
-        raise user_traceback(exc)  # noqa: B904 (the same exception, with the user's frames)
+        raise user_traceback(exc) from None  # the same exception, without our frames
 
 
 def _launch_adjoint_or_cmd(kernel: Any, dim: Any, inputs: Sequence[Any],
