@@ -26,9 +26,10 @@ def install_signal_handlers() -> None:
     if entry is None:
         entry = {"object": cpu.compile_to_object(text, 2)}
         cache.store(key, entry)
-    on_sigint, on_fatal = cpu.object_loader().load_symbols(entry["object"],
-                                                           ("gl_on_sigint", "gl_on_fatal"))
+    on_sigint, on_fatal, tick = cpu.object_loader().load_symbols(
+        entry["object"], ("gl_on_sigint", "gl_on_fatal", "gl_tick"))
     base = ctypes.addressof(words)
+    shared = native_signals.SharedWords
     runtime_signals.install(runtime_signals.Handlers(
-        on_sigint, on_fatal, base + native_signals.SharedWords.gl_sigint_next.offset,
-        base + native_signals.SharedWords.gl_fatal_next.offset))
+        on_sigint, on_fatal, base + shared.gl_sigint_next.offset,
+        base + shared.gl_fatal_next.offset, tick, base + shared.gl_tick_fn.offset))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
-from ..ir.prims import PRIMS
 from ..types import (
     BLOCK_ARGS,
     BLOCK_DIMS,
@@ -16,7 +15,8 @@ from ..types import (
 )
 from .llvm_ops import OpEmitter, string_global
 from .llvm_types import reg_type
-from .signals import KERNEL_DECLARES, POLL_THREADS, POLL_TRIPS
+from .loops import LoopEmitter
+from .signals import KERNEL_DECLARES, POLL_THREADS
 
 #: The entry takes one pointer, to a launch block (layout: types.BLOCK_*; runtime/launch.py
 #: fills it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread
@@ -44,8 +44,9 @@ class FunctionText:
         self.label = label
 
 
-class KernelEmitter(OpEmitter):
-    """Emits one kernel's entry function; OpEmitter provides the per-primitive rules."""
+class KernelEmitter(OpEmitter, LoopEmitter):
+    """Emits one kernel's entry function; OpEmitter provides the per-primitive rules,
+    LoopEmitter the loops (strip-mined to poll for interrupts)."""
 
     def __init__(self, kernel: KernelIR, symbol: str, private_adds: tuple[int, ...] = ()) -> None:
         self.kernel = kernel
@@ -124,14 +125,6 @@ class KernelEmitter(OpEmitter):
         self.f.emit("%interrupts = load atomic i64, ptr @gl_interrupts monotonic, align 8")
         self.f.emit(f"store atomic ptr {name}, ptr @gl_running monotonic, align 8")
 
-    def poll(self, go_on: str) -> None:
-        """Continue at go_on unless a SIGINT arrived since the entry started."""
-        f = self.f
-        now, hit = f.fresh("%irq"), f.fresh("%irq")
-        f.emit(f"{now} = load atomic i64, ptr @gl_interrupts monotonic, align 8")
-        f.emit(f"{hit} = icmp ne i64 {now}, %interrupts")
-        f.emit(f"br i1 {hit}, label %interrupted, label %{go_on}, !prof !2")
-
     def stack_setup(self) -> None:
         """The adjoint stack: its base and capacity follow the error word in the status block."""
         f = self.f
@@ -209,7 +202,7 @@ class KernelEmitter(OpEmitter):
         f.emit(f"{ptr} = getelementptr i8, ptr %args, i64 {offset}")
         self.load_value(self.define(v), v.type, ptr, min(v.type.size, 8))
 
-    def block(self, b: Block) -> None:
+    def block(self, b: Block) -> None:  # type: ignore[override]
         for s in b.stmts:
             if isinstance(s, Op):
                 if s.prim != "arg":
@@ -235,79 +228,6 @@ class KernelEmitter(OpEmitter):
         for i, r in enumerate(s.results):
             incoming = ", ".join(f"[{vals[i]}, %{lab}]" for lab, vals in ends)
             f.emit(f"{self.define(r)} = phi {reg_type(r.type)} {incoming}")
-
-    def emit_loop(self, s: Loop) -> None:
-        """A while loop, strip-mined: the inner loop runs at most POLL_TRIPS trips (its exit
-        test is the loop's condition and a trip count, which LLVM still vectorises), the outer
-        one polls for an interrupt between strips. A condition with side effects would run
-        twice at a strip's end, so such a loop polls at its back-edge instead."""
-        if any(PRIMS[op.prim].side_effect and op.prim != "check_bounds"
-               for op in walk_ops(s.cond)):
-            self.emit_polled_loop(s)
-            return
-        f = self.f
-        outer_l, head_l, body_l = f.fresh("strip"), f.fresh("loop"), f.fresh("body")
-        tail_l, poll_l, exit_l = f.fresh("stripend"), f.fresh("poll"), f.fresh("endloop")
-        pre = f.label
-        f.emit(f"br label %{outer_l}")
-        f.start_block(outer_l)
-        outer_at = len(f.lines)
-        outer = [f.fresh("%strip") for _ in s.params]
-        f.emit(f"br label %{head_l}")
-        f.start_block(head_l)
-        phi_at = len(f.lines)
-        trip, next_trip, short, go = (f.fresh("%trip") for _ in range(4))
-        for p in s.params:
-            self.define(p)
-        self.block(s.cond)
-        cond = self.name(s.cond.yields[0])
-        f.emit(f"{short} = icmp ult i64 {trip}, {POLL_TRIPS}")
-        f.emit(f"{go} = and i1 {cond}, {short}")
-        f.emit(f"br i1 {go}, label %{body_l}, label %{tail_l}")
-        f.start_block(body_l)
-        self.block(s.body)
-        back = f.label
-        f.emit(f"{next_trip} = add nuw nsw i64 {trip}, 1")
-        f.emit(f"br label %{head_l}")
-        f.lines[phi_at:phi_at] = [f"  {trip} = phi i64 [0, %{outer_l}], [{next_trip}, %{back}]"] + [
-            f"  {self.name(p)} = phi {reg_type(p.type)} [{o}, %{outer_l}], "
-            f"[{self.name(y)}, %{back}]" for p, o, y in zip(s.params, outer, s.body.yields,
-                                                             strict=True)]
-        f.start_block(tail_l)
-        f.emit(f"br i1 {cond}, label %{poll_l}, label %{exit_l}")
-        f.start_block(poll_l)
-        self.poll(outer_l)
-        f.lines[outer_at:outer_at] = [
-            f"  {o} = phi {reg_type(p.type)} [{self.name(i)}, %{pre}], [{self.name(p)}, %{poll_l}]"
-            for p, o, i in zip(s.params, outer, s.inits, strict=True)]
-        f.start_block(exit_l)
-        for r, p in zip(s.results, s.params, strict=True):
-            self.names[r.id] = self.name(p)
-
-    def emit_polled_loop(self, s: Loop) -> None:
-        """A while loop that polls for an interrupt at its back-edge."""
-        f = self.f
-        head_l, body_l, exit_l = f.fresh("loop"), f.fresh("body"), f.fresh("endloop")
-        pre = f.label
-        f.emit(f"br label %{head_l}")
-        f.start_block(head_l)
-        phi_at = len(f.lines)
-        for p in s.params:
-            self.define(p)
-        self.block(s.cond)
-        f.emit(f"br i1 {self.name(s.cond.yields[0])}, label %{body_l}, label %{exit_l}")
-        f.start_block(body_l)
-        self.block(s.body)
-        back = f.label
-        self.poll(head_l)
-        phis = [f"  {self.name(p)} = phi {reg_type(p.type)} [{self.name(i)}, %{pre}], "
-                f"[{self.name(y)}, %{back}]"
-                for p, i, y in zip(s.params, s.inits, s.body.yields, strict=True)]
-        f.lines[phi_at:phi_at] = phis
-        f.start_block(exit_l)
-        for r, p in zip(s.results, s.params, strict=True):
-            self.names[r.id] = self.name(p)
-
 
 def _grad_roots(body: Block) -> list[Var]:
     """The kernel arguments that gradient accesses (adj_add/read/take) point into."""

@@ -14,6 +14,11 @@ links against them in every process:
   signal (a release-mode out-of-bounds access) prints it.
 - `gl_sigint_next` (ptr) and `gl_fatal_next` ([32 x ptr], by signal number): the handlers that
   were installed before ours, which ours call after doing their part.
+- `gl_tick_fn` (ptr): `gl_tick`, a function each poll calls (null until the handlers are
+  installed). Every `GUARD_TICKS` calls it checks that our SIGINT handler is still installed,
+  and puts it back in front if Python code replaced it since (Jupyter does for every cell,
+  IPython at every prompt): so a long launch stays interruptible, and a short one never pays
+  for the check.
 """
 
 from __future__ import annotations
@@ -27,8 +32,13 @@ import llvmlite.binding as llvm
 POLL_THREADS = 1 << 12
 #: how many trips a kernel's own loop makes between two polls (codegen/llvm.py strip-mines it)
 POLL_TRIPS = 1 << 14
+#: how many polls (process-wide) between two checks that the SIGINT handler is still ours
+GUARD_TICKS = 64
+#: struct sigaction on Linux (x86-64 and aarch64; glibc and musl): handler at 0, flags at 136
+_SIGACTION_BYTES, _SA_FLAGS_AT = 152, 136
+_SA_ADD, _SA_DROP = 0x4 | 0x08000000 | 0x10000000, 0x80000000  # SIGINFO|ONSTACK|RESTART, RESETHAND
 
-_WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next")
+_WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next", "gl_tick_fn")
 _FATAL_SLOTS = 32
 
 
@@ -51,13 +61,17 @@ def shared_words() -> SharedWords:
 
 #: external globals every kernel module declares
 KERNEL_DECLARES = ("@gl_interrupts = external global i64",
-                   "@gl_running = external global ptr")
+                   "@gl_running = external global ptr",
+                   "@gl_tick_fn = external global ptr",
+                   "define private void @gl.noop() nounwind {\n  ret void\n}")
 
 _HEADER = """
 @gl_interrupts = external global i64
 @gl_running = external global ptr
 @gl_sigint_next = external global ptr
 @gl_fatal_next = external global [32 x ptr]
+@gl.ticks = private global i64 0
+declare i32 @sigaction(i32, ptr, ptr)
 declare i64 @write(i32, ptr, i64)
 declare i64 @strlen(ptr)
 declare ptr @signal(i32, ptr)
@@ -79,6 +93,40 @@ chain:
 done:
   ret void
 }
+"""
+
+
+# every GUARD_TICKS polls: is our SIGINT handler still installed? If a handler other than
+# SIG_DFL/SIG_IGN replaced it, chain to that one and install ours again
+_TICK = f"""
+define void @gl_tick() nounwind {{
+entry:
+  %n = atomicrmw add ptr @gl.ticks, i64 1 monotonic, align 8
+  %k = and i64 %n, {GUARD_TICKS - 1}
+  %due = icmp eq i64 %k, {GUARD_TICKS - 1}
+  br i1 %due, label %look, label %done
+look:
+  %act = alloca [{_SIGACTION_BYTES + 8} x i8], align 16
+  %r1 = call i32 @sigaction(i32 2, ptr null, ptr %act)
+  %cur = load ptr, ptr %act, align 8
+  %addr = ptrtoint ptr %cur to i64
+  %ours = icmp eq ptr %cur, @gl_on_sigint
+  %plain = icmp ule i64 %addr, 1
+  %leave = or i1 %ours, %plain
+  br i1 %leave, label %done, label %retake
+retake:
+  store atomic ptr %cur, ptr @gl_sigint_next seq_cst, align 8
+  store ptr @gl_on_sigint, ptr %act, align 8
+  %flagsp = getelementptr i8, ptr %act, i64 {_SA_FLAGS_AT}
+  %flags = load i32, ptr %flagsp, align 4
+  %more = or i32 %flags, {_SA_ADD}
+  %fewer = and i32 %more, {~_SA_DROP & 0xFFFFFFFF}
+  store i32 %fewer, ptr %flagsp, align 4
+  %r2 = call i32 @sigaction(i32 2, ptr %act, ptr null)
+  br label %done
+done:
+  ret void
+}}
 """
 
 
@@ -125,10 +173,11 @@ def _bytes_global(name: str, data: bytes) -> str:
 
 
 def support_module(triple: str, datalayout: str) -> str:
-    """The LLVM module with `gl_on_sigint` and `gl_on_fatal(sig, info, ucontext)`."""
+    """The LLVM module with `gl_on_sigint` and `gl_on_fatal(sig, info, ucontext)`, and
+    `gl_tick()`."""
     lines = [f'target triple = "{triple}"', f'target datalayout = "{datalayout}"', _HEADER,
              _bytes_global(".prefix", _PREFIX), _bytes_global(".middle", _MIDDLE),
-             _bytes_global(".suffix", _SUFFIX), _SIGINT,
+             _bytes_global(".suffix", _SUFFIX), _SIGINT, _TICK,
              _fatal(len(_PREFIX), len(_MIDDLE), len(_SUFFIX))]
     return "\n".join(lines) + "\n"
 

@@ -76,10 +76,10 @@ def load(key: str) -> dict[str, Any] | None:
 
 
 def _damaged() -> None:
-    # one constant message: Python's default warning filter shows it once per process
+    # one message from one place: Python's default warning filter shows it once per process
     warnings.warn(f"gradloom: ignored damaged or foreign entries in the kernel cache "
                   f"({config.cache_dir}); those kernels are recompiled and their entries "
-                  "rewritten", CacheWarning, stacklevel=4)
+                  "rewritten", CacheWarning, stacklevel=1)
 
 
 def store(key: str, entry: dict[str, Any]) -> None:

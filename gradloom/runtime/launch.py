@@ -22,14 +22,10 @@ from .device import get_device
 from .foreign import adapt_args, array_slots
 from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
 from .recording import ACTIVE_TAPES
-from .signals import GUARD_NS, guard
 from .watch import before_write
 
 _FIRST_STACK = 1 << 16
 _MAX_THREADS = 2**63
-_clock = time.monotonic_ns
-#: when launches next check that the SIGINT handler is in place (runtime/signals.py)
-_guard_due = [0]
 
 
 def _dims(dim: Any) -> tuple[int, ...]:
@@ -159,9 +155,6 @@ class Prepared:
                               f"indices from wp.tid() but was launched with dim={dims!r}")
         values = self._values(args)
         total = dims[0] if len(dims) == 1 else math.prod(dims)
-        if (now := _clock()) >= _guard_due[0]:
-            _guard_due[0] = now + GUARD_NS
-            guard()
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:

@@ -6,9 +6,10 @@ Python's own SIGINT handler only runs between bytecodes, so while a kernel runs 
 GIL released) it cannot stop it. Ours counts the signal in a word every kernel loop polls, then
 calls the handler that was there before (CPython's, which makes Python raise KeyboardInterrupt
 once the launch returns). Frameworks re-install CPython's handler now and then (Jupyter for each
-cell, IPython at each prompt), so `guard()` puts ours back in front of it: launches call it at
-most every `GUARD_NS`. Where Python's SIGINT handler is SIG_DFL or SIG_IGN nothing is installed
-(Ctrl-C then kills the process, or is ignored, as Python would have it).
+cell, IPython at each prompt); a launch that runs long puts ours back in front of it from native
+code (codegen/signals.py's `gl_tick`), so launches pay nothing for this in Python. Where Python's
+SIGINT handler is SIG_DFL or SIG_IGN nothing is installed (Ctrl-C then kills the process, or is
+ignored, as Python would have it).
 
 Fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE) get a handler once, at the first kernel load: it
 prints which kernel was running and how to find the bad access, then hands over to the handler
@@ -25,8 +26,6 @@ import signal
 import sys
 from dataclasses import dataclass
 
-#: how often (ns) launches check that our SIGINT handler is still installed
-GUARD_NS = 20_000_000
 _SA_SIGINFO, _SA_ONSTACK, _SA_RESTART = 0x4, 0x08000000, 0x10000000
 _SA_RESETHAND = 0x80000000
 _SIG_DFL, _SIG_IGN = 0, 1
@@ -48,6 +47,8 @@ class Handlers:
     on_fatal: int
     sigint_next: int  # address of the word holding the SIGINT handler ours chains to
     fatal_next: int  # address of the 32-word table of fatal handlers ours chain to
+    tick: int  # gl_tick, and the address of the word kernels call it through
+    tick_word: int
 
 
 _installed: list[Handlers] = []  # at most one: the process's handlers, once installed
@@ -91,6 +92,7 @@ def install(handlers: Handlers) -> None:
     for sig in _FATAL:
         _take_over(sig, handlers.on_fatal, handlers.fatal_next + 8 * sig)
     guard()
+    ctypes.c_size_t.from_address(handlers.tick_word).value = handlers.tick
 
 
 def guard() -> None:
