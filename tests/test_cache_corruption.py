@@ -168,3 +168,30 @@ def test_processes_sharing_an_empty_cache_agree(tmp_path):
         assert out.strip() == "[6.0, 6.0, 6.0, 6.0]"
         assert "CacheWarning" not in err
     assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def _cli(cache_dir: Path, *args: str) -> str:
+    env = {**os.environ, "GRADLOOM_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "gradloom", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_python_m_gradloom_shows_the_cache_and_clears_it(tmp_path):
+    from gradloom import __version__
+
+    script = tmp_path / "fill.py"
+    script.write_text(_WARN_SCRIPT)
+    cache_dir = tmp_path / "cache"
+    assert _run(script, cache_dir).returncode == 0
+    entries = len(list(cache_dir.glob("kernels/*/*.bin")))
+    assert entries >= 2
+    report = _cli(cache_dir)
+    assert f"gradloom {__version__}" in report and "devices:     cpu" in report
+    assert str(cache_dir) in report and f"{entries} kernel entries" in report
+    cleared = _cli(cache_dir, "cache", "clear")
+    assert f"{entries} kernel entries" in cleared
+    assert not list(cache_dir.glob("kernels/*/*.bin"))
+    assert "0 kernel entries, 0 bytes" in _cli(cache_dir)
+    assert "cache clear" in _cli(cache_dir, "--help")
