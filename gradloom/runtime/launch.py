@@ -392,6 +392,9 @@ class Launch:
         self._pack()
 
     def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.params)):
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index!r} "
+                              f"(it has {len(self.params)}: {', '.join(self.params)})")
         if adjoint:
             if self.adjoint is None:
                 raise LaunchError("this recorded launch is not an adjoint launch")
