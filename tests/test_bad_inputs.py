@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bad_inputs_cases import CASES, KERNELS, PRELUDE, Case  # noqa: E402
+from bad_inputs_cases import CASES, KERNELS, Case  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCHES = 4
