@@ -29,7 +29,7 @@ import functools
 import llvmlite.binding as llvm
 
 #: how many threads the thread loop runs between two polls of `gl_interrupts`
-POLL_THREADS = 1 << 12
+POLL_THREADS = 1 << 15
 #: how many trips a kernel's own loop makes between two polls (codegen/llvm.py strip-mines it)
 POLL_TRIPS = 1 << 14
 #: how many polls (process-wide) between two checks that the SIGINT handler is still ours

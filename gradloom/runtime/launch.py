@@ -312,7 +312,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     the argument), a CompileError subclass when the kernel does not compile (naming the file
     and line), and KernelRuntimeError when the kernel reports an error while it runs (in debug
     mode: an out-of-bounds index, with the index, the array's shape and the thread). Ctrl-C
-    stops a running launch at its next loop iteration or every 4096 threads and raises
+    stops a running launch within 16384 trips of any loop or 32768 threads and raises
     KeyboardInterrupt; the arrays it writes are then partly written (in debug mode they are
     restored to what they were before the launch). See docs/errors.md.
     """
