@@ -202,7 +202,7 @@ class KernelEmitter(OpEmitter, LoopEmitter):
         f.emit(f"{ptr} = getelementptr i8, ptr %args, i64 {offset}")
         self.load_value(self.define(v), v.type, ptr, min(v.type.size, 8))
 
-    def block(self, b: Block) -> None:  # type: ignore[override]
+    def block(self, b: Block) -> None:
         for s in b.stmts:
             if isinstance(s, Op):
                 if s.prim != "arg":

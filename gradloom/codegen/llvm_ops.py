@@ -462,7 +462,7 @@ class OpEmitter:
         """Debug mode: an index outside [0, extent) stops the launch, leaving in the status
         block where (the error word: 1 + the source location's index), the argument-block
         offset of the extent's word (-1 if it is not an argument) at +4, the index at +8, the
-        extent at +16 and the thread at +24 (runtime/launch.py turns them into a message)."""
+        extent at +16 and the thread at +24 (runtime/checks.py turns them into a message)."""
         f = self.f
         ok, fail, cont = f.fresh("%inb"), f.fresh("oob"), f.fresh("inb")
         index, extent = self.a(s, 0), self.a(s, 1)

@@ -13,9 +13,10 @@ Three shapes, chosen per loop:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..ir.nodes import Loop, Op, Var, walk_ops
+from ..ir.nodes import Block, Loop, Op, Var, walk_ops
 from ..ir.prims import PRIMS
 from .llvm_types import reg_type
 from .signals import POLL_TRIPS
@@ -24,11 +25,14 @@ if TYPE_CHECKING:
     from .llvm import FunctionText
 
 
+@dataclass(frozen=True)
 class Counted:
-    """A loop's induction variable: param index, the bound, the step, and "lt" or "gt"."""
+    """A loop's induction variable: its param index, the bound, the step, and "lt" or "gt"."""
 
-    def __init__(self, index: int, bound: Var, step: int, pred: str) -> None:
-        self.index, self.bound, self.step, self.pred = index, bound, step, pred
+    index: int
+    bound: Var
+    step: int
+    pred: str
 
 
 class LoopEmitter:
@@ -44,7 +48,7 @@ class LoopEmitter:
     def define(self, v: Var) -> str:
         raise NotImplementedError
 
-    def block(self, b: object) -> None:
+    def block(self, b: Block) -> None:
         raise NotImplementedError
 
     def poll(self, go_on: str) -> None:
@@ -169,7 +173,7 @@ class LoopEmitter:
     def counted(self, s: Loop) -> Counted | None:
         """The loop's induction variable, when its condition is just `k < b` (or `k > b`) with
         b defined outside the loop and k stepping by a constant in that direction."""
-        ops = [st for st in s.cond.stmts]
+        ops = list(s.cond.stmts)
         if len(ops) != 1 or not isinstance(ops[0], Op) or ops[0].prim not in ("lt", "gt"):
             return None
         cmp = ops[0]

@@ -210,7 +210,6 @@ class Prepared:
                 "thread to store its loops' values, and no more memory could be had") from None
 
 
-
 def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]]:
     """(param index, struct field or None) of every array among a kernel's parameters."""
     keys: list[tuple[int, str | None]] = []
