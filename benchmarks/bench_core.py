@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -38,23 +39,43 @@ from tables import (
 
 HERE = Path(__file__).resolve().parent
 
+USAGE = """\
+Time gradloom against NVIDIA Warp (warp-lang) on the same kernels and print tables of the
+results with the ratio gradloom / warp (below 1: gradloom is faster):
+
+  - forward: import time, cold compile, warm start, launch overhead, throughput per kernel;
+  - backward: forward + wp.Tape backward, checking that both give the same gradients;
+  - bandwidth of the memory-bound kernels against numpy's copy;
+  - gradloom's speed-up from 1 to 2 threads.
+
+Needs warp-lang for the Warp side (pip install ".[bench]"); with --only gradloom it does not.
+A full run takes a few minutes, --quick about one. Each measurement runs in a fresh child
+process. The JSON with every sample goes to benchmarks/results/. Temporary files (the kernel
+modules and caches of the children) are deleted when the run ends, also on Ctrl-C.
+
+examples:
+  python benchmarks/bench_core.py --quick
+  python benchmarks/bench_core.py --only gradloom --threads 2
+"""
+
 
 def parse_args() -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--only", choices=["warp", "gradloom"], help="run one side only")
-    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
-    ap.add_argument(
-        "--threads",
-        type=int,
-        default=0,
-        help="GRADLOOM_NUM_THREADS for gradloom (default: unset, gradloom's default = all cores)",
-    )
-    ap.add_argument("--cold", type=int, help="cold-compile runs per variant (default 3, quick 2)")
-    ap.add_argument("--warm", type=int, help="warm-start runs per variant (default 5, quick 3)")
-    ap.add_argument("--runs", type=int, help="timed runs per kernel (default 7, quick 3)")
-    ap.add_argument(
-        "--launches", type=int, help="launches timed for the overhead (default 20000, quick 5000)"
-    )
+    ap = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--only", choices=["warp", "gradloom"],
+                    help="measure one framework only (no ratios)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller sizes and fewer repeats (about a minute)")
+    ap.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="worker threads gradloom may use (GRADLOOM_NUM_THREADS);\n"
+                         "default: every core (Warp's CPU backend is serial)")
+    ap.add_argument("--cold", type=int, metavar="N",
+                    help="cold compiles timed per framework (default 3, --quick 2)")
+    ap.add_argument("--warm", type=int, metavar="N",
+                    help="warm starts timed per framework (default 5, --quick 3)")
+    ap.add_argument("--runs", type=int, metavar="N",
+                    help="timed runs per kernel (default 7, --quick 3)")
+    ap.add_argument("--launches", type=int, metavar="N",
+                    help="launches timed for the launch overhead (default 20000, --quick 5000)")
     ap.add_argument("--child", choices=TASKS, help=argparse.SUPPRESS)
     ap.add_argument("--kernels", help=argparse.SUPPRESS)
     ap.add_argument("--grads", help=argparse.SUPPRESS)
@@ -126,12 +147,25 @@ def main() -> None:
     if args.child:
         child_main(args)
         return
-    from host_data import compare_grads
-
     startup = [run_child([sys.executable, "-c", "pass"], dict(os.environ))[2] for _ in range(5)]
     args.startup_s = statistics.median(startup)
     variants = variants_for(args)
     bench = Bench(args)
+    # SIGTERM ends the run like Ctrl-C does, so the work directory is removed either way
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        run(args, variants, bench)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        sys.exit(130)
+    finally:
+        shutil.rmtree(bench.work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, variants: dict[str, Variant], bench: Bench) -> None:
+    """Every measurement, then the tables and the JSON file."""
+    from host_data import compare_grads
+
     print(f"benchmark work dir: {bench.work}")
     copy, err = bench.copy_bandwidth()
     copy_gbs = copy["gbs"] if copy else None
@@ -149,7 +183,6 @@ def main() -> None:
     report_scaling(variants, sizes)
     report_done_when(variants, sizes, copy_gbs, grads)
     print(f"results written to {save(args, sizes, variants, grads, copy)}")
-    shutil.rmtree(bench.work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -235,6 +235,11 @@ from .types import (  # noqa: E402
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
 
+# Help and packaging (fault tolerance and everyday experience): help(wp.vec3) explains the type
+from . import typedocs as _typedocs  # noqa: E402
+
+_typedocs.attach(globals())
+
 
 def __getattr__(name: str) -> object:
     if name in ("torch", "optim"):  # `wp.torch`, `wp.optim`, as in Warp; imported when used

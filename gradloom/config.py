@@ -1,66 +1,177 @@
-"""The one place gradloom's options live; environment variables are read here, once, at import."""
+"""The one place gradloom's options live; environment variables are read here, once, at import.
+
+Only options are public here (`dir(wp.config)` lists them). Assigning an option checks its value;
+changing one that shapes compiled code (`mode`, `opt_level`, `verify_fp`) makes kernels built
+before use a new build at their next launch (a `wp.Launch` recorded earlier keeps its build).
+"""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import difflib as _difflib
+import os as _os
+import sys as _sys
+import types as _types
+import warnings as _warnings
+from collections.abc import Callable as _Callable
+from pathlib import Path as _Path
+from typing import Any as _Any
 
 
 def _env_flag(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
+    raw = _os.environ.get(name)
     if raw is None:
         return default
     return raw.strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def _default_cache_dir() -> Path:
-    raw = os.environ.get("GRADLOOM_CACHE_DIR")
-    if raw:
-        return Path(raw)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gradloom"
+def _env_int(name: str, default: int, least: int) -> int:
+    raw = _os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        _warnings.warn(f"gradloom: ignoring {name}={raw!r} (expected an integer >= {least}); "
+                       f"using {default}", stacklevel=2)
+        return default
+    return value
 
+
+def _env_mode() -> str:
+    raw = _os.environ.get("GRADLOOM_MODE", "release").strip().lower() or "release"
+    if raw not in _MODES:
+        _warnings.warn(f"gradloom: ignoring GRADLOOM_MODE={raw!r} (expected 'release' or "
+                       "'debug'); using 'release'", stacklevel=2)
+        return "release"
+    return raw
+
+
+def _default_cache_dir() -> _Path:
+    raw = _os.environ.get("GRADLOOM_CACHE_DIR")
+    if raw:
+        return _Path(raw)
+    base = _os.environ.get("XDG_CACHE_HOME") or str(_Path.home() / ".cache")
+    return _Path(base) / "gradloom"
+
+
+def _default_threads() -> int:
+    try:
+        cores = len(_os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = _os.cpu_count() or 1
+    return _env_int("GRADLOOM_NUM_THREADS", cores, 1)
+
+
+_MODES = ("release", "debug")
 
 #: "release" compiles without bounds checks (like Warp); "debug" checks every array index and
-#: turns a violation into a KernelRuntimeError after the launch.
-mode: str = os.environ.get("GRADLOOM_MODE", "release")
+#: turns a violation into a KernelRuntimeError after the launch, leaving the launch's arrays as
+#: they were before it.
+mode: str = _env_mode()
 
 #: Print each kernel's IR and LLVM IR when it is compiled.
 print_ir: bool = _env_flag("GRADLOOM_PRINT_IR", False)
 
-#: Where compiled object code is cached between processes.
-cache_dir: Path = _default_cache_dir()
+#: Where compiled object code is cached between processes (`python -m gradloom` shows its size).
+cache_dir: _Path = _default_cache_dir()
 
 #: Disable the on-disk kernel cache (compile every kernel afresh in each process).
 cache_enabled: bool = _env_flag("GRADLOOM_CACHE", True)
 
 #: LLVM optimisation level used for kernels (0-3).
-opt_level: int = int(os.environ.get("GRADLOOM_OPT_LEVEL", "3"))
+opt_level: int = min(_env_int("GRADLOOM_OPT_LEVEL", 3, 0), 3)
 
 #: Print one line per kernel compile or cache load (Warp's `verbose`).
 verbose: bool = _env_flag("GRADLOOM_VERBOSE", False)
-
-def _default_threads() -> int:
-    raw = os.environ.get("GRADLOOM_NUM_THREADS")
-    if raw:
-        return max(1, int(raw))
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
 
 #: Worker threads a CPU launch may be split across (default: the cores this process may use).
 num_threads: int = _default_threads()
 
 #: A launch is split only when its measured cost is at least this many nanoseconds: a split
 #: launch costs ~10 µs more than a serial one, so shorter launches run on the calling thread.
-parallel_min_ns: int = int(os.environ.get("GRADLOOM_PARALLEL_MIN_NS", "40000"))
+parallel_min_ns: int = _env_int("GRADLOOM_PARALLEL_MIN_NS", 40000, 0)
 
 #: Run launches whose kernels add floats atomically on one thread, so their results are
 #: bit-for-bit the same from run to run (float addition is not associative).
 deterministic: bool = _env_flag("GRADLOOM_DETERMINISTIC", False)
 
-#: Warp-compatible switches that gradloom accepts; they change nothing here yet.
+#: After every launch, check the floating-point arrays it wrote for NaN and Inf, and raise a
+#: KernelRuntimeError naming the kernel, the array and the first bad element (as Warp's option:
+#: slow, for debugging).
+verify_fp: bool = _env_flag("GRADLOOM_VERIFY_FP", False)
+
+#: Accepted for Warp compatibility; gradloom prints nothing it would silence.
 quiet: bool = True
-verify_fp: bool = False
+
+#: option name -> (check, what it accepts); assignments are checked against these
+_CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
+    "mode": (lambda v: v in _MODES, "'release' or 'debug'"),
+    "print_ir": (lambda v: isinstance(v, bool), "a bool"),
+    "cache_dir": (lambda v: isinstance(v, (str, _os.PathLike)), "a path"),
+    "cache_enabled": (lambda v: isinstance(v, bool), "a bool"),
+    "opt_level": (lambda v: type(v) is int and 0 <= v <= 3, "an int from 0 to 3"),
+    "verbose": (lambda v: isinstance(v, bool), "a bool"),
+    "num_threads": (lambda v: type(v) is int and v >= 1, "an int >= 1"),
+    "parallel_min_ns": (lambda v: type(v) is int and v >= 0, "an int >= 0"),
+    "deterministic": (lambda v: isinstance(v, bool), "a bool"),
+    "verify_fp": (lambda v: isinstance(v, bool), "a bool"),
+    "quiet": (lambda v: isinstance(v, bool), "a bool"),
+}
+
+#: options whose change makes existing kernels build again (see `_on_rebuild`)
+_REBUILD = frozenset({"mode", "opt_level", "verify_fp"})
+
+#: Warp's options that gradloom accepts and ignores (so ported code runs unchanged)
+_WARP_ONLY = frozenset({
+    "launch_array_access_mode", "verify_cuda", "print_launches", "optimization_level",
+    "verbose_warnings", "log_level", "verify_autograd_array_access",
+    "enable_vector_component_overwrites", "legacy_scalar_return_types", "cache_kernels",
+    "kernel_cache_dir", "cuda_output", "ptx_target_arch", "cuda_arch_suffix", "lineinfo",
+    "line_directives", "compile_time_trace", "enable_backward", "enable_cpu_blocks",
+    "default_grid_stride", "enable_mathdx_gemm", "enable_mathdx_solver", "enable_mathdx_fft",
+    "cpu_compiler_flags", "llvm_cuda", "enable_graph_capture_module_load_by_default",
+    "enable_mempools_at_init", "track_memory", "max_unroll", "enable_tiles_in_stack_memory",
+    "use_precompiled_headers", "legacy_cpu_linker", "load_module_max_workers",
+    "deterministic_max_records", "deterministic_debug",
+})
+
+#: called after an option in _REBUILD changes (kernel.py and runtime/launch.py drop their builds)
+_on_rebuild: list[_Callable[[], None]] = []
+
+
+def _add_rebuild_hook(hook: _Callable[[], None]) -> None:
+    """Internal: call hook whenever an option that shapes compiled code changes."""
+    _on_rebuild.append(hook)
+
+
+class _ConfigModule(_types.ModuleType):
+    """The module's class: checks assignments, and lists only options in dir()."""
+
+    def __setattr__(self, name: str, value: _Any) -> None:
+        if name.startswith("_"):
+            super().__setattr__(name, value)
+            return
+        if name in _CHECKS:
+            ok, accepts = _CHECKS[name]
+            if not ok(value):
+                raise ValueError(f"gradloom.config.{name} must be {accepts}, got {value!r}")
+            if name == "cache_dir":
+                value = _Path(value)
+        elif name not in _WARP_ONLY:
+            near = _difflib.get_close_matches(name, _CHECKS, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            _warnings.warn(f"gradloom.config has no option '{name}'{hint}; setting it changes "
+                           "nothing", stacklevel=2)
+        changed = name in _REBUILD and getattr(self, name, None) != value
+        super().__setattr__(name, value)
+        if changed:
+            for hook in _on_rebuild:
+                hook()
+
+    def __dir__(self) -> list[str]:
+        return sorted(_CHECKS)
+
+
+_sys.modules[__name__].__class__ = _ConfigModule

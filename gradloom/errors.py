@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import linecache
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
 
 
 @dataclass(frozen=True)
@@ -74,3 +78,38 @@ class KernelRuntimeError(GradloomError):
 
 class TapeError(GradloomError, RuntimeError):
     """A Tape used wrongly (a RuntimeError too, as Warp raises for the same misuse)."""
+
+
+class GradloomWarning(UserWarning):
+    """Base class of the warnings gradloom issues."""
+
+
+class CacheWarning(GradloomWarning):
+    """The kernel cache held damaged entries (they were recompiled)."""
+
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def _internal(tb: TracebackType) -> bool:
+    return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE + os.sep)
+
+
+def user_traceback(exc: BaseException) -> BaseException:
+    """exc with gradloom's own frames dropped from its traceback (the user's frames stay), and
+    without the internal exception it was raised while handling; for re-raising a
+    GradloomError at a public entry point (errors that are gradloom's bugs keep theirs)."""
+    kept: list[TracebackType] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not _internal(tb):
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in itertools.pairwise(kept):
+        a.tb_next = b
+    if kept:
+        kept[-1].tb_next = None
+    exc.__traceback__ = kept[0] if kept else None
+    exc.__suppress_context__ = True
+    return exc
+

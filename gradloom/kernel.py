@@ -9,6 +9,7 @@ import hashlib
 import inspect
 import sys
 import textwrap
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .ir.nodes import walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
 from .modules import get_module, module_for, qualified_key
+from .native import install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
 from .passes.threads import ThreadPlan, thread_plan
@@ -105,12 +107,18 @@ class Kernel:
         self.__doc__ = func.__doc__
         self.__module__ = func.__module__
         self.module.register_kernel(self)
+        _KERNELS.add(self)
 
     @property
     def enable_backward(self) -> bool | None:
         """The kernel's own `enable_backward` option, else its module's."""
         own = self.options.get("enable_backward")
         return own if own is not None else self.module.options.get("enable_backward")
+
+    def forget_builds(self) -> None:
+        """Drop the loaded entries (an option that shapes them changed: config.py)."""
+        self._compiled = self._adjoint = None
+        self._locs = None
 
     @property
     def info(self) -> SourceInfo:
@@ -244,6 +252,7 @@ class Kernel:
         return self._load(entry, pending.symbol)
 
     def _load(self, entry: dict[str, Any], symbol: str) -> CompiledKernel:
+        install_signal_handlers()
         addr = cpu.object_loader().load(entry["object"], symbol)
         plan = ThreadPlan(*entry["threads"])
         where = self._array_offsets()
@@ -319,6 +328,19 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<gradloom kernel {self.key}>"
+
+
+#: every kernel, so that changing `wp.config.mode` (or another option that shapes compiled code)
+#: makes each one build again at its next launch
+_KERNELS: weakref.WeakSet[Kernel] = weakref.WeakSet()
+
+
+def _forget_builds() -> None:
+    for k in list(_KERNELS):
+        k.forget_builds()
+
+
+config._add_rebuild_hook(_forget_builds)
 
 
 @functools.cache

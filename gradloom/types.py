@@ -618,6 +618,8 @@ BLOCK_ARGS = 80  # the kernel arguments, packed as arg_offsets lays them out
 #: the error word's code for "the adjoint stack is full" (other nonzero codes: 1 + the index of
 #: the source location whose bounds check failed)
 STATUS_STACK_FULL = -1
+#: the error word's code for "a SIGINT arrived while the launch ran" (codegen/signals.py)
+STATUS_INTERRUPTED = -2
 
 
 def arg_offsets(arg_types: list[Any]) -> tuple[list[int], int]:

@@ -243,3 +243,156 @@ print(x.numpy().tolist())
         assert proc.stdout.strip() == "[3.0, 3.0, 3.0, 3.0]"
     _, proc = run_script(tmp_path, text)
     assert "define void" not in proc.stderr
+
+
+# --- in-process: the mode switched after kernels were built, failed launches leave arrays as
+# they were, and the message names the index, the array's shape and the thread ---------------
+
+import gradloom as wp  # noqa: E402
+from gradloom import config  # noqa: E402
+from gradloom.errors import KernelRuntimeError  # noqa: E402
+
+
+@wp.kernel
+def shift_up(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] + 1.0  # <- shift_up
+
+
+@wp.kernel
+def grid_right(a: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    a[i, j + 1] = a[i, j] + 1.0  # <- grid_right
+
+
+@wp.struct
+class Holder:
+    data: wp.array(dtype=float)
+
+
+@wp.kernel
+def through_struct(h: Holder, n: int):
+    i = wp.tid()
+    h.data[i + n] = 5.0  # <- through_struct
+
+
+@wp.kernel
+def square(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+@pytest.fixture()
+def debug(monkeypatch):
+    monkeypatch.setattr(config, "mode", "debug")
+
+
+def _this_line(name: str) -> int:
+    text = Path(__file__).read_text()
+    return marker_lines(text)[name]
+
+
+def test_mode_set_after_a_kernel_was_built_takes_effect(monkeypatch):
+    a = wp.array(np.arange(4, dtype=np.float32))
+    wp.launch(shift_up, 4, [a])  # built in release mode
+    monkeypatch.setattr(config, "mode", "debug")
+    with pytest.raises(KernelRuntimeError):
+        wp.launch(shift_up, 5, [a])
+    monkeypatch.setattr(config, "mode", "release")
+    wp.launch(shift_up, 4, [a])
+    np.testing.assert_array_equal(a.numpy(), np.arange(4) + 2.0)
+
+
+def test_a_failed_debug_launch_leaves_the_arrays_unchanged(debug):
+    a = wp.array(np.arange(4, dtype=np.float32))
+    with pytest.raises(KernelRuntimeError) as info:
+        wp.launch(shift_up, 10**12, [a])
+    np.testing.assert_array_equal(a.numpy(), [0.0, 1.0, 2.0, 3.0])  # threads 0-3 were undone
+    msg = str(info.value)
+    assert "index 4 is out of bounds for dimension 0 (size 4) of array 'a' with shape (4,)" in msg
+    assert "in thread 4," in msg
+    assert f"{Path(__file__).resolve()}:{_this_line('shift_up')}:" in msg
+
+
+def test_the_message_gives_the_thread_of_a_2d_launch(debug):
+    g = wp.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(KernelRuntimeError) as info:
+        wp.launch(grid_right, (2, 3), [g])
+    msg = str(info.value)
+    assert "index 3 is out of bounds for dimension 1 (size 3) of array 'a' with shape (2, 3)" in msg
+    assert "in thread (0, 2)," in msg
+    np.testing.assert_array_equal(g.numpy(), np.arange(6).reshape(2, 3))
+
+
+def test_the_message_names_an_array_held_in_a_struct(debug):
+    h = Holder()
+    h.data = wp.zeros(3, dtype=float)
+    with pytest.raises(KernelRuntimeError) as info:
+        wp.launch(through_struct, 3, [h, 2])
+    assert "of array 'h.data' with shape (3,)" in str(info.value)
+    assert "in thread 1," in str(info.value)
+    np.testing.assert_array_equal(h.data.numpy(), [0.0, 0.0, 0.0])
+
+
+def test_a_recorded_launch_reports_and_restores_too(debug):
+    a = wp.array(np.arange(4, dtype=np.float32))
+    cmd = wp.launch(shift_up, 6, [a], record_cmd=True)
+    for _ in range(2):  # the second replay sees a clean block
+        with pytest.raises(KernelRuntimeError, match="index 4"):
+            cmd.launch()
+        np.testing.assert_array_equal(a.numpy(), [0.0, 1.0, 2.0, 3.0])
+
+
+def test_verify_fp_names_the_kernel_the_array_and_the_element(monkeypatch):
+    monkeypatch.setattr(config, "verify_fp", True)
+    x = wp.array(np.array([1.0, 2.0, np.inf, 3.0], dtype=np.float32))
+    y = wp.zeros(4, dtype=float)
+    with pytest.raises(KernelRuntimeError) as info:
+        wp.launch(square, 4, [x, y])
+    msg = str(info.value)
+    assert "'square'" in msg and "'y'" in msg and "(2,)" in msg and "inf" in msg
+    y.zero_()
+    wp.launch(square, 2, [x, y])  # finite outputs: no error
+    monkeypatch.setattr(config, "verify_fp", False)
+    wp.launch(square, 4, [x, y])  # the check is off again
+
+
+def test_config_rejects_bad_values_and_warns_on_unknown_names():
+    with pytest.raises(ValueError, match="'release' or 'debug'"):
+        config.mode = "fast"
+    with pytest.raises(ValueError, match="num_threads"):
+        config.num_threads = 0
+    with pytest.warns(UserWarning, match="did you mean 'verify_fp'"):
+        config.verify_fpp = True
+    config.max_unroll = 4  # a Warp option: accepted silently
+    assert sorted(dir(config)) == sorted(
+        ["cache_dir", "cache_enabled", "deterministic", "mode", "num_threads", "opt_level",
+         "parallel_min_ns", "print_ir", "quiet", "verbose", "verify_fp"])
+
+
+CRASH = """\
+import gradloom as wp
+
+
+@wp.kernel
+def wild_write(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i * 100000000 + 50000000] = 1.0
+
+
+a = wp.zeros(4, dtype=float)
+wp.launch(wild_write, 4, [a])
+print("survived")
+"""
+
+
+def test_a_release_mode_crash_names_the_kernel_and_suggests_debug_mode(tmp_path):
+    path = tmp_path / "crash.py"
+    path.write_text(CRASH)
+    env = {**os.environ, "GRADLOOM_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    env.pop("GRADLOOM_MODE", None)
+    proc = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0 and "survived" not in proc.stdout
+    assert "fatal signal while kernel 'wild_write' was running" in proc.stderr, proc.stderr
+    assert "GRADLOOM_MODE=debug" in proc.stderr

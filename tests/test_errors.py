@@ -523,3 +523,147 @@ def test_launch_dim_of_wrong_type(dim):
 def test_launch_dim_beyond_int64():
     with pytest.raises(LaunchError, match="dim"):
         wp.launch(scale_kernel, 2**70, inputs=[farr(), 1.0, 1, farr()], device="cpu")
+
+
+# =============================================================================================
+# internal errors that used to leak, and what the traceback shows
+
+
+def test_builtin_called_with_too_many_arguments_names_its_signatures():
+    @wp.kernel
+    def k(x: wp.array(dtype=float)):
+        i = wp.tid()
+        x[i] = wp.sin(x[i], x[i])  # <- here
+
+    err = compile_error(k, KernelTypeError, "wp.sin() got 2 arguments")
+    assert "sin(x: Float) -> Float" in str(err)
+
+
+def test_builtin_called_with_an_unknown_keyword():
+    @wp.kernel
+    def k(x: wp.array(dtype=float)):
+        i = wp.tid()
+        x[i] = wp.clamp(x[i], lo=0.0, hi=1.0)  # <- here
+
+    compile_error(k, KernelTypeError, "keywords lo, hi")
+
+
+@pytest.mark.parametrize("module", ["np", "math"])
+def test_numpy_and_math_functions_suggest_the_builtin(module):
+    import math  # noqa: F401  (resolved by the kernel below)
+
+    if module == "np":
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            i = wp.tid()
+            x[i] = np.sin(x[i])  # <- here
+    else:
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            i = wp.tid()
+            x[i] = math.sin(x[i])  # <- here
+
+    compile_error(k, UnknownNameError, "use the kernel builtin wp.sin instead")
+
+
+@pytest.mark.parametrize("what", ["an f-string", "a list comprehension",
+                                  "a dict comprehension", "a generator expression"])
+def test_unsupported_expressions_are_named_in_words(what):
+    if what == "an f-string":
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            s = f"{x}"  # <- here
+    elif what == "a list comprehension":
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            s = [v for v in range(3)]  # <- here
+    elif what == "a dict comprehension":
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            s = {v: v for v in range(3)}  # <- here
+    else:
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            s = sum(v for v in range(3))  # <- here
+
+    err = compile_error(k, UnsupportedSyntaxError, what)
+    assert "JoinedStr" not in str(err) and "Comp" not in str(err)
+
+
+async def async_kernel_body(x: wp.array(dtype=float)):  # <- here
+    x[0] = 1.0
+
+
+def test_async_def_kernel_points_at_its_line():
+    k = wp.kernel(async_kernel_body)
+    line, _ = marked_line(async_kernel_body)
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        wp.launch(k, 1, inputs=[farr()], device="cpu")
+    assert info.value.loc.line == line and os.path.abspath(info.value.loc.file) == THIS_FILE
+    assert "async def" in str(info.value)
+
+
+def test_a_compile_error_traceback_shows_the_users_error_only():
+    import traceback
+
+    @wp.kernel
+    def k(x: wp.array(dtype=float)):
+        x[0] = undefined_name  # <- here
+
+    with pytest.raises(UnknownNameError) as info:
+        wp.launch(k, 1, inputs=[farr()], device="cpu")
+    text = "".join(traceback.format_exception(info.value))
+    assert "During handling" not in text and "_gl_prepared" not in text
+    package = os.path.dirname(os.path.abspath(wp.__file__))
+    internal = [tb for tb in traceback.extract_tb(info.value.__traceback__)
+                if os.path.abspath(tb.filename).startswith(package)]
+    assert len(internal) <= 1, internal  # at most the public entry point that re-raised it
+
+
+def test_a_launch_error_traceback_has_no_internal_frames_beyond_the_entry_point():
+    import traceback
+
+    with pytest.raises(LaunchError) as info:
+        wp.launch(scale_kernel, 4, inputs=[farr(), "two", 1, farr()], device="cpu")
+    package = os.path.dirname(os.path.abspath(wp.__file__))
+    internal = [tb for tb in traceback.extract_tb(info.value.__traceback__)
+                if os.path.abspath(tb.filename).startswith(package)]
+    assert len(internal) <= 1, internal
+
+
+# =============================================================================================
+# help() and the package's surface
+
+
+def test_help_of_a_builtin_shows_its_signatures_and_meaning():
+    import pydoc
+
+    text = pydoc.render_doc(wp.sin, renderer=pydoc.plaintext)
+    assert "sin(x: Float) -> Float" in text and "sin(x: Vector) -> Vector" in text
+    assert "kernel builtin" in text and "Differentiable" in text
+    assert "Builtin(name" not in text and "__delattr__" not in text  # not the dataclass's
+    from gradloom.builtins.registry import REGISTRY
+
+    missing = [n for n, b in REGISTRY.items() if b.signatures[0] not in (b.__doc__ or "")]
+    assert not missing, missing
+
+
+def test_help_of_a_type_explains_it():
+    import pydoc
+
+    text = pydoc.render_doc(wp.vec3, renderer=pydoc.plaintext)
+    assert "a vector of 3 float32 components" in text and "dtype=wp.vec3f" in text
+    assert "__delattr__" not in text
+    assert "3x3 matrix of float64" in wp.mat33d.__doc__
+    assert "16-bit floating-point" in wp.float16.__doc__
+
+
+def test_help_of_launch_documents_every_argument():
+    doc = wp.launch.__doc__
+    for arg in ("kernel", "dim", "inputs", "outputs", "adj_inputs", "device", "adjoint",
+                "record_tape", "record_cmd", "KeyboardInterrupt", "LaunchError"):
+        assert arg in doc, arg
+
+
+def test_the_package_ships_py_typed():
+    assert os.path.exists(os.path.join(os.path.dirname(wp.__file__), "py.typed"))

@@ -10,6 +10,8 @@ tests/test_builtin_grads.py).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +37,10 @@ class Builtin:
     #: programs lowered for calls from Python, by argument types (builtins/host.py)
     host_cache: HostCache = field(default_factory=HostCache, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # help(wp.<name>) shows this rather than the class's docstring
+        object.__setattr__(self, "__doc__", builtin_doc(self))
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """A call from Python: the kernel definition, evaluated on the host values."""
         loc = caller_loc(1)
@@ -49,6 +55,22 @@ class Builtin:
 
 
 REGISTRY: dict[str, Builtin] = {}
+
+_TYPE_WORDS = ("Types: Float is float16, float32 or float64; Int any integer type; Scalar\n"
+               "either; Vector and Matrix any size (one float dtype), Vector3 and Matrix33 a\n"
+               "fixed size; Quat, Transform, SpatialVector, SpatialMatrix; Array a wp.array.")
+
+
+def builtin_doc(b: Builtin) -> str:
+    """The docstring of builtin b, rendered from its registry entry."""
+    grad = ("Differentiable: gradients flow through it in reverse mode (wp.Tape)."
+            if b.differentiable else "Not differentiable.")
+    lines = [f"wp.{b.name}: {b.doc.rstrip('.')}.", "",
+             f"A kernel builtin ({b.group}): call it inside a @wp.kernel or @wp.func.", "",
+             "Signatures (one per overload):"]
+    lines += [f"    {b.name}{sig}" for sig in b.signatures] or ["    (see docs/builtins.md)"]
+    lines += ["", grad, "", _TYPE_WORDS]
+    return "\n".join(lines)
 
 
 def builtin(
@@ -70,3 +92,24 @@ def builtin(
         return fn
 
     return register
+
+
+@functools.cache
+def _python_signature(fn: BuiltinFn) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def call_mismatch(b: Builtin, args: list[Any], kwargs: dict[str, Any]) -> str | None:
+    """Why a call of builtin b with these arguments cannot work (the wrong number of arguments,
+    an unknown keyword), naming its signatures; None when the arguments fit."""
+    try:
+        _python_signature(b.fn).bind(None, *args, **kwargs)
+    except TypeError:
+        pass
+    else:
+        return None
+    got = f"{len(args)} argument{'s' if len(args) != 1 else ''}"
+    if kwargs:
+        got += " and keyword" + ("s " if len(kwargs) > 1 else " ") + ", ".join(kwargs)
+    sigs = "; ".join(f"{b.name}{sig}" for sig in b.signatures) or f"see help(wp.{b.name})"
+    return f"wp.{b.name}() got {got}, which fits none of its signatures: {sigs}"

@@ -10,6 +10,8 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
+from .signals import shared_words
+
 #: entry(block): see codegen/llvm.py for the block's layout. ctypes releases the GIL for the
 #: call, which is what lets worker threads run slices of one launch at the same time.
 ENTRY_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -80,6 +82,7 @@ class ObjectLoader:
 
     def __init__(self) -> None:
         _init_llvm()
+        shared_words()  # kernels link against these symbols
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine(2))
         self._lock = threading.Lock()
         self._loaded: dict[str, int] = {}

@@ -6,9 +6,18 @@ from dataclasses import dataclass, field
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
-from ..types import BLOCK_ARGS, BLOCK_DIMS, BLOCK_END, BLOCK_START, BLOCK_STATUS
-from .llvm_ops import OpEmitter
+from ..types import (
+    BLOCK_ARGS,
+    BLOCK_DIMS,
+    BLOCK_END,
+    BLOCK_START,
+    BLOCK_STATUS,
+    STATUS_INTERRUPTED,
+)
+from .llvm_ops import OpEmitter, string_global
 from .llvm_types import reg_type
+from .loops import LoopEmitter
+from .signals import KERNEL_DECLARES, POLL_THREADS
 
 #: The entry takes one pointer, to a launch block (layout: types.BLOCK_*; runtime/launch.py
 #: fills it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread
@@ -36,8 +45,9 @@ class FunctionText:
         self.label = label
 
 
-class KernelEmitter(OpEmitter):
-    """Emits one kernel's entry function; OpEmitter provides the per-primitive rules."""
+class KernelEmitter(OpEmitter, LoopEmitter):
+    """Emits one kernel's entry function; OpEmitter provides the per-primitive rules,
+    LoopEmitter the loops (strip-mined to poll for interrupts)."""
 
     def __init__(self, kernel: KernelIR, symbol: str, private_adds: tuple[int, ...] = ()) -> None:
         self.kernel = kernel
@@ -79,6 +89,7 @@ class KernelEmitter(OpEmitter):
         f.emit("%start = load i64, ptr %startp, align 8")
         f.emit("%endp = getelementptr i8, ptr %block, i64 " + str(BLOCK_END))
         f.emit("%end = load i64, ptr %endp, align 8")
+        self.enter()
         self.hoist_args(self.kernel.body)
         for k in range(4):
             f.emit(f"%dimp{k} = getelementptr i64, ptr %dims, i64 {k}")
@@ -99,10 +110,21 @@ class KernelEmitter(OpEmitter):
         else:
             f.emit("br label %s.pre")
         self.thread_loop("s.", arg_names)
+        f.start_block("interrupted")
+        f.emit(f"store i32 {STATUS_INTERRUPTED}, ptr %err, align 4")
+        f.emit("br label %exit")
         f.start_block("exit")
+        f.emit("store atomic ptr null, ptr @gl_running monotonic, align 8")
         f.emit("ret void")
         head = f"define void @{self.symbol}(ptr noalias nocapture %block) nounwind {{"
         return "\n".join([head, *f.lines, "}"])
+
+    def enter(self) -> None:
+        """Note the interrupt count (codegen/signals.py) and which kernel runs; every way out
+        of the entry goes through the `exit` block, which clears the second."""
+        name = string_global(self.declares, f"'{self.kernel.name}'")
+        self.f.emit("%interrupts = load atomic i64, ptr @gl_interrupts monotonic, align 8")
+        self.f.emit(f"store atomic ptr {name}, ptr @gl_running monotonic, align 8")
 
     def stack_setup(self) -> None:
         """The adjoint stack: its base and capacity follow the error word in the status block."""
@@ -131,26 +153,42 @@ class KernelEmitter(OpEmitter):
         return acc
 
     def thread_loop(self, prefix: str, names: dict[int, str]) -> None:
-        """One copy of the loop over thread indices, its SSA names and labels prefixed."""
+        """One copy of the loop over thread indices, its SSA names and labels prefixed: chunks
+        of POLL_THREADS threads, with an interrupt poll between chunks (the inner loop stays
+        free of it, so it still vectorises)."""
         f = self.f
+        p = prefix
         self.prefix, self.names = prefix, names
         self.grads_known = prefix == "c."
-        f.start_block(f"{prefix}pre")
-        f.emit(f"br label %{prefix}thread")
-        f.start_block(f"{prefix}thread")
-        f.emit(f"%{prefix}t = phi i64 [%start, %{prefix}pre], [%{prefix}t.next, %{prefix}latch]")
+        f.start_block(f"{p}pre")
+        f.emit(f"br label %{p}chunk")
+        f.start_block(f"{p}chunk")
+        f.emit(f"%{p}c = phi i64 [%start, %{p}pre], [%{p}cend, %{p}polled]")
+        f.emit(f"%{p}cnext = add nuw nsw i64 %{p}c, {POLL_THREADS}")
+        f.emit(f"%{p}cless = icmp slt i64 %{p}cnext, %end")
+        f.emit(f"%{p}cend = select i1 %{p}cless, i64 %{p}cnext, i64 %end")
+        f.emit(f"br label %{p}thread")
+        f.start_block(f"{p}thread")
+        f.emit(f"%{p}t = phi i64 [%{p}c, %{p}chunk], [%{p}t.next, %{p}latch]")
         if self.kernel.reverse_threads:
-            f.emit(f"%{prefix}tid = sub i64 %last.thread, %{prefix}t")
+            f.emit(f"%{p}tid = sub i64 %last.thread, %{p}t")
         else:
-            f.emit(f"%{prefix}tid = add i64 %{prefix}t, 0")
+            f.emit(f"%{p}tid = add i64 %{p}t, 0")
         if self.uses_stack:
             f.emit("store i64 0, ptr %sp, align 8")
         self.block(self.kernel.body)
-        f.emit(f"br label %{prefix}latch")
-        f.start_block(f"{prefix}latch")
-        f.emit(f"%{prefix}t.next = add nuw nsw i64 %{prefix}t, 1")
-        f.emit(f"%{prefix}more = icmp slt i64 %{prefix}t.next, %end")
-        f.emit(f"br i1 %{prefix}more, label %{prefix}thread, label %exit, !llvm.loop !0")
+        f.emit(f"br label %{p}latch")
+        f.start_block(f"{p}latch")
+        f.emit(f"%{p}t.next = add nuw nsw i64 %{p}t, 1")
+        f.emit(f"%{p}more = icmp slt i64 %{p}t.next, %{p}cend")
+        f.emit(f"br i1 %{p}more, label %{p}thread, label %{p}chunk.end, !llvm.loop !0")
+        f.start_block(f"{p}chunk.end")
+        f.emit(f"%{p}cmore = icmp slt i64 %{p}cend, %end")
+        f.emit(f"br i1 %{p}cmore, label %{p}poll, label %exit")
+        f.start_block(f"{p}poll")
+        self.poll(f"{p}polled")
+        f.start_block(f"{p}polled")
+        f.emit(f"br label %{p}chunk")
 
     def hoist_args(self, body: Block) -> None:
         """Kernel arguments are loop-invariant: load them once, before the thread loop."""
@@ -192,30 +230,6 @@ class KernelEmitter(OpEmitter):
             incoming = ", ".join(f"[{vals[i]}, %{lab}]" for lab, vals in ends)
             f.emit(f"{self.define(r)} = phi {reg_type(r.type)} {incoming}")
 
-    def emit_loop(self, s: Loop) -> None:
-        f = self.f
-        head_l, body_l, exit_l = f.fresh("loop"), f.fresh("body"), f.fresh("endloop")
-        pre = f.label
-        f.emit(f"br label %{head_l}")
-        f.start_block(head_l)
-        phi_at = len(f.lines)
-        for p in s.params:
-            self.define(p)
-        self.block(s.cond)
-        f.emit(f"br i1 {self.name(s.cond.yields[0])}, label %{body_l}, label %{exit_l}")
-        f.start_block(body_l)
-        self.block(s.body)
-        back = f.label
-        f.emit(f"br label %{head_l}")
-        phis = [f"  {self.name(p)} = phi {reg_type(p.type)} [{self.name(i)}, %{pre}], "
-                f"[{self.name(y)}, %{back}]"
-                for p, i, y in zip(s.params, s.inits, s.body.yields, strict=True)]
-        f.lines[phi_at:phi_at] = phis
-        f.start_block(exit_l)
-        for r, p in zip(s.results, s.params, strict=True):
-            self.names[r.id] = self.name(p)
-
-
 def _grad_roots(body: Block) -> list[Var]:
     """The kernel arguments that gradient accesses (adj_add/read/take) point into."""
     ops = list(walk_ops(body))
@@ -235,6 +249,7 @@ def emit_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str,
     em = KernelEmitter(kernel, symbol, private_adds)
     body = em.emit_function()
     lines = [f'target triple = "{triple}"', f'target datalayout = "{datalayout}"', ""]
+    lines.extend(KERNEL_DECLARES)
     lines.extend(sorted(em.declares))
     lines += ["", body, "", '!0 = distinct !{!0, !1}', '!1 = !{!"llvm.loop.mustprogress"}',
               '!2 = !{!"branch_weights", i32 1000, i32 1}']

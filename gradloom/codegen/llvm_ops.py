@@ -349,7 +349,7 @@ class OpEmitter:
     def print_(self, s: Op) -> None:
         """printf(attr, values...) when the condition holds, then fflush (output in order)."""
         f = self.f
-        fmt = _string_global(self.declares, str(s.attr))
+        fmt = string_global(self.declares, str(s.attr))
         args = [f"ptr {fmt}"] + [self.vararg(v) for v in s.args[1:]]
         go, done = f.fresh("print"), f.fresh("printed")
         f.emit(f"br i1 {self.a(s, 0)}, label %{go}, label %{done}")
@@ -367,8 +367,8 @@ class OpEmitter:
         t, x, f = v.type, self.name(v), self.f
         if t.kind == "b":
             out = f.fresh("%pbool")
-            yes = _string_global(self.declares, "True")
-            no = _string_global(self.declares, "False")
+            yes = string_global(self.declares, "True")
+            no = string_global(self.declares, "False")
             f.emit(f"{out} = select i1 {x}, ptr {yes}, ptr {no}")
             return f"ptr {out}"
         if t.is_float and t.bits < 64:
@@ -445,7 +445,7 @@ class OpEmitter:
         f.start_block(full)
         f.emit(f"store i32 {STATUS_STACK_FULL}, ptr %err, align 4")
         f.emit(f"store i64 %{self.prefix}tid, ptr %failed.thread, align 8")
-        f.emit("ret void")
+        f.emit("br label %exit")
         f.start_block(ok)
         slot, v = f.fresh("%slot"), self.a(s, 0)
         f.emit(f"{slot} = getelementptr i8, ptr %stack.base, i64 {sp}")
@@ -468,18 +468,28 @@ class OpEmitter:
         f.emit(f"store i64 {nsp}, ptr %sp, align 8")
 
     def check_bounds(self, s: Op) -> None:
-        """Debug mode: an index outside [0, extent) records where and stops the launch."""
+        """Debug mode: an index outside [0, extent) stops the launch, leaving in the status
+        block where (the error word: 1 + the source location's index), the argument-block
+        offset of the extent's word (-1 if it is not an argument) at +4, the index at +8, the
+        extent at +16 and the thread at +24 (runtime/checks.py turns them into a message)."""
         f = self.f
         ok, fail, cont = f.fresh("%inb"), f.fresh("oob"), f.fresh("inb")
-        f.emit(f"{ok} = icmp ult i64 {self.a(s, 0)}, {self.a(s, 1)}")
+        index, extent = self.a(s, 0), self.a(s, 1)
+        f.emit(f"{ok} = icmp ult i64 {index}, {extent}")
         f.emit(f"br i1 {ok}, label %{cont}, label %{fail}, !prof !2")
         f.start_block(fail)
+        where = self.root_offset(s.args[1])
         f.emit(f"store i32 {int(s.attr) + 1}, ptr %err, align 4")
-        f.emit("ret void")
+        for off, ty, value in ((4, "i32", -1 if where is None else where), (8, "i64", index),
+                               (16, "i64", extent), (24, "i64", f"%{self.prefix}tid")):
+            p = f.fresh("%oobp")
+            f.emit(f"{p} = getelementptr i8, ptr %err, i64 {off}")
+            f.emit(f"store {ty} {value}, ptr {p}, align 4")
+        f.emit("br label %exit")
         f.start_block(cont)
 
 
-def _string_global(declares: set[str], text: str) -> str:
+def string_global(declares: set[str], text: str) -> str:
     """The name of a module constant holding text as a C string (added to declares)."""
     data = text.encode() + b"\0"
     name = "@.str." + hashlib.sha1(data).hexdigest()[:16]

@@ -14,7 +14,7 @@ from .. import types as types_module
 from ..builtins import fixedarray, lang, memory, ops
 from ..builtins.construct import construct
 from ..builtins.math import where
-from ..builtins.registry import REGISTRY, Builtin
+from ..builtins.registry import REGISTRY, Builtin, call_mismatch
 from ..builtins.transform import transform_part
 from ..builtins.values import (
     ArrayVal,
@@ -64,6 +64,16 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
           ast.GtE: "ge"}
 UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"}
 _COMPONENT = {"x": 0, "y": 1, "z": 2, "w": 3}
+#: expressions kernels do not support, in words
+_UNSUPPORTED_EXPRS = {
+    "JoinedStr": "an f-string", "FormattedValue": "an f-string",
+    "ListComp": "a list comprehension", "SetComp": "a set comprehension",
+    "DictComp": "a dict comprehension", "GeneratorExp": "a generator expression",
+    "Lambda": "a lambda", "List": "a list", "Dict": "a dict", "Set": "a set",
+    "Await": "await", "Yield": "yield", "YieldFrom": "yield from",
+    "NamedExpr": "an assignment expression (:=)", "Starred": "a starred expression (*x)",
+    "Slice": "a slice",
+}
 _PY_BUILTIN_ALIASES: dict[Any, str] = {
     abs: "abs", min: "min", max: "max", print: "print",
     # `wp.vector(...)` / `wp.matrix(...)` in a kernel construct values (Warp's builtins); in
@@ -107,7 +117,8 @@ class ExprLowerer:
     def expr(self, node: ast.expr) -> Any:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.unsupported(node, f"the expression '{type(node).__name__}'")
+            kind = type(node).__name__
+            raise self.unsupported(node, _UNSUPPORTED_EXPRS.get(kind, f"the expression '{kind}'"))
         return method(node)
 
     def value(self, node: ast.expr) -> Value:
@@ -328,6 +339,9 @@ class ExprLowerer:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
             kw = {k: v if _takes_value(callee.fn, k) else _unliteral(v) for k, v in kwargs.items()}
+            mismatch = call_mismatch(callee, args, kw)
+            if mismatch:
+                raise KernelTypeError(mismatch, ctx.loc)
             try:
                 result = callee.fn(ctx, *args, **kw)
             except TypeError as exc:
@@ -357,8 +371,7 @@ class ExprLowerer:
         if isinstance(callee, KernelValue):
             raise CompileError(f"'{ast.unparse(node.func)}' is {describe(callee)}, which is not "
                                "callable", ctx.loc)
-        name = getattr(callee, "__name__", repr(callee))
-        raise UnknownNameError(f"'{name}' is not a kernel builtin or @wp.func", ctx.loc)
+        raise UnknownNameError(_not_callable(node, callee), ctx.loc)
 
     def write_out_args(self, ctx: Ctx, node: ast.Call, name: str, out: OutArgs) -> Any:
         """Rebind the variables passed as a builtin's output arguments."""
@@ -543,3 +556,14 @@ def _unliteral(v: Any) -> Any:
 def _static_marker() -> Any:
     return lang.STATIC
 
+
+
+def _not_callable(node: ast.Call, callee: Any) -> str:
+    """Why a call's target is not something kernels can call (suggesting wp.<name> for NumPy's
+    and math's functions that have a kernel builtin of the same name)."""
+    name = getattr(callee, "__name__", None) or repr(callee)
+    text = ast.unparse(node.func)
+    if name in REGISTRY and not text.startswith(("wp.", "warp.", "gradloom.")):
+        return (f"'{text}' is a Python function, which kernels cannot call; use the kernel "
+                f"builtin wp.{name} instead")
+    return f"'{text}' is not a kernel builtin or @wp.func"

@@ -60,7 +60,12 @@ def parse_function(pyfunc: Any) -> SourceInfo:
     tree = ast.parse(text)
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
-        raise UnsupportedSyntaxError(f"{pyfunc.__name__!r} is not a plain function definition")
+        what = ("an 'async def' function" if isinstance(fdef, ast.AsyncFunctionDef)
+                else "not a plain function definition")
+        loc = SourceLoc(file, first + getattr(fdef, "lineno", 1) - 1,
+                        indent + getattr(fdef, "col_offset", 0), pyfunc.__name__)
+        raise UnsupportedSyntaxError(f"{pyfunc.__name__!r} is {what}; kernels and funcs are "
+                                     "plain 'def' functions", loc)
     closure = {}
     if pyfunc.__closure__:
         for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__, strict=True):

@@ -92,18 +92,27 @@ def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
     return out
 
 
-def normalize_shape(shape: Any) -> tuple[int, ...]:
-    """An int or a sequence of ints as a shape tuple (None gives (0,), as in Warp)."""
+def normalize_shape(shape: Any, what: str = "shape", infer: bool = False) -> tuple[int, ...]:
+    """An int or a sequence of ints as a shape tuple (None gives (0,), as in Warp); a negative
+    size is an error naming `what` (with `infer`, one -1 may stand for the remaining size)."""
     if shape is None:
         return (0,)
     try:
+        if isinstance(shape, (bool, np.bool_)) or any(isinstance(d, (bool, np.bool_))
+                                                       for d in np.ravel(shape)):
+            raise TypeError
         dims = (
             (operator.index(shape),) if np.ndim(shape) == 0 else tuple(map(operator.index, shape))
         )
-    except TypeError as e:
-        raise GradloomError(f"invalid array shape {shape!r}: expected an int or ints") from e
+    except (TypeError, ValueError):
+        raise GradloomError(f"invalid {what}={shape!r}: expected an int or a sequence of "
+                            "non-negative ints") from None
     if len(dims) > MAX_DIMS:
-        raise GradloomError(f"arrays have at most {MAX_DIMS} dimensions, got shape {dims}")
+        raise GradloomError(f"arrays have at most {MAX_DIMS} dimensions, got {what}={dims}")
+    holes = [d for d in dims if d < 0]
+    if holes and not (infer and holes == [-1]):
+        raise GradloomError(f"invalid {what}={dims}: sizes must be non-negative"
+                            + (" (one -1 may stand for the remaining size)" if infer else ""))
     return dims
 
 
@@ -423,7 +432,7 @@ class array(ArrayProtocols):
                 f"cannot reshape a non-contiguous array (shape {self.shape}, strides "
                 f"{self.strides}); call .contiguous() first"
             )
-        dims = normalize_shape(shape)
+        dims = normalize_shape(shape, "reshape() shape", infer=True)
         try:
             view = storage.reshape(dims + elem_shape(self.dtype))
         except ValueError as e:

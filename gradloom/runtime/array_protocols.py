@@ -26,7 +26,13 @@ def aligned_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
     """A zeroed C-contiguous numpy array whose data starts on an ALIGNMENT-byte boundary."""
     dt = np.dtype(dtype)
     nbytes = math.prod(shape) * dt.itemsize
-    buf = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+    try:
+        if nbytes >= 1 << 62:
+            raise MemoryError
+        buf = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+    except MemoryError:
+        raise GradloomError(f"cannot allocate an array of shape {shape} ({nbytes:,} bytes): "
+                            "not enough memory") from None
     start = -buf.ctypes.data % ALIGNMENT
     return buf[start : start + nbytes].view(dt).reshape(shape)
 

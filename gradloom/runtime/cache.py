@@ -1,34 +1,85 @@
-"""The on-disk cache of compiled kernels, keyed by a content hash of everything that shapes them."""
+"""The on-disk cache of compiled kernels, keyed by a content hash of everything that shapes them.
+
+An entry file is a header — magic, format version, payload length, and a SHA-256 over its key
+and payload — then the payload (a pickled dict). The checksum is verified before anything is
+unpickled or loaded, so a damaged entry (a flipped byte, a truncated write, a file copied under
+another key) is a miss: the kernel is recompiled and the entry rewritten, with one warning per
+process. Entries are written to a temporary file and renamed into place, so processes sharing a
+cache directory never read half an entry.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import pickle
+import struct
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..errors import CacheWarning
 
-_FORMAT = 2
+_FORMAT = 3
+_MAGIC = b"GLCACHE\0"
+#: magic, format, payload length, SHA-256 of key + payload
+_HEADER = struct.Struct("<8sIQ32s")
 
 
 def _path(key: str) -> Path:
     return Path(config.cache_dir) / "kernels" / key[:2] / f"{key}.bin"
 
 
+def _digest(key: str, payload: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+
+
+def encode(key: str, entry: dict[str, Any]) -> bytes:
+    """An entry's file contents: header, then the pickled entry."""
+    payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(_MAGIC, _FORMAT, len(payload), _digest(key, payload)) + payload
+
+
+def decode(key: str, data: bytes) -> dict[str, Any] | None:
+    """The entry a file holds, or None when it is not an intact entry for key (a damaged one
+    also warns; one in another format, from another gradloom version, is just a miss)."""
+    if len(data) < _HEADER.size:
+        if data.startswith(_MAGIC):
+            _damaged()
+        return None
+    magic, fmt, size, digest = _HEADER.unpack_from(data)
+    if magic != _MAGIC or fmt != _FORMAT:
+        return None
+    payload = data[_HEADER.size:]
+    if size != len(payload) or _digest(key, payload) != digest:
+        _damaged()
+        return None
+    try:
+        entry = pickle.loads(payload)
+    except Exception:  # an intact checksum over data this gradloom cannot read
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
 def load(key: str) -> dict[str, Any] | None:
-    """The cached entry for key, or None (a missing or unreadable entry is a miss)."""
+    """The cached entry for key, or None (a missing or damaged entry is a miss)."""
     if not config.cache_enabled:
         return None
     try:
-        with open(_path(key), "rb") as fh:
-            entry = pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        data = _path(key).read_bytes()
+    except OSError:
         return None
-    if not isinstance(entry, dict) or entry.get("format") != _FORMAT:
-        return None
-    return entry
+    return decode(key, data)
+
+
+def _damaged() -> None:
+    # one message from one place: Python's default warning filter shows it once per process
+    warnings.warn(f"gradloom: ignored damaged or foreign entries in the kernel cache "
+                  f"({config.cache_dir}); those kernels are recompiled and their entries "
+                  "rewritten", CacheWarning, stacklevel=1)
 
 
 def store(key: str, entry: dict[str, Any]) -> None:
@@ -39,11 +90,21 @@ def store(key: str, entry: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    except OSError:
+        return  # an unwritable cache only costs a recompile next time
+    try:
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump({**entry, "format": _FORMAT}, fh)
+            fh.write(encode(key, entry))
         os.replace(tmp, path)
     except OSError:
-        pass  # an unwritable cache only costs a recompile next time
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def entry_files() -> list[Path]:
+    """Every entry file in the cache directory (what `python -m gradloom` counts)."""
+    root = Path(config.cache_dir) / "kernels"
+    return sorted(root.glob("*/*.bin")) if root.is_dir() else []
 
 
 def clear() -> None:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import struct
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import KernelRuntimeError, LaunchError
+from .. import config
+from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
 from ..types import (
     BLOCK_ARGS,
     BLOCK_STATUS,
@@ -20,7 +23,7 @@ from ..types import (
     IndexedArrayType,
     StructType,
 )
-from . import parallel
+from . import checks, parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
 from .device import get_device
@@ -81,6 +84,13 @@ class Prepared:
         self.array_positions = [i for i, _, _ in self.array_slots]
         #: measured cost of one thread (ns), which decides whether a launch is worth splitting
         self.ns_per_thread: float | None = None
+        self.is_adjoint = compiled is not None
+        self.verify_fp = config.verify_fp
+        # debug mode and verify_fp wrap run (runtime/checks.py); release launches pay nothing
+        self.checked = config.mode == "debug" or self.verify_fp
+        if self.checked:
+            wrap = checks.debug_run if config.mode == "debug" else checks.verified_run
+            self.run = functools.partial(wrap, self, self.run)  # type: ignore[method-assign]
 
     @property
     def stack(self) -> NDArray:
@@ -186,7 +196,7 @@ class Prepared:
             if err == 0:
                 return
             if err != STATUS_STACK_FULL:
-                self.raise_runtime_error(err)
+                raise checks.status_error(self, err, buf)
             failed = int.from_bytes(buf[BLOCK_STATUS + 24:BLOCK_STATUS + 32], "little")
             self.grow_stack(worker)
             if restart is not None:
@@ -209,11 +219,6 @@ class Prepared:
             raise KernelRuntimeError(
                 f"kernel '{self.kernel.key}': the adjoint needs more than {size // 2} bytes per "
                 "thread to store its loops' values, and no more memory could be had") from None
-
-    def raise_runtime_error(self, err: int) -> None:
-        loc = self.kernel.source_loc(err - 1)
-        raise KernelRuntimeError(
-            f"kernel '{self.kernel.key}': array index out of bounds at {loc}\n{loc.excerpt()}")
 
 
 def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]]:
@@ -245,6 +250,7 @@ def prepared_forward(kernel: Any) -> Prepared:
         if not hasattr(kernel, "compiled"):
             raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
         prepared = kernel._gl_prepared = Prepared(kernel)
+        _PREPARED.add(kernel)
     return prepared  # type: ignore[no-any-return]
 
 
@@ -255,7 +261,22 @@ def prepared_adjoint(kernel: Any) -> Prepared:
             raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
         prepared = Prepared(kernel, kernel.adjoint_compiled())
         kernel._gl_adjoint_prepared = prepared
+        _PREPARED.add(kernel)
     return prepared  # type: ignore[no-any-return]
+
+
+#: kernels holding Prepared entries, dropped when an option that shapes their build changes
+_PREPARED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _forget_prepared() -> None:
+    for kernel in list(_PREPARED):
+        kernel.__dict__.pop("_gl_prepared", None)
+        kernel.__dict__.pop("_gl_adjoint_prepared", None)
+    _PREPARED.clear()
+
+
+config._add_rebuild_hook(_forget_prepared)
 
 
 def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
@@ -277,40 +298,82 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
            adj_inputs: Any = None, adj_outputs: Any = None, device: Any = None,
            stream: Any = None, adjoint: bool = False, record_tape: bool = True,
            record_cmd: bool = False, max_blocks: int = 0, block_dim: int = 256) -> Any:
-    """Run kernel over a 1-4-D grid of threads; arguments are inputs followed by outputs.
-    With `record_cmd=True` nothing runs yet: the result is a `Launch` to run (and re-run)."""
-    if device is not None and device != "cpu":
-        get_device(device)  # raises for devices this build cannot run on
-    args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
-    if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
-        kernel = kernel.specialize(list(args))
-    if not record_cmd and ACTIVE_CAPTURE.get() is not None:
-        _capture(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint, record_tape)
-        return None
-    if adjoint or record_cmd:
-        adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
-        if record_cmd:
-            return Launch(kernel, dim, list(args), adj if adjoint else None, record_tape)
-        prepared = prepared_adjoint(kernel)
-        slots = prepared.array_slots
-        args = adapt_args(kernel.key, slots, args)
-        prepared.run(_dims(dim), with_gradients(args, adapt_args(kernel.key, slots, adj)))
-        return None
+    """Run `kernel` once per thread of a 1-4-D grid: `wp.launch(k, dim=n, inputs=[a, b])`.
+
+    Args:
+        kernel: a `@wp.kernel` function (compiled at its first launch, then cached on disk).
+        dim: the grid: an int n (threads 0..n-1) or a tuple of 1-4 ints; `wp.tid()` in the
+            kernel returns the thread's index (a tuple for a multi-dimensional grid).
+        inputs: the kernel's arguments, in order: arrays (`wp.array`, numpy arrays, torch
+            tensors, DLPack producers of the right dtype and ndim), scalars, vectors and
+            matrices (any sequence of the right length), `@wp.struct` instances.
+        outputs: more arguments, appended after `inputs` (Warp's convention for written
+            arrays; gradloom treats them alike).
+        adj_inputs, adj_outputs: with `adjoint=True`, the gradient arrays of the inputs and
+            outputs (None: each array's own `.grad`).
+        device: "cpu" or None; other devices raise.
+        stream, max_blocks, block_dim: accepted for Warp compatibility (no effect on the CPU).
+        adjoint: run the kernel's adjoint instead: gradients flow from the outputs' gradients
+            into the inputs' (what `wp.Tape.backward` does for each recorded launch).
+        record_tape: record the launch on every active `wp.Tape` (default True).
+        record_cmd: do not run: return a `wp.Launch` whose `launch()` runs it (and can run it
+            again, cheaply, after `set_param_*`/`set_dim`).
+
+    Returns None, or a `wp.Launch` with `record_cmd=True`.
+
+    Raises LaunchError when an argument does not fit the kernel's signature (the message names
+    the argument), a CompileError subclass when the kernel does not compile (naming the file
+    and line), and KernelRuntimeError when the kernel reports an error while it runs (in debug
+    mode: an out-of-bounds index, with the index, the array's shape and the thread). Ctrl-C
+    stops a running launch within 16384 trips of any loop or 32768 threads and raises
+    KeyboardInterrupt; the arrays it writes are then partly written (in debug mode they are
+    restored to what they were before the launch). See docs/errors.md.
+    """
     try:
-        prepared = kernel._gl_prepared
-    except AttributeError:
-        prepared = prepared_forward(kernel)
-    dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
-    tapes = ACTIVE_TAPES.get() if record_tape else ()
-    if not tapes:
-        prepared.run(dims, prepared.admit(args))
+        if device is not None and device != "cpu":
+            get_device(device)  # raises for devices this build cannot run on
+        args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
+        if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
+            kernel = kernel.specialize(list(args))
+        if not record_cmd and ACTIVE_CAPTURE.get() is not None:
+            _capture(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint, record_tape)
+            return None
+        if adjoint or record_cmd:
+            return _launch_adjoint_or_cmd(kernel, dim, inputs, outputs, args, adj_inputs,
+                                          adj_outputs, adjoint, record_cmd, record_tape)
+        try:
+            prepared = kernel._gl_prepared
+        except AttributeError:
+            prepared = None
+        if prepared is None:
+            prepared = prepared_forward(kernel)
+        dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
+        tapes = ACTIVE_TAPES.get() if record_tape else ()
+        if not tapes:
+            prepared.run(dims, prepared.admit(args))
+            return None
+        args = adapt_args(kernel.key, prepared.array_slots, args)
+        records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
+        prepared.protect_writes(args)
+        prepared.run(dims, args)
+        for tape, record in zip(tapes, records, strict=True):
+            tape.end_launch(record)
         return None
-    args = adapt_args(kernel.key, prepared.array_slots, args)
-    records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
-    prepared.protect_writes(args)
-    prepared.run(dims, args)
-    for tape, record in zip(tapes, records, strict=True):
-        tape.end_launch(record)
+    except GradloomError as exc:
+        raise user_traceback(exc) from None  # the same exception, without our frames
+
+
+def _launch_adjoint_or_cmd(kernel: Any, dim: Any, inputs: Sequence[Any],
+                           outputs: Sequence[Any], args: Sequence[Any], adj_inputs: Any,
+                           adj_outputs: Any, adjoint: bool, record_cmd: bool,
+                           record_tape: bool) -> Any:
+    adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
+    if record_cmd:
+        return Launch(kernel, dim, list(args), adj if adjoint else None, record_tape)
+    prepared = prepared_adjoint(kernel)
+    slots = prepared.array_slots
+    args = adapt_args(kernel.key, slots, args)
+    prepared.run(_dims(dim), with_gradients(args, adapt_args(kernel.key, slots, adj)))
     return None
 
 
@@ -351,7 +414,7 @@ class Launch:
         # everything else takes wp.launch's path (which also raises its errors)
         self._fast = (total < parallel.TIMED_THREADS and self.adjoint is None
                       and self.prepared.compiled.launch_ndim <= len(self.dims)
-                      and not self.prepared.struct_writes)
+                      and not self.prepared.struct_writes and not self.prepared.checked)
         self._watched = [a for i in self.prepared.write_args if i < len(self.args)
                          and isinstance(a := self.args[i], array)]
 
@@ -360,6 +423,9 @@ class Launch:
         self._pack()
 
     def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.params)):
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index!r} "
+                              f"(it has {len(self.params)}: {', '.join(self.params)})")
         if adjoint:
             if self.adjoint is None:
                 raise LaunchError("this recorded launch is not an adjoint launch")
@@ -410,8 +476,11 @@ class Launch:
     def raise_error(self) -> None:
         """After a fast run left an error in the block: clear it and raise it."""
         err = error_word(self._buf)
-        self._buf[ERROR_WORD] = NO_ERROR
-        self.prepared.raise_runtime_error(err)
+        try:
+            exc = checks.status_error(self.prepared, err, self._buf)
+        finally:  # the status words are the header's: put it back for the next replay
+            self.prepared.set_header(self._buf, self.dims, 0, math.prod(self.dims))
+        raise user_traceback(exc)
 
     def fast_parts(self) -> tuple[Any, int, bytearray, list[array]] | None:
         """(entry, block address, block, arrays it writes) for a replay loop that runs this
