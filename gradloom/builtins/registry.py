@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import KernelTypeError
 from .host import Call, HostCache, caller_loc, host_call
 
 BuiltinFn = Callable[..., Any]
@@ -44,6 +45,9 @@ class Builtin:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """A call from Python: the kernel definition, evaluated on the host values."""
         loc = caller_loc(1)
+        mismatch = call_mismatch(self, list(args), kwargs)
+        if mismatch:
+            raise KernelTypeError(mismatch, loc)
         call = Call(f"wp.{self.name}()", self._lower, list(args), kwargs, loc, plain_kwargs=True)
         return host_call(self.host_cache, call)
 

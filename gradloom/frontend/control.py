@@ -121,9 +121,14 @@ class ControlLowerer(ExprLowerer):
             if va is vb or not isinstance(va or vb, KernelValue):
                 continue
             if va is not None and vb is not None and type_of(va) != type_of(vb):
-                raise KernelTypeError(
-                    f"variable '{n}' is {type_of(va)!r} on one branch and {type_of(vb)!r} on "
-                    "the other", self.assign_locs.get(n, loc))
+                message = (f"variable '{n}' is {type_of(va)!r} on one branch and "
+                           f"{type_of(vb)!r} on the other", self.assign_locs.get(n, loc))
+                if n in before:
+                    raise KernelTypeError(*message)
+                # two branch-local variables that share a name: neither outlives the if, and
+                # reading the name after it is this error (frontend/expr.py)
+                self.__dict__.setdefault("type_conflicts", {})[n] = message
+                continue
             names.append(n)
         return names
 

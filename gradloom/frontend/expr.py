@@ -140,6 +140,9 @@ class ExprLowerer:
             return self.env[node.id]
         found, obj = self.info.resolve(node.id)
         if not found:
+            conflict = self.__dict__.get("type_conflicts", {}).get(node.id)
+            if conflict is not None:  # set on two branches with two types (control.py)
+                raise KernelTypeError(*conflict)
             raise UnknownNameError(f"name '{node.id}' is not defined", self.info.loc(node))
         return python_constant(self.ctx(node), obj)
 
