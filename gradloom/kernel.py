@@ -18,14 +18,15 @@ from . import config
 from .argtypes import launch_arg_type
 from .autodiff.access import analyze
 from .autodiff.reverse import adjoint_kernel
-from .codegen import cpu, native_pool
-from .codegen.llvm import emit_module
+from .codegen import cpu, native_pool, nvptx
+from .codegen.entry_cpu import cpu_module
+from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, KernelTypeError, LaunchError, SourceLoc
 from .frontend.func import annotated_params
 from .frontend.generic import describe_type, is_generic, matches_template
 from .frontend.lower import lower_kernel
 from .frontend.source import SourceInfo, parse_function, source_digest
-from .ir.nodes import walk_ops
+from .ir.nodes import KernelIR, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
 from .modules import get_module, module_for, qualified_key
@@ -279,8 +280,11 @@ class Kernel:
             self._locs = lower_kernel(self.info, list(self.params)).locs
         return self._locs[index]
 
-    def _codegen(self, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
-        """LLVM IR text of the entry, and the facts a launch needs about it."""
+    def _kernel_ir(self, adjoint: bool) -> tuple[KernelIR, Any]:
+        """The IR of the forward kernel or its adjoint, verified, and the access facts."""
+        if getattr(self, "is_generic", False):
+            raise KernelTypeError(f"kernel '{self.key}' is generic: compile one of its "
+                                  f"overloads (wp.overload) instead", self.info.loc(self.info.tree))
         ir = drop_invariant_params(lower_kernel(self.info, list(self.params)))
         verify(ir)
         self._locs = ir.locs
@@ -289,9 +293,14 @@ class Kernel:
         # replaces regions itself, the forward kernel runs their bodies inline
         ir = adjoint_kernel(ir) if adjoint else inline_custom(ir)
         verify(ir)
+        return ir, access
+
+    def _codegen(self, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
+        """LLVM IR text of the CPU entry, and the facts a launch needs about it."""
+        ir, access = self._kernel_ir(adjoint)
         target = cpu.host_target()
         plan = thread_plan(ir)
-        text = emit_module(ir, symbol, target.triple, target.datalayout, plan.scatter)
+        text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter)
         if config.print_ir:
             print(format_kernel(ir), file=sys.stderr)
             print(text, file=sys.stderr)
@@ -496,3 +505,13 @@ def _concrete(key: str, name: str, t: Any, template: Any) -> Any:
         raise TypeError(f"Kernel {key} argument '{name}' type mismatch: expected "
                         f"{describe_type(template)}, got {t!r}")
     return t
+
+
+def codegen_ptx(kernel: Kernel, arch: str = "sm_90", adjoint: bool = False) -> str:
+    """The PTX of a kernel (or of its adjoint) for an NVIDIA GPU architecture (`"sm_80"`,
+    `"sm_90"`, ...), compiled in-process by LLVM's NVPTX backend with libdevice linked in
+    (needs libdevice.10.bc: `pip install gradloom[cuda]` or a CUDA toolkit). The entry
+    function is named `gl_<kernel>`; PTX ISA 7.8, so CUDA 11.8 drivers and newer load it."""
+    ir, _ = kernel._kernel_ir(adjoint)
+    symbol = "gl_" + "".join(c if c.isalnum() else "_" for c in ir.name)
+    return nvptx.compile_to_ptx(nvptx_module(ir, symbol), (symbol,), arch, config.opt_level)

@@ -234,7 +234,7 @@ def test_float_exch_and_cas_refuse_to_differentiate(kernel):
 @gradloom_only
 def test_atomics_compile_to_llvm_atomic_instructions():
     from gradloom.codegen.cpu import host_target
-    from gradloom.codegen.llvm import emit_module
+    from gradloom.codegen.entry_cpu import cpu_module as emit_module
     from gradloom.frontend.lower import lower_kernel
 
     text = ""

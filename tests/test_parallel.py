@@ -391,7 +391,7 @@ def test_num_threads_from_the_environment() -> None:
 
 
 def _llvm_text(kernel) -> str:  # type: ignore[no-untyped-def]
-    from gradloom.codegen.llvm import emit_module
+    from gradloom.codegen.entry_cpu import cpu_module as emit_module
     from gradloom.frontend.lower import lower_kernel
     from gradloom.passes.invariant import drop_invariant_params
     ir = drop_invariant_params(lower_kernel(kernel.info, list(kernel.params)))

@@ -13,9 +13,10 @@ from .llvm_types import literal, mem_type, reg_type
 if TYPE_CHECKING:
     from .llvm import FunctionText
 
-_INTRINSIC = {"sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-              "exp", "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc"}
-_LIBM = {"cbrt": "cbrt", "erf": "erf", "erfc": "erfc", "atan2": "atan2"}
+#: How a target computes a float math primitive: ("intrinsic", "sin") calls llvm.sin.f32;
+#: ("libm", "cbrt") the C library's cbrtf/cbrt; ("libdevice", "sin") CUDA's __nv_sinf/__nv_sin.
+#: Each target's emitter holds one table covering every float math primitive (entry_*.py).
+MathCall = tuple[str, str]
 # No `contract` flag: every float operation rounds on its own, as in Warp's CPU build and the
 # host evaluator (ir/hostops.py), so kernels, Python-scope calls and Warp agree bit for bit.
 _FBIN = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv",
@@ -40,6 +41,10 @@ class OpEmitter:
     prefix: str
     grads_known: bool
     private_adds: frozenset[int]
+    #: the target's math table (see MathCall)
+    math: dict[str, MathCall]
+    #: gradient adds must be atomic (threads run at once and may share an element)
+    atomic_grads: bool = False
 
     def name(self, v: Var) -> str:
         raise NotImplementedError
@@ -135,17 +140,23 @@ class OpEmitter:
         self.f.emit(f"{self.res(s)} = call {ty} @{fn}({args})")
 
     def unary_float(self, s: Op) -> None:
-        if s.prim in _INTRINSIC:
-            self.call_intrinsic(s, s.prim, 1)
-        else:
-            self.call_libm(s, _LIBM[s.prim], 1)
+        self.call_math(s, len(s.args))
 
-    def call_libm(self, s: Op, base: str, nargs: int) -> None:
-        """A C math library call; half values go through float."""
+    def call_math(self, s: Op, nargs: int) -> None:
+        """A float math primitive, as the target's table says."""
+        kind, base = self.math[s.prim]
+        if kind == "intrinsic":
+            self.call_intrinsic(s, base, nargs)
+        else:
+            self.call_libm(s, base, nargs, "__nv_" if kind == "libdevice" else "")
+
+    def call_libm(self, s: Op, base: str, nargs: int, prefix: str = "") -> None:
+        """A math library call (C's, or libdevice's with prefix __nv_); half values go
+        through float."""
         t = s.args[0].type
         f = self.f
         work = "double" if t.bits == 64 else "float"
-        fn = base if t.bits == 64 else base + "f"
+        fn = prefix + (base if t.bits == 64 else base + "f")
         self.declares.add(f"declare {work} @{fn}({', '.join([work] * nargs)})")
         args = []
         for i in range(nargs):
@@ -183,10 +194,10 @@ class OpEmitter:
             self.call_intrinsic(s, prefix + s.prim, 2)
 
     def pow_(self, s: Op) -> None:
-        self.call_intrinsic(s, "pow", 2)
+        self.call_math(s, 2)
 
     def atan2(self, s: Op) -> None:
-        self.call_libm(s, "atan2", 2)
+        self.call_math(s, 2)
 
     def copysign(self, s: Op) -> None:
         self.call_intrinsic(s, "copysign", 2)
@@ -347,19 +358,11 @@ class OpEmitter:
         self.f.emit(f"{self.res(s)} = bitcast {reg_type(src)} {self.a(s, 0)} to {reg_type(dst)}")
 
     def print_(self, s: Op) -> None:
-        """printf(attr, values...) when the condition holds, then fflush (output in order)."""
-        f = self.f
-        fmt = string_global(self.declares, str(s.attr))
-        args = [f"ptr {fmt}"] + [self.vararg(v) for v in s.args[1:]]
-        go, done = f.fresh("print"), f.fresh("printed")
-        f.emit(f"br i1 {self.a(s, 0)}, label %{go}, label %{done}")
-        f.start_block(go)
-        self.declares.add("declare i32 @printf(ptr, ...)")
-        self.declares.add("declare i32 @fflush(ptr)")
-        f.emit(f"call i32 (ptr, ...) @printf({', '.join(args)})")
-        f.emit("call i32 @fflush(ptr null)")
-        f.emit(f"br label %{done}")
-        f.start_block(done)
+        self.emit_print(s)
+
+    def emit_print(self, s: Op) -> None:
+        """print(cond, values...): each target prints its own way (entry_*.py)."""
+        raise NotImplementedError
 
     def vararg(self, v: Var) -> str:
         """A value as C passes it to a variadic function (float -> double, small ints -> int);
@@ -409,6 +412,9 @@ class OpEmitter:
         mt, f = mem_type(t), self.f
 
         def add(p: str) -> None:
+            if self.atomic_grads:
+                f.emit(f"atomicrmw fadd ptr {p}, {mt} {self.a(s, 2)} monotonic, align {t.size}")
+                return None
             old, new = f.fresh("%gold"), f.fresh("%gnew")
             f.emit(f"{old} = load {mt}, ptr {p}, align {t.size}")
             f.emit(f"{new} = fadd {mt} {old}, {self.a(s, 2)}")
@@ -431,6 +437,11 @@ class OpEmitter:
 
         self.names[s.result.id] = self.guarded(s, read, t) or ""
 
+    def stack_slot(self, offset: str) -> str:
+        """The instruction giving the address of the stack slot at byte offset `offset` of this
+        thread's stack (a target may interleave threads' stacks: entry_nvptx.py)."""
+        return f"getelementptr i8, ptr %stack.base, i64 {offset}"
+
     def push(self, s: Op) -> None:
         """Push onto the thread's stack; a full stack records the thread and stops the launch
         (the runtime grows the stack and resumes there)."""
@@ -448,7 +459,7 @@ class OpEmitter:
         f.emit("br label %exit")
         f.start_block(ok)
         slot, v = f.fresh("%slot"), self.a(s, 0)
-        f.emit(f"{slot} = getelementptr i8, ptr %stack.base, i64 {sp}")
+        f.emit(f"{slot} = {self.stack_slot(sp)}")
         if t.kind == "b":
             wide = f.fresh("%pushb")
             f.emit(f"{wide} = zext i1 {v} to i8")
@@ -463,7 +474,7 @@ class OpEmitter:
         sp, nsp, slot = f.fresh("%sp"), f.fresh("%sp"), f.fresh("%slot")
         f.emit(f"{sp} = load i64, ptr %sp, align 8")
         f.emit(f"{nsp} = sub i64 {sp}, 8")
-        f.emit(f"{slot} = getelementptr i8, ptr %stack.base, i64 {nsp}")
+        f.emit(f"{slot} = {self.stack_slot(nsp)}")
         self.load_value(self.res(s), t, slot, 8)
         f.emit(f"store i64 {nsp}, ptr %sp, align 8")
 

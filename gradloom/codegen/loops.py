@@ -52,21 +52,9 @@ class LoopEmitter:
         raise NotImplementedError
 
     def poll(self, go_on: str) -> None:
-        """Continue at go_on unless a SIGINT arrived since the entry started; on the way, tick
-        (codegen/signals.py: now and then that puts the SIGINT handler back if it was
-        replaced). Ends in a block of its own, the one branching to go_on."""
-        f = self.f
-        now, hit, tick, unset, fn = (f.fresh("%irq") for _ in range(5))
-        ticked = f.fresh("tick")
-        f.emit(f"{now} = load atomic i64, ptr @gl_interrupts monotonic, align 8")
-        f.emit(f"{hit} = icmp ne i64 {now}, %interrupts")
-        f.emit(f"br i1 {hit}, label %interrupted, label %{ticked}, !prof !2")
-        f.start_block(ticked)
-        f.emit(f"{tick} = load atomic ptr, ptr @gl_tick_fn monotonic, align 8")
-        f.emit(f"{unset} = icmp eq ptr {tick}, null")
-        f.emit(f"{fn} = select i1 {unset}, ptr @gl.noop, ptr {tick}")
-        f.emit(f"call void {fn}()")
-        f.emit(f"br label %{go_on}")
+        """Continue at go_on unless the launch was interrupted (per target: entry_*.py); ends
+        in a block of its own, the one branching to go_on."""
+        raise NotImplementedError
 
     def emit_loop(self, s: Loop) -> None:
         """A while loop, strip-mined (see the module's docstring for the three shapes)."""

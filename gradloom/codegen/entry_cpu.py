@@ -1,0 +1,189 @@
+"""The CPU target's entry function: a loop over the thread range [start, end) of a launch block.
+
+The entry takes one pointer, to a launch block (layout: types.BLOCK_*; runtime/launch.py fills
+it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread of a split
+launch gets its own block. The thread loop is emitted twice (a copy with unit innermost strides
+for contiguous arrays, which LLVM vectorises, and the general one) and polls for Ctrl-C between
+chunks of threads (codegen/signals.py).
+"""
+
+from __future__ import annotations
+
+from ..ir.nodes import KernelIR, Op, walk_ops
+from ..types import (
+    BLOCK_ARGS,
+    BLOCK_DIMS,
+    BLOCK_END,
+    BLOCK_START,
+    BLOCK_STATUS,
+    STATUS_INTERRUPTED,
+)
+from .llvm import KernelEmitter, emit_module
+from .llvm_ops import MathCall, string_global
+from .signals import KERNEL_DECLARES, POLL_THREADS
+
+_INTRINSICS = ("sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+               "exp", "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc",
+               "pow")
+#: LLVM's intrinsics, which become calls of the C library where the CPU has no instruction;
+#: the C library for what LLVM has no intrinsic for
+CPU_MATH: dict[str, MathCall] = {
+    **{n: ("intrinsic", n) for n in _INTRINSICS},
+    **{n: ("libm", n) for n in ("cbrt", "erf", "erfc", "atan2")},
+}
+
+
+class CpuKernelEmitter(KernelEmitter):
+    """The CPU entry: `void entry(ptr block)` looping over its slice of the threads."""
+
+    math = CPU_MATH
+    module_declares = tuple(KERNEL_DECLARES)
+
+    def emit_function(self) -> str:
+        f = self.f
+        f.start_block("entry")
+        f.emit("%dims = getelementptr i8, ptr %block, i64 " + str(BLOCK_DIMS))
+        f.emit("%err = getelementptr i8, ptr %block, i64 " + str(BLOCK_STATUS))
+        f.emit("%args = getelementptr i8, ptr %block, i64 " + str(BLOCK_ARGS))
+        f.emit("%startp = getelementptr i8, ptr %block, i64 " + str(BLOCK_START))
+        f.emit("%start = load i64, ptr %startp, align 8")
+        f.emit("%endp = getelementptr i8, ptr %block, i64 " + str(BLOCK_END))
+        f.emit("%end = load i64, ptr %endp, align 8")
+        self.enter()
+        self.hoist_args(self.kernel.body)
+        for k in range(4):
+            f.emit(f"%dimp{k} = getelementptr i64, ptr %dims, i64 {k}")
+            f.emit(f"%dim{k} = load i64, ptr %dimp{k}, align 8")
+        self.uses_stack = any(op.prim == "push" for op in walk_ops(self.kernel.body))
+        if self.uses_stack:
+            self.stack_setup()
+        f.emit("%ends = add i64 %start, %end")
+        f.emit("%last.thread = sub i64 %ends, 1")
+        f.emit("%nonempty = icmp slt i64 %start, %end")
+        f.emit("br i1 %nonempty, label %dispatch, label %exit")
+        f.start_block("dispatch")
+        arg_names = dict(self.names)
+        if self.kernel.unit_strides:
+            f.emit(f"br i1 {self.all_contiguous()}, label %c.pre, label %s.pre")
+            self.thread_loop("c.", {**arg_names, **{v.id: str(size) for v, size in
+                                                     self.kernel.unit_strides}})
+        else:
+            f.emit("br label %s.pre")
+        self.thread_loop("s.", arg_names)
+        f.start_block("interrupted")
+        f.emit(f"store i32 {STATUS_INTERRUPTED}, ptr %err, align 4")
+        f.emit("br label %exit")
+        f.start_block("exit")
+        f.emit("store atomic ptr null, ptr @gl_running monotonic, align 8")
+        f.emit("ret void")
+        head = f"define void @{self.symbol}(ptr noalias nocapture %block) nounwind {{"
+        return "\n".join([head, *f.lines, "}"])
+
+    def enter(self) -> None:
+        """Note the interrupt count (codegen/signals.py) and which kernel runs; every way out
+        of the entry goes through the `exit` block, which clears the second."""
+        name = string_global(self.declares, f"'{self.kernel.name}'")
+        self.f.emit("%interrupts = load atomic i64, ptr @gl_interrupts monotonic, align 8")
+        self.f.emit(f"store atomic ptr {name}, ptr @gl_running monotonic, align 8")
+
+    def stack_setup(self) -> None:
+        """The adjoint stack: its base and capacity follow the error word in the status block."""
+        f = self.f
+        f.emit("%sp = alloca i64, align 8")
+        f.emit("%stack.basep = getelementptr i8, ptr %err, i64 8")
+        f.emit("%stack.base = load ptr, ptr %stack.basep, align 8")
+        f.emit("%stack.capp = getelementptr i8, ptr %err, i64 16")
+        f.emit("%stack.cap = load i64, ptr %stack.capp, align 8")
+        f.emit("%failed.thread = getelementptr i8, ptr %err, i64 24")
+
+    def all_contiguous(self) -> str:
+        """An i1 that is true when every array's innermost stride is its element size (and, in
+        an adjoint, every gradient pointer it uses is non-null)."""
+        acc = "true"
+        for v in self.grad_roots:
+            live, both = self.f.fresh("%glive"), self.f.fresh("%unit")
+            self.f.emit(f"{live} = icmp ne ptr {self.name(v)}, null")
+            self.f.emit(f"{both} = and i1 {acc}, {live}")
+            acc = both
+        for v, size in self.kernel.unit_strides:
+            eq, both = self.f.fresh("%unit"), self.f.fresh("%unit")
+            self.f.emit(f"{eq} = icmp eq i64 {self.name(v)}, {size}")
+            self.f.emit(f"{both} = and i1 {acc}, {eq}")
+            acc = both
+        return acc
+
+    def thread_loop(self, prefix: str, names: dict[int, str]) -> None:
+        """One copy of the loop over thread indices, its SSA names and labels prefixed: chunks
+        of POLL_THREADS threads, with an interrupt poll between chunks (the inner loop stays
+        free of it, so it still vectorises)."""
+        f = self.f
+        p = prefix
+        self.prefix, self.names = prefix, names
+        self.grads_known = prefix == "c."
+        f.start_block(f"{p}pre")
+        f.emit(f"br label %{p}chunk")
+        f.start_block(f"{p}chunk")
+        f.emit(f"%{p}c = phi i64 [%start, %{p}pre], [%{p}cend, %{p}polled]")
+        f.emit(f"%{p}cnext = add nuw nsw i64 %{p}c, {POLL_THREADS}")
+        f.emit(f"%{p}cless = icmp slt i64 %{p}cnext, %end")
+        f.emit(f"%{p}cend = select i1 %{p}cless, i64 %{p}cnext, i64 %end")
+        f.emit(f"br label %{p}thread")
+        f.start_block(f"{p}thread")
+        f.emit(f"%{p}t = phi i64 [%{p}c, %{p}chunk], [%{p}t.next, %{p}latch]")
+        if self.kernel.reverse_threads:
+            f.emit(f"%{p}tid = sub i64 %last.thread, %{p}t")
+        else:
+            f.emit(f"%{p}tid = add i64 %{p}t, 0")
+        if self.uses_stack:
+            f.emit("store i64 0, ptr %sp, align 8")
+        self.block(self.kernel.body)
+        f.emit(f"br label %{p}latch")
+        f.start_block(f"{p}latch")
+        f.emit(f"%{p}t.next = add nuw nsw i64 %{p}t, 1")
+        f.emit(f"%{p}more = icmp slt i64 %{p}t.next, %{p}cend")
+        f.emit(f"br i1 %{p}more, label %{p}thread, label %{p}chunk.end, !llvm.loop !0")
+        f.start_block(f"{p}chunk.end")
+        f.emit(f"%{p}cmore = icmp slt i64 %{p}cend, %end")
+        f.emit(f"br i1 %{p}cmore, label %{p}poll, label %exit")
+        f.start_block(f"{p}poll")
+        self.poll(f"{p}polled")
+        f.start_block(f"{p}polled")
+        f.emit(f"br label %{p}chunk")
+
+    def emit_print(self, s: Op) -> None:
+        """printf(attr, values...) when the condition holds, then fflush (output in order)."""
+        f = self.f
+        fmt = string_global(self.declares, str(s.attr))
+        args = [f"ptr {fmt}"] + [self.vararg(v) for v in s.args[1:]]
+        go, done = f.fresh("print"), f.fresh("printed")
+        f.emit(f"br i1 {self.a(s, 0)}, label %{go}, label %{done}")
+        f.start_block(go)
+        self.declares.add("declare i32 @printf(ptr, ...)")
+        self.declares.add("declare i32 @fflush(ptr)")
+        f.emit(f"call i32 (ptr, ...) @printf({', '.join(args)})")
+        f.emit("call i32 @fflush(ptr null)")
+        f.emit(f"br label %{done}")
+        f.start_block(done)
+
+    def poll(self, go_on: str) -> None:
+        """Continue at go_on unless a SIGINT arrived since the entry started; on the way, tick
+        (codegen/signals.py: now and then that puts the SIGINT handler back if it was
+        replaced). Ends in a block of its own, the one branching to go_on."""
+        f = self.f
+        now, hit, tick, unset, fn = (f.fresh("%irq") for _ in range(5))
+        ticked = f.fresh("tick")
+        f.emit(f"{now} = load atomic i64, ptr @gl_interrupts monotonic, align 8")
+        f.emit(f"{hit} = icmp ne i64 {now}, %interrupts")
+        f.emit(f"br i1 {hit}, label %interrupted, label %{ticked}, !prof !2")
+        f.start_block(ticked)
+        f.emit(f"{tick} = load atomic ptr, ptr @gl_tick_fn monotonic, align 8")
+        f.emit(f"{unset} = icmp eq ptr {tick}, null")
+        f.emit(f"{fn} = select i1 {unset}, ptr @gl.noop, ptr {tick}")
+        f.emit(f"call void {fn}()")
+        f.emit(f"br label %{go_on}")
+
+
+def cpu_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str,
+               private_adds: tuple[int, ...] = ()) -> str:
+    """The LLVM module of a kernel's CPU entry."""
+    return emit_module(CpuKernelEmitter(kernel, symbol, private_adds), triple, datalayout)
