@@ -2,8 +2,8 @@
 compiles to PTX that ptxas assembles for sm_80 and sm_90 (skipped without ptxas or libdevice)."""
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
