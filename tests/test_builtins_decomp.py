@@ -259,10 +259,11 @@ def test_eig3_symmetric_losses_differentiate_at_repeated_eigenvalues() -> None:
 def test_eig3_symmetric_losses_near_repeated_eigenvalues() -> None:
     """A known limit of differentiating through Jacobi rotations: at eigenvalue gaps g (relative)
     the rotation angles' derivatives are ~1/g, and they multiply rounding residuals ~1e-16, so the
-    gradient of a symmetric loss is off by ~1e-16/g (here g ~ 1e-9: ~1e-7)."""
+    gradient of a symmetric loss is off by ~1e-16/g (here g ~ 1e-9: ~1e-7, and up to ~2e-6 for
+    the closest pair of the 20 when every operation rounds on its own, without FMA)."""
     rng = np.random.default_rng(3)
     m = np.eye(3) + 1e-9 * rng.normal(size=(20, 3, 3))
-    _check_symmetric_losses(m + _t(m), 1e-6)
+    _check_symmetric_losses(m + _t(m), 1e-5)
 
 
 @wp.kernel
