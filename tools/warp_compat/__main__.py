@@ -25,7 +25,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--files", nargs="+", metavar="MODULE",
                    help="test modules under warp.tests (default: all covered files)")
     p.add_argument("--refresh-baseline", action="store_true",
-                   help="re-run the files on warp-lang and update warp_baseline.json")
+                   help="re-run the files on warp-lang and update warp_baseline.json; re-run "
+                   "the examples on warp-lang (otherwise their outputs in build/ are reused)")
     p.add_argument("--missing-baseline", action="store_true",
                    help="with --refresh-baseline: only files the baseline does not have yet")
     p.add_argument("--no-tests", action="store_true", help="skip the test files")
@@ -35,6 +36,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="seconds per test file on gradloom (default 600)")
     p.add_argument("--warp-timeout", type=float, default=3600.0,
                    help="seconds per test file on warp-lang (default 3600: first compiles)")
+    p.add_argument("--experiment", type=Path, default=None, metavar="FILE",
+                   help="Python code appended to the shim's warp/__init__.py, to look behind a "
+                   "known gap (the report is marked as an experiment; give --report)")
     p.add_argument("--report", type=Path, default=None,
                    help=f"report path (default {DOC_PATH.relative_to(REPO_ROOT)} on a full run)")
     return p.parse_args(argv)  # fmt: skip
@@ -63,9 +67,13 @@ def refresh_baseline(modules: list[str], args: argparse.Namespace) -> None:
 def run_gradloom(modules: list[str], args: argparse.Namespace, root: Path) -> dict[str, FileRun]:
     """Run ``modules`` on gradloom through a freshly generated shim."""
     with tempfile.TemporaryDirectory(prefix="warp_shim_") as tmp:
-        shim_dir = shim.generate(Path(tmp), root)
+        shim_dir = shim.generate(Path(tmp), root, _experiment(args))
         print(f"gradloom: {len(modules)} files (shim in {shim_dir})", flush=True)
         return run_files(modules, shim_dir, BUILD_DIR / "gradloom", args.timeout, _progress)
+
+
+def _experiment(args: argparse.Namespace) -> str:
+    return args.experiment.read_text() if args.experiment else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         print("warp-lang is not installed: pip install -e '.[compat]'", file=sys.stderr)
         return 2
     modules = list(args.files or catalog.TEST_FILES)
-    if args.refresh_baseline:
+    if args.refresh_baseline and not args.no_tests:
         refresh_baseline(modules, args)
     runs: dict[str, FileRun] = {}
     if not args.no_tests:
@@ -87,12 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_examples:
         from . import examples as ex
 
-        examples = ex.run_all(args.examples, BUILD_DIR / "examples")
+        examples = ex.run_all(args.examples, BUILD_DIR / "examples", args.refresh_baseline,
+                              _experiment(args))
     if args.no_tests and args.no_examples:
         return 0
-    full = args.files is None and args.examples is None and not (args.no_tests or args.no_examples)
+    full = not (args.files or args.examples or args.no_tests or args.no_examples or args.experiment)
     path = args.report or (DOC_PATH if full else None)
-    text = report.render(runs, baseline.load(), examples, full=full)
+    text = report.render(runs, baseline.load(), examples, full=full,
+                         experiment=str(args.experiment or ""))
     if path is not None:
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path}")

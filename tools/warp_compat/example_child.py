@@ -55,7 +55,7 @@ def collect(value: Any, name: str, out: dict[str, np.ndarray], home: str, depth:
         for key, item in value.items():
             if isinstance(key, str) and not key.startswith("__"):
                 collect(item, f"{name}{key}", out, home, depth + 1)
-    elif type(value).__module__ == home or hasattr(value, "_cls"):  # the example's own objects
+    elif depth == 0 or type(value).__module__ == home:  # the example object and its helpers
         for key, item in list(vars(value).items()) if hasattr(value, "__dict__") else []:
             collect(item, f"{name}.{key}" if name else key, out, home, depth + 1)
 
@@ -67,7 +67,7 @@ def run_main(spec: ExampleSpec, module: str) -> dict[str, np.ndarray]:
     env = runpy.run_module(module, run_name="__main__", alter_sys=True)
     out: dict[str, np.ndarray] = {}
     if "example" in env:
-        collect(env["example"], "", out, module)
+        collect(env["example"], "", out, type(env["example"]).__module__)
     return out
 
 
@@ -119,7 +119,7 @@ def run_cloth(spec: ExampleSpec, module: str) -> dict[str, np.ndarray]:
     for _ in range(10):
         integrator.simulate(1.0 / 60.0, 16)
     out: dict[str, np.ndarray] = {}
-    collect(integrator, "", out, module)
+    collect(integrator, "", out, type(integrator).__module__)
     return out
 
 

@@ -123,14 +123,15 @@ def compare(name: str, warp: Side, gradloom: Side) -> ExampleResult:
     return res
 
 
-def run_all(names: list[str] | None, workdir: Path, rerun_warp: bool = False) -> list[ExampleResult]:
+def run_all(names: list[str] | None, workdir: Path, rerun_warp: bool = False,
+            experiment: str = "") -> list[ExampleResult]:  # fmt: skip
     """Run the examples (all, or ``names``); warp-lang's outputs are reused from ``workdir``."""
     root = catalog.warp_root()
     assert root is not None
     specs = [catalog.example_spec(n) for n in names] if names else list(catalog.EXAMPLES)
     results = []
     with tempfile.TemporaryDirectory(prefix="warp_shim_") as tmp:
-        shim_dir = shim.generate(Path(tmp), root)
+        shim_dir = shim.generate(Path(tmp), root, experiment)
         for spec in specs:
             warp = _cached_warp(spec.name, workdir / "warp", rerun_warp)
             gl = _run_side(spec.name, shim_dir, workdir / "gradloom")

@@ -141,13 +141,15 @@ def _details(scores: list[FileScore], status: tuple[str, ...], title: str) -> li
 
 
 def render(runs: dict[str, FileRun], base: Baseline, examples: list[ExampleResult] | None,
-           full: bool = True) -> str:  # fmt: skip
+           full: bool = True, experiment: str = "") -> str:  # fmt: skip
     """The whole page."""
     meta, _ = base
     scores = score_all(runs, base)
     t = totals(scores)
     harness = ", ".join(f"`{k}={v!r}`" for k, v in HARNESS_CONFIG_DEFAULTS.items())
     out = [_HEAD.format(harness=harness)]
+    if experiment:
+        out.append(f"**EXPERIMENT**: the shim ran with `{experiment}` appended; not gradloom's score.\n")
     out.append(f"Generated {datetime.date.today().isoformat()} on gradloom {_git_revision()}; "
                f"warp-lang {meta.get('warp_version', '?')} baseline of "
                f"{meta.get('updated', '?')}.{'' if full else ' (partial run)'}")  # fmt: skip

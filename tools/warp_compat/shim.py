@@ -66,18 +66,20 @@ def _eager_then(install: str, submodules: tuple[str, ...]) -> str:
     )
 
 
-def generate(dest: Path, warp_root: Path) -> Path:
+def generate(dest: Path, warp_root: Path, experiment: str = "") -> Path:
     """Write the shim into ``dest`` (emptied first); returns the directory to put on sys.path.
 
     ``warp_root`` is the installed warp-lang package directory (its tests/ and examples/ are
-    reached from the shim; nothing is copied from it).
+    reached from the shim; nothing is copied from it). ``experiment``: Python code appended to
+    ``warp/__init__.py`` (to look behind a known gap; never for the recorded numbers).
     """
     if dest.exists():
         shutil.rmtree(dest)
     pkg = dest / "warp"
     pkg.mkdir(parents=True)
     (pkg / "_shimlib.py").write_text(SHIMLIB.read_text())
-    _write(pkg / "__init__.py", "the warp package, forwarding to gradloom.", top_init_body())
+    _write(pkg / "__init__.py", "the warp package, forwarding to gradloom.",
+           top_init_body() + (f"# --- experiment ---\n{experiment}\n" if experiment else ""))  # fmt: skip
     _write(pkg / "config.py", "warp.config is gradloom.config.",
            "from warp import _shimlib\n"
            "_shimlib.alias(__name__, 'gradloom.config')\n"
