@@ -69,13 +69,14 @@ def test_import_error_blocks_every_warp_passing_test():
 
 
 def test_scoring_statuses_and_private_is_not_applicable():
-    warp = FileRun("test_x", tests={n: CaseResult("pass") for n in "abcdef"})
+    warp = FileRun("test_x", tests={n: CaseResult("pass") for n in "abcdefg"})
     gl = FileRun("test_x", tests={
         "a": CaseResult("pass"),
         "b": CaseResult("fail", "AssertionError", "\nArrays differ at 0x7f00"),
         "c": CaseResult("error", "WarpPrivate", "warp._src.context.runtime: Warp-private internal"),
         "d": CaseResult("error", "AttributeError", "gradloom has no 'vec3s'"),
         "e": CaseResult("skip", message="needs CUDA"),
+        "g": CaseResult("error", "AttributeError", "'Kernel' object has no attribute 'adj'"),
     })  # fmt: skip
     score = {t.test: t for t in classify.score_file("test_x", warp, gl).tests}
     assert score["a"].status == "passed"
@@ -84,6 +85,7 @@ def test_scoring_statuses_and_private_is_not_applicable():
     assert score["d"].status == "errored"
     assert score["e"].status == "failed"
     assert score["f"].cause.startswith("not registered on gradloom")
+    assert score["g"].status == "n/a" and "Adjoint" in score["g"].cause
     top = classify.causes([classify.score_file("test_x", warp, gl)])
     assert sum(n for _, n, _ in top) == 4  # b, d, e, f; n/a and passed are not causes
 
@@ -161,6 +163,8 @@ def test_shim_modules_forward_and_alias(fake_wheel, tmp_path):
         import gradloom, gradloom.config, warp, warp.config, warp.examples, warp.optim
         assert warp.config is gradloom.config and warp.vec3 is gradloom.vec3
         assert warp.examples.where().startswith({str(fake_wheel)!r})
+        from warp._src.types import Vector
+        assert repr(Vector[warp.float32, 3]) == repr(gradloom.types.vector(3, gradloom.float32))
         try:
             warp.optim.NoSuchOptimiser()
         except BaseException as e:

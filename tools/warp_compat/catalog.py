@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,17 +85,20 @@ def example_spec(name: str) -> ExampleSpec:
 
 
 def warp_root() -> Path | None:
-    """Directory of the installed warp-lang package, found without importing it (None: absent)."""
-    try:
-        spec = importlib.util.find_spec("warp")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        root = Path(loc)
-        if (root / "tests" / "unittest_utils.py").is_file():
-            return root
+    """Directory of the installed warp-lang package, found without importing it (None: absent).
+
+    Looks for the package's files, so a ``warp`` shim earlier on ``sys.path`` is not mistaken
+    for it.
+    """
+    from importlib import metadata
+
+    candidates: list[Path] = []
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        candidates.append(Path(str(metadata.distribution("warp-lang").locate_file("warp"))))
+    candidates += [Path(p or ".") / "warp" for p in sys.path]
+    for root in candidates:
+        if (root / "tests" / "unittest_utils.py").is_file() and (root / "_src").is_dir():
+            return root.resolve()
     return None
 
 

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .not_applicable import reason_for
+from .not_applicable import reason_for, reason_for_error
 from .results import PASSING, CaseResult, FileRun
 
 STATUSES = ("passed", "failed", "errored", "n/a")
@@ -59,11 +59,7 @@ def cause_key(result: CaseResult) -> str:
 
 def _private_reason(result: CaseResult) -> str:
     """Why a gradloom error means "not applicable" (Warp-private internals), or ''."""
-    if result.exc_type == "WarpPrivate":
-        return f"uses Warp-private {first_line(result.message).split(':')[0]}"
-    if result.exc_type == "ModuleNotFoundError" and "warp._src" in result.message:
-        return f"imports a Warp-private module ({first_line(result.message)})"
-    return ""
+    return reason_for_error(result.exc_type, result.message)
 
 
 def score_test(module: str, name: str, gl: CaseResult | None, run: FileRun | None) -> Scored:

@@ -32,10 +32,20 @@ and print a summary instead. Per-test details (messages, tracebacks) go to
 `build/warp_compat/gradloom_results.json`, child logs to `build/warp_compat/`.
 
 Only tests that pass on warp-lang's CPU are counted. *Not applicable*: tests of Warp-private
-internals (they reach `warp._src`, which the shim leaves to placeholders) and the few listed in
-`tools/warp_compat/not_applicable.py`. A test that warp-lang runs but gradloom does not register
-(e.g. parametrised over a type gradloom lacks) counts as errored. The shim gives gradloom's config
-these harness-only options when it lacks them: {harness}.
+internals (they reach `warp._src`, which the shim leaves to placeholders, or read Warp's codegen
+objects) and the CUDA-only ones listed in `tools/warp_compat/not_applicable.py`. A test that
+warp-lang runs but gradloom does not register (e.g. parametrised over a type gradloom lacks)
+counts as errored. A Warp module gradloom lacks (e.g. `warp.utils`) still imports; using it
+raises `ShimMissing`.
+
+Shim choices (`tools/warp_compat/shimlib.py`): `warp.config` *is* `gradloom.config`; other
+`warp.X` modules forward to `gradloom.X` (`warp.types` and `warp.utils` also to `gradloom`).
+Warp's test harness (`warp/tests/unittest_utils.py`) is loaded from the wheel with the CPU as the
+only device; `suppress_native_error_output` is a no-op (gradloom has no native error printing) and
+gradloom's config gets these harness-only options when it lacks them: {harness}. The few
+`warp._src.types` names that tests use as parameters are given their public meaning (the scalar
+and vector type lists, `np_dtype_to_warp_type`, and `Vector[dtype, n]`, `Matrix[dtype, r, c]`,
+`Quaternion[dtype]`, `Transformation[dtype]` as the public type factories).
 """
 
 

@@ -8,9 +8,10 @@ one-line modules that call ``forward``, ``alias`` or ``private`` from here.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 
 class ShimMissing(BaseException):
@@ -56,6 +57,9 @@ class _PlaceholderMeta(type):
         _raise(cls._exc, f"... in {cls._what}", cls._why)
 
     def __getitem__(cls, key: Any) -> Any:
+        spell = cls.__dict__.get("_spell")
+        if spell is not None:
+            return spell(key)
         _raise(cls._exc, f"{cls._what}[...]", cls._why)
 
     def __len__(cls) -> int:
@@ -71,12 +75,66 @@ class _PlaceholderMeta(type):
         return f"<not in gradloom: {cls._what}>"
 
 
-def placeholder(what: str, why: str, exc: type[BaseException]) -> type:
-    """A stand-in for the missing object ``what``: importable, but raises ``exc`` when used."""
-    return _PlaceholderMeta(what.rsplit(".", 1)[-1], (), {"_what": what, "_why": why, "_exc": exc})
+def placeholder(what: str, why: str, exc: type[BaseException], spell: Any = None) -> type:
+    """A stand-in for the missing object ``what``: importable, but raises ``exc`` when used.
+
+    ``spell(key)``, if given, answers ``what[key]`` instead (see ``_type_spelling``).
+    """
+    body = {"_what": what, "_why": why, "_exc": exc, "_spell": staticmethod(spell) if spell else None}
+    return _PlaceholderMeta(what.rsplit(".", 1)[-1], (), body)
+
+
+def _literal_int(value: Any) -> int | None:
+    """3 or Literal[3] -> 3; anything else (Any, a TypeVar, Literal[2, 3]) -> None."""
+    import typing
+
+    if typing.get_origin(value) is typing.Literal:
+        args = typing.get_args(value)
+        value = args[0] if len(args) == 1 else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _type_spelling(name: str, arity: int, build: Any) -> type:
+    """``warp._src.types.<name>[dtype, sizes...]``: Warp's typing spelling of a public factory.
+
+    Only the concrete form maps to gradloom's public factory (``Vector[float32, 3]`` is
+    ``wp.types.vector(3, float32)`` in Warp too); generic or malformed forms are Warp-private.
+    """
+    what = f"warp._src.types.{name}"
+
+    def spell(key: Any) -> Any:
+        args = key if isinstance(key, tuple) else (key,)
+        sizes = [_literal_int(a) for a in args[1:]]
+        if len(args) != arity or None in sizes or isinstance(args[0], (str, int, TypeVar)):
+            _raise(WarpPrivate, f"{what}[{key!r}]", "generic or malformed Warp-private spelling")
+        return build(args[0], *sizes)
+
+    return placeholder(what, "Warp-private internal", WarpPrivate, spell)
+
+
+def _inside_package(name: str) -> bool:
+    """Whether ``name`` would load from the imported gradloom package's own directory.
+
+    (An editable install of another checkout can otherwise supply a submodule this one lacks.)
+    """
+    import gradloom
+
+    if name == "gradloom":
+        return True
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    roots = [str(p) for p in gradloom.__path__]
+    where = spec.origin if spec is not None else None
+    if spec is not None and where in (None, "namespace") and spec.submodule_search_locations:
+        where = next(iter(spec.submodule_search_locations), None)
+    return where is not None and any(where.startswith(r) for r in roots)
 
 
 def _try_import(name: str) -> types.ModuleType | None:
+    if not _inside_package(name):
+        return None
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
@@ -156,6 +214,7 @@ def src_types_data() -> dict[str, Any]:
     import numpy as np
 
     import gradloom
+    import gradloom.types as t
 
     vecs = " ".join(f"vec{n}{s}" for n in (2, 3, 4) for s in _VEC_SUFFIXES.split())
     mats = " ".join(f"{k}{p}" for k in ("mat22", "mat33", "mat44", "quat", "transform",
@@ -178,6 +237,10 @@ def src_types_data() -> dict[str, Any]:
         "vector_types": by_names(vecs + " " + mats),
         "np_dtype_to_warp_type": np_map,
         **{n: getattr(gradloom, n) for n in ("vector", "matrix") if hasattr(gradloom, n)},
+        "Vector": _type_spelling("Vector", 2, lambda dt, n: t.vector(n, dt)),
+        "Matrix": _type_spelling("Matrix", 3, lambda dt, r, c: t.matrix((r, c), dt)),
+        "Quaternion": _type_spelling("Quaternion", 1, lambda dt: t.quaternion(dt)),
+        "Transformation": _type_spelling("Transformation", 1, lambda dt: t.transformation(dt)),
     }
 
 
