@@ -18,6 +18,7 @@ import pytest
 from tools.warp_compat import catalog, classify, shim
 from tools.warp_compat.examples import Side, compare, rel_diff
 from tools.warp_compat.results import CaseResult, FileRun, parse_events
+from tools.warp_compat.runner import run_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -133,6 +134,20 @@ def fake_wheel(tmp_path_factory) -> Path:
             def test_missing(self):
                 wp.no_such_name_in_gradloom
     """))  # fmt: skip
+    (root / "tests" / "test_abort.py").write_text(textwrap.dedent("""
+        import os, sys, time, unittest
+
+        class TestAbort(unittest.TestCase):
+            def test_a_fine(self):
+                pass
+            def test_b_dies(self):
+                if os.environ.get("FAKE_HANG"):
+                    time.sleep(60)
+                sys.stdout.flush()
+                os._exit(3)
+            def test_c_never(self):
+                pass
+    """))  # fmt: skip
     return root
 
 
@@ -190,3 +205,15 @@ def test_installed_wheel_has_every_covered_file():
         pytest.skip("warp-lang is not installed (pip install -e '.[compat]')")
     missing = [m for m in catalog.TEST_FILES if not catalog.test_file_path(root, m).is_file()]
     assert not missing
+
+
+@pytest.mark.parametrize("hang", [False, True])
+def test_runner_pins_crash_or_hang_to_the_test(fake_wheel, tmp_path, monkeypatch, hang):
+    shim_dir = shim.generate(tmp_path / "shim", fake_wheel)
+    if hang:
+        monkeypatch.setenv("FAKE_HANG", "1")
+    run = run_file("test_abort", shim_dir, tmp_path / "work", timeout=8.0 if hang else 120.0)
+    assert run.status == ("timeout" if hang else "crash")
+    assert run.tests["TestAbort.test_a_fine"].outcome == "pass"
+    assert run.tests["TestAbort.test_b_dies"].exc_type == ("Timeout" if hang else "Crash")
+    assert run.tests["TestAbort.test_c_never"].exc_type == "NotRun"

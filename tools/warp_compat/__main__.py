@@ -11,6 +11,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from . import baseline, catalog, report, shim
 from .results import FileRun
@@ -76,6 +77,35 @@ def _experiment(args: argparse.Namespace) -> str:
     return args.experiment.read_text() if args.experiment else ""
 
 
+def _run_tests(modules: list[str], args: argparse.Namespace, root: Path) -> dict[str, FileRun]:
+    runs = run_gradloom(modules, args, root)
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    out = {m: r.to_json() for m, r in runs.items()}
+    (BUILD_DIR / "gradloom_results.json").write_text(json.dumps(out, indent=1))
+    return runs
+
+
+def _run_examples(args: argparse.Namespace) -> list[Any]:
+    from . import examples as ex
+
+    results = ex.run_all(args.examples, BUILD_DIR / "examples", args.refresh_baseline,
+                         _experiment(args))  # fmt: skip
+    (BUILD_DIR / "examples_results.json").write_text(json.dumps(ex.to_json(results), indent=1))
+    return results
+
+
+def _write_report(args: argparse.Namespace, runs: dict[str, FileRun], examples: Any) -> None:
+    full = not (args.files or args.examples or args.no_tests or args.no_examples or args.experiment)
+    path = args.report or (DOC_PATH if full else None)
+    base = baseline.load()
+    if path is None:
+        print(report.summary(runs, base))
+        return
+    text = report.render(runs, base, examples, full=full, experiment=str(args.experiment or ""))
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     root = catalog.warp_root()
@@ -85,29 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     modules = list(args.files or catalog.TEST_FILES)
     if args.refresh_baseline and not args.no_tests:
         refresh_baseline(modules, args)
-    runs: dict[str, FileRun] = {}
-    if not args.no_tests:
-        runs = run_gradloom(modules, args, root)
-        BUILD_DIR.mkdir(parents=True, exist_ok=True)
-        out = {m: r.to_json() for m, r in runs.items()}
-        (BUILD_DIR / "gradloom_results.json").write_text(json.dumps(out, indent=1))
-    examples = None
-    if not args.no_examples:
-        from . import examples as ex
-
-        examples = ex.run_all(args.examples, BUILD_DIR / "examples", args.refresh_baseline,
-                              _experiment(args))
-    if args.no_tests and args.no_examples:
-        return 0
-    full = not (args.files or args.examples or args.no_tests or args.no_examples or args.experiment)
-    path = args.report or (DOC_PATH if full else None)
-    text = report.render(runs, baseline.load(), examples, full=full,
-                         experiment=str(args.experiment or ""))
-    if path is not None:
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}")
-    else:
-        print(report.summary(runs, baseline.load()))
+    runs = {} if args.no_tests else _run_tests(modules, args, root)
+    examples = None if args.no_examples else _run_examples(args)
+    if not (args.no_tests and args.no_examples):
+        _write_report(args, runs, examples)
     return 0
 
 

@@ -82,14 +82,14 @@ class StreamingResult(unittest.TestResult):
         if reason:
             cur["message"] = reason
 
-    def addError(self, test: Any, err: ExcInfo) -> None:  # type: ignore[override]
+    def addError(self, test: Any, err: Any) -> None:
         super().addError(test, err)
         if isinstance(test, unittest.TestCase) and self._current is not None:
             self._note("error", err)
         else:  # setUpClass / setUpModule failure (an _ErrorHolder)
             self.emit({"event": "file_error", "where": str(test), **describe(err)})
 
-    def addFailure(self, test: Any, err: ExcInfo) -> None:  # type: ignore[override]
+    def addFailure(self, test: Any, err: Any) -> None:
         super().addFailure(test, err)
         self._note("fail", err)
 
@@ -128,7 +128,7 @@ def _prepare_backend() -> None:
 
     if hasattr(warp.config, "quiet"):
         warp.config.quiet = True
-    utils = importlib.import_module("warp.tests.unittest_utils")
+    utils: Any = importlib.import_module("warp.tests.unittest_utils")
     utils.test_mode = "basic"  # the CPU plus the first GPU: none is visible here
     if hasattr(warp, "_shimlib"):
         # The harness silences warp-lang's native (C) error printing through warp._src; gradloom

@@ -153,7 +153,7 @@ def main(argv: list[str]) -> int:
     meta: dict[str, Any] = {"ok": True}
     try:
         arrays = _flatten_fields(run(name))
-        np.savez(out, **arrays)
+        np.savez(out, **arrays)  # type: ignore[arg-type]
         meta["arrays"] = sorted(arrays)
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):

@@ -103,14 +103,20 @@ def _file_table(scores: list[FileScore]) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    """Plain text for a markdown table cell or list item."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+
+
+def _code(text: str) -> str:
+    """A code span for a table cell (entities are not decoded inside code spans)."""
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
 
 
 def _cause_table(scores: list[FileScore]) -> list[str]:
     rows = ["| # | tests blocked | cause (exception: message) | files |", "|--:|--:|---|---|"]
     for i, (cause, n, files) in enumerate(causes(scores)[:TOP_CAUSES], 1):
         shown = ", ".join(files[:4]) + (f" +{len(files) - 4}" if len(files) > 4 else "")
-        rows.append(f"| {i} | {n} | `{_md(cause)}` | {shown} |")
+        rows.append(f"| {i} | {n} | {_code(cause)} | {shown} |")
     return rows
 
 
@@ -124,8 +130,8 @@ def _example_table(results: list[ExampleResult]) -> list[str]:
     rows = ["| example | warp-lang | gradloom | arrays compared | max rel. diff (array) | "
             "loss trajectory rel. diff | result |", "|---|---|---|--:|---|---|---|"]  # fmt: skip
     for r in results:
-        gl = r.gradloom.status + (f": `{_md(r.gradloom.error[:150])}`" if r.gradloom.error else "")
-        wp = r.warp.status + (f": `{_md(r.warp.error[:100])}`" if r.warp.error else "")
+        gl = r.gradloom.status + (f": {_code(r.gradloom.error[:150])}" if r.gradloom.error else "")
+        wp = r.warp.status + (f": {_code(r.warp.error[:100])}" if r.warp.error else "")
         worst = f"{_fmt(r.worst)} ({r.worst_name})" if r.compared else "–"
         result = "**matches**" if r.matches else "differs" if r.compared else "–"
         if r.missing:
@@ -150,12 +156,28 @@ def _details(scores: list[FileScore], status: tuple[str, ...], title: str) -> li
     return out
 
 
+def _summary_lines(scores: list[FileScore], examples: list[ExampleResult] | None) -> list[str]:
+    t = totals(scores)
+    out = [f"- Tests: **{t['passed']} of {t['applicable']}** applicable warp-lang-passing tests "
+           f"pass on gradloom (**{_pct(t['passed'], t['applicable'])}**); {t['failed']} fail, "
+           f"{t['errored']} error, {t['n/a']} not applicable, over {len(scores)} files."]  # fmt: skip
+    if examples is not None:
+        ok = sum(r.matches for r in examples)
+        completed = sum(r.gradloom.status == "ok" for r in examples)
+        broken = [r.name for r in examples if r.warp.status != "ok"]
+        out.append(f"- Examples: **{ok} of {len(examples) - len(broken)}** comparable examples run "
+                   f"unchanged and match warp-lang (max difference ≤ {RTOL:g} × the array's "
+                   f"largest magnitude, loss trajectories likewise); {completed} of "
+                   f"{len(examples)} run to completion on gradloom."
+                   + (f" Not comparable (warp-lang itself fails): {', '.join(broken)}." if broken else ""))  # fmt: skip
+    return out
+
+
 def render(runs: dict[str, FileRun], base: Baseline, examples: list[ExampleResult] | None,
            full: bool = True, experiment: str = "") -> str:  # fmt: skip
     """The whole page."""
     meta, _ = base
     scores = score_all(runs, base)
-    t = totals(scores)
     harness = ", ".join(f"`{k}={v!r}`" for k, v in HARNESS_CONFIG_DEFAULTS.items())
     out = [_HEAD.format(harness=harness)]
     if experiment:
@@ -163,14 +185,7 @@ def render(runs: dict[str, FileRun], base: Baseline, examples: list[ExampleResul
     out.append(f"Generated {datetime.date.today().isoformat()} on gradloom {_git_revision()}; "
                f"warp-lang {meta.get('warp_version', '?')} baseline of "
                f"{meta.get('updated', '?')}.{'' if full else ' (partial run)'}")  # fmt: skip
-    out += ["", "## Summary", ""]
-    out.append(f"- Tests: **{t['passed']} of {t['applicable']}** applicable warp-lang-passing tests "
-               f"pass on gradloom (**{_pct(t['passed'], t['applicable'])}**); {t['failed']} fail, "
-               f"{t['errored']} error, {t['n/a']} not applicable, over {len(scores)} files.")  # fmt: skip
-    if examples is not None:
-        ok = sum(r.matches for r in examples)
-        out.append(f"- Examples: **{ok} of {len(examples)}** run unchanged and match warp-lang "
-                   f"(max relative difference ≤ {RTOL:g} of the array's largest value).")  # fmt: skip
+    out += ["", "## Summary", "", *_summary_lines(scores, examples)]
     out += ["", "## What to fix next: most common failure causes", ""]
     out += ["Failed and errored tests grouped by exception type and message (locations and "
             "numbers blanked); the count is the number of warp-lang-passing tests it blocks.", ""]
