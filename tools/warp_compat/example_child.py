@@ -1,7 +1,7 @@
 """Child process: run one Warp example unchanged and save its final arrays.
 
-Usage: ``python -m tools.warp_compat.example_child NAME OUT.npz`` (``warp`` is warp-lang or the
-gradloom shim, chosen by the parent through PYTHONPATH). Writes OUT.npz (array name -> values)
+Usage: ``python -m tools.warp_compat.example_child NAME OUT.npz [--trajectory]`` (``warp`` is
+warp-lang or the gradloom shim, chosen by the parent through PYTHONPATH). Writes OUT.npz (array name -> values)
 and OUT.json ({"ok": true} or the exception). The example's own stdout goes to the parent's log.
 """
 
@@ -60,10 +60,10 @@ def collect(value: Any, name: str, out: dict[str, np.ndarray], home: str, depth:
             collect(item, f"{name}.{key}" if name else key, out, home, depth + 1)
 
 
-def run_main(spec: ExampleSpec, module: str) -> dict[str, np.ndarray]:
+def run_main(spec: ExampleSpec, module: str, argv: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Run the example as a script with its own command-line options; arrays of ``example``."""
     path = importlib.util.find_spec(module)
-    sys.argv = [path.origin if path and path.origin else module, *spec.argv]
+    sys.argv = [path.origin if path and path.origin else module, *argv]
     env = runpy.run_module(module, run_name="__main__", alter_sys=True)
     out: dict[str, np.ndarray] = {}
     if "example" in env:
@@ -123,11 +123,12 @@ def run_cloth(spec: ExampleSpec, module: str) -> dict[str, np.ndarray]:
     return out
 
 
-def run(name: str) -> dict[str, np.ndarray]:
+def run(name: str, trajectory: bool = False) -> dict[str, np.ndarray]:
+    """Run example ``name`` (with its ``trajectory_argv`` if ``trajectory``); its arrays."""
     spec = example_spec(name)
     module = f"warp.examples.{spec.module}"
     if spec.driver == "main":
-        return run_main(spec, module)
+        return run_main(spec, module, spec.trajectory_argv if trajectory else spec.argv)
     if spec.driver.startswith("call:"):
         return run_call(spec, module)
     if spec.driver == "cloth":
@@ -148,18 +149,18 @@ def _flatten_fields(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def main(argv: list[str]) -> int:
-    name, out = argv[0], Path(argv[1])
+    name, out, trajectory = argv[0], Path(argv[1]), "--trajectory" in argv[2:]
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-    meta: dict[str, Any] = {"ok": True}
+    meta: dict[str, Any] = {"ok": True, "spec": example_spec(name).key()}
     try:
-        arrays = _flatten_fields(run(name))
+        arrays = _flatten_fields(run(name, trajectory))
         np.savez(out, **arrays)  # type: ignore[arg-type]
         meta["arrays"] = sorted(arrays)
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
             raise
-        meta = {"ok": False, "exc_type": type(e).__name__, "message": str(e)[:2000],
-                "traceback": traceback.format_exc()[-4000:]}  # fmt: skip
+        meta = {"ok": False, "spec": example_spec(name).key(), "exc_type": type(e).__name__,
+                "message": str(e)[:2000], "traceback": traceback.format_exc()[-4000:]}  # fmt: skip
     out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
     sys.stdout.flush()
     return 0

@@ -71,18 +71,32 @@ def _losses(name: str, log: Path) -> list[float]:
     return [float(m) for m in re.findall(pattern, log.read_text(errors="replace"))]
 
 
-def _run_side(name: str, shim_dir: Path | None, workdir: Path) -> Side:
+def _run_once(name: str, shim_dir: Path | None, workdir: Path, trajectory: bool) -> Side:
     workdir.mkdir(parents=True, exist_ok=True)
-    out = workdir / f"{name}.npz"
+    stem = f"{name}.trajectory" if trajectory else name
+    out = workdir / f"{stem}.npz"
     for stale in (out, out.with_suffix(".json")):
         stale.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "tools.warp_compat.example_child", name, str(out)]
+    cmd += ["--trajectory"] if trajectory else []
     start = time.monotonic()
-    log = workdir / f"{name}.log"
+    log = workdir / f"{stem}.log"
     rc, timed_out = run_process(cmd, child_env(shim_dir), log, TIMEOUT)
     side = _read_side(out, rc, timed_out)
     side.seconds = time.monotonic() - start
     side.losses = _losses(name, log)
+    return side
+
+
+def _run_side(name: str, shim_dir: Path | None, workdir: Path) -> Side:
+    """Run one example on one backend; optimisation examples also run for their trajectory."""
+    side = _run_once(name, shim_dir, workdir, trajectory=False)
+    if catalog.example_spec(name).trajectory_argv and side.status == "ok":
+        traj = _run_once(name, shim_dir, workdir, trajectory=True)
+        side.losses = traj.losses
+        side.seconds += traj.seconds
+        if traj.status != "ok":
+            side.status, side.error = traj.status, f"(loss trajectory run) {traj.error}"
     return side
 
 
@@ -101,11 +115,14 @@ def _read_side(out: Path, rc: int | None, timed_out: bool) -> Side:
 
 def compare(name: str, warp: Side, gradloom: Side) -> ExampleResult:
     """Compare every array warp-lang produced with gradloom's, and the loss trajectories."""
-    res = ExampleResult(name, warp, gradloom, note=catalog.example_spec(name).note)
+    spec = catalog.example_spec(name)
+    res = ExampleResult(name, warp, gradloom, note=spec.note)
     if warp.status != "ok" or gradloom.status != "ok":
         return res
     worst, worst_name = 0.0, ""
     for key, ref in warp.arrays.items():
+        if key in spec.ignore:
+            continue
         if key not in gradloom.arrays:
             res.missing.append(key)
             continue
@@ -143,13 +160,15 @@ def run_all(names: list[str] | None, workdir: Path, rerun_warp: bool = False,
 
 
 def _cached_warp(name: str, workdir: Path, rerun: bool) -> Side:
-    out = workdir / f"{name}.npz"
-    meta = out.with_suffix(".json")
-    if not rerun and meta.exists():
-        side = _read_side(out, 0, False)
-        side.losses = _losses(name, workdir / f"{name}.log")
-        return side
-    return _run_side(name, None, workdir)
+    """warp-lang's run of ``name``, reused from ``workdir`` unless ``rerun`` or absent."""
+    stem = f"{name}.trajectory" if catalog.example_spec(name).trajectory_argv else name
+    meta = workdir / f"{name}.json"
+    fresh = meta.exists() and json.loads(meta.read_text()).get("spec") == catalog.example_spec(name).key()
+    if rerun or not fresh or not (workdir / f"{stem}.log").exists():
+        return _run_side(name, None, workdir)
+    side = _read_side(workdir / f"{name}.npz", 0, False)
+    side.losses = _losses(name, workdir / f"{stem}.log")
+    return side
 
 
 def to_json(results: list[ExampleResult]) -> list[dict[str, Any]]:
