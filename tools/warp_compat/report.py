@@ -160,7 +160,8 @@ def _summary_lines(scores: list[FileScore], examples: list[ExampleResult] | None
     t = totals(scores)
     out = [f"- Tests: **{t['passed']} of {t['applicable']}** applicable warp-lang-passing tests "
            f"pass on gradloom (**{_pct(t['passed'], t['applicable'])}**); {t['failed']} fail, "
-           f"{t['errored']} error, {t['n/a']} not applicable, over {len(scores)} files."]  # fmt: skip
+           f"{t['errored']} error, {t['n/a']} not applicable, over {len(scores)} files."
+           ] if scores else []  # fmt: skip
     if examples is not None:
         ok = sum(r.matches for r in examples)
         completed = sum(r.gradloom.status == "ok" for r in examples)
