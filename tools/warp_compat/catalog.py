@@ -1,0 +1,140 @@
+"""What the compatibility run covers: Warp's test files and examples, found in the installed wheel."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# Warp 1.19 test modules (relative to ``warp.tests``) that the compatibility run covers.
+TEST_FILES: tuple[str, ...] = (
+    "test_grad", "test_grad_customs", "test_tape", "test_codegen", "test_codegen_continue",
+    "test_conditional", "test_func", "test_generics", "test_static", "test_struct", "test_vec",
+    "test_vec_constructors", "test_vec_assign_copy", "test_vec_scalar_ops",
+    "matrix.test_mat", "matrix.test_mat_assign_copy", "matrix.test_mat_basics",
+    "matrix.test_mat_constructors", "matrix.test_mat_elementwise_ops", "matrix.test_mat_linalg",
+    "matrix.test_mat_lite",
+    "test_quat", "test_quat_assign_copy", "test_spatial", "test_math", "test_arithmetic",
+    "test_operators", "test_atomic", "test_atomic_cas", "test_atomic_bitwise", "test_rand",
+    "test_noise", "test_lerp", "test_smoothstep", "test_array", "test_copy", "test_overwrite",
+    "test_lvalue", "test_tuple", "test_unpack", "test_special_values", "test_scalar_ops",
+    "test_rounding", "test_bool", "test_fp16", "test_print", "test_launch",
+    "test_subscript_types", "test_future_annotations", "test_types", "test_map", "test_iter",
+    "test_enum", "test_fixedarray", "test_indexedarray", "test_adam", "test_sgd", "test_utils",
+    "test_array_reduce", "test_dense", "test_bit_count", "test_composite_component_adjoint",
+    "test_implicit_init", "test_constant_precision", "geometry.test_hash_grid",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExampleSpec:
+    """One Warp example and how to run it headless on the CPU, unchanged.
+
+    ``driver``: "main" runs the module as ``__main__`` with ``argv`` (its own command line) and
+    compares the arrays of the ``example`` object it leaves; "call:<function>" calls that module
+    function with ``device="cpu"`` (scripts whose main hard-codes CUDA) and compares its local
+    arrays; "cloth" drives the benchmark's integrator class on a small cloth.
+
+    ``trajectory_argv``: optimisation examples run a second time with these options, for the
+    loss trajectory only; their arrays are compared after one optimisation step (Adam's
+    normalised steps amplify last-bit gradient differences where gradients are near zero).
+    """
+
+    name: str
+    module: str  # relative to warp.examples
+    argv: tuple[str, ...] = ()
+    driver: str = "main"
+    loss_pattern: str = ""  # regex whose group 1 is a loss value printed once per iteration
+    note: str = ""
+    ignore: tuple[str, ...] = ()  # arrays not compared (e.g. never written: wp.empty garbage)
+    trajectory_argv: tuple[str, ...] = ()
+
+    def key(self) -> str:
+        """What a cached run of this example depends on: its driver and options."""
+        return repr((self.module, self.driver, self.argv, self.trajectory_argv))
+
+
+_CPU = ("--device", "cpu")
+_LOSS = r"Iteration \d+ loss: (\S+)"
+_FLUID_OPT = (*_CPU, "--headless", "--num-frames", "20", "--pressure-iterations", "10")
+_OPT_NOTE = "arrays after 1 Adam step; loss trajectory over 5"
+
+EXAMPLES: tuple[ExampleSpec, ...] = (
+    ExampleSpec("wave", "core.example_wave", (*_CPU, "--stage-path", "None", "--num-frames", "10")),
+    ExampleSpec("fluid", "core.example_fluid", (*_CPU, "--headless", "--num-frames", "5")),
+    ExampleSpec("graph_capture", "core.example_graph_capture",
+                (*_CPU, "--headless", "--num-frames", "10")),
+    ExampleSpec("torch", "core.example_torch", (*_CPU, "--headless", "--num-frames", "20")),
+    ExampleSpec("spin_lock", "core.example_spin_lock", driver="call:test_spinlock",
+                note="its main hard-codes CUDA: test_spinlock(device='cpu') is called"),
+    ExampleSpec("work_queue", "core.example_work_queue", driver="call:test_work_queue",
+                note="test_work_queue(device='cpu'); writes past its buffer, in warp-lang too"),
+    ExampleSpec("fdtd_3d", "core.example_fdtd_3d",
+                (*_CPU, "--headless", "--resolution", "48", "--num-steps", "40"),
+                note="e_x_center_plane_buffer is only written when rendering: not compared",
+                ignore=("e_x_center_plane_buffer",)),
+    ExampleSpec("dem", "core.example_dem", (*_CPU, "--stage-path", "None", "--num-frames", "1"),
+                note="chaotic: a 1e-7 relative nudge of the initial positions moves warp-lang's "
+                "own v by 0.12 (relative) in one frame; positions compared, v and f not",
+                ignore=("v", "f")),
+    ExampleSpec("sph", "core.example_sph", (*_CPU, "--stage-path", "None", "--num-frames", "3"),
+                note="chaotic: a 1e-7 relative nudge of the initial positions moves warp-lang's "
+                "own v by 0.03 (relative) in three frames; x and rho compared, v and a not",
+                ignore=("v", "a")),
+    ExampleSpec("raymarch", "core.example_raymarch",
+                (*_CPU, "--headless", "--width", "256", "--height", "128")),
+    ExampleSpec("fluid_checkpoint", "optim.example_fluid_checkpoint",
+                (*_FLUID_OPT, "--train-iters", "1"), loss_pattern=_LOSS,
+                trajectory_argv=(*_FLUID_OPT, "--train-iters", "5"), note=_OPT_NOTE),
+    ExampleSpec("fluid_checkpoint_custom_backward",
+                "optim.example_fluid_checkpoint_custom_backward",
+                (*_FLUID_OPT, "--train-iters", "1"), loss_pattern=_LOSS,
+                trajectory_argv=(*_FLUID_OPT, "--train-iters", "5"), note=_OPT_NOTE),
+    ExampleSpec("particle_repulsion", "optim.example_particle_repulsion",
+                (*_CPU, "--headless", "--num-frames", "5")),
+    ExampleSpec("cloth_integrator", "benchmarks.benchmark_cloth_warp", driver="cloth",
+                note="WpIntegrator on a 16×16 spring grid, 10 frames × 16 substeps; "
+                "benchmark_cloth.py itself needs USD"),
+)  # fmt: skip
+
+
+def example_spec(name: str) -> ExampleSpec:
+    """The example called ``name``."""
+    for spec in EXAMPLES:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"unknown example {name!r}; known: {', '.join(e.name for e in EXAMPLES)}")
+
+
+def warp_root() -> Path | None:
+    """Directory of the installed warp-lang package, found without importing it (None: absent).
+
+    Looks for the package's files, so a ``warp`` shim earlier on ``sys.path`` is not mistaken
+    for it.
+    """
+    from importlib import metadata
+
+    candidates: list[Path] = []
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        candidates.append(Path(str(metadata.distribution("warp-lang").locate_file("warp"))))
+    candidates += [Path(p or ".") / "warp" for p in sys.path]
+    for root in candidates:
+        if (root / "tests" / "unittest_utils.py").is_file() and (root / "_src").is_dir():
+            return root.resolve()
+    return None
+
+
+def warp_version() -> str:
+    """The installed warp-lang version, read from its package metadata."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("warp-lang")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def test_file_path(root: Path, module: str) -> Path:
+    """Path of the test file ``warp.tests.<module>`` inside the installed wheel."""
+    return root / "tests" / (module.replace(".", "/") + ".py")

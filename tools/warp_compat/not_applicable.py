@@ -1,0 +1,50 @@
+"""Warp tests that do not apply to gradloom (Warp-private internals, CUDA-only features), with reasons.
+
+Three rules, each giving the reason shown in docs/compat.md:
+- the test reached ``warp._src`` (the shim's placeholders raise ``WarpPrivate``);
+- it failed on one of ``PRIVATE_ERRORS``: a Warp-private attribute of a public object;
+- it is listed in ``NOT_APPLICABLE`` (``fnmatch`` patterns on ``Class.test_name`` per module).
+A test that passes on gradloom counts as passed whatever these say. Keep the lists short: anything
+public belongs in the score.
+"""
+
+from __future__ import annotations
+
+import re
+from fnmatch import fnmatchcase
+
+_CUDA_MEMORY = "CUDA-only feature: memory pools / peer access between CUDA devices"
+
+NOT_APPLICABLE: dict[str, dict[str, str]] = {
+    "test_implicit_init": {
+        "*.test_is_mempool_*": _CUDA_MEMORY,
+        "*.test_is_peer_access_*": _CUDA_MEMORY,
+    },
+}
+
+# (exception type, regex on the message, reason): errors that mean the test reads Warp internals.
+PRIVATE_ERRORS: tuple[tuple[str, str, str], ...] = (
+    ("AttributeError", r"object has no attribute 'adj'$",
+     "inspects Warp's code generator (Kernel.adj / Function.adj: Warp's Adjoint object)"),
+)  # fmt: skip
+
+
+def reason_for(module: str, test: str) -> str:
+    """The reason ``test`` of ``module`` is listed as not applicable, or ''."""
+    for pattern, reason in NOT_APPLICABLE.get(module, {}).items():
+        if fnmatchcase(test, pattern):
+            return reason
+    return ""
+
+
+def reason_for_error(exc_type: str, message: str) -> str:
+    """The reason an error on gradloom means "not applicable", or ''."""
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "")
+    if exc_type == "WarpPrivate":
+        return f"uses Warp-private {first.split(':')[0]}"
+    if exc_type == "ModuleNotFoundError" and "warp._src" in first:
+        return f"imports a Warp-private module ({first})"
+    for etype, pattern, reason in PRIVATE_ERRORS:
+        if exc_type == etype and re.search(pattern, first):
+            return reason
+    return ""
