@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar, cast
 
 
 @dataclass(frozen=True)
@@ -113,3 +116,18 @@ def user_traceback(exc: BaseException) -> BaseException:
     exc.__suppress_context__ = True
     return exc
 
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def user_facing(fn: _F) -> _F:
+    """A public entry point: a GradloomError raised inside it reaches the user with gradloom's
+    own frames hidden (see user_traceback)."""
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GradloomError as exc:
+            raise user_traceback(exc) from None
+    return cast(_F, entry)

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import config
 from .codegen.cpu import compile_to_object
+from .errors import user_facing
 from .kernel import CompiledKernel, Kernel, PendingBuild
 from .modules import Module, get_module
 
@@ -37,6 +38,7 @@ def kernels_of(module: Any) -> list[Kernel]:
     return list(dict.fromkeys(found + list(get_module(module.__name__).kernels.values())))
 
 
+@user_facing
 def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
                     threads: int | None = None) -> None:
     """Compile (or load from the cache) each kernel's forward entry — and its adjoint when
@@ -82,6 +84,7 @@ def fork_is_safe() -> bool:
     return all(t is me or t.name == "gradloom-worker" for t in threading.enumerate())
 
 
+@user_facing
 def load_module(module: Any = None, device: Any = None, recursive: bool = False,
                 block_dim: Any = None) -> None:
     """Warp's `wp.load_module`: compile every kernel of `module` (default: the caller's) now.
@@ -101,6 +104,7 @@ def load_module(module: Any = None, device: Any = None, recursive: bool = False,
     compile_kernels(found)
 
 
+@user_facing
 def force_load(device: Any = None, modules: Any = None) -> None:
     """Warp's `wp.force_load`: compile the kernels of the given modules (default: of every
     imported module that defines any) now, in parallel."""

@@ -667,3 +667,26 @@ def test_help_of_launch_documents_every_argument():
 
 def test_the_package_ships_py_typed():
     assert os.path.exists(os.path.join(os.path.dirname(wp.__file__), "py.typed"))
+
+
+@wp.kernel
+def exch_not_differentiable(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = wp.atomic_exch(x, i, 1.0)
+
+
+def test_compile_error_at_backward_hides_internal_frames():
+    import traceback
+    from pathlib import Path
+
+    x = wp.zeros(3, requires_grad=True)
+    y = wp.zeros(3, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(exch_not_differentiable, 3, inputs=[x, y])
+    with pytest.raises(wp.CompileError) as info:
+        tape.backward(grads={y: np.ones(3, np.float32)})
+    package = str(Path(wp.__file__).parent)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert sum(f.filename.startswith(package) for f in frames) <= 1, frames
+    assert info.value.__suppress_context__

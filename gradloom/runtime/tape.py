@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from contextvars import Token
 from typing import Any
 
-from ..errors import TapeError
+from ..errors import TapeError, user_facing
 from .adjoint import LaunchRecord
 from .array import NDArray, array
 from .foreign import as_array
@@ -96,6 +96,7 @@ class Tape:
 
     # -- backward -----------------------------------------------------------------------------
 
+    @user_facing
     def backward(self, loss: array | None = None,
                  grads: dict[array, Any] | None = None) -> None:
         """Propagate gradients backwards through everything recorded.
