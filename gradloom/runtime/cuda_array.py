@@ -353,7 +353,7 @@ def bind(out: CudaArray, buffer: Any, ptr: int, shape: tuple[int, ...],
 
 
 def allocate(device: Device, nbytes: int) -> DeviceBuffer:
-    return DeviceBuffer(current(), device.ordinal, nbytes, cuda_stream(device).handle)
+    return DeviceBuffer(current(), device.ordinal, nbytes, cuda_stream(device))
 
 
 def new_array(device: Device, shape: tuple[int, ...], t: Any, zero: bool = True) -> CudaArray:

@@ -122,6 +122,8 @@ class Device:
 CPU = Device("cpu")
 
 _current: contextvars.ContextVar[Device] = contextvars.ContextVar("gradloom_device", default=CPU)
+#: the current device (a bound C method: what a launch asks first, at no Python-call cost)
+current_device = _current.get
 
 
 #: the CUDA devices made so far, by ordinal (immutable objects, made once each)

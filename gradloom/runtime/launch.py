@@ -26,7 +26,7 @@ from ..types import (
 from . import checks, parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
-from .device import CPU, get_device
+from .device import CPU, current_device
 from .foreign import adapt_args, array_slots
 from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
 from .recording import ACTIVE_TAPES
@@ -332,7 +332,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     KeyboardInterrupt; the arrays it writes are then partly written (in debug mode they are
     restored to what they were before the launch). See docs/errors.md.
     """
-    if (get_device() is not CPU) if device is None else (device is not CPU and device != "cpu"):
+    if (current_device() is not CPU) if device is None else (device is not CPU and device != "cpu"):
         from .launch_cuda import launch as launch_cuda  # loaded on the first CUDA launch
 
         return launch_cuda(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device,

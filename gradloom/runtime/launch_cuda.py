@@ -57,6 +57,13 @@ _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
 # the grid
 
 
+def ptx_arch(arch: int) -> str:
+    """The PTX target for a device of compute capability `arch` (90 for sm_90): newer devices
+    than sm_90 get sm_90 PTX, which their driver compiles (the PTX ISA gradloom emits,
+    codegen/nvptx.PTX_ISA, names no newer target)."""
+    return f"sm_{min(arch, 90)}"
+
+
 def block_size(block_dim: Any) -> int:
     """The threads per block: Warp's `block_dim` (1 to 1024)."""
     if not isinstance(block_dim, int) or isinstance(block_dim, bool) \
@@ -162,7 +169,7 @@ class CudaPrepared:
         self.driver, self.kernel, self.variant, self.device = driver, kernel, variant, device
         self.ordinal = device.ordinal
         self.info = driver.info(self.ordinal)
-        entry = kernel.cuda_entry(self.info.sm, variant)
+        entry = kernel.cuda_entry(ptx_arch(self.info.arch), variant)
         if entry.get("order_dependent"):
             raise LaunchError(
                 f"kernel '{kernel.key}': its adjoint cannot run on a CUDA device: "
@@ -267,7 +274,7 @@ class CudaPrepared:
                 spans[a.ptr + lo] = max(spans.get(a.ptr + lo, 0), hi - lo)
         saved = []
         for ptr, n in spans.items():
-            copy = DeviceBuffer(self.driver, self.ordinal, n, stream.handle)
+            copy = DeviceBuffer(self.driver, self.ordinal, n, stream)
             dtod(self.driver, self.ordinal, copy.ptr, self.ordinal, ptr, n, stream.handle)
             saved.append((ptr, copy))
         return saved

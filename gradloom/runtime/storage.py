@@ -20,7 +20,8 @@ from .cuda_driver import CudaError, Driver
 
 class DeviceBuffer:
     """One device allocation of `nbytes` bytes on device `ordinal` (`ptr` 0 when empty): from
-    the memory pool on `stream`, or (`pooled=False`, or a device without pools) cuMemAlloc."""
+    the memory pool on `stream` (a cuda_stream.StreamHandle, kept alive until the buffer is
+    given back on it), or (`pooled=False`, or a device without pools) from cuMemAlloc."""
 
     __slots__ = ("__weakref__", "_finalizer", "driver", "nbytes", "ordinal", "ptr")
 
@@ -35,7 +36,7 @@ class DeviceBuffer:
         pooled = pooled and driver.info(ordinal).mempool
         try:
             if pooled:
-                self.ptr = int(driver.call("cuMemAllocAsync", self.nbytes, stream))
+                self.ptr = int(driver.call("cuMemAllocAsync", self.nbytes, stream.handle))
             else:
                 self.ptr = int(driver.call("cuMemAlloc", self.nbytes))
         except CudaError as exc:
@@ -54,7 +55,7 @@ def _free(driver: Driver, ordinal: int, ptr: int, stream: Any) -> None:
         if stream is None:
             driver.call("cuMemFree", ptr)
         else:
-            driver.call("cuMemFreeAsync", ptr, stream)
+            driver.call("cuMemFreeAsync", ptr, stream.handle)
     except Exception:  # at interpreter exit the driver may be gone: nothing left to free
         pass
 
