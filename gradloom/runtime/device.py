@@ -110,8 +110,12 @@ class Device:
         if isinstance(other, str):
             if self.alias == other:
                 return True
-            # "cuda" names the current CUDA device
-            return other == "cuda" and self.is_cuda and _cuda_alias_target() is self
+            if other != "cuda" or not self.is_cuda:
+                return False
+            try:  # "cuda" names the current CUDA device
+                return _cuda_alias_target() is self
+            except GradloomError:
+                return False
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -289,14 +289,14 @@ class CudaPrepared:
 def prepared_for(kernel: Any, variant: str, device: Device) -> CudaPrepared:
     """The kernel's entry on `device` (compiled or loaded from the cache, then loaded into the
     device's context, once per driver)."""
+    if not hasattr(kernel, "cuda_entry"):
+        raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
     driver = current()
     entries = driver.kernels.get(kernel)
     if entries is None:
         entries = driver.kernels[kernel] = {}
     prepared = entries.get((variant, device.ordinal))
     if prepared is None:
-        if not hasattr(kernel, "cuda_entry"):
-            raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
         prepared = entries[variant, device.ordinal] = CudaPrepared(driver, kernel, variant,
                                                                    device)
     return prepared
