@@ -153,6 +153,8 @@ class FakeCuda:
 
     def _cuMemAlloc(self, n: int) -> tuple[Any, Any]:
         assert n > 0, "zero-byte allocation"
+        if n > self.total_memory:
+            return real.CUresult.CUDA_ERROR_OUT_OF_MEMORY, real.CUdeviceptr(0)
         buf = ctypes.create_string_buffer(b"\xcd" * n, n)  # garbage, as device memory is
         ptr = ctypes.addressof(buf)
         self.mem[ptr] = buf

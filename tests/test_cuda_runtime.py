@@ -75,6 +75,13 @@ def shifted_read(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     y[i] = x[i + 1]
 
 
+@wp.kernel
+def shift_down(x: wp.array(dtype=float)):
+    """Thread i overwrites x[i] after thread i - 1 read it: the adjoint needs thread order."""
+    i = wp.tid()
+    x[i] = x[i + 1] * 2.0
+
+
 @wp.struct
 class Scaled:
     a: wp.array(dtype=float)
@@ -87,7 +94,7 @@ def use_struct(p: Scaled, out: wp.array(dtype=float)):
     out[i] = p.a[i] * p.s
 
 
-KERNELS = [saxpy, grid2d, sin_times, horner, shifted_read, use_struct]
+KERNELS = [saxpy, grid2d, sin_times, horner, shifted_read, use_struct, shift_down]
 
 
 @pytest.fixture(params=["fake", "gpu"])
@@ -212,6 +219,22 @@ def test_grid_size():
 def test_ptx_target_for_each_device():
     assert ptx_arch(80) == "sm_80" and ptx_arch(89) == "sm_89" and ptx_arch(90) == "sm_90"
     assert ptx_arch(100) == "sm_90" and ptx_arch(120) == "sm_90"  # the driver JITs sm_90 PTX
+
+
+@pytest.mark.skipif(not _libdevice(), reason="needs libdevice")
+def test_ptx_is_cached_on_disk_per_architecture():
+    from gradloom.cuda_build import entry_key
+    from gradloom.runtime import cache
+
+    entry = horner.cuda_entry("sm_80", "adjoint")
+    assert ".target sm_80" in entry["ptx"] and entry["symbol"] == "gl_horner_adjoint"
+    assert entry["uses_stack"] and entry["launch_ndim"] == 1 and not entry["order_dependent"]
+    keys = {entry_key(horner, arch, v) for arch in ("sm_80", "sm_90")
+            for v in ("forward", "adjoint")}
+    assert len(keys) == 4  # architecture and variant both part of the key
+    if wp.config.cache_enabled:
+        stored = cache.load(entry_key(horner, "sm_80", "adjoint"))
+        assert stored is not None and stored["ptx"] == entry["ptx"]
 
 
 def test_fake_driver_rejects_malformed_calls():
@@ -380,6 +403,36 @@ def test_device_memory_is_given_back(env):
     assert len(env.mem) == before
 
 
+def test_driver_errors_name_the_call(env):
+    if env is None:
+        pytest.skip("the fake driver runs out of memory on demand")
+    with pytest.raises(GradloomError, match=r"cannot allocate .* on cuda:0: CUDA driver call "
+                       r"cuMemAllocAsync failed: CUDA_ERROR_OUT_OF_MEMORY \(2\)"):
+        wp.zeros(env.total_memory + 1, dtype=wp.uint8, device="cuda")
+
+
+def test_two_devices():
+    """Peer copies and per-device launches (fake driver with two devices)."""
+    if not HAS_BINDINGS or not _libdevice():
+        pytest.skip("the fake driver needs cuda-bindings and libdevice")
+    from fake_cuda import FakeCuda
+
+    fake = FakeCuda(kernels=KERNELS, devices=2)
+    with cuda_driver.using(fake):
+        assert [str(d) for d in wp.get_cuda_devices()] == ["cuda:0", "cuda:1"]
+        a = wp.array(farr([1, 2, 3]), device="cuda:0")
+        b = a.to("cuda:1")
+        assert b.device == "cuda:1" and "cuMemcpyPeerAsync" in fake.calls
+        np.testing.assert_array_equal(b.numpy(), [1, 2, 3])
+        y = wp.zeros(3, device="cuda:1")
+        wp.launch(saxpy, 3, inputs=[2.0, b, y], device="cuda:1")
+        np.testing.assert_array_equal(y.numpy(), [2, 4, 6])
+        with pytest.raises(LaunchError, match="on device cuda:0, but the launch is on cuda:1"):
+            wp.launch(saxpy, 3, inputs=[2.0, a, y], device="cuda:1")
+        with wp.ScopedDevice("cuda:1"):
+            assert wp.get_device("cuda") == "cuda:1" and wp.zeros(1).device == "cuda:1"
+
+
 # --------------------------------------------------------------------------------------------
 # launches
 
@@ -462,6 +515,13 @@ def test_adjoint_stack_grows_and_reruns_from_scratch(env):
         assert caps == sorted(caps) and len(caps) >= 2
     # the next launch starts at the grown capacity and gives the same gradient
     np.testing.assert_allclose(_adjoint(horner, 5, x, [n], seed), grad, rtol=1e-14)
+
+
+def test_order_dependent_adjoint_is_refused(env):
+    x = wp.array(farr([1, 2, 3, 4]), device="cuda", requires_grad=True)
+    wp.launch(shift_down, 3, inputs=[x], device="cuda")  # the forward runs (racing, as Warp)
+    with pytest.raises(LaunchError, match="shift_down.*cannot run on a CUDA device.*on the CPU"):
+        wp.launch(shift_down, 3, inputs=[x], device="cuda", adjoint=True)
 
 
 def test_debug_mode_reports_the_error_word_and_restores(env, monkeypatch):
