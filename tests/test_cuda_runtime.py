@@ -146,6 +146,12 @@ def test_without_a_gpu_cuda_devices_are_clear_errors(ident):
             make()
 
 
+def test_cpu_launch_spelled_differently():
+    x, y = wp.array(farr([1, 2])), wp.zeros(2)
+    wp.launch(saxpy, 2, inputs=[3.0, x, y], device=" CPU")
+    np.testing.assert_array_equal(y.numpy(), [3, 6])
+
+
 def test_bad_cuda_identifiers():
     with pytest.raises(GradloomError, match="cuda:x"):
         wp.get_device("cuda:x")

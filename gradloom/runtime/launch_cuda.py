@@ -332,10 +332,15 @@ def with_device_gradients(kernel_key: str, args: Sequence[Any], adj: Sequence[An
 
 def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
            adj_inputs: Any, adj_outputs: Any, device: Any, stream: Any, adjoint: bool,
-           record_tape: bool, record_cmd: bool, max_blocks: int, block_dim: int) -> None:
+           record_tape: bool, record_cmd: bool, max_blocks: int, block_dim: int) -> Any:
     """`wp.launch` on a CUDA device (runtime/launch.py sends every non-CPU launch here)."""
     try:
         dev = get_device(device)
+        if dev.is_cpu:  # a spelling of "cpu" launch.py does not test for ("CPU ")
+            from .launch import launch as launch_any
+
+            return launch_any(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, dev,
+                              stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
         name = getattr(kernel, "key", kernel)
         if record_cmd:
             raise LaunchError(f"wp.launch({name!r}, record_cmd=True) is not supported on CUDA "
@@ -358,5 +363,6 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         else:
             prepared = prepared_for(kernel, "forward", dev)
         prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
+        return None
     except GradloomError as exc:
         raise user_traceback(exc) from None
