@@ -186,6 +186,12 @@ from .runtime.timing import (
 )
 from .utils import map, quat_between_vectors, transform_expand
 
+# isort: split
+# -- CUDA runtime (h-cudart): driver errors (runtime/cuda_driver.py); devices, streams and
+# events are exported above
+from .runtime.cuda_driver import CudaError
+from .runtime.stream import StreamError
+
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
 adjoint = _lang.ADJOINT
 

@@ -270,6 +270,13 @@ class Kernel:
                               entry.get("reverse_threads", False), plan, scatter, addr,
                               native_pool_functions())
 
+    def cuda_entry(self, arch: str, variant: str = "forward") -> dict[str, Any]:
+        """The PTX of the forward or adjoint entry for a GPU architecture ("sm_90") and the
+        facts a CUDA launch needs (cuda_build.py; cached on disk like CPU objects)."""
+        from .cuda_build import ptx_entry
+
+        return ptx_entry(self, arch, variant)
+
     def source_loc(self, index: int) -> SourceLoc:
         """The user's source location that a runtime error code refers to.
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from gradloom.errors import GradloomError
 from gradloom.runtime.array_protocols import ArrayProtocols, aligned_copy, aligned_zeros
 from gradloom.runtime.capturing import deferrable
-from gradloom.runtime.device import Device, get_device
+from gradloom.runtime.device import CPU, Device, get_device
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import (
@@ -209,6 +209,11 @@ def _storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int 
 
 def copy_storage(dest: array, src: array) -> None:
     """Copy the elements of `src` into `dest` (same shape), bit for bit as Warp does."""
+    if dest.device is not CPU or src.device is not CPU:
+        from .cuda_array import copy_arrays
+
+        copy_arrays(dest, src)
+        return
     d, s = dest.numpy(), src.numpy()
     if d.dtype == s.dtype and d.shape == s.shape:
         d[...] = s
@@ -281,6 +286,12 @@ class array(ArrayProtocols):
             return
         dev = get_device(device)
         dims = None if shape is None else normalize_shape(shape)
+        if dev is not CPU:  # device memory: runtime/cuda_array.py (loaded on first use)
+            from .cuda_array import init_device_array
+
+            init_device_array(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
+                              requires_grad, deleter)
+            return
         if ptr is not None:
             t = resolve_dtype(float if dtype is typing.Any else dtype)
             storage = _storage_from_ptr(ptr, t, dims, strides, capacity)
@@ -413,8 +424,12 @@ class array(ArrayProtocols):
         return self._concrete()
 
     def to(self, device: Any) -> array:
-        get_device(device)
+        dev = get_device(device)
         self._concrete()
+        if dev is not self.device:  # a copy on the other device, as wp.clone makes
+            from .array_ops import clone
+
+            return clone(self, device=dev)
         return self
 
     def contiguous(self) -> array:

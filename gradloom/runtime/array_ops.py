@@ -16,6 +16,7 @@ from gradloom.runtime.array import (
     normalize_shape,
 )
 from gradloom.runtime.capturing import capturing, defer
+from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import before_write
@@ -183,7 +184,8 @@ def _check(a: Any, what: str) -> array:
         return a.contiguous()
     if not isinstance(a, array):
         raise GradloomError(f"{what} must be a gradloom array, got {type(a).__name__}")
-    a.numpy()  # raises for annotation-only arrays
+    if a.device is CPU:
+        a.numpy()  # raises for annotation-only arrays
     return a
 
 
@@ -324,7 +326,13 @@ def copy(
         return
     before_write(d)
     if d.is_contiguous and s.is_contiguous:
-        _copy_flat(d, s, dest_offset, src_offset, count)
+        if d.device is CPU and s.device is CPU:
+            _copy_flat(d, s, dest_offset, src_offset, count)
+        else:  # device memory: runtime/cuda_array.py
+            from gradloom.runtime.cuda_array import copy_flat
+
+            _check_range(d, s, dest_offset, src_offset, count)
+            copy_flat(d, s, dest_offset, src_offset, count)
     else:
         _copy_strided(d, s, dest_offset, src_offset, count)
     if ACTIVE_TAPES.get():

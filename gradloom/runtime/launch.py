@@ -26,7 +26,7 @@ from ..types import (
 from . import checks, parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
-from .device import get_device
+from .device import CPU, current_device
 from .foreign import adapt_args, array_slots
 from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
 from .recording import ACTIVE_TAPES
@@ -311,8 +311,11 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
             arrays; gradloom treats them alike).
         adj_inputs, adj_outputs: with `adjoint=True`, the gradient arrays of the inputs and
             outputs (None: each array's own `.grad`).
-        device: "cpu" or None; other devices raise.
-        stream, max_blocks, block_dim: accepted for Warp compatibility (no effect on the CPU).
+        device: "cpu", "cuda", "cuda:N" or a Device; None: the current device (the CPU unless
+            `wp.ScopedDevice`/`wp.set_device` chose another). CUDA launches: docs/gpu.md.
+        stream: the CUDA stream to launch on (None: the device's current stream).
+        max_blocks, block_dim: the CUDA grid (0: as many blocks as the threads need) and the
+            threads per block; no effect on the CPU.
         adjoint: run the kernel's adjoint instead: gradients flow from the outputs' gradients
             into the inputs' (what `wp.Tape.backward` does for each recorded launch).
         record_tape: record the launch on every active `wp.Tape` (default True).
@@ -329,9 +332,12 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     KeyboardInterrupt; the arrays it writes are then partly written (in debug mode they are
     restored to what they were before the launch). See docs/errors.md.
     """
+    if (current_device() is not CPU) if device is None else (device is not CPU and device != "cpu"):
+        from .launch_cuda import launch as launch_cuda  # loaded on the first CUDA launch
+
+        return launch_cuda(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device,
+                           stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
     try:
-        if device is not None and device != "cpu":
-            get_device(device)  # raises for devices this build cannot run on
         args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
         if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
             kernel = kernel.specialize(list(args))
