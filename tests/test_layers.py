@@ -30,8 +30,9 @@ ALLOWED = {
     "native": _BASE | {"codegen", "runtime"},
     # Module.load() compiles its kernels through loading.py (a function-level import)
     "modules": _BASE | {"loading"},
+    "cuda_build": _BASE | {"ir", "passes", "codegen", "runtime"},
     "kernel": _BASE | {"ir", "builtins", "passes", "codegen", "runtime", "frontend", "autodiff",
-                       "argtypes", "native", "modules"},
+                       "argtypes", "native", "modules", "cuda_build"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
     "autograd": _BASE | {"runtime", "kernel"},
     "optim": _BASE | {"runtime", "kernel"},
