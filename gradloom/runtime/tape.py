@@ -7,6 +7,7 @@ from contextvars import Token
 from typing import Any
 
 from ..errors import TapeError, user_facing
+from . import readmarks
 from .adjoint import LaunchRecord
 from .array import NDArray, array
 from .foreign import as_array
@@ -49,7 +50,10 @@ class Tape:
 
     def begin_launch(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
                      compiled: Any) -> LaunchRecord:
-        return LaunchRecord(kernel, dims, args, compiled)
+        record = LaunchRecord(kernel, dims, args, compiled)
+        if ACTIVE_TAPES.get()[:1] == (self,):  # once per launch: on the outermost tape
+            readmarks.check_launch(kernel, record.named_touches())
+        return record
 
     def end_launch(self, record: LaunchRecord) -> None:
         record.finish()
@@ -102,7 +106,8 @@ class Tape:
         """Propagate gradients backwards through everything recorded.
 
         `loss`: a one-element array; its gradient is set to 1. `grads`: {array: seed}; each
-        array's gradient is set to a copy of its seed (the seed itself is never written).
+        array's gradient is set to a copy of its seed (the seed itself is never written; an
+        array without a gradient gets one).
         Neither: the seeds are the `.grad` contents the user set; each nonzero `.grad` of an
         array the tape writes (and does not read first) holds its values again afterwards, so
         a second call adds the same gradients again.
@@ -120,13 +125,13 @@ class Tape:
             self.loss = loss
             g.fill_(1.0)
         for a, seed in (grads or {}).items():
-            g = _gradient_of(as_array(a, "Tape.backward(grads=...)"), "grads")
-            g.assign(_values(seed))
+            _seed(as_array(a, "Tape.backward(grads=...)"), seed)
         self._run()
 
     def _run(self) -> None:
         for record in reversed(self.records):
             record.backward()
+        readmarks.clear(self._arrays())  # the reads are consumed (Warp's access check)
 
     def _seeded_backward(self) -> None:
         """backward() from the `.grad` contents: the seed buffers keep their values."""
@@ -182,6 +187,7 @@ class Tape:
     def reset(self) -> None:
         """Zero the gradients, then forget everything recorded."""
         self.zero()
+        readmarks.clear(self._arrays())
         self.records.clear()
         self.scopes.clear()
         self.loss = None
@@ -208,6 +214,18 @@ def _values(seed: Any) -> Any:
     if hasattr(seed, "detach"):
         return seed.detach().cpu().numpy()
     return seed
+
+
+def _seed(a: Any, seed: Any) -> None:
+    """a.grad = a copy of seed (an array without a gradient gets a fresh one; Warp gives it
+    the seed array itself, which its backward pass then consumes)."""
+    if not isinstance(a, array):
+        raise TapeError(f"Tape.backward(grads=...): expected a gradloom array, got "
+                        f"{type(a).__name__}")
+    if a.grad is None:
+        a.requires_grad = True
+    assert a.grad is not None
+    a.grad.assign(_values(seed))
 
 
 def _gradient_of(a: Any, what: str) -> array:
