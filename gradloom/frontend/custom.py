@@ -161,14 +161,17 @@ def gradient_accesses(b: Block, views: dict[Var, Var],
     array's data pointer, the view's pointer steps folded into the offset."""
     if not views:
         return b
-    defs = {op.result.id: op for op in walk_ops(b) if op.result is not None}
-    return _GradientAccesses(defs, views, new_var).block(b)
+    return _GradientAccesses(b, views, new_var).block(b)
 
 
 class _GradientAccesses:
-    def __init__(self, defs: dict[int, Op], views: dict[Var, Var],
+    def __init__(self, b: Block, views: dict[Var, Var],
                  new_var: Callable[[ScalarType], Var]) -> None:
-        self.defs = defs
+        ops = list(walk_ops(b))
+        self.defs = {op.result.id: op for op in ops if op.result is not None}
+        self.used = {a.id for op in ops for a in op.args}
+        self.alias: dict[Var, Var] = {}
+        _pass_throughs(b, self.alias)
         self.views = views
         self.new_var = new_var
 
@@ -192,7 +195,7 @@ class _GradientAccesses:
     def view_of(self, p: Var) -> tuple[Var, list[Var]] | None:
         """(the array's data pointer, pointer steps) when p points into a gradient view."""
         steps: list[Var] = []
-        while p not in self.views:
+        while (p := _resolve(p, self.alias)) not in self.views:
             d = self.defs.get(p.id)
             if d is None or d.prim != "ptr_add":
                 return None
@@ -227,7 +230,35 @@ class _GradientAccesses:
             return [Op("adj_take", (data, off), old, s.loc, s.attr),
                     Op("adj_add", (data, off, value), None, s.loc, s.attr)]
         if rule is MemoryRule.ACCUMULATE:
-            read = [Op("adj_read", (data, off), s.result, s.loc, s.attr)] if s.result else []
+            used = s.result is not None and s.result.id in self.used
+            read = [Op("adj_read", (data, off), s.result, s.loc, s.attr)] if used else []
             return [*read, Op("adj_add", (data, off, value), None, s.loc, s.attr)]
         raise CompileError(f"wp.{s.prim}() on wp.adjoint[array] is not supported; add into "
                            "it with += or wp.atomic_add", s.loc)
+
+
+def _resolve(v: Var, alias: dict[Var, Var]) -> Var:
+    while v in alias:
+        v = alias[v]
+    return v
+
+
+def _pass_throughs(b: Block, alias: dict[Var, Var]) -> None:
+    """alias: loop parameters (and results) every trip passes through unchanged, and if
+    results both branches give the same value, mapped to that value (the frontend carries
+    array pointers through loops; passes/invariant.py drops such parameters later)."""
+    for s in b.stmts:
+        if isinstance(s, If):
+            _pass_throughs(s.then, alias)
+            _pass_throughs(s.orelse, alias)
+            for r, t, e in zip(s.results, s.then.yields, s.orelse.yields, strict=True):
+                if _resolve(t, alias) == _resolve(e, alias):
+                    alias[r] = _resolve(t, alias)
+        elif isinstance(s, Loop):
+            _pass_throughs(s.cond, alias)
+            _pass_throughs(s.body, alias)
+            for init, p, y, r in zip(s.inits, s.params, s.body.yields, s.results, strict=True):
+                if _resolve(y, alias) == p:
+                    alias[p] = alias[r] = init
+        elif isinstance(s, Custom):
+            _pass_throughs(s.body, alias)

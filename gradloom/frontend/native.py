@@ -8,7 +8,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import GradloomError
+from ..errors import CompileError, GradloomError
 
 
 class NativeFunction:
@@ -28,6 +28,10 @@ class NativeFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise self.error()
+
+    def __gl_call__(self, lowerer: Any, ctx: Any, node: Any, args: Any, kwargs: Any) -> Any:
+        """A call in kernel code: the error, at the call's line."""
+        raise CompileError(str(self.error()), ctx.loc)
 
     def __repr__(self) -> str:
         return f"<gradloom native func {self.key}>"
