@@ -1554,6 +1554,26 @@ def cg_holder_kernel(scale: wp.array(dtype=f64), v: wp.array(dtype=vec3d),
     y[i] = cg_holder_norm(h) * cg_lookup_x(v, idx[i])
 
 
+@wp.kernel
+def row_view_of_constant_kernel(a: wp.array2d(dtype=f64), b: wp.array(dtype=f64),
+                                y: wp.array(dtype=f64)):
+    i = wp.tid()
+    row = a[i]  # a view of an array without a gradient: its adjoint must skip it (crashed)
+    y[i] = row[1] * b[i] * row[0]
+
+
+@wp.func
+def cg_energy(d: vec3d) -> f64:
+    return f64(1.0) / (wp.length(d) + f64(0.5))
+
+
+@wp.kernel
+def grad_in_kernel_kernel(x: wp.array(dtype=vec3d), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    force = wp.grad(cg_energy)(x[i])  # differentiated again by the kernel's adjoint
+    y[i] = wp.dot(force, x[i]) + cg_energy(x[i])
+
+
 IDX4 = np.array([2, 0, 2, 3], dtype=np.int32)
 
 CASES_CUSTOM_GRAD_ARRAYS = [
@@ -1569,6 +1589,12 @@ CASES_CUSTOM_GRAD_ARRAYS = [
          args=[arr(rnd((3, 4, 3), seed=31), vec3d), arr(np.array([3, 1, 2], dtype=np.int32), int),
                arr(rnd((3, 3), seed=32), vec3d), arr(zeros(3))], wrt=[0, 2], outputs=[3],
          warp_xfail=WARP_DYNAMIC_LOOP),
+    Case("wp_grad_in_a_differentiated_kernel", kernel=grad_in_kernel_kernel, dim=3,
+         args=[arr(rnd((3, 3), seed=35) + 0.5, vec3d), arr(zeros(3))], wrt=[0], outputs=[1],
+         warp_xfail="Warp treats what wp.grad() computes as a constant in the backward pass"),
+    Case("row_view_of_array_without_gradient", kernel=row_view_of_constant_kernel, dim=4,
+         args=[arr(rnd((4, 3), seed=34), requires_grad=False), arr(B4), arr(zeros(4))],
+         wrt=[1], outputs=[2]),
     Case("custom_rule_struct_fields_and_component_adjoint", kernel=cg_holder_kernel, dim=4,
          args=[arr(POS4), arr(rnd((4, 3), seed=33), vec3d), arr(IDX4, int), arr(zeros(4))],
          wrt=[0, 1], outputs=[3]),

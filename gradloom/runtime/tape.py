@@ -13,6 +13,7 @@ from .array import NDArray, array
 from .foreign import as_array
 from .recording import ACTIVE_TAPES, FuncRecord
 from .structs import field_value
+from .tape_graph import tape_dot
 
 Record = LaunchRecord | FuncRecord
 #: a scope marker: (index of the first record inside, name, metadata); name None ends a scope
@@ -33,6 +34,8 @@ class Tape:
         self.scopes: list[Scope] = []
         self.loss: array | None = None
         self._tokens: list[Token[tuple[Any, ...]]] = []
+        #: `gradients` entries of recordings that `reset()` forgot (zeroed), as in Warp
+        self._forgotten: dict[Any, Any] = {}
 
     def __enter__(self) -> Tape:
         self._tokens.append(ACTIVE_TAPES.set((*ACTIVE_TAPES.get(), self)))
@@ -155,6 +158,25 @@ class Tape:
         return [a.grad.numpy() for a in written.values()
                 if a.grad is not None and not first_read[id(a._mem)]]
 
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True,
+                  hide_readonly_arrays: bool = False, array_labels: dict[Any, str] | None = None,
+                  choose_longest_node_name: bool = True, ignore_graph_scopes: bool = False,
+                  track_inputs: Any = None, track_outputs: Any = None,
+                  track_input_names: Any = None, track_output_names: Any = None,
+                  graph_direction: str = "LR") -> str:
+        """The recording as GraphViz DOT source (written to `filename` too, when given): one
+        node per operation and per array, edges along what each reads and writes, scopes as
+        clusters; `simplify_graph` merges repeated launches of a kernel on the same arguments.
+        Warp's other options are accepted (`choose_longest_node_name`, `track_*` change
+        nothing here)."""
+        dot = tape_dot(self.records, self.scopes, simplify_graph=simplify_graph,
+                       hide_readonly_arrays=hide_readonly_arrays, array_labels=array_labels,
+                       ignore_graph_scopes=ignore_graph_scopes, graph_direction=graph_direction)
+        if filename is not None:
+            with open(filename, "w", encoding="utf-8") as f:
+                f.write(dot)
+        return dot
+
     # -- housekeeping -------------------------------------------------------------------------
 
     def _arrays(self) -> list[array]:
@@ -169,8 +191,10 @@ class Tape:
     @property
     def gradients(self) -> dict[Any, Any]:
         """{array: its gradient} for every recorded array that has one, and {struct instance:
-        a copy of it holding its arrays' gradients} for every struct a recorded launch got."""
-        out: dict[Any, Any] = {a: a.grad for a in self._arrays() if a.grad is not None}
+        a copy of it holding its arrays' gradients} for every struct a recorded launch got
+        (recordings `reset()` forgot included, as in Warp)."""
+        out: dict[Any, Any] = dict(self._forgotten)
+        out.update({a: a.grad for a in self._arrays() if a.grad is not None})
         for record in self.records:
             if isinstance(record, LaunchRecord):
                 for value in record.args:
@@ -188,6 +212,7 @@ class Tape:
         """Zero the gradients, then forget everything recorded."""
         self.zero()
         readmarks.clear(self._arrays())
+        self._forgotten = self.gradients
         self.records.clear()
         self.scopes.clear()
         self.loss = None
