@@ -107,8 +107,7 @@ def test_min_into_an_adjoint_array_is_refused_at_its_line():
     v = wp.zeros(2, dtype=float, requires_grad=True)
     y = wp.zeros(2, dtype=float, requires_grad=True)
     with pytest.raises(CompileError, match=r"atomic_min\(\) on wp.adjoint\[array\]") as info:
-        with wp.Tape():
-            wp.launch(k, 2, inputs=[v, y])
+        wp.launch(k, 2, inputs=[v, y])  # refused when the kernel compiles
     assert "test_custom_grad_arrays.py" in str(info.value)
 
 
@@ -127,8 +126,7 @@ def test_adjoint_of_something_else_than_a_parameter_is_an_error():
         a[i] = f(a[i])
 
     with pytest.raises(GradloomError, match=r"wp.adjoint\[\.\.\.\] takes a parameter"):
-        with wp.Tape():
-            wp.launch(k, 1, inputs=[wp.zeros(1, dtype=float, requires_grad=True)])
+        wp.launch(k, 1, inputs=[wp.zeros(1, dtype=float, requires_grad=True)])
 
 
 def test_rule_of_a_function_without_results_takes_no_adjoints():
@@ -262,3 +260,67 @@ def test_grad_inside_a_rule():
         wp.launch(safe_sqrt_kernel, 3, inputs=[x, y])
     tape.backward(grads={y: wp.ones(3, dtype=float)})
     np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.5, 0.25])  # finite at 0
+
+
+# -- a rule must see the arrays as they were right after its call ---------------------------------
+
+
+@wp.func
+def scaled_by(a: wp.array(dtype=float), i: int, x: float) -> float:
+    return a[i] * x
+
+
+@wp.func_grad(scaled_by)
+def scaled_by_grad(a: wp.array(dtype=float), i: int, x: float, adj_ret: float):
+    wp.adjoint[x] += a[i] * adj_ret  # reads a in the backward pass
+
+
+@wp.kernel
+def rule_then_overwrite(a: wp.array(dtype=float), x: wp.array(dtype=float),
+                        y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = scaled_by(a, i, x[i])
+    a[i] = 0.0  # the rule would read this 0, not what the call used
+
+
+@wp.kernel
+def rule_in_loop_writing(a: wp.array(dtype=float), x: wp.array(dtype=float),
+                         y: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    s = float(0.0)
+    for _k in range(n):
+        a[i] = a[i] * 2.0  # before the call, but also before the next trip's call
+        s += scaled_by(a, i, x[i])
+    y[i] = s
+
+
+@wp.kernel
+def rule_after_write(a: wp.array(dtype=float), x: wp.array(dtype=float),
+                     y: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] + 1.0
+    y[i] = scaled_by(a, i, x[i])
+
+
+@pytest.mark.parametrize("kernel,extra,where", [(rule_then_overwrite, [], "after the call"),
+                                                (rule_in_loop_writing, [2], "in the loop")])
+def test_rule_reading_an_array_written_later_is_refused(kernel, extra, where):
+    a = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    x = wp.array([3.0, 4.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, 2, inputs=[a, x, y, *extra])
+    with pytest.raises(CompileError, match=f"reads 'a', which the kernel writes again {where}"):
+        tape.backward(grads={y: wp.ones(2, dtype=float)})
+
+
+def test_rule_reading_an_array_written_before_the_call_sees_the_new_values():
+    a = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    x = wp.array([3.0, 4.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(rule_after_write, 2, inputs=[a, x, y])
+    tape.backward(grads={y: wp.ones(2, dtype=float)})
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 3.0])  # a[i] + 1

@@ -20,6 +20,7 @@ from ..types import int64
 from .access import KernelAccess, analyze
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
 from .replay import check_replay, shared_working_arrays
+from .rule_reads import check_rule_reads
 from .scopes import BranchScope, LoopScope, Scope
 
 
@@ -53,6 +54,7 @@ class Reverse:
         self.args_at = {int(s.attr): s.result for s in kernel.body.stmts
                         if isinstance(s, Op) and s.prim == "arg" and s.result is not None}
         self._check_minmax()
+        check_rule_reads(kernel, self.access)
 
     def build(self) -> KernelIR:
         self.forward(self.kernel.body)
