@@ -24,6 +24,7 @@ from ..ir.nodes import Block, Custom, If, Loop, Op, Var
 from ..ir.prims import PRIMS
 from ..types import ScalarType
 from .custom import GRADIENT_SCOPE
+from .source import fingerprint_value, parse_function
 
 #: per float value: its tangent along each input component (None: zero)
 Tangent = list[Var | None]
@@ -43,6 +44,12 @@ class GradFunction:
     def __repr__(self) -> str:
         return f"<gradloom {self.key}>"
 
+    def __gl_fingerprint__(self, visiting: set[int]) -> str:
+        """What a kernel capturing this object depends on: the function (cache keys)."""
+        if isinstance(self.func, Builtin):
+            return f"grad:builtin:{self.func.name}"
+        return "grad:" + fingerprint_value(self.func, visiting)
+
     def __gl_call__(self, lowerer: Any, ctx: Ctx, node: ast.Call, args: list[Any],
                     kwargs: dict[str, Any]) -> Value:
         """A call inside kernel code: emit f and its gradient into the current block."""
@@ -57,7 +64,6 @@ class GradFunction:
 
     def _host_lower(self, ctx: Ctx, args: list[Any], kwargs: dict[str, Any]) -> Any:
         from .lower import Lowerer  # lower.py is above this module (it lowers kernels)
-        from .source import parse_function
 
         info = getattr(self.func, "info", None) or parse_function(grad)
         lowerer = Lowerer(ctx.b, info, {}, [], [], False)
