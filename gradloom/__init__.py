@@ -246,6 +246,12 @@ from . import typedocs as _typedocs  # noqa: E402
 
 _typedocs.attach(globals())
 
+# -- custom gradients and the Tape (issue 13, h-cgrad): Warp's native-snippet functions
+# (accepted, not runnable), wp.grad(f) and the deterministic-mode enum
+from .config import DeterministicMode  # noqa: E402
+from .frontend.gradfn import grad  # noqa: E402
+from .frontend.native import func_native  # noqa: E402
+
 
 def __getattr__(name: str) -> object:
     if name in ("torch", "optim"):  # `wp.torch`, `wp.optim`, as in Warp; imported when used

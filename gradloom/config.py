@@ -13,6 +13,7 @@ import sys as _sys
 import types as _types
 import warnings as _warnings
 from collections.abc import Callable as _Callable
+from enum import IntEnum as _IntEnum
 from pathlib import Path as _Path
 from typing import Any as _Any
 
@@ -93,9 +94,24 @@ num_threads: int = _default_threads()
 #: launch costs ~10 µs more than a serial one, so shorter launches run on the calling thread.
 parallel_min_ns: int = _env_int("GRADLOOM_PARALLEL_MIN_NS", 40000, 0)
 
+
+class DeterministicMode(_IntEnum):
+    """Warp's values for `deterministic` (any but NOT_GUARANTEED means True here)."""
+
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2
+
+
 #: Run launches whose kernels add floats atomically on one thread, so their results are
-#: bit-for-bit the same from run to run (float addition is not associative).
-deterministic: bool = _env_flag("GRADLOOM_DETERMINISTIC", False)
+#: bit-for-bit the same from run to run (float addition is not associative). Warp's
+#: `DeterministicMode` values are accepted too.
+deterministic: bool | DeterministicMode = _env_flag("GRADLOOM_DETERMINISTIC", False)
+
+#: While a Tape records, print a warning to stderr when a launch or an array copy writes an
+#: array that a recorded launch has read (Warp's check; gradloom's own gradients stay right
+#: either way, see docs/autodiff.md). `backward()` and `reset()` clear the read marks.
+verify_autograd_array_access: bool = False
 
 #: After every launch, check the floating-point arrays it wrote for NaN and Inf, and raise a
 #: KernelRuntimeError naming the kernel, the array and the first bad element (as Warp's option:
@@ -115,7 +131,9 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
     "verbose": (lambda v: isinstance(v, bool), "a bool"),
     "num_threads": (lambda v: type(v) is int and v >= 1, "an int >= 1"),
     "parallel_min_ns": (lambda v: type(v) is int and v >= 0, "an int >= 0"),
-    "deterministic": (lambda v: isinstance(v, bool), "a bool"),
+    "deterministic": (lambda v: isinstance(v, (bool, DeterministicMode)),
+                      "a bool or a DeterministicMode"),
+    "verify_autograd_array_access": (lambda v: isinstance(v, bool), "a bool"),
     "verify_fp": (lambda v: isinstance(v, bool), "a bool"),
     "quiet": (lambda v: isinstance(v, bool), "a bool"),
 }
@@ -126,7 +144,7 @@ _REBUILD = frozenset({"mode", "opt_level", "verify_fp"})
 #: Warp's options that gradloom accepts and ignores (so ported code runs unchanged)
 _WARP_ONLY = frozenset({
     "launch_array_access_mode", "verify_cuda", "print_launches", "optimization_level",
-    "verbose_warnings", "log_level", "verify_autograd_array_access",
+    "verbose_warnings", "log_level",
     "enable_vector_component_overwrites", "legacy_scalar_return_types", "cache_kernels",
     "kernel_cache_dir", "cuda_output", "ptx_target_arch", "cuda_arch_suffix", "lineinfo",
     "line_directives", "compile_time_trace", "enable_backward", "enable_cpu_blocks",

@@ -362,6 +362,9 @@ class ExprLowerer:
                 raise CompileError("type() takes one value (scalar, vector, matrix, struct or "
                                    "array)", ctx.loc)
             return type_of(args[0])
+        lower_call = getattr(callee, "__gl_call__", None)  # wp.grad, wp.func_native stubs
+        if lower_call is not None:
+            return lower_call(self, ctx, node, args, kwargs)
         if hasattr(callee, "pyfunc") and hasattr(callee, "param_types"):
             return self.inline_call(ctx, node, callee, args, kwargs)
         t = _as_type(callee)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,6 +50,23 @@ class LaunchRecord:
             a = arg_array(self.args, key)
             if a is not None:
                 out.append((a, bool(flags & {"loads", "result_used"}),
+                            bool(flags & {"stores", "minmax"})))
+        return out
+
+    def named_touches(self) -> list[tuple[array, str, bool, bool]]:
+        """(array, its parameter's name, reads, writes) for each array the launch accesses."""
+        try:
+            names = list(inspect.signature(self.kernel.func).parameters)
+        except (AttributeError, TypeError, ValueError):
+            names = []
+        out = []
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            if a is not None:
+                i, field = key
+                name = names[i] if i < len(names) else f"#{i}"
+                out.append((a, name if field is None else f"{name}.{field}",
+                            bool(flags & {"loads", "result_used"}),
                             bool(flags & {"stores", "minmax"})))
         return out
 

@@ -16,6 +16,7 @@ from gradloom.errors import GradloomError
 from gradloom.runtime.array_protocols import ArrayProtocols, aligned_copy, aligned_zeros
 from gradloom.runtime.capturing import deferrable
 from gradloom.runtime.device import CPU, Device, get_device
+from gradloom.runtime.readmarks import ReadMarks
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import (
@@ -241,7 +242,7 @@ class _GlType:
         return lambda: gl
 
 
-class array(ArrayProtocols):
+class array(ArrayProtocols, ReadMarks):
     """A Warp-style array of 1-4 dimensions (or, built with only dtype/ndim, an annotation)."""
 
     _fixed_ndim: ClassVar[int | None] = None

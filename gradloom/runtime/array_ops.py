@@ -18,6 +18,7 @@ from gradloom.runtime.array import (
 from gradloom.runtime.capturing import capturing, defer
 from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
+from gradloom.runtime.readmarks import check_copy
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
@@ -336,6 +337,7 @@ def copy(
     else:
         _copy_strided(d, s, dest_offset, src_offset, count)
     if ACTIVE_TAPES.get():
+        check_copy(d, s)
         _record_range_copy(d, s, dest_offset, src_offset, count)
 
 

@@ -7,6 +7,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..errors import TapeError
+from .readmarks import check_copy
 
 #: Every Tape whose `with` block is active, outermost first; each records every operation.
 ACTIVE_TAPES: ContextVar[tuple[Any, ...]] = ContextVar("gradloom_active_tapes", default=())
@@ -50,6 +51,8 @@ def record_op(backward: Callable[[], None], arrays: Sequence[Any]) -> None:
 def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
     """On active tapes: the gradient of dest[where] = src flows from dest to src (summed over
     the dimensions src was broadcast along)."""
+    if ACTIVE_TAPES.get():
+        check_copy(dest, src)
     if (dest._grad is None or src._grad is None or dest.dtype != src.dtype
             or not ACTIVE_TAPES.get()):
         return
