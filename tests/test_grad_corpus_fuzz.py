@@ -30,6 +30,32 @@ def launch(kernel, dim, *args):
 
 
 # =============================================================================================
+# A: a loop-carried variable that starts as a plain copy of another
+
+
+@wp.kernel
+def copy_then_loop_assign_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64), n: int):
+    # fuzz 4:38 (with n = 0 the loop does not run: y = x)
+    tid = wp.tid()
+    a = x[tid]
+    b = a
+    for _j in range(n):
+        a = b
+    y[tid] = a
+
+
+@wp.kernel
+def copy_then_loop_accumulate_kernel(x: wp.array(dtype=f64)):
+    # fuzz 4:76
+    tid = wp.tid()
+    a = x[tid]
+    b = a
+    for _j in range(3):
+        a += wp.dot(vec3d(b, b, b), vec3d(f64(0.5), f64(0.5), f64(0.5)))
+    x[tid] = a
+
+
+# =============================================================================================
 # B: a thread reads an element that another thread of the same launch writes
 
 
@@ -40,6 +66,15 @@ def read_other_then_overwrite_kernel(x: wp.array(dtype=f64)):
     a = x[3]
     a -= wp.exp(wp.sin(a))
     x[tid] = a
+
+
+@wp.kernel
+def read_overwritten_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    # fuzz 4:1. Thread 1 reads y[0] after thread 0 has overwritten it.
+    tid = wp.tid()
+    a = x[tid]
+    b = f64(0.5) - wp.dot(vec3d(f64(0.5), a, y[0]), vec3d(f64(-1.25), f64(0.5), f64(1.1)) * a)
+    y[tid] = b
 
 
 @wp.kernel
@@ -63,6 +98,19 @@ def aliased_accumulator_program(a):
 
 
 # =============================================================================================
+# C': an int atomic changes an element another thread then reads (here outside any loop)
+
+
+@wp.kernel
+def xor_then_index_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
+                          slots: wp.array(dtype=wp.int32)):
+    # fuzz 4:143. Thread 0 reads slots[0] after its own xor; the adjoint must see that value.
+    tid = wp.tid()
+    wp.atomic_xor(slots, 0, 1)
+    wp.atomic_add(y, slots[tid], x[tid])
+
+
+# =============================================================================================
 # D / E: valid kernels refused at backward
 
 
@@ -70,8 +118,17 @@ def aliased_accumulator_program(a):
 def atomic_in_loop_kernel(x: wp.array(dtype=f64), acc: wp.array(dtype=f64), n: int):
     # fuzz 2:0 (D): the value atomic_add returns is unused
     tid = wp.tid()
-    for j in range(n):
+    for _j in range(n):
         wp.atomic_add(acc, 0, x[tid] * x[tid])
+
+
+@wp.kernel
+def accumulate_in_nested_loops_kernel(x: wp.array(dtype=f64), acc: wp.array(dtype=f64)):
+    # fuzz 4:40 (D inside E's nesting: refused with E's message)
+    tid = wp.tid()
+    for _i in range(2):
+        for _j in range(3):
+            acc[0] += x[tid] * x[tid]
 
 
 @wp.kernel
@@ -81,14 +138,17 @@ def store_in_loop_in_if_kernel(x: wp.array(dtype=f64), n: int):
     tid = wp.tid()
     a = x[tid]
     if a < f64(0.5):
-        for j in range(n):
+        for _j in range(n):
             x[tid] = a * a
     x[tid] = wp.sin(a)
 
 
 # =============================================================================================
 
+KNOWN_A = "A (issue 12): loop-carried variable that starts as a plain copy of another"
 KNOWN_B = "B (issue 12): a thread reads an element another thread writes in the same launch"
+KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that another "
+           "thread's index read sees; the adjoint reads the final value")
 KNOWN_D = "D (issue 12): atomic_add as a statement inside a loop refused"
 KNOWN_E = "E (issue 12): array store in a loop nested in an if refused"
 
@@ -96,14 +156,26 @@ WARP_OVERWRITE = "warp-lang's adjoint re-reads memory that the forward overwrote
 X4 = np.array([0.3, -0.4, 0.9, 0.2])
 
 CASES = [
+    (Case("copy_then_loop_assign_zero_trips", kernel=copy_then_loop_assign_kernel, dim=4,
+          args=[arr(X4), arr(np.zeros(4)), 0], wrt=[0], outputs=[1]), KNOWN_A),
+    (Case("copy_then_loop_accumulate", kernel=copy_then_loop_accumulate_kernel, dim=2,
+          args=[arr([0.3, -0.4])], wrt=[0], outputs=[0]), KNOWN_A),
     (Case("read_other_then_overwrite", kernel=read_other_then_overwrite_kernel, dim=4,
           args=[arr(X4)], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
+    (Case("read_overwritten_element", kernel=read_overwritten_kernel, dim=2,
+          args=[arr([-0.58, 0.42]), arr([0.57, 1.14])], wrt=[0, 1], outputs=[1],
+          warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("read_accumulated_element", kernel=read_accumulated_kernel, dim=2,
           args=[arr([0.3, -0.4])], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("aliased_read_and_accumulate", program=aliased_accumulator_program,
           args=[arr([0.3, -0.4])], wrt=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
+    (Case("int_atomic_then_index_read", kernel=xor_then_index_kernel, dim=2,
+          args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
+          outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),
     (Case("atomic_add_in_loop", kernel=atomic_in_loop_kernel, dim=3,
           args=[arr(X4[:3]), arr([0.25]), 2], wrt=[0, 1], outputs=[1]), KNOWN_D),
+    (Case("accumulate_in_nested_loops", kernel=accumulate_in_nested_loops_kernel, dim=3,
+          args=[arr(X4[:3]), arr([0.25])], wrt=[0, 1], outputs=[1]), KNOWN_D),
     (Case("store_in_loop_in_if", kernel=store_in_loop_in_if_kernel, dim=4,
           args=[arr(X4), 2], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_E),
 ]

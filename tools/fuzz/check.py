@@ -13,8 +13,16 @@ from typing import Any
 import numpy as np
 
 from .evaluate import (
-    DIRECTIONS, MAX_VALUE, STEPS, TOL, error_info, objective, run_program, tape_grads,
-    weights_for, wrt_names,
+    DIRECTIONS,
+    MAX_VALUE,
+    STEPS,
+    TOL,
+    error_info,
+    objective,
+    run_program,
+    tape_grads,
+    weights_for,
+    wrt_names,
 )
 from .model import Case
 from .render import BIG_SLOT
@@ -51,15 +59,15 @@ def _directions(case: Case, k: int) -> list[dict[str, np.ndarray]]:
 
 
 def _fd_along(run: Any, base: dict[str, np.ndarray], d: dict[str, np.ndarray],
-              trace0: np.ndarray) -> tuple[list[float], str | None]:
+              trace0: np.ndarray | None) -> tuple[list[float], str | None]:
     """FD of L along d at each step size; a reason string if the direction is rejected."""
-    fds = []
+    fds: list[float] = []
     for h in STEPS:
         vals = []
         for sign in (1.0, -1.0):
             point = {n: base[n] + sign * h * d[n] for n in d}
             L, tr = run(point)
-            if not np.array_equal(tr, trace0):
+            if not np.array_equal(tr, trace0):  # type: ignore[arg-type]
                 return fds, f"a branch, kink or cast flips within ±{h:g}"
             vals.append(L)
         fds.append((vals[0] - vals[1]) / (2.0 * h))
@@ -83,7 +91,7 @@ def _fd_check(wp: Any, case: Case, twin: Any, rev: dict[str, np.ndarray],
               weights: dict[str, np.ndarray]) -> dict[str, Any]:
     base = {a.name: np.asarray(a.values, np.float64) for a in case.arrays if a.ty != "I"}
 
-    def run(point: dict[str, np.ndarray]) -> tuple[float, np.ndarray]:
+    def run(point: dict[str, np.ndarray]) -> tuple[float, np.ndarray | None]:
         outs, tr = run_program(wp, twin, case, point, "float64", traced=True)
         return objective(outs, weights), tr
 
@@ -142,19 +150,19 @@ def check(wp: Any, case: Case, progs: dict[str, Any]) -> dict[str, Any]:
         res.update(_forward_stage(wp, case, progs))
     except Rejected as exc:
         return {**res, "status": "rejected", "reason": str(exc)}
-    except Exception as exc:  # noqa: BLE001 (classified by the driver)
+    except Exception as exc:
         return {**res, **error_info("forward", exc)}
     weights = weights_for(case)
     try:
         rev = tape_grads(wp, progs["main"], case, weights)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {**res, **error_info("backward", exc)}
     for n, g in rev.items():
         if not np.all(np.isfinite(g)):
             res["nonfinite_grad"] = n
     try:
         res.update(_fd_check(wp, case, progs["twin"], rev, weights))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {**res, **error_info("fd", exc)}
     return res
 

@@ -12,6 +12,7 @@ from collections import defaultdict
 from .classify import FAILURES
 from .gen import SIZES, generate
 from .model import Case
+from .patterns import known_patterns
 from .render import case_module
 from .report import canonical, summary_line, write_failure
 from .session import Outcome, Session
@@ -84,10 +85,12 @@ def _write(args: argparse.Namespace, session: Session, shrunk: list[tuple[Outcom
     for o, small in shrunk:
         final = session.evaluate([small], warp=session.use_warp)[0]
         key = (o.signature, canonical(small))
-        path = write_failure(args.out, small, final.cls, final.detail, final.gradloom, o.case)
+        hint = "".join(sorted(known_patterns(small)))
+        detail = final.detail + (f" [known-bug patterns: {hint}]" if hint else "")
+        path = write_failure(args.out, small, final.cls, detail, final.gradloom, o.case)
         if key not in seen:
             seen.add(key)
-            lines.append(f"[{final.cls}] {final.detail}\n    {path}")
+            lines.append(f"[{final.cls}] {detail}\n    {path}")
     for o in session.failures:
         if o.case.tag not in done:
             write_failure(os.path.join(args.out, "unshrunk"), o.case, o.cls, o.detail,

@@ -13,12 +13,26 @@ from dataclasses import replace
 from typing import Any
 
 from .model import (
-    Atomic, Case, Clone, Copy, Expr, For, FuncDef, If, IntAtomic, Launch, Return, Store,
-    While, child_blocks, walk_exprs, walk_stmts,
+    Atomic,
+    Case,
+    Clone,
+    Copy,
+    Expr,
+    For,
+    FuncDef,
+    If,
+    IntAtomic,
+    Launch,
+    Return,
+    Store,
+    While,
+    child_blocks,
+    walk_exprs,
+    walk_stmts,
 )
 from .render import kernel_params
 
-EXPR_FIELDS = {"Assign": ("expr",), "Aug": ("expr",), "CompSet": ("expr",),
+EXPR_FIELDS = {"Assign": ("expr",), "Aug": ("expr",), "CompSet": ("expr", "index"),
                "Store": ("idx", "expr"), "Atomic": ("idx", "expr"), "IntAtomic": ("idx", "args"),
                "If": ("cond",), "For": ("stop",), "While": ("bound", "cond"),
                "Return": ("expr",)}
@@ -69,7 +83,7 @@ def _slots(s: Any) -> list[tuple[str, int | None]]:
     for f in EXPR_FIELDS.get(type(s).__name__, ()):
         v = getattr(s, f)
         if isinstance(v, tuple):
-            out += [(f, i) for i in range(len(v))]
+            out += [(f, i) for i in range(len(v)) if isinstance(v[i], Expr)]
         elif v is not None:
             out.append((f, None))
     return out
@@ -159,8 +173,8 @@ def drop_unused(case: Case) -> Case:
         if isinstance(s, Launch):
             s.bind = {p: a for p, a in s.bind.items() if p in names}
     new.steps = [s for s in new.steps if not isinstance(s, Copy) or
-                 (s.src in names or s.src.startswith("c")) and (s.dst in names or
-                                                                s.dst.startswith("c"))]
+                 ((s.src in names or s.src.startswith("c")) and (s.dst in names or
+                                                                s.dst.startswith("c")))]
     return new
 
 

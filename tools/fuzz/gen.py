@@ -15,10 +15,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import (
-    Assign, Case, Clone, Copy, Expr, FuncDef, KernelDef, Launch, walk_stmts,
+    Assign,
+    Case,
+    Clone,
+    Copy,
+    Expr,
+    FuncDef,
+    KernelDef,
+    Launch,
+    walk_stmts,
 )
 from .ops import BY_TYPE, SHAPES
 from .stmts import Body
+from .validate import check_case
 
 F_CONSTS = (0.5, 1.5, -0.75, 2.0, 0.25, 1.1, -1.25, 0.9)
 
@@ -84,13 +93,16 @@ def _arrays(rng: random.Random, size: Size, dtype: str, nt: int) -> list:
     return out
 
 
-def _roles(rng: random.Random, arrays: list) -> dict[str, str]:
-    """Per kernel: in (read), inout (read, plain stores), out (plain stores), acc (atomics)."""
+def _roles(rng: random.Random, arrays: list, avoid: frozenset[str]) -> dict[str, str]:
+    """Per kernel: in (read), inout (read, plain stores), out (plain stores), acc (atomics);
+    int slot arrays: slots (read as indices and changed by int atomics), or with avoid C either
+    slots_read or slots_atomic (known bug C: a read of an element an int atomic changed)."""
     while True:
         roles = {}
         for a in arrays:
             if a.ty == "I":
-                roles[a.name] = "slots"
+                roles[a.name] = rng.choice(["slots_read", "slots_atomic"]) if "C" in avoid \
+                    else "slots"
                 continue
             opts = ["in", "inout", "out"] + (["acc"] if a.ty in "FV" else [])
             w = [4, 2.5, 2, 1.5][: len(opts)]
@@ -124,7 +136,7 @@ def _funcs(rng: random.Random, size: Size, names: Names, avoid: frozenset[str]
 
 def _kernel(rng: random.Random, size: Size, names: Names, case: Case, avoid: frozenset[str]
             ) -> KernelDef:
-    roles = _roles(rng, case.arrays)
+    roles = _roles(rng, case.arrays, avoid)
     arrays = {a.name: a.ty for a in case.arrays}
     body = Body(rng, names, size, funcs=case.funcs, arrays=arrays, roles=roles, in_kernel=True,
                 ret=None, runtime=list(case.ints), avoid=avoid)
@@ -212,6 +224,7 @@ def generate(seed: int, index: int, size: Size = MEDIUM, dtype: str | None = Non
     for _ in range(rng.randint(1, size.kernels)):
         case.kernels.append(_kernel(rng, size, names, case, flags))
     case.steps = _steps(rng, size, names, case, flags)
+    check_case(case)  # a generator bug shows here, not as a gradloom failure
     return case
 
 
@@ -221,4 +234,4 @@ def leaf_const(ty: str, rng: random.Random) -> Expr:
     return Expr("const", "F", data=rng.choice(F_CONSTS))
 
 
-__all__ = ["LARGE", "MEDIUM", "SIZES", "SMALL", "BY_TYPE", "Size", "generate"]
+__all__ = ["BY_TYPE", "LARGE", "MEDIUM", "SIZES", "SMALL", "Size", "generate"]

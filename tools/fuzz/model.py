@@ -21,7 +21,8 @@ class Expr:
     * op: ``data`` is the operator name (ops.OPS[(ty, data)]), ``args`` its operands;
     * var: ``data`` is the name; const: ``data`` is the value;
     * load: ``data`` is the array name, ``args`` = (index,);
-    * comp: ``data`` is the component index tuple, ``args`` = (base,);
+    * comp: ``data`` is the component index tuple, ``args`` = (base, *computed): a ``None`` in
+      ``data`` takes the next computed index from ``args`` (``v[j % 3]``);
     * call: ``data`` is a func name; ternary: ``args`` = (cond, if_true, if_false).
     """
 
@@ -56,10 +57,11 @@ class Aug:
 
 @dataclass
 class CompSet:
-    """``name[i] op= expr`` / ``name[i, j] op= expr`` on a local vector, matrix or quat."""
+    """``name[i] op= expr`` / ``name[i, j] op= expr`` on a local vector, matrix or quat; an
+    index entry is an int or an I expression (``j % 3``)."""
 
     name: str
-    index: tuple[int, ...]
+    index: tuple
     op: str
     expr: Expr
 
@@ -217,7 +219,9 @@ def child_blocks(stmt: Any) -> list[list]:
 
 def stmt_exprs(stmt: Any) -> list[Expr]:
     """The expressions directly held by a statement (not those of nested statements)."""
-    if isinstance(stmt, (Assign, Aug, CompSet)):
+    if isinstance(stmt, CompSet):
+        return [stmt.expr, *(i for i in stmt.index if isinstance(i, Expr))]
+    if isinstance(stmt, (Assign, Aug)):
         return [stmt.expr]
     if isinstance(stmt, (Store, Atomic)):
         return [stmt.idx, stmt.expr]

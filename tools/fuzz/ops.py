@@ -108,6 +108,8 @@ _Q = _ops("Q", [
 _I = _ops("I", [
     ("add", "II", "({0} + {1})"),
     ("mod", "I", "({0} % nt)", None, 0.0),  # an index: only made by stmts.mod_nt
+    ("mod3", "I", "({0} % 3)", None, 0.0),  # a vector / matrix component (stmts.comp_index)
+    ("mod4", "I", "({0} % 4)", None, 0.0),  # a quaternion component
     ("cast", "F", "int(wp.abs(wp.sin({0})) * {F}(3.5))",
      "_ti(_tr, {site}, int(wp.abs(wp.sin({0})) * {F}(3.5)))"),
 ])

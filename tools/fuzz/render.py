@@ -9,8 +9,28 @@ kink or a cast flip" without touching the values computed.
 from __future__ import annotations
 
 from .model import (
-    Assign, Atomic, Aug, Break, Case, Clone, CompSet, Continue, Copy, Expr, For, FuncDef, If,
-    IntAtomic, KernelDef, Launch, Return, Store, While, stmt_exprs, walk_exprs, walk_stmts,
+    Assign,
+    Atomic,
+    Aug,
+    Break,
+    Case,
+    Clone,
+    CompSet,
+    Continue,
+    Copy,
+    Expr,
+    For,
+    FuncDef,
+    If,
+    IntAtomic,
+    KernelDef,
+    Launch,
+    Return,
+    Store,
+    While,
+    stmt_exprs,
+    walk_exprs,
+    walk_stmts,
 )
 from .ops import OPS, TYPE_NAMES
 
@@ -56,9 +76,8 @@ BIG_SLOT = 0  # trace slot counting values with |x| > 1e6 or not finite (sites s
 def trace_helpers() -> str:
     out = [TRACE_HELPERS]
     for dtype, names in TYPE_NAMES.items():
-        bits = dtype[-2:]
         for ty, norm2 in BIG_NORM2.items():
-            out.append(BIG_HELPER.format(ty=ty, bits=bits, tyname=names[ty], norm2=norm2))
+            out.append(BIG_HELPER.format(ty=ty, bits=dtype[-2:], tyname=names[ty], norm2=norm2))
     for bits in (64, 32):
         ab = f", a: wp.float{bits}, b: wp.float{bits}"
         out.append(KINK_HELPER.format(name="min", bits=bits, params=ab, cond="a < b", args="a, b"))
@@ -132,7 +151,9 @@ class Renderer:
         if e.kind == "load":
             return f"{e.data}[{self.expr(e.args[0])}]"
         if e.kind == "comp":
-            return f"{self.expr(e.args[0])}[{', '.join(map(str, e.data))}]"
+            dyn = iter(e.args[1:])
+            index = [str(i) if i is not None else self.expr(next(dyn)) for i in e.data]
+            return f"{self.expr(e.args[0])}[{', '.join(index)}]"
         if e.kind == "call":
             args = [self.expr(a) for a in e.args]
             return f"{e.data}{self.suffix}({', '.join((['_tr'] if self.traced else []) + args)})"
@@ -164,9 +185,8 @@ class Renderer:
 
     def stmt(self, s: object, ind: str) -> list[str]:
         lines = self.simple(s, ind)
-        name = getattr(s, "name", None)
-        if self.traced and isinstance(s, (Assign, Aug, CompSet)) and self.types[name] != "I":
-            lines.append(f"{ind}_big_{self.types[name]}{self.bits}(_tr, {name})")
+        if self.traced and isinstance(s, (Assign, Aug, CompSet)) and self.types[s.name] != "I":
+            lines.append(f"{ind}_big_{self.types[s.name]}{self.bits}(_tr, {s.name})")
         return lines
 
     def simple(self, s: object, ind: str) -> list[str]:
@@ -177,7 +197,8 @@ class Renderer:
         if isinstance(s, Aug):
             return [f"{ind}{s.name} {s.op}= {self.expr(s.expr)}"]
         if isinstance(s, CompSet):
-            return [f"{ind}{s.name}[{', '.join(map(str, s.index))}] {s.op} {self.expr(s.expr)}"]
+            index = ", ".join(self.expr(i) if isinstance(i, Expr) else str(i) for i in s.index)
+            return [f"{ind}{s.name}[{index}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, Store):
             comp = f"[{', '.join(map(str, s.comp))}]" if s.comp else ""
             target = f"{s.arr}[{self.expr(s.idx)}]{comp}"
@@ -191,19 +212,19 @@ class Renderer:
 
     def control(self, s: object, ind: str) -> list[str]:
         if isinstance(s, If):
-            out = [f"{ind}if {self.cond(s.cond)}:"] + self.block(s.body, ind + IND)
+            out = [f"{ind}if {self.cond(s.cond)}:", *self.block(s.body, ind + IND)]
             if s.orelse:
-                out += [f"{ind}else:"] + self.block(s.orelse, ind + IND)
+                out += [f"{ind}else:", *self.block(s.orelse, ind + IND)]
             return out
         if isinstance(s, For):
-            return [f"{ind}for {s.var} in range({self.expr(s.stop)}):"] + \
-                self.block(s.body, ind + IND)
+            return [f"{ind}for {s.var} in range({self.expr(s.stop)}):",
+                    *self.block(s.body, ind + IND)]
         if isinstance(s, While):
             cond = f"{s.var} < {self.expr(s.bound)}"
             if s.cond is not None:
                 cond = f"{cond} and {self.cond(s.cond)}"
             return [f"{ind}{s.var} = int(0)", f"{ind}while {cond}:",
-                    f"{ind}{IND}{s.var} = {s.var} + 1"] + self.block(s.body, ind + IND)
+                    f"{ind}{IND}{s.var} = {s.var} + 1", *self.block(s.body, ind + IND)]
         if isinstance(s, Break):
             return [ind + "break"]
         if isinstance(s, Continue):

@@ -41,11 +41,10 @@ class Worker:
     # ------------------------------------------------------------------ process
 
     def _start(self) -> None:
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.fuzz.worker", self.lib], cwd=ROOT, env=self.env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tools.fuzz.worker", self.lib], cwd=ROOT, env=self.env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
         self.buf, self.served = b"", 0
 
     def close(self) -> None:

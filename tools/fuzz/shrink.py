@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def _stmt_edits(case: Case) -> Iterator[Case]:
             yield new
     for which in ("body", "orelse", "noelse", "swap", "nocond", "const"):
         for k in range(n):
-            new = edit_stmt(case, k, lambda s, w=which: _inline(s, w))
+            new = edit_stmt(case, k, partial(_inline, which=which))
             if new is not None:
                 yield new
 
@@ -85,6 +86,8 @@ def _stmt_edits(case: Case) -> Iterator[Case]:
 def _simpler(e: Expr) -> list[Expr]:
     if e.kind == "op" and e.data == "mod":  # an index: keep it in [0, nt)
         return [TID, Expr("const", "I", data=0)]
+    if e.kind == "op" and e.data in ("mod3", "mod4"):  # a component index
+        return [Expr("const", "I", data=0)]
     out = [a for a in e.args if a.ty == e.ty]
     if e.ty == "F" and e.kind != "const":
         out.append(Expr("const", "F", data=0.5))

@@ -9,7 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .model import (
-    Assign, Atomic, Aug, Break, CompSet, Continue, Expr, For, If, IntAtomic, Return, Store,
+    Assign,
+    Atomic,
+    Aug,
+    Break,
+    CompSet,
+    Continue,
+    Expr,
+    For,
+    If,
+    IntAtomic,
+    Return,
+    Store,
     While,
 )
 from .stmts import COMPS, LOCAL_PREFIX, TID, Body, mod_nt, var
@@ -33,7 +44,7 @@ def _alias(b: Body, budget: int, depth: int) -> list:
         update = _self_update(b, name, ty, hint=var(src, ty))
         loop = _loop_shell(b, depth)
         b.nest.append("cfor" if isinstance(loop, For) and loop.stop.kind == "const" else "loop")
-        loop.body = [update] + b.block(b.rng.randint(0, 1), depth - 1)
+        loop.body = [update, *b.block(b.rng.randint(0, 1), depth - 1)]
         b.nest.pop()
         b.loops -= 1
         b.scopes.pop()
@@ -45,7 +56,7 @@ def _self_update(b: Body, name: str, ty: str, hint: Expr | None = None) -> objec
     """``name = f(name, ...)``, ``name op= ...`` or ``name[c] op= ...``."""
     r = b.rng.random()
     if ty in "VMQ" and r < 0.3:
-        return CompSet(name, b.rng.choice(COMPS[ty]), b.rng.choice(["=", "+=", "*=", "-="]),
+        return CompSet(name, b.comp_index(ty), b.rng.choice(["=", "+=", "*=", "-="]),
                        b.expr("F", b.expr_depth(), hint))
     if r < 0.6:
         e = b.wrap_hint(var(name, ty), b.expr_depth())
@@ -82,11 +93,11 @@ def _aug(b: Body, budget: int, depth: int) -> list:
 def _comp(b: Body, budget: int, depth: int) -> list:
     name, ty = b.pick_recent([nt for nt in b.visible(mutable=True) if nt[1] in "VMQ"])
     op = b.rng.choice(["=", "+=", "-=", "*="])
-    return [CompSet(name, b.rng.choice(COMPS[ty]), op, b.expr("F", b.expr_depth()))]
+    return [CompSet(name, b.comp_index(ty), op, b.expr("F", b.expr_depth()))]
 
 
 def _store(b: Body, budget: int, depth: int) -> list:
-    arr = b.rng.choice(b.arrays_with("out", "inout"))
+    arr: str = b.rng.choice(b.arrays_with("out", "inout"))
     ty = b.arrays[arr]
     idx = TID if b.rng.random() < 0.75 else b.index(arr)
     if ty in "VMQ" and b.rng.random() < 0.3:
@@ -113,7 +124,7 @@ def _atomic(b: Body, budget: int, depth: int) -> list:
 
 
 def _intatomic(b: Body, budget: int, depth: int) -> list:
-    arr = b.rng.choice(b.arrays_with("slots"))
+    arr = b.rng.choice(b.arrays_with("slots", "slots_atomic"))
     fn = b.rng.choice(["exch", "exch", "cas", "or", "xor", "and"])
     if fn == "exch":
         args: tuple = (mod_nt(b.int_leaf()),)
@@ -121,9 +132,9 @@ def _intatomic(b: Body, budget: int, depth: int) -> list:
         args = (mod_nt(b.int_leaf()), mod_nt(b.int_leaf()))
     else:
         args = (Expr("const", "I", data=b.rng.randint(1, 3)),)
-    name = b.names.new("i")
-    b.declare(name, "I")
-    return [IntAtomic(name, fn, arr, b.index(), args)]
+    stmt = IntAtomic(b.names.new("i"), fn, arr, b.index(), args)
+    b.declare(stmt.name, "I")
+    return [stmt]
 
 
 def _if(b: Body, budget: int, depth: int) -> list:
@@ -210,7 +221,7 @@ def available(b: Body, kind: str, depth: int) -> bool:
         return any(t in "VMQ" for _, t in b.visible(mutable=True))
     if kind in ("store", "inplace", "atomic", "intatomic"):
         role = {"store": ("out", "inout"), "inplace": ("inout",), "atomic": ("acc",),
-                "intatomic": ("slots",)}[kind]
+                "intatomic": ("slots", "slots_atomic")}[kind]
         return b.in_kernel and bool(b.arrays_with(*role)) and not _avoided(b, kind)
     if kind == "jump":
         return b.loops > 0

@@ -12,15 +12,28 @@ import random
 from typing import Any
 
 from .model import (
-    Aug, Assign, Atomic, Break, CompSet, Continue, Expr, For, FuncDef, If, IntAtomic, Return,
-    Store, While,
+    Assign,
+    Atomic,
+    Aug,
+    Break,
+    CompSet,
+    Continue,
+    Expr,
+    For,
+    FuncDef,
+    If,
+    IntAtomic,
+    Return,
+    Store,
+    While,
 )
 from .ops import BY_TYPE, OPS
 
 F_CONSTS = (0.5, 1.5, -0.75, 2.0, 0.25, 1.1, -1.25, 0.9)
 LOCAL_PREFIX = {"F": "f", "V": "v", "M": "m", "Q": "q", "I": "i"}
-COMPS = {"V": [(0,), (1,), (2,)], "Q": [(0,), (1,), (2,), (3,)],
-         "M": [(i, j) for i in range(3) for j in range(3)]}
+COMPS: dict[str, list[tuple[int, ...]]] = {
+    "V": [(0,), (1,), (2,)], "Q": [(0,), (1,), (2,), (3,)],
+    "M": [(i, j) for i in range(3) for j in range(3)]}
 # ops whose first argument has the result's type (to put a given value at the root)
 WRAP = {"F": ["mul", "add", "sin", "sub", "div", "tanh"], "V": ["add", "scale", "sub"],
         "M": ["matmul", "add", "scale"], "Q": ["mul", "add", "scale"]}
@@ -162,7 +175,20 @@ class Body:
         return op("Q", "quat", f(), f(), f(), f())
 
     def comp_of(self, base: Expr) -> Expr:
-        return Expr("comp", "F", (base,), self.rng.choice(COMPS[base.ty]))
+        index = self.comp_index(base.ty)
+        dyn = tuple(i for i in index if isinstance(i, Expr))
+        return Expr("comp", "F", (base, *dyn), tuple(None if isinstance(i, Expr) else i
+                                                     for i in index))
+
+    def comp_index(self, ty: str) -> tuple:
+        """A component index: constants, sometimes one computed at run time (``j % 3``)."""
+        index = list(self.rng.choice(COMPS[ty]))
+        ints = [v for v in self.visible("I")] or ([("tid", "I")] if self.in_kernel else [])
+        if ints and self.rng.random() < 0.2:
+            pos = self.rng.randrange(len(index))
+            e = op("I", "add", self.int_leaf(), Expr("const", "I", data=self.rng.randint(0, 2)))
+            index[pos] = op("I", "mod4" if ty == "Q" else "mod3", e)
+        return tuple(index)
 
     def load_of(self, arr: str) -> Expr:
         return Expr("load", self.arrays[arr], (self.index(arr),), arr)
@@ -187,7 +213,7 @@ class Body:
             return TID
         if r < 0.72:
             return mod_nt(op("I", "add", TID, Expr("const", "I", data=rng.randint(1, 3))))
-        slots = self.arrays_with("slots")
+        slots = self.arrays_with("slots", "slots_read")
         if slots and r < 0.8:
             return mod_nt(Expr("load", "I", (TID,), rng.choice(slots)))
         if r < 0.9:

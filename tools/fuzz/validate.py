@@ -10,8 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .model import (
-    Aug, Assign, Atomic, Break, Case, Clone, CompSet, Continue, Copy, Expr, For, FuncDef, If,
-    IntAtomic, Launch, Return, Store, While, walk_exprs,
+    Assign,
+    Atomic,
+    Aug,
+    Break,
+    Case,
+    Clone,
+    CompSet,
+    Continue,
+    Copy,
+    Expr,
+    For,
+    FuncDef,
+    If,
+    IntAtomic,
+    Launch,
+    Return,
+    Store,
+    While,
+    stmt_exprs,
+    walk_exprs,
 )
 
 
@@ -48,6 +66,8 @@ def _expr(env: _Env, e: Expr) -> None:
             f = env.funcs.get(sub.data)
             if f is None or f.ret != sub.ty or [t for _, t in f.params] != [a.ty for a in sub.args]:
                 raise Invalid(f"call of {sub.data!r} does not match")
+        if sub.kind == "comp" and len(sub.args) != 1 + sum(i is None for i in sub.data):
+            raise Invalid("component index")
         if sub.kind == "op" and sub.data == "mod" and not env.in_kernel:
             raise Invalid("nt outside a kernel")
 
@@ -68,7 +88,8 @@ def _stmt(env: _Env, s: object) -> None:
         else:
             _target(env, s.name, s.ty)
     elif isinstance(s, (Aug, CompSet)):
-        _expr(env, s.expr)
+        for e in stmt_exprs(s):
+            _expr(env, e)
         _target(env, s.name)
     elif isinstance(s, (Store, Atomic)):
         _expr(env, s.idx)
@@ -137,9 +158,9 @@ def _steps(case: Case) -> None:
             if st.src not in have or st.dst in have:
                 raise Invalid("bad clone")
             have[st.dst] = have[st.src]
-        elif isinstance(st, Copy):
-            if st.src not in have or have.get(st.dst) != have[st.src] or st.src == st.dst:
-                raise Invalid("bad copy")
+        elif isinstance(st, Copy) and (st.src not in have or st.src == st.dst or
+                                       have.get(st.dst) != have[st.src]):
+            raise Invalid("bad copy")
 
 
 def check_case(case: Case) -> None:
