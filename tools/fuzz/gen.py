@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import (
+    ArrayDef,
     Assign,
     Case,
     Clone,
@@ -25,11 +26,9 @@ from .model import (
     Launch,
     walk_stmts,
 )
-from .ops import BY_TYPE, SHAPES
+from .ops import SHAPES
 from .stmts import Body
 from .validate import check_case
-
-F_CONSTS = (0.5, 1.5, -0.75, 2.0, 0.25, 1.1, -1.25, 0.9)
 
 
 @dataclass(frozen=True)
@@ -62,9 +61,6 @@ class Names:
         return f"{prefix}{self.n}"
 
 
-LOCAL_PREFIX = {"F": "f", "V": "v", "M": "m", "Q": "q", "I": "i"}
-
-
 def case_rng(seed: int, index: int) -> random.Random:
     return random.Random(seed * 1_000_003 + index)
 
@@ -78,9 +74,7 @@ def _array_values(rng: np.random.Generator, ty: str, nt: int, dtype: str) -> np.
     return vals
 
 
-def _arrays(rng: random.Random, size: Size, dtype: str, nt: int) -> list:
-    from .model import ArrayDef
-
+def _arrays(rng: random.Random, size: Size, dtype: str, nt: int) -> list[ArrayDef]:
     nrng = np.random.default_rng(rng.getrandbits(32))
     tys = ["F"] + [rng.choices("FVMQ", weights=(4, 3, 1.2, 1.2))[0]
                    for _ in range(rng.randint(1, size.arrays - 1))]
@@ -213,13 +207,15 @@ def generate(seed: int, index: int, size: Size = MEDIUM, dtype: str | None = Non
     """
     flags = frozenset(avoid)
     rng = case_rng(seed, index)
-    dtype = dtype or ("float32" if rng.random() < 0.25 else "float64")
+    draw = rng.random()  # drawn even when dtype is given, so the rest of the case is the same
+    dtype = dtype or ("float32" if draw < 0.25 else "float64")
     nt = rng.choice((3, 4, 4, 5))
     names = Names()
     arrays = _arrays(rng, size, dtype, nt)
     ints = {"nt": nt, "nb0": rng.randint(0, 3), "nb1": rng.randint(1, 4)}
     origin = f"{seed}:{index}" + (f" avoid={''.join(sorted(flags))}" if flags else "")
-    case = Case(f"c{seed}_{index}", dtype, nt, arrays, ints, [], [], [], origin=origin)
+    tag = f"c{seed}_{index}" + (f"_{''.join(sorted(flags))}" if flags else "")
+    case = Case(tag, dtype, nt, arrays, ints, [], [], [], origin=origin)
     case.funcs = _funcs(rng, size, names, flags)
     for _ in range(rng.randint(1, size.kernels)):
         case.kernels.append(_kernel(rng, size, names, case, flags))
@@ -227,11 +223,3 @@ def generate(seed: int, index: int, size: Size = MEDIUM, dtype: str | None = Non
     check_case(case)  # a generator bug shows here, not as a gradloom failure
     return case
 
-
-def leaf_const(ty: str, rng: random.Random) -> Expr:
-    if ty == "I":
-        return Expr("const", "I", data=rng.randint(0, 3))
-    return Expr("const", "F", data=rng.choice(F_CONSTS))
-
-
-__all__ = ["BY_TYPE", "LARGE", "MEDIUM", "SIZES", "SMALL", "Size", "generate"]
