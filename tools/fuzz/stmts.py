@@ -182,7 +182,7 @@ class Body:
 
     def comp_index(self, ty: str) -> tuple:
         """A component index: constants, sometimes one computed at run time (``j % 3``)."""
-        index = list(self.rng.choice(COMPS[ty]))
+        index: list[Any] = list(self.rng.choice(COMPS[ty]))
         ints = [v for v in self.visible("I")] or ([("tid", "I")] if self.in_kernel else [])
         if ints and self.rng.random() < 0.2:
             pos = self.rng.randrange(len(index))
