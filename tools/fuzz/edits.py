@@ -187,9 +187,13 @@ def _calls(body: list) -> set[str]:
 
 
 def size(case: Case) -> int:
-    """What the shrinker minimises."""
-    return (10 * count_stmts(case) + count_exprs(case) + 5 * len(case.steps) +
-            3 * len(case.arrays) + 5 * len(case.funcs) + case.nt + sum(case.ints.values()))
+    """What the shrinker minimises (a constant weighs less than a name, so that a variable
+    replaced by a constant counts as progress and its definition can then go)."""
+    nodes = sum(1 + (e.kind != "const") for h, slot in _holders(case)
+                for e in walk_exprs(_get(h, slot)))
+    return (10 * count_stmts(case) + nodes + 5 * len(case.steps) +
+            3 * len(case.arrays) + 5 * len(case.funcs) + case.nt + sum(case.ints.values()) +
+            (case.dtype == "float32"))
 
 
 __all__ = ["Atomic", "For", "FuncDef", "If", "IntAtomic", "Return", "Store", "While",
