@@ -9,6 +9,7 @@ stdout; anything the libraries print goes to stderr.
 
 from __future__ import annotations
 
+import faulthandler
 import itertools
 import json
 import os
@@ -144,6 +145,7 @@ def run_warp(jobs: list[dict], proto: TextIO) -> None:
 
 def main() -> None:
     lib = sys.argv[1]
+    faulthandler.enable()  # a segfault prints the Python stack to stderr (the crash report)
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
