@@ -11,9 +11,13 @@ mark must go. A refused kernel (gradloom raises where warp-lang compiles it) cou
 # warp-lang (GL_TEST_BACKEND=warp), which types a bare float literal as float32.
 # ruff: noqa: UP018, RUF046
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
-from gradfd import Case, arr
+from gradfd import Case, arr, check_kernel
 from wpcompat import BACKEND, DEVICE, wp
 
 f64 = wp.float64
@@ -141,6 +145,53 @@ def store_in_loop_in_if_kernel(x: wp.array(dtype=f64), n: int):
         for _j in range(n):
             x[tid] = a * a
     x[tid] = wp.sin(a)
+
+
+# =============================================================================================
+# a segfault in backward: a func with an early return inside a runtime loop, inlined in two
+# loops (fuzz 200:43 --avoid ABCDE). Run in a child process so a crash cannot stop the suite.
+
+
+@wp.func
+def early_return_in_loop(p1: vec3d, p2: f64, p3: f64, n: int) -> f64:
+    for _j in range(n):
+        if wp.cos(p3) < f64(0.5):
+            return f64(0.9) * p2 * wp.dot(p1, p1)
+    return f64(0.5)
+
+
+@wp.kernel
+def func_loop_return_twice_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64), n: int):
+    tid = wp.tid()
+    s = f64(0.0)
+    for _i in range(n):
+        s += early_return_in_loop(vec3d(f64(0.5), f64(0.5), f64(0.5)), f64(0.5), f64(0.5), n)
+    for j in range(1, 4):
+        s += early_return_in_loop(vec3d(f64(0.5), f64(0.5), f64(0.5)), x[tid], x[tid], j)
+    y[tid] = s
+
+
+def _check_func_loop_return_twice():
+    check_kernel(func_loop_return_twice_kernel, 2, [arr([1.2, 0.8]), arr(np.zeros(2)), 0],
+                 wrt=[0], outputs=[1])
+
+
+KNOWN_CRASH = ("segfault in backward (found by the fuzzer, not in issue 12): a @wp.func with an "
+               "early return in a runtime loop, inlined in two loops, the first with zero trips")
+
+
+@pytest.mark.xfail(BACKEND == "gradloom", strict=True, reason=KNOWN_CRASH)
+@pytest.mark.xfail(BACKEND == "warp", strict=False, reason="warp-lang replays the loops")
+def test_fuzz_func_loop_return_twice_no_crash():
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = ("import test_grad_corpus_fuzz as t; t._check_func_loop_return_twice(); "
+            "print('checked')")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.path.dirname(here),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=here, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "checked" in proc.stdout, (
+        f"exit status {proc.returncode}\n{proc.stderr[-2000:]}")
 
 
 # =============================================================================================
