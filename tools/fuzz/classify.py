@@ -21,7 +21,7 @@ FAILURES = ("grad", "forward", "refused", "crash", "hang")
 CLASSES = ("ok", "rejected", "invalid", *FAILURES)
 
 
-def forward_mismatch(dtype: str, mine: dict[str, list], theirs: dict[str, list]) -> str | None:
+def forward_mismatch(dtype: str, mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
     """A description of the first array whose values differ, or None."""
     rtol = TOL[dtype].fwd_rtol
     for name, ref in theirs.items():
@@ -41,12 +41,12 @@ def classify(dtype: str, g: dict[str, Any], w: dict[str, Any] | None) -> tuple[s
     s = g.get("status")
     if s in ("crash", "hang"):
         return s, f"exit status {g.get('returncode')}" if s == "crash" else "timed out"
-    if w is not None and w.get("status") == "ok" and "forward" in g:
+    if w is not None and w.get("status") == "ok" and "forward" in g and not g.get("unstable"):
         diff = forward_mismatch(dtype, g["forward"], w["forward"])
         if diff:
             return "forward", diff
     if g.get("self_mismatch"):
-        return "forward", f"traced rendering changed the values of {g['self_mismatch']}"
+        return "forward", f"the traced rendering changed a value: {g['self_mismatch']}"
     if s == "error":
         what = f"{g['stage']}: {g['exc']}: {first_line(g['message'])}"
         if not g.get("gradloom_error"):
