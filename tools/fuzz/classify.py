@@ -40,7 +40,9 @@ def classify(dtype: str, g: dict[str, Any], w: dict[str, Any] | None) -> tuple[s
     """(class, one-line detail)."""
     s = g.get("status")
     if s in ("crash", "hang"):
-        return s, f"exit status {g.get('returncode')}" if s == "crash" else "timed out"
+        if s == "hang":
+            return s, "timed out"
+        return s, f"exit status {g.get('returncode')}: {first_line(g.get('stderr', ''))}"
     if w is not None and w.get("status") == "ok" and "forward" in g and not g.get("unstable"):
         diff = forward_mismatch(dtype, g["forward"], w["forward"])
         if diff:
@@ -71,6 +73,8 @@ def first_line(msg: str) -> str:
 
 def signature(cls: str, g: dict[str, Any]) -> str:
     """What two failures must share to be 'the same' while shrinking."""
+    if cls == "crash":  # a segfault and an LLVM abort are different bugs
+        return f"crash:{g.get('returncode')}:{first_line(g.get('stderr', ''))}"
     if cls == "refused" and g.get("status") == "error":
         msg = first_line(g.get("message", ""))
         msg = re.sub(r"^\S+\.py:\d+(:\d+)?( in \w+)?:\s*", "", msg)  # drop file:line prefix
