@@ -41,14 +41,7 @@ PLAIN = 150
 CLEAN = 150
 AVOID = "ABCDE"
 # PLAIN case index -> known-bug patterns it contains (issue 12 letters); strict xfails below
-KNOWN: dict[int, str] = {
-    1: "AB", 2: "ABD", 6: "B", 7: "B", 19: "BC", 22: "ABE", 23: "AB", 34: "B", 36: "ABD",
-    37: "B", 38: "B", 40: "AD", 41: "B", 43: "AE", 49: "B", 50: "AB", 51: "AB", 52: "ABC",
-    54: "AB", 60: "AB", 62: "AB", 68: "AB", 69: "B", 70: "ABC", 73: "ABE", 74: "ABD", 75: "AB",
-    85: "AB", 89: "AB", 90: "AB", 91: "B", 96: "AD", 98: "AB", 105: "AB", 109: "AB", 112: "BCE",
-    115: "ABC", 116: "B", 123: "A", 124: "AB", 125: "AB", 129: "AB", 130: "ABD", 131: "ABD",
-    132: "B", 133: "AB", 140: "B", 142: "ABE",
-}
+KNOWN: dict[int, str] = {}  # every issue-12 bug the slice found is fixed (history: git log)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +80,8 @@ def test_slice_no_unexpected_failures(slice_outcomes):
 
 def test_slice_checks_most_kernels(slice_outcomes):
     classes = [o.cls for o in slice_outcomes.values()]
-    checked = sum(c in ("ok", *FAILURES) for c in classes)
+    # a documented refusal (a clear error where no right gradient is defined) is checked too
+    checked = sum(c in ("ok", "documented", *FAILURES) for c in classes)
     assert checked >= 0.85 * len(classes), f"only {checked} of {len(classes)} kernels checked"
     assert classes.count("invalid") == 0
 

@@ -210,9 +210,11 @@ KNOWN_CRASH = ("segfault in backward (found by the fuzzer, not in issue 12): a @
                "loops inlined inside a runtime loop, zero trips")
 
 
-@pytest.mark.parametrize("check", ["_check_func_loop_return_twice",
-                                   "_check_zero_trip_nested_loops"])
-@pytest.mark.xfail(BACKEND == "gradloom", strict=True, reason=KNOWN_CRASH)
+@pytest.mark.parametrize("check", [
+    pytest.param("_check_func_loop_return_twice", marks=pytest.mark.xfail(
+        BACKEND == "gradloom", strict=True, reason=KNOWN_CRASH + " (open: at -O1 and above the "
+        "entry's load of @gl_interrupts is relocated to address 0)")),
+    "_check_zero_trip_nested_loops"])
 @pytest.mark.xfail(BACKEND == "warp", strict=False, reason="warp-lang replays the loops")
 def test_fuzz_backward_does_not_crash(check):
     here = os.path.dirname(os.path.abspath(__file__))
@@ -263,18 +265,33 @@ CASES = [
 ]
 
 
-def _param(case, known):
+#: fixed since: the gradient matches FD. B and C kernels read elements other threads of the
+#: launch overwrite, where the value read matters: gradloom refuses them with a clear error
+#: naming the array (docs/differences.md), and warp-lang gets them wrong.
+UNDEFINED_REPLAY = (KNOWN_B, KNOWN_C)
+
+
+def _param(case):
     marks = []
-    if known:
-        marks.append(pytest.mark.xfail(BACKEND == "gradloom", strict=True, reason=known))
     if BACKEND == "warp" and case.warp_xfail:
         marks.append(pytest.mark.xfail(reason=case.warp_xfail, strict=False))
     return pytest.param(case, id=case.id, marks=marks)
 
 
-@pytest.mark.parametrize("case", [_param(c, k) for c, k in CASES])
+@pytest.mark.parametrize("case", [_param(c) for c, k in CASES if k not in UNDEFINED_REPLAY])
 def test_fuzz_gradient_matches_fd(case):
     case.run()
+
+
+@pytest.mark.skipif(BACKEND != "gradloom", reason="gradloom's error for an undefined replay")
+@pytest.mark.parametrize("case", [_param(c) for c, k in CASES if k in UNDEFINED_REPLAY])
+def test_fuzz_undefined_replay_is_a_clear_error(case):
+    # read-then-overwrite across threads: at backward; one array passed as two arguments (one
+    # written): when the launch is recorded
+    expected = (wp.errors.TapeError if case.id == "aliased_read_and_accumulate"
+                else wp.CompileError)
+    with pytest.raises(expected, match="that other threads overwrite|are the same array"):
+        case.run()
 
 
 def test_case_ids_unique():

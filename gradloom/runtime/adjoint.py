@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TapeError
 from .array import NDArray, array
 from .handles import frozen
 from .launch import arg_array, array_keys, prepared_adjoint
@@ -69,6 +70,19 @@ class LaunchRecord:
                             bool(flags & {"loads", "result_used"}),
                             bool(flags & {"stores", "minmax"})))
         return out
+
+    def check_aliases(self) -> None:
+        """Refuse two array arguments sharing memory where the kernel writes either: its
+        adjoint (and the analysis behind it) takes them for separate arrays."""
+        touched = self.named_touches()
+        for k, (a, name, _, writes) in enumerate(touched):
+            for b, other, _, other_writes in touched[k + 1:]:
+                if a._mem is b._mem and (writes or other_writes):
+                    raise TapeError(
+                        f"kernel '{self.kernel.key}': arguments '{name}' and '{other}' are the "
+                        f"same array (or views of one), and the kernel writes "
+                        f"'{name if writes else other}': its gradient would treat them as two "
+                        f"arrays; pass a copy (wp.clone) as one of them")
 
     def arrays(self) -> list[array]:
         """Every array the launch was given, struct fields (nested too) included."""

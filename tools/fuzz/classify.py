@@ -5,7 +5,9 @@ values differ from warp-lang's, or the traced rendering changed gradloom's value
 (gradloom raised on a kernel warp-lang compiles and runs, or raised an internal error such as
 TypeError), ``crash``, ``hang``. Not failures: ``ok``, ``rejected`` (the sample could not be
 checked: a kink or branch within the step, values out of range), ``invalid`` (warp-lang rejects
-the kernel too, so the generator made something outside the language).
+the kernel too, so the generator made something outside the language), ``documented`` (gradloom
+refuses the kernel's gradient with an error that docs/differences.md documents: where a right
+gradient is not defined, a clear error is the promised outcome).
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ import numpy as np
 from .evaluate import TOL
 
 FAILURES = ("grad", "forward", "refused", "crash", "hang")
-CLASSES = ("ok", "rejected", "invalid", *FAILURES)
+CLASSES = ("ok", "rejected", "invalid", "documented", *FAILURES)
+
+#: backward errors docs/differences.md documents (each names the array or the user's line)
+DOCUMENTED_REFUSALS = (
+    "that other threads overwrite, so the adjoint cannot know which value each thread read",
+    "on a float array is not differentiable",
+    "returns on a float array: it depends on the order threads run in",
+    "are the same array (or views of one), and the kernel writes",
+)
 
 
 def forward_mismatch(dtype: str, mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
@@ -55,6 +65,8 @@ def classify(dtype: str, g: dict[str, Any], w: dict[str, Any] | None) -> tuple[s
             return "refused", "internal error at " + what
         if w is not None and w.get("status") == "rejected":
             return "invalid", "warp-lang rejects it too: " + first_line(w.get("message", ""))
+        if g["stage"] == "backward" and any(d in g["message"] for d in DOCUMENTED_REFUSALS):
+            return "documented", what
         return "refused", what + ("" if w is not None else " (warp-lang not run)")
     if s == "grad":
         d = g["directions"][0]
