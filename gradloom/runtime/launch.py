@@ -82,8 +82,13 @@ class Prepared:
         self.struct_writes = [key for key in self.writes if key[1] is not None]
         self.array_slots = array_slots(self.compiled.params)
         self.array_positions = [i for i, _, _ in self.array_slots]
-        #: measured cost of one thread (ns), which decides whether a launch is worth splitting
+        #: measured cost of one thread (ns), which decides whether a launch is worth splitting;
+        #: serial launches of this entry still to run before the next try after a split that did
+        #: not gain, and that count's last value (runtime/parallel.py)
         self.ns_per_thread: float | None = None
+        self.skip_splits = self.split_backoff = 0
+        #: free memory for chunked launches (runtime/chunking.py)
+        self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None
         self.verify_fp = config.verify_fp
         # debug mode and verify_fp wrap run (runtime/checks.py); release launches pay nothing
@@ -171,9 +176,10 @@ class Prepared:
         try:
             self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0], 0, 0,
                              total, *values)
-            workers = parallel.workers_for(self, total, args) if total > 1 else 1
-            if workers > 1:
-                parallel.run_split(self, block, dims, total, args, workers, restart)
+            chunks, wake, targets = parallel.plan(self, total, args) if total > 1 else _ONE
+            if chunks > 1:
+                parallel.run_split(self, block, dims, total, args, chunks, wake, targets,
+                                   restart)
                 return
             if total >= parallel.TIMED_THREADS:
                 t0 = time.perf_counter_ns()
@@ -292,6 +298,7 @@ def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
     return out
 
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
+_ONE: tuple[int, bool, list[Any]] = (1, False, [])
 
 
 def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
