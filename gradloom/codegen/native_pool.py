@@ -4,9 +4,10 @@ A chunked launch cuts its thread range into chunks (a job: types.JOB_*). The cal
 the pool's workers claim chunks one at a time from one atomic counter, so a worker that is late or
 descheduled leaves its chunks to the caller instead of holding it up, and each chunk adds into
 its own row of pointers (runtime/parallel.py: chunk 0 into the real arrays, chunk c > 0 into
-private zeroed buffers), whichever thread runs it. After the last chunk the caller sums the
-private buffers into the arrays in chunk order — and zeroes them for the next launch — so the
-result depends on the chunks, never on which thread ran which.
+private zeroed buffers), whichever thread runs it. After the last chunk the caller puts its
+own block's pointers back, sums the private buffers into the arrays in chunk order — and zeroes
+them for the next launch — so the result depends on the chunks, never on which thread ran
+which.
 
 Each worker thread enters `gl_pool_worker` once, through ctypes (which releases the GIL for good),
 and lives in native code: after a job it spins for a while (yielding its core to anything else
@@ -64,7 +65,7 @@ _FUTEX = 202  # SYS_futex on x86-64 Linux
 _WAIT, _WAKE = 128, 129  # FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
 #: how long an idle worker spins for the next job before it sleeps (back-to-back launches find
 #: it awake); it yields its core every _YIELD_EVERY pauses, so a busy machine loses little
-WORKER_SPIN_NS = 100_000
+WORKER_SPIN_NS = 300_000
 _YIELD_EVERY = 64
 
 _HELPERS = f"""
@@ -399,7 +400,7 @@ check:
   %i = phi i32 [0, %go], [%i1, %spin.more], [0, %woke]
   %d = load atomic i32, ptr %donep acquire, align 4
   %finished = icmp eq i32 %d, %k32
-  br i1 %finished, label %sums, label %spin.pause
+  br i1 %finished, label %restore, label %spin.pause
 spin.pause:
   call void @llvm.x86.sse2.pause()
   %i1 = add i32 %i, 1
@@ -425,6 +426,19 @@ futex:
 woke:
   store atomic i32 0, ptr %waitp seq_cst, align 4
   br label %check
+restore:
+  %rs = phi i64 [0, %check], [%rs1, %restore.one]
+  %rsmore = icmp ult i64 %rs, %ns
+  br i1 %rsmore, label %restore.one, label %sums
+restore.one:
+  %roffp = getelementptr i64, ptr %offs, i64 %rs
+  %roff = load i64, ptr %roffp, align 8
+  %rslot = getelementptr i8, ptr %b0, i64 %roff
+  %rpp = getelementptr i64, ptr %ptrs, i64 %rs
+  %rpv = load i64, ptr %rpp, align 8
+  store i64 %rpv, ptr %rslot, align 8
+  %rs1 = add i64 %rs, 1
+  br label %restore
 sums:
   %stoppedp = getelementptr i8, ptr %job, i64 {JOB_STOPPED}
   %stopped = load atomic i64, ptr %stoppedp seq_cst, align 8

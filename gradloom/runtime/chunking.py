@@ -92,8 +92,8 @@ class Chunking:
         self.mem = (ctypes.c_char * JOB_BYTES).from_address(self.job)
         self.blocks = [prepared.block() for _ in range(threads - 1)]  # threads 1..n-1
         self.table = (ctypes.c_uint64 * threads)(0, *(base for _, base in self.blocks))
-        for w in range(1, threads):
-            self.set_stack(prepared, w)
+        self.stack_changes = -1
+        self.follow_stacks(prepared)
         offsets = [BLOCK_ARGS + off for off in compiled.threads.scatter]
         self.nscatter = ns = len(offsets)
         self.offsets = (ctypes.c_int64 * max(ns, 1))(*offsets)
@@ -137,10 +137,15 @@ class Chunking:
         """(chunks, threads, nanoseconds) the calling thread ran in the last run."""
         return _THREE.unpack_from(self.mem, JOB_CALLER_CHUNKS)  # type: ignore[return-value]
 
-    def set_stack(self, prepared: Any, worker: int) -> None:
-        """Point a worker's launch block at its (maybe grown) adjoint stack."""
-        base, cap = prepared.stack_words(worker)
-        _STACK.pack_into(self.blocks[worker - 1][0], BLOCK_STATUS, 0, 0, base, cap, 0)
+    def follow_stacks(self, prepared: Any) -> None:
+        """Point the workers' launch blocks at their adjoint stacks, if any changed (grew)
+        since the last look: the old ones are freed."""
+        if self.stack_changes == prepared.stack_changes:
+            return
+        for w in range(1, self.threads):
+            base, cap = prepared.stack_words(w)
+            _STACK.pack_into(self.blocks[w - 1][0], BLOCK_STATUS, 0, 0, base, cap, 0)
+        self.stack_changes = prepared.stack_changes
 
     def set_targets(self, targets: list[Any], chunks: int) -> None:
         """Rows 1.. of the pointer table (private buffers of the arrays threads add into) and

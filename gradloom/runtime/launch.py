@@ -72,6 +72,7 @@ class Prepared:
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
         self.stacks: list[NDArray] = []
+        self.stack_changes = 0
         self._stack_words: list[tuple[int, int]] = []
         self.stack_for(0)
         access = self.compiled.access
@@ -83,11 +84,10 @@ class Prepared:
         self.array_slots = array_slots(self.compiled.params)
         self.array_positions = [i for i, _, _ in self.array_slots]
         #: measured cost of one thread (ns), which decides whether a launch is worth splitting;
-        #: serial launches of this entry still to run before the next try after a split that did
-        #: not gain, and that count's last value (runtime/parallel.py)
+        #: when to try again after splits that did not gain; free memory for chunked launches
+        #: (runtime/parallel.py, runtime/chunking.py)
         self.ns_per_thread: float | None = None
-        self.skip_splits = self.split_backoff = 0
-        #: free memory for chunked launches (runtime/chunking.py)
+        self.backoff = parallel.Backoff()
         self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None
         self.verify_fp = config.verify_fp
@@ -113,6 +113,7 @@ class Prepared:
             self._stack_words.append((0, 0))
         self.stacks[worker] = stack
         self._stack_words[worker] = (stack.ctypes.data if stack.size else 0), stack.size
+        self.stack_changes += 1  # launch blocks kept for chunked launches follow (chunking.py)
 
     def stack_words(self, worker: int) -> tuple[int, int]:
         """(address, capacity) of a worker's adjoint stack, as the header holds them."""

@@ -54,7 +54,10 @@ SCATTER_BYTES_PER_THREAD, SCATTER_BYTES_PER_THREAD_LOOPS = 0.25, 64.0
 SCATTER_MAX_CHUNKS = 8
 #: a split that takes longer than this fraction of the serial estimate did not pay
 GAIN = 0.95
-MAX_BACKOFF = 1023
+#: after a split that did not pay, the next 1, 3, 7, ... (at most MAX_BACKOFF) launches of the
+#: kernel run serially — or fewer, once RETRY_NS have passed
+MAX_BACKOFF = 255
+RETRY_NS = 50_000_000
 _SERIAL: tuple[int, bool, list[Any]] = (1, False, [])
 
 
@@ -102,10 +105,32 @@ def _wake(prepared: Any, total: int) -> bool:
     cost = prepared.ns_per_thread
     if (total < _UNTIMED_SPLIT) if cost is None else (cost * total < least):
         return False
-    if prepared.skip_splits:
-        prepared.skip_splits -= 1
+    return prepared.backoff.ready()
+
+
+class Backoff:
+    """When a kernel's launches may try the workers again after splits that did not gain."""
+
+    __slots__ = ("skip", "last", "until")
+
+    def __init__(self) -> None:
+        self.skip = self.last = self.until = 0
+
+    def ready(self) -> bool:
+        if not self.skip:
+            return True
+        if time.perf_counter_ns() >= self.until:
+            self.skip = 0
+            return True
+        self.skip -= 1
         return False
-    return True
+
+    def record(self, gained: bool) -> None:
+        if gained:
+            self.last = 0
+            return
+        self.last = self.skip = min(2 * self.last + 1, MAX_BACKOFF)
+        self.until = time.perf_counter_ns() + RETRY_NS
 
 
 def _free_chunks(prepared: Any, total: int, n: int) -> int:
@@ -136,6 +161,7 @@ def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...]
     state = _take_state(prepared, chunks)
     try:
         while True:
+            state.follow_stacks(prepared)
             state.set_targets(targets, chunks)
             stopped = _execute(prepared, state, block, dims, total, chunks, wake)
             _learn(prepared, state, total, chunks, wake, time.perf_counter_ns() - t0)
@@ -182,11 +208,8 @@ def _learn(prepared: Any, state: Chunking, total: int, chunks: int, wake: bool,
         prepared.ns_per_thread = ns / threads
     if not wake or config.parallel_min_ns <= 0:
         return
-    if ran == chunks or elapsed > GAIN * (prepared.ns_per_thread or 0.0) * total:
-        prepared.split_backoff = min(2 * prepared.split_backoff + 1, MAX_BACKOFF)
-        prepared.skip_splits = prepared.split_backoff
-    else:
-        prepared.split_backoff = 0
+    prepared.backoff.record(ran < chunks and elapsed <= GAIN * (prepared.ns_per_thread or 0.0)
+                            * total)
 
 
 def _recover(prepared: Any, state: Chunking, block: tuple[bytearray, int],
@@ -208,13 +231,13 @@ def _recover(prepared: Any, state: Chunking, block: tuple[bytearray, int],
     for w in sorted({int.from_bytes(r[32:40], "little") for _, r in stopped}):
         if w:  # the caller's stack grows as its chunks resume below
             prepared.grow_stack(w)
-            state.set_stack(prepared, w)
+    buf, base = block
     if restart is not None:
         prepared.grow_stack(0)
+        prepared.set_header(buf, dims, 0, total)  # the caller's block: its new stack
         state.clear()
         restart()
         return True
-    buf, base = block
     for c, record in stopped:
         lo, hi = bounds(total, chunks, c)
         state.patch(buf, c)

@@ -35,6 +35,7 @@ class _Worker:
         threading.Thread(target=self._loop, name="gradloom-worker", daemon=True).start()
 
     def _loop(self) -> None:
+        _idle_class()
         while True:
             self.go.acquire()
             try:
@@ -105,8 +106,8 @@ class NativePool:
             arg = self._control + POOL_CONTROL_BYTES + 16 * k
             ctypes.c_uint64.from_address(arg).value = self._control
             ctypes.c_uint64.from_address(arg + 8).value = k
-            threading.Thread(target=self._worker, args=(arg,), name="gradloom-worker",
-                             daemon=True).start()
+            threading.Thread(target=_idle_worker, args=(self._worker, arg),
+                             name="gradloom-worker", daemon=True).start()
 
     def run(self, job: int) -> int | None:
         """Run a job (types.JOB_*) with the workers' help; the number of chunks that stopped
@@ -117,6 +118,23 @@ class NativePool:
             return int(self._run(self._control, job))
         finally:
             self._busy.release()
+
+
+def _idle_class() -> None:
+    """Put the calling thread in the idle scheduling class (Linux's SCHED_IDLE) where the
+    system allows it: a worker then only ever runs on a core nothing else wants, never preempts
+    the launching thread or another program, and a launch whose workers find no free core runs
+    all its chunks on the caller (runtime/parallel.py) at serial speed."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+
+
+def _idle_worker(loop: Callable[[int], None], arg: int) -> None:
+    """A native worker thread: the idle class, then the native worker loop for good."""
+    _idle_class()
+    loop(arg)
 
 
 @functools.cache
