@@ -111,7 +111,7 @@ def _wake(prepared: Any, total: int) -> bool:
 class Backoff:
     """When a kernel's launches may try the workers again after splits that did not gain."""
 
-    __slots__ = ("skip", "last", "until")
+    __slots__ = ("last", "skip", "until")
 
     def __init__(self) -> None:
         self.skip = self.last = self.until = 0

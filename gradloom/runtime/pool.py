@@ -9,6 +9,7 @@ a virtual machine. runtime/parallel.py decides when a launch is worth splitting.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -125,10 +126,8 @@ def _idle_class() -> None:
     system allows it: a worker then only ever runs on a core nothing else wants, never preempts
     the launching thread or another program, and a launch whose workers find no free core runs
     all its chunks on the caller (runtime/parallel.py) at serial speed."""
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
-        pass
 
 
 def _idle_worker(loop: Callable[[int], None], arg: int) -> None:
