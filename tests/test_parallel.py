@@ -3,6 +3,7 @@ run, private gradient buffers, stack growth in a worker, errors, and the pool it
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -692,7 +693,7 @@ def test_chunk_bounds_cover_the_launch() -> None:
     for total, chunks in ((10, 3), (8, 8), (1000003, 7), (5, 1)):
         cuts = [bounds(total, chunks, c) for c in range(chunks)]
         assert cuts[0][0] == 0 and cuts[-1][1] == total
-        assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:], strict=False))
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))
         assert max(h - lo for lo, h in cuts) - min(h - lo for lo, h in cuts) <= 1
 
 
