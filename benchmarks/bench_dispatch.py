@@ -1,13 +1,15 @@
 """Split launches against gradloom's own serial path, on an idle machine and with cores kept busy.
 
-    python benchmarks/bench_dispatch.py [--rounds 41] [--busy 0,1] [--quick] [--warp]
+    python benchmarks/bench_dispatch.py [--rounds 61] [--busy 0,1] [--quick] [--warp]
 
 For each kernel and launch size: µs per launch with `config.num_threads = 1` (serial) and with
-every core (`N` = the default), in one process, alternating 1, N, 1, N, ... over --rounds rounds
-(each round: enough launches to last ~3 ms, at least 3), median per column — short alternating
-rounds, because on a shared machine the load of other processes drifts over seconds; *N / 1* is
-the ratio (the target:
-≤ 1.10 everywhere, i.e. a split launch never more than 10% slower than serial). `--busy 0,1` runs
+every core (`N` = the default), in one process, over --rounds rounds, each running every column
+once in a shuffled order for ~2 ms (at least 3 launches); median per column — short shuffled
+rounds, because on a shared machine the load of other processes drifts over seconds and comes in
+time slices of a few ms; *N / 1* is the ratio of the medians (the target:
+≤ 1.10 everywhere, i.e. a split launch never more than 10% slower than serial), *(mean)* the
+ratio of the means over the rounds (tails included: long waits show there first, and so does
+noise). `--busy 0,1` runs
 the whole table twice: on its own, then with one background process spinning on a core (`python
 -c "while True: pass"`), the normal state of a user's machine. The kernels: saxpy, integrate (vec3),
 a scatter (`wp.atomic_add` of vec3 values into a quarter as many bins), a sum into one element,
@@ -23,6 +25,7 @@ import argparse
 import contextlib
 import importlib.util
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -42,7 +45,7 @@ from gradloom import config
 SIZES = (1024, 4096, 16384, 65536, 262144, 1048576)
 QUICK_SIZES = (4096, 65536, 1048576)
 CLOTH_DIMS = (32, 64, 128)
-ROUND_S = 0.003
+ROUND_S = 0.002
 
 
 @wp.kernel
@@ -132,13 +135,18 @@ def measure(fn: Callable[[], None], threads: list[int], rounds: int,
     t = per_call_us(fn, 3)
     calls = max(3, int(ROUND_S * 1e6 / max(t, 1e-3)))
     samples: dict[str, list[float]] = {}
+    order: list[Any] = [*threads, *([other] if other is not None else [])]
+    rng = random.Random(0)
     for _ in range(rounds):
-        for n in threads:
-            config.num_threads = n
-            samples.setdefault(str(n), []).append(per_call_us(fn, calls))
-        if other is not None:
-            samples.setdefault("warp", []).append(per_call_us(other, calls))
-    return {k: statistics.median(v) for k, v in samples.items()}
+        rng.shuffle(order)  # no column always first: a periodic load cannot favour one
+        for n in order:
+            if isinstance(n, int):
+                config.num_threads = n
+                samples.setdefault(str(n), []).append(per_call_us(fn, calls))
+            else:
+                samples.setdefault("warp", []).append(per_call_us(n, calls))
+    means = {f"mean {k}": statistics.fmean(v) for k, v in samples.items()}
+    return {**{k: statistics.median(v) for k, v in samples.items()}, **means}
 
 
 @contextlib.contextmanager
@@ -158,7 +166,7 @@ def busy_core(on: bool) -> Iterator[None]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=41)
+    ap.add_argument("--rounds", type=int, default=61)
     ap.add_argument("--busy", default="0,1", help="0: idle, 1: one busy core; e.g. 0,1")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--warp", action="store_true", help="warp-lang's cloth frame alongside")
@@ -181,7 +189,8 @@ def main() -> None:
         with busy_core(bool(busy)):
             print(f"\n{'one core busy' if busy else 'idle'}")
             head = f"{'kernel':10s} {'threads':>9s}" + "".join(f"{f'{n} thr':>11s}" for n in threads)
-            print(head + f"{f'{full} / 1':>9s}" + ("        warp  1 thr / warp" if args.warp else ""))
+            head += f"{f'{full} / 1':>9s}{'(mean)':>9s}" if len(threads) > 1 else ""
+            print(head + ("        warp  1 thr / warp" if args.warp else ""))
             for size in sizes:
                 cases = kernel_cases(size)
                 for name in names:
@@ -196,7 +205,8 @@ def main() -> None:
 def report(name: str, size: int, med: dict[str, float], threads: list[int]) -> None:
     row = f"{name:10s} {size:9,d}" + "".join(f"{med[str(n)]:11.1f}" for n in threads)
     if len(threads) > 1:
-        row += f"{med[str(threads[1])] / med['1']:9.2f}"
+        n = threads[1]
+        row += f"{med[str(n)] / med['1']:9.2f}{med[f'mean {n}'] / med['mean 1']:9.2f}"
     if "warp" in med:
         row += f"{med['warp']:12.1f}{med['1'] / med['warp']:12.2f}"
     print(row, flush=True)

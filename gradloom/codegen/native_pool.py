@@ -10,8 +10,8 @@ them for the next launch — so the result depends on the chunks, never on which
 which.
 
 Each worker thread enters `gl_pool_worker` once, through ctypes (which releases the GIL for good),
-and lives in native code: after a job it spins for a while (yielding its core to anything else
-that wants it), then sleeps on a futex. `gl_pool_run(ctl, job)` is one ctypes call per launch:
+and lives in native code (in the idle scheduling class: runtime/pool.py): after a job it spins
+for a while (yielding its core to anything else that wants it), then sleeps on a futex. `gl_pool_run(ctl, job)` is one ctypes call per launch:
 it posts the job (or, without JOB_WAKE, runs every chunk itself on a counter of its own), runs
 chunks, waits for the workers' last chunks (spinning briefly, then sleeping on a futex), sums.
 
