@@ -35,6 +35,7 @@ from ..types import (
     STATUS_STACK_FULL,
 )
 from .array import array
+from .checks import status_error
 from .chunking import Chunking, bounds, scatter_target
 
 #: launches of at least this many threads are timed, to learn what a thread costs
@@ -218,8 +219,6 @@ def _recover(prepared: Any, state: Chunking, block: tuple[bytearray, int],
     """Chunks that stopped early: raise the first error in chunk order, or resume each chunk
     where its stack filled up, then sum. With `restart` (which undoes the launch), grow the
     stacks and return True: the caller runs the whole launch again."""
-    from .checks import status_error
-
     stopped = state.stopped_chunks(chunks)
     for _, record in stopped:
         err = int.from_bytes(record[:4], "little", signed=True)
