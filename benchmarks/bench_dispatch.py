@@ -187,7 +187,8 @@ def main() -> None:
           f"per frame), median of {args.rounds} alternating rounds")
     for busy in (int(b) for b in args.busy.split(",")):
         with busy_core(bool(busy)):
-            print(f"\n{'one core busy' if busy else 'idle'}")
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"\n{'one core busy' if busy else 'idle'} (load average before: {load})")
             head = f"{'kernel':10s} {'threads':>9s}" + "".join(f"{f'{n} thr':>11s}" for n in threads)
             head += f"{f'{full} / 1':>9s}{'(mean)':>9s}" if len(threads) > 1 else ""
             print(head + ("        warp  1 thr / warp" if args.warp else ""))
