@@ -4,12 +4,14 @@
 
 For each kernel and launch size: µs per launch with `config.num_threads = 1` (serial) and with
 every core (`N` = the default), in one process, over --rounds rounds, each running every column
-once in a shuffled order for ~2 ms (at least 3 launches); median per column — short shuffled
-rounds, because on a shared machine the load of other processes drifts over seconds and comes in
-time slices of a few ms; *N / 1* is the ratio of the medians (the target:
-≤ 1.10 everywhere, i.e. a split launch never more than 10% slower than serial), *(mean)* the
-ratio of the means over the rounds (tails included: long waits show there first, and so does
-noise). `--busy 0,1` runs
+once in a shuffled order for ~2 ms (at least 3 launches), µs per launch in each round. Per
+column the lower quartile of the rounds: on a shared machine other processes preempt this one at
+random and for milliseconds, which hits whole rounds; the lower quartile is the speed of rounds
+left alone, while a delay of the split path itself (waiting for a descheduled worker), which
+comes back in most rounds, still shows. *N / 1* is the ratio of these (the target: ≤ 1.10
+everywhere, i.e. a split launch never more than 10% slower than serial), *(mean)* the ratio of
+the means over the rounds (everything included: the split path's rare long waits, and the other
+processes' noise). `--busy 0,1` runs
 the whole table twice: on its own, then with one background process spinning on a core (`python
 -c "while True: pass"`), the normal state of a user's machine. The kernels: saxpy, integrate (vec3),
 a scatter (`wp.atomic_add` of vec3 values into a quarter as many bins), a sum into one element,
@@ -127,7 +129,8 @@ def per_call_us(fn: Callable[[], None], calls: int) -> float:
 
 def measure(fn: Callable[[], None], threads: list[int], rounds: int,
             other: Callable[[], None] | None = None) -> dict[str, float]:
-    """Median µs per call for each thread count (and for `other`, warp's), alternating."""
+    """µs per call for each thread count (and for `other`, warp's): the lower quartile, and
+    the mean (`mean <column>`), of shuffled rounds."""
     for n in threads:
         config.num_threads = n
         fn()
@@ -146,7 +149,7 @@ def measure(fn: Callable[[], None], threads: list[int], rounds: int,
             else:
                 samples.setdefault("warp", []).append(per_call_us(n, calls))
     means = {f"mean {k}": statistics.fmean(v) for k, v in samples.items()}
-    return {**{k: statistics.median(v) for k, v in samples.items()}, **means}
+    return {**{k: statistics.quantiles(v, n=4)[0] for k, v in samples.items()}, **means}
 
 
 @contextlib.contextmanager
@@ -184,7 +187,7 @@ def main() -> None:
         warp_frames = cloth_frames(warp, CLOTH_DIMS)
     frames = cloth_frames(wp, CLOTH_DIMS) if "cloth" in names else {}
     print(f"{os.cpu_count()} cores, gradloom default {full} threads; µs per launch (cloth: "
-          f"per frame), median of {args.rounds} alternating rounds")
+          f"per frame), lower quartile of {args.rounds} shuffled rounds")
     for busy in (int(b) for b in args.busy.split(",")):
         with busy_core(bool(busy)):
             load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
