@@ -1,5 +1,6 @@
 """Launches split across worker threads: the thread-sharing analysis, results equal to a serial
-run, private gradient buffers, stack growth in a worker, errors, and the pool itself."""
+run, chunks and their private buffers (sums in chunk order whatever the threads), stack growth
+in a chunk, errors, the backoff after a split that did not gain, and the pool itself."""
 
 from __future__ import annotations
 
