@@ -90,8 +90,8 @@ verbose: bool = _env_flag("GRADLOOM_VERBOSE", False)
 #: Worker threads a CPU launch may be split across (default: the cores this process may use).
 num_threads: int = _default_threads()
 
-#: A launch is split only when its measured cost is at least this many nanoseconds: a split
-#: launch costs ~10 µs more than a serial one, so shorter launches run on the calling thread.
+#: A launch asks the worker threads to help only when its measured cost is at least this many
+#: nanoseconds: a split launch costs a few µs more, so shorter launches run on the calling thread.
 parallel_min_ns: int = _env_int("GRADLOOM_PARALLEL_MIN_NS", 40000, 0)
 
 

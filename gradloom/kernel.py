@@ -261,7 +261,7 @@ class Kernel:
             # adds into memory no argument key names (an indexed array inside a struct): the
             # adds are plain load-add-stores, so the launch must stay serial
             plan = ThreadPlan("threads add into an array held inside a struct", (),
-                              plan.float_atomics)
+                              plan.float_atomics, plan.loops)
         # the gradient pointer is the word after the array's data pointer
         scatter = tuple((where[off], False) if off in where else (where[off - 8], True)
                         for off in plan.scatter)
@@ -314,7 +314,8 @@ class Kernel:
         return text, {"launch_ndim": ir.launch_ndim, "access": access,
                       "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                       "reverse_threads": ir.reverse_threads,
-                      "threads": (plan.serial, plan.scatter, plan.float_atomics)}
+                      "threads": (plan.serial, plan.scatter, plan.float_atomics,
+                                  plan.loops)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""

@@ -72,6 +72,7 @@ class Prepared:
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
         self.stacks: list[NDArray] = []
+        self.stack_changes = 0
         self._stack_words: list[tuple[int, int]] = []
         self.stack_for(0)
         access = self.compiled.access
@@ -82,8 +83,12 @@ class Prepared:
         self.struct_writes = [key for key in self.writes if key[1] is not None]
         self.array_slots = array_slots(self.compiled.params)
         self.array_positions = [i for i, _, _ in self.array_slots]
-        #: measured cost of one thread (ns), which decides whether a launch is worth splitting
+        #: measured cost of one thread (ns), which decides whether a launch is worth splitting;
+        #: when to try again after splits that did not gain; free memory for chunked launches
+        #: (runtime/parallel.py, runtime/chunking.py)
         self.ns_per_thread: float | None = None
+        self.backoff = parallel.Backoff()
+        self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None
         self.verify_fp = config.verify_fp
         # debug mode and verify_fp wrap run (runtime/checks.py); release launches pay nothing
@@ -108,6 +113,7 @@ class Prepared:
             self._stack_words.append((0, 0))
         self.stacks[worker] = stack
         self._stack_words[worker] = (stack.ctypes.data if stack.size else 0), stack.size
+        self.stack_changes += 1  # launch blocks kept for chunked launches follow (chunking.py)
 
     def stack_words(self, worker: int) -> tuple[int, int]:
         """(address, capacity) of a worker's adjoint stack, as the header holds them."""
@@ -171,9 +177,10 @@ class Prepared:
         try:
             self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0], 0, 0,
                              total, *values)
-            workers = parallel.workers_for(self, total, args) if total > 1 else 1
-            if workers > 1:
-                parallel.run_split(self, block, dims, total, args, workers, restart)
+            chunks, wake, targets = parallel.plan(self, total, args) if total > 1 else _ONE
+            if chunks > 1:
+                parallel.run_split(self, block, dims, total, args, chunks, wake, targets,
+                                   restart)
                 return
             if total >= parallel.TIMED_THREADS:
                 t0 = time.perf_counter_ns()
@@ -292,6 +299,7 @@ def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
     return out
 
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
+_ONE: tuple[int, bool, list[Any]] = (1, False, [])
 
 
 def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
