@@ -43,8 +43,10 @@ class GradloomError(Exception):
     """Base class for every error gradloom raises on purpose."""
 
 
-class CompileError(GradloomError):
-    """A kernel or func cannot be compiled; the message names the user's file and line."""
+class CompileError(GradloomError, RuntimeError):
+    """A kernel or func cannot be compiled; the message names the user's file and line.
+    A RuntimeError too, as Warp's `WarpCodegenError` (its alias); the subclasses below are also
+    the builtin exception Warp's matching codegen error derives from."""
 
     def __init__(self, message: str, loc: SourceLoc | None = None) -> None:
         self.bare_message = message
@@ -58,16 +60,35 @@ class CompileError(GradloomError):
         excerpt = self.loc.excerpt()
         return f"{where}: {self.bare_message}" + (f"\n{excerpt}" if excerpt else "")
 
+    def __str__(self) -> str:  # the message as is (KeyError alone would quote it)
+        return str(self.args[0]) if self.args else ""
+
 
 class UnsupportedSyntaxError(CompileError):
     """Python syntax the kernel language does not support."""
 
 
-class KernelTypeError(CompileError):
-    """Operands or arguments whose types do not fit."""
+class KernelTypeError(CompileError, TypeError):
+    """Operands or arguments whose types do not fit (Warp's `WarpCodegenTypeError`)."""
 
 
-class UnknownNameError(CompileError):
+class CompileValueError(CompileError, ValueError):
+    """A value the kernel language rejects, e.g. a zero slice step (`WarpCodegenValueError`)."""
+
+
+class CompileIndexError(CompileError, IndexError):
+    """A constant index out of range at compile time (`WarpCodegenIndexError`)."""
+
+
+class CompileKeyError(CompileError, KeyError):
+    """A name or key that resolves to nothing (`WarpCodegenKeyError`)."""
+
+
+class CompileAttributeError(CompileError, AttributeError):
+    """An attribute a kernel value or module lacks (`WarpCodegenAttributeError`)."""
+
+
+class UnknownNameError(CompileKeyError):
     """A name that resolves to nothing in the kernel, its globals or the builtins."""
 
 
