@@ -316,7 +316,7 @@ class ExprLowerer:
         return TupleVal(tuple(self.value(e) for e in node.elts))
 
     def expr_Call(self, node: ast.Call) -> Any:
-        callee = self.expr(node.func)
+        callee = self.callee(node.func)
         ctx = self.ctx(node)
         if callee is _static_marker():
             return self.static_eval(node)
@@ -332,6 +332,16 @@ class ExprLowerer:
                 args.append(self.expr(a))
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         return self.call(ctx, node, callee, args, kwargs)
+
+    def callee(self, node: ast.expr) -> Any:
+        """What a call calls; a bare name defined nowhere may name a builtin or a type, as in
+        Warp (`expect_eq(a, b)`, `vec3(...)` without `wp.`)."""
+        if isinstance(node, ast.Name) and node.id not in self.env and \
+                not self.info.resolve(node.id)[0]:
+            found = REGISTRY.get(node.id) or getattr(types_module, node.id, None)
+            if isinstance(found, (Builtin, ScalarType, VectorType, MatrixType)):
+                return found
+        return self.expr(node)
 
     def call(self, ctx: Ctx, node: ast.Call, callee: Any, args: list[Any],
              kwargs: dict[str, Any]) -> Any:

@@ -24,6 +24,7 @@ from ..types import (
     StructType,
     VectorType,
     arg_offsets,
+    float32_to_bf16_bits,
     leaves,
 )
 from .array import array
@@ -31,7 +32,7 @@ from .indexedarray import indexed_words
 
 _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
         "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
-        "float64": "d", "ptr": "Q"}
+        "float64": "d", "ptr": "Q", "bfloat16": "H"}
 
 Getter = Callable[[Any, Any], list[Any]]
 
@@ -81,6 +82,8 @@ def scalar_words(value: Any, t: ScalarType) -> list[Any]:
             raise ArgError(f"expected a {t} value, got {describe(value)} {value!r}")
         return [bool(value)]
     if t.is_float and isinstance(value, (int, float, np.integer, np.floating)):
+        if t.name == "bfloat16":  # stored as its bits
+            return [int(float32_to_bf16_bits(np.float32(value)))]
         return [float(value)]
     if t.is_int and isinstance(value, (int, np.integer)):
         info = np.iinfo(t.np_dtype)
@@ -100,7 +103,9 @@ def flat_values(value: Any, t: Any) -> list[Any]:
         return _indexed_words(value, t)
     if isinstance(t, (VectorType, MatrixType)):
         try:
-            comps = np.asarray(value, dtype=t.dtype.np_dtype)
+            comps = np.asarray(value, dtype=t.dtype.host_dtype)
+            if t.dtype.name == "bfloat16":
+                comps = float32_to_bf16_bits(comps)
         except (TypeError, ValueError):
             raise ArgError(f"expected {t!r}, got {describe(value)}") from None
         if comps.size != t.length or (isinstance(value, array)):

@@ -188,6 +188,11 @@ def transformation(dtype: Any = None) -> VectorType:
     return VectorType(7, _scalar(dtype), "transform")
 
 
+# In a kernel, the factories construct values: they are the builtins of the same names
+# (frontend/expr.py follows `__gl_kernel_builtin__`).
+quaternion.__gl_kernel_builtin__ = "quaternion"  # type: ignore[attr-defined]
+transformation.__gl_kernel_builtin__ = "transformation"  # type: ignore[attr-defined]
+
 # Named aliases, as Warp has them.
 vec2, vec3, vec4 = (VectorType(n, float32) for n in (2, 3, 4))
 vec2f, vec3f, vec4f = vec2, vec3, vec4

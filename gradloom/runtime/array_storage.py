@@ -1,0 +1,242 @@
+"""Array storage: element types as numpy dtypes, shapes, fitting data to an element type, and
+numpy buffers with a given layout (bfloat16 elements are stored as their uint16 bits)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import operator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gradloom.errors import GradloomError
+from gradloom.runtime.array_protocols import aligned_copy, aligned_zeros
+from gradloom.types import (
+    ArrayType,
+    IndexedArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    bf16_bits_to_float32,
+    float32_to_bf16_bits,
+    resolve_annotation,
+    scalar_from_numpy,
+)
+
+NDArray = npt.NDArray[Any]
+
+#: Arrays have 1 to MAX_DIMS dimensions, as in Warp.
+MAX_DIMS = 4
+
+
+
+def resolve_dtype(dtype: Any) -> Any:
+    """The gradloom element type for a `dtype=` argument; a GradloomError naming it otherwise."""
+    try:
+        t = resolve_annotation(dtype)
+    except TypeError:
+        t = None
+    ok = isinstance(t, (VectorType, MatrixType, StructType)) or (
+        isinstance(t, ScalarType) and t.kind != "p"
+    )
+    if not ok:
+        raise GradloomError(
+            f"unsupported array dtype {dtype!r}: expected a scalar, vector, matrix or struct "
+            "type (e.g. wp.float32, float, int, wp.vec3, wp.mat33, a @wp.struct class)"
+        )
+    return t
+
+
+def elem_shape(t: Any) -> tuple[int, ...]:
+    """The trailing storage dimensions of one element: (n,) for vectors, (r, c) for matrices."""
+    if isinstance(t, (VectorType, MatrixType)):
+        return t.shape
+    return ()
+
+
+def storage_dtype(t: Any) -> np.dtype[Any]:
+    """The numpy dtype of the storage: the scalar type, or a structured dtype for structs."""
+    if isinstance(t, ScalarType):
+        return t.np_dtype
+    if isinstance(t, (VectorType, MatrixType)):
+        return t.dtype.np_dtype
+    if isinstance(t, StructType):
+        return _struct_np_dtype(t)
+    raise GradloomError(f"{t!r} has no array storage type")
+
+
+def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
+    offsets = st.offsets
+    formats: list[np.dtype[Any]] = []
+    for _, ftype in st.fields:
+        if isinstance(ftype, (ArrayType, IndexedArrayType)):
+            formats.append(np.dtype((np.uint64, (ftype.size // 8,))))
+        else:
+            es = elem_shape(ftype)
+            formats.append(np.dtype((storage_dtype(ftype), es)) if es else storage_dtype(ftype))
+    spec: Any = {
+        "names": [name for name, _ in st.fields],
+        "formats": formats,
+        "offsets": [offsets[name] for name, _ in st.fields],
+        "itemsize": st.size,
+    }
+    out: np.dtype[Any] = np.dtype(spec)
+    return out
+
+
+def normalize_shape(shape: Any, what: str = "shape", infer: bool = False) -> tuple[int, ...]:
+    """An int or a sequence of ints as a shape tuple (None gives (0,), as in Warp); a negative
+    size is an error naming `what` (with `infer`, one -1 may stand for the remaining size)."""
+    if shape is None:
+        return (0,)
+    try:
+        if isinstance(shape, (bool, np.bool_)) or any(isinstance(d, (bool, np.bool_))
+                                                       for d in np.ravel(shape)):
+            raise TypeError
+        dims = (
+            (operator.index(shape),) if np.ndim(shape) == 0 else tuple(map(operator.index, shape))
+        )
+    except (TypeError, ValueError):
+        raise GradloomError(f"invalid {what}={shape!r}: expected an int or a sequence of "
+                            "non-negative ints") from None
+    if len(dims) > MAX_DIMS:
+        raise GradloomError(f"arrays have at most {MAX_DIMS} dimensions, got {what}={dims}")
+    holes = [d for d in dims if d < 0]
+    if holes and not (infer and holes == [-1]):
+        raise GradloomError(f"invalid {what}={dims}: sizes must be non-negative"
+                            + (" (one -1 may stand for the remaining size)" if infer else ""))
+    return dims
+
+
+def infer_dtype(arr: NDArray) -> ScalarType:
+    t = scalar_from_numpy(arr.dtype) if arr.dtype.names is None else None
+    if t is None:
+        raise GradloomError(
+            f"cannot infer an array dtype from data of numpy dtype {arr.dtype}; pass dtype="
+        )
+    return t
+
+
+def to_numpy(data: Any, npdt: np.dtype[Any] | None, copy: bool, t: Any = None) -> NDArray:
+    """Data (a gradloom array, numpy array, nested sequences) as numpy values of npdt (the
+    storage of element type t: bfloat16 values become their bits, unless they are uint16)."""
+    if hasattr(data, "__gl_type__") and hasattr(data, "numpy"):
+        data = data.numpy()
+    if is_bf16(t) and not (isinstance(data, np.ndarray) and data.dtype == np.uint16):
+        data = bf16_storage(data)
+    try:
+        if copy:
+            return aligned_copy(np.array(data, dtype=npdt, order="C", copy=True))
+        return np.asarray(data, dtype=npdt)
+    except (TypeError, ValueError) as e:
+        what = "numpy data" if npdt is None else f"elements of numpy type {npdt}"
+        raise GradloomError(f"cannot convert the array data to {what}: {e}") from e
+
+
+def fit_data(arr: NDArray, t: Any, shape: tuple[int, ...] | None) -> NDArray:
+    """Reshape data to `shape + elem_shape(t)`, taking the element's trailing dims as Warp does."""
+    es = elem_shape(t)
+    if shape is not None:
+        target = shape + es
+        if arr.size != math.prod(target):
+            raise GradloomError(
+                f"data of shape {arr.shape} ({arr.size} values) does not fit an array of shape "
+                f"{shape} with dtype {t!r}"
+            )
+        return arr.reshape(target)
+    if arr.ndim == 0:
+        raise GradloomError("array data must have at least one dimension")
+    if es:
+        n = math.prod(es)
+        if arr.shape[-len(es) :] == es and arr.ndim > len(es):
+            pass
+        elif arr.shape[-1] == n and arr.ndim > 1:
+            arr = arr.reshape((*arr.shape[:-1], *es))
+        elif arr.shape[-1] % n == 0:
+            arr = arr.reshape((*arr.shape[:-1], arr.shape[-1] // n, *es))
+        else:
+            raise GradloomError(
+                f"data of shape {arr.shape} does not fit dtype {t!r}: its trailing dimensions "
+                f"must be {es} or a last dimension that is a multiple of {n}"
+            )
+    return _trailing_contiguous(arr, len(es))
+
+
+def _trailing_contiguous(arr: NDArray, k: int) -> NDArray:
+    """`arr`, or a contiguous copy when an element's components are not adjacent in memory."""
+    expected = arr.itemsize
+    for n, s in zip(reversed(arr.shape[arr.ndim - k :]), reversed(arr.strides[arr.ndim - k :])):
+        if n > 1 and s != expected:
+            return np.ascontiguousarray(arr)
+        expected *= n
+    return arr
+
+
+def zeros_same_layout(a: NDArray) -> NDArray:
+    """Zeroed memory with exactly `a`'s shape and strides (a gradient must share its layout)."""
+    if a.flags.c_contiguous or a.size == 0:
+        return aligned_zeros(a.shape, a.dtype)
+    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0) + a.itemsize
+    buf = np.zeros(hi - lo, dtype=np.uint8)
+    return np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
+
+
+def same_layout(a: NDArray, b: NDArray) -> bool:
+    """Same shape, dtype and strides (ignoring strides of dimensions of length 1)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return all(n <= 1 or sa == sb for n, sa, sb in zip(a.shape, a.strides, b.strides))
+
+
+def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int | None) -> NDArray:
+    dims = normalize_shape(shape)
+    es, npdt = elem_shape(t), storage_dtype(t)
+    inner = np.zeros(es, dtype=npdt).strides if es else ()
+    full_strides = None if strides is None else (*map(int, strides), *inner)
+    span = npdt.itemsize * math.prod(es)
+    if full_strides is None:
+        span *= math.prod(dims)
+    elif math.prod(dims) > 0:
+        span += sum((n - 1) * s for n, s in zip(dims, full_strides))
+    buf = memoryview((ctypes.c_byte * max(int(capacity or 0), span)).from_address(int(ptr)))
+    return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=full_strides)
+
+
+def copy_storage(dest: Any, src: Any) -> None:
+    """Copy the elements of `src` into `dest` (same shape), bit for bit as Warp does."""
+    d, s = dest.numpy(), src.numpy()
+    if d.dtype == s.dtype and d.shape == s.shape:
+        d[...] = s
+        return
+    if d.itemsize * d.size != s.itemsize * s.size:
+        raise GradloomError(
+            f"incompatible array element types: destination {dest.dtype!r}, source {src.dtype!r}"
+        )
+    raw = np.ascontiguousarray(s).reshape(-1).view(np.uint8)
+    d[...] = raw.view(d.dtype).reshape(d.shape)
+
+
+
+
+def is_bf16(t: Any) -> bool:
+    """Whether element type t is bfloat16, or a vector/matrix of it."""
+    st = t.dtype if isinstance(t, (VectorType, MatrixType)) else t
+    return isinstance(st, ScalarType) and st.name == "bfloat16"
+
+
+def bf16_storage(values: Any) -> NDArray:
+    """Float values (any numeric data) as bfloat16 bits, rounded to nearest even."""
+    try:
+        as_float = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise GradloomError(f"cannot convert the array data to bfloat16 values: {e}") from e
+    return float32_to_bf16_bits(as_float)
+
+
+def element_value(t: Any, raw: Any) -> Any:
+    """The Python value of one stored scalar element (bfloat16: a float32 from its bits)."""
+    return bf16_bits_to_float32(raw)[()] if is_bf16(t) else raw
