@@ -44,7 +44,9 @@ class GradloomError(Exception):
 
 
 class CompileError(GradloomError, RuntimeError):
-    """A kernel or func cannot be compiled; the message names the user's file and line.
+    """A kernel or func cannot be compiled; the message names the user's file and line, and a
+    note (shown under it in tracebacks) the user's statement with a caret under the column.
+    The message ends with the words about the problem, so Warp's tests' `...$` patterns match.
     A RuntimeError too, as Warp's `WarpCodegenError` (its alias); the subclasses below are also
     the builtin exception Warp's matching codegen error derives from."""
 
@@ -52,13 +54,21 @@ class CompileError(GradloomError, RuntimeError):
         self.bare_message = message
         self.loc = loc
         super().__init__(self._render())
+        excerpt = self.excerpt()
+        if excerpt:
+            self.add_note(excerpt)
 
     def _render(self) -> str:
         if self.loc is None or self.loc is UNKNOWN_LOC:
             return self.bare_message
         where = f"{self.loc}" + (f" in {self.loc.func}" if self.loc.func else "")
-        excerpt = self.loc.excerpt()
-        return f"{where}: {self.bare_message}" + (f"\n{excerpt}" if excerpt else "")
+        return f"{where}: {self.bare_message}"
+
+    def excerpt(self) -> str:
+        """The user's statement with a caret under the column ('' without a location)."""
+        if self.loc is None or self.loc is UNKNOWN_LOC:
+            return ""
+        return self.loc.excerpt()
 
     def __str__(self) -> str:  # the message as is (KeyError alone would quote it)
         return str(self.args[0]) if self.args else ""

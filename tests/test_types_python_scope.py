@@ -8,6 +8,7 @@ gradloom-specific details are marked.
 
 import ctypes
 import math
+import re
 
 import numpy as np
 import pytest
@@ -254,3 +255,37 @@ def test_type_factories_construct_in_kernels():
     out = wp.zeros(1, dtype=wp.quath, device=DEVICE)
     wp.launch(quaternion_factory, dim=1, inputs=[out, src], device=DEVICE)
     assert out.numpy().tolist() == [[1.0, 2.0, 3.0, 4.0]]
+
+
+# -- atomics' element types (Warp's) -----------------------------------------------------------
+
+
+@wp.kernel(module="unique")
+def atomic_add_int8(a: wp.array(dtype=wp.int8)):
+    wp.atomic_add(a, 0, wp.int8(1))
+
+
+@wp.kernel(module="unique")
+def atomic_max_half(a: wp.array(dtype=wp.float16)):
+    wp.atomic_max(a, 0, wp.float16(1.0))
+
+
+@wp.kernel
+def augassign_int8(a: wp.array(dtype=wp.int8)):
+    a[0] += wp.int8(1)
+
+
+def test_atomic_builtins_take_warps_element_types():
+    a = wp.zeros(1, dtype=wp.int8, device=DEVICE)
+    with pytest.raises(RuntimeError) as info:
+        wp.launch(atomic_add_int8, dim=1, inputs=[a], device=DEVICE)
+    # the message ends with Warp's words (unittest's assertRaisesRegex sees str() only)
+    assert re.search(r"atomic_add\(\) operations only work on arrays with \[u\]int32, "
+                     r"\[u\]int64, float16, bfloat16, float32, or float64 as the underlying "
+                     r"scalar types, but got int8 \(with scalar type int8\)$", str(info.value))
+    h = wp.zeros(1, dtype=wp.float16, device=DEVICE)
+    with pytest.raises(RuntimeError, match=r"atomic_max\(\) operations only work on arrays with "
+                       r"\[u\]int32, \[u\]int64, bfloat16, float32, or float64"):
+        wp.launch(atomic_max_half, dim=1, inputs=[h], device=DEVICE)
+    wp.launch(augassign_int8, dim=3, inputs=[a], device=DEVICE)  # `+=` takes any number type
+    assert a.numpy().tolist() == [3]
