@@ -102,6 +102,21 @@ class UnknownNameError(CompileKeyError):
     """A name that resolves to nothing in the kernel, its globals or the builtins."""
 
 
+class ArrayValueError(GradloomError, ValueError):
+    """An array function's argument with a value it cannot take, e.g. a negative size (a
+    ValueError too, as Warp raises)."""
+
+
+class ArrayShapeError(GradloomError, RuntimeError):
+    """An array cannot take the shape asked of it, e.g. reshape to another size (a RuntimeError
+    too, as Warp raises)."""
+
+
+class ArrayTypeError(GradloomError, TypeError):
+    """An array cannot be seen as the element type asked for, e.g. a view whose element size
+    differs (a TypeError too, as Warp raises)."""
+
+
 class LaunchError(GradloomError):
     """A launch whose arguments do not match the kernel; the message names the argument."""
 

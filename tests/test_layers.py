@@ -16,7 +16,7 @@ ALLOWED = {
     "errors": set(),
     # the one upward call of the base: an operator on a host vector means what the builtin
     # library says it means (function-level import of builtins/host.py; docs/design.md §3a)
-    "types": {"errors", "builtins"},
+    "types": {"errors", "config", "builtins"},
     "typedocs": {"types"},
     "ir": {"types", "errors"},
     "builtins": _BASE | {"ir"},

@@ -58,13 +58,21 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
         return Composite(t, (zero,) * t.length)
     if len(args) == 1 and isinstance(args[0], Composite):
         src = args[0]
+        if isinstance(t, MatrixType) and isinstance(src.type, MatrixType) and \
+                src.type.shape != t.shape:
+            raise ctx.error(f"incompatible matrix of shape {t.shape} given when copy "
+                            f"constructing a matrix of shape {src.type.shape}")  # Warp's words
         if src.type.length != t.length or src.type.shape != t.shape:
             raise ctx.error(f"cannot convert {src.type!r} to {t!r}")
         return Composite(t, tuple(cast_scalar(ctx, c, dt) for c in src.comps))
     if len(args) == 1:
         fill = cast_scalar(ctx, args[0], dt) if isinstance(args[0], Literal) else \
             scalar(ctx, materialize(ctx, args[0], dt))
-        _check_dtype(ctx, t, fill)
+        if fill.type != dt:
+            what = "matrix" if isinstance(t, MatrixType) else \
+                {"transform": "transform"}.get(t.kind, "vector")
+            raise ctx.error(f"the value used to fill this {what} is expected to be of the type "
+                            f"`{dt}`")
         return Composite(t, (fill,) * t.length)
     if t.kind == "transform" and len(args) == 2:
         return _flatten_parts(ctx, t, args)
@@ -76,6 +84,9 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
                             "wp.matrix_from_rows() or wp.matrix_from_cols()")
         return _flatten_parts(ctx, t, args)
     if len(args) != t.length:
+        if isinstance(t, MatrixType):
+            raise ctx.error(f"incompatible number of values given ({len(args)}) when "
+                            f"constructing a matrix of shape {t.shape}")
         raise ctx.error(f"{t!r}() takes {t.length} components, got {len(args)}")
     comps = []
     for a in args:
@@ -127,8 +138,12 @@ def vector(ctx: Ctx, *args: Value, length: int | None = None, dtype: Any = None)
          signatures="(*args: Scalar, shape: (Int, Int), dtype: Any) -> Matrix")
 def matrix(ctx: Ctx, *args: Value, shape: tuple[int, int] | None = None,
            dtype: Any = None) -> Value:
+    if shape is None and len(args) == 1 and isinstance(args[0], Composite) and \
+            isinstance(args[0].type, MatrixType):
+        shape = (args[0].type.rows, args[0].type.cols)  # a copy: wp.matrix(m)
     if shape is None:
-        raise ctx.error("wp.matrix() needs shape=(rows, cols)")
+        raise ctx.error("the `shape` argument must be specified when initializing a matrix by "
+                        "value")
     dt = _dtype_kw(ctx, dtype) if dtype is not None else _first_type(ctx, args)
     return construct_composite(ctx, MatrixType(shape[0], shape[1], dt), list(args))
 
@@ -173,3 +188,26 @@ def identity(ctx: Ctx, n: int = 3, dtype: Any = float32) -> Value:
     one, zero = ctx.const(1, dt), ctx.const(0, dt)
     comps = tuple(one if r == c else zero for r in range(n) for c in range(n))
     return Composite(MatrixType(n, n, dt), comps)
+
+
+def construct_keywords(ctx: Ctx, t: VectorType | MatrixType, args: list[Value],
+                       kwargs: dict[str, Any]) -> Value:
+    """A type called with keywords, as Warp's constructors take them: `mat32d(m, shape=(3, 2))`,
+    `wp.vec3(x, length=3, dtype=float)`, `wp.transform(p=v, q=r)` (q defaults to identity)."""
+    kw = dict(kwargs)
+    if t.kind == "transform":
+        p, q = [*args, None, None][:2]
+        p, q = kw.pop("p", p), kw.pop("q", q)
+        if q is None:
+            zero, one = ctx.const(0, t.dtype), ctx.const(1, t.dtype)
+            q = Composite(VectorType(4, t.dtype, "quat"), (zero, zero, zero, one))
+        args = [a for a in (p, q) if a is not None]
+    for key, value in kw.items():
+        if key == "dtype" and _dtype_kw(ctx, value) == t.dtype:
+            continue
+        if key == "shape" and isinstance(t, MatrixType) and tuple(value) == t.shape:
+            continue
+        if key == "length" and isinstance(t, VectorType) and value == t.length:
+            continue
+        raise ctx.error(f"{t!r}() does not take {key}={value!r}")
+    return construct_composite(ctx, t, args)

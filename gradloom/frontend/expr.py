@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import types as types_module
 from ..builtins import fixedarray, lang, memory, ops
-from ..builtins.construct import construct
+from ..builtins.construct import construct, construct_keywords
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin, call_mismatch
 from ..builtins.transform import transform_part
@@ -378,6 +378,9 @@ class ExprLowerer:
         if isinstance(t, StructType) and (args or kwargs):
             return construct_struct(ctx, t, args, kwargs)
         if t is not None:
+            if kwargs and isinstance(t, (VectorType, MatrixType)):  # `wp.transform(p=, q=)`
+                return construct_keywords(ctx, t, [self.as_value(ctx, a) for a in args],
+                                          {k: _unliteral(v) for k, v in kwargs.items()})
             if kwargs:
                 raise CompileError(f"{t!r}() takes no keyword arguments", ctx.loc)
             return construct(ctx, t, [self.as_value(ctx, a) for a in args])

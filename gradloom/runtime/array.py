@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gradloom.errors import GradloomError
+from gradloom.errors import ArrayShapeError, GradloomError
 from gradloom.runtime.array_arith import ArrayArithmetic
 from gradloom.runtime.array_protocols import ArrayProtocols, aligned_zeros
 from gradloom.runtime.array_storage import MAX_DIMS as MAX_DIMS
@@ -64,7 +64,7 @@ class array(ArrayArithmetic, ArrayProtocols):
     ndim: int
     size: int
     device: Device
-    ptr: int
+    ptr: int | None  # None for an empty array (as Warp)
     is_contiguous: bool
     pinned: bool
     _np: NDArray
@@ -127,7 +127,7 @@ class array(ArrayArithmetic, ArrayProtocols):
             raise GradloomError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
         self._annotation, self.dtype, self.ndim = True, t, n
         self._type = ArrayType(dtype=t, ndim=n)
-        self.shape, self.strides, self.size, self.ptr = (), (), 0, 0
+        self.shape, self.strides, self.size, self.ptr = (), (), 0, None
         self.device, self.is_contiguous, self.pinned = get_device("cpu"), True, False
         self._np = np.zeros(0, dtype=np.float32)
         self._grad, self._requires_grad = None, False
@@ -146,7 +146,7 @@ class array(ArrayArithmetic, ArrayProtocols):
         self._annotation, self._np, self.dtype, self.device = False, storage, t, device
         self.shape, self.strides, self.ndim = storage.shape[:n], storage.strides[:n], n
         self.size = math.prod(self.shape)
-        self.ptr = int(storage.ctypes.data) if self.size else 0
+        self.ptr = int(storage.ctypes.data) if self.size else None
         self.is_contiguous = bool(storage.flags.c_contiguous)
         self.pinned = False
         self._type = ArrayType(dtype=t, ndim=n)
@@ -251,8 +251,10 @@ class array(ArrayArithmetic, ArrayProtocols):
         dims = normalize_shape(shape, "reshape() shape", infer=True)
         try:
             view = storage.reshape(dims + elem_shape(self.dtype))
-        except ValueError as e:
-            raise GradloomError(f"cannot reshape an array of shape {self.shape} to {dims}") from e
+        except ValueError:
+            size = math.prod(d for d in dims if d >= 0)
+            raise ArrayShapeError(f"cannot reshape array of shape {self.shape} (size {self.size}) "
+                                  f"into shape {dims} (size {size})") from None
         grad = None if self._grad is None else self._grad.numpy().reshape(view.shape)
         return array._wrap(view, self.dtype, self.device, grad, self._mem)
 

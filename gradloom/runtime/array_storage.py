@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gradloom.errors import GradloomError
+from gradloom.errors import ArrayValueError, GradloomError
 from gradloom.runtime.array_protocols import aligned_copy, aligned_zeros
 from gradloom.types import (
     ArrayType,
@@ -106,8 +106,8 @@ def normalize_shape(shape: Any, what: str = "shape", infer: bool = False) -> tup
         raise GradloomError(f"arrays have at most {MAX_DIMS} dimensions, got {what}={dims}")
     holes = [d for d in dims if d < 0]
     if holes and not (infer and holes == [-1]):
-        raise GradloomError(f"invalid {what}={dims}: sizes must be non-negative"
-                            + (" (one -1 may stand for the remaining size)" if infer else ""))
+        raise ArrayValueError(f"invalid {what}={dims}: Array shapes must be non-negative"
+                              + (" (one -1 may stand for the remaining size)" if infer else ""))
     return dims
 
 

@@ -198,8 +198,8 @@ def indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
         raise TypeError(f"expected {t!r}, got {value!r}")
     d = value.data
     grad = d.grad
-    ptrs = [0 if i is None else i.ptr for i in value.indices[:t.ndim]]
-    return [d.ptr, 0 if grad is None else grad.ptr, *value.shape, *d.strides, *ptrs]
+    ptrs = [0 if i is None else i.ptr or 0 for i in value.indices[:t.ndim]]
+    return [d.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *d.strides, *ptrs]
 
 
 def index_view(a: array, keys: tuple[Any, ...]) -> indexedarray:

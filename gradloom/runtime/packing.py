@@ -65,7 +65,7 @@ def array_words(value: Any, t: ArrayType) -> list[Any]:
     """data pointer, gradient pointer, shape, strides: an array argument's words."""
     if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
         grad = value._grad
-        return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+        return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
     if not isinstance(value, array):
         raise ArgError(f"expected {t!r}, got {describe(value)}")
     if value.ndim != t.ndim or value.dtype != t.dtype:
@@ -73,7 +73,7 @@ def array_words(value: Any, t: ArrayType) -> list[Any]:
     if value.device != "cpu":
         raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
     grad = value.grad
-    return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+    return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
 
 
 def scalar_words(value: Any, t: ScalarType) -> list[Any]:

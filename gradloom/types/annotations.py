@@ -53,14 +53,14 @@ def is_value_type(t: Any) -> bool:
 
 def type_of_constant(value: Any) -> Any:
     """The kernel type of a Python constant captured by a kernel, or None if it has none."""
-    if isinstance(value, (builtins.bool, np.bool_)):
+    if isinstance(value, np.generic):  # first: numpy's float64 is also a Python float
+        return scalar_from_numpy(value.dtype)
+    if isinstance(value, builtins.bool):
         return bool_
     if isinstance(value, builtins.int):
         return int32
     if isinstance(value, builtins.float):
         return float32
-    if isinstance(value, np.generic):
-        return scalar_from_numpy(value.dtype)
     if isinstance(value, VecValue):
         return value.gl_type
     return None

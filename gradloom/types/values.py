@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from .composite import CompositeType, MatrixType, VectorType, quaternion
 from .scalars import bf16_round, scalar_from_numpy
 
@@ -32,10 +33,13 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         self.gl_type = t if t is not None and self.shape == t.shape else None  # type: ignore[assignment]
 
     def __getitem__(self, index: Any) -> Any:
-        """v[i] is a scalar, m[i] a row vector (a copy, as in a kernel), v[a:b] a vector."""
+        """v[i] is a scalar, m[i] a row vector (a copy, as in a kernel), v[a:b] a vector.
+        With Warp's `config.legacy_scalar_return_types`, scalars are Python numbers."""
         self._check_key(index)
         out = super().__getitem__(index)
         if not isinstance(out, np.ndarray) or self.gl_type is None:
+            if isinstance(out, np.generic) and getattr(config, "legacy_scalar_return_types", False):
+                return out.item()
             return out
         basic = all(isinstance(i, (int, np.integer, slice))
                     for i in (index if isinstance(index, tuple) else (index,)))
@@ -51,6 +55,8 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         self._check_key(index)
         if self.gl_type is not None:
             value = self._checked_value(index, value)
+            if self.dtype.kind in "iu":  # integers wrap, as in C (`v[0] = -1` in a uint vector)
+                value = _wrapped(value, self.dtype)
         base = np.asarray(self)  # through the base class: a view, never a copy
         base[index] = value
         if self.gl_type is not None and self.gl_type.dtype.name == "bfloat16":
@@ -88,6 +94,11 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         if len(items) != np.shape(target)[0]:
             raise ValueError("Can only assign sequence of same size")
         return np.asarray(value, dtype=self.dtype)
+
+    # Warp's class attributes, which its values (ctypes arrays) also show
+    _shape_ = property(lambda self: self.gl_type._shape_)
+    _length_ = property(lambda self: self.gl_type.length)
+    _wp_scalar_type_ = property(lambda self: self.gl_type.dtype)
 
     def __iter__(self) -> Any:
         """Components of a vector, rows (vectors) of a matrix."""
@@ -266,6 +277,11 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
             return "[" + ", ".join(item(x) for x in a) + "]"
         rows = ("[" + ", ".join(item(x) for x in r) + "]" for r in a)
         return "[" + ",\n ".join(rows) + "]"
+
+
+def _wrapped(value: Any, dtype: np.dtype[Any]) -> Any:
+    """Integer data as dtype, wrapping modulo 2**bits."""
+    return np.asarray(value).astype(np.int64 if dtype.kind == "i" else np.uint64).astype(dtype)
 
 
 def _is_number(v: Any) -> bool:
