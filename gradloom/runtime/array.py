@@ -24,6 +24,7 @@ from gradloom.runtime.array_storage import (
     same_layout,
     storage_from_ptr,
     to_numpy,
+    view_storage,
 )
 from gradloom.runtime.array_storage import elem_shape as elem_shape
 from gradloom.runtime.array_storage import fit_data as fit_data
@@ -35,7 +36,7 @@ from gradloom.runtime.capturing import deferrable
 from gradloom.runtime.device import Device, get_device
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
-from gradloom.types import ArrayType, ScalarType, StructType
+from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType
 
 # --------------------------------------------------------------------------------------------
 # The array class
@@ -258,6 +259,19 @@ class array(ArrayArithmetic, ArrayProtocols):
         grad = None if self._grad is None else self._grad.numpy().reshape(view.shape)
         return array._wrap(view, self.dtype, self.device, grad, self._mem)
 
+    def view(self, dtype: Any) -> array:
+        """This array's memory seen as elements of another type (no copy), as Warp's
+        `view`: `ints.view(wp.uint32)`, `vec4s.view(float)` (shape gains (4,)),
+        `floats.view(wp.vec4)` (the last dim of 4 becomes the element)."""
+        t = resolve_dtype(dtype)
+        storage = view_storage(self._concrete(), self.dtype, t, self.ndim)
+        grad = None if self._grad is None else \
+            view_storage(self._grad.numpy(), self.dtype, t, self.ndim)
+        return array._wrap(storage, t, self.device, grad, self._mem)
+
+    def __del__(self) -> None:
+        """Nothing to free: numpy owns the memory (Warp's arrays free theirs here)."""
+
     def flatten(self) -> array:
         return self.reshape(-1)
 
@@ -401,7 +415,10 @@ class array(ArrayArithmetic, ArrayProtocols):
 
     @property
     def __array_interface__(self) -> dict[str, Any]:
-        return self._concrete().__array_interface__
+        storage = self._concrete()
+        out = dict(storage.__array_interface__)
+        out["strides"] = storage.strides  # explicit: numpy drops an empty array's
+        return out
 
     def __repr__(self) -> str:
         if self._annotation:
@@ -431,14 +448,32 @@ def _storage_from_data(
 
 
 def struct_record(item: Any, t: StructType) -> Any:
-    """A struct instance as the nested tuple numpy uses for one structured element."""
+    """A struct instance as the nested tuple numpy uses for one structured element (an array
+    field as its words: data and grad pointers, shape, strides)."""
     if not isinstance(item, t.cls):
         return item  # tuples and the like go to numpy unchanged
     fields = []
     for name, ft in t.fields:
         v = getattr(item, name)
-        fields.append(struct_record(v, ft) if isinstance(ft, StructType) else v)
+        if isinstance(ft, StructType):
+            v = struct_record(v, ft)
+        elif isinstance(ft, (ArrayType, IndexedArrayType)):
+            v = _array_field_words(v, ft)
+        elif is_bf16(ft):
+            v = bf16_storage(v)
+        fields.append(v)
     return tuple(fields)
+
+
+def _array_field_words(v: Any, t: ArrayType | IndexedArrayType) -> list[int]:
+    if v is None:
+        return [0] * (t.size // 8)
+    if isinstance(t, IndexedArrayType):
+        from .indexedarray import indexed_words  # indexed arrays are built on this module
+
+        return [int(w) for w in indexed_words(v, t)]
+    grad = v.grad
+    return [v.ptr or 0, 0 if grad is None else grad.ptr or 0, *v.shape, *v.strides]
 
 
 def _fill_value(t: Any, value: Any) -> Any:
@@ -446,6 +481,8 @@ def _fill_value(t: Any, value: Any) -> Any:
     if isinstance(value, array):
         raise TypeError("fill_ takes an element value; use assign() to copy an array")
     es = elem_shape(t)
+    if isinstance(t, StructType) and isinstance(value, t.cls):
+        return np.array(struct_record(value, t), dtype=storage_dtype(t))
     if not es:
         if isinstance(t, ScalarType) and np.ndim(value) != 0:
             raise TypeError(f"a {t!r} element takes a scalar")

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gradloom.errors import ArrayValueError, GradloomError
+from gradloom.errors import ArrayTypeError, ArrayValueError, GradloomError
 from gradloom.runtime.array_protocols import aligned_copy, aligned_zeros
 from gradloom.types import (
     ArrayType,
@@ -24,6 +24,8 @@ from gradloom.types import (
     float32_to_bf16_bits,
     resolve_annotation,
     scalar_from_numpy,
+    size_of,
+    type_repr,
 )
 
 NDArray = npt.NDArray[Any]
@@ -240,3 +242,48 @@ def bf16_storage(values: Any) -> NDArray:
 def element_value(t: Any, raw: Any) -> Any:
     """The Python value of one stored scalar element (bfloat16: a float32 from its bits)."""
     return bf16_bits_to_float32(raw)[()] if is_bf16(t) else raw
+
+
+def view_storage(storage: NDArray, src: Any, dst: Any, ndim: int) -> NDArray:
+    """The storage of an array (`ndim` dimensions, element type src) seen as elements of type
+    dst without a copy, as Warp's `array.view(dtype)`: the same element size keeps the shape;
+    a vector/matrix seen as its scalars adds its dims; scalars seen as vectors/matrices take
+    the trailing dims. A TypeError (Warp's words) where the sizes do not fit."""
+    src_sc = src.dtype if isinstance(src, (VectorType, MatrixType)) else src
+    dst_sc = dst.dtype if isinstance(dst, (VectorType, MatrixType)) else dst
+    what = f"cannot create an array view with dtype {type_repr(dst)} from source dtype " \
+           f"{type_repr(src)}"
+    npdt = storage_dtype(dst)
+    if size_of(src) == size_of(dst):
+        es = elem_shape(dst)
+        inner = np.zeros(es, dtype=npdt).strides if es else ()
+        return _reinterpret(storage, storage.shape[:ndim] + es, storage.strides[:ndim] + inner,
+                            npdt)
+    if isinstance(dst, ScalarType) and src_sc is not src:
+        if size_of(src_sc) != size_of(dst):
+            raise ArrayTypeError(f"{what}: source scalar dtype {type_repr(src_sc)} has size "
+                                 f"{size_of(src_sc)} bytes, but target dtype has size "
+                                 f"{size_of(dst)} bytes")
+        return storage.view(npdt)
+    if isinstance(src, ScalarType) and dst_sc is not dst:
+        es = elem_shape(dst)
+        if size_of(dst_sc) != size_of(src):
+            raise ArrayTypeError(f"{what}: source dtype has size {size_of(src)} bytes, but "
+                                 f"target scalar dtype {type_repr(dst_sc)} has size "
+                                 f"{size_of(dst_sc)} bytes")
+        if storage.shape[storage.ndim - len(es):] != es:
+            raise ArrayTypeError(f"{what}: the array's trailing dimensions "
+                                 f"{storage.shape[storage.ndim - len(es):]} are not {es}")
+        return storage.view(npdt)
+    raise ArrayTypeError(f"{what}: source dtype has size {size_of(src)} bytes, but target "
+                         f"dtype has size {size_of(dst)} bytes")
+
+
+def _reinterpret(storage: NDArray, shape: tuple[int, ...], strides: tuple[int, ...],
+                 npdt: np.dtype[Any]) -> NDArray:
+    """The memory under `storage` as an array of npdt with the given shape and strides."""
+    root = storage
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    offset = int(storage.ctypes.data) - int(root.ctypes.data)
+    return np.ndarray(shape, dtype=npdt, buffer=root, offset=offset, strides=strides)

@@ -62,7 +62,10 @@ def describe(v: Any) -> str:
 
 
 def array_words(value: Any, t: ArrayType) -> list[Any]:
-    """data pointer, gradient pointer, shape, strides: an array argument's words."""
+    """data pointer, gradient pointer, shape, strides: an array argument's words (None is an
+    empty array, as in Warp: `if not arr:` holds in the kernel)."""
+    if value is None:
+        return [0, 0, *([0] * (2 * t.ndim))]
     if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
         grad = value._grad
         return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import numpy as np
+
 from ..types import (
     ArrayType,
     MatrixType,
@@ -14,6 +16,8 @@ from ..types import (
     make_composite_value,
     resolve_annotation,
 )
+from .array import struct_record
+from .array_storage import storage_dtype
 
 
 def _default(t: Any) -> Any:
@@ -62,6 +66,10 @@ def struct(cls: type) -> type:
     new_cls.__gl_struct__ = True  # type: ignore[attr-defined]
     new_cls.__gl_fingerprint__ = staticmethod(  # type: ignore[attr-defined]
         lambda visiting: "struct:" + type_key(st))
+    # Warp's numpy views of a struct: its structured dtype, and an instance as one element
+    new_cls.numpy_dtype = staticmethod(lambda: storage_dtype(st))  # type: ignore[attr-defined]
+    new_cls.numpy_value = lambda self: np.array(  # type: ignore[attr-defined]
+        struct_record(self, st), dtype=storage_dtype(st))[()]
     return new_cls
 
 

@@ -43,6 +43,13 @@ class StructType:
     def __repr__(self) -> str:
         return self.name
 
+    def __eq__(self, other: object) -> bool:
+        """A struct type equals its class (`arr.dtype == MyStruct`, as in Warp)."""
+        return other is self or other is self.cls
+
+    def __hash__(self) -> int:
+        return id(self)
+
 
 def _struct_offsets(st: StructType) -> tuple[dict[str, int], int]:
     offsets: dict[str, int] = {}

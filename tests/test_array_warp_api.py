@@ -1,0 +1,108 @@
+"""Warp 1.19's array API details (issue 13): views as another dtype, None for an array argument,
+struct arrays through numpy (`numpy_dtype`, `numpy_value`, fills, array fields), empty
+arrays, and Warp's exception types for bad shapes.
+
+Runs on warp-lang too (GL_TEST_BACKEND=warp, wpcompat.py) to check the expectations.
+"""
+
+import numpy as np
+import pytest
+from wpcompat import DEVICE, wp
+
+
+def test_view_same_size_reinterprets():
+    src = np.arange(1, 10, dtype=np.uint32)
+    a = wp.array(src, dtype=wp.uint32, device=DEVICE)
+    assert a.view(dtype=wp.float32).numpy().tobytes() == src.view(np.float32).tobytes()
+    rgba = wp.array(np.full((3, 4), 1, np.uint8), dtype=wp.vec4ub, device=DEVICE)
+    assert rgba.view(wp.uint32).numpy().tolist() == [0x01010101] * 3
+
+
+def test_view_between_vectors_and_scalars():
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)
+    v = wp.array(data, dtype=wp.vec4, device=DEVICE)
+    m = v.view(dtype=wp.mat22)
+    assert m.shape == (4,) and m.numpy().reshape(4, 4).tolist() == data.tolist()
+    s = v.view(dtype=float)
+    assert s.shape == (4, 4) and s.numpy().tolist() == data.tolist()
+    f = wp.array(data, dtype=float, device=DEVICE)
+    assert f.view(dtype=wp.vec4).shape == (4,)
+    s.numpy()[0, 0] = 42.0  # a view shares memory
+    assert v.numpy()[0, 0] == 42.0
+
+
+def test_view_size_mismatch_is_a_type_error():
+    b = wp.array(np.arange(4, dtype=np.float32), dtype=float, device=DEVICE)
+    with pytest.raises(TypeError, match="source dtype has size 4 bytes, but target dtype has "
+                       "size 2 bytes"):
+        b.view(dtype=wp.uint16)
+    v = wp.zeros(2, dtype=wp.vec4, device=DEVICE)
+    with pytest.raises(TypeError, match="source scalar dtype float32 has size 4 bytes"):
+        v.view(dtype=wp.float64)
+
+
+@wp.kernel
+def null_array_is_false(a: wp.array(dtype=float), b: wp.array(dtype=float),
+                        out: wp.array(dtype=int)):
+    if not a:
+        out[0] = 1
+    if b:
+        out[1] = 1
+
+
+def test_none_is_an_empty_array_argument():
+    b = wp.zeros(3, dtype=float, device=DEVICE)
+    out = wp.zeros(2, dtype=int, device=DEVICE)
+    wp.launch(null_array_is_false, dim=1, inputs=[None, b, out], device=DEVICE)
+    assert out.numpy().tolist() == [1, 1]
+
+
+@wp.struct
+class Particle:
+    x: int
+    v: wp.vec3
+    a: wp.array(dtype=float)
+
+
+@wp.kernel
+def read_particles(ps: wp.array(dtype=Particle), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = float(ps[i].x) + ps[i].v[2] + ps[i].a[1]
+
+
+def test_struct_arrays_through_numpy():
+    na = np.zeros(3, dtype=Particle.numpy_dtype())
+    na["x"] = 17
+    na["v"] = (1, 2, 3)
+    a = wp.array(data=na, dtype=Particle, device=DEVICE)
+    assert a.numpy()["x"].tolist() == [17, 17, 17]
+    p = Particle()
+    p.x = 5
+    p.v = wp.vec3(1.0, 2.0, 3.0)
+    p.a = wp.array([10.0, 20.0], dtype=float, device=DEVICE)
+    filled = wp.full(4, p, device=DEVICE)
+    assert filled.dtype == Particle and filled.numpy()["x"].tolist() == [5] * 4
+    expected = np.empty(4, dtype=Particle.numpy_dtype())
+    expected.fill(p.numpy_value())
+    np.testing.assert_array_equal(filled.numpy(), expected)  # field by field
+    out = wp.zeros(2, dtype=float, device=DEVICE)
+    wp.launch(read_particles, dim=2, inputs=[wp.array([p, p], dtype=Particle, device=DEVICE),
+                                             out], device=DEVICE)
+    assert out.numpy().tolist() == [5.0 + 3.0 + 20.0] * 2
+
+
+def test_empty_arrays():
+    a = wp.empty((0, 3), dtype=wp.vec2f, device=DEVICE, requires_grad=True)
+    assert a.ptr is None and a.size == 0 and a.grad.ptr is None
+    assert a.flatten().shape == (0,) and a.transpose().shape == (3, 0)
+    na = np.asarray(wp.zeros((1, 0), dtype=wp.vec2f, device=DEVICE))
+    assert na.shape == (1, 0, 2) and na.strides == (0, 8, 4)
+
+
+def test_shape_errors_are_warps_exceptions():
+    with pytest.raises(ValueError, match="Array shapes must be non-negative"):
+        wp.zeros(shape=(10, -1), dtype=int, device=DEVICE)
+    arr = wp.array(np.arange(6, dtype=np.float32), dtype=float, device=DEVICE)
+    with pytest.raises(RuntimeError, match=r"cannot reshape array of shape \(6,\) \(size 6\) "
+                       r"into shape \(4, 2\) \(size 8\)"):
+        arr.reshape((4, 2))
