@@ -289,3 +289,28 @@ def test_atomic_builtins_take_warps_element_types():
         wp.launch(atomic_max_half, dim=1, inputs=[h], device=DEVICE)
     wp.launch(augassign_int8, dim=3, inputs=[a], device=DEVICE)  # `+=` takes any number type
     assert a.numpy().tolist() == [3]
+
+
+def test_transform_keywords_in_python():
+    assert list(wp.transform()) == [0.0] * 6 + [1.0]
+    assert list(wp.transform(p=(1.0, 2.0, 3.0))) == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+    assert list(wp.transform(q=(4.0, 5.0, 6.0, 7.0), p=(1.0, 2.0, 3.0))) == \
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    assert list(wp.transform((1.0, 2.0, 3.0), q=(4.0, 5.0, 6.0, 7.0))) == \
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+
+
+@wp.kernel
+def literal_vectors(out: wp.array(dtype=int)):
+    b = wp.types.vector(True, False, True)
+    i = wp.types.vector(1, 2, 3)
+    t = wp.transform(p=wp.vec3(1.0, 2.0, 3.0))
+    m = wp.types.matrix(1.0, 2.0, 3.0, 4.0, shape=(2, 2))
+    out[0] = int(b[0]) + int(b[1]) * 10 + i[2] * 100
+    out[1] = int(t[6]) + int(m[1, 0])
+
+
+def test_kernel_constructors_infer_and_take_keywords():
+    out = wp.zeros(2, dtype=int, device=DEVICE)
+    wp.launch(literal_vectors, dim=1, inputs=[out], device=DEVICE)
+    assert out.numpy().tolist() == [301, 4]

@@ -149,10 +149,14 @@ def matrix(ctx: Ctx, *args: Value, shape: tuple[int, int] | None = None,
 
 
 def _first_type(ctx: Ctx, args: tuple[Value, ...]) -> ScalarType:
+    """The scalar type of the first typed argument; with literals only, the first literal's
+    (`wp.vector(True, False)` is a bool vector, `wp.vector(1, 2)` int32), as in Warp."""
     for a in args:
         if not isinstance(a, Literal):
             m = materialize(ctx, a)
             return m.type.dtype if isinstance(m, Composite) else scalar(ctx, m).type
+    if args and isinstance(args[0], Literal):
+        return resolve_annotation(type(args[0].value))  # type: ignore[no-any-return]
     return float32
 
 

@@ -51,9 +51,13 @@ class _CompositeAttrs:
     def _wp_generic_type_str_(self) -> str:
         return _GENERIC.get(self.kind, "vec_t") if isinstance(self, VectorType) else "mat_t"
 
-    def __call__(self, *args: Any) -> VecValue:
-        from .values import make_composite_value
+    def __call__(self, *args: Any, **kwargs: Any) -> VecValue:
+        from .values import make_composite_value, transform_value
 
+        if self.kind == "transform" and (kwargs or len(args) in (0, 2)):
+            return transform_value(self, args, kwargs)  # type: ignore[arg-type]
+        if kwargs:
+            raise TypeError(f"{self!r}() takes no keyword arguments")
         return make_composite_value(self, args)  # type: ignore[arg-type]
 
     def __instancecheck__(self, obj: Any) -> bool:

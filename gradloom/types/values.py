@@ -317,6 +317,23 @@ def make_composite_value(t: CompositeType, args: tuple[Any, ...]) -> VecValue:
     return out
 
 
+def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> VecValue:
+    """`wp.transform()`, `wp.transform(p, q)`, `wp.transform(p=..., q=...)` in Python: the
+    translation defaults to zeros, the rotation to the identity quaternion (as in Warp)."""
+    unknown = set(kwargs) - {"p", "q"}
+    if unknown or len(args) > 2:
+        raise TypeError(f"{t!r}() takes p and q (or 0, 1 or 7 components), got "
+                        f"{len(args)} positional and {sorted(kwargs)} keyword arguments")
+    given = dict(zip(("p", "q"), args))
+    for k in kwargs:
+        if k in given:
+            raise TypeError(f"{t!r}() got p or q twice")
+    given.update(kwargs)
+    p = given.get("p", (0.0, 0.0, 0.0))
+    q = given.get("q", (0.0, 0.0, 0.0, 1.0))
+    return make_composite_value(t, (p, q))
+
+
 def _check_rows(t: MatrixType, args: tuple[Any, ...]) -> None:
     """`wp.mat22((1, 2, 3), (3, 4, 5))`: rows given one by one must have the row's length."""
     if len(args) != t.rows or len(args) == t.length:
