@@ -62,6 +62,10 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
                 src.type.shape != t.shape:
             raise ctx.error(f"incompatible matrix of shape {t.shape} given when copy "
                             f"constructing a matrix of shape {src.type.shape}")  # Warp's words
+        if isinstance(t, VectorType) and isinstance(src.type, VectorType) and \
+                src.type.length != t.length:
+            raise ctx.error(f"incompatible vector of length {t.length} given when copy "
+                            f"constructing a vector of length {src.type.length}")
         if src.type.length != t.length or src.type.shape != t.shape:
             raise ctx.error(f"cannot convert {src.type!r} to {t!r}")
         return Composite(t, tuple(cast_scalar(ctx, c, dt) for c in src.comps))
@@ -87,7 +91,8 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
         if isinstance(t, MatrixType):
             raise ctx.error(f"incompatible number of values given ({len(args)}) when "
                             f"constructing a matrix of shape {t.shape}")
-        raise ctx.error(f"{t!r}() takes {t.length} components, got {len(args)}")
+        raise ctx.error(f"incompatible number of values given ({len(args)}) when constructing "
+                        f"a vector of length {t.length}")
     comps = []
     for a in args:
         c = scalar(ctx, materialize(ctx, a, dt))
@@ -98,7 +103,10 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
 
 def _check_dtype(ctx: Ctx, t: VectorType | MatrixType, c: Var) -> None:
     if c.type != t.dtype:
-        raise ctx.error(f"{t!r}() components must be {t.dtype}, got {c.type}")
+        what = "matrix" if isinstance(t, MatrixType) else \
+            {"quat": "quaternion", "transform": "transform"}.get(t.kind, "vector")
+        raise ctx.error(f"{t!r}(): a component is {c.type}: all values used to initialize this "
+                        f"{what} are expected to be of the type `{t.dtype}`")
 
 
 def _flatten_parts(ctx: Ctx, t: VectorType | MatrixType, args: list[Value]) -> Composite:
@@ -128,6 +136,12 @@ def _dtype_kw(ctx: Ctx, dtype: Any) -> ScalarType:
 @builtin("vector", "a vector from components: vector(*comps, length=, dtype=)",
          group="Vector Math", signatures="(*args: Scalar, length: Int, dtype: Any) -> Vector")
 def vector(ctx: Ctx, *args: Value, length: int | None = None, dtype: Any = None) -> Value:
+    if not args and length is None:
+        raise ctx.error("the `length` argument must be specified when zero-initializing a "
+                        "vector")
+    if len(args) > 1 and dtype is None and all(isinstance(a, Literal) for a in args) and \
+            len({type(a.value) for a in args if isinstance(a, Literal)}) > 1:
+        raise ctx.error("all values given when constructing a vector must have the same type")
     dt = _dtype_kw(ctx, dtype) if dtype is not None else _first_type(ctx, args)
     n = length if length is not None else len(args)
     return construct_composite(ctx, VectorType(n, dt), list(args))

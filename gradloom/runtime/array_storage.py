@@ -71,6 +71,13 @@ def storage_dtype(t: Any) -> np.dtype[Any]:
 
 
 def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
+    out: np.dtype[Any] = np.dtype(struct_dtype_spec(st))
+    return out
+
+
+def struct_dtype_spec(st: StructType) -> dict[str, Any]:
+    """A struct's numpy layout as the dict numpy takes (Warp's `Struct.numpy_dtype()`): field
+    names, formats (an array field as its uint64 words), byte offsets and the item size."""
     offsets = st.offsets
     formats: list[np.dtype[Any]] = []
     for _, ftype in st.fields:
@@ -79,14 +86,12 @@ def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
         else:
             es = elem_shape(ftype)
             formats.append(np.dtype((storage_dtype(ftype), es)) if es else storage_dtype(ftype))
-    spec: Any = {
+    return {
         "names": [name for name, _ in st.fields],
         "formats": formats,
         "offsets": [offsets[name] for name, _ in st.fields],
         "itemsize": st.size,
     }
-    out: np.dtype[Any] = np.dtype(spec)
-    return out
 
 
 def normalize_shape(shape: Any, what: str = "shape", infer: bool = False) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ from ..types import (
     resolve_annotation,
 )
 from .array import struct_record
-from .array_storage import storage_dtype
+from .array_storage import storage_dtype, struct_dtype_spec
 
 
 def _default(t: Any) -> Any:
@@ -67,7 +67,7 @@ def struct(cls: type) -> type:
     new_cls.__gl_fingerprint__ = staticmethod(  # type: ignore[attr-defined]
         lambda visiting: "struct:" + type_key(st))
     # Warp's numpy views of a struct: its structured dtype, and an instance as one element
-    new_cls.numpy_dtype = staticmethod(lambda: storage_dtype(st))  # type: ignore[attr-defined]
+    new_cls.numpy_dtype = staticmethod(lambda: struct_dtype_spec(st))  # type: ignore[attr-defined]
     new_cls.numpy_value = lambda self: np.array(  # type: ignore[attr-defined]
         struct_record(self, st), dtype=storage_dtype(st))[()]
     return new_cls
