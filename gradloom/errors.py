@@ -117,11 +117,12 @@ class ArrayTypeError(GradloomError, TypeError):
     differs (a TypeError too, as Warp raises)."""
 
 
-class LaunchError(GradloomError):
-    """A launch whose arguments do not match the kernel; the message names the argument."""
+class LaunchError(GradloomError, RuntimeError):
+    """A launch whose arguments do not match the kernel; the message names the argument (a
+    RuntimeError too, as Warp raises)."""
 
 
-class KernelRuntimeError(GradloomError):
+class KernelRuntimeError(GradloomError, RuntimeError):
     """A kernel reported an error while running (e.g. an out-of-bounds index in debug mode)."""
 
 

@@ -5,9 +5,14 @@ arrays, and Warp's exception types for bad shapes.
 Runs on warp-lang too (GL_TEST_BACKEND=warp, wpcompat.py) to check the expectations.
 """
 
+import typing
+from typing import Literal
+
 import numpy as np
 import pytest
-from wpcompat import DEVICE, wp
+from wpcompat import BACKEND, DEVICE, wp
+
+gradloom_only = pytest.mark.skipif(BACKEND == "warp", reason="a gradloom-specific detail")
 
 
 def test_view_same_size_reinterprets():
@@ -106,3 +111,34 @@ def test_shape_errors_are_warps_exceptions():
     with pytest.raises(RuntimeError, match=r"cannot reshape array of shape \(6,\) \(size 6\) "
                        r"into shape \(4, 2\) \(size 8\)"):
         arr.reshape((4, 2))
+
+
+@wp.kernel
+def write_first(a: wp.array(dtype=float)):
+    a[0] = 1.0
+
+
+@gradloom_only
+def test_none_for_an_array_the_kernel_accesses_is_refused():
+    with pytest.raises(wp.LaunchError, match="None stands for an empty array"):
+        wp.launch(write_first, dim=1, inputs=[None], device=DEVICE)
+
+
+def test_array_annotations_compare_hash_and_print_as_warp():
+    assert wp.array[float] == wp.array[wp.float32]
+    assert hash(wp.array[float]) == hash(wp.array[wp.float32])
+    assert wp.array[float] != wp.array[float, Literal[2]] and wp.array[float, Literal[2]].ndim == 2
+    assert wp.array[float] != wp.indexedarray[float]
+    assert repr(wp.array2d[wp.float32]) == "wp.array2d[wp.float32]"
+    assert repr(wp.array[wp.vec3f]) == "wp.array[wp.vec3f]"
+    assert repr(wp.indexedarray[wp.float32, Literal[3]]) == "wp.indexedarray[wp.float32, Literal[3]]"
+    u = wp.array[float] | None
+    assert typing.get_origin(u) is typing.Union and type(None) in u.__args__
+    a, b = wp.zeros(2, device=DEVICE), wp.zeros(2, device=DEVICE)
+    assert a == a and a != b and {a: 1}[a] == 1  # arrays with memory: identity
+
+
+def test_launch_argument_errors_are_runtime_errors():
+    with pytest.raises(RuntimeError, match=r"expects an array of type array\(ndim=1, "
+                       r"dtype=float32\), but passed value has type list"):
+        wp.launch(write_first, dim=1, inputs=[[1.0]], device=DEVICE)

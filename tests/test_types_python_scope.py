@@ -314,3 +314,21 @@ def test_kernel_constructors_infer_and_take_keywords():
     out = wp.zeros(2, dtype=int, device=DEVICE)
     wp.launch(literal_vectors, dim=1, inputs=[out], device=DEVICE)
     assert out.numpy().tolist() == [301, 4]
+
+
+def test_type_factories_return_one_object_per_type():
+    assert wp.types.vector(5, wp.float32) is wp.types.vector(5, wp.float32)
+    assert wp.types.matrix((4, 4), wp.float64) is wp.types.matrix((4, 4), wp.float64)
+
+
+@gradloom_only
+def test_type_factories_return_the_named_types():
+    assert wp.types.vector(3, wp.float32) is wp.vec3
+    assert wp.types.matrix((4, 4), wp.float64) is wp.mat44d
+    assert wp.types.quaternion(dtype=wp.float16) is wp.quath
+
+
+def test_tile_annotations_are_accepted():
+    t = wp.tile[float, 8, 4]
+    assert t.shape == (8, 4) and wp.types.is_tile(t)
+    assert wp.tile[float, (4, 4)].shape == (4, 4)

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gradloom.errors import ArrayShapeError, GradloomError
+from gradloom.runtime.array_annotation import AnnotationProtocols, annotation_ndim
 from gradloom.runtime.array_arith import ArrayArithmetic
 from gradloom.runtime.array_protocols import ArrayProtocols, aligned_zeros
 from gradloom.runtime.array_storage import MAX_DIMS as MAX_DIMS
@@ -53,7 +54,7 @@ class _GlType:
         return lambda: gl
 
 
-class array(ArrayArithmetic, ArrayProtocols):
+class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols):
     """A Warp-style array of 1-4 dimensions (or, built with only dtype/ndim, an annotation)."""
 
     _fixed_ndim: ClassVar[int | None] = None
@@ -118,7 +119,7 @@ class array(ArrayArithmetic, ArrayProtocols):
                 want = "(dtype)" if cls._fixed_ndim is not None else "(dtype) or (dtype, ndim)"
                 raise TypeError(f"wp.{cls.__name__}[...] takes {want}, got {len(params)} "
                                 "parameters")
-            return cls(dtype=params[0], ndim=int(params[1]))
+            return cls(dtype=params[0], ndim=annotation_ndim(params[1]))
         return cls(dtype=params)
 
     def _init_annotation(self, dtype: Any, ndim: int | None) -> None:
@@ -422,8 +423,11 @@ class array(ArrayArithmetic, ArrayProtocols):
 
     def __repr__(self) -> str:
         if self._annotation:
-            return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
+            return self.annotation_repr()
         return f"array(shape={self.shape}, dtype={self.dtype!r})"
+
+    def _annotation_key(self) -> tuple[str, Any, int] | None:
+        return ("array", self.dtype, self.ndim) if self._annotation else None
 
     def __str__(self) -> str:
         return repr(self) if self._annotation else str(self._np)

@@ -71,7 +71,7 @@ def storage_dtype(t: Any) -> np.dtype[Any]:
 
 
 def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
-    out: np.dtype[Any] = np.dtype(struct_dtype_spec(st))
+    out: np.dtype[Any] = np.dtype(struct_dtype_spec(st))  # type: ignore[call-overload]
     return out
 
 

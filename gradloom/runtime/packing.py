@@ -26,6 +26,7 @@ from ..types import (
     arg_offsets,
     float32_to_bf16_bits,
     leaves,
+    type_repr,
 )
 from .array import array
 from .indexedarray import indexed_words
@@ -70,7 +71,8 @@ def array_words(value: Any, t: ArrayType) -> list[Any]:
         grad = value._grad
         return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
     if not isinstance(value, array):
-        raise ArgError(f"expected {t!r}, got {describe(value)}")
+        raise ArgError(f"expects an array of type {type_repr(t)}, but passed value has type "
+                       f"{describe(value)}")  # Warp's words
     if value.ndim != t.ndim or value.dtype != t.dtype:
         raise ArgError(f"expected {t!r}, got {describe(value)}")
     if value.device != "cpu":

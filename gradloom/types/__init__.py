@@ -162,5 +162,6 @@ from .scalars import (
     uint64,
     wrap_int,
 )
+from .tiles import TileAnnotation, tile
 from .values import VecValue, make_composite_value
 

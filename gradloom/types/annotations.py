@@ -11,6 +11,7 @@ import numpy as np
 from .composite import MatrixType, VectorType
 from .layout import ArrayType, FixedArrayType, IndexedArrayType, StructType
 from .scalars import ScalarType, bool_, float32, int32, scalar_from_numpy
+from .tiles import TileAnnotation, tile
 from .values import VecValue
 
 
@@ -34,6 +35,9 @@ def resolve_annotation(obj: Any) -> Any:
         return obj
     if obj is typing.Any:
         return typing.Any
+    if isinstance(obj, TileAnnotation) or obj is tile:
+        raise TypeError(f"{obj!r}: gradloom has no tiles (Warp's tile programming model is "
+                        "not implemented)")
     gl = getattr(obj, "__gl_type__", None)
     if gl is not None:
         return gl() if callable(gl) else gl

@@ -172,24 +172,33 @@ def _scalar(dtype: Any) -> ScalarType:
     return to_scalar(dtype if dtype is not None else float32)
 
 
+#: one object per composite type, so the factories return Warp's named aliases themselves
+#: (`wp.types.vector(3, wp.float32) is wp.vec3`, as Warp caches its type classes)
+_INTERNED: dict[Any, Any] = {}
+
+
+def _interned(t: Any) -> Any:
+    return _INTERNED.setdefault(t, t)
+
+
 def vector(length: int, dtype: Any = None) -> VectorType:
     """`wp.vector(length=3, dtype=wp.float32)`: a vector type."""
-    return VectorType(length, _scalar(dtype))
+    return _interned(VectorType(length, _scalar(dtype)))  # type: ignore[no-any-return]
 
 
 def matrix(shape: tuple[int, int], dtype: Any = None) -> MatrixType:
     """`wp.matrix(shape=(3, 3), dtype=wp.float32)`: a matrix type."""
-    return MatrixType(shape[0], shape[1], _scalar(dtype))
+    return _interned(MatrixType(shape[0], shape[1], _scalar(dtype)))  # type: ignore[no-any-return]
 
 
 def quaternion(dtype: Any = None) -> VectorType:
     """`wp.types.quaternion(dtype=wp.float32)`: a quaternion type."""
-    return VectorType(4, _scalar(dtype), "quat")
+    return _interned(VectorType(4, _scalar(dtype), "quat"))  # type: ignore[no-any-return]
 
 
 def transformation(dtype: Any = None) -> VectorType:
     """`wp.types.transformation(dtype=wp.float32)`: a rigid transform type."""
-    return VectorType(7, _scalar(dtype), "transform")
+    return _interned(VectorType(7, _scalar(dtype), "transform"))  # type: ignore[no-any-return]
 
 
 # In a kernel, the factories construct values: they are the builtins of the same names
@@ -225,3 +234,7 @@ vec2us, vec3us, vec4us = (VectorType(n, uint16) for n in (2, 3, 4))
 vec2ul, vec3ul, vec4ul = (VectorType(n, uint64) for n in (2, 3, 4))
 spatial_vectorh = VectorType(6, float16, "spatial")
 spatial_matrixh = MatrixType(6, 6, float16, "spatial")
+
+for _t in list(globals().values()):
+    if isinstance(_t, (VectorType, MatrixType)):
+        _interned(_t)

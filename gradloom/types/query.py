@@ -11,6 +11,7 @@ import numpy as np
 from .composite import MatrixType, VectorType
 from .layout import ArrayType, FixedArrayType, IndexedArrayType, StructType, fixedarray
 from .scalars import FLOAT_TYPES, INT_TYPES, ScalarType, bool_, float32, int32, scalar_from_numpy
+from .tiles import TileAnnotation, tile
 
 _SHORT = {"float16": "h", "float32": "f", "float64": "d", "int8": "b", "int16": "s",
           "int32": "i", "int64": "l", "uint8": "ub", "uint16": "us", "uint32": "ui",
@@ -100,7 +101,8 @@ def type_is_array(t: Any) -> bool:
 
 
 def type_is_tile(t: Any) -> bool:
-    return False  # gradloom has no tiles
+    """Whether t is Warp's tile type (accepted in annotations; gradloom has no tiles)."""
+    return t is tile
 
 
 def is_int(x: Any) -> bool:
@@ -156,7 +158,8 @@ def is_array(x: Any) -> bool:
 
 
 def is_tile(x: Any) -> bool:
-    return False  # gradloom has no tiles
+    """Whether x is a tile annotation (`wp.tile[float, 8, 4]`)."""
+    return isinstance(x, TileAnnotation)
 
 
 def type_size(t: Any) -> int:
