@@ -332,3 +332,25 @@ def test_tile_annotations_are_accepted():
     t = wp.tile[float, 8, 4]
     assert t.shape == (8, 4) and wp.types.is_tile(t)
     assert wp.tile[float, (4, 4)].shape == (4, 4)
+
+
+def _kernel_capturing(np_dtype):
+    wptype = wp.dtype_from_numpy(np_dtype)
+
+    @wp.kernel(module="unique")
+    def k(a: wp.array(dtype=wptype)):
+        if wp.static(np_dtype == np.float16):
+            a[0] = wptype(2.0)
+        else:
+            a[0] = wptype(3.0)
+
+    return k, wptype
+
+
+def test_kernel_capturing_a_numpy_scalar_class():
+    # regression: the cache key read `.tobytes` of the captured class np.float16
+    for np_dtype, want in ((np.float16, 2.0), (np.float32, 3.0)):
+        k, wptype = _kernel_capturing(np_dtype)
+        a = wp.zeros(1, dtype=wptype, device=DEVICE)
+        wp.launch(k, dim=1, inputs=[a], device=DEVICE)
+        assert float(a.numpy()[0]) == want
