@@ -142,3 +142,30 @@ def test_launch_argument_errors_are_runtime_errors():
     with pytest.raises(RuntimeError, match=r"expects an array of type array\(ndim=1, "
                        r"dtype=float32\), but passed value has type list"):
         wp.launch(write_first, dim=1, inputs=[[1.0]], device=DEVICE)
+
+
+@wp.struct
+class Inner:
+    field: wp.uint32
+    v: wp.vec3
+
+
+@wp.struct
+class Outer:
+    inner: Inner
+    h: wp.float16
+
+
+@wp.kernel
+def set_outer(items: wp.array(dtype=Outer)):
+    i = wp.tid()
+    items[i].inner.field = wp.uint32(i + 1)
+    items[i].inner.v = wp.vec3(1.0, 2.0, 3.0)
+
+
+def test_struct_elements_read_back_as_instances():
+    items = wp.zeros(3, dtype=Outer, device=DEVICE)
+    wp.launch(set_outer, dim=3, inputs=[items], device=DEVICE)
+    values = items.list()
+    assert [int(o.inner.field) for o in values] == [1, 2, 3]
+    assert list(values[2].inner.v) == [1.0, 2.0, 3.0]

@@ -354,3 +354,30 @@ def test_kernel_capturing_a_numpy_scalar_class():
         a = wp.zeros(1, dtype=wptype, device=DEVICE)
         wp.launch(k, dim=1, inputs=[a], device=DEVICE)
         assert float(a.numpy()[0]) == want
+
+
+def test_missing_components_and_swizzles_are_attribute_errors():
+    v = wp.vec3(1.0, 2.0, 3.0)
+    for name in ("foo", "xy", "w"):
+        with pytest.raises(AttributeError, match=rf"'vec3f' object has no attribute '{name}'$"):
+            getattr(v, name)
+    v2 = wp.vec2(1.0, 2.0)
+    assert not hasattr(v2, "z")
+    with pytest.raises(AttributeError):
+        v2.z = 3.0
+    with pytest.raises(AttributeError):
+        v.xy = 9.0
+    v.foo = 9
+    assert v.foo == 9 and list(v) == [1.0, 2.0, 3.0]
+
+
+@wp.kernel
+def cast_vector(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3h)):
+    b[0] = wp.types.vector(a[0], dtype=wp.float16)
+
+
+def test_vector_builtin_copies_with_the_source_length():
+    a = wp.array([[1.0, 2.0, 3.0]], dtype=wp.vec3, device=DEVICE)
+    b = wp.zeros(1, dtype=wp.vec3h, device=DEVICE)
+    wp.launch(cast_vector, dim=1, inputs=[a, b], device=DEVICE)
+    assert b.numpy().tolist() == [[1.0, 2.0, 3.0]]

@@ -144,6 +144,9 @@ def vector(ctx: Ctx, *args: Value, length: int | None = None, dtype: Any = None)
         raise ctx.error("all values given when constructing a vector must have the same type")
     dt = _dtype_kw(ctx, dtype) if dtype is not None else _first_type(ctx, args)
     n = length if length is not None else len(args)
+    if length is None and len(args) == 1 and isinstance(args[0], Composite) and \
+            isinstance(args[0].type, VectorType):
+        n = args[0].type.length  # a copy (or cast): wp.vector(v, dtype=wp.float16)
     return construct_composite(ctx, VectorType(n, dt), list(args))
 
 

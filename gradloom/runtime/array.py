@@ -345,6 +345,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols):
         """The elements in order, flattened (vector/matrix elements as their value type)."""
         es = elem_shape(self.dtype)
         flat = self._concrete().reshape((self.size, *es))
+        if isinstance(self.dtype, StructType):
+            return [element_value(self.dtype, r) for r in flat]
         if is_bf16(self.dtype):
             flat = element_value(self.dtype, flat)
         if es:

@@ -245,8 +245,29 @@ def bf16_storage(values: Any) -> NDArray:
 
 
 def element_value(t: Any, raw: Any) -> Any:
-    """The Python value of one stored scalar element (bfloat16: a float32 from its bits)."""
+    """The Python value of one stored element: bfloat16 bits as a float32, a struct record as
+    an instance of its class (an array field is left unset)."""
+    if isinstance(t, StructType):
+        return struct_instance(t, raw)
     return bf16_bits_to_float32(raw)[()] if is_bf16(t) else raw
+
+
+def struct_instance(t: StructType, record: Any) -> Any:
+    """A struct instance holding one structured numpy element's field values."""
+    out = t.cls()
+    for name, ft in t.fields:
+        if isinstance(ft, (ArrayType, IndexedArrayType)):
+            continue
+        v = record[name]
+        if isinstance(ft, StructType):
+            v = struct_instance(ft, v)
+        elif isinstance(ft, ScalarType):
+            v = element_value(ft, v)
+            v = ft(v) if ft.kind in "iub" else v
+        else:
+            v = ft(element_value(ft, np.array(v)))
+        setattr(out, name, v)
+    return out
 
 
 def view_storage(storage: NDArray, src: Any, dst: Any, ndim: int) -> NDArray:

@@ -105,10 +105,31 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         return (self[i] for i in range(len(self)))
 
     def _component(self, i: int) -> Any:
+        self._require_component(i)
         return self[i]
 
     def _set_component(self, i: int, value: Any) -> None:
+        self._require_component(i)
         self[i] = value
+
+    def _require_component(self, i: int) -> None:
+        t = self.gl_type
+        if isinstance(t, VectorType) and i >= t.length:
+            raise AttributeError(f"'{t!r}' object has no attribute '{'xyzw'[i]}'")
+
+    def __getattr__(self, name: str) -> Any:
+        """Only attributes that exist (Warp's message names the type: 'vec3f' object)."""
+        raise AttributeError(f"'{self._type_name()}' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Swizzles (`v.xy = ...`) are not components: an error rather than a new attribute."""
+        if len(name) > 1 and set(name) <= set("xyzw") and name != "gl_type":
+            raise AttributeError(f"'{self._type_name()}' object has no attribute '{name}'")
+        super().__setattr__(name, value)
+
+    def _type_name(self) -> str:
+        t = self.__dict__.get("gl_type")
+        return repr(t) if t is not None else type(self).__name__
 
     x = property(lambda self: self._component(0), lambda self, v: self._set_component(0, v))
     y = property(lambda self: self._component(1), lambda self, v: self._set_component(1, v))
