@@ -112,6 +112,11 @@ class ArrayShapeError(GradloomError, RuntimeError):
     too, as Warp raises)."""
 
 
+class ArrayCopyError(GradloomError, RuntimeError):
+    """`wp.copy` arguments that do not fit (offsets, count, element sizes, shapes; a
+    RuntimeError too, as Warp raises)."""
+
+
 class ArrayTypeError(GradloomError, TypeError):
     """An array cannot be seen as the element type asked for, e.g. a view whose element size
     differs (a TypeError too, as Warp raises)."""

@@ -151,6 +151,11 @@ class indexedarray(AnnotationProtocols):
             return self.annotation_repr()
         return f"indexedarray(shape={self.shape}, dtype={self.dtype!r})"
 
+    @property
+    def is_contiguous(self) -> bool:
+        """Never: an indexed view gathers its elements (as Warp's)."""
+        return False
+
     def _annotation_key(self) -> tuple[str, Any, int] | None:
         return ("indexedarray", self.dtype, self.ndim) if self.data is None else None
 
