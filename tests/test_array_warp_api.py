@@ -169,3 +169,22 @@ def test_struct_elements_read_back_as_instances():
     values = items.list()
     assert [int(o.inner.field) for o in values] == [1, 2, 3]
     assert list(values[2].inner.v) == [1.0, 2.0, 3.0]
+
+
+def test_struct_array_fields_and_one_element_views():
+    p = Particle()
+    p.x = 3
+    p.a = wp.array([1.0, 2.0], dtype=float, device=DEVICE)
+    back = wp.full(2, p, device=DEVICE).list()[1]
+    assert back.x == 3 and back.a.dtype == wp.float32 and back.a.ndim == 1
+    one = wp.array([1.0, 2.0, 3.0, 4.0], dtype=float, device=DEVICE).view(dtype=wp.vec4)
+    assert one.shape == (1,)
+    m = wp.array(np.arange(4, dtype=np.float32).reshape(2, 2), dtype=wp.mat22, device=DEVICE)
+    assert m.shape == (1,)
+
+
+def test_allocation_with_strides():
+    a = wp.empty((3, 3), dtype=wp.int32, strides=(16, 12), device=DEVICE)
+    assert a.strides == (16, 12) and a.capacity == 4 + 2 * 16 + 2 * 12
+    t = wp.zeros((5, 3), dtype=wp.vec3, strides=(12, 60), device=DEVICE)
+    assert t.capacity == wp.zeros((3, 5), dtype=wp.vec3, device=DEVICE).capacity

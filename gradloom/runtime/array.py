@@ -24,6 +24,7 @@ from gradloom.runtime.array_storage import (
     is_bf16,
     same_layout,
     storage_from_ptr,
+    strided_zeros,
     to_numpy,
     view_storage,
 )
@@ -106,7 +107,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols):
             storage, t = _storage_from_data(data, dtype, dims, copy)
         else:
             t = resolve_dtype(float if dtype is typing.Any else dtype)
-            storage = aligned_zeros((*(dims or ()), *elem_shape(t)), storage_dtype(t))
+            storage = aligned_zeros((*(dims or ()), *elem_shape(t)), storage_dtype(t)) \
+                if strides is None else strided_zeros(dims or (0,), t, strides)
         self._bind(storage, t, dev, ndim)
         self._grad, self._requires_grad = None, False
         self.requires_grad = requires_grad

@@ -63,11 +63,12 @@ class array4d(array):
 
 def _alloc(shape: Any, dtype: Any, device: Any, requires_grad: bool,
            legacy: dict[str, Any] | None = None) -> array:
+    legacy = dict(legacy or {})
+    strides = legacy.pop("strides", None)  # Warp's custom (transposed, gapped) layouts
     if legacy:
         shape = _legacy_shape(shape, legacy)
-    return array(
-        shape=normalize_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad
-    )
+    return array(shape=normalize_shape(shape), dtype=dtype, device=device,
+                 requires_grad=requires_grad, strides=strides)
 
 
 def _legacy_shape(shape: Any, legacy: dict[str, Any]) -> Any:

@@ -158,7 +158,9 @@ def fit_data(arr: NDArray, t: Any, shape: tuple[int, ...] | None) -> NDArray:
         raise GradloomError("array data must have at least one dimension")
     if es:
         n = math.prod(es)
-        if arr.shape[-len(es) :] == es and arr.ndim > len(es):
+        if arr.shape == es:  # exactly one element (as Warp: one matrix from 2x2 data)
+            arr = arr.reshape((1, *es))
+        elif arr.shape[-len(es) :] == es and arr.ndim > len(es):
             pass
         elif arr.shape[-1] == n and arr.ndim > 1:
             arr = arr.reshape((*arr.shape[:-1], *es))
@@ -213,6 +215,22 @@ def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int |
     return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=full_strides)
 
 
+def strided_zeros(dims: tuple[int, ...], t: Any, strides: Any) -> NDArray:
+    """Zeroed storage for elements of type t laid out with the given byte strides (Warp's
+    `wp.zeros(shape, strides=...)`: transposed or gapped layouts)."""
+    es, npdt = elem_shape(t), storage_dtype(t)
+    inner = np.zeros(es, dtype=npdt).strides if es else ()
+    outer = tuple(int(s) for s in strides)
+    if len(outer) != len(dims) or any(s < 0 for s in outer):
+        raise ArrayValueError(f"strides={tuple(strides)} must be {len(dims)} non-negative "
+                              f"byte strides for shape {dims}")
+    span = npdt.itemsize * math.prod(es)
+    if math.prod(dims) > 0:
+        span += sum((n - 1) * s for n, s in zip(dims, outer))
+    buf = aligned_zeros((max(span, 1),), np.uint8)
+    return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=outer + inner)
+
+
 def copy_storage(dest: Any, src: Any) -> None:
     """Copy the elements of `src` into `dest` (same shape), bit for bit as Warp does."""
     d, s = dest.numpy(), src.numpy()
@@ -252,13 +270,28 @@ def element_value(t: Any, raw: Any) -> Any:
     return bf16_bits_to_float32(raw)[()] if is_bf16(t) else raw
 
 
+def _array_from_words(t: ArrayType, words: list[int]) -> Any:
+    """An array field's value from its stored words (a view of memory the struct points at;
+    None for a null pointer)."""
+    if not words[0]:
+        return None
+    from gradloom.runtime.array import array  # the array class is built on this module
+
+    n = t.ndim
+    return array(ptr=words[0], dtype=t.dtype, shape=tuple(words[2:2 + n]),
+                 strides=tuple(words[2 + n:2 + 2 * n]))
+
+
 def struct_instance(t: StructType, record: Any) -> Any:
     """A struct instance holding one structured numpy element's field values."""
     out = t.cls()
     for name, ft in t.fields:
-        if isinstance(ft, (ArrayType, IndexedArrayType)):
+        if isinstance(ft, IndexedArrayType):
             continue
         v = record[name]
+        if isinstance(ft, ArrayType):
+            setattr(out, name, _array_from_words(ft, [int(w) for w in v]))
+            continue
         if isinstance(ft, StructType):
             v = struct_instance(ft, v)
         elif isinstance(ft, ScalarType):
@@ -300,7 +333,8 @@ def view_storage(storage: NDArray, src: Any, dst: Any, ndim: int) -> NDArray:
         if storage.shape[storage.ndim - len(es):] != es:
             raise ArrayTypeError(f"{what}: the array's trailing dimensions "
                                  f"{storage.shape[storage.ndim - len(es):]} are not {es}")
-        return storage.view(npdt)
+        out = storage.view(npdt)
+        return out.reshape((1, *es)) if out.ndim == len(es) else out  # one element: 1-D
     raise ArrayTypeError(f"{what}: source dtype has size {size_of(src)} bytes, but target "
                          f"dtype has size {size_of(dst)} bytes")
 
