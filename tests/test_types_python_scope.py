@@ -381,3 +381,10 @@ def test_vector_builtin_copies_with_the_source_length():
     b = wp.zeros(1, dtype=wp.vec3h, device=DEVICE)
     wp.launch(cast_vector, dim=1, inputs=[a, b], device=DEVICE)
     assert b.numpy().tolist() == [[1.0, 2.0, 3.0]]
+
+
+def test_integer_vector_components_wrap():
+    v = wp.vec3ui(1, 2, 3)
+    v[1:3] = (-2, -3)
+    assert list(v) == [1, 2**32 - 2, 2**32 - 3]
+    assert list(wp.vec3ub(-1)) == [255, 255, 255]

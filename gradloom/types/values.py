@@ -93,7 +93,7 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
                             f"but got `{_type_name(bad)}` instead")
         if len(items) != np.shape(target)[0]:
             raise ValueError("Can only assign sequence of same size")
-        return np.asarray(value, dtype=self.dtype)
+        return np.asarray(value) if self.dtype.kind in "iu" else np.asarray(value, self.dtype)
 
     # Warp's class attributes, which its values (ctypes arrays) also show
     _shape_ = property(lambda self: self.gl_type._shape_)
@@ -322,11 +322,11 @@ def make_composite_value(t: CompositeType, args: tuple[Any, ...]) -> VecValue:
     if len(args) == 0:
         flat = np.zeros(t.length, dtype=dtype)
     elif len(args) == 1 and np.ndim(args[0]) == 0:
-        flat = np.full(t.length, args[0], dtype=dtype)
+        flat = np.full(t.length, _cast(np.asarray(args[0]), dtype), dtype=dtype)
     else:
         if isinstance(t, MatrixType):
             _check_rows(t, args)
-        flat = np.concatenate([np.ravel(np.asarray(a)) for a in args]).astype(dtype)
+        flat = _cast(np.concatenate([np.ravel(np.asarray(a)) for a in args]), dtype)
     if flat.size != t.length:
         what = "matrix" if isinstance(t, MatrixType) else "vector"
         raise ValueError(f"Invalid number of arguments in {what} constructor, expected "
@@ -353,6 +353,11 @@ def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]
     p = given.get("p", (0.0, 0.0, 0.0))
     q = given.get("q", (0.0, 0.0, 0.0, 1.0))
     return make_composite_value(t, (p, q))
+
+
+def _cast(data: Any, dtype: np.dtype[Any]) -> Any:
+    """Data as dtype; integers wrap modulo 2**bits, as in C (`wp.vec3ui(-1, 0, 0)`)."""
+    return _wrapped(data, dtype) if dtype.kind in "iu" else np.asarray(data).astype(dtype)
 
 
 def _check_rows(t: MatrixType, args: tuple[Any, ...]) -> None:
