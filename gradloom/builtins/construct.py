@@ -57,26 +57,13 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
         zero = ctx.const(0, dt)
         return Composite(t, (zero,) * t.length)
     if len(args) == 1 and isinstance(args[0], Composite):
-        src = args[0]
-        if isinstance(t, MatrixType) and isinstance(src.type, MatrixType) and \
-                src.type.shape != t.shape:
-            raise ctx.error(f"incompatible matrix of shape {t.shape} given when copy "
-                            f"constructing a matrix of shape {src.type.shape}")  # Warp's words
-        if isinstance(t, VectorType) and isinstance(src.type, VectorType) and \
-                src.type.length != t.length:
-            raise ctx.error(f"incompatible vector of length {t.length} given when copy "
-                            f"constructing a vector of length {src.type.length}")
-        if src.type.length != t.length or src.type.shape != t.shape:
-            raise ctx.error(f"cannot convert {src.type!r} to {t!r}")
-        return Composite(t, tuple(cast_scalar(ctx, c, dt) for c in src.comps))
+        return _copy_composite(ctx, t, args[0])
     if len(args) == 1:
         fill = cast_scalar(ctx, args[0], dt) if isinstance(args[0], Literal) else \
             scalar(ctx, materialize(ctx, args[0], dt))
         if fill.type != dt:
-            what = "matrix" if isinstance(t, MatrixType) else \
-                {"transform": "transform"}.get(t.kind, "vector")
-            raise ctx.error(f"the value used to fill this {what} is expected to be of the type "
-                            f"`{dt}`")
+            raise ctx.error(f"the value used to fill this {_what(t)} is expected to be of the "
+                            f"type `{dt}`")
         return Composite(t, (fill,) * t.length)
     if t.kind == "transform" and len(args) == 2:
         return _flatten_parts(ctx, t, args)
@@ -101,12 +88,33 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
     return Composite(t, tuple(comps))
 
 
+def _copy_composite(ctx: Ctx, t: VectorType | MatrixType, src: Composite) -> Composite:
+    """`wp.vec3h(v)`, `wp.mat33(m)`: a copy converting the components (Warp's words when the
+    sizes differ)."""
+    if isinstance(t, MatrixType) and isinstance(src.type, MatrixType) and \
+            src.type.shape != t.shape:
+        raise ctx.error(f"incompatible matrix of shape {t.shape} given when copy constructing "
+                        f"a matrix of shape {src.type.shape}")
+    if isinstance(t, VectorType) and isinstance(src.type, VectorType) and \
+            src.type.length != t.length:
+        raise ctx.error(f"incompatible vector of length {t.length} given when copy "
+                        f"constructing a vector of length {src.type.length}")
+    if src.type.length != t.length or src.type.shape != t.shape:
+        raise ctx.error(f"cannot convert {src.type!r} to {t!r}")
+    return Composite(t, tuple(cast_scalar(ctx, c, t.dtype) for c in src.comps))
+
+
+def _what(t: VectorType | MatrixType) -> str:
+    """What Warp's messages call a value of type t."""
+    if isinstance(t, MatrixType):
+        return "matrix"
+    return {"quat": "quaternion", "transform": "transform"}.get(t.kind, "vector")
+
+
 def _check_dtype(ctx: Ctx, t: VectorType | MatrixType, c: Var) -> None:
     if c.type != t.dtype:
-        what = "matrix" if isinstance(t, MatrixType) else \
-            {"quat": "quaternion", "transform": "transform"}.get(t.kind, "vector")
         raise ctx.error(f"{t!r}(): a component is {c.type}: all values used to initialize this "
-                        f"{what} are expected to be of the type `{t.dtype}`")
+                        f"{_what(t)} are expected to be of the type `{t.dtype}`")
 
 
 def _flatten_parts(ctx: Ctx, t: VectorType | MatrixType, args: list[Value]) -> Composite:

@@ -299,10 +299,7 @@ def copy(
     As in Warp, contiguous arrays are copied as flat memory (bit for bit; the element sizes
     must match), and offsets/count on non-contiguous arrays need both arrays to be 1-D.
     """
-    if (isinstance(dest, indexedarray) or isinstance(src, indexedarray)) and \
-            (dest_offset or src_offset or count):
-        raise ArrayCopyError("copy: dest_offset, src_offset and count are not supported for "
-                             "indexed or Fabric arrays")
+    _no_indexed_range(dest, src, dest_offset, src_offset, count)
     if isinstance(dest, indexedarray):  # whole copies only (Warp's non-contiguous rule)
         dest.assign(_check(src, "copy source"))
         return
@@ -327,6 +324,15 @@ def copy(
         _copy_strided(d, s, dest_offset, src_offset, count)
     if ACTIVE_TAPES.get():
         _record_range_copy(d, s, dest_offset, src_offset, count)
+
+
+def _no_indexed_range(dest: Any, src: Any, dest_offset: Any, src_offset: Any,
+                      count: Any) -> None:
+    """Offsets and count on an indexed array: refused (Warp's words)."""
+    if (isinstance(dest, indexedarray) or isinstance(src, indexedarray)) and \
+            (dest_offset or src_offset or count):
+        raise ArrayCopyError("copy: dest_offset, src_offset and count are not supported for "
+                             "indexed or Fabric arrays")
 
 
 def _copy_range(src_offset: Any, dest_offset: Any, count: Any) -> tuple[int, int, int]:
