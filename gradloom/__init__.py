@@ -238,6 +238,27 @@ from .types import (  # noqa: E402
     vec4us,
 )
 
+# isort: split
+# -- types, Python-scope values, config, errors (h-ctypes): bfloat16, Warp's constants, log
+# levels and codegen error names
+from .errors import CompileAttributeError as WarpCodegenAttributeError  # noqa: E402
+from .errors import CompileError as WarpCodegenError  # noqa: E402
+from .errors import CompileIndexError as WarpCodegenIndexError  # noqa: E402
+from .errors import CompileKeyError as WarpCodegenKeyError  # noqa: E402
+from .errors import CompileValueError as WarpCodegenValueError  # noqa: E402
+from .errors import KernelTypeError as WarpCodegenTypeError  # noqa: E402
+from .types import bfloat16, tile  # noqa: E402
+
+E, INF, NAN, PI, TAU = e, inf, nan, pi, tau
+HALF_PI = half_pi = _math.pi / 2
+LOG2E = log2e = _math.log2(_math.e)
+LOG10E = log10e = _math.log10(_math.e)
+LN2 = ln2 = _math.log(2.0)
+LN10 = ln10 = _math.log(10.0)
+PHI = phi = (1.0 + _math.sqrt(5.0)) / 2.0
+#: Warp's log levels (`wp.config.log_level`; gradloom logs nothing it would filter)
+LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
+
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
 

@@ -141,19 +141,26 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
 #: options whose change makes existing kernels build again (see `_on_rebuild`)
 _REBUILD = frozenset({"mode", "opt_level", "verify_fp"})
 
-#: Warp's options that gradloom accepts and ignores (so ported code runs unchanged)
-_WARP_ONLY = frozenset({
-    "launch_array_access_mode", "verify_cuda", "print_launches", "optimization_level",
-    "verbose_warnings", "log_level",
-    "enable_vector_component_overwrites", "legacy_scalar_return_types", "cache_kernels",
-    "kernel_cache_dir", "cuda_output", "ptx_target_arch", "cuda_arch_suffix", "lineinfo",
-    "line_directives", "compile_time_trace", "enable_backward", "enable_cpu_blocks",
-    "default_grid_stride", "enable_mathdx_gemm", "enable_mathdx_solver", "enable_mathdx_fft",
-    "cpu_compiler_flags", "llvm_cuda", "enable_graph_capture_module_load_by_default",
-    "enable_mempools_at_init", "track_memory", "max_unroll", "enable_tiles_in_stack_memory",
-    "use_precompiled_headers", "legacy_cpu_linker", "load_module_max_workers",
-    "deterministic_max_records", "deterministic_debug",
-})
+#: Warp's options that gradloom accepts and ignores (so ported code runs unchanged), with Warp
+#: 1.19's defaults: reading one gives its value, assigning one changes nothing else.
+_WARP_DEFAULTS: dict[str, _Any] = {
+    "launch_array_access_mode": 0, "verify_cuda": False,
+    "print_launches": False, "optimization_level": None, "verbose_warnings": False,
+    "log_level": 20, "verify_autograd_array_access": False,
+    "enable_vector_component_overwrites": False, "legacy_scalar_return_types": False,
+    "cache_kernels": True, "kernel_cache_dir": None, "cuda_output": None,
+    "ptx_target_arch": None, "cuda_arch_suffix": None, "lineinfo": False,
+    "line_directives": True, "compile_time_trace": False, "enable_backward": True,
+    "enable_cpu_blocks": False, "default_grid_stride": True, "enable_mathdx_gemm": True,
+    "enable_mathdx_solver": True, "enable_mathdx_fft": True, "cpu_compiler_flags": None,
+    "llvm_cuda": False, "enable_graph_capture_module_load_by_default": True,
+    "enable_mempools_at_init": True, "track_memory": False, "max_unroll": 16,
+    "enable_tiles_in_stack_memory": True, "use_precompiled_headers": True,
+    "legacy_cpu_linker": False, "load_module_max_workers": 0, "deterministic_max_records": 0,
+    "deterministic_debug": False,
+}
+globals().update(_WARP_DEFAULTS)
+_WARP_ONLY = frozenset(_WARP_DEFAULTS)
 
 #: called after an option in _REBUILD changes (kernel.py and runtime/launch.py drop their builds)
 _on_rebuild: list[_Callable[[], None]] = []

@@ -7,6 +7,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, VectorType, bool_
 from .values import Composite, Ctx, Literal, Value, describe, scalar, type_of
@@ -29,6 +31,14 @@ def _fold(op: str, a: Any, b: Any) -> Any:
             return a // b
         q = _c_intdiv(a, b)
         return q if op != "mod" else a - q * b
+    if op == "pow" and (isinstance(a, float) or isinstance(b, float)):
+        with np.errstate(all="ignore"):  # C's pow: nan for (-8.0) ** 0.5, inf for 0.0 ** -1
+            return float(np.power(np.float64(a), np.float64(b)))
+    if op in ("div", "floordiv", "mod") and b == 0:  # floats: IEEE inf / nan, as C++ folds
+        with np.errstate(all="ignore"):
+            x, y = np.float64(a), np.float64(b)
+            r = {"div": x / y, "floordiv": np.floor(x / y), "mod": np.fmod(x, y)}[op]
+        return float(r)
     fns: dict[str, Callable[[Any, Any], Any]] = {
         "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
         "floordiv": lambda x, y: float(math.floor(x / y)), "mod": math.fmod, "pow": operator.pow,
@@ -179,8 +189,8 @@ def _composite_binary(ctx: Ctx, opname: str, a: Value, b: Value) -> Value:
             return _rotation_product(ctx, a, b)
         if opname == "mul" and (isinstance(a.type, MatrixType) or isinstance(b.type, MatrixType)):
             return matmul(ctx, a, b)
-        if opname in ("add", "sub"):
-            return elementwise(ctx, opname, a, b)
+        if opname in ("add", "sub") or (opname == "mod" and isinstance(a.type, VectorType)):
+            return elementwise(ctx, opname, a, b)  # `v % w`: Warp's vector mod
         raise ctx.error(f"'{opname}' is not defined between {a.type!r} and {b.type!r} "
                         "(use cw_mul / cw_div for component-wise products)")
     if isinstance(a, Composite):

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import types as types_module
 from ..builtins import fixedarray, lang, memory, ops
-from ..builtins.construct import construct
+from ..builtins.construct import construct, construct_keywords
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin, call_mismatch
 from ..builtins.transform import transform_part
@@ -316,7 +316,7 @@ class ExprLowerer:
         return TupleVal(tuple(self.value(e) for e in node.elts))
 
     def expr_Call(self, node: ast.Call) -> Any:
-        callee = self.expr(node.func)
+        callee = self.callee(node.func)
         ctx = self.ctx(node)
         if callee is _static_marker():
             return self.static_eval(node)
@@ -332,6 +332,16 @@ class ExprLowerer:
                 args.append(self.expr(a))
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         return self.call(ctx, node, callee, args, kwargs)
+
+    def callee(self, node: ast.expr) -> Any:
+        """What a call calls; a bare name defined nowhere may name a builtin or a type, as in
+        Warp (`expect_eq(a, b)`, `vec3(...)` without `wp.`)."""
+        if isinstance(node, ast.Name) and node.id not in self.env and \
+                not self.info.resolve(node.id)[0]:
+            found = REGISTRY.get(node.id) or getattr(types_module, node.id, None)
+            if isinstance(found, (Builtin, ScalarType, VectorType, MatrixType)):
+                return found
+        return self.expr(node)
 
     def call(self, ctx: Ctx, node: ast.Call, callee: Any, args: list[Any],
              kwargs: dict[str, Any]) -> Any:
@@ -371,6 +381,9 @@ class ExprLowerer:
         if isinstance(t, StructType) and (args or kwargs):
             return construct_struct(ctx, t, args, kwargs)
         if t is not None:
+            if kwargs and isinstance(t, (VectorType, MatrixType)):  # `wp.transform(p=, q=)`
+                return construct_keywords(ctx, t, [self.as_value(ctx, a) for a in args],
+                                          {k: _unliteral(v) for k, v in kwargs.items()})
             if kwargs:
                 raise CompileError(f"{t!r}() takes no keyword arguments", ctx.loc)
             return construct(ctx, t, [self.as_value(ctx, a) for a in args])

@@ -92,7 +92,7 @@ def fingerprint_value(value: Any, visiting: set[int]) -> str:
         return str(fp(visiting))
     if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
         return f"{type(value).__name__}:{value!r}"
-    if hasattr(value, "dtype") and hasattr(value, "tobytes"):
+    if hasattr(value, "dtype") and hasattr(value, "tobytes") and not isinstance(value, type):
         digest = hashlib.sha256(value.tobytes()).hexdigest()
         return f"np:{value.dtype}:{getattr(value, 'shape', ())}:{digest}"
     if inspect.ismodule(value):

@@ -27,7 +27,6 @@ from .array import (
     NDArray,
     _fill_value,
     _storage_from_data,
-    _to_numpy,
     array,
     copy_storage,
     elem_shape,
@@ -36,6 +35,7 @@ from .array import (
     resolve_dtype,
     storage_dtype,
 )
+from .array_storage import to_numpy
 from .capturing import deferrable
 from .cuda_driver import Driver, current
 from .device import CPU, Device
@@ -45,6 +45,13 @@ from .stream import cuda_stream
 from .watch import Memory
 
 #: DLPack's device type code for CUDA memory (kDLCUDA)
+
+def address(a: Any) -> int:
+    """The device address of an array's first element (0 for an empty array, whose ptr is
+    None as in Warp)."""
+    return a.ptr or 0
+
+
 DLPACK_CUDA = 2
 
 
@@ -222,11 +229,11 @@ class CudaArray(array):
     # ---- views -----------------------------------------------------------------------------
 
     def _view(self, off: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> CudaArray:
-        out = bind(CudaArray.__new__(CudaArray), self._buffer, self.ptr + off, shape, strides,
+        out = bind(CudaArray.__new__(CudaArray), self._buffer, address(self) + off, shape, strides,
                    self.dtype, self.device, self._mem)
         if self._grad is not None:
             g = typing.cast(CudaArray, self._grad)
-            out._grad = bind(CudaArray.__new__(CudaArray), g._buffer, g.ptr + off, shape,
+            out._grad = bind(CudaArray.__new__(CudaArray), g._buffer, address(g) + off, shape,
                              strides, self.dtype, self.device)
             out._requires_grad = True
         return out
@@ -321,7 +328,7 @@ class CudaArray(array):
                                     f"{self.shape}")
             copy_arrays(self, src)
             return
-        data = fit_data(_to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
+        data = fit_data(to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
         if data.shape[:data.ndim - len(elem_shape(self.dtype))] != self.shape:
             raise GradloomError(f"assign: source data of shape {data.shape} does not match the "
                                 f"array's shape {self.shape} (dtype {self.dtype!r})")
@@ -448,11 +455,11 @@ def to_host(a: CudaArray) -> NDArray:
         return out
     drv, ordinal, stream = current(), a.device.ordinal, a._stream()
     if a.is_contiguous:
-        dtoh(drv, ordinal, out.ctypes.data, a.ptr, out.nbytes, stream)
+        dtoh(drv, ordinal, out.ctypes.data, address(a), out.nbytes, stream)
         return out
     lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
     raw = np.empty(hi - lo, dtype=np.uint8)
-    dtoh(drv, ordinal, raw.ctypes.data, a.ptr + lo, hi - lo, stream)
+    dtoh(drv, ordinal, raw.ctypes.data, address(a) + lo, hi - lo, stream)
     out[...] = _host_view(raw, lo, a)
     return out
 
@@ -464,20 +471,20 @@ def write_host(a: CudaArray, data: NDArray) -> None:
     drv, ordinal, stream = current(), a.device.ordinal, a._stream()
     if a.is_contiguous:
         src = np.ascontiguousarray(data)
-        htod(drv, ordinal, a.ptr, src.ctypes.data, a.size * elem_bytes(a.dtype), stream)
+        htod(drv, ordinal, address(a), src.ctypes.data, a.size * elem_bytes(a.dtype), stream)
         return
     lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
     raw = np.empty(hi - lo, dtype=np.uint8)
-    dtoh(drv, ordinal, raw.ctypes.data, a.ptr + lo, hi - lo, stream)
+    dtoh(drv, ordinal, raw.ctypes.data, address(a) + lo, hi - lo, stream)
     _host_view(raw, lo, a)[...] = data
-    htod(drv, ordinal, a.ptr + lo, raw.ctypes.data, hi - lo, stream)
+    htod(drv, ordinal, address(a) + lo, raw.ctypes.data, hi - lo, stream)
 
 
 def read_element(a: CudaArray, off: int) -> Any:
     """The element at byte offset `off` (a vector/matrix as its value type)."""
     npdt, es = storage_dtype(a.dtype), elem_shape(a.dtype)
     out = np.empty(es, dtype=npdt)
-    dtoh(current(), a.device.ordinal, out.ctypes.data, a.ptr + off, out.nbytes, a._stream())
+    dtoh(current(), a.device.ordinal, out.ctypes.data, address(a) + off, out.nbytes, a._stream())
     return a.dtype(out) if es else out[()]
 
 
@@ -486,7 +493,7 @@ def fill_bytes(a: CudaArray, pattern: bytes) -> None:
     if a.size == 0:
         return
     if a.is_contiguous:
-        fill(current(), a.device.ordinal, a.ptr, pattern, a.size, a._stream())
+        fill(current(), a.device.ordinal, address(a), pattern, a.size, a._stream())
         return
     elem = np.frombuffer(pattern, dtype=np.uint8).view(storage_dtype(a.dtype))
     write_host(a, np.broadcast_to(elem.reshape(elem_shape(a.dtype)),
@@ -514,7 +521,7 @@ def copy_arrays(dest: array, src: array) -> None:
         raise GradloomError(f"incompatible array element types: destination {dest.dtype!r}, "
                             f"source {src.dtype!r}")
     if src.device is not CPU and dest.is_contiguous and src.is_contiguous:
-        dtod(current(), dest.device.ordinal, dest.ptr, src.device.ordinal, src.ptr, nbytes,
+        dtod(current(), dest.device.ordinal, address(dest), src.device.ordinal, address(src), nbytes,
              dest._stream())
         return
     host = src.numpy()
@@ -530,7 +537,7 @@ def copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int)
     (ranges checked by the caller)."""
     refuse_tape("wp.copy()", d, s)
     eb = elem_bytes(s.dtype)
-    dst, src, n = d.ptr + dest_offset * eb, s.ptr + src_offset * eb, count * eb
+    dst, src, n = address(d) + dest_offset * eb, address(s) + src_offset * eb, count * eb
     drv = current()
     if d.device is CPU:
         dtoh(drv, s.device.ordinal, dst, src, n, cuda_stream(s.device).handle)

@@ -83,6 +83,9 @@ class Prepared:
         self.struct_writes = [key for key in self.writes if key[1] is not None]
         self.array_slots = array_slots(self.compiled.params)
         self.array_positions = [i for i, _, _ in self.array_slots]
+        #: array parameters whose elements the kernel reads or writes (None, Warp's empty
+        #: array, is refused there: its data pointer is null)
+        self.touched = frozenset(i for i, field in access if field is None)
         #: measured cost of one thread (ns), which decides whether a launch is worth splitting;
         #: when to try again after splits that did not gain; free memory for chunked launches
         #: (runtime/parallel.py, runtime/chunking.py)
@@ -126,10 +129,20 @@ class Prepared:
         n = len(args)
         for i in self.array_positions:
             if i < n and type(args[i]) is not array:
+                self.check_nones(args)
                 args = adapt_args(self.kernel.key, self.array_slots, args)
                 break
         self.protect_writes(args)
         return args
+
+    def check_nones(self, args: Sequence[Any]) -> None:
+        """None for an array parameter is an empty array (as in Warp) -- unless the kernel
+        reads or writes the array's elements."""
+        for i, name, _ in self.array_slots:
+            if i < len(args) and args[i] is None and i in self.touched:
+                raise LaunchError(f"kernel '{self.kernel.key}' argument '{name}' (position "
+                                  f"{i}): None stands for an empty array, but the kernel reads "
+                                  "or writes its elements")
 
     def protect_writes(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them."""
@@ -366,6 +379,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         if not tapes:
             prepared.run(dims, prepared.admit(args))
             return None
+        prepared.check_nones(args)
         args = adapt_args(kernel.key, prepared.array_slots, args)
         records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
         prepared.protect_writes(args)

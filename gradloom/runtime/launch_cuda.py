@@ -34,7 +34,7 @@ from ..types import StructType as _StructType
 from . import checks
 from .array import array
 from .capturing import ACTIVE_CAPTURE
-from .cuda_array import CudaArray, elem_bytes, span, with_grad
+from .cuda_array import CudaArray, address, elem_bytes, span, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device, get_device
@@ -45,6 +45,7 @@ from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod
 from .stream import cuda_stream
 
 #: adjoint stack bytes per thread at a kernel's first launch (doubled when a thread fills it)
+
 FIRST_STACK = 256
 #: the largest grid (gridDim.x) CUDA allows
 MAX_GRID = 2**31 - 1
@@ -271,7 +272,7 @@ class CudaPrepared:
         for a in targets:
             if isinstance(a, CudaArray) and a.size:
                 lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
-                spans[a.ptr + lo] = max(spans.get(a.ptr + lo, 0), hi - lo)
+                spans[address(a) + lo] = max(spans.get(address(a) + lo, 0), hi - lo)
         saved = []
         for ptr, n in spans.items():
             copy = DeviceBuffer(self.driver, self.ordinal, n, stream)
