@@ -71,13 +71,18 @@ class LaunchRecord:
                             bool(flags & {"stores", "minmax"})))
         return out
 
-    def check_aliases(self) -> None:
+    def check_aliases(self, compiled: Any) -> None:
         """Refuse two array arguments sharing memory where the kernel writes either: its
-        adjoint (and the analysis behind it) takes them for separate arrays."""
+        adjoint (and the analysis behind it) takes them for separate arrays. Exact, and so
+        allowed: the same view twice in a kernel whose threads each touch only their own
+        elements (then it is an in-place update, `y[i] = f(x[i])` with y = x)."""
+        plan = compiled.threads
+        own = plan.serial is None and not plan.scatter
         touched = self.named_touches()
         for k, (a, name, _, writes) in enumerate(touched):
             for b, other, _, other_writes in touched[k + 1:]:
-                if a._mem is b._mem and (writes or other_writes):
+                same_view = (a.ptr, a.shape, a.strides) == (b.ptr, b.shape, b.strides)
+                if a._mem is b._mem and (writes or other_writes) and not (same_view and own):
                     raise TapeError(
                         f"kernel '{self.kernel.key}': arguments '{name}' and '{other}' are the "
                         f"same array (or views of one), and the kernel writes "

@@ -54,7 +54,7 @@ class Tape:
     def begin_launch(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
                      compiled: Any) -> LaunchRecord:
         record = LaunchRecord(kernel, dims, args, compiled)
-        record.check_aliases()
+        record.check_aliases(compiled)
         if ACTIVE_TAPES.get()[:1] == (self,):  # once per launch: on the outermost tape
             readmarks.check_launch(kernel, record.named_touches())
         return record
