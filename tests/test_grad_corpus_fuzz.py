@@ -114,6 +114,26 @@ def xor_then_index_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
     wp.atomic_add(y, slots[tid], x[tid])
 
 
+@wp.kernel
+def int_atomic_in_nested_loops_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
+                                      slots: wp.array(dtype=wp.int32)):
+    # fuzz 100:1939 (C): refused at backward with E's message
+    tid = wp.tid()
+    a = x[tid]
+    for _i in range(2):
+        for _j in range(1):
+            wp.atomic_cas(slots, tid, tid, tid)
+    y[tid] = a * a
+
+
+@wp.kernel
+def store_other_index_kernel(x: wp.array(dtype=f64), z: wp.array(dtype=f64), n: int):
+    # fuzz 100:1292 (B): thread 1 tests x[1] after thread 0 has stored into it
+    tid = wp.tid()
+    if x[tid] > f64(0.5):
+        x[int(wp.abs(wp.sin(z[tid])) * f64(3.5)) % n] = f64(0.5)
+
+
 # =============================================================================================
 # D / E: valid kernels refused at backward
 
@@ -231,6 +251,7 @@ KNOWN_A = "A (issue 12): loop-carried variable that starts as a plain copy of an
 KNOWN_B = "B (issue 12): a thread reads an element another thread writes in the same launch"
 KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that another "
            "thread's index read sees; the adjoint reads the final value")
+KNOWN_C_LOOP = "C (issue 12): int atomics (exch/cas/and/or/xor) inside loops"
 KNOWN_D = "D (issue 12): atomic_add as a statement inside a loop refused"
 KNOWN_E = "E (issue 12): array store in a loop nested in an if refused"
 
@@ -254,6 +275,12 @@ CASES = [
     (Case("int_atomic_then_index_read", kernel=xor_then_index_kernel, dim=2,
           args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
           outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),
+    (Case("int_atomic_in_nested_loops", kernel=int_atomic_in_nested_loops_kernel, dim=2,
+          args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
+          outputs=[1]), KNOWN_C_LOOP),
+    (Case("store_at_other_index", kernel=store_other_index_kernel, dim=3,
+          args=[arr([0.78, -1.0, 0.86]), arr([-0.35, 0.99, 1.09]), 3], wrt=[0, 1],
+          outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("atomic_add_in_loop", kernel=atomic_in_loop_kernel, dim=3,
           args=[arr(X4[:3]), arr([0.25]), 2], wrt=[0, 1], outputs=[1]), KNOWN_D),
     (Case("accumulate_in_nested_loops", kernel=accumulate_in_nested_loops_kernel, dim=3,

@@ -1,8 +1,8 @@
 """Which known-bug patterns (issue 12 letters) a case contains: a hint attached to each failure.
 
 A  a plain copy ``s = t`` / ``s = v[1]`` of a float value;
-B  a read at another index of an array the same kernel stores into, or two arguments of one
-   launch bound to the same array;
+B  a read at another index of an array the same kernel stores into, a store at another index
+   into an array it reads, or two arguments of one launch bound to the same array;
 C  an int atomic (exch, cas, or, xor, and) inside a loop, or on an array the kernel also reads
    (the adjoint then indexes with the value the array ends with);
 D  a float atomic (``wp.atomic_add/sub``, ``acc[i] += v``) inside a loop;
@@ -54,13 +54,15 @@ def _int_atomic_read(k: Any) -> bool:
 
 
 def _cross_reads(k: Any) -> bool:
-    written = {s.arr for s in walk_stmts(k.body) if isinstance(s, Store) and s.op == "="}
-    for s in walk_stmts(k.body):
-        for e in stmt_exprs(s):
-            for sub in walk_exprs(e):
-                if sub.kind == "load" and sub.data in written and sub.args[0].kind != "tid":
-                    return True
-    return False
+    """A thread may read an element another thread stores: a load at another index of an
+    array the kernel stores into, or a store at another index into an array it loads."""
+    stores = [s for s in walk_stmts(k.body) if isinstance(s, Store) and s.op == "="]
+    loads = [sub for s in walk_stmts(k.body) for e in stmt_exprs(s) for sub in walk_exprs(e)
+             if sub.kind == "load"]
+    written = {s.arr for s in stores}
+    read = {ld.data for ld in loads}
+    return any(ld.data in written and ld.args[0].kind != "tid" for ld in loads) or \
+        any(s.arr in read and s.idx.kind != "tid" for s in stores)
 
 
 def _aliased_launch(case: Case) -> bool:
