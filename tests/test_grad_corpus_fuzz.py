@@ -59,6 +59,48 @@ def copy_then_loop_accumulate_kernel(x: wp.array(dtype=f64)):
     x[tid] = a
 
 
+@wp.func
+def add_in_loop(p: f64, q: f64) -> f64:
+    k = int(0)
+    while k < 4:
+        k = k + 1
+        p += q
+    return p
+
+
+@wp.kernel
+def same_var_two_args_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    # fuzz 300:729 --size large --avoid ABCDE: a parameter starts as a copy of the argument;
+    # y = 5 x, the gradient comes out 4
+    tid = wp.tid()
+    a = x[tid]
+    y[tid] = add_in_loop(a, a)
+
+
+@wp.func
+def ignores_args(p1: f64, p2: f64) -> f64:
+    return f64(0.5)
+
+
+@wp.kernel
+def arg_copy_in_zero_trip_loops_kernel(x: wp.array(dtype=f64), v: wp.array(dtype=vec3d),
+                                       y: wp.array(dtype=wp.quatd)):
+    # fuzz 300:609 --size large --avoid ABCDE: neither loop runs, yet the gradient of `a` is
+    # lost (0 instead of 1)
+    tid = wp.tid()
+    b = v[tid]
+    a = x[tid]
+    q = wp.quatd(f64(0.5), a, f64(0.5), f64(0.5))
+    i = int(0)
+    while i < 0:
+        i = i + 1
+        j = int(0)
+        while j < 0:
+            j = j + 1
+            b[2] *= q[1] * ignores_args(f64(0.5), a)
+    y[tid] = wp.quatd(f64(0.5), f64(0.5), a, f64(0.5))
+
+
 # =============================================================================================
 # B: a thread reads an element that another thread of the same launch writes
 
@@ -248,6 +290,8 @@ def test_fuzz_backward_does_not_crash(check):
 # =============================================================================================
 
 KNOWN_A = "A (issue 12): loop-carried variable that starts as a plain copy of another"
+KNOWN_A_ARG = ("A (issue 12) through a @wp.func argument: a parameter starts as a plain copy "
+               "of a variable (found with --avoid ABCDE)")
 KNOWN_B = "B (issue 12): a thread reads an element another thread writes in the same launch"
 KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that another "
            "thread's index read sees; the adjoint reads the final value")
@@ -263,6 +307,12 @@ CASES = [
           args=[arr(X4), arr(np.zeros(4)), 0], wrt=[0], outputs=[1]), KNOWN_A),
     (Case("copy_then_loop_accumulate", kernel=copy_then_loop_accumulate_kernel, dim=2,
           args=[arr([0.3, -0.4])], wrt=[0], outputs=[0]), KNOWN_A),
+    (Case("same_variable_two_func_args", kernel=same_var_two_args_kernel, dim=2,
+          args=[arr([0.24, -0.26]), arr(np.zeros(2))], wrt=[0], outputs=[1],
+          warp_xfail="warp-lang replays the while loop"), KNOWN_A_ARG),
+    (Case("func_arg_copy_in_zero_trip_loops", kernel=arg_copy_in_zero_trip_loops_kernel, dim=2,
+          args=[arr([0.24, -0.26]), arr(rnd((2, 3), seed=4), vec3d),
+                arr(np.zeros((2, 4)), wp.quatd)], wrt=[0], outputs=[2]), KNOWN_A_ARG),
     (Case("read_other_then_overwrite", kernel=read_other_then_overwrite_kernel, dim=4,
           args=[arr(X4)], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("read_overwritten_element", kernel=read_overwritten_kernel, dim=2,

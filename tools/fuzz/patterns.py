@@ -1,6 +1,6 @@
 """Which known-bug patterns (issue 12 letters) a case contains: a hint attached to each failure.
 
-A  a plain copy ``s = t`` / ``s = v[1]`` of a float value;
+A  a plain copy ``s = t`` / ``s = v[1]`` of a float value, also as a func argument;
 B  a read at another index of an array the same kernel stores into, a store at another index
    into an array it reads, or two arguments of one launch bound to the same array;
 C  an int atomic (exch, cas, or, xor, and) inside a loop, or on an array the kernel also reads
@@ -30,9 +30,17 @@ from .model import (
 from .render import kernel_params
 
 
+def _plain_call_arg(s: object) -> bool:
+    return any(sub.kind == "call" and any(a.kind in ("var", "comp") and a.ty != "I"
+                                          for a in sub.args)
+               for e in stmt_exprs(s) for sub in walk_exprs(e))
+
+
 def _visit(body: list, loops: int, nest: list[str], found: set[str]) -> None:
     for s in body:
         if isinstance(s, Assign) and s.ty != "I" and s.expr.kind in ("var", "comp"):
+            found.add("A")
+        if _plain_call_arg(s):
             found.add("A")
         if isinstance(s, IntAtomic) and loops:
             found.add("C")
@@ -79,6 +87,9 @@ def known_patterns(case: Case) -> set[str]:
     found: set[str] = set()
     for f in case.funcs:
         _visit(f.body, 0, [], found)
+        if any(sub.kind == "call" and any(a.kind in ("var", "comp") and a.ty != "I"
+                                          for a in sub.args) for sub in walk_exprs(f.result)):
+            found.add("A")
     for k in case.kernels:
         _visit(k.body, 0, [], found)
         if _cross_reads(k):
