@@ -59,6 +59,29 @@ def copy_then_loop_accumulate_kernel(x: wp.array(dtype=f64)):
     x[tid] = a
 
 
+@wp.kernel
+def component_copied_before_loop_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    # fuzz 301:753 --size large --avoid ABCDE (there inside a func, with a quat parameter):
+    # a vector built from a component of `p` before the loop that updates `p`. The gradient
+    # misses the direct path p[2] -> p[2] (1 too small).
+    tid = wp.tid()
+    p = wp.quatd(f64(0.5), f64(0.5), x[tid], f64(0.5))
+    v = vec3d(f64(1.1), f64(-0.75), p[2])
+    for _j in range(4):
+        p += wp.quat_from_axis_angle(v, f64(0.5))
+    y[tid] = p[2]
+
+
+@wp.kernel
+def scalar_copied_before_loop_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    tid = wp.tid()
+    p = wp.quatd(f64(0.5), f64(0.5), x[tid], f64(0.5))
+    c = p[2]
+    for _j in range(4):
+        p += wp.quatd(f64(0.0), f64(0.0), wp.sin(c), f64(0.0))
+    y[tid] = p[2]
+
+
 @wp.func
 def add_in_loop(p: f64, q: f64) -> f64:
     k = int(0)
@@ -292,6 +315,8 @@ def test_fuzz_backward_does_not_crash(check):
 KNOWN_A = "A (issue 12): loop-carried variable that starts as a plain copy of another"
 KNOWN_A_ARG = ("A (issue 12) through a @wp.func argument: a parameter starts as a plain copy "
                "of a variable (found with --avoid ABCDE)")
+KNOWN_A_SRC = ("A (issue 12) seen from the source: a copy of a component of the loop-carried "
+               "variable, taken before the loop (found with --avoid ABCDE)")
 KNOWN_B = "B (issue 12): a thread reads an element another thread writes in the same launch"
 KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that another "
            "thread's index read sees; the adjoint reads the final value")
@@ -313,6 +338,10 @@ CASES = [
     (Case("func_arg_copy_in_zero_trip_loops", kernel=arg_copy_in_zero_trip_loops_kernel, dim=2,
           args=[arr([0.24, -0.26]), arr(rnd((2, 3), seed=4), vec3d),
                 arr(np.zeros((2, 4)), wp.quatd)], wrt=[0], outputs=[2]), KNOWN_A_ARG),
+    (Case("component_copied_before_loop", kernel=component_copied_before_loop_kernel, dim=2,
+          args=[arr([0.3, -0.7]), arr(np.zeros(2))], wrt=[0], outputs=[1]), KNOWN_A_SRC),
+    (Case("scalar_copied_before_loop", kernel=scalar_copied_before_loop_kernel, dim=2,
+          args=[arr([0.3, -0.7]), arr(np.zeros(2))], wrt=[0], outputs=[1]), KNOWN_A_SRC),
     (Case("read_other_then_overwrite", kernel=read_other_then_overwrite_kernel, dim=4,
           args=[arr(X4)], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("read_overwritten_element", kernel=read_overwritten_kernel, dim=2,

@@ -144,7 +144,8 @@ def _kernel(rng: random.Random, size: Size, names: Names, case: Case, avoid: fro
 
 def no_plain_copies(body: list) -> list:
     """Known bug A: ``s = t`` / ``s = v[1]`` become ``s = t * 1.0`` (a fresh value), and so do
-    plain variables passed to a func (a parameter starts as a copy of the argument)."""
+    plain variables passed to a func (a parameter starts as a copy of the argument) or to a vec /
+    quat constructor (``vec3(a, b, p[2])`` holds a copy of ``p[2]``)."""
     for s in walk_stmts(body):
         if isinstance(s, Assign) and s.expr.kind in ("var", "comp") and s.ty != "I":
             s.expr = _fresh(s.expr)
@@ -163,9 +164,13 @@ def _fresh(e: Expr) -> Expr:
     return Expr("op", e.ty, (e, one), "mul" if e.ty == "F" else "scale")
 
 
+COPYING_OPS = ("vec", "quat")  # constructors: a plain argument is a copy of the value
+
+
 def _fresh_call_args(e: Expr) -> Expr:
+    """Plain variables or components passed to a func or a vec/quat constructor -> ``x * 1.0``."""
     args = tuple(_fresh_call_args(a) for a in e.args)
-    if e.kind == "call":
+    if e.kind == "call" or (e.kind == "op" and e.data in COPYING_OPS):
         args = tuple(_fresh(a) if a.kind in ("var", "comp") and a.ty != "I" else a
                      for a in args)
     return replace(e, args=args)

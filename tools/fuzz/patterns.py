@@ -1,6 +1,7 @@
 """Which known-bug patterns (issue 12 letters) a case contains: a hint attached to each failure.
 
-A  a plain copy ``s = t`` / ``s = v[1]`` of a float value, also as a func argument;
+A  a plain copy ``s = t`` / ``s = v[1]`` of a float value, also as a func argument or inside a
+   vec / quat constructor (``vec3(a, b, p[2])``);
 B  a read at another index of an array the same kernel stores into, a store at another index
    into an array it reads, or two arguments of one launch bound to the same array;
 C  an int atomic (exch, cas, or, xor, and) inside a loop, or on an array the kernel also reads
@@ -18,6 +19,7 @@ from .model import (
     Assign,
     Atomic,
     Case,
+    Expr,
     For,
     IntAtomic,
     Launch,
@@ -30,10 +32,15 @@ from .model import (
 from .render import kernel_params
 
 
+def _copies(e: Expr) -> bool:
+    """A plain variable or component passed to a func or to a vec / quat constructor."""
+    return any((sub.kind == "call" or (sub.kind == "op" and sub.data in ("vec", "quat"))) and
+               any(a.kind in ("var", "comp") and a.ty != "I" for a in sub.args)
+               for sub in walk_exprs(e))
+
+
 def _plain_call_arg(s: object) -> bool:
-    return any(sub.kind == "call" and any(a.kind in ("var", "comp") and a.ty != "I"
-                                          for a in sub.args)
-               for e in stmt_exprs(s) for sub in walk_exprs(e))
+    return any(_copies(e) for e in stmt_exprs(s))
 
 
 def _visit(body: list, loops: int, nest: list[str], found: set[str]) -> None:
@@ -87,8 +94,7 @@ def known_patterns(case: Case) -> set[str]:
     found: set[str] = set()
     for f in case.funcs:
         _visit(f.body, 0, [], found)
-        if any(sub.kind == "call" and any(a.kind in ("var", "comp") and a.ty != "I"
-                                          for a in sub.args) for sub in walk_exprs(f.result)):
+        if _copies(f.result):
             found.add("A")
     for k in case.kernels:
         _visit(k.body, 0, [], found)
