@@ -59,6 +59,71 @@ def copy_then_loop_accumulate_kernel(x: wp.array(dtype=f64)):
     x[tid] = a
 
 
+@wp.kernel
+def component_copied_before_loop_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    # fuzz 301:753 --size large --avoid ABCDE (there inside a func, with a quat parameter):
+    # a vector built from a component of `p` before the loop that updates `p`. The gradient
+    # misses the direct path p[2] -> p[2] (1 too small).
+    tid = wp.tid()
+    p = wp.quatd(f64(0.5), f64(0.5), x[tid], f64(0.5))
+    v = vec3d(f64(1.1), f64(-0.75), p[2])
+    for _j in range(4):
+        p += wp.quat_from_axis_angle(v, f64(0.5))
+    y[tid] = p[2]
+
+
+@wp.kernel
+def scalar_copied_before_loop_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    tid = wp.tid()
+    p = wp.quatd(f64(0.5), f64(0.5), x[tid], f64(0.5))
+    c = p[2]
+    for _j in range(4):
+        p += wp.quatd(f64(0.0), f64(0.0), wp.sin(c), f64(0.0))
+    y[tid] = p[2]
+
+
+@wp.func
+def add_in_loop(p: f64, q: f64) -> f64:
+    k = int(0)
+    while k < 4:
+        k = k + 1
+        p += q
+    return p
+
+
+@wp.kernel
+def same_var_two_args_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    # fuzz 300:729 --size large --avoid ABCDE: a parameter starts as a copy of the argument;
+    # y = 5 x, the gradient comes out 4
+    tid = wp.tid()
+    a = x[tid]
+    y[tid] = add_in_loop(a, a)
+
+
+@wp.func
+def ignores_args(p1: f64, p2: f64) -> f64:
+    return f64(0.5)
+
+
+@wp.kernel
+def arg_copy_in_zero_trip_loops_kernel(x: wp.array(dtype=f64), v: wp.array(dtype=vec3d),
+                                       y: wp.array(dtype=wp.quatd)):
+    # fuzz 300:609 --size large --avoid ABCDE: neither loop runs, yet the gradient of `a` is
+    # lost (0 instead of 1)
+    tid = wp.tid()
+    b = v[tid]
+    a = x[tid]
+    q = wp.quatd(f64(0.5), a, f64(0.5), f64(0.5))
+    i = int(0)
+    while i < 0:
+        i = i + 1
+        j = int(0)
+        while j < 0:
+            j = j + 1
+            b[2] *= q[1] * ignores_args(f64(0.5), a)
+    y[tid] = wp.quatd(f64(0.5), f64(0.5), a, f64(0.5))
+
+
 # =============================================================================================
 # B: a thread reads an element that another thread of the same launch writes
 
@@ -112,6 +177,26 @@ def xor_then_index_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
     tid = wp.tid()
     wp.atomic_xor(slots, 0, 1)
     wp.atomic_add(y, slots[tid], x[tid])
+
+
+@wp.kernel
+def int_atomic_in_nested_loops_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
+                                      slots: wp.array(dtype=wp.int32)):
+    # fuzz 100:1939 (C): refused at backward with E's message
+    tid = wp.tid()
+    a = x[tid]
+    for _i in range(2):
+        for _j in range(1):
+            wp.atomic_cas(slots, tid, tid, tid)
+    y[tid] = a * a
+
+
+@wp.kernel
+def store_other_index_kernel(x: wp.array(dtype=f64), z: wp.array(dtype=f64), n: int):
+    # fuzz 100:1292 (B): thread 1 tests x[1] after thread 0 has stored into it
+    tid = wp.tid()
+    if x[tid] > f64(0.5):
+        x[int(wp.abs(wp.sin(z[tid])) * f64(3.5)) % n] = f64(0.5)
 
 
 # =============================================================================================
@@ -230,9 +315,14 @@ def test_fuzz_backward_does_not_crash(check):
 # =============================================================================================
 
 KNOWN_A = "A (issue 12): loop-carried variable that starts as a plain copy of another"
+KNOWN_A_ARG = ("A (issue 12) through a @wp.func argument: a parameter starts as a plain copy "
+               "of a variable (found with --avoid ABCDE)")
+KNOWN_A_SRC = ("A (issue 12) seen from the source: a copy of a component of the loop-carried "
+               "variable, taken before the loop (found with --avoid ABCDE)")
 KNOWN_B = "B (issue 12): a thread reads an element another thread writes in the same launch"
 KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that another "
            "thread's index read sees; the adjoint reads the final value")
+KNOWN_C_LOOP = "C (issue 12): int atomics (exch/cas/and/or/xor) inside loops"
 KNOWN_D = "D (issue 12): atomic_add as a statement inside a loop refused"
 KNOWN_E = "E (issue 12): array store in a loop nested in an if refused"
 
@@ -244,6 +334,16 @@ CASES = [
           args=[arr(X4), arr(np.zeros(4)), 0], wrt=[0], outputs=[1]), KNOWN_A),
     (Case("copy_then_loop_accumulate", kernel=copy_then_loop_accumulate_kernel, dim=2,
           args=[arr([0.3, -0.4])], wrt=[0], outputs=[0]), KNOWN_A),
+    (Case("same_variable_two_func_args", kernel=same_var_two_args_kernel, dim=2,
+          args=[arr([0.24, -0.26]), arr(np.zeros(2))], wrt=[0], outputs=[1],
+          warp_xfail="warp-lang replays the while loop"), KNOWN_A_ARG),
+    (Case("func_arg_copy_in_zero_trip_loops", kernel=arg_copy_in_zero_trip_loops_kernel, dim=2,
+          args=[arr([0.24, -0.26]), arr(rnd((2, 3), seed=4), vec3d),
+                arr(np.zeros((2, 4)), wp.quatd)], wrt=[0], outputs=[2]), KNOWN_A_ARG),
+    (Case("component_copied_before_loop", kernel=component_copied_before_loop_kernel, dim=2,
+          args=[arr([0.3, -0.7]), arr(np.zeros(2))], wrt=[0], outputs=[1]), KNOWN_A_SRC),
+    (Case("scalar_copied_before_loop", kernel=scalar_copied_before_loop_kernel, dim=2,
+          args=[arr([0.3, -0.7]), arr(np.zeros(2))], wrt=[0], outputs=[1]), KNOWN_A_SRC),
     (Case("read_other_then_overwrite", kernel=read_other_then_overwrite_kernel, dim=4,
           args=[arr(X4)], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("read_overwritten_element", kernel=read_overwritten_kernel, dim=2,
@@ -256,6 +356,12 @@ CASES = [
     (Case("int_atomic_then_index_read", kernel=xor_then_index_kernel, dim=2,
           args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
           outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),
+    (Case("int_atomic_in_nested_loops", kernel=int_atomic_in_nested_loops_kernel, dim=2,
+          args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
+          outputs=[1]), KNOWN_C_LOOP),
+    (Case("store_at_other_index", kernel=store_other_index_kernel, dim=3,
+          args=[arr([0.78, -1.0, 0.86]), arr([-0.35, 0.99, 1.09]), 3], wrt=[0, 1],
+          outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("atomic_add_in_loop", kernel=atomic_in_loop_kernel, dim=3,
           args=[arr(X4[:3]), arr([0.25]), 2], wrt=[0, 1], outputs=[1]), KNOWN_D),
     (Case("accumulate_in_nested_loops", kernel=accumulate_in_nested_loops_kernel, dim=3,

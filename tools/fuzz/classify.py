@@ -1,7 +1,7 @@
 """Turn a case's gradloom result (and warp-lang's, when run) into one class and a signature.
 
 Failure classes: ``grad`` (Tape gradient != float64 finite differences), ``forward`` (forward
-values differ from warp-lang's, or the traced rendering changed gradloom's values), ``refused``
+values differ from warp-lang's; not compared where a branch follows rounding), ``refused``
 (gradloom raised on a kernel warp-lang compiles and runs, or raised an internal error such as
 TypeError), ``crash``, ``hang``. Not failures: ``ok``, ``rejected`` (the sample could not be
 checked: a kink or branch within the step, values out of range), ``invalid`` (warp-lang rejects
@@ -31,18 +31,19 @@ DOCUMENTED_REFUSALS = (
 )
 
 
-def forward_mismatch(dtype: str, mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+def forward_mismatch(dtype: str, mine: dict[str, Any], theirs: dict[str, Any],
+                     labels: tuple[str, str] = ("gradloom", "warp-lang")) -> str | None:
     """A description of the first array whose values differ, or None."""
     rtol = TOL[dtype].fwd_rtol
     for name, ref in theirs.items():
         a, b = np.asarray(mine.get(name), np.float64), np.asarray(ref, np.float64)
         if a.shape != b.shape:
-            return f"{name}: shape {a.shape} != warp's {b.shape}"
+            return f"{name}: shape {a.shape} != {labels[1]}'s {b.shape}"
         scale = 1.0 + np.max(np.abs(b), initial=0.0)
         bad = ~(np.abs(a - b) <= rtol * scale)
         if np.any(bad):
             i = tuple(int(k) for k in np.argwhere(bad)[0])
-            return f"{name}{list(i)}: gradloom {a[i]!r}, warp-lang {b[i]!r}"
+            return f"{name}{list(i)}: {labels[0]} {float(a[i])!r}, {labels[1]} {float(b[i])!r}"
     return None
 
 
@@ -57,8 +58,6 @@ def classify(dtype: str, g: dict[str, Any], w: dict[str, Any] | None) -> tuple[s
         diff = forward_mismatch(dtype, g["forward"], w["forward"])
         if diff:
             return "forward", diff
-    if g.get("self_mismatch"):
-        return "forward", f"the traced rendering changed a value: {g['self_mismatch']}"
     if s == "error":
         what = f"{g['stage']}: {g['exc']}: {first_line(g['message'])}"
         if not g.get("gradloom_error"):

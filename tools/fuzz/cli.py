@@ -7,7 +7,7 @@ import os
 import pickle
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from .classify import FAILURES
 from .gen import SIZES, generate
@@ -165,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"{', avoid ' + args.avoid if args.avoid else ''})")
     for note, n in sorted(session.notes.items()):
         _log(args, f"  {n:5d}  {note}")
+    by_pattern = Counter((o.cls, "".join(sorted(known_patterns(o.case))) or "none")
+                         for o in session.failures)
+    for (cls, pat), n in sorted(by_pattern.items()):
+        _log(args, f"  {n:5d}  {cls} with known-bug patterns: {pat}")
     if lines:
         text = line + "\n\ndistinct shrunk failures:\n" + "\n".join(lines) + "\n"
         with open(os.path.join(args.out, "summary.txt"), "w") as fh:

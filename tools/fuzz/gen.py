@@ -10,7 +10,7 @@ logs/roots/divisions near a pole (see ops.py).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -123,7 +123,7 @@ def _funcs(rng: random.Random, size: Size, names: Names, avoid: frozenset[str]
         stmts = body.block(rng.randint(1, max(1, size.stmts[1] // 2)), size.depth)
         result = body.sink(ret)
         if "A" in avoid:
-            stmts = no_plain_copies(stmts)
+            stmts, result = no_plain_copies(stmts), _fresh_call_args(result)
         funcs.append(FuncDef(names.new("fn"), params, ret, stmts, result))
     return funcs
 
@@ -143,12 +143,38 @@ def _kernel(rng: random.Random, size: Size, names: Names, case: Case, avoid: fro
 
 
 def no_plain_copies(body: list) -> list:
-    """Known bug A: ``s = t`` / ``s = v[1]`` become ``s = t * 1.0`` (a fresh value)."""
+    """Known bug A: ``s = t`` / ``s = v[1]`` become ``s = t * 1.0`` (a fresh value), and so do
+    plain variables passed to a func (a parameter starts as a copy of the argument) or to a vec /
+    quat constructor (``vec3(a, b, p[2])`` holds a copy of ``p[2]``)."""
     for s in walk_stmts(body):
         if isinstance(s, Assign) and s.expr.kind in ("var", "comp") and s.ty != "I":
-            one = Expr("const", "F", data=1.0)
-            s.expr = Expr("op", s.ty, (s.expr, one), "mul" if s.ty == "F" else "scale")
+            s.expr = _fresh(s.expr)
+        for f in ("expr", "cond", "idx", "bound", "stop"):
+            if isinstance(getattr(s, f, None), Expr):
+                setattr(s, f, _fresh_call_args(getattr(s, f)))
+        for f in ("args", "index"):
+            if isinstance(getattr(s, f, None), tuple):
+                setattr(s, f, tuple(_fresh_call_args(e) if isinstance(e, Expr) else e
+                                    for e in getattr(s, f)))
     return body
+
+
+def _fresh(e: Expr) -> Expr:
+    one = Expr("const", "F", data=1.0)
+    return Expr("op", e.ty, (e, one), "mul" if e.ty == "F" else "scale")
+
+
+COPYING_OPS = ("vec", "quat")  # constructors: a plain argument is a copy of the value
+
+
+def _fresh_call_args(e: Expr) -> Expr:
+    """Plain variables or components passed to a func or a vec/quat constructor -> ``x * 1.0``."""
+    args = tuple(_fresh_call_args(a) for a in e.args)
+    if e.kind == "call" or (e.kind == "op" and e.data in COPYING_OPS):
+        args = tuple(_fresh(a) if a.kind in ("var", "comp") and a.ty != "I" else a
+                     for a in args)
+    return replace(e, args=args)
+
 
 
 def _steps(rng: random.Random, size: Size, names: Names, case: Case,

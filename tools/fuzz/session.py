@@ -94,7 +94,7 @@ class Session:
             elif w is not None and w.get("status") == "rejected" and g.get("status") != "error":
                 self.notes["warp-lang rejects, gradloom accepts"] += 1
             if g.get("unstable"):
-                self.notes["not compared with warp-lang: a branch flips under rounding"] += 1
+                self.notes["forward not compared with warp-lang: a branch follows rounding"] += 1
             cls, detail = classify(c.dtype, g, w)
             out.append(Outcome(c, cls, detail, signature(cls, g), g, w))
         return out
