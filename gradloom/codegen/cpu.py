@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import threading
@@ -10,7 +11,12 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
+from .objfile import undefined_symbols
 from .signals import shared_words
+
+#: the GCC runtime library: helpers LLVM's code generator calls on its own (e.g. `__udivti3`
+#: for 128-bit division in a loop's closed form); glibc systems always have it
+_RUNTIME_LIBRARY = "libgcc_s.so.1"
 
 #: entry(block): see codegen/llvm.py for the block's layout. ctypes releases the GIL for the
 #: call, which is what lets worker threads run slices of one launch at the same time.
@@ -84,6 +90,8 @@ class ObjectLoader:
         _init_llvm()
         shared_words()  # kernels link against these symbols
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine(2))
+        with contextlib.suppress(RuntimeError):  # if absent, _check_links refuses what needs it
+            llvm.load_library_permanently(_RUNTIME_LIBRARY)
         self._lock = threading.Lock()
         self._loaded: dict[str, int] = {}
 
@@ -95,6 +103,7 @@ class ObjectLoader:
         """Addresses of the symbols one object defines (the object is added once)."""
         with self._lock:
             if symbols[0] not in self._loaded:
+                _check_links(obj, symbols[0])
                 self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
                 self._engine.finalize_object()
                 for symbol in symbols:
@@ -103,6 +112,16 @@ class ObjectLoader:
                         raise RuntimeError(f"symbol {symbol} missing from its object code")
                     self._loaded[symbol] = addr
             return [self._loaded[s] for s in symbols]
+
+
+def _check_links(obj: bytes, symbol: str) -> None:
+    """Raise if the object needs a symbol this process lacks (the JIT linker would bind it
+    to address 0, and the code would crash on its first use)."""
+    missing = [name for name in undefined_symbols(obj) if not llvm.address_of_symbol(name)]
+    if missing:
+        raise RuntimeError(
+            f"the compiled code of {symbol} needs {', '.join(missing)}, which this process "
+            f"cannot find (for __*ti3 helpers: is {_RUNTIME_LIBRARY} installed?)")
 
 
 @functools.cache
