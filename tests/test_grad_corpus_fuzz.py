@@ -166,6 +166,20 @@ def aliased_accumulator_program(a):
     return [c]
 
 
+@wp.kernel
+def read_other_write_own_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64), n: int):
+    # fuzz 1:28: launched with the same array as `x` and `y`; each thread writes only its own
+    # element, but reads the next thread's, which that thread overwrites
+    tid = wp.tid()
+    y[tid] = wp.sin(x[(tid + 1) % n]) * x[tid]
+
+
+def aliased_read_other_write_own_program(a):
+    c = wp.clone(a[0])
+    launch(read_other_write_own_kernel, 3, c, c, 3)
+    return [c]
+
+
 # =============================================================================================
 # C': an int atomic changes an element another thread then reads (here outside any loop)
 
@@ -347,6 +361,8 @@ CASES = [
           args=[arr([0.3, -0.4])], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("aliased_read_and_accumulate", program=aliased_accumulator_program,
           args=[arr([0.3, -0.4])], wrt=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
+    (Case("aliased_read_other_write_own", program=aliased_read_other_write_own_program,
+          args=[arr([0.3, -0.4, 0.9])], wrt=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("int_atomic_then_index_read", kernel=xor_then_index_kernel, dim=2,
           args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
           outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),
@@ -388,8 +404,7 @@ def test_fuzz_gradient_matches_fd(case):
 def test_fuzz_undefined_replay_is_a_clear_error(case):
     # read-then-overwrite across threads: at backward; one array passed as two arguments (one
     # written): when the launch is recorded
-    expected = (wp.errors.TapeError if case.id == "aliased_read_and_accumulate"
-                else wp.CompileError)
+    expected = (wp.errors.TapeError if case.id.startswith("aliased_") else wp.CompileError)
     with pytest.raises(expected, match="that other threads overwrite|are the same array"):
         case.run()
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect, MemoryRule
+from ..passes.threads import Addresses
 
 
 @dataclass
@@ -17,6 +18,7 @@ class ArrayAccess:
     stores: bool = False  # plain stores and the atomics other than min/max
     minmax: bool = False  # atomic_min / atomic_max
     result_used: bool = False  # an atomic's returned old value is used
+    shared: bool = False  # some access's address may be another thread's element too
 
     @property
     def working(self) -> bool:
@@ -31,7 +33,7 @@ class ArrayAccess:
 
     @property
     def flags(self) -> frozenset[str]:
-        names = ("loads", "stores", "minmax", "result_used", "working")
+        names = ("loads", "stores", "minmax", "result_used", "working", "shared")
         return frozenset(n for n in names if getattr(self, n))
 
 
@@ -96,6 +98,7 @@ def analyze(kernel: KernelIR) -> KernelAccess:
     ka.defs = {op.result.id: op for op in ops if op.result is not None}
     used: set[int] = set()
     _used_ids(kernel.body, used)
+    addresses = Addresses(kernel)
     for op in ops:
         if not ka.tracked(op):
             continue
@@ -109,4 +112,5 @@ def analyze(kernel: KernelIR) -> KernelAccess:
             acc.minmax = True
         if Effect.ATOMIC in effects and op.result is not None and op.result.id in used:
             acc.result_used = True
+        acc.shared = acc.shared or not addresses.own(op.args[1])
     return ka

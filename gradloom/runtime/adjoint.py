@@ -71,18 +71,26 @@ class LaunchRecord:
                             bool(flags & {"stores", "minmax"})))
         return out
 
+    def thread_own(self) -> list[bool]:
+        """Per array of `named_touches`: every access is at an element no other thread
+        touches."""
+        return ["shared" not in flags for key, flags in self.flags.items()
+                if arg_array(self.args, key) is not None]
+
     def check_aliases(self, compiled: Any) -> None:
         """Refuse two array arguments sharing memory where the kernel writes either: its
         adjoint (and the analysis behind it) takes them for separate arrays. Exact, and so
-        allowed: the same view twice in a kernel whose threads each touch only their own
-        elements (then it is an in-place update, `y[i] = f(x[i])` with y = x)."""
+        allowed: the same view twice where every access through both is at the thread's own
+        element (then it is an in-place update, `y[i] = f(x[i])` with y = x)."""
         plan = compiled.threads
         own = plan.serial is None and not plan.scatter
-        touched = self.named_touches()
-        for k, (a, name, _, writes) in enumerate(touched):
-            for b, other, _, other_writes in touched[k + 1:]:
+        touched = [(a, name, writes, thread_own) for (a, name, _, writes), thread_own
+                   in zip(self.named_touches(), self.thread_own(), strict=True)]
+        for k, (a, name, writes, a_own) in enumerate(touched):
+            for b, other, other_writes, b_own in touched[k + 1:]:
                 same_view = (a.ptr, a.shape, a.strides) == (b.ptr, b.shape, b.strides)
-                if a._mem is b._mem and (writes or other_writes) and not (same_view and own):
+                exact = same_view and own and a_own and b_own
+                if a._mem is b._mem and (writes or other_writes) and not exact:
                     raise TapeError(
                         f"kernel '{self.kernel.key}': arguments '{name}' and '{other}' are the "
                         f"same array (or views of one), and the kernel writes "
