@@ -232,6 +232,21 @@ from .types import (  # noqa: E402
     vec4us,
 )
 
+# -- kernel language (issue 13, h-clang): Warp's math constants under all its names, and the
+# names of its code generation errors (gradloom's compile errors are RuntimeErrors, as Warp's)
+E = e
+INF = inf
+NAN = nan
+PI = pi
+TAU = tau
+HALF_PI = half_pi = _math.pi / 2
+LOG2E = log2e = 1.44269504088896340736
+LOG10E = log10e = 0.43429448190325182765
+LN2 = ln2 = 0.69314718055994530942
+LN10 = ln10 = 2.30258509299404568402
+PHI = phi = 1.61803398874989484820
+from .errors import WarpCodegenError, WarpCodegenTypeError, WarpCodegenValueError  # noqa: E402
+
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
 

@@ -43,8 +43,10 @@ class GradloomError(Exception):
     """Base class for every error gradloom raises on purpose."""
 
 
-class CompileError(GradloomError):
-    """A kernel or func cannot be compiled; the message names the user's file and line."""
+class CompileError(GradloomError, RuntimeError):
+    """A kernel or func cannot be compiled; the message names the user's file and line.
+
+    A RuntimeError too, as Warp's code generation errors (`wp.WarpCodegenError`) are."""
 
     def __init__(self, message: str, loc: SourceLoc | None = None) -> None:
         self.bare_message = message
@@ -52,11 +54,14 @@ class CompileError(GradloomError):
         super().__init__(self._render())
 
     def _render(self) -> str:
+        """`file:line:col in func:`, the caret excerpt, then the message (last, as in Python's
+        SyntaxError and Warp's errors, whose tests match messages at the end)."""
         if self.loc is None or self.loc is UNKNOWN_LOC:
             return self.bare_message
         where = f"{self.loc}" + (f" in {self.loc.func}" if self.loc.func else "")
         excerpt = self.loc.excerpt()
-        return f"{where}: {self.bare_message}" + (f"\n{excerpt}" if excerpt else "")
+        return f"{where}:\n{excerpt}\n{self.bare_message}" if excerpt else \
+            f"{where}: {self.bare_message}"
 
 
 class UnsupportedSyntaxError(CompileError):
@@ -69,6 +74,18 @@ class KernelTypeError(CompileError):
 
 class UnknownNameError(CompileError):
     """A name that resolves to nothing in the kernel, its globals or the builtins."""
+
+
+class WarpCodegenTypeError(CompileError, TypeError):
+    """A compile error Warp reports as a TypeError (Warp's public name)."""
+
+
+class WarpCodegenValueError(CompileError, ValueError):
+    """A compile error Warp reports as a ValueError (Warp's public name)."""
+
+
+#: Warp's public name of its compile errors
+WarpCodegenError = CompileError
 
 
 class LaunchError(GradloomError):

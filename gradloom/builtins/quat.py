@@ -290,15 +290,23 @@ def _float_dtype(ctx: Ctx, name: str, a: Value) -> ScalarType:
     return dt
 
 
+#: what Warp's messages call the value a constructor builds
+_WORDS = {"quaternion": "quaternion", "transformation": "transform", "quat_rpy": "quaternion",
+          "spatial_vector": "vector"}
+
+
 def scalar_parts(ctx: Ctx, name: str, args: tuple[Value, ...], dt: ScalarType | None
                  ) -> tuple[ScalarType, list[Var]]:
     """The components of scalars and vectors of one float type; literals adopt that type."""
     found = {_float_dtype(ctx, name, a) for a in args if not isinstance(a, Literal)}
+    word = _WORDS.get(name, "value")
     if len(found) > 1:
         listed = ", ".join(sorted(map(str, found)))
-        raise ctx.error(f"wp.{name}() arguments must share one scalar type, got {listed}")
+        raise ctx.error(f"wp.{name}(): got {listed}; all values given when constructing a "
+                        f"{word} must have the same type")
     if dt is not None and found and found != {dt}:
-        raise ctx.error(f"wp.{name}() arguments are {found.pop()} but dtype is {dt}")
+        raise ctx.error(f"wp.{name}(): got {found.pop()}; all values used to initialize this "
+                        f"{word} are expected to be of the type `{dt}`")
     dt = dt or (found.pop() if found else float32)
     comps: list[Var] = []
     for a in args:
@@ -317,7 +325,9 @@ def composite_from_parts(ctx: Ctx, name: str, t_of: Any, args: tuple[Value, ...]
     if not comps:
         return Composite(t, (ctx.const(0.0, dt),) * t.length)
     if len(comps) not in lengths:
-        raise ctx.error(f"wp.{name}() takes {t.length} components, got {len(comps)}")
+        expected = ", ".join(map(str, (0, *lengths[:-1]))) + f", or {lengths[-1]}"
+        raise ctx.error(f"wp.{name}(): incompatible number of values given ({len(comps)}) when "
+                        f"constructing a {_WORDS.get(name, 'value')}; expected {expected}")
     return Composite(t, tuple(comps) * (t.length // len(comps)))
 
 
@@ -328,13 +338,15 @@ def composite_from_parts(ctx: Ctx, name: str, t_of: Any, args: tuple[Value, ...]
                      "(ijk: Vector3, real: Float, dtype: Float = None) -> Quat",
                      "(quat: Quat, dtype: Float = None) -> Quat"), group=GROUP)
 def quaternion(ctx: Ctx, *args: Value, dtype: Any = None) -> Value:
-    if len(args) == 1 and isinstance(args[0], Composite):
-        q = as_quat(ctx, "quaternion", args[0])
+    if len(args) == 1 and isinstance(args[0], Composite):  # a copy (a cast with dtype=)
+        q = args[0]
+        if not (isinstance(q.type, VectorType) and q.type.length == 4):
+            as_quat(ctx, "quaternion", q)
         dt = dtype_arg(ctx, "quaternion", dtype) or q.type.dtype
         return Composite(quat_type(dt), tuple(cast_scalar(ctx, c, dt) for c in q.comps))
     if len(args) == 2:
         as_vec(ctx, "quaternion", args[0])
-    return composite_from_parts(ctx, "quaternion", quat_type, args, dtype, (4,))
+    return composite_from_parts(ctx, "quaternion", quat_type, args, dtype, (1, 4))
 
 
 @builtin("quat_identity", "the identity quaternion (0, 0, 0, 1)", differentiable=False,

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import types as types_module
 from ..builtins import fixedarray, lang, memory, ops
-from ..builtins.construct import construct
+from ..builtins.construct import construct_typed
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin, call_mismatch
 from ..builtins.transform import transform_part
@@ -79,6 +79,7 @@ _PY_BUILTIN_ALIASES: dict[Any, str] = {
     # `wp.vector(...)` / `wp.matrix(...)` in a kernel construct values (Warp's builtins); in
     # Python scope the same names make types
     types_module.vector: "vector", types_module.matrix: "matrix",
+    types_module.quaternion: "quaternion", types_module.transformation: "transformation",
 }
 
 
@@ -368,9 +369,10 @@ class ExprLowerer:
         if isinstance(t, StructType) and (args or kwargs):
             return construct_struct(ctx, t, args, kwargs)
         if t is not None:
-            if kwargs:
-                raise CompileError(f"{t!r}() takes no keyword arguments", ctx.loc)
-            return construct(ctx, t, [self.as_value(ctx, a) for a in args])
+            try:
+                return construct_typed(ctx, t, [self.as_value(ctx, a) for a in args], kwargs)
+            except TypeError as exc:  # a keyword the builtin does not take
+                raise KernelTypeError(f"{t!r}(): {exc}", ctx.loc) from None
         if isinstance(callee, KernelValue):
             raise CompileError(f"'{ast.unparse(node.func)}' is {describe(callee)}, which is not "
                                "callable", ctx.loc)

@@ -92,6 +92,8 @@ def fingerprint_value(value: Any, visiting: set[int]) -> str:
         return str(fp(visiting))
     if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
         return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, type):  # a class (np.float32 has `dtype` and `tobytes` too)
+        return f"class:{value.__module__}.{value.__qualname__}"
     if hasattr(value, "dtype") and hasattr(value, "tobytes"):
         digest = hashlib.sha256(value.tobytes()).hexdigest()
         return f"np:{value.dtype}:{getattr(value, 'shape', ())}:{digest}"
