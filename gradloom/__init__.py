@@ -245,7 +245,12 @@ LOG10E = log10e = 0.43429448190325182765
 LN2 = ln2 = 0.69314718055994530942
 LN10 = ln10 = 2.30258509299404568402
 PHI = phi = 1.61803398874989484820
-from .errors import WarpCodegenError, WarpCodegenTypeError, WarpCodegenValueError  # noqa: E402
+from .errors import (  # noqa: E402
+    WarpCodegenError,
+    WarpCodegenKeyError,
+    WarpCodegenTypeError,
+    WarpCodegenValueError,
+)
 
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})

@@ -63,6 +63,9 @@ class CompileError(GradloomError, RuntimeError):
         return f"{where}:\n{excerpt}\n{self.bare_message}" if excerpt else \
             f"{where}: {self.bare_message}"
 
+    def __str__(self) -> str:  # the message itself, also for the KeyError subclass
+        return str(self.args[0]) if self.args else ""
+
 
 class UnsupportedSyntaxError(CompileError):
     """Python syntax the kernel language does not support."""
@@ -72,8 +75,9 @@ class KernelTypeError(CompileError):
     """Operands or arguments whose types do not fit."""
 
 
-class UnknownNameError(CompileError):
-    """A name that resolves to nothing in the kernel, its globals or the builtins."""
+class UnknownNameError(CompileError, KeyError):
+    """A name that resolves to nothing in the kernel, its globals or the builtins (a KeyError
+    too, as Warp's `WarpCodegenKeyError` for an undefined symbol)."""
 
 
 class WarpCodegenTypeError(CompileError, TypeError):
@@ -84,8 +88,9 @@ class WarpCodegenValueError(CompileError, ValueError):
     """A compile error Warp reports as a ValueError (Warp's public name)."""
 
 
-#: Warp's public name of its compile errors
+#: Warp's public names of its compile errors
 WarpCodegenError = CompileError
+WarpCodegenKeyError = UnknownNameError
 
 
 class LaunchError(GradloomError):

@@ -29,6 +29,8 @@ def _fold(op: str, a: Any, b: Any) -> Any:
             return a // b
         q = _c_intdiv(a, b)
         return q if op != "mod" else a - q * b
+    if op in ("div", "floordiv", "mod") and b == 0:  # IEEE, as the kernel computes it
+        return _float_div_by_zero(op, float(a), float(b))
     fns: dict[str, Callable[[Any, Any], Any]] = {
         "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
         "floordiv": lambda x, y: float(math.floor(x / y)), "mod": math.fmod, "pow": operator.pow,
@@ -36,6 +38,13 @@ def _fold(op: str, a: Any, b: Any) -> Any:
         "lshift": operator.lshift, "rshift": operator.rshift,
     }
     return fns[op](a, b)
+
+
+def _float_div_by_zero(op: str, a: float, b: float) -> float:
+    """a / ±0.0 (and // and %) for floats: ±inf, or nan for 0 / 0, nan and %."""
+    if op == "mod" or a == 0.0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 def unify(ctx: Ctx, a: Value, b: Value, opname: str) -> tuple[Var, Var]:

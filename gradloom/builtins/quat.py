@@ -423,13 +423,14 @@ def quat_from_axis_angle(ctx: Ctx, axis: Value, angle: Value) -> Value:
 
 
 def _axis_angle(e: Emit, q: tuple[Var, ...]) -> tuple[tuple[Var, ...], Var]:
-    """Axis and angle in [0, pi] of q or -q (whichever has w >= 0); axis (1, 0, 0) at angle 0."""
+    """Axis and angle in [0, pi] of q or -q (whichever has w >= 0); axis (0, 0, 0) at angle 0,
+    as in Warp."""
     flip = e.op("lt", q[3], e.c(0.0))
     v = tuple(e.select(flip, e.neg(c), c) for c in q[:3])
     w = e.select(flip, e.neg(q[3]), q[3])
     s = e.safe_sqrt(e.dot(v, v))
     angle = e.mul(e.c(2.0), e.op("atan2", s, w))
-    return e.normalize(v, (1.0, 0.0, 0.0)), angle
+    return e.normalize(v, (0.0, 0.0, 0.0)), angle
 
 
 @builtin("quat_to_axis_angle", "the rotation axis and angle (radians, in [0, pi]) of quat: "
@@ -517,35 +518,38 @@ def quat_to_euler(ctx: Ctx, q: Value, i: Any, j: Any, k: Any) -> Value:
 
 # -- interpolation and swing-twist ----------------------------------------------------------------
 
-def _slerp_weight(e: Emit, s: Var, theta: Var, small: Var) -> Var:
-    """sin(s θ) / sin θ; its Taylor series s (1 + (1 - s²) θ² / 6) for θ < 1e-3, where the
-    quotient loses accuracy (the series' error there is below 1e-14)."""
-    safe = e.select(small, e.c(1.0), theta)
-    exact = e.div(e.op("sin", e.mul(s, safe)), e.op("sin", safe))
-    series = e.mul(s, e.add(e.c(1.0), e.div(e.mul(e.sub(e.c(1.0), e.mul(s, s)), theta, theta),
-                                            e.c(6.0))))
+def _slerp_factor(e: Emit, t: Var, s: Var, w: Var, theta: Var) -> Var:
+    """sin(t θ) / s with θ = atan2(s, w); for s < 1e-4 w (where the quotient loses accuracy)
+    its series (t / w) (1 - u² (2 + t²) / 6), u = s / w (error below u⁴ ~ 1e-16)."""
+    small = e.op("lt", s, e.mul(e.c(1e-4), w))
+    safe_s = e.select(small, e.c(1.0), s)
+    exact = e.div(e.op("sin", e.mul(t, theta)), safe_s)
+    safe_w = e.select(small, w, e.c(1.0))
+    u = e.div(s, safe_w)
+    series = e.mul(e.div(t, safe_w), e.sub(e.c(1.0), e.div(e.mul(u, u, e.add(e.c(2.0),
+                                                                               e.mul(t, t))),
+                                                         e.c(6.0))))
     return e.select(small, series, exact)
 
 
 @builtin("quat_slerp", "spherical linear interpolation from a (t = 0) to b (t = 1) along the "
-         "shortest arc; b is normalized", signatures="(a: Quat, b: Quat, t: Float) -> Quat",
-         group=GROUP)
+         "shorter arc: a * r^t with r = quat_inverse(a) * b taken as its axis and angle "
+         "(Warp's definition; b need not be normalized)",
+         signatures="(a: Quat, b: Quat, t: Float) -> Quat", group=GROUP)
 def quat_slerp(ctx: Ctx, a: Value, b: Value, t: Value) -> Value:
     qa, qb = as_quat(ctx, "quat_slerp", a), as_quat(ctx, "quat_slerp", b)
     e = Emit(ctx, same_dtype(ctx, "quat_slerp", qa, qb))
     tt = as_float(ctx, "quat_slerp", t, e.dt)
-    bn = e.normalize(qb.comps, (0.0, 0.0, 0.0, 1.0))
-    flip = e.op("lt", e.dot(qa.comps, bn), e.c(0.0))
-    bn = tuple(e.select(flip, e.neg(c), c) for c in bn)
-    # θ = 2 atan2(|a - b|, |a + b|) stays accurate near 0 where acos(dot) does not
-    diff = tuple(e.sub(x, y) for x, y in zip(qa.comps, bn, strict=True))
-    summ = tuple(e.add(x, y) for x, y in zip(qa.comps, bn, strict=True))
-    theta = e.mul(e.c(2.0), e.op("atan2", e.safe_sqrt(e.dot(diff, diff)),
-                                 e.safe_sqrt(e.dot(summ, summ))))
-    small = e.op("lt", theta, e.c(1e-3))
-    wa = _slerp_weight(e, e.sub(e.c(1.0), tt), theta, small)
-    wb = _slerp_weight(e, tt, theta, small)
-    return Composite(qa.type, e.vadd(e.scale(qa.comps, wa), e.scale(bn, wb)))
+    conj = (e.neg(qa.comps[0]), e.neg(qa.comps[1]), e.neg(qa.comps[2]), qa.comps[3])
+    r = dense(e, qmul(e, conj, qb.comps))
+    flip = e.op("lt", r[3], e.c(0.0))  # the shorter arc: r or -r, whichever has w >= 0
+    v = tuple(e.select(flip, e.neg(c), c) for c in r[:3])
+    w = e.select(flip, e.neg(r[3]), r[3])
+    s = e.safe_sqrt(e.dot(v, v))
+    theta = e.op("atan2", s, w)  # half the rotation angle of r
+    k = _slerp_factor(e, tt, s, w, theta)
+    step = (*e.scale(v, k), e.op("cos", e.mul(tt, theta)))
+    return Composite(qa.type, dense(e, qmul(e, qa.comps, step)))
 
 
 def _twist_parts(ctx: Ctx, name: str, axis: Value, q: Value) -> tuple[Emit, tuple[Var, ...],

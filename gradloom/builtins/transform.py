@@ -84,7 +84,7 @@ def _mat44(ctx: Ctx, name: str, v: Value) -> Composite:
 def transformation(ctx: Ctx, *args: Value, p: Value | None = None, q: Value | None = None,
                    dtype: Any = None) -> Value:
     args = _pq_arguments(ctx, args, p, q)
-    if len(args) == 2:
+    if len(args) == 2 and any(isinstance(a, Composite) for a in args):
         pv, qv = as_vec(ctx, "transformation", args[0]), as_quat(ctx, "transformation", args[1])
         dt = same_dtype(ctx, "transformation", pv, qv)
         want = dtype_arg(ctx, "transformation", dtype)

@@ -43,6 +43,7 @@ from ..errors import (
 from ..ir.builder import Builder
 from ..ir.nodes import Var
 from ..types import (
+    ArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -95,7 +96,60 @@ def python_constant(ctx: Ctx, obj: Any) -> Any:
         st = scalar_from_numpy(obj.dtype)
         if st is not None:
             return ctx.const(obj.item(), st)
+    if hasattr(type(obj), "__gl_struct__"):
+        return struct_constant(ctx, obj, [])
     return obj
+
+
+def struct_constant(ctx: Ctx, obj: Any, path: list[str]) -> StructVal:
+    """A Python struct instance as a kernel value (its fields' current values)."""
+    t = resolve_annotation(type(obj))
+    fields: list[Value] = []
+    for name, ft in t.fields:
+        v = getattr(obj, name)
+        if hasattr(type(v), "__gl_struct__"):
+            fields.append(struct_constant(ctx, v, [*path, name]))
+            continue
+        value = python_constant(ctx, v)
+        if isinstance(value, Literal) and isinstance(ft, ScalarType):
+            value = materialize(ctx, value, ft)
+        if not isinstance(value, KernelValue) or type_of(value) != ft:
+            where = ".".join([t.name, *path, name])
+            what = ("a Warp array cannot be created inside Warp kernels"
+                    if isinstance(ft, ArrayType) else f"{describe(value)} is not a {ft!r}")
+            raise CompileError(f"the Warp struct contains a data type that cannot be "
+                               f"constructed inside Warp kernels: {what} at {where}", ctx.loc)
+        fields.append(value)
+    return StructVal(t, tuple(fields))
+
+
+def static_result(ctx: Ctx, value: Any) -> Any:
+    """What `wp.static(...)` gives a kernel; Warp's message for values kernels cannot hold."""
+    try:
+        if value is None:
+            raise CompileError("None is returned", ctx.loc)
+        if type(value).__module__.startswith("gradloom.runtime") and hasattr(value, "device"):
+            raise CompileError("a Warp array cannot be created inside Warp kernels", ctx.loc)
+        result = python_constant(ctx, value)
+    except CompileError as exc:
+        raise CompileError(f"wp.static(): Static expression returns an unsupported value: "
+                           f"{exc.bare_message}", ctx.loc) from None
+    if not _static_ok(result):
+        raise CompileError(f"wp.static(): Static expression returns an unsupported value: value "
+                           f"of type {type(value)} cannot be constructed inside Warp kernels",
+                           ctx.loc)
+    return result
+
+
+def _static_ok(v: Any) -> bool:
+    """Whether a kernel can use what a static expression gave: a value, a type, a function or
+    module, a string, or a container of those."""
+    if isinstance(v, (tuple, list)):
+        return all(_static_ok(i) for i in v)
+    if isinstance(v, dict):
+        return all(_static_ok(i) for i in v.values())
+    return isinstance(v, (KernelValue, str, type, types_module.ScalarType, VectorType,
+                          MatrixType, StructType)) or callable(v) or inspect.ismodule(v)
 
 
 class ExprLowerer:
@@ -408,6 +462,10 @@ class ExprLowerer:
         raise CompileError("len() takes one vector, matrix, array or tuple", ctx.loc)
 
     def static_eval(self, node: ast.Call) -> Any:
+        """wp.static(expr) as a kernel value (or the Python object: a function, a type)."""
+        return static_result(self.ctx(node), self.static_value(node))
+
+    def static_value(self, node: ast.Call) -> Any:
         """wp.static(expr): evaluate expr in Python now, with the function's globals and the
         compile-time view of its locals (static.py)."""
         if len(node.args) != 1:
@@ -419,11 +477,12 @@ class ExprLowerer:
         unrolled: dict[str, Any] = self.__dict__.setdefault("static_indices", {})
         namespace.update(static_locals(self.env, {**constants, **unrolled}))
         try:
-            result = eval(code, namespace)
+            return eval(code, namespace)
         except Exception as exc:
-            raise CompileError(f"wp.static() expression failed: {exc}", self.info.loc(node)) \
-                from None
-        return python_constant(self.ctx(node), result)
+            hint = (". Make sure all variables used in the static expression are constant."
+                    if isinstance(exc, NameError) else "")
+            raise CompileError(f"wp.static(): Error evaluating static expression: {exc}{hint}",
+                               self.info.loc(node)) from None
 
     def is_tid(self, callee: Any) -> bool:
         return isinstance(callee, Builtin) and callee.name == "tid"

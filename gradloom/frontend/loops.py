@@ -12,13 +12,15 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from ..builtins import ops
+import numpy as np
+
+from ..builtins import lang, ops
 from ..builtins.values import Ctx, KernelValue, Literal, Value, type_of, zeros_of
 from ..errors import CompileError, GradloomError, KernelTypeError, UnsupportedSyntaxError
 from ..ir.builder import Builder
 from ..types import ScalarType
 from .control import BREAK, CONTINUE, RETURN, ControlLowerer, assigned_names, contains_jump
-from .static import reads_in_static
+from .static import is_static_call, reads_in_static
 
 
 class LoopLowerer(ControlLowerer):
@@ -254,12 +256,22 @@ class LoopLowerer(ControlLowerer):
         if not (isinstance(it, ast.Call) and self.expr(it.func) is range):
             raise UnsupportedSyntaxError("for loops must iterate over range(...) or "
                                          "reversed(range(...))", self.info.loc(node))
-        args = [self.value(a) for a in it.args]
+        args = [self.range_bound(a) for a in it.args]
         if not 1 <= len(args) <= 3:
             raise CompileError("range() takes 1 to 3 arguments", self.info.loc(it))
         if len(args) == 1:
             return Literal(0), args[0], Literal(1), backwards
         return args[0], args[1], args[2] if len(args) == 3 else Literal(1), backwards
+
+    def range_bound(self, node: ast.expr) -> Value:
+        """A range() argument; an integer from `wp.static(...)` is a constant bound (of any
+        integer type, as a literal), so the loop can be unrolled for static expressions."""
+        if isinstance(node, ast.Call) and is_static_call(node.func) and len(node.args) == 1 \
+                and self.expr(node.func) is lang.STATIC:
+            raw = self.static_value(node)
+            if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
+                return Literal(int(raw))
+        return self.value(node)
 
     def counter_type(self, ctx: Ctx, vals: tuple[Value, ...]) -> ScalarType:
         types = {v.type for v in vals if not isinstance(v, Literal)}  # type: ignore[union-attr]

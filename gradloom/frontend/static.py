@@ -103,12 +103,12 @@ def _number(node: ast.expr) -> Any:
 def reads_in_static(body: list[ast.stmt], name: str) -> bool:
     """Whether a `wp.static(...)` expression in the statements reads `name`."""
     for node in (n for s in body for n in ast.walk(s)):
-        if isinstance(node, ast.Call) and _is_static(node.func) and any(
+        if isinstance(node, ast.Call) and is_static_call(node.func) and any(
                 isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)):
             return True
     return False
 
 
-def _is_static(func: ast.expr) -> bool:
+def is_static_call(func: ast.expr) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "static") or \
         (isinstance(func, ast.Name) and func.id == "static")

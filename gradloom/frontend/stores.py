@@ -159,6 +159,9 @@ class StoreLowerer(ExprLowerer):
         return arr
 
     def place_key(self, ctx: Ctx, place: memory.Place, kind: str, key: Any) -> Any:
+        if kind == "attr" and isinstance(place.type, VectorType) and \
+                place.type.kind == "transform" and key in ("p", "q"):
+            return key  # `xforms[i].p = v`
         if kind == "attr" and isinstance(place.type, VectorType):
             idx = {"x": 0, "y": 1, "z": 2, "w": 3}.get(key)
             if idx is None or idx >= place.type.length:
