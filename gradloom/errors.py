@@ -93,8 +93,9 @@ WarpCodegenError = CompileError
 WarpCodegenKeyError = UnknownNameError
 
 
-class LaunchError(GradloomError):
-    """A launch whose arguments do not match the kernel; the message names the argument."""
+class LaunchError(GradloomError, RuntimeError):
+    """A launch whose arguments do not match the kernel; the message names the argument (a
+    RuntimeError too, as Warp raises for the same mistakes)."""
 
 
 class KernelRuntimeError(GradloomError):
