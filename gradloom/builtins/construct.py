@@ -59,8 +59,25 @@ def construct_typed(ctx: Ctx, t: Any, args: list[Value], kwargs: dict[str, Any])
         if "dtype" in kwargs:
             raise ctx.error(f"{t!r}() takes no dtype= (it is {t.dtype})")
         return REGISTRY[name].fn(ctx, *args, dtype=t.dtype, **kwargs)  # type: ignore[no-any-return]
+    if isinstance(t, (VectorType, MatrixType)) and kwargs:  # `mat32d(c, shape=(3, 2))`
+        return _typed_with_keywords(ctx, t, args, kwargs)
     if kwargs:
         raise ctx.error(f"{t!r}() takes no keyword arguments")
+    return construct(ctx, t, args)
+
+
+def _typed_with_keywords(ctx: Ctx, t: VectorType | MatrixType, args: list[Value],
+                         kwargs: dict[str, Any]) -> Value:
+    """A typed constructor given the keywords of `wp.vector` / `wp.matrix`, which must agree
+    with its type."""
+    size = "shape" if isinstance(t, MatrixType) else "length"
+    for key, value in kwargs.items():
+        if key not in (size, "dtype"):
+            raise ctx.error(f"{t!r}() takes no keyword '{key}' (only {size}= and dtype=)")
+        ok = _dtype_kw(ctx, value) == t.dtype if key == "dtype" else (
+            tuple(value) == t.shape if size == "shape" else value == t.length)
+        if not ok:
+            raise ctx.error(f"{t!r}(): {key}={value!r} does not match the type")
     return construct(ctx, t, args)
 
 

@@ -424,7 +424,9 @@ class ExprLowerer:
             return construct_struct(ctx, t, args, kwargs)
         if t is not None:
             try:
-                return construct_typed(ctx, t, [self.as_value(ctx, a) for a in args], kwargs)
+                kw = {k: _unliteral(v) if k in ("length", "shape", "dtype") else v
+                      for k, v in kwargs.items()}
+                return construct_typed(ctx, t, [self.as_value(ctx, a) for a in args], kw)
             except TypeError as exc:  # a keyword the builtin does not take
                 raise KernelTypeError(f"{t!r}(): {exc}", ctx.loc) from None
         if isinstance(callee, KernelValue):

@@ -286,13 +286,20 @@ class LoopLowerer(ControlLowerer):
 
 def reversed_range(ctx: Ctx, start: Value, stop: Value, step: Value) -> tuple[Value, Value, Value]:
     """(start, stop, step) of the range that walks range(start, stop, step) backwards: from its
-    last element to start. The step must be a constant."""
-    if not isinstance(step, Literal):
-        raise CompileError("reversed(range(...)) needs a constant step", ctx.loc)
-    s = int(step.value)
+    last element to start (the step may be a run-time value)."""
     # the last element is start + q*s with q = (count - 1) = floor((|stop - start| - 1) / |s|),
     # negative (so the loop runs no trip) when the range is empty
-    span = ops.binary(ctx, "sub", stop, start) if s > 0 else ops.binary(ctx, "sub", start, stop)
-    q = ops.binary(ctx, "floordiv", ops.binary(ctx, "sub", span, Literal(1)), Literal(abs(s)))
-    last = ops.binary(ctx, "add", start, ops.binary(ctx, "mul", q, Literal(s)))
-    return last, ops.binary(ctx, "sub", start, Literal(s)), Literal(-s)
+    if isinstance(step, Literal):
+        s = int(step.value)
+        span = ops.binary(ctx, "sub", stop, start) if s > 0 else ops.binary(ctx, "sub", start, stop)
+        q = ops.binary(ctx, "floordiv", ops.binary(ctx, "sub", span, Literal(1)), Literal(abs(s)))
+        last = ops.binary(ctx, "add", start, ops.binary(ctx, "mul", q, Literal(s)))
+        return last, ops.binary(ctx, "sub", start, Literal(s)), Literal(-s)
+    st = ops.scalar(ctx, step)
+    up = ctx.op("gt", st, ctx.const(0, st.type))
+    span = ctx.op("select", up, ops.scalar(ctx, ops.binary(ctx, "sub", stop, start)),
+                  ops.scalar(ctx, ops.binary(ctx, "sub", start, stop)))
+    size = ctx.op("select", up, st, ctx.op("neg", st))
+    q = ops.binary(ctx, "floordiv", ops.binary(ctx, "sub", span, Literal(1)), size)
+    last = ops.binary(ctx, "add", start, ops.binary(ctx, "mul", q, st))
+    return last, ops.binary(ctx, "sub", start, st), ctx.op("neg", st)
