@@ -8,8 +8,10 @@ constants, with Warp's definitions.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..runtime.structs import struct
-from ..types import float64, int32, vec2i, vec3, vec3d
+from ..types import float32, float64, int32, vec2i, vec3, vec3d
 
 #: index of a geometry element, of a quadrature point; a (node, component) degree of freedom
 ElementIndex = int32
@@ -24,25 +26,15 @@ NULL_QP_INDEX = -1
 NULL_DOF_INDEX = DofIndex(-1, -1)
 
 
-@struct
-class Sample:
-    """Per-sample point context for evaluating fields and operators in integrands."""
-
-    element_index: ElementIndex
-    element_coords: Coords
-    qp_index: QuadraturePointIndex
-    qp_weight: float
-    test_dof: DofIndex
-    trial_dof: DofIndex
+def _sample(name: str, coords: Any, weight: Any, doc: str) -> Any:
+    fields = {"element_index": ElementIndex, "element_coords": coords,
+              "qp_index": QuadraturePointIndex, "qp_weight": weight, "test_dof": DofIndex,
+              "trial_dof": DofIndex}
+    return struct(type(name, (), {"__annotations__": fields, "__doc__": doc,
+                                  "__module__": __name__, "__qualname__": name}))
 
 
-@struct
-class Sample_f64:
-    """`Sample` with float64 coordinates and weight."""
-
-    element_index: ElementIndex
-    element_coords: Coords_f64
-    qp_index: QuadraturePointIndex
-    qp_weight: float64
-    test_dof: DofIndex
-    trial_dof: DofIndex
+#: per-sample point context for evaluating fields and operators in integrands
+Sample = _sample("Sample", Coords, float32, "Per-sample point context (float32).")
+#: `Sample` with float64 coordinates and weight
+Sample_f64 = _sample("Sample_f64", Coords_f64, float64, "Per-sample point context (float64).")
