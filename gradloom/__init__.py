@@ -246,6 +246,7 @@ LN2 = ln2 = 0.69314718055994530942
 LN10 = ln10 = 2.30258509299404568402
 PHI = phi = 1.61803398874989484820
 from .errors import (  # noqa: E402
+    WarpCodegenAttributeError,
     WarpCodegenError,
     WarpCodegenKeyError,
     WarpCodegenTypeError,

@@ -71,8 +71,9 @@ class UnsupportedSyntaxError(CompileError):
     """Python syntax the kernel language does not support."""
 
 
-class KernelTypeError(CompileError):
-    """Operands or arguments whose types do not fit."""
+class KernelTypeError(CompileError, TypeError):
+    """Operands or arguments whose types do not fit (a TypeError too, as Warp's
+    `WarpCodegenTypeError`)."""
 
 
 class UnknownNameError(CompileError, KeyError):
@@ -80,17 +81,19 @@ class UnknownNameError(CompileError, KeyError):
     too, as Warp's `WarpCodegenKeyError` for an undefined symbol)."""
 
 
-class WarpCodegenTypeError(CompileError, TypeError):
-    """A compile error Warp reports as a TypeError (Warp's public name)."""
-
-
 class WarpCodegenValueError(CompileError, ValueError):
     """A compile error Warp reports as a ValueError (Warp's public name)."""
+
+
+class WarpCodegenAttributeError(CompileError, AttributeError):
+    """A compile error Warp reports as an AttributeError: a struct has no such field (Warp's
+    public name)."""
 
 
 #: Warp's public names of its compile errors
 WarpCodegenError = CompileError
 WarpCodegenKeyError = UnknownNameError
+WarpCodegenTypeError = KernelTypeError
 
 
 class LaunchError(GradloomError, RuntimeError):

@@ -35,10 +35,12 @@ from ..builtins.values import (
 )
 from ..errors import (
     CompileError,
+    GradloomError,
     KernelTypeError,
     SourceLoc,
     UnknownNameError,
     UnsupportedSyntaxError,
+    WarpCodegenAttributeError,
 )
 from ..ir.builder import Builder
 from ..ir.nodes import Var
@@ -96,29 +98,30 @@ def python_constant(ctx: Ctx, obj: Any) -> Any:
         st = scalar_from_numpy(obj.dtype)
         if st is not None:
             return ctx.const(obj.item(), st)
-    if hasattr(type(obj), "__gl_struct__"):
-        return struct_constant(ctx, obj, [])
+    if hasattr(type(obj), "__gl_struct__") and not isinstance(obj, type):
+        return struct_constant(ctx, obj)
     return obj
 
 
-def struct_constant(ctx: Ctx, obj: Any, path: list[str]) -> StructVal:
+def struct_constant(ctx: Ctx, obj: Any, path: tuple[str, ...] = (), root: str = "",
+                    label: str = "the Warp struct") -> StructVal:
     """A Python struct instance as a kernel value (its fields' current values)."""
     t = resolve_annotation(type(obj))
+    root = root or t.name
     fields: list[Value] = []
     for name, ft in t.fields:
         v = getattr(obj, name)
         if hasattr(type(v), "__gl_struct__"):
-            fields.append(struct_constant(ctx, v, [*path, name]))
+            fields.append(struct_constant(ctx, v, (*path, name), root, label))
             continue
         value = python_constant(ctx, v)
         if isinstance(value, Literal) and isinstance(ft, ScalarType):
             value = materialize(ctx, value, ft)
         if not isinstance(value, KernelValue) or type_of(value) != ft:
-            where = ".".join([t.name, *path, name])
             what = ("a Warp array cannot be created inside Warp kernels"
                     if isinstance(ft, ArrayType) else f"{describe(value)} is not a {ft!r}")
-            raise CompileError(f"the Warp struct contains a data type that cannot be "
-                               f"constructed inside Warp kernels: {what} at {where}", ctx.loc)
+            raise CompileError(f"{label} contains a data type that cannot be constructed inside "
+                               f"Warp kernels: {what} at {'.'.join((root, *path))}", ctx.loc)
         fields.append(value)
     return StructVal(t, tuple(fields))
 
@@ -130,7 +133,10 @@ def static_result(ctx: Ctx, value: Any) -> Any:
             raise CompileError("None is returned", ctx.loc)
         if type(value).__module__.startswith("gradloom.runtime") and hasattr(value, "device"):
             raise CompileError("a Warp array cannot be created inside Warp kernels", ctx.loc)
-        result = python_constant(ctx, value)
+        if hasattr(type(value), "__gl_struct__") and not isinstance(value, type):
+            result = struct_constant(ctx, value, label="the returned Warp struct")
+        else:
+            result = python_constant(ctx, value)
     except CompileError as exc:
         raise CompileError(f"wp.static(): Static expression returns an unsupported value: "
                            f"{exc.bare_message}", ctx.loc) from None
@@ -198,7 +204,8 @@ class ExprLowerer:
             conflict = self.__dict__.get("type_conflicts", {}).get(node.id)
             if conflict is not None:  # set on two branches with two types (control.py)
                 raise KernelTypeError(*conflict)
-            raise UnknownNameError(f"name '{node.id}' is not defined", self.info.loc(node))
+            raise UnknownNameError(f"name '{node.id}' is not defined (Referencing undefined "
+                                   f"symbol: {node.id})", self.info.loc(node))
         return python_constant(self.ctx(node), obj)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
@@ -217,7 +224,11 @@ class ExprLowerer:
             return fixedarray.attribute(ctx, base, node.attr)
         if isinstance(base, StructVal):
             if node.attr not in [n for n, _ in base.type.fields]:
-                raise CompileError(f"struct {base.type.name} has no field '{node.attr}'", ctx.loc)
+                cls = base.type.cls
+                where = f"{getattr(cls, '__module__', '')}.{base.type.name}".lstrip(".")
+                raise WarpCodegenAttributeError(
+                    f"struct {base.type.name} has no field '{node.attr}': `{node.attr}` is not an "
+                    f"attribute of '{ast.unparse(node.value)}' ({where})", ctx.loc)
             return base.get(node.attr)
         if isinstance(base, ArrayVal):
             if node.attr == "shape":
@@ -285,6 +296,12 @@ class ExprLowerer:
                     raise CompileError("too many indices", ctx.loc)
                 out = self.component(ctx, out, i)
             return out
+        if isinstance(base, (list, tuple, dict)) and all(isinstance(i, Literal) for i in idx):
+            key = idx[0].value if len(idx) == 1 else tuple(i.value for i in idx)
+            try:  # a Python container indexed by a constant (`table[wp.static(i)](x)`)
+                return python_constant(ctx, base[key])  # type: ignore[index]
+            except (LookupError, TypeError) as exc:
+                raise CompileError(f"{type(base).__name__}[{key!r}]: {exc}", ctx.loc) from None
         if isinstance(base, TupleVal) and len(idx) == 1 and (isinstance(idx[0], Literal) or len(
                 {repr(type_of(i)) for i in base.items}) == 1):  # a run-time index: one item type
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
@@ -371,8 +388,10 @@ class ExprLowerer:
         return TupleVal(tuple(self.value(e) for e in node.elts))
 
     def expr_Call(self, node: ast.Call) -> Any:
-        callee = self.expr(node.func)
         ctx = self.ctx(node)
+        if id(node) in self.info.statics:  # a wp.static(...) evaluated at declaration
+            return static_result(ctx, self.info.statics[id(node)])
+        callee = self.expr(node.func)
         if callee is _static_marker():
             return self.static_eval(node)
         if self.is_tid(callee):
@@ -428,6 +447,8 @@ class ExprLowerer:
                       for k, v in kwargs.items()}
                 return construct_typed(ctx, t, [self.as_value(ctx, a) for a in args], kw)
             except TypeError as exc:  # a keyword the builtin does not take
+                if isinstance(exc, GradloomError):
+                    raise
                 raise KernelTypeError(f"{t!r}(): {exc}", ctx.loc) from None
         if isinstance(callee, KernelValue):
             raise CompileError(f"'{ast.unparse(node.func)}' is {describe(callee)}, which is not "
@@ -472,6 +493,8 @@ class ExprLowerer:
         compile-time view of its locals (static.py)."""
         if len(node.args) != 1:
             raise CompileError("wp.static() takes one expression", self.info.loc(node))
+        if id(node) in self.info.statics:  # evaluated when the function was declared
+            return self.info.statics[id(node)]
         code = compile(ast.Expression(node.args[0]), self.info.file, "eval")
         namespace = dict(self.info.pyfunc.__globals__)
         namespace.update(self.info.closure)

@@ -77,8 +77,9 @@ class LoopLowerer(ControlLowerer):
             first, last, step = reversed_range(ctx, start_v, stop_v, step)
             start_v, stop_v = ops.scalar(ctx, first, counter_t), ops.scalar(ctx, last, counter_t)
         step_v = ops.scalar(ctx, step, counter_t)
-        if all(isinstance(v, Literal) for v in (start, stop, step)) and \
-                reads_in_static(node.body, name):
+        if all(isinstance(v, Literal) for v in (start, stop, step)) and (
+                reads_in_static(node.body, name) or name in self.__dict__.get("static_indices",
+                                                                              {})):
             bounds = (int(v.value) for v in (start, stop, step))  # type: ignore[union-attr]
             self.unrolled(node, name, range(*bounds), counter_t, loc)
             return
@@ -87,8 +88,9 @@ class LoopLowerer(ControlLowerer):
 
     def unrolled(self, node: ast.For, name: str, values: range, t: ScalarType,
                  loc: Any) -> None:
-        """A constant-range loop whose index a `wp.static(...)` reads, unrolled as in Warp: each
-        trip is lowered with the index a constant that static expressions see."""
+        """A constant-range loop whose index a `wp.static(...)` reads (or that rebinds the index
+        of such a loop around it), unrolled as in Warp: each trip is lowered with the index a
+        constant that static expressions see."""
         saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
         self.env.pop(CONTINUE, None)
         if contains_jump(node.body, (ast.Break,)):
@@ -115,8 +117,9 @@ class LoopLowerer(ControlLowerer):
             done = stop[0] if len(stop) == 1 else self.b.op("or", (stop[0], stop[1]), loc)
             self.if_region(self.b.op("not", (done,), loc), trip, lambda: None, loc)
         indices.pop(name, None)
-        if outer is not None:
-            indices[name] = outer
+        if outer is not None:  # inside a loop unrolled over the same name, which static
+            # expressions after this loop see with this loop's last value, as in Python
+            indices[name] = values[-1] if len(values) else outer
         for f, v in saved.items():
             self.env.pop(f, None)
             if v is not None:
@@ -266,8 +269,9 @@ class LoopLowerer(ControlLowerer):
     def range_bound(self, node: ast.expr) -> Value:
         """A range() argument; an integer from `wp.static(...)` is a constant bound (of any
         integer type, as a literal), so the loop can be unrolled for static expressions."""
-        if isinstance(node, ast.Call) and is_static_call(node.func) and len(node.args) == 1 \
-                and self.expr(node.func) is lang.STATIC:
+        if isinstance(node, ast.Call) and len(node.args) == 1 and (
+                id(node) in self.info.statics or (is_static_call(node.func) and
+                                                  self.expr(node.func) is lang.STATIC)):
             raw = self.static_value(node)
             if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
                 return Literal(int(raw))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..builtins import memory
 from ..builtins.values import ArrayVal, Composite, Ctx, Literal, TupleVal, Value, describe, flatten
-from ..errors import CompileError, WarpCodegenTypeError, WarpCodegenValueError
+from ..errors import CompileError, KernelTypeError, WarpCodegenValueError
 from ..types import MatrixType, VectorType
 
 Key = Any  # a Literal index, a runtime index (Var) or a Python slice
@@ -95,7 +95,7 @@ def star_items(ctx: Ctx, value: Any) -> list[Value]:
         return list(value.comps)
     if isinstance(value, TupleVal):
         return list(value.items)
-    raise WarpCodegenTypeError("Starred expressions are only supported for vectors, matrices, "
+    raise KernelTypeError("Starred expressions are only supported for vectors, matrices, "
                                f"tuples and slices of 1-D arrays, not {describe(value)}", ctx.loc)
 
 

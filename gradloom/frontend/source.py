@@ -10,6 +10,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..builtins.registry import Builtin
 from ..errors import SourceLoc, UnsupportedSyntaxError
 
 
@@ -24,6 +25,9 @@ class SourceInfo:
     col_offset: int
     text: str
     closure: dict[str, Any] = field(default_factory=dict)
+    #: the `wp.static(...)` calls evaluated when the function was declared (id of the call
+    #: node: its value), as Warp does; the others are evaluated while compiling (static.py)
+    statics: dict[int, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -46,7 +50,9 @@ class SourceInfo:
         return False, None
 
 
-def parse_function(pyfunc: Any) -> SourceInfo:
+def parse_function(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
+    """pyfunc's source, parsed (then rewritten by Warp-style `code_transformers`: ast
+    NodeTransformers applied to its definition)."""
     try:
         lines, first = inspect.getsourcelines(pyfunc)
         file = inspect.getsourcefile(pyfunc) or "<unknown>"
@@ -58,6 +64,8 @@ def parse_function(pyfunc: Any) -> SourceInfo:
     text = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip())
     tree = ast.parse(text)
+    for transformer in transformers or ():
+        tree.body[0] = ast.fix_missing_locations(transformer.visit(tree.body[0]))
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         what = ("an 'async def' function" if isinstance(fdef, ast.AsyncFunctionDef)
@@ -73,6 +81,8 @@ def parse_function(pyfunc: Any) -> SourceInfo:
                 closure[name] = cell.cell_contents
             except ValueError:
                 continue
+    if transformers:  # the rewritten code is what compiles: hash it too
+        text += "\n# transformed:\n" + ast.dump(fdef)
     return SourceInfo(pyfunc, fdef, file, first, indent, text, closure)
 
 
@@ -87,6 +97,12 @@ def referenced_names(tree: ast.AST) -> list[str]:
 
 def fingerprint_value(value: Any, visiting: set[int]) -> str:
     """A stable text for a captured value that changes whenever its meaning to a kernel does."""
+    if hasattr(type(value), "__gl_struct__") and not isinstance(value, type):  # an instance
+        fields = ",".join(f"{n}={fingerprint_value(getattr(value, n), visiting)}"
+                          for n, _ in type(value).__gl_type__.fields)
+        return f"{type(value).__gl_fingerprint__(visiting)}({fields})"
+    if isinstance(value, Builtin):
+        return f"builtin:{value.name}"
     fp = getattr(value, "__gl_fingerprint__", None)
     if fp is not None:
         return str(fp(visiting))
@@ -118,6 +134,8 @@ def source_digest(info: SourceInfo, visiting: set[int]) -> str:
         if found and not inspect.isbuiltin(value) and value is not getattr(builtins, name, None):
             h.update(f"{name}={fingerprint_value(value, visiting)};".encode())
     h.update(_module_attr_digest(info, visiting).encode())
+    for value in info.statics.values():  # values `wp.static` gave at declaration
+        h.update(f"static={fingerprint_value(value, visiting)};".encode())
     return h.hexdigest()
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ..builtins import lang
 from ..builtins.values import ArrayVal, Composite, KernelValue, Literal, TupleVal, type_of
 from ..types import MatrixType, VectorType
+from .source import SourceInfo, parse_function
 
 
 class StaticView:
@@ -112,3 +114,52 @@ def reads_in_static(body: list[ast.stmt], name: str) -> bool:
 def is_static_call(func: ast.expr) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "static") or \
         (isinstance(func, ast.Name) and func.id == "static")
+
+
+def parse_declared(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
+    """pyfunc's parsed source with its static expressions resolved as at declaration."""
+    info = parse_function(pyfunc, transformers)
+    resolve_declared(info)
+    return info
+
+
+def resolve_declared(info: SourceInfo) -> None:
+    """Evaluate, now, the `wp.static(...)` calls that read no index of a loop around them, as
+    Warp does when a function is declared (into info.statics; an expression that fails now,
+    e.g. on a local name, is evaluated while compiling instead). A static nested in another
+    is evaluated once, as part of the outer one."""
+    namespace = {**info.pyfunc.__globals__, **info.closure}
+
+    def visit(node: ast.AST, loop_vars: frozenset[str]) -> None:
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            loop_vars = loop_vars | {node.target.id}
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
+                _resolves_to_static(node.func, namespace):
+            arg = node.args[0]
+            if not any(isinstance(n, ast.Name) and n.id in loop_vars for n in ast.walk(arg)):
+                try:
+                    code = compile(ast.Expression(arg), info.file, "eval")
+                    info.statics[id(node)] = eval(code, namespace)
+                    return
+                except Exception:  # evaluated again, with the locals, when compiling
+                    pass
+        for child in ast.iter_child_nodes(node):
+            visit(child, loop_vars)
+
+    for stmt in info.tree.body:
+        visit(stmt, frozenset())
+
+
+def _resolves_to_static(func: ast.expr, namespace: dict[str, Any]) -> bool:
+    """Whether a call's target is `wp.static` (a name or an attribute chain from a global)."""
+    parts: list[str] = []
+    node: ast.expr = func
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in namespace:
+        return False
+    obj = namespace[node.id]
+    for attr in reversed(parts):
+        obj = getattr(obj, attr, None)
+    return obj is lang.STATIC
