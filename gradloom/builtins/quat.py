@@ -75,15 +75,6 @@ def dtype_arg(ctx: Ctx, name: str, dtype: Any) -> ScalarType | None:
     return t
 
 
-def const_axis(ctx: Ctx, name: str, v: Any, what: str) -> int:
-    """An Euler axis index: a compile-time integer constant in {0, 1, 2}."""
-    value = v.value if isinstance(v, Literal) else v
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2:
-        raise ctx.error(f"wp.{name}(): axis index {what} must be a constant 0, 1 or 2, "
-                        f"got {describe(v)}")
-    return value
-
-
 # -- scalar arithmetic shorthand ------------------------------------------------------------------
 
 class Emit:
@@ -252,32 +243,6 @@ def euler_to_quat(e: Emit, ang: tuple[Var, ...], i: int, j: int, k: int) -> tupl
     """qk * qj * qi (fixed axes i, j, k in that order); e[i] twice for proper sequences."""
     qi, qj = axis_quat(e, i, ang[i]), axis_quat(e, j, ang[j])
     return dense(e, qmul(e, axis_quat(e, k, ang[k]), qmul(e, qj, qi)))
-
-
-def quat_to_euler_comps(e: Emit, q: tuple[Var, ...], i: int, j: int, k: int
-                        ) -> tuple[Var, ...]:
-    """Bernardes & Viollet's direct method (as scipy's as_euler for extrinsic sequences), without
-    wrapping the first and third angles, so they lie in [-2pi, 2pi] as Warp documents."""
-    proper = i == k
-    if proper:
-        k = 3 - i - j
-    sign = float((i - j) * (j - k) * (k - i) // 2)
-    w, qk = q[3], e.mul(q[k], e.c(sign))
-    if proper:
-        a, b, c, d = w, q[i], q[j], qk
-    else:
-        a, b, c, d = e.sub(w, q[j]), e.add(q[i], qk), e.add(q[j], w), e.sub(qk, q[i])
-    hyp_cd = e.safe_sqrt(e.add(e.mul(c, c), e.mul(d, d)))
-    hyp_ab = e.safe_sqrt(e.add(e.mul(a, a), e.mul(b, b)))
-    second = e.mul(e.c(2.0), e.op("atan2", hyp_cd, hyp_ab))
-    half_sum, half_diff = e.op("atan2", b, a), e.op("atan2", d, c)
-    first, third = e.sub(half_sum, half_diff), e.add(half_sum, half_diff)
-    if not proper:
-        second = e.sub(second, e.c(1.5707963267948966))
-        third = e.mul(third, e.c(sign))
-    out: list[Var] = [first, first, first]
-    out[i], out[j], out[k] = first, second, third
-    return tuple(out)
 
 
 # -- construction ---------------------------------------------------------------------------------
@@ -487,33 +452,6 @@ def quat_to_rpy(ctx: Ctx, q: Value) -> Value:
     # atan2 against cos(pitch) = hypot(R21, R22) instead of asin: finite gradients near +-pi/2
     pitch = e.op("atan2", sin_pitch, e.safe_sqrt(e.add(e.mul(r21, r21), e.mul(r22, r22))))
     return Composite(vec3_type(e.dt), (roll, pitch, yaw))
-
-
-def _euler_axes(ctx: Ctx, name: str, i: Any, j: Any, k: Any) -> tuple[int, int, int]:
-    ai, aj, ak = (const_axis(ctx, name, v, w) for v, w in ((i, "i"), (j, "j"), (k, "k")))
-    if ai == aj or aj == ak:
-        raise ctx.error(f"wp.{name}(): consecutive axes must differ, got ({ai}, {aj}, {ak})")
-    return ai, aj, ak
-
-
-@builtin("quat_from_euler", "the rotation of Euler angles e (indexed by axis) about the fixed "
-         "axes i, j, k in that order (qk * qj * qi); i == k uses e[i] twice",
-         signatures="(e: Vector3, i: Int, j: Int, k: Int) -> Quat", group=GROUP)
-def quat_from_euler(ctx: Ctx, e: Value, i: Any, j: Any, k: Any) -> Value:
-    v = as_vec(ctx, "quat_from_euler", e)
-    axes = _euler_axes(ctx, "quat_from_euler", i, j, k)
-    return Composite(quat_type(v.type.dtype), euler_to_quat(Emit(ctx, v.type.dtype), v.comps,
-                                                            *axes))
-
-
-@builtin("quat_to_euler", "Euler angles of q about the fixed axes i, j, k (the convention of "
-         "quat_from_euler); first and third angles in [-2pi, 2pi]",
-         signatures="(q: Quat, i: Int, j: Int, k: Int) -> Vector3", group=GROUP)
-def quat_to_euler(ctx: Ctx, q: Value, i: Any, j: Any, k: Any) -> Value:
-    qq = as_quat(ctx, "quat_to_euler", q)
-    axes = _euler_axes(ctx, "quat_to_euler", i, j, k)
-    e = Emit(ctx, qq.type.dtype)
-    return Composite(vec3_type(e.dt), quat_to_euler_comps(e, qq.comps, *axes))
 
 
 # -- interpolation and swing-twist ----------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import functools
 import inspect
 from typing import Any
@@ -63,6 +64,9 @@ BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
           ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
           ast.LShift: "lshift", ast.RShift: "rshift"}
+_OP_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+             "pow": "**", "matmul": "@", "bitand": "&", "bitor": "|", "bitxor": "^",
+             "lshift": "<<", "rshift": ">>"}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"}
@@ -200,6 +204,8 @@ class ExprLowerer:
         if node.id in self.env:
             return self.env[node.id]
         found, obj = self.info.resolve(node.id)
+        if not found:  # as in Warp, a kernel builtin or type name needs no `wp.` prefix
+            found, obj = _language_name(node.id)
         if not found:
             conflict = self.__dict__.get("type_conflicts", {}).get(node.id)
             if conflict is not None:  # set on two branches with two types (control.py)
@@ -209,8 +215,12 @@ class ExprLowerer:
         return python_constant(self.ctx(node), obj)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
-        base = self.expr(node.value)
         ctx = self.ctx(node)
+        if node.attr in ("value", "name"):  # `Color.RED.value`
+            member = self.python_object(node.value)
+            if isinstance(member, enum.Enum):
+                return python_constant(ctx, getattr(member, node.attr))
+        base = self.expr(node.value)
         if isinstance(base, Composite):
             part = transform_part(base, node.attr)  # xform.p / xform.q
             if part is not None:
@@ -247,6 +257,18 @@ class ExprLowerer:
             raise UnknownNameError(f"'{getattr(base, '__name__', base)}' has no attribute "
                                    f"'{node.attr}'", ctx.loc)
         return python_constant(ctx, getattr(base, node.attr))
+
+    def python_object(self, node: ast.expr) -> Any:
+        """The Python object a global name or attribute chain (`mod.Enum.MEMBER`) names, or
+        None (a local, or not such a chain)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return None
+            return self.info.resolve(node.id)[1]
+        if isinstance(node, ast.Attribute):
+            base = self.python_object(node.value)
+            return None if base is None else getattr(base, node.attr, None)
+        return None
 
     def component_index(self, node: ast.Attribute, base: Composite) -> int:
         idx = _COMPONENT.get(node.attr)
@@ -340,7 +362,23 @@ class ExprLowerer:
         opname = BINOPS.get(type(node.op))
         if opname is None:
             raise self.unsupported(node, f"the operator {type(node.op).__name__}")
-        return ops.binary(self.ctx(node), opname, self.value(node.left), self.value(node.right))
+        left, right = self.value(node.left), self.value(node.right)
+        if isinstance(left, StructVal) or isinstance(right, StructVal):
+            return self.struct_operator(node, opname, left, right)
+        return ops.binary(self.ctx(node), opname, left, right)
+
+    def struct_operator(self, node: ast.BinOp, opname: str, left: Value, right: Value) -> Value:
+        """`a + b` on structs calls the user's @wp.func named for the operator (`add`), as
+        Warp's operators do."""
+        ctx = self.ctx(node)
+        found, fn = self.info.resolve(opname)
+        if not (found and hasattr(fn, "pyfunc") and hasattr(fn, "param_types")):
+            raise KernelTypeError(f"{describe(left)} {_OP_SIGNS[opname]} {describe(right)}: "
+                                  f"define a @wp.func named '{opname}' for these types",
+                                  ctx.loc)
+        call = ast.copy_location(ast.Call(func=ast.Name(opname, ast.Load()),
+                                          args=[node.left, node.right], keywords=[]), node)
+        return self.inline_call(ctx, call, fn, [left, right], {})  # type: ignore[no-any-return]
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
         operand = self.value(node.operand)
@@ -422,7 +460,7 @@ class ExprLowerer:
             try:
                 result = callee.fn(ctx, *args, **kw)
             except TypeError as exc:
-                if _binds(callee.fn, ctx, args, kw):
+                if isinstance(exc, GradloomError) or _binds(callee.fn, ctx, args, kw):
                     raise
                 raise KernelTypeError(f"wp.{callee.name}(): {exc}", ctx.loc) from None
             if isinstance(result, OutArgs):
@@ -640,6 +678,17 @@ def _unliteral(v: Any) -> Any:
     if isinstance(v, TupleVal) and all(isinstance(i, Literal) for i in v.items):
         return tuple(i.value for i in v.items)  # type: ignore[union-attr]
     return v
+
+
+def _language_name(name: str) -> tuple[bool, Any]:
+    """A kernel builtin (`expect_eq`) or a type of the kernel language (`vec3`, `float32`)
+    by its bare name."""
+    if name in REGISTRY:
+        return True, REGISTRY[name]
+    t = getattr(types_module, name, None)
+    if isinstance(t, (ScalarType, VectorType, MatrixType)):
+        return True, t
+    return False, None
 
 
 def _static_marker() -> Any:
