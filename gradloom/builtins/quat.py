@@ -175,15 +175,16 @@ def dense(e: Emit, q: QComps) -> tuple[Var, ...]:
 
 def rotate(e: Emit, q: tuple[Var, ...], v: tuple[Var, ...], inverse: bool = False
            ) -> tuple[Var, ...]:
-    """v * (2w² - 1) + 2w (u × v) + 2u (u · v): R(q) v for unit q (its conjugate if inverse).
-    Warp documents quat_rotate(q, v) == quat_to_matrix(q) @ v, so both use this formula."""
+    """v * (2w² - 1) + 2u (u · v) + 2w (u × v): R(q) v for unit q (its conjugate if inverse),
+    summed in Warp's order, so the results agree bit for bit. Warp documents quat_rotate(q, v)
+    == quat_to_matrix(q) @ v, so both use this formula."""
     u, w = q[:3], q[3]
     two = e.c(2.0)
     s = e.sub(e.mul(two, w, w), e.c(1.0))
     uv = e.cross(u, v)
     tw = e.mul(two, w)
     tw = e.neg(tw) if inverse else tw
-    return e.vadd(e.scale(v, s), e.scale(uv, tw), e.scale(u, e.mul(two, e.dot(u, v))))
+    return e.vadd(e.scale(v, s), e.scale(u, e.mul(two, e.dot(u, v))), e.scale(uv, tw))
 
 
 def rot_matrix(e: Emit, q: tuple[Var, ...]) -> tuple[Var, ...]:
