@@ -63,14 +63,15 @@ class Module:
             out.extend(k.overloads.values() if k.is_generic else [k])
         return out
 
-    def hash_module(self) -> str:
-        """Warp's module content hash: it changes when the source of any kernel of the module,
-        or anything its names resolve to (functions, constants, struct layouts, `wp.static`
-        values), changes; kernels redefined identically keep it."""
-        h = hashlib.sha256()
+    def hash_module(self) -> bytes:
+        """Warp's module content hash (a SHA-256 digest): it changes when the source of any
+        kernel of the module, or anything its names resolve to (functions, constants, struct
+        layouts, `wp.static` values), or the module's options change; kernels redefined
+        identically keep it."""
+        h = hashlib.sha256(repr(sorted(self.options.items(), key=lambda kv: kv[0])).encode())
         for key in sorted(self.kernels):
             h.update(f"{key}:{self.kernels[key].content_hash()};".encode())
-        return h.hexdigest()
+        return h.digest()
 
     def load(self, device: Any = None, block_dim: Any = None) -> bool:
         """Compile (or load from the cache) every kernel of the module now. Kernels compile on
