@@ -1516,6 +1516,22 @@ def quat_normalize_kernel(q: wp.array(dtype=wp.quatd), y: wp.array(dtype=wp.quat
     y[i] = wp.normalize(q[i])
 
 
+@wp.kernel
+def continue_counter_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64),
+                            writes: wp.array(dtype=int)):
+    i = wp.tid()
+    value = f64(0.0)
+    for p in range(n):
+        if p == 1:
+            continue
+        for q in range(3):
+            value += x[i] * f64(q + 1)
+            if q == 2:
+                continue
+            wp.atomic_add(writes, i, 1)  # an array passed to a call: not a loop-carried value
+    y[i] = value * value
+
+
 _Q3 = rnd((3, 4), seed=31) + np.array([0.0, 0.0, 0.0, 1.5])  # not unit: off the sphere
 _AXES = np.array([[0, 1, 2], [2, 0, 2], [1, 2, 0]], dtype=np.int32)
 
@@ -1535,6 +1551,10 @@ CASES_ISSUE13_H_CLANG = [
          args=[arr(X4), arr(zeros(4))], wrt=[0], outputs=[1]),
     Case("reversed_range_runtime_step", kernel=reversed_runtime_step_kernel, dim=4,
          args=[arr(X4), 2, arr(zeros(4))], wrt=[0], outputs=[2], warp_xfail=WARP_DYNAMIC_LOOP),
+    Case("continue_with_counter_array", kernel=continue_counter_kernel, dim=4,
+         args=[arr(X4), 3, arr(zeros(4)), arr(np.zeros(4, dtype=np.int32), int)], wrt=[0],
+         outputs=[2], warp_xfail="warp-lang's adjoint gives 0 here (loops over a run-time "
+                                 "range with continue); FD and gradloom agree"),
     Case("quat_normalize", kernel=quat_normalize_kernel, dim=3,
          args=[arr(_Q3, wp.quatd), arr(zeros((3, 4)), wp.quatd)], wrt=[0], outputs=[1]),
 ]
