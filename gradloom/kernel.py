@@ -31,7 +31,7 @@ from .frontend.static import parse_declared
 from .ir.nodes import KernelIR, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
-from .modules import get_module, module_for, qualified_key
+from .modules import discard_module, get_module, module_for, qualified_key
 from .native import install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
@@ -418,9 +418,28 @@ def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | No
         k = Kernel(fn, key=name, module=module, options=options, enable_backward=enable_backward)
         if module_options:
             k.module.options.update(module_options)
-        return k
+        return _deduplicated(k) if module == "unique" else k
 
     return make if f is None else make(f)
+
+
+#: `module="unique"` kernels by content: declaring the same kernel again (same source, same
+#: captured values, options) gives the kernel declared first, as in Warp
+_UNIQUE: weakref.WeakValueDictionary[str, Kernel] = weakref.WeakValueDictionary()
+
+
+def _deduplicated(k: Kernel) -> Kernel:
+    try:
+        sig = (f"{k.key}|{k.content_hash()}|{sorted(k.options.items())!r}|"
+               f"{sorted(k.module.options.items())!r}")
+    except (GradloomError, TypeError, NameError):
+        return k  # not hashable now (e.g. its source is unavailable): keep the new one
+    old = _UNIQUE.get(sig)
+    if old is not None and old.is_generic == k.is_generic:
+        discard_module(k.module)
+        return old
+    _UNIQUE[sig] = k
+    return k
 
 
 _CUDA_OPTIONS = {"launch_bounds", "cuda_max_registers", "enable_cuda_smem_spilling",

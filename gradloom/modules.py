@@ -118,6 +118,12 @@ def get_module(name: str) -> Module:
     return module
 
 
+def discard_module(module: Module) -> None:
+    """Forget a module no kernel is kept in (a duplicate `module="unique"` kernel's)."""
+    if _MODULES.get(module.name) is module:
+        del _MODULES[module.name]
+
+
 def unique_module(key: str, func: Any) -> Module:
     """A fresh module for one kernel (`@wp.kernel(module="unique")`)."""
     code = getattr(func, "__code__", None)

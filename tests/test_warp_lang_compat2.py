@@ -249,6 +249,7 @@ def test_static_values_of_same_source_kernels_stay_apart():
     for v in (1.0, 2.0, 1.0):
         run(make(v), 1, a)
         assert a.numpy()[0] == 2.0 * v
+    assert make(3.0) is make(3.0) and make(3.0) is not make(4.0)  # Warp's unique kernels
 
 
 @wp.func
@@ -332,6 +333,37 @@ class _Double(ast.NodeTransformer):
 
 def _transformed(out: wp.array(dtype=float)):
     out[0] = 1.5
+
+
+_BUMPS = []
+
+
+def _bump():
+    _BUMPS.append(1.0)
+    return float(len(_BUMPS))
+
+
+class _ReuseCall(ast.NodeTransformer):
+    """Makes the second statement's value the first one's node itself (shared)."""
+
+    def visit_FunctionDef(self, node):
+        node.body[1].value = node.body[0].value
+        return node
+
+
+def _reused(out: wp.array(dtype=float)):
+    x = wp.static(_bump())
+    y = 0.0
+    out[0] = 10.0 * x + y
+
+
+def test_a_static_call_a_transformer_reuses_is_evaluated_per_occurrence():
+    _BUMPS.clear()
+    k = wp.Kernel(_reused, module=wp.get_module(f"{__name__}_reused"),
+                  code_transformers=[_ReuseCall()])
+    out = zeros(1)
+    run(k, 1, out)
+    assert out.numpy()[0] == 12.0
 
 
 def test_code_transformers_rewrite_the_kernel():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import hashlib
 import inspect
 import textwrap
@@ -66,6 +67,8 @@ def parse_function(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
     tree = ast.parse(text)
     for transformer in transformers or ():
         tree.body[0] = ast.fix_missing_locations(transformer.visit(tree.body[0]))
+    if transformers:
+        _unshare(tree.body[0])
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         what = ("an 'async def' function" if isinstance(fdef, ast.AsyncFunctionDef)
@@ -84,6 +87,28 @@ def parse_function(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
     if transformers:  # the rewritten code is what compiles: hash it too
         text += "\n# transformed:\n" + ast.dump(fdef)
     return SourceInfo(pyfunc, fdef, file, first, indent, text, closure)
+
+
+def _unshare(tree: ast.AST) -> None:
+    """Copy every node a transformer placed at more than one spot, so that each occurrence is
+    its own node (a `wp.static` call reused twice is evaluated for each occurrence)."""
+    seen: set[int] = set()
+
+    def fresh(child: ast.AST) -> ast.AST:
+        if id(child) in seen:
+            child = copy.deepcopy(child)
+        visit(child)
+        return child
+
+    def visit(node: ast.AST) -> None:
+        seen.add(id(node))
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                value[:] = [fresh(c) if isinstance(c, ast.AST) else c for c in value]
+            elif isinstance(value, ast.AST):
+                setattr(node, name, fresh(value))
+
+    visit(tree)
 
 
 def referenced_names(tree: ast.AST) -> list[str]:
@@ -117,6 +142,9 @@ def fingerprint_value(value: Any, visiting: set[int]) -> str:
         return f"module:{value.__name__}"
     if isinstance(value, (tuple, list)):
         return "(" + ",".join(fingerprint_value(v, visiting) for v in value) + ")"
+    if isinstance(value, dict):  # `table[wp.static(key)]`
+        return "{" + ",".join(f"{k!r}:{fingerprint_value(v, visiting)}"
+                              for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
     return f"obj:{type(value).__module__}.{type(value).__qualname__}"
 
 
