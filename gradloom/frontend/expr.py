@@ -397,7 +397,7 @@ class ExprLowerer:
                 raise self.unsupported(node, f"the comparison '{type(op).__name__}'")
             right = self.value(right_node)
             if isinstance(left, Composite) and isinstance(right, Composite) and \
-                    left.type == right.type and not left.comps and prim in ("eq", "ne"):
+                    not left.comps and not right.comps and prim in ("eq", "ne"):
                 c: Value = Literal(prim == "eq")  # empty slices (`v[4:] == vec0()`) are equal
             else:
                 c = ops.compare(ctx, prim, *compare_operands(ctx, left, right))

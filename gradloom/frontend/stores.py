@@ -20,7 +20,7 @@ from ..builtins.values import (
     scalar,
     type_of,
 )
-from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError
+from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError, WarpCodegenValueError
 from ..types import MatrixType, ScalarType, VectorType
 from .expr import ExprLowerer
 from .slices import has_slice, read_slice, write_slice
@@ -92,6 +92,8 @@ class StoreLowerer(ExprLowerer):
             return with_part(cur, key, new_part)
         if isinstance(cur, Composite) and kind == "slice":  # `v[1:3] = `, `m[0, 1:] += `
             sub = read_slice(ctx, cur, key)
+            if len(steps) == 1 and aug is None:
+                check_vector_slice_value(ctx, sub, value)
             return write_slice(ctx, cur, key, self.update(ctx, sub, steps[1:], value, aug))
         if isinstance(cur, Composite):
             index = self.step_index(ctx, cur, kind, key)
@@ -182,3 +184,21 @@ class StoreLowerer(ExprLowerer):
             value = ops.binary(ctx, aug, memory.load(ctx, place), value)
         memory.store(ctx, place, value)
 
+
+
+def check_vector_slice_value(ctx: Ctx, sub: Value, value: Value) -> None:
+    """`v[1:] = value`: a vector of the slice's length and dtype (Warp's words otherwise)."""
+    if not (isinstance(sub, Composite) and isinstance(sub.type, VectorType)):
+        return
+    n, dt = sub.type.length, sub.type.dtype
+    if isinstance(value, Composite) and isinstance(value.type, VectorType):
+        if value.type.length != n:
+            raise WarpCodegenValueError(f"The length of the provided vector ({value.type.length}) "
+                                        f"isn't compatible with the given slice (expected {n}).",
+                                        ctx.loc)
+        if value.type.dtype != dt:
+            raise WarpCodegenValueError(f"The provided vector is expected to be of length {n} "
+                                        f"with dtype {dt}.", ctx.loc)
+    elif not isinstance(value, Literal):
+        raise WarpCodegenValueError(f"The provided value is expected to be a vector of length "
+                                    f"{n}, with dtype {dt}.", ctx.loc)
