@@ -685,3 +685,68 @@ def test_fem_sample_struct():
     out = zeros(1)
     run(k, 1, h, out)
     assert out.numpy()[0] == 1.75
+
+
+# =============================================================================================
+# 8. per-component operators on vectors and matrices; vector slice assignment errors
+
+
+@wp.kernel(module="unique")
+def componentwise_ops(out: wp.array(dtype=wp.vec3ui), empty: wp.array(dtype=int)):
+    a = wp.vec3ui(wp.uint32(12), wp.uint32(10), wp.uint32(7))
+    b = wp.vec3ui(wp.uint32(5), wp.uint32(3), wp.uint32(2))
+    out[0] = a % b
+    out[1] = (a & b) | (a ^ b)
+    out[2] = (b << wp.vec3ui(wp.uint32(1))) >> wp.vec3ui(wp.uint32(0))
+    out[3] = ~a & wp.vec3ui(wp.uint32(15))
+    v = wp.vec4(1.0, 2.0, 3.0, 4.0)
+    empty[0] = int(v[4:] == wp.vec3()[3:])
+
+
+def test_componentwise_remainder_and_bit_operators():
+    out = wp.zeros(4, dtype=wp.vec3ui, device=DEVICE)
+    empty = zeros(1, int)
+    run(componentwise_ops, 1, out, empty)
+    a, b = np.array([12, 10, 7], np.uint32), np.array([5, 3, 2], np.uint32)
+    np.testing.assert_array_equal(out.numpy(), [a % b, (a & b) | (a ^ b), b << 1, ~a & 15])
+    assert empty.numpy()[0] == 1
+
+
+@gradloom_only  # a superset: Warp has no `%` between matrices
+def test_matrix_remainder_per_component():
+    @wp.kernel(module="unique")
+    def k(m_out: wp.array(dtype=wp.mat22)):
+        m_out[0] = wp.mat22(7.0, -7.5, 9.0, 4.0) % wp.mat22(2.0, 2.0, 4.0, 3.0)
+
+    m_out = wp.zeros(1, dtype=wp.mat22, device=DEVICE)
+    run(k, 1, m_out)
+    np.testing.assert_array_equal(m_out.numpy()[0], np.fmod([[7.0, -7.5], [9.0, 4.0]],
+                                                             [[2.0, 2.0], [4.0, 3.0]]))
+
+
+def _slice_of_other_dtype():
+    v = wp.vec4(1.0, 2.0, 3.0, 4.0)
+    v[1:] = wp.vec3d(5.0, 6.0, 7.0)
+
+
+def _slice_of_other_length():
+    v = wp.vec4(1.0, 2.0, 3.0, 4.0)
+    v[1:] = wp.vec2(5.0, 6.0)
+
+
+def _slice_of_scalar():
+    v = wp.vec4(1.0, 2.0, 3.0, 4.0)
+    v[1:] = wp.float64(5.0)
+
+
+@pytest.mark.parametrize("func,message", [
+    (_slice_of_other_dtype, "The provided vector is expected to be of length 3 with dtype "
+                            "float32."),
+    (_slice_of_other_length, r"The length of the provided vector \(2\) isn't compatible with the "
+                             r"given slice \(expected 3\)."),
+    (_slice_of_scalar, "The provided value is expected to be a vector of length 3, with dtype "
+                       "float32."),
+], ids=lambda v: getattr(v, "__name__", None) or "")
+def test_vector_slice_assignment_errors(func, message):
+    with pytest.raises(ValueError, match=message + "$"):
+        run(wp.kernel(func, module="unique"), 1)
