@@ -750,3 +750,26 @@ def _slice_of_scalar():
 def test_vector_slice_assignment_errors(func, message):
     with pytest.raises(ValueError, match=message + "$"):
         run(wp.kernel(func, module="unique"), 1)
+
+
+# =============================================================================================
+# 9. a variable set once from a number is a constant of full precision
+
+
+@wp.kernel
+def constant_variables(values: wp.array(dtype=wp.float64), counts: wp.array(dtype=int)):
+    x = 0.1
+    n = 3
+    d = wp.vec3d(x, 0.0, 0.0)
+    values[0] = d[0]
+    values[1] = wp.float64(x)
+    f = wp.vec3f(4.0, 5.0, 6.0)
+    counts[0] = n
+    counts[1] = int(f[0:n][2])
+
+
+def test_constant_variables_keep_their_exact_value():
+    values, counts = zeros(2, wp.float64), zeros(2, int)
+    run(constant_variables, 1, values, counts)
+    assert list(values.numpy()) == [0.1, 0.1]  # not float32(0.1)
+    assert list(counts.numpy()) == [3, 6]

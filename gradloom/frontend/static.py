@@ -9,6 +9,7 @@ tuple's `len()`, a value's `dtype` and `length`.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 from ..builtins import lang
@@ -90,6 +91,31 @@ def constant_names(tree: ast.FunctionDef) -> dict[str, Any]:
             if number is not None:
                 values[node.targets[0].id] = number
     return {n: v for n, v in values.items() if counts.get(n) == 1}
+
+
+def literal_names(tree: ast.FunctionDef, is_type: Callable[[ast.expr], bool]) -> set[str]:
+    """Names a function binds exactly once, by a plain `name = ...` statement of its top level
+    (never reassigned, augmented, used as a loop target or passed to a call other than a type's,
+    which may rebind an output argument): when that value is a number literal, the name stays
+    an untyped constant, as a Warp constant variable does (`x = 0.1; wp.float64(x)` is exactly
+    0.1). is_type(func) tells whether a call's target is a type (a cast or constructor)."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and not is_type(node.func):
+            targets = [a for a in node.args if isinstance(a, ast.Name)]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+    top = {s.targets[0].id for s in tree.body if isinstance(s, ast.Assign)
+           and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
+    params = {a.arg for a in tree.args.args}
+    return {n for n in top if counts.get(n) == 1 and n not in params}
 
 
 def _number(node: ast.expr) -> Any:
