@@ -756,7 +756,7 @@ def test_vector_slice_assignment_errors(func, message):
 # 9. a variable set once from a number is a constant of full precision
 
 
-@wp.kernel
+@wp.kernel(module="unique")
 def constant_variables(values: wp.array(dtype=wp.float64), counts: wp.array(dtype=int)):
     x = 0.1
     n = 3
@@ -765,7 +765,8 @@ def constant_variables(values: wp.array(dtype=wp.float64), counts: wp.array(dtyp
     values[1] = wp.float64(x)
     f = wp.vec3f(4.0, 5.0, 6.0)
     counts[0] = n
-    counts[1] = int(f[0:n][2])
+    sliced = f[0:n]
+    counts[1] = int(sliced[2])
 
 
 def test_constant_variables_keep_their_exact_value():
