@@ -20,7 +20,8 @@ from ..builtins.values import (
 from ..errors import KernelTypeError, SourceLoc
 from ..ir.nodes import Var
 from ..types import bool_
-from .expr import ExprLowerer, truth
+from .expr import ExprLowerer
+from .logic import truth
 
 BREAK, CONTINUE, RETURN, RETVAL = "$break", "$continue", "$return", "$retval"
 IFEXP = "$ifexp"  # the value of a conditional expression, merged like a variable

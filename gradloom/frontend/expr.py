@@ -9,8 +9,6 @@ import functools
 import inspect
 from typing import Any
 
-import numpy as np
-
 from .. import types as types_module
 from ..builtins import fixedarray, lang, memory, ops
 from ..builtins.construct import construct_typed
@@ -29,10 +27,8 @@ from ..builtins.values import (
     TupleVal,
     Value,
     describe,
-    materialize,
     scalar,
     type_of,
-    zeros_of,
 )
 from ..errors import (
     CompileError,
@@ -44,18 +40,21 @@ from ..errors import (
     WarpCodegenAttributeError,
 )
 from ..ir.builder import Builder
-from ..ir.nodes import Var
 from ..types import (
-    ArrayType,
     MatrixType,
     ScalarType,
     StructType,
     VectorType,
-    VecValue,
     int32,
     resolve_annotation,
-    scalar_from_numpy,
 )
+from .constants import (
+    construct_struct,
+    language_name,
+    python_constant,
+    static_result,
+)
+from .logic import compare_operands, logical_and, logical_or, truth
 from .slices import array_slice_items, constant_slice, has_slice, read_slice, star_items
 from .source import SourceInfo
 from .static import constant_names, static_locals
@@ -88,78 +87,6 @@ _PY_BUILTIN_ALIASES: dict[Any, str] = {
     types_module.vector: "vector", types_module.matrix: "matrix",
     types_module.quaternion: "quaternion", types_module.transformation: "transformation",
 }
-
-
-def python_constant(ctx: Ctx, obj: Any) -> Any:
-    """A captured Python object as a kernel value where it has one; else the object itself."""
-    if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):
-        return Literal(obj)
-    if isinstance(obj, VecValue):
-        t = obj.gl_type
-        comps = tuple(ctx.const(v.item(), t.dtype) for v in np.ravel(obj))
-        return Composite(t, comps)
-    if isinstance(obj, np.generic):  # numpy's own dtype (np.float64 is also a Python float)
-        st = scalar_from_numpy(obj.dtype)
-        if st is not None:
-            return ctx.const(obj.item(), st)
-    if hasattr(type(obj), "__gl_struct__") and not isinstance(obj, type):
-        return struct_constant(ctx, obj)
-    return obj
-
-
-def struct_constant(ctx: Ctx, obj: Any, path: tuple[str, ...] = (), root: str = "",
-                    label: str = "the Warp struct") -> StructVal:
-    """A Python struct instance as a kernel value (its fields' current values)."""
-    t = resolve_annotation(type(obj))
-    root = root or t.name
-    fields: list[Value] = []
-    for name, ft in t.fields:
-        v = getattr(obj, name)
-        if hasattr(type(v), "__gl_struct__"):
-            fields.append(struct_constant(ctx, v, (*path, name), root, label))
-            continue
-        value = python_constant(ctx, v)
-        if isinstance(value, Literal) and isinstance(ft, ScalarType):
-            value = materialize(ctx, value, ft)
-        if not isinstance(value, KernelValue) or type_of(value) != ft:
-            what = ("a Warp array cannot be created inside Warp kernels"
-                    if isinstance(ft, ArrayType) else f"{describe(value)} is not a {ft!r}")
-            raise CompileError(f"{label} contains a data type that cannot be constructed inside "
-                               f"Warp kernels: {what} at {'.'.join((root, *path))}", ctx.loc)
-        fields.append(value)
-    return StructVal(t, tuple(fields))
-
-
-def static_result(ctx: Ctx, value: Any) -> Any:
-    """What `wp.static(...)` gives a kernel; Warp's message for values kernels cannot hold."""
-    try:
-        if value is None:
-            raise CompileError("None is returned", ctx.loc)
-        if type(value).__module__.startswith("gradloom.runtime") and hasattr(value, "device"):
-            raise CompileError("a Warp array cannot be created inside Warp kernels", ctx.loc)
-        if hasattr(type(value), "__gl_struct__") and not isinstance(value, type):
-            result = struct_constant(ctx, value, label="the returned Warp struct")
-        else:
-            result = python_constant(ctx, value)
-    except CompileError as exc:
-        raise CompileError(f"wp.static(): Static expression returns an unsupported value: "
-                           f"{exc.bare_message}", ctx.loc) from None
-    if not _static_ok(result):
-        raise CompileError(f"wp.static(): Static expression returns an unsupported value: value "
-                           f"of type {type(value)} cannot be constructed inside Warp kernels",
-                           ctx.loc)
-    return result
-
-
-def _static_ok(v: Any) -> bool:
-    """Whether a kernel can use what a static expression gave: a value, a type, a function or
-    module, a string, or a container of those."""
-    if isinstance(v, (tuple, list)):
-        return all(_static_ok(i) for i in v)
-    if isinstance(v, dict):
-        return all(_static_ok(i) for i in v.values())
-    return isinstance(v, (KernelValue, str, type, types_module.ScalarType, VectorType,
-                          MatrixType, StructType)) or callable(v) or inspect.ismodule(v)
 
 
 class ExprLowerer:
@@ -205,7 +132,7 @@ class ExprLowerer:
             return self.env[node.id]
         found, obj = self.info.resolve(node.id)
         if not found:  # as in Warp, a kernel builtin or type name needs no `wp.` prefix
-            found, obj = _language_name(node.id)
+            found, obj = language_name(node.id)
         if not found:
             conflict = self.__dict__.get("type_conflicts", {}).get(node.id)
             if conflict is not None:  # set on two branches with two types (control.py)
@@ -233,21 +160,9 @@ class ExprLowerer:
         if isinstance(base, FixedArrayVal):
             return fixedarray.attribute(ctx, base, node.attr)
         if isinstance(base, StructVal):
-            if node.attr not in [n for n, _ in base.type.fields]:
-                cls = base.type.cls
-                where = f"{getattr(cls, '__module__', '')}.{base.type.name}".lstrip(".")
-                raise WarpCodegenAttributeError(
-                    f"struct {base.type.name} has no field '{node.attr}': `{node.attr}` is not an "
-                    f"attribute of '{ast.unparse(node.value)}' ({where})", ctx.loc)
-            return base.get(node.attr)
+            return struct_field(ctx, node, base)
         if isinstance(base, ArrayVal):
-            if node.attr == "shape":
-                return TupleVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
-            if node.attr == "ndim":
-                return Literal(base.type.ndim)
-            if node.attr == "dtype":  # the element type, e.g. to construct one: `x.dtype(1)`
-                return base.type.dtype
-            raise CompileError(f"arrays have no attribute '{node.attr}' in kernels", ctx.loc)
+            return array_attribute(ctx, base, node.attr)
         if isinstance(base, KernelValue):
             raise CompileError(f"{describe(base)} has no attribute '{node.attr}'", ctx.loc)
         if node.attr in ("float", "int") and getattr(base, "__name__", "") in ("gradloom", "warp") \
@@ -401,14 +316,14 @@ class ExprLowerer:
                 c: Value = Literal(prim == "eq")  # empty slices (`v[4:] == vec0()`) are equal
             else:
                 c = ops.compare(ctx, prim, *compare_operands(ctx, left, right))
-            result = c if result is None else _and(ctx, result, c)
+            result = c if result is None else logical_and(ctx, result, c)
             left = right
         assert result is not None
         return result
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
         ctx = self.ctx(node)
-        combine = _and if isinstance(node.op, ast.And) else _or
+        combine = logical_and if isinstance(node.op, ast.And) else logical_or
         acc: Value = self.value(node.values[0])
         for v in node.values[1:]:
             acc = combine(ctx, acc, self.value(v))
@@ -453,19 +368,7 @@ class ExprLowerer:
         if isinstance(callee, str) and callee in REGISTRY:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
-            kw = {k: v if _takes_value(callee.fn, k) else _unliteral(v) for k, v in kwargs.items()}
-            mismatch = call_mismatch(callee, args, kw)
-            if mismatch:
-                raise KernelTypeError(mismatch, ctx.loc)
-            try:
-                result = callee.fn(ctx, *args, **kw)
-            except TypeError as exc:
-                if isinstance(exc, GradloomError) or _binds(callee.fn, ctx, args, kw):
-                    raise
-                raise KernelTypeError(f"wp.{callee.name}(): {exc}", ctx.loc) from None
-            if isinstance(result, OutArgs):
-                return self.write_out_args(ctx, node, callee.name, result)
-            return result
+            return self.call_builtin(ctx, node, callee, args, kwargs)
         if callee is len:
             return self.length_of(ctx, args)
         if callee is type:  # `type(x)(...)`: the type of a value, to construct or cast with
@@ -480,18 +383,38 @@ class ExprLowerer:
         if isinstance(t, StructType) and (args or kwargs):
             return construct_struct(ctx, t, args, kwargs)
         if t is not None:
-            try:
-                kw = {k: _unliteral(v) if k in ("length", "shape", "dtype") else v
-                      for k, v in kwargs.items()}
-                return construct_typed(ctx, t, [self.as_value(ctx, a) for a in args], kw)
-            except TypeError as exc:  # a keyword the builtin does not take
-                if isinstance(exc, GradloomError):
-                    raise
-                raise KernelTypeError(f"{t!r}(): {exc}", ctx.loc) from None
+            return self.call_type(ctx, t, args, kwargs)
         if isinstance(callee, KernelValue):
             raise CompileError(f"'{ast.unparse(node.func)}' is {describe(callee)}, which is not "
                                "callable", ctx.loc)
         raise UnknownNameError(_not_callable(node, callee), ctx.loc)
+
+    def call_builtin(self, ctx: Ctx, node: ast.Call, callee: Builtin, args: list[Any],
+                     kwargs: dict[str, Any]) -> Any:
+        kw = {k: v if _takes_value(callee.fn, k) else _unliteral(v) for k, v in kwargs.items()}
+        mismatch = call_mismatch(callee, args, kw)
+        if mismatch:
+            raise KernelTypeError(mismatch, ctx.loc)
+        try:
+            result = callee.fn(ctx, *args, **kw)
+        except TypeError as exc:
+            if isinstance(exc, GradloomError) or _binds(callee.fn, ctx, args, kw):
+                raise
+            raise KernelTypeError(f"wp.{callee.name}(): {exc}", ctx.loc) from None
+        if isinstance(result, OutArgs):
+            return self.write_out_args(ctx, node, callee.name, result)
+        return result
+
+    def call_type(self, ctx: Ctx, t: Any, args: list[Any], kwargs: dict[str, Any]) -> Value:
+        """A type called in a kernel: a cast or a constructor (`wp.transform(p=..., q=...)`)."""
+        try:
+            kw = {k: _unliteral(v) if k in ("length", "shape", "dtype") else v
+                  for k, v in kwargs.items()}
+            return construct_typed(ctx, t, [self.as_value(ctx, a) for a in args], kw)
+        except TypeError as exc:  # a keyword the builtin does not take
+            if isinstance(exc, GradloomError):
+                raise
+            raise KernelTypeError(f"{t!r}(): {exc}", ctx.loc) from None
 
     def write_out_args(self, ctx: Ctx, node: ast.Call, name: str, out: OutArgs) -> Any:
         """Rebind the variables passed as a builtin's output arguments."""
@@ -563,80 +486,24 @@ class ExprLowerer:
         raise NotImplementedError  # provided by the statement lowerer
 
 
-def compare_operands(ctx: Ctx, a: Value, b: Value) -> tuple[Value, Value]:
-    """Scalars of different types compared as C compares them (Warp emits C++ comparisons):
-    an integer with a float in the float type, two floats or two integers of one signedness in
-    the wider type, a signed with a narrower unsigned in the signed type. Other mixes are left
-    to the comparison to reject (a signed with an unsigned as wide, which C would compare as
-    unsigned, turning -1 into a huge number)."""
-    if not (isinstance(a, Var) and isinstance(b, Var)) or a.type == b.type:
-        return a, b
-    ta, tb = a.type, b.type
-    if "b" in (ta.kind, tb.kind):
-        return a, b
-    if ta.is_float or tb.is_float:
-        floats = [t for t in (ta, tb) if t.is_float]
-        target = max(floats, key=lambda t: t.bits)
-    elif ta.kind == tb.kind:
-        target = max(ta, tb, key=lambda t: t.bits)
-    else:
-        signed, unsigned = (ta, tb) if ta.kind == "i" else (tb, ta)
-        if signed.bits <= unsigned.bits:
-            return a, b
-        target = signed
-    return tuple(v if v.type == target else ctx.op("cast", v, type=target)  # type: ignore[return-value]
-                 for v in (a, b))
+def struct_field(ctx: Ctx, node: ast.Attribute, base: StructVal) -> Value:
+    if node.attr not in [n for n, _ in base.type.fields]:
+        where = f"{getattr(base.type.cls, '__module__', '')}.{base.type.name}".lstrip(".")
+        raise WarpCodegenAttributeError(
+            f"struct {base.type.name} has no field '{node.attr}': `{node.attr}` is not an "
+            f"attribute of '{ast.unparse(node.value)}' ({where})", ctx.loc)
+    return base.get(node.attr)
 
 
-def construct_struct(ctx: Ctx, t: StructType, args: list[Any], kwargs: dict[str, Any]) -> Value:
-    """`S(1.0, wp.vec3(0.0))` or `S(a=1.0)` in a kernel: fields in declaration order, the rest
-    zero."""
-    names = [n for n, _ in t.fields]
-    if len(args) > len(names):
-        raise CompileError(f"{t.name}() takes at most {len(names)} arguments, got {len(args)}",
-                           ctx.loc)
-    given = dict(zip(names, args))
-    for k, v in kwargs.items():
-        if k not in names:
-            raise CompileError(f"struct {t.name} has no field '{k}'", ctx.loc)
-        if k in given:
-            raise CompileError(f"{t.name}(): field '{k}' given twice", ctx.loc)
-        given[k] = v
-    fields: list[Value] = []
-    for name, ft in t.fields:
-        if name not in given:
-            fields.append(zeros_of(ctx, ft))
-            continue
-        v = given[name]
-        if isinstance(v, Literal) and isinstance(ft, ScalarType):
-            v = materialize(ctx, v, ft)
-        if not isinstance(v, KernelValue) or type_of(v) != ft:
-            raise CompileError(f"{t.name}(): field '{name}' is {ft!r}, got {describe(v)}",
-                               ctx.loc)
-        fields.append(v)
-    return StructVal(t, tuple(fields))
-
-
-def truth(ctx: Ctx, v: Value) -> Var:
-    """A value as a condition; an array is true when it has elements (`if arr and ...`)."""
-    if isinstance(v, ArrayVal):
-        size = v.shape[0]
-        for s in v.shape[1:]:
-            size = ctx.op("mul", size, s)
-        return ctx.op("ne", size, ctx.const(0, size.type))
-    return ops.truth(ctx, v)
-
-
-def _and(ctx: Ctx, a: Value, b: Value) -> Value:
-    if isinstance(a, Literal) and isinstance(b, Literal):
-        return Literal(bool(a.value) and bool(b.value))
-    return ctx.op("and", truth(ctx, a), truth(ctx, b))
-
-
-def _or(ctx: Ctx, a: Value, b: Value) -> Value:
-    if isinstance(a, Literal) and isinstance(b, Literal):
-        return Literal(bool(a.value) or bool(b.value))
-    return ctx.op("or", truth(ctx, a), truth(ctx, b))
+def array_attribute(ctx: Ctx, base: ArrayVal, attr: str) -> Any:
+    """`a.shape`, `a.ndim`, `a.dtype` (the element type, e.g. to construct one: `a.dtype(1)`)."""
+    if attr == "shape":
+        return TupleVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
+    if attr == "ndim":
+        return Literal(base.type.ndim)
+    if attr == "dtype":
+        return base.type.dtype
+    raise CompileError(f"arrays have no attribute '{attr}' in kernels", ctx.loc)
 
 
 def _as_type(obj: Any) -> Any:
@@ -678,17 +545,6 @@ def _unliteral(v: Any) -> Any:
     if isinstance(v, TupleVal) and all(isinstance(i, Literal) for i in v.items):
         return tuple(i.value for i in v.items)  # type: ignore[union-attr]
     return v
-
-
-def _language_name(name: str) -> tuple[bool, Any]:
-    """A kernel builtin (`expect_eq`) or a type of the kernel language (`vec3`, `float32`)
-    by its bare name."""
-    if name in REGISTRY:
-        return True, REGISTRY[name]
-    t = getattr(types_module, name, None)
-    if isinstance(t, (ScalarType, VectorType, MatrixType)):
-        return True, t
-    return False, None
 
 
 def _static_marker() -> Any:

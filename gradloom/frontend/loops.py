@@ -77,14 +77,18 @@ class LoopLowerer(ControlLowerer):
             first, last, step = reversed_range(ctx, start_v, stop_v, step)
             start_v, stop_v = ops.scalar(ctx, first, counter_t), ops.scalar(ctx, last, counter_t)
         step_v = ops.scalar(ctx, step, counter_t)
-        if all(isinstance(v, Literal) for v in (start, stop, step)) and (
-                reads_in_static(node.body, name) or name in self.__dict__.get("static_indices",
-                                                                              {})):
+        if self.unrolls(node, name, (start, stop, step)):
             bounds = (int(v.value) for v in (start, stop, step))  # type: ignore[union-attr]
             self.unrolled(node, name, range(*bounds), counter_t, loc)
             return
         target = name if self.read_outside(node, name) else None
         self.in_loop(node, loc, test, body, [start_v], target)
+
+    def unrolls(self, node: ast.For, name: str, bounds: tuple[Value, Value, Value]) -> bool:
+        """A constant-range loop is unrolled when a static expression reads its index, or when
+        it rebinds the index of a loop unrolled around it."""
+        return all(isinstance(v, Literal) for v in bounds) and (
+            reads_in_static(node.body, name) or name in self.__dict__.get("static_indices", {}))
 
     def unrolled(self, node: ast.For, name: str, values: range, t: ScalarType,
                  loc: Any) -> None:

@@ -44,9 +44,10 @@ from ..types import (
     resolve_annotation,
     size_of,
 )
+from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import emit_custom_call
-from .expr import BINOPS, python_constant
+from .expr import BINOPS
 from .generic import matches_template
 from .iterate import IterLowerer
 from .source import SourceInfo

@@ -91,16 +91,21 @@ class StoreLowerer(ExprLowerer):
             new_part = self.update(ctx, part, steps[1:], value, aug)
             return with_part(cur, key, new_part)
         if isinstance(cur, Composite) and kind == "slice":  # `v[1:3] = `, `m[0, 1:] += `
-            sub = read_slice(ctx, cur, key)
-            if len(steps) == 1 and aug is None:
-                check_vector_slice_value(ctx, sub, value)
-            return write_slice(ctx, cur, key, self.update(ctx, sub, steps[1:], value, aug))
+            return self.update_slice(ctx, cur, steps, value, aug)
         if isinstance(cur, Composite):
             index = self.step_index(ctx, cur, kind, key)
             sub = self.component(ctx, cur, index)
             new_sub = self.update(ctx, sub, steps[1:], value, aug)
             return self.replace_component(ctx, cur, index, new_sub)
         raise CompileError(f"cannot assign into a part of {describe(cur)}", ctx.loc)
+
+    def update_slice(self, ctx: Ctx, cur: Composite, steps: list[Step], value: Value,
+                     aug: str | None) -> Composite:
+        key = steps[0][1]
+        sub = read_slice(ctx, cur, key)
+        if len(steps) == 1 and aug is None:
+            check_vector_slice_value(ctx, sub, value)
+        return write_slice(ctx, cur, key, self.update(ctx, sub, steps[1:], value, aug))
 
     def step_index(self, ctx: Ctx, cur: Composite, kind: str, key: Any) -> Value:
         if kind == "attr":
