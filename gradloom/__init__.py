@@ -245,6 +245,8 @@ LOG10E = log10e = 0.43429448190325182765
 LN2 = ln2 = 0.69314718055994530942
 LN10 = ln10 = 2.30258509299404568402
 PHI = phi = 1.61803398874989484820
+#: `wp.grad(f)(x)` in kernels: the gradient of f at x (frontend/grad.py)
+grad = _lang.grad
 from .errors import (  # noqa: E402
     WarpCodegenAttributeError,
     WarpCodegenError,

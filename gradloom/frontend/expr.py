@@ -48,6 +48,7 @@ from ..types import (
     int32,
     resolve_annotation,
 )
+from . import grad
 from .constants import (
     construct_struct,
     language_name,
@@ -369,6 +370,12 @@ class ExprLowerer:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
             return self.call_builtin(ctx, node, callee, args, kwargs)
+        if callee is lang.grad:  # `wp.grad(f)`: a gradient function, called next
+            if len(args) != 1 or kwargs:
+                raise CompileError("wp.grad() takes one function", ctx.loc)
+            return lang.GradOf(args[0])
+        if isinstance(callee, lang.GradOf):
+            return self.grad_call(ctx, node, callee.fn, args, kwargs)
         if callee is len:
             return self.length_of(ctx, args)
         if callee is type:  # `type(x)(...)`: the type of a value, to construct or cast with
@@ -404,6 +411,18 @@ class ExprLowerer:
         if isinstance(result, OutArgs):
             return self.write_out_args(ctx, node, callee.name, result)
         return result
+
+    def grad_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
+                  kwargs: dict[str, Any]) -> Value:
+        """`wp.grad(f)(args)`: f's ops, then its gradient at args (frontend/grad.py)."""
+        if kwargs:
+            raise CompileError("wp.grad(f)(...) takes positional arguments", ctx.loc)
+        inputs = grad.fresh_inputs(ctx, args)
+        self.b.open_block()
+        result = self.call(ctx, node, fn, list(inputs), {})
+        ops = self.b.close_block()
+        grad.splice(self.b, ops)
+        return grad.gradients(ctx, ops, result, inputs)
 
     def call_type(self, ctx: Ctx, t: Any, args: list[Any], kwargs: dict[str, Any]) -> Value:
         """A type called in a kernel: a cast or a constructor (`wp.transform(p=..., q=...)`)."""
