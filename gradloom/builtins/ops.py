@@ -114,6 +114,10 @@ def compare(ctx: Ctx, prim: str, a: Value, b: Value) -> Value:
             acc = ctx.op("and", acc, e)
         return acc if prim == "eq" else ctx.op("not", acc)
     if isinstance(a, Literal) and isinstance(b, Literal):
+        ta, tb = a.default_type, b.default_type
+        if (ta == bool_) != (tb == bool_):  # as for variables: a number is not a bool
+            raise ctx.error(f"'{prim}' operands have different types {ta} and {tb}; convert "
+                            f"one explicitly, e.g. {tb}(x)")
         ops = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
                "gt": operator.gt, "ge": operator.ge}
         return Literal(bool(ops[prim](a.value, b.value)))
