@@ -7,7 +7,8 @@ directory twice: once with `import warp as wp`, once with `import gradloom as wp
 measurement runs in a child process (this script with --child, or a tiny `python -c` for the warm
 start) so that the two frameworks never share a process. Forward: start-up, compile, launch
 overhead (plain and prepared), throughput, bandwidth of the memory-bound kernels against numpy's
-copy, gradloom's 1 -> 2 thread scaling; backward: forward + `tape.backward` on a `wp.Tape`, with a
+copy, gradloom on 1 and on 2 threads (also with one core kept busy by another process, warp
+alongside); backward: forward + `tape.backward` on a `wp.Tape`, with a
 check that both sides' input gradients agree. Ends with the "Done when" summary of issue 6. See
 benchmarks/README.md.
 """
@@ -33,6 +34,7 @@ from tables import (
     report,
     report_backward,
     report_bandwidth,
+    report_busy,
     report_done_when,
     report_scaling,
 )
@@ -46,7 +48,8 @@ results with the ratio gradloom / warp (below 1: gradloom is faster):
   - forward: import time, cold compile, warm start, launch overhead, throughput per kernel;
   - backward: forward + wp.Tape backward, checking that both give the same gradients;
   - bandwidth of the memory-bound kernels against numpy's copy;
-  - gradloom's speed-up from 1 to 2 threads.
+  - gradloom per thread count (1 and 2 threads), every kernel;
+  - the same with another process keeping one core busy, warp alongside.
 
 Needs warp-lang for the Warp side (pip install ".[bench]"); with --only gradloom it does not.
 A full run takes a few minutes, --quick about one. Each measurement runs in a fresh child
@@ -76,6 +79,9 @@ def parse_args() -> argparse.Namespace:
                     help="timed runs per kernel (default 7, --quick 3)")
     ap.add_argument("--launches", type=int, metavar="N",
                     help="launches timed for the launch overhead (default 20000, --quick 5000)")
+    ap.add_argument("--no-busy", action="store_true",
+                    help="skip the busy-core table (throughput while another process keeps\n"
+                         "one core busy)")
     ap.add_argument("--child", choices=TASKS, help=argparse.SUPPRESS)
     ap.add_argument("--kernels", help=argparse.SUPPRESS)
     ap.add_argument("--grads", help=argparse.SUPPRESS)
@@ -172,6 +178,8 @@ def run(args: argparse.Namespace, variants: dict[str, Variant], bench: Bench) ->
     print(f"  numpy copy bandwidth: {f'{copy_gbs:.2f} GB/s' if copy_gbs else 'ERROR ' + err}")
     for v in variants.values():
         bench.measure(v)
+    if not args.no_busy:
+        bench.measure_busy(variants)
     sizes = QUICK if args.quick else FULL
     g, w = variants.get("gradloom"), variants.get("warp")
     grads = (
@@ -181,6 +189,7 @@ def run(args: argparse.Namespace, variants: dict[str, Variant], bench: Bench) ->
     report_backward(variants, sizes, grads)
     report_bandwidth(variants, sizes, copy_gbs)
     report_scaling(variants, sizes)
+    report_busy(variants, sizes)
     report_done_when(variants, sizes, copy_gbs, grads)
     print(f"results written to {save(args, sizes, variants, grads, copy)}")
 

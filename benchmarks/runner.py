@@ -20,12 +20,13 @@ from typing import Any
 
 from kernels_src import KERNELS_SRC, LAUNCH_SRC
 from measure import WARM_CODE, setup_code
-from specs import COMPUTE_BOUND, KERNELS, MARK, MODULE_KERNELS, SMALL
+from specs import KERNELS, MARK, MODULE_KERNELS, SMALL
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SCALING_THREADS = (1, 2)
 SCALING_ROUNDS = 3  # pairs of scaling children (1 thread, 2 threads); --quick: 2
+BUSY_ROUNDS = 3  # rounds of busy-core children (gradloom 1 thread, 2 threads, warp); --quick: 2
 
 
 @dataclass
@@ -68,6 +69,8 @@ class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.work = Path(tempfile.mkdtemp(prefix="gradloom-bench-"))
+        #: each variant's filled kernel cache (for the busy-core children)
+        self.caches: dict[str, Path] = {}
         for backend in ("warp", "gradloom"):
             kdir = self.work / backend
             kdir.mkdir()
@@ -124,7 +127,7 @@ class Bench:
             print(f"  [{v.name}] {msg}", flush=True)
 
         self.measure_cold(v, say)
-        warm_cache = self.fresh_cache()
+        warm_cache = self.caches[v.name] = self.fresh_cache()
         self.measure_warm(v, warm_cache, say)
         if not v.full:
             return
@@ -228,22 +231,49 @@ class Bench:
             )
 
     def measure_scaling(self, v: Variant, cache: Path, say: Callable[[str], None]) -> None:
-        """Forward ms of the compute-bound kernels with GRADLOOM_NUM_THREADS = 1 and = 2: the
-        two alternate over SCALING_ROUNDS pairs of children (quick: 2), median over the rounds,
-        so that a passing load spike hits both thread counts alike."""
+        """Forward ms of every kernel with GRADLOOM_NUM_THREADS = 1 and = 2: the two alternate
+        over SCALING_ROUNDS pairs of children (quick: 2), median over the rounds, so that a
+        passing load spike hits both thread counts alike."""
         rounds = 2 if self.args.quick else SCALING_ROUNDS
         for _ in range(rounds):
             for threads in SCALING_THREADS:
-                data, err = self.child(v, "throughput", cache, COMPUTE_BOUND, threads)
-                for name in COMPUTE_BOUND:
-                    k = (data or {}).get("kernels", {}).get(name, {"error": err})
-                    metric = f"t{threads}:{name}"
-                    if "error" in k:
-                        v.errors[metric] = k["error"]
-                        continue
-                    v.add(metric, k["ms"])
-                    v.extra.setdefault("runs_ms", {}).setdefault(metric, []).append(k["runs_ms"])
-        for name in COMPUTE_BOUND:
+                data, err = self.child(v, "throughput", cache, KERNELS, threads)
+                self.add_kernels(v, data, err, f"t{threads}:")
+        for name in KERNELS:
             t1, t2 = (v.value(f"t{n}:{name}") for n in SCALING_THREADS)
             if t1 and t2:
                 say(f"{name}: {t1:.3f} ms on 1 thread, {t2:.3f} ms on 2 (median of {rounds})")
+
+    def add_kernels(self, v: Variant, data: dict[str, Any] | None, err: str,
+                    prefix: str) -> None:
+        """One throughput child's ms per kernel, as samples of metrics prefix + kernel."""
+        for name in KERNELS:
+            k = (data or {}).get("kernels", {}).get(name, {"error": err})
+            metric = prefix + name
+            if "error" in k:
+                v.errors[metric] = k["error"]
+                continue
+            v.add(metric, k["ms"])
+            v.extra.setdefault("runs_ms", {}).setdefault(metric, []).append(k["runs_ms"])
+
+    def measure_busy(self, variants: dict[str, Variant]) -> None:
+        """The throughput children again while another process keeps one core busy (`python -c
+        "while True: pass"`): gradloom with 1 and with 2 threads and warp, in turn, over
+        BUSY_ROUNDS rounds (quick: 2). Metrics busy:t1:<kernel>, busy:t2:<kernel> (gradloom)
+        and busy:<kernel> (warp)."""
+        rounds = 2 if self.args.quick else BUSY_ROUNDS
+        runs = [(v, threads) for v in variants.values() if v.full and v.name in self.caches
+                for threads in (SCALING_THREADS if v.backend == "gradloom" else (None,))]
+        if not runs:
+            return
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(0.2)
+            for r in range(rounds):
+                for v, threads in runs:
+                    data, err = self.child(v, "throughput", self.caches[v.name], KERNELS, threads)
+                    self.add_kernels(v, data, err, "busy:" + (f"t{threads}:" if threads else ""))
+                print(f"  [busy core] round {r + 1} of {rounds} done", flush=True)
+        finally:
+            spinner.kill()
+            spinner.wait()

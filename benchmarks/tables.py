@@ -224,26 +224,41 @@ def scaling(g: Variant | None, name: str) -> float | None:
 
 
 def report_scaling(variants: Variants, sizes: dict[str, int]) -> None:
-    """gradloom's forward time with GRADLOOM_NUM_THREADS=1 and =2 on the compute-bound kernels."""
+    """gradloom's forward time with GRADLOOM_NUM_THREADS=1 and =2, every kernel (the target
+    applies to the compute-bound ones)."""
     g = variants.get("gradloom")
     if g is None:
         return
     print()
-    print("thread scaling (gradloom forward, ms per launch; speed-up = t1 / t2)")
+    print("per thread count (gradloom forward, ms per launch; speed-up = t1 / t2)")
     fmt = "{:<26}{:>12}{:>12}{:>10}  {}"
     print(fmt.format("kernel", "1 thread", "2 threads", "speed-up", "target"))
-    for name in COMPUTE_BOUND:
+    for name in KERNELS:
         s = scaling(g, name)
         mark = "" if s is None else ("met" if s >= TARGET_SCALING else "not met")
+        target = f">={TARGET_SCALING}x {mark}".strip() if name in COMPUTE_BOUND else ""
         cols = [cell(g, f"t{n}:{name}") for n in SCALING_THREADS]
-        print(
-            fmt.format(
-                kernel_label(name, sizes),
-                *cols,
-                f"{s:.2f}x" if s else "-",
-                f">={TARGET_SCALING}x {mark}".strip(),
-            )
-        )
+        print(fmt.format(kernel_label(name, sizes), *cols, f"{s:.2f}x" if s else "-", target))
+
+
+def report_busy(variants: Variants, sizes: dict[str, int]) -> None:
+    """Forward times while another process keeps one core busy: gradloom on 1 and 2 threads
+    (2 / 1 should stay <= 1.10: a split launch never loses much to the serial path) and warp."""
+    g, w = variants.get("gradloom"), variants.get("warp")
+    if not any(v and any(m.startswith("busy:") for m in v.samples) for v in (g, w)):
+        return
+    print()
+    print("one core busy (forward, ms per launch; another process spins on a core)")
+    fmt = "{:<26}{:>12}{:>12}{:>8}{:>12}{:>8}"
+    print(fmt.format("kernel", "gl 1 thr", "gl 2 thr", "2 / 1", "warp", "g2/warp"))
+    for name in KERNELS:
+        t1, t2 = (f"busy:t{n}:{name}" for n in SCALING_THREADS)
+        r21 = (g.value(t2) or 0) / (g.value(t1) or 1) if g and g.value(t1) else None
+        rw = (g.value(t2) / w.value(f"busy:{name}")
+              if g and w and g.value(t2) and w.value(f"busy:{name}") else None)
+        print(fmt.format(kernel_label(name, sizes), cell(g, t1), cell(g, t2),
+                         f"{r21:.2f}" if r21 else "-", cell(w, f"busy:{name}"),
+                         f"{rw:.2f}" if rw else "-"))
 
 
 Row = tuple[str, str, str, bool | None]  # what, measured, target, passed (None: not measured)

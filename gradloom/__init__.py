@@ -186,6 +186,12 @@ from .runtime.timing import (
 )
 from .utils import map, quat_between_vectors, transform_expand
 
+# isort: split
+# -- CUDA runtime (h-cudart): driver errors (runtime/cuda_driver.py); devices, streams and
+# events are exported above
+from .runtime.cuda_driver import CudaError
+from .runtime.stream import StreamError
+
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)
 adjoint = _lang.ADJOINT
 
@@ -232,28 +238,26 @@ from .types import (  # noqa: E402
     vec4us,
 )
 
-# -- kernel language (issue 13, h-clang): Warp's math constants under all its names, and the
-# names of its code generation errors (gradloom's compile errors are RuntimeErrors, as Warp's)
-E = e
-INF = inf
-NAN = nan
-PI = pi
-TAU = tau
+# isort: split
+# -- types, Python-scope values, config, errors (h-ctypes): bfloat16, Warp's constants, log
+# levels and codegen error names
+from .errors import CompileAttributeError as WarpCodegenAttributeError  # noqa: E402
+from .errors import CompileError as WarpCodegenError  # noqa: E402
+from .errors import CompileIndexError as WarpCodegenIndexError  # noqa: E402
+from .errors import CompileKeyError as WarpCodegenKeyError  # noqa: E402
+from .errors import CompileValueError as WarpCodegenValueError  # noqa: E402
+from .errors import KernelTypeError as WarpCodegenTypeError  # noqa: E402
+from .types import bfloat16, tile  # noqa: E402
+
+E, INF, NAN, PI, TAU = e, inf, nan, pi, tau
 HALF_PI = half_pi = _math.pi / 2
-LOG2E = log2e = 1.44269504088896340736
-LOG10E = log10e = 0.43429448190325182765
-LN2 = ln2 = 0.69314718055994530942
-LN10 = ln10 = 2.30258509299404568402
-PHI = phi = 1.61803398874989484820
-#: `wp.grad(f)(x)` in kernels: the gradient of f at x (frontend/grad.py)
-grad = _lang.grad
-from .errors import (  # noqa: E402
-    WarpCodegenAttributeError,
-    WarpCodegenError,
-    WarpCodegenKeyError,
-    WarpCodegenTypeError,
-    WarpCodegenValueError,
-)
+LOG2E = log2e = _math.log2(_math.e)
+LOG10E = log10e = _math.log10(_math.e)
+LN2 = ln2 = _math.log(2.0)
+LN10 = ln10 = _math.log(10.0)
+PHI = phi = (1.0 + _math.sqrt(5.0)) / 2.0
+#: Warp's log levels (`wp.config.log_level`; gradloom logs nothing it would filter)
+LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
 
 # Every registered kernel builtin is reachable as wp.<name>, as in Warp.
 globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
@@ -262,6 +266,12 @@ globals().update({name: b for name, b in _REGISTRY.items() if name not in global
 from . import typedocs as _typedocs  # noqa: E402
 
 _typedocs.attach(globals())
+
+# -- custom gradients and the Tape (issue 13, h-cgrad): Warp's native-snippet functions
+# (accepted, not runnable), wp.grad(f) and the deterministic-mode enum
+from .config import DeterministicMode  # noqa: E402
+from .frontend.gradfn import grad  # noqa: E402
+from .frontend.native import func_native  # noqa: E402
 
 
 def __getattr__(name: str) -> object:

@@ -39,6 +39,16 @@ def _cache_usage(root: Path) -> tuple[int, int]:
     return files, total
 
 
+def _cuda_state() -> str:
+    from gradloom.runtime import cuda_driver
+
+    if not cuda_driver.is_cuda_available():
+        return f"CUDA: none, {cuda_driver.unavailable_reason()}"
+    driver = cuda_driver.current()
+    return "CUDA: " + "; ".join(f"cuda:{i} {driver.info(i).name}, {driver.info(i).sm}"
+                                for i in range(driver.device_count()))
+
+
 def info() -> str:
     """The report `python -m gradloom` prints."""
     import gradloom as wp
@@ -51,7 +61,7 @@ def info() -> str:
     lines = [
         f"gradloom {wp.__version__} (Python {platform.python_version()}, numpy "
         f"{__import__('numpy').__version__}, llvmlite {__import__('llvmlite').__version__})",
-        f"devices:     {', '.join(str(d) for d in wp.get_devices())} (CUDA: not in this build)",
+        f"devices:     {', '.join(str(d) for d in wp.get_devices())} ({_cuda_state()})",
         f"cpu target:  {target.triple}, {target.cpu}; {wp.config.num_threads} worker thread(s)",
         f"mode:        {wp.config.mode} (GRADLOOM_MODE), opt level {wp.config.opt_level}",
         f"cache:       {root} ({cache_state})",

@@ -13,6 +13,7 @@ import sys as _sys
 import types as _types
 import warnings as _warnings
 from collections.abc import Callable as _Callable
+from enum import IntEnum as _IntEnum
 from pathlib import Path as _Path
 from typing import Any as _Any
 
@@ -89,13 +90,28 @@ verbose: bool = _env_flag("GRADLOOM_VERBOSE", False)
 #: Worker threads a CPU launch may be split across (default: the cores this process may use).
 num_threads: int = _default_threads()
 
-#: A launch is split only when its measured cost is at least this many nanoseconds: a split
-#: launch costs ~10 µs more than a serial one, so shorter launches run on the calling thread.
+#: A launch asks the worker threads to help only when its measured cost is at least this many
+#: nanoseconds: a split launch costs a few µs more, so shorter launches run on the calling thread.
 parallel_min_ns: int = _env_int("GRADLOOM_PARALLEL_MIN_NS", 40000, 0)
 
+
+class DeterministicMode(_IntEnum):
+    """Warp's values for `deterministic` (any but NOT_GUARANTEED means True here)."""
+
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2
+
+
 #: Run launches whose kernels add floats atomically on one thread, so their results are
-#: bit-for-bit the same from run to run (float addition is not associative).
-deterministic: bool = _env_flag("GRADLOOM_DETERMINISTIC", False)
+#: bit-for-bit the same from run to run (float addition is not associative). Warp's
+#: `DeterministicMode` values are accepted too.
+deterministic: bool | DeterministicMode = _env_flag("GRADLOOM_DETERMINISTIC", False)
+
+#: While a Tape records, print a warning to stderr when a launch or an array copy writes an
+#: array that a recorded launch has read (Warp's check; gradloom's own gradients stay right
+#: either way, see docs/autodiff.md). `backward()` and `reset()` clear the read marks.
+verify_autograd_array_access: bool = False
 
 #: After every launch, check the floating-point arrays it wrote for NaN and Inf, and raise a
 #: KernelRuntimeError naming the kernel, the array and the first bad element (as Warp's option:
@@ -115,7 +131,9 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
     "verbose": (lambda v: isinstance(v, bool), "a bool"),
     "num_threads": (lambda v: type(v) is int and v >= 1, "an int >= 1"),
     "parallel_min_ns": (lambda v: type(v) is int and v >= 0, "an int >= 0"),
-    "deterministic": (lambda v: isinstance(v, bool), "a bool"),
+    "deterministic": (lambda v: isinstance(v, (bool, DeterministicMode)),
+                      "a bool or a DeterministicMode"),
+    "verify_autograd_array_access": (lambda v: isinstance(v, bool), "a bool"),
     "verify_fp": (lambda v: isinstance(v, bool), "a bool"),
     "quiet": (lambda v: isinstance(v, bool), "a bool"),
 }
@@ -123,19 +141,26 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
 #: options whose change makes existing kernels build again (see `_on_rebuild`)
 _REBUILD = frozenset({"mode", "opt_level", "verify_fp"})
 
-#: Warp's options that gradloom accepts and ignores (so ported code runs unchanged)
-_WARP_ONLY = frozenset({
-    "launch_array_access_mode", "verify_cuda", "print_launches", "optimization_level",
-    "verbose_warnings", "log_level", "verify_autograd_array_access",
-    "enable_vector_component_overwrites", "legacy_scalar_return_types", "cache_kernels",
-    "kernel_cache_dir", "cuda_output", "ptx_target_arch", "cuda_arch_suffix", "lineinfo",
-    "line_directives", "compile_time_trace", "enable_backward", "enable_cpu_blocks",
-    "default_grid_stride", "enable_mathdx_gemm", "enable_mathdx_solver", "enable_mathdx_fft",
-    "cpu_compiler_flags", "llvm_cuda", "enable_graph_capture_module_load_by_default",
-    "enable_mempools_at_init", "track_memory", "max_unroll", "enable_tiles_in_stack_memory",
-    "use_precompiled_headers", "legacy_cpu_linker", "load_module_max_workers",
-    "deterministic_max_records", "deterministic_debug",
-})
+#: Warp's options that gradloom accepts and ignores (so ported code runs unchanged), with Warp
+#: 1.19's defaults: reading one gives its value, assigning one changes nothing else.
+_WARP_DEFAULTS: dict[str, _Any] = {
+    "launch_array_access_mode": 0, "verify_cuda": False,
+    "print_launches": False, "optimization_level": None, "verbose_warnings": False,
+    "log_level": 20, "verify_autograd_array_access": False,
+    "enable_vector_component_overwrites": False, "legacy_scalar_return_types": False,
+    "cache_kernels": True, "kernel_cache_dir": None, "cuda_output": None,
+    "ptx_target_arch": None, "cuda_arch_suffix": None, "lineinfo": False,
+    "line_directives": True, "compile_time_trace": False, "enable_backward": True,
+    "enable_cpu_blocks": False, "default_grid_stride": True, "enable_mathdx_gemm": True,
+    "enable_mathdx_solver": True, "enable_mathdx_fft": True, "cpu_compiler_flags": None,
+    "llvm_cuda": False, "enable_graph_capture_module_load_by_default": True,
+    "enable_mempools_at_init": True, "track_memory": False, "max_unroll": 16,
+    "enable_tiles_in_stack_memory": True, "use_precompiled_headers": True,
+    "legacy_cpu_linker": False, "load_module_max_workers": 0, "deterministic_max_records": 0,
+    "deterministic_debug": False,
+}
+globals().update(_WARP_DEFAULTS)
+_WARP_ONLY = frozenset(_WARP_DEFAULTS)
 
 #: called after an option in _REBUILD changes (kernel.py and runtime/launch.py drop their builds)
 _on_rebuild: list[_Callable[[], None]] = []

@@ -44,26 +44,33 @@ class GradloomError(Exception):
 
 
 class CompileError(GradloomError, RuntimeError):
-    """A kernel or func cannot be compiled; the message names the user's file and line.
-
-    A RuntimeError too, as Warp's code generation errors (`wp.WarpCodegenError`) are."""
+    """A kernel or func cannot be compiled; the message names the user's file and line, and a
+    note (shown under it in tracebacks) the user's statement with a caret under the column.
+    The message ends with the words about the problem, so Warp's tests' `...$` patterns match.
+    A RuntimeError too, as Warp's `WarpCodegenError` (its alias); the subclasses below are also
+    the builtin exception Warp's matching codegen error derives from."""
 
     def __init__(self, message: str, loc: SourceLoc | None = None) -> None:
         self.bare_message = message
         self.loc = loc
         super().__init__(self._render())
+        excerpt = self.excerpt()
+        if excerpt:
+            self.add_note(excerpt)
 
     def _render(self) -> str:
-        """`file:line:col in func:`, the caret excerpt, then the message (last, as in Python's
-        SyntaxError and Warp's errors, whose tests match messages at the end)."""
         if self.loc is None or self.loc is UNKNOWN_LOC:
             return self.bare_message
         where = f"{self.loc}" + (f" in {self.loc.func}" if self.loc.func else "")
-        excerpt = self.loc.excerpt()
-        return f"{where}:\n{excerpt}\n{self.bare_message}" if excerpt else \
-            f"{where}: {self.bare_message}"
+        return f"{where}: {self.bare_message}"
 
-    def __str__(self) -> str:  # the message itself, also for the KeyError subclass
+    def excerpt(self) -> str:
+        """The user's statement with a caret under the column ('' without a location)."""
+        if self.loc is None or self.loc is UNKNOWN_LOC:
+            return ""
+        return self.loc.excerpt()
+
+    def __str__(self) -> str:  # the message as is (KeyError alone would quote it)
         return str(self.args[0]) if self.args else ""
 
 
@@ -72,36 +79,64 @@ class UnsupportedSyntaxError(CompileError):
 
 
 class KernelTypeError(CompileError, TypeError):
-    """Operands or arguments whose types do not fit (a TypeError too, as Warp's
-    `WarpCodegenTypeError`)."""
+    """Operands or arguments whose types do not fit (Warp's `WarpCodegenTypeError`)."""
 
 
-class UnknownNameError(CompileError, KeyError):
-    """A name that resolves to nothing in the kernel, its globals or the builtins (a KeyError
-    too, as Warp's `WarpCodegenKeyError` for an undefined symbol)."""
+class CompileValueError(CompileError, ValueError):
+    """A value the kernel language rejects, e.g. a zero slice step (`WarpCodegenValueError`)."""
 
 
-class WarpCodegenValueError(CompileError, ValueError):
-    """A compile error Warp reports as a ValueError (Warp's public name)."""
+class CompileIndexError(CompileError, IndexError):
+    """A constant index out of range at compile time (`WarpCodegenIndexError`)."""
 
 
-class WarpCodegenAttributeError(CompileError, AttributeError):
-    """A compile error Warp reports as an AttributeError: a struct has no such field (Warp's
-    public name)."""
+class CompileKeyError(CompileError, KeyError):
+    """A name or key that resolves to nothing (`WarpCodegenKeyError`)."""
 
 
-#: Warp's public names of its compile errors
+class CompileAttributeError(CompileError, AttributeError):
+    """An attribute a kernel value or module lacks (`WarpCodegenAttributeError`)."""
+
+
+class UnknownNameError(CompileKeyError):
+    """A name that resolves to nothing in the kernel, its globals or the builtins."""
+
+
+#: Warp's public names of its compile errors: aliases, one class per concept
 WarpCodegenError = CompileError
-WarpCodegenKeyError = UnknownNameError
 WarpCodegenTypeError = KernelTypeError
+WarpCodegenValueError = CompileValueError
+WarpCodegenIndexError = CompileIndexError
+WarpCodegenKeyError = CompileKeyError
+WarpCodegenAttributeError = CompileAttributeError
+
+
+class ArrayValueError(GradloomError, ValueError):
+    """An array function's argument with a value it cannot take, e.g. a negative size (a
+    ValueError too, as Warp raises)."""
+
+
+class ArrayShapeError(GradloomError, RuntimeError):
+    """An array cannot take the shape asked of it, e.g. reshape to another size (a RuntimeError
+    too, as Warp raises)."""
+
+
+class ArrayCopyError(GradloomError, RuntimeError):
+    """`wp.copy` arguments that do not fit (offsets, count, element sizes, shapes; a
+    RuntimeError too, as Warp raises)."""
+
+
+class ArrayTypeError(GradloomError, TypeError):
+    """An array cannot be seen as the element type asked for, e.g. a view whose element size
+    differs (a TypeError too, as Warp raises)."""
 
 
 class LaunchError(GradloomError, RuntimeError):
     """A launch whose arguments do not match the kernel; the message names the argument (a
-    RuntimeError too, as Warp raises for the same mistakes)."""
+    RuntimeError too, as Warp raises)."""
 
 
-class KernelRuntimeError(GradloomError):
+class KernelRuntimeError(GradloomError, RuntimeError):
     """A kernel reported an error while running (e.g. an out-of-bounds index in debug mode)."""
 
 

@@ -274,7 +274,7 @@ class Kernel:
             # adds into memory no argument key names (an indexed array inside a struct): the
             # adds are plain load-add-stores, so the launch must stay serial
             plan = ThreadPlan("threads add into an array held inside a struct", (),
-                              plan.float_atomics)
+                              plan.float_atomics, plan.loops)
         # the gradient pointer is the word after the array's data pointer
         scatter = tuple((where[off], False) if off in where else (where[off - 8], True)
                         for off in plan.scatter)
@@ -282,6 +282,13 @@ class Kernel:
                               entry.get("access"), entry.get("uses_stack", False),
                               entry.get("reverse_threads", False), plan, scatter, addr,
                               native_pool_functions())
+
+    def cuda_entry(self, arch: str, variant: str = "forward") -> dict[str, Any]:
+        """The PTX of the forward or adjoint entry for a GPU architecture ("sm_90") and the
+        facts a CUDA launch needs (cuda_build.py; cached on disk like CPU objects)."""
+        from .cuda_build import ptx_entry
+
+        return ptx_entry(self, arch, variant)
 
     def source_loc(self, index: int) -> SourceLoc:
         """The user's source location that a runtime error code refers to.
@@ -320,7 +327,8 @@ class Kernel:
         return text, {"launch_ndim": ir.launch_ndim, "access": access,
                       "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                       "reverse_threads": ir.reverse_threads,
-                      "threads": (plan.serial, plan.scatter, plan.float_atomics)}
+                      "threads": (plan.serial, plan.scatter, plan.float_atomics,
+                                  plan.loops)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""

@@ -198,7 +198,8 @@ RANDOM = [
     _case("wp.randn(x0)", lambda F: [U32(987654321)], "f32"),
     # gradloom's kernels give another point than Warp's kernels here (a builtin-library
     # difference, not a Python-scope one): xfail against warp-lang until they agree
-    _case("wp.sample_unit_sphere(x0)", lambda F: [U32(5555)], "f32", "warp_xfail"),
+    _case("wp.sample_unit_sphere(x0)", lambda F: [U32(5555)], "f32"),
+    _case("wp.sample_unit_hemisphere(x0)", lambda F: [U32(77)], "f32"),
     _case("wp.sample_unit_disk(x0)", lambda F: [U32(5555)], "f32"),
     _case("wp.poisson(x0, 3.5)", lambda F: [U32(2024)], "f32", "nowarp"),
     _case("wp.noise(x0, x1)", lambda F: [U32(9), gl.float32(0.37)], "f32", "nowarp"),

@@ -153,7 +153,7 @@ def test_zeros_ones_empty_shapes(shape: typing.Any) -> None:
 
 def test_zeros_default_shape_and_empty_ptr() -> None:
     a = ops.zeros()
-    assert a.shape == (0,) and a.size == 0 and a.ptr == 0 and a.capacity == 0
+    assert a.shape == (0,) and a.size == 0 and a.ptr is None and a.capacity == 0  # as Warp
 
 
 def test_vec_zeros_ones_full() -> None:
@@ -534,6 +534,7 @@ def test_annotation_misuse_raises() -> None:
 # Devices
 
 
+@pytest.mark.skipif(dv.is_cuda_available(), reason="a CUDA device is available")
 @pytest.mark.parametrize("ident", ["cuda", "cuda:0", "cuda:1"])
 def test_cuda_device_raises_clearly(ident: str) -> None:
     with pytest.raises(GradloomError, match="no CUDA device"):
@@ -559,8 +560,9 @@ def test_cpu_device() -> None:
     assert cpu != "cuda"
     assert ops.zeros(2, device="cpu").device == cpu
     assert ops.zeros(2, device=cpu).to("cpu").device == "cpu"
-    assert dv.get_devices() == [cpu] and dv.get_preferred_device() == cpu
-    assert dv.get_cuda_device_count() == 0 and not dv.is_cuda_available()
+    if not dv.is_cuda_available():  # tests/test_cuda_runtime.py covers CUDA devices
+        assert dv.get_devices() == [cpu] and dv.get_preferred_device() == cpu
+        assert dv.get_cuda_device_count() == 0
     assert dv.is_cpu_available()
     dv.synchronize()
     dv.synchronize_device("cpu")
@@ -574,7 +576,8 @@ def test_scoped_device_restores() -> None:
         with dv.ScopedDevice(d):
             assert dv.get_device() == "cpu"
     assert dv.get_device() is before
-    with pytest.raises(GradloomError):
-        dv.ScopedDevice("cuda:0")
+    if not dv.is_cuda_available():
+        with pytest.raises(GradloomError):
+            dv.ScopedDevice("cuda:0")
     dv.set_device("cpu")
     assert dv.get_device() == "cpu"

@@ -52,3 +52,17 @@ def test_cache_key_covers_the_compiler_itself(monkeypatch: pytest.MonkeyPatch) -
     before = add_one.cache_key()
     monkeypatch.setattr(kmod, "compiler_fingerprint", lambda: "a different compiler")
     assert add_one.cache_key() != before
+
+
+def test_large_kernels_get_one_thread_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past entry_cpu.CONTIGUOUS_MAX_OPS primitive operations a kernel is compiled with the
+    general loop only (the second copy would double LLVM's time on it)."""
+    from gradloom.codegen import entry_cpu
+
+    text, _ = add_one._codegen("k_two", False)
+    assert "\nc.pre:" in text and "\ns.pre:" in text
+    monkeypatch.setattr(entry_cpu, "CONTIGUOUS_MAX_OPS", 3)
+    text, _ = add_one._codegen("k_one", False)
+    assert "\nc.pre:" not in text and "\ns.pre:" in text
+    text, _ = add_one._codegen("k_one_adj", True)
+    assert "\nc.pre:" not in text and "\ns.pre:" in text

@@ -364,10 +364,13 @@ def test_config_rejects_bad_values_and_warns_on_unknown_names():
         config.num_threads = 0
     with pytest.warns(UserWarning, match="did you mean 'verify_fp'"):
         config.verify_fpp = True
+    before = config.max_unroll
     config.max_unroll = 4  # a Warp option: accepted silently
+    config.max_unroll = before  # (other tests read its Warp default)
     assert sorted(dir(config)) == sorted(
         ["cache_dir", "cache_enabled", "deterministic", "mode", "num_threads", "opt_level",
-         "parallel_min_ns", "print_ir", "quiet", "verbose", "verify_fp"])
+         "parallel_min_ns", "print_ir", "quiet", "verbose", "verify_autograd_array_access",
+         "verify_fp"])
 
 
 CRASH = """\

@@ -268,8 +268,9 @@ def test_read_of_element_another_thread_overwrites_is_an_error():
     with pytest.raises(wp.CompileError) as info:
         tape.backward(grads={out: wp.array(np.ones(4), dtype=f64, device=DEVICE)})
     message = str(info.value)
+    excerpt = "\n".join(getattr(info.value, "__notes__", []))  # the user's line, with a caret
     assert "'y'" in message and "overwrite" in message
-    assert "test_grad_corpus_loops.py" in message and "y[(tid + 3) % 4]" in message
+    assert "test_grad_corpus_loops.py" in message and "y[(tid + 3) % 4]" in excerpt
     assert x.grad.numpy().tolist() == [0.0] * 4  # nothing half-done
 
 
@@ -309,3 +310,37 @@ def test_product_of_elements_other_threads_scale_is_an_error():
         wp.launch(product_then_scale_kernel, dim=3, inputs=[b, y], device=DEVICE)
     with pytest.raises(wp.CompileError, match="'b' that other threads overwrite"):
         tape.backward(grads={y: wp.array(np.ones(3), dtype=f64, device=DEVICE)})
+
+
+# --- found by the project's fuzzer (tools/fuzz) ------------------------------------------------
+
+
+@wp.kernel
+def store_in_loop_in_if_then_store_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    # the if passes `y` through unchanged on both branches: its pointer must stay the argument
+    tid = wp.tid()
+    if x[tid] > f64(10.0):
+        for _j in range(1):
+            y[tid] = x[tid]
+    y[tid] = wp.sin(x[tid]) * y[tid]
+
+
+@wp.func
+def same_value_ifexp(p: vec3d, c: f64) -> f64:
+    p[0] -= p[1] if c > f64(0.5) else p[1]  # noqa: RUF034 (both branches the very same value)
+    return p[0] * c
+
+
+@wp.kernel
+def same_value_ifexp_kernel(v: wp.array(dtype=vec3d), x: wp.array(dtype=f64),
+                            y: wp.array(dtype=f64)):
+    tid = wp.tid()
+    y[tid] = same_value_ifexp(v[tid], x[tid])
+
+
+def test_fuzz_found_kernels_match_fd():
+    check_kernel(store_in_loop_in_if_then_store_kernel, 3,
+                 [arr(X3), arr(np.array([0.2, -0.5, 0.9]))], wrt=[0, 1], outputs=[1])
+    check_kernel(same_value_ifexp_kernel, 2,
+                 [arr(np.array([[0.3, 0.8, -0.2], [-0.6, 0.5, 0.9]]), vec3d),
+                  arr(np.array([0.7, 0.2])), arr(np.zeros(2))], wrt=[0, 1], outputs=[2])

@@ -117,8 +117,9 @@ def test_device_and_dtype_mappings():
     assert wp.device_from_torch(torch.device("cpu")) == "cpu"
     assert wp.device_from_torch("cpu") == wp.get_device("cpu")
     assert wp.device_to_torch("cpu") == "cpu"
-    with pytest.raises(GradloomError, match="cuda"):
-        wp.device_from_torch("cuda:0")
+    if not wp.is_cuda_available():  # without a GPU, a CUDA device is a clear error
+        with pytest.raises(GradloomError, match="cuda"):
+            wp.device_from_torch("cuda:0")
     assert wp.dtype_from_torch(torch.float64) == wp.float64
     assert wp.dtype_from_torch(torch.int32) == wp.int32
     assert wp.dtype_from_torch(torch.bool) == wp.bool

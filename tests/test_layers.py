@@ -16,13 +16,15 @@ ALLOWED = {
     "errors": set(),
     # the one upward call of the base: an operator on a host vector means what the builtin
     # library says it means (function-level import of builtins/host.py; docs/design.md §3a)
-    "types": {"errors", "builtins"},
+    "types": {"errors", "config", "builtins"},
     "typedocs": {"types"},
     "ir": {"types", "errors"},
     "builtins": _BASE | {"ir"},
     "passes": _BASE | {"ir"},
     "codegen": _BASE | {"ir"},
-    "runtime": _BASE,
+    # array operators (`a + b`) are wp.map of the builtin: function-level imports of
+    # builtins/registry.py and utils/mapping.py in runtime/array_arith.py
+    "runtime": _BASE | {"builtins", "utils"},
     "interop": _BASE | {"runtime"},
     "frontend": _BASE | {"ir", "builtins"},
     "autodiff": _BASE | {"ir", "passes"},
@@ -30,8 +32,9 @@ ALLOWED = {
     "native": _BASE | {"codegen", "runtime"},
     # Module.load() compiles its kernels through loading.py (a function-level import)
     "modules": _BASE | {"loading"},
+    "cuda_build": _BASE | {"ir", "passes", "codegen", "runtime"},
     "kernel": _BASE | {"ir", "builtins", "passes", "codegen", "runtime", "frontend", "autodiff",
-                       "argtypes", "native", "modules"},
+                       "argtypes", "native", "modules", "cuda_build"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
     "autograd": _BASE | {"runtime", "kernel"},
     "optim": _BASE | {"runtime", "kernel"},

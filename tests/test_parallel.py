@@ -1,8 +1,10 @@
 """Launches split across worker threads: the thread-sharing analysis, results equal to a serial
-run, private gradient buffers, stack growth in a worker, errors, and the pool itself."""
+run, chunks and their private buffers (sums in chunk order whatever the threads), stack growth
+in a chunk, errors, the backoff after a split that did not gain, and the pool itself."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -29,12 +31,17 @@ def threads(monkeypatch: pytest.MonkeyPatch):
     calls: list[int] = []
     real = parallel.run_split
 
-    def counting(prepared, block, dims, total, args, n, restart):  # type: ignore[no-untyped-def]
-        calls.append(n)
-        real(prepared, block, dims, total, args, n, restart)
+    def counting(prepared, block, dims, total, args, chunks, wake, targets, restart):  # type: ignore[no-untyped-def]
+        calls.append(config.num_threads if wake else 1)
+        real(prepared, block, dims, total, args, chunks, wake, targets, restart)
 
     monkeypatch.setattr(parallel, "run_split", counting)
     monkeypatch.setattr(config, "parallel_min_ns", 0)
+    # launches that add into shared memory split at any size here
+    for name in ("SCATTER_MIN_CHUNK", "SCATTER_MIN_CHUNK_LOOPS"):
+        monkeypatch.setattr(parallel, name, 1)
+    for name in ("SCATTER_BYTES_PER_THREAD", "SCATTER_BYTES_PER_THREAD_LOOPS"):
+        monkeypatch.setattr(parallel, name, 1e9)
 
     def use(n: int) -> list[int]:
         monkeypatch.setattr(config, "num_threads", n)
@@ -291,7 +298,9 @@ def test_adjoint_stack_grows_inside_worker_slices(threads) -> None:  # type: ign
     tape.backward(grads={y: wp.array(np.ones(m), dtype=f64)})
     assert calls == [2, 2]
     np.testing.assert_allclose(x.grad.numpy(), n * xv ** (n - 1), rtol=1e-10)
-    assert all(s.size >= n * 8 for s in prepared_adjoint(power_loop).stacks[:2])
+    # chunks that stopped resume on the caller's stack (which of the threads ran a chunk first
+    # is a matter of timing)
+    assert prepared_adjoint(power_loop).stacks[0].size >= n * 8
 
 
 def test_in_place_kernel_split_under_tape(threads) -> None:  # type: ignore[no-untyped-def]
@@ -483,8 +492,7 @@ def test_native_pool_is_used_where_supported(threads, monkeypatch) -> None:  # t
     used: list[int] = []
     real = pool.NativePool.run
     monkeypatch.setattr(pool.NativePool, "run",
-                        lambda self, entry, blocks: used.append(len(blocks)) or real(self, entry,
-                                                                                     blocks))
+                        lambda self, job: used.append(self.size) or real(self, job))
     threads(2)
     y = wp.zeros(1000, dtype=f64)
     wp.launch(saxpy, 1000, inputs=[1.0, wp.array(np.arange(1000.0), dtype=f64), y])
@@ -512,9 +520,8 @@ def test_a_busy_native_pool_refuses_the_job() -> None:
     if functions is None:
         pytest.skip("no native pool on this platform")
     pool = NativePool(2, functions)
-    compiled = prepared_forward(saxpy).compiled
     with pool._busy:
-        assert not pool.run(compiled.address, [0, 0])  # refused: nothing ran (blocks are null)
+        assert pool.run(0) is None  # refused: nothing ran (the job address is null)
 
 
 def test_split_launches_in_a_forked_child(tmp_path: Path) -> None:
@@ -527,7 +534,7 @@ def test_split_launches_in_a_forked_child(tmp_path: Path) -> None:
         config.num_threads, config.parallel_min_ns = 2, 0
         splits = []
         real = parallel.run_split
-        parallel.run_split = lambda *a: splits.append(a[5]) or real(*a)
+        parallel.run_split = lambda *a: splits.append(a[6]) or real(*a)
 
         @wp.kernel
         def scale(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
@@ -543,7 +550,7 @@ def test_split_launches_in_a_forked_child(tmp_path: Path) -> None:
             q.put((run(3.0), len(splits)))
 
         if __name__ == "__main__":
-            assert run(1.0) == 5000.0 and splits == [2]  # the parent's pool is running
+            assert run(1.0) == 5000.0 and splits == [True]  # the parent's pool is running
             ctx = multiprocessing.get_context("fork")
             q = ctx.Queue()
             p = ctx.Process(target=child, args=(q,))
@@ -560,3 +567,175 @@ def test_split_launches_in_a_forked_child(tmp_path: Path) -> None:
                               "GRADLOOM_CACHE_DIR": str(tmp_path / "cache")})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# -- chunks: results do not depend on which thread ran which chunk -----------------------------
+
+def _chunk_reference(start: float, terms: np.ndarray, chunks: int) -> float:
+    """What a launch cut into `chunks` chunks computes for one shared float64 element: chunk 0
+    adds its terms one by one into the element, each later chunk into a zero of its own, and the
+    chunk sums are added in chunk order (the first total % chunks chunks one thread longer)."""
+    q, r = divmod(len(terms), chunks)
+    sums, lo = [], 0
+    for c in range(chunks):
+        hi = lo + q + (c < r)
+        acc = start if c == 0 else 0.0
+        for t in terms[lo:hi]:
+            acc = acc + float(t)
+        sums.append(acc)
+        lo = hi
+    out = sums[0]
+    for s in sums[1:]:
+        out = out + s
+    return out
+
+
+def _sum_squares(xv: np.ndarray, start: float = 0.0) -> float:
+    e = wp.array(np.array([start]), dtype=f64)
+    wp.launch(energy, len(xv), inputs=[wp.array(xv, dtype=f64), e])
+    return float(e.numpy()[0])
+
+
+def test_chunked_sum_is_the_chunk_order_sum_whatever_the_threads(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # magnitudes over 12 decades: any other grouping of the adds rounds differently
+    rng = np.random.default_rng(11)
+    xv = rng.normal(size=20011) * 10.0 ** rng.integers(-6, 6, 20011)
+    monkeypatch.setattr(parallel, "SCATTER_MAX_CHUNKS", 5)
+    expected = _chunk_reference(0.5, xv * xv, 5)
+    assert expected != _chunk_reference(0.5, xv * xv, 4)  # the data tells chunkings apart
+    got = []
+    for n in (2, 3, 4):
+        calls = threads(n)
+        got.append(_sum_squares(xv, 0.5))
+        assert calls == [n]
+    monkeypatch.setattr(config, "parallel_min_ns", 10**15)  # the caller runs every chunk
+    calls = threads(2)
+    monkeypatch.setattr(config, "parallel_min_ns", 10**15)
+    got.append(_sum_squares(xv, 0.5))
+    assert calls == [1]
+    assert got == [expected] * 4
+
+
+def test_chunks_on_python_threads_sum_like_the_native_pool(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+    rng = np.random.default_rng(12)
+    xv = rng.normal(size=(300, 3)) * 10.0 ** rng.integers(-5, 5, (300, 1))
+    w = rng.normal(size=(300, 3))
+    si, sj = rng.integers(0, 300, 5000), rng.integers(0, 300, 5000)
+    threads(2)
+    native = _springs(xv, si, sj, w)
+    for prepared in (prepared_forward(springs), prepared_adjoint(springs)):
+        monkeypatch.setattr(prepared, "compiled",
+                            dataclasses.replace(prepared.compiled, pool_functions=None))
+        prepared.chunkings.clear()
+    python = _springs(xv, si, sj, w)
+    np.testing.assert_array_equal(python[0], native[0])
+    np.testing.assert_array_equal(python[1], native[1])
+
+
+def test_private_buffers_are_zero_between_launches_and_after_an_error(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    threads(2)
+    xv = np.random.default_rng(13).normal(size=4000)
+    first = _sum_squares(xv)
+    state = prepared_forward(energy).chunkings[0]
+    assert all(not b.any() for _, bufs, _ in state.privates for b in bufs)
+    assert any(bufs for _, bufs, _ in state.privates)
+
+    @wp.kernel
+    def energy_checked(x: wp.array(dtype=f64), n: int, e: wp.array(dtype=f64)):
+        i = wp.tid()
+        wp.atomic_add(e, 0, x[i] * x[i] + x[n])
+
+    monkeypatch.setattr(config, "mode", "debug")
+    e = wp.zeros(1, dtype=f64)
+    x = wp.array(xv, dtype=f64)
+    with pytest.raises(wp.KernelRuntimeError, match="out of bounds"):
+        wp.launch(energy_checked, 4000, inputs=[x, 4000, e])
+    for state in prepared_forward(energy_checked).chunkings:
+        assert all(not b.any() for _, bufs, _ in state.privates for b in bufs)
+    e.zero_()
+    wp.launch(energy_checked, 4000, inputs=[x, 0, e])
+    assert e.numpy()[0] == pytest.approx(first + 4000 * xv[0], rel=1e-12)
+
+
+def test_a_split_that_gains_nothing_makes_the_next_launches_serial(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from gradloom.kernel import native_pool_functions
+    from gradloom.runtime.pool import native_pool
+    if native_pool_functions() is None:
+        pytest.skip("no native pool on this platform")
+    monkeypatch.setattr(config, "num_threads", 2)
+    monkeypatch.setattr(config, "parallel_min_ns", 1)
+    y = wp.zeros(200000, dtype=f64)
+    x = wp.array(np.ones(200000), dtype=f64)
+    prepared = prepared_forward(saxpy)
+    prepared.backoff = parallel.Backoff()
+    wp.launch(saxpy, 200000, inputs=[1.0, x, y])  # split before anything is measured
+    pool = native_pool(2, native_pool_functions())
+    prepared.backoff = parallel.Backoff()
+    with pool._busy:  # another launch holds the workers: the caller runs every chunk itself
+        wp.launch(saxpy, 200000, inputs=[1.0, x, y])
+    assert prepared.backoff.skip == 1
+    assert parallel.plan(prepared, 200000, [1.0, x, y])[:2] == (1, False)
+    np.testing.assert_array_equal(y.numpy(), 2.0)
+
+
+def test_scatter_chunk_counts_follow_the_launch_only() -> None:
+    big, small = 1 << 22, 8
+    assert parallel.scatter_chunks(1 << 20, small, False) == parallel.SCATTER_MAX_CHUNKS
+    assert parallel.scatter_chunks(1 << 20, big, False) == 1  # its private buffers cost too much
+    assert parallel.scatter_chunks(1000, small, False) == 1  # too short to cut
+    assert parallel.scatter_chunks(4096, 1 << 16, True) > 1  # long threads: n-body's adjoint
+    assert parallel.scatter_chunks(1 << 20, small, False) == parallel.scatter_chunks(
+        1 << 20, small, False)
+
+
+def test_chunk_bounds_cover_the_launch() -> None:
+    from gradloom.runtime.chunking import bounds
+    for total, chunks in ((10, 3), (8, 8), (1000003, 7), (5, 1)):
+        cuts = [bounds(total, chunks, c) for c in range(chunks)]
+        assert cuts[0][0] == 0 and cuts[-1][1] == total
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))
+        assert max(h - lo for lo, h in cuts) - min(h - lo for lo, h in cuts) <= 1
+
+
+@wp.kernel
+def loop_scale_inplace(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64)):
+    """y[i] *= x[0]**n through a loop: y needs a working copy and the adjoint a stack of n
+    values, so a full stack restarts the whole (chunked) launch."""
+    i = wp.tid()
+    p = f64(1.0)
+    for _ in range(n):
+        p = p * x[0]
+    y[i] = y[i] * p
+
+
+def test_a_full_stack_restarts_a_chunked_launch(threads) -> None:  # type: ignore[no-untyped-def]
+    calls = threads(2)
+    n, m = 9000, 6
+    x0 = 1.0 + 1e-5
+    y0 = np.linspace(0.5, 1.5, m)
+    x = wp.array([x0], dtype=f64, requires_grad=True)
+    y = wp.array(y0, dtype=f64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(loop_scale_inplace, m, inputs=[x, n, y])
+    w = np.random.default_rng(14).normal(size=m)
+    tape.backward(grads={y: wp.array(w, dtype=f64)})
+    assert calls == [2, 2]
+    np.testing.assert_allclose(y.grad.numpy(), w * x0**n, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), [np.sum(w * y0) * n * x0 ** (n - 1)], rtol=1e-10)
+
+
+def test_many_split_launches_of_changing_sizes(threads) -> None:  # type: ignore[no-untyped-def]
+    """The pool under load: launches of changing sizes and kernels, back to back."""
+    threads(2)
+    rng = np.random.default_rng(15)
+    for _ in range(60):
+        n = int(rng.integers(2, 30000))
+        xv = rng.normal(size=n)
+        y = wp.array(np.ones(n), dtype=f64)
+        wp.launch(saxpy, n, inputs=[2.0, wp.array(xv, dtype=f64), y])
+        np.testing.assert_array_equal(y.numpy(), 2.0 * xv + 1.0)
+        e = wp.zeros(1, dtype=f64)
+        wp.launch(energy, n, inputs=[wp.array(xv, dtype=f64), e])
+        assert e.numpy()[0] == pytest.approx(np.sum(xv * xv), rel=1e-12)

@@ -1,0 +1,1 @@
+"""Developer tools for gradloom (not part of the installed package)."""

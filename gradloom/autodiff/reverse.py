@@ -14,12 +14,13 @@ from __future__ import annotations
 from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
 from ..ir.prims import PRIMS, Effect, MemoryRule
-from ..passes.custom import custom_as_if
+from ..passes.custom import custom_as_if, has_effects, inline_block, retarget_gradients
 from ..passes.substitute import substitute
 from ..types import int64
 from .access import KernelAccess, analyze
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
 from .replay import check_replay, shared_working_arrays
+from .rule_reads import check_rule_reads
 from .scopes import BranchScope, LoopScope, Scope
 
 
@@ -53,6 +54,7 @@ class Reverse:
         self.args_at = {int(s.attr): s.result for s in kernel.body.stmts
                         if isinstance(s, Op) and s.prim == "arg" and s.result is not None}
         self._check_minmax()
+        check_rule_reads(kernel, self.access)
 
     def build(self) -> KernelIR:
         self.forward(self.kernel.body)
@@ -177,15 +179,19 @@ class Reverse:
                 scope.accumulate(arg, contribution)
 
     def reverse_custom(self, s: Custom, scope: Scope) -> None:
-        """A @wp.func_grad region: run the user's adjoint on the primal inputs and result adjoints."""
+        """A @wp.func_grad region: run the user's adjoint on the primal inputs and result
+        adjoints. It runs as written (its writes and atomics are the user's), its
+        `wp.adjoint[array]` accesses pointed at the gradients."""
         gs = [scope.get_adj(r) for r in s.results]
-        if all(g is None for g in gs):
+        if s.results and all(g is None for g in gs) and not has_effects(s.adjoint):
             return
         mapping = {v: scope.primal(v) for v in s.inputs}
         mapping.update({seed: g or self.em.zero(seed.type)
                         for seed, g in zip(s.seeds, gs, strict=True)})
-        adjoint = substitute(s.adjoint, mapping, self.em.new_var)
-        self.forward(adjoint)
+        adjoint = retarget_gradients(s.adjoint, lambda p: self.grad_base(p, scope, s.loc),
+                                     self.em.new_var)
+        adjoint = inline_block(substitute(adjoint, mapping, self.em.new_var), self.em.new_var)
+        self.em.cur.stmts.extend(adjoint.stmts)
         for v, a in zip(s.inputs, adjoint.yields, strict=True):
             scope.accumulate(v, a)
 
@@ -224,16 +230,20 @@ class Reverse:
         scope.accumulate(value, em.op("select", won, g, em.zero(value.type)))
 
     def grad_place(self, op: Op, scope: Scope) -> tuple[Var, Var]:
-        return self.grad_ptr(op.args[0], scope, op.loc), scope.primal(op.args[1])
+        base, extra = self.grad_base(op.args[0], scope, op.loc)
+        off = scope.primal(op.args[1])
+        return base, off if extra is None else self.em.op("add", extra, off)
 
-    def grad_ptr(self, p: Var, scope: Scope, loc: SourceLoc) -> Var:
-        """The gradient array's pointer matching data pointer p."""
+    def grad_base(self, p: Var, scope: Scope, loc: SourceLoc) -> tuple[Var, Var | None]:
+        """The gradient array's pointer for data pointer p, as the gradient argument and a
+        byte offset into it (None: none), so a null gradient stays null (adj_* skip it)."""
         d = self.access.defs.get(p.id)
         if d is not None and d.prim == "arg":
-            return self.args_at[int(d.attr) + 8]
+            return self.args_at[int(d.attr) + 8], None
         if d is not None and d.prim == "ptr_add":
-            base = self.grad_ptr(d.args[0], scope, loc)
-            return self.em.op("ptr_add", base, scope.primal(d.args[1]))
+            base, extra = self.grad_base(d.args[0], scope, loc)
+            step = scope.primal(d.args[1])
+            return base, step if extra is None else self.em.op("add", extra, step)
         raise CompileError("cannot differentiate an access to an array that is chosen at run "
                            "time or stored inside another array", loc)
 

@@ -58,11 +58,29 @@ def _no_bool(ctx: Ctx, name: str, place: memory.Place) -> None:
                         f"{place.type!r}")
 
 
+#: the element scalar types Warp's atomic add/sub and min/max take (its message's words)
+_ADD_TYPES = ("[u]int32, [u]int64, float16, bfloat16, float32, or float64",
+              ("int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"))
+_MINMAX_TYPES = ("[u]int32, [u]int64, bfloat16, float32, or float64",
+                 ("int32", "uint32", "int64", "uint64", "bfloat16", "float32", "float64"))
+
+
+def _warp_types(ctx: Ctx, name: str, place: memory.Place,
+                allowed: tuple[str, tuple[str, ...]]) -> None:
+    """Warp's element types for the arithmetic atomics (`+=` on array elements takes more)."""
+    dtype = _element_dtype(place.type)
+    if dtype is None or dtype.name not in allowed[1]:
+        raise ctx.error(f"{name}() operations only work on arrays with {allowed[0]} as the "
+                        f"underlying scalar types, but got {place.type!r} (with scalar type "
+                        f"{dtype!r})")
+
+
 @builtin("atomic_add", f"atomically add value to arr[i]; returns the old value {_INDEX}",
          signatures=_sigs("Scalar|Vector"))
 def atomic_add(ctx: Ctx, *args: Value) -> Value:
     place, (value,) = _split(ctx, "atomic_add", args)
     _no_bool(ctx, "atomic_add", place)
+    _warp_types(ctx, "atomic_add", place, _ADD_TYPES)
     return memory.atomic(ctx, "atomic_add", place, value)
 
 
@@ -71,6 +89,7 @@ def atomic_add(ctx: Ctx, *args: Value) -> Value:
 def atomic_sub(ctx: Ctx, *args: Value) -> Value:
     place, (value,) = _split(ctx, "atomic_sub", args)
     _no_bool(ctx, "atomic_sub", place)
+    _warp_types(ctx, "atomic_sub", place, _ADD_TYPES)
     negated = ops.unary(ctx, "neg", value)
     return memory.atomic(ctx, "atomic_add", place, negated)
 
@@ -80,6 +99,7 @@ def atomic_sub(ctx: Ctx, *args: Value) -> Value:
 def atomic_min(ctx: Ctx, *args: Value) -> Value:
     place, (value,) = _split(ctx, "atomic_min", args)
     _no_bool(ctx, "atomic_min", place)
+    _warp_types(ctx, "atomic_min", place, _MINMAX_TYPES)
     return memory.atomic(ctx, "atomic_min", place, value)
 
 
@@ -88,6 +108,7 @@ def atomic_min(ctx: Ctx, *args: Value) -> Value:
 def atomic_max(ctx: Ctx, *args: Value) -> Value:
     place, (value,) = _split(ctx, "atomic_max", args)
     _no_bool(ctx, "atomic_max", place)
+    _warp_types(ctx, "atomic_max", place, _MINMAX_TYPES)
     return memory.atomic(ctx, "atomic_max", place, value)
 
 

@@ -129,7 +129,8 @@ def _pair(ctx: Ctx, name: str, a: Value, b: Value) -> tuple[Any, list[Var], list
     ta, va = _values(ctx, name, a)
     tb, vb = _values(ctx, name, b)
     if ta != tb:
-        raise ctx.error(f"wp.{name}() arguments have different types {ta!r} and {tb!r}")
+        raise ctx.error(f"wp.{name}() arguments have different types {ta!r} and {tb!r}: "
+                        "Can't test equality for objects with different types")
     return ta, va, vb
 
 

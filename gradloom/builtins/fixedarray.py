@@ -52,8 +52,9 @@ def zeros(ctx: Ctx, shape: Any = None, dtype: Any = float) -> FixedArrayVal:
     dims = (shape,) if isinstance(shape, int) and not isinstance(shape, bool) else shape
     if not isinstance(dims, tuple) or not dims or not all(
             isinstance(d, int) and not isinstance(d, bool) for d in dims):
-        raise ctx.error(f"wp.zeros() in a kernel (got {describe(shape)}): the `shape` argument "
-                        "must be specified as a constant when zero-initializing an array")
+        raise ctx.error(f"wp.zeros() in a kernel, got {describe(shape)} as the shape: the "
+                        "`shape` argument must be specified as a constant when zero-initializing "
+                        "an array")
     if any(d <= 0 for d in dims) or len(dims) > 4:
         raise ctx.error(f"wp.zeros() in a kernel: shape {dims} must have 1 to 4 positive sizes")
     try:

@@ -203,9 +203,9 @@ def _host_leaves(v: Any) -> Iterator[Any]:
         for name, ft in type(v).__gl_type__.fields:
             fv = getattr(v, name)
             if isinstance(ft, ScalarType):
-                yield ft.np_dtype.type(fv)  # a field may hold a Python number
+                yield ft.host_dtype.type(fv)  # a field may hold a Python number
             elif isinstance(ft, (VectorType, MatrixType)):
-                yield from np.ravel(np.asarray(fv, dtype=ft.dtype.np_dtype))
+                yield from np.ravel(np.asarray(fv, dtype=ft.dtype.host_dtype))
             else:
                 yield from _host_leaves(fv)
 
@@ -220,7 +220,7 @@ def to_host(template: Any, env: dict[Var, Any]) -> Any:
         return template.value
     if isinstance(template, Composite):
         t = template.type
-        out = np.array([env[c] for c in template.comps], dtype=t.dtype.np_dtype)
+        out = np.array([env[c] for c in template.comps], dtype=t.dtype.host_dtype)
         value: VecValue = out.reshape(t.shape).view(VecValue)
         value.gl_type = t
         return value
@@ -364,7 +364,7 @@ def run(program: HostProgram, call: Call) -> Any:
     leaves = [x for v in [*args, *kwargs.values()] for x in _host_leaves(v)]
     env: dict[Var, Any] = dict(zip(program.inputs, leaves, strict=True))
     for var, slot in program.probes:
-        env[var] = var.type.np_dtype.type(args[slot] if isinstance(slot, int) else kwargs[slot])
+        env[var] = var.type.host_dtype.type(args[slot] if isinstance(slot, int) else kwargs[slot])
     evaluate(program.code, env)
     for index, template in program.writes:
         _write_back(call.what, args, index, to_host(template, env), program.temporaries_ok)

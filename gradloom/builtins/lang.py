@@ -1,4 +1,4 @@
-"""Language-level builtins the frontend treats specially: wp.tid(), wp.static(), wp.grad()."""
+"""Language-level builtins the frontend treats specially: wp.tid() and wp.static()."""
 
 from __future__ import annotations
 
@@ -20,26 +20,6 @@ def static(expr: Any) -> Any:
 
 
 STATIC = static
-
-
-class GradOf:
-    """`wp.grad(f)`: in a kernel, called as f is, it gives the gradient of f's scalar result
-    with respect to each argument (one value, or a tuple for several); frontend/grad.py."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-
-    def __call__(self, *args: Any) -> Any:
-        raise RuntimeError("wp.grad(f)(...) computes a gradient inside kernels and @wp.func "
-                           "functions only")
-
-    def __repr__(self) -> str:
-        return f"wp.grad({getattr(self.fn, '__name__', self.fn)!r})"
-
-
-def grad(fn: Any) -> GradOf:
-    """`wp.grad(f)`: f's gradient function, for use in kernels (see GradOf)."""
-    return GradOf(fn)
 
 
 class _AdjointMarker:

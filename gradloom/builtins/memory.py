@@ -124,6 +124,8 @@ def _assemble(t: Any, vals: list[Var]) -> Value:
         for _, ft in t.fields:
             fields.append(_assemble(ft, [next(it) for _ in leaves(ft)]))
         return StructVal(t, tuple(fields))
+    if isinstance(t, (ArrayType, IndexedArrayType)):  # a struct's array field, in an array
+        return ArrayVal.from_words(t, vals)
     raise TypeError(f"cannot load a value of type {t!r}")
 
 

@@ -7,6 +7,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, VectorType, bool_
 from .values import Composite, Ctx, Literal, Value, describe, scalar, type_of
@@ -29,8 +31,14 @@ def _fold(op: str, a: Any, b: Any) -> Any:
             return a // b
         q = _c_intdiv(a, b)
         return q if op != "mod" else a - q * b
-    if op in ("div", "floordiv", "mod") and b == 0:  # IEEE, as the kernel computes it
-        return _float_div_by_zero(op, float(a), float(b))
+    if op == "pow" and (isinstance(a, float) or isinstance(b, float)):
+        with np.errstate(all="ignore"):  # C's pow: nan for (-8.0) ** 0.5, inf for 0.0 ** -1
+            return float(np.power(np.float64(a), np.float64(b)))
+    if op in ("div", "floordiv", "mod") and b == 0:  # floats: IEEE inf / nan, as C++ folds
+        with np.errstate(all="ignore"):
+            x, y = np.float64(a), np.float64(b)
+            r = {"div": x / y, "floordiv": np.floor(x / y), "mod": np.fmod(x, y)}[op]
+        return float(r)
     fns: dict[str, Callable[[Any, Any], Any]] = {
         "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
         "floordiv": lambda x, y: float(math.floor(x / y)), "mod": math.fmod, "pow": operator.pow,
@@ -38,13 +46,6 @@ def _fold(op: str, a: Any, b: Any) -> Any:
         "lshift": operator.lshift, "rshift": operator.rshift,
     }
     return fns[op](a, b)
-
-
-def _float_div_by_zero(op: str, a: float, b: float) -> float:
-    """a / ±0.0 (and // and %) for floats: ±inf, or nan for 0 / 0, nan and %."""
-    if op == "mod" or a == 0.0 or math.isnan(a):
-        return math.nan
-    return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
 def unify(ctx: Ctx, a: Value, b: Value, opname: str) -> tuple[Var, Var]:

@@ -21,6 +21,7 @@ data-dependent number of draws; their loops carry integers only, so they never t
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..ir.nodes import Var
@@ -379,45 +380,32 @@ def sample_unit_hemisphere_surface(ctx: Ctx, state: Value) -> Value | OutArgs:
     return d.out(_on_sphere(ctx, d, d.uniform()))  # Archimedes: z uniform gives uniform area
 
 
-def _cube_point(ctx: Ctx, s: Var) -> tuple[list[Var], Var]:
-    """Three draws after state s mapped to [-1, 1)^3, and the state after them."""
-    comps = []
-    for _ in range(3):
-        s = pcg_hash(ctx, s)
-        u = unit_float(ctx, s)
-        comps.append(ctx.op("sub", ctx.op("mul", ctx.const(2.0, float32), u),
-                            ctx.const(1.0, float32)))
-    return comps, s
-
-
-def _in_ball(ctx: Ctx, d: Draws) -> list[Var]:
-    """Rejection sampling of the unit ball: the loop carries only the state before the
-    accepted trial, and the accepted point is recomputed from it after the loop."""
-    def outside(s: Var) -> Var:
-        p, _ = _cube_point(ctx, s)
-        sq = ctx.op("add", ctx.op("add", ctx.op("mul", p[0], p[0]), ctx.op("mul", p[1], p[1])),
-                    ctx.op("mul", p[2], p[2]))
-        return ctx.op("gt", sq, ctx.const(1.0, float32))
-
-    (start,) = while_loop(ctx, [d.state], lambda p: outside(p[0]),
-                          lambda p: [_cube_point(ctx, p[0])[1]])
-    point, d.state = _cube_point(ctx, start)
-    return point
+def _in_ball(ctx: Ctx, d: Draws, hemi: bool) -> Composite:
+    """Warp's construction, three draws: polar angle acos(1 - 2u) (acos(1 - u) for the upper
+    half), azimuth 2πu, radius u^(1/3): uniform in the ball (half-ball), no rejection loop."""
+    f = functools.partial(ctx.const, t=float32)
+    u = d.uniform()
+    phi = ctx.op("acos", ctx.op("sub", f(1.0), u if hemi else ctx.op("mul", f(2.0), u)))
+    theta = ctx.op("mul", f(2.0 * math.pi), d.uniform())
+    r = ctx.op("pow", d.uniform(), f(1.0 / 3.0))
+    sin_phi = ctx.op("sin", phi)
+    return _vec([ctx.op("mul", ctx.op("mul", r, ctx.op("cos", theta)), sin_phi),
+                 ctx.op("mul", ctx.op("mul", r, ctx.op("sin", theta)), sin_phi),
+                 ctx.op("mul", r, ctx.op("cos", phi))])
 
 
 @builtin("sample_unit_sphere", "a uniform point in the unit ball; advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG3)
 def sample_unit_sphere(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_sphere", state)
-    return d.out(_vec(_in_ball(ctx, d)))
+    return d.out(_in_ball(ctx, d, hemi=False))
 
 
 @builtin("sample_unit_hemisphere", "a uniform point in the unit half-ball (z >= 0); advances state",
          differentiable=False, group=_GROUP, signatures=_SAMPLE_SIG3)
 def sample_unit_hemisphere(ctx: Ctx, state: Value) -> Value | OutArgs:
     d = Draws(ctx, "sample_unit_hemisphere", state)
-    x, y, z = _in_ball(ctx, d)
-    return d.out(_vec([x, y, ctx.op("abs", z)]))
+    return d.out(_in_ball(ctx, d, hemi=True))
 
 
 def _centered(ctx: Ctx, d: Draws, n: int) -> Composite:

@@ -57,6 +57,11 @@ class Builtin:
     def __repr__(self) -> str:
         return f"<gradloom builtin {self.name}>"
 
+    def __gl_fingerprint__(self, visiting: set[int]) -> str:
+        """Its part of a kernel's cache key when a kernel captures it (`_fn` in wp.map's
+        kernels): the builtin's name, so two builtins never share compiled code."""
+        return f"builtin:{self.name}"
+
 
 REGISTRY: dict[str, Builtin] = {}
 

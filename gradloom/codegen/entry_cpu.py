@@ -3,8 +3,9 @@
 The entry takes one pointer, to a launch block (layout: types.BLOCK_*; runtime/launch.py fills
 it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread of a split
 launch gets its own block. The thread loop is emitted twice (a copy with unit innermost strides
-for contiguous arrays, which LLVM vectorises, and the general one) and polls for Ctrl-C between
-chunks of threads (codegen/signals.py).
+for contiguous arrays, which LLVM vectorises, and the general one) — once only for kernels past
+CONTIGUOUS_MAX_OPS operations, where the second copy would double LLVM's time for little gain —
+and polls for Ctrl-C between chunks of threads (codegen/signals.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ CPU_MATH: dict[str, MathCall] = {
     **{n: ("intrinsic", n) for n in _INTRINSICS},
     **{n: ("libm", n) for n in ("cbrt", "erf", "erfc", "atan2")},
 }
+
+
+#: kernels of more primitive operations than this get one thread loop, not two: the second
+#: copy doubles LLVM's optimisation time, and a kernel this large is bound by its arithmetic,
+#: not by the loads and stores that the contiguous copy vectorises
+CONTIGUOUS_MAX_OPS = 2000
+
+
+def contiguous_copy(kernel: KernelIR) -> bool:
+    """Whether the entry gets a second thread loop for contiguous arrays."""
+    return sum(1 for _ in walk_ops(kernel.body)) <= CONTIGUOUS_MAX_OPS
 
 
 class CpuKernelEmitter(KernelEmitter):
@@ -63,7 +75,7 @@ class CpuKernelEmitter(KernelEmitter):
         f.emit("br i1 %nonempty, label %dispatch, label %exit")
         f.start_block("dispatch")
         arg_names = dict(self.names)
-        if self.kernel.unit_strides:
+        if self.kernel.unit_strides and contiguous_copy(self.kernel):
             f.emit(f"br i1 {self.all_contiguous()}, label %c.pre, label %s.pre")
             self.thread_loop("c.", {**arg_names, **{v.id: str(size) for v, size in
                                                      self.kernel.unit_strides}})

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.nodes import Op, Var
 from ..types import STATUS_STACK_FULL, ScalarType, float16, float32
+from .llvm_bf16 import ROUNDED, Bf16Emitter, is_bf16
 from .llvm_types import literal, mem_type, reg_type
 
 if TYPE_CHECKING:
@@ -29,10 +30,10 @@ _UCMP = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "u
 
 
 def _float_suffix(t: ScalarType) -> str:
-    return {16: "f16", 32: "f32", 64: "f64"}[t.bits]
+    return {"half": "f16", "float": "f32", "double": "f64"}[reg_type(t)]
 
 
-class OpEmitter:
+class OpEmitter(Bf16Emitter):
     """Emission of single ops; KernelEmitter supplies names, declarations and the text buffer."""
 
     f: FunctionText
@@ -57,6 +58,8 @@ class OpEmitter:
 
     def op(self, s: Op) -> None:
         RULES[s.prim](self, s)
+        if s.result is not None and s.prim in ROUNDED and is_bf16(s.result.type):
+            self.bf16_round_result(s)
 
     def res(self, s: Op) -> str:
         assert s.result is not None
@@ -159,14 +162,15 @@ class OpEmitter:
         fn = prefix + (base if t.bits == 64 else base + "f")
         self.declares.add(f"declare {work} @{fn}({', '.join([work] * nargs)})")
         args = []
+        half = reg_type(t) == "half"
         for i in range(nargs):
             x = self.a(s, i)
-            if t.bits == 16:
+            if half:
                 ext = f.fresh("%hext")
                 f.emit(f"{ext} = fpext half {x} to float")
                 x = ext
             args.append(f"{work} {x}")
-        if t.bits == 16:
+        if half:
             tmp = f.fresh("%hres")
             f.emit(f"{tmp} = call float @{fn}({', '.join(args)})")
             f.emit(f"{self.res(s)} = fptrunc float {tmp} to half")
@@ -235,6 +239,8 @@ class OpEmitter:
     def cast(self, s: Op) -> None:
         src, dst = s.args[0].type, s.result.type  # type: ignore[union-attr]
         x = self.a(s, 0)
+        # a bfloat16 register is a float (the rounding to bfloat16 follows: see `op`)
+        src, dst = (float32 if is_bf16(t) else t for t in (src, dst))
         if src == dst or (src.is_int and dst.is_int and src.bits == dst.bits):
             # same register type (int32 <-> uint32): a reinterpretation, no instruction
             self.names[s.result.id] = x  # type: ignore[union-attr]
@@ -270,6 +276,10 @@ class OpEmitter:
             raw = self.f.fresh("%ldb")
             self.f.emit(f"{raw} = load i8, ptr {p}, align 1")
             self.f.emit(f"{dest} = icmp ne i8 {raw}, 0")
+        elif is_bf16(t):
+            raw = self.f.fresh("%ldbf")
+            self.f.emit(f"{raw} = load i16, ptr {p}, align {min(align, 2)}")
+            self.bf16_value(raw, dest)
         else:
             self.f.emit(f"{dest} = load {mem_type(t)}, ptr {p}, align {align}")
 
@@ -281,11 +291,17 @@ class OpEmitter:
         t = s.args[2].type
         p = self.address(s)
         v = self.a(s, 2)
+        self.store_value(v, t, p, t.size)
+
+    def store_value(self, v: str, t: ScalarType, p: str, align: int) -> None:
+        """Store value v of type t at p (bools as one byte, bfloat16 as its bits)."""
         if t.kind == "b":
             wide = self.f.fresh("%stb")
             self.f.emit(f"{wide} = zext i1 {v} to i8")
             v = wide
-        self.f.emit(f"store {mem_type(t)} {v}, ptr {p}, align {t.size}")
+        elif is_bf16(t):
+            v = self.bf16_bits(v)
+        self.f.emit(f"store {mem_type(t)} {v}, ptr {p}, align {align}")
 
     def atomic(self, s: Op) -> None:
         t = s.args[2].type
@@ -295,6 +311,12 @@ class OpEmitter:
             return
         if base == "add" and self.root_offset(s.args[0]) in self.private_adds:
             self.private_add(s)
+            return
+        if is_bf16(t):
+            op = {"add": "fadd", "min": "llvm.minnum.f32", "max": "llvm.maxnum.f32"}[base]
+            old = self.bf16_rmw(self.address(s), op, self.a(s, 2), atomic=True)
+            if s.result is not None:
+                self.names[s.result.id] = old
             return
         if t.is_float:
             kind = {"add": "fadd", "min": "fmin", "max": "fmax"}[base]
@@ -310,6 +332,11 @@ class OpEmitter:
         """atomic_add into memory only this thread's worker adds into: a plain read-add-write
         (vectorisable, and no locked instruction)."""
         t, f = s.args[2].type, self.f
+        if is_bf16(t):
+            old = self.bf16_rmw(self.address(s), "fadd", self.a(s, 2), atomic=False)
+            if s.result is not None:
+                self.names[s.result.id] = old
+            return
         mt, p, new = mem_type(t), self.address(s), f.fresh("%padd")
         old = self.res(s) if s.result is not None else f.fresh("%pold")
         f.emit(f"{old} = load {mt}, ptr {p}, align {t.size}")
@@ -321,12 +348,16 @@ class OpEmitter:
         it = f"i{t.bits}"
         if not t.is_float:
             return it, x
+        if is_bf16(t):
+            return it, self.bf16_bits(x)
         bits = self.f.fresh("%bits")
         self.f.emit(f"{bits} = bitcast {reg_type(t)} {x} to {it}")
         return it, bits
 
     def from_bits(self, s: Op, t: ScalarType, raw: str) -> None:
-        if t.is_float:
+        if is_bf16(t):
+            self.names[s.result.id] = self.bf16_value(raw)  # type: ignore[union-attr]
+        elif t.is_float:
             self.f.emit(f"{self.res(s)} = bitcast i{t.bits} {raw} to {reg_type(t)}")
         else:
             self.names[s.result.id] = raw  # type: ignore[union-attr]
@@ -352,6 +383,10 @@ class OpEmitter:
 
     def bitcast(self, s: Op) -> None:
         src, dst = s.args[0].type, s.result.type  # type: ignore[union-attr]
+        if is_bf16(src) or is_bf16(dst):  # bfloat16 <-> its bits as a 16-bit integer
+            conv = self.bf16_bits if is_bf16(src) else self.bf16_value
+            self.names[s.result.id] = conv(self.a(s, 0))  # type: ignore[union-attr]
+            return
         if reg_type(src) == reg_type(dst):
             self.names[s.result.id] = self.a(s, 0)  # type: ignore[union-attr]
             return
@@ -412,6 +447,9 @@ class OpEmitter:
         mt, f = mem_type(t), self.f
 
         def add(p: str) -> None:
+            if is_bf16(t):
+                self.bf16_rmw(p, "fadd", self.a(s, 2), atomic=self.atomic_grads)
+                return None
             if self.atomic_grads:
                 f.emit(f"atomicrmw fadd ptr {p}, {mt} {self.a(s, 2)} monotonic, align {t.size}")
                 return None
@@ -426,13 +464,13 @@ class OpEmitter:
     def adj_read(self, s: Op) -> None:
         assert s.result is not None
         t = s.result.type
-        mt, f = mem_type(t), self.f
+        f = self.f
 
         def read(p: str) -> str:
             v = f.fresh("%gv")
-            f.emit(f"{v} = load {mt}, ptr {p}, align {t.size}")
+            self.load_value(v, t, p, t.size)
             if s.prim == "adj_take":
-                f.emit(f"store {mt} {literal(0.0, t)}, ptr {p}, align {t.size}")
+                self.store_value(literal(0.0, t), t, p, t.size)
             return v
 
         self.names[s.result.id] = self.guarded(s, read, t) or ""
@@ -460,11 +498,7 @@ class OpEmitter:
         f.start_block(ok)
         slot, v = f.fresh("%slot"), self.a(s, 0)
         f.emit(f"{slot} = {self.stack_slot(sp)}")
-        if t.kind == "b":
-            wide = f.fresh("%pushb")
-            f.emit(f"{wide} = zext i1 {v} to i8")
-            v = wide
-        f.emit(f"store {mem_type(t)} {v}, ptr {slot}, align 8")
+        self.store_value(v, t, slot, 8)
         f.emit(f"store i64 {nsp}, ptr %sp, align 8")
 
     def pop(self, s: Op) -> None:

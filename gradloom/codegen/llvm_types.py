@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..types import ScalarType
+from ..types import ScalarType, bf16_round
 
 _REG = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
         "uint8": "i8", "uint16": "i16", "uint32": "i32", "uint64": "i64", "float16": "half",
-        "float32": "float", "float64": "double", "ptr": "ptr"}
+        "bfloat16": "float", "float32": "float", "float64": "double", "ptr": "ptr"}
 
 
 def reg_type(t: ScalarType) -> str:
@@ -20,7 +20,10 @@ def reg_type(t: ScalarType) -> str:
 
 
 def mem_type(t: ScalarType) -> str:
-    """The LLVM type a value of t has in memory (bool is one byte)."""
+    """The LLVM type a value of t has in memory (bool is one byte; bfloat16 its 16 bits, in
+    registers a float: codegen/llvm_bf16.py)."""
+    if t.name == "bfloat16":
+        return "i16"
     return "i8" if t.kind == "b" else _REG[t.name]
 
 
@@ -37,7 +40,9 @@ def literal(value: Any, t: ScalarType) -> str:
         return str(v)
     if t.kind == "p":
         return "null" if not value else f"inttoptr (i64 {int(value)} to ptr)"
-    if t.bits == 16:
+    if t.name == "bfloat16":
+        value = float(bf16_round(np.float32(value)))
+    elif t.bits == 16:
         return "0xH" + np.float16(value).tobytes()[::-1].hex().upper()
     if t.bits == 32:
         value = float(np.float32(value))

@@ -1,133 +1,518 @@
-"""LLVM IR of the native worker loop that runs the slices of split launches (x86-64 Linux).
+"""LLVM IR of the native worker pool that runs chunked launches (x86-64 Linux).
 
-Waking a Python thread through a lock costs ~30 µs per wake-up on a virtual machine, so a split
-launch spent ~60 µs just dispatching. Here each worker thread enters `gl_pool_worker` once,
-through ctypes (which releases the GIL for good), and then lives in native code: it spins on its
-control word for a while after each job, so back-to-back launches reach it in well under a
-microsecond, and sleeps on a futex when idle. `gl_pool_run` posts one job per worker, runs the
-caller's own slice, and waits for the rest — one ctypes call per split launch.
+A chunked launch cuts its thread range into chunks (a job: types.JOB_*). The calling thread and
+the pool's workers claim chunks one at a time from one atomic counter, so a worker that is late or
+descheduled leaves its chunks to the caller instead of holding it up, and each chunk adds into
+its own row of pointers (runtime/parallel.py: chunk 0 into the real arrays, chunk c > 0 into
+private zeroed buffers), whichever thread runs it. After the last chunk the caller puts its
+own block's pointers back, sums the private buffers into the arrays in chunk order — and zeroes
+them for the next launch — so the result depends on the chunks, never on which thread ran
+which.
 
-Control block of one worker (64 bytes, one cache line): i32 sequence number of the last posted
-job at 0, i32 sequence number of the last finished job at 4, i32 "sleeping" flag at 8, the job's
-entry function at 16 and its argument (a launch block) at 24.
+Each worker thread enters `gl_pool_worker` once, through ctypes (which releases the GIL for good),
+and lives in native code (in the idle scheduling class: runtime/pool.py): after a job it spins
+for a while (yielding its core to anything else that wants it), then sleeps on a futex. `gl_pool_run(ctl, job)` is one ctypes call per launch:
+it posts the job (or, without JOB_WAKE, runs every chunk itself on a counter of its own), runs
+chunks, waits for the workers' last chunks (spinning briefly, then sleeping on a futex), sums.
+
+Control memory of a pool (types.POOL_CONTROL_BYTES, each word on its own cache line): the claim
+word (i64: chunks << 32 | next chunk) at 0; the count of finished chunks (i32) at 64 and the
+caller's "sleeping" flag at 68; the posted-job sequence number (i32, the workers' futex word) at
+128 and the count of sleeping workers at 132; the current job's address at 192. A worker that
+claims a chunk reads the job's fields only after its claim succeeded, so a worker woken late can
+only ever take part in the job that is running.
 """
 
 from __future__ import annotations
 
-CONTROL_BYTES = 64
+from ..types import (
+    BLOCK_ARGS,
+    BLOCK_END,
+    BLOCK_START,
+    BLOCK_STATUS,
+    JOB_BLOCK_BYTES,
+    JOB_BLOCKS,
+    JOB_CALLER_CHUNKS,
+    JOB_CALLER_NS,
+    JOB_CALLER_THREADS,
+    JOB_CHUNKS,
+    JOB_FLAGS,
+    JOB_FN,
+    JOB_NREDUCE,
+    JOB_NSCATTER,
+    JOB_OFFSETS,
+    JOB_PTRS,
+    JOB_RECORD,
+    JOB_RECORDS,
+    JOB_REDUCE,
+    JOB_RUN,
+    JOB_SPIN_NS,
+    JOB_STOPPED,
+    JOB_SUM,
+    JOB_SUM_F32,
+    JOB_SUM_F64,
+    JOB_SUM_I32,
+    JOB_SUM_I64,
+    JOB_THREADS,
+    JOB_TOTAL,
+    JOB_WAKE,
+)
+
+CTL_CLAIM, CTL_DONE, CTL_WAITING, CTL_POSTED, CTL_SLEEPERS, CTL_JOB = 0, 64, 68, 128, 132, 192
+#: a caller-only job counts on words of its own, after the job's public fields
+JOB_OWN_CLAIM, JOB_OWN_DONE, JOB_OWN_WAITING = 144, 152, 156
 _FUTEX = 202  # SYS_futex on x86-64 Linux
 _WAIT, _WAKE = 128, 129  # FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
-# spins (each a `pause`, ~65 cycles on AMD Zen, ~140 on recent Intel) before a worker sleeps
-# (~0.2-0.4 ms: long enough for back-to-back launches, short enough not to burn a core that
-# something else needs), and before a waiting caller starts yielding its core
-_WORKER_SPINS = 1 << 13
-_CALLER_SPINS = 1 << 14
+#: how long an idle worker spins for the next job before it sleeps (back-to-back launches find
+#: it awake); it yields its core every _YIELD_EVERY pauses, so a busy machine loses little
+WORKER_SPIN_NS = 300_000
+_YIELD_EVERY = 64
+
+_HELPERS = f"""
+@gl.timeout = private constant {{i64, i64}} {{i64 0, i64 10000000}}
+
+define internal i64 @gl_now() nounwind {{
+  %ts = alloca {{i64, i64}}, align 8
+  %r = call i32 @clock_gettime(i32 1, ptr %ts)
+  %s = load i64, ptr %ts, align 8
+  %nsp = getelementptr i8, ptr %ts, i64 8
+  %ns = load i64, ptr %nsp, align 8
+  %t = mul i64 %s, 1000000000
+  %now = add i64 %t, %ns
+  ret i64 %now
+}}
+
+define internal void @gl_futex(ptr %word, i64 %op, i64 %value, ptr %timeout) nounwind {{
+  %r = call i64 (i64, ...) @syscall(i64 {_FUTEX}, ptr %word, i64 %op, i64 %value, ptr %timeout,
+                                    ptr null, i64 0)
+  ret void
+}}
+"""
+
+
+def _sum_function(name: str, ty: str, add: str, zero: str, skip_zero: bool) -> str:
+    """dst[i] += src[i]; src[i] = 0 for i < n: one private buffer summed into its array and
+    cleared. Float adds skip zeros, so an element no thread of the chunk touched keeps its
+    exact value (a -0.0 stays -0.0)."""
+    body = f"%c = {add} {ty} %a, %b"
+    if skip_zero:
+        body = (f"%sum = {add} {ty} %a, %b\n  %z = fcmp oeq {ty} %b, {zero}\n"
+                f"  %c = select i1 %z, {ty} %a, {ty} %sum")
+    align = 8 if ty in ("double", "i64") else 4
+    return f"""
+define internal void @{name}(ptr noalias %dst, ptr noalias %src, i64 %n) nounwind {{
+entry:
+  %any = icmp sgt i64 %n, 0
+  br i1 %any, label %loop, label %exit
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %dp = getelementptr {ty}, ptr %dst, i64 %i
+  %sp = getelementptr {ty}, ptr %src, i64 %i
+  %a = load {ty}, ptr %dp, align {align}
+  %b = load {ty}, ptr %sp, align {align}
+  {body}
+  store {ty} %c, ptr %dp, align {align}
+  store {ty} {zero}, ptr %sp, align {align}
+  %i1 = add nuw nsw i64 %i, 1
+  %more = icmp slt i64 %i1, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}}
+"""
+
+
+_SUMS = (_sum_function("gl_sum_f32", "float", "fadd", "0.0", True)
+         + _sum_function("gl_sum_f64", "double", "fadd", "0.0", True)
+         + _sum_function("gl_sum_i32", "i32", "add", "0", False)
+         + _sum_function("gl_sum_i64", "i64", "add", "0", False))
+
+
+def _field(name: str, offset: int, ty: str = "i64", base: str = "%job") -> str:
+    return (f"%{name}.p = getelementptr i8, ptr {base}, i64 {offset}\n"
+            f"  %{name} = load {ty}, ptr %{name}.p, align 8")
+
+
+# gl_chunks(jobpp, claimp, donep, waitp, w, stats): claim chunks until none is left and run each
+# on thread w's launch block; stats (the caller's) gets chunks, threads and nanoseconds
+_CHUNKS = f"""
+define internal void @gl_chunks(ptr %jobpp, ptr %claimp, ptr %donep, ptr %waitp, i64 %w,
+                                ptr %stats) nounwind {{
+entry:
+  %timed = icmp ne ptr %stats, null
+  br label %claim
+claim:
+  %old = atomicrmw add ptr %claimp, i64 1 acq_rel, align 8
+  %k = lshr i64 %old, 32
+  %c = and i64 %old, 4294967295
+  %have = icmp ult i64 %c, %k
+  br i1 %have, label %run, label %out
+run:
+  %job = load ptr, ptr %jobpp, align 8
+  {_field("fn", JOB_FN, "ptr")}
+  {_field("total", JOB_TOTAL)}
+  {_field("blocks", JOB_BLOCKS, "ptr")}
+  %bp = getelementptr ptr, ptr %blocks, i64 %w
+  %b = load ptr, ptr %bp, align 8
+  %q = udiv i64 %total, %k
+  %r = urem i64 %total, %k
+  %cq = mul i64 %c, %q
+  %early = icmp ult i64 %c, %r
+  %cr = select i1 %early, i64 %c, i64 %r
+  %lo = add i64 %cq, %cr
+  %plus = zext i1 %early to i64
+  %len = add i64 %q, %plus
+  %hi = add i64 %lo, %len
+  %startp = getelementptr i8, ptr %b, i64 {BLOCK_START}
+  store i64 %lo, ptr %startp, align 8
+  %endp = getelementptr i8, ptr %b, i64 {BLOCK_END}
+  store i64 %hi, ptr %endp, align 8
+  {_field("ns", JOB_NSCATTER)}
+  {_field("offs", JOB_OFFSETS, "ptr")}
+  {_field("ptrs", JOB_PTRS, "ptr")}
+  %row = mul i64 %c, %ns
+  br label %patch
+patch:
+  %s = phi i64 [0, %run], [%s1, %patch.one]
+  %pmore = icmp ult i64 %s, %ns
+  br i1 %pmore, label %patch.one, label %call
+patch.one:
+  %offp = getelementptr i64, ptr %offs, i64 %s
+  %off = load i64, ptr %offp, align 8
+  %idx = add i64 %row, %s
+  %pp = getelementptr i64, ptr %ptrs, i64 %idx
+  %pv = load i64, ptr %pp, align 8
+  %slot = getelementptr i8, ptr %b, i64 %off
+  store i64 %pv, ptr %slot, align 8
+  %s1 = add i64 %s, 1
+  br label %patch
+call:
+  %status = getelementptr i8, ptr %b, i64 {BLOCK_STATUS}
+  %basep = getelementptr i8, ptr %status, i64 8
+  %base = load i64, ptr %basep, align 8
+  %capp = getelementptr i8, ptr %status, i64 16
+  %cap = load i64, ptr %capp, align 8
+  br i1 %timed, label %clock0, label %go
+clock0:
+  %t0c = call i64 @gl_now()
+  br label %go
+go:
+  %t0 = phi i64 [0, %call], [%t0c, %clock0]
+  call void %fn(ptr %b)
+  br i1 %timed, label %clock1, label %check
+clock1:
+  %t1 = call i64 @gl_now()
+  %dt = sub i64 %t1, %t0
+  %st.nsp = getelementptr i8, ptr %stats, i64 {JOB_CALLER_NS - JOB_CALLER_CHUNKS}
+  %st.ns = load i64, ptr %st.nsp, align 8
+  %st.ns1 = add i64 %st.ns, %dt
+  store i64 %st.ns1, ptr %st.nsp, align 8
+  %st.n = load i64, ptr %stats, align 8
+  %st.n1 = add i64 %st.n, 1
+  store i64 %st.n1, ptr %stats, align 8
+  %st.thp = getelementptr i8, ptr %stats, i64 {JOB_CALLER_THREADS - JOB_CALLER_CHUNKS}
+  %st.th = load i64, ptr %st.thp, align 8
+  %st.th1 = add i64 %st.th, %len
+  store i64 %st.th1, ptr %st.thp, align 8
+  br label %check
+check:
+  %err = load i32, ptr %status, align 4
+  %bad = icmp ne i32 %err, 0
+  br i1 %bad, label %record, label %finish
+record:
+  {_field("records", JOB_RECORDS, "ptr")}
+  %roff = mul i64 %c, {JOB_RECORD}
+  %rec = getelementptr i8, ptr %records, i64 %roff
+  call void @llvm.memcpy.p0.p0.i64(ptr %rec, ptr %status, i64 32, i1 false)
+  %recw = getelementptr i8, ptr %rec, i64 32
+  store i64 %w, ptr %recw, align 8
+  store i64 0, ptr %status, align 8
+  store i64 %base, ptr %basep, align 8
+  store i64 %cap, ptr %capp, align 8
+  %failp = getelementptr i8, ptr %status, i64 24
+  store i64 0, ptr %failp, align 8
+  %stoppedp = getelementptr i8, ptr %job, i64 {JOB_STOPPED}
+  %st = atomicrmw add ptr %stoppedp, i64 1 seq_cst, align 8
+  br label %finish
+finish:
+  %d = atomicrmw add ptr %donep, i32 1 seq_cst, align 4
+  %d1 = add i32 %d, 1
+  %k32 = trunc i64 %k to i32
+  %last = icmp eq i32 %d1, %k32
+  br i1 %last, label %checkwait, label %claim
+checkwait:
+  %waiting = load atomic i32, ptr %waitp seq_cst, align 4
+  %asleep = icmp ne i32 %waiting, 0
+  br i1 %asleep, label %wake, label %claim
+wake:
+  call void @gl_futex(ptr %donep, i64 {_WAKE}, i64 1, ptr null)
+  br label %claim
+out:
+  ret void
+}}
+"""
 
 _WORKER = f"""
-define void @gl_pool_worker(ptr %ctl) nounwind {{
+define void @gl_pool_worker(ptr %arg) nounwind {{
 entry:
-  %donep = getelementptr i8, ptr %ctl, i64 4
-  %sleepp = getelementptr i8, ptr %ctl, i64 8
-  %fnp = getelementptr i8, ptr %ctl, i64 16
-  %argp = getelementptr i8, ptr %ctl, i64 24
-  %first = load atomic i32, ptr %donep acquire, align 4
+  %ctl = load ptr, ptr %arg, align 8
+  %wp = getelementptr i8, ptr %arg, i64 8
+  %w = load i64, ptr %wp, align 8
+  %claimp = getelementptr i8, ptr %ctl, i64 {CTL_CLAIM}
+  %donep = getelementptr i8, ptr %ctl, i64 {CTL_DONE}
+  %waitp = getelementptr i8, ptr %ctl, i64 {CTL_WAITING}
+  %postedp = getelementptr i8, ptr %ctl, i64 {CTL_POSTED}
+  %sleepersp = getelementptr i8, ptr %ctl, i64 {CTL_SLEEPERS}
+  %jobpp = getelementptr i8, ptr %ctl, i64 {CTL_JOB}
+  %first = load atomic i32, ptr %postedp acquire, align 4
   br label %wait
 wait:
-  %last = phi i32 [%first, %entry], [%last, %woke], [%seq, %run]
+  %last = phi i32 [%first, %entry], [%last, %woke], [%seq, %work]
+  %since = call i64 @gl_now()
   br label %spin
 spin:
-  %k = phi i32 [0, %wait], [%k1, %pause]
-  %seq = load atomic i32, ptr %ctl acquire, align 4
+  %k = phi i32 [0, %wait], [%k1, %more]
+  %seq = load atomic i32, ptr %postedp acquire, align 4
   %posted = icmp ne i32 %seq, %last
-  br i1 %posted, label %run, label %pause
+  br i1 %posted, label %work, label %pause
 pause:
   call void @llvm.x86.sse2.pause()
   %k1 = add i32 %k, 1
-  %more = icmp ult i32 %k1, {_WORKER_SPINS}
-  br i1 %more, label %spin, label %sleep
+  %round = and i32 %k1, {_YIELD_EVERY - 1}
+  %yieldnow = icmp eq i32 %round, 0
+  br i1 %yieldnow, label %yield, label %more
+yield:
+  %y = call i32 @sched_yield()
+  %now = call i64 @gl_now()
+  %spent = sub i64 %now, %since
+  %patient = icmp slt i64 %spent, {WORKER_SPIN_NS}
+  br i1 %patient, label %more, label %sleep
+more:
+  br label %spin
 sleep:
-  store atomic i32 1, ptr %sleepp seq_cst, align 4
-  %again = load atomic i32, ptr %ctl seq_cst, align 4
+  %in = atomicrmw add ptr %sleepersp, i32 1 seq_cst, align 4
+  %again = load atomic i32, ptr %postedp seq_cst, align 4
   %missed = icmp ne i32 %again, %last
   br i1 %missed, label %woke, label %futex
 futex:
   %expect = zext i32 %last to i64
-  %r = call i64 (i64, ...) @syscall(i64 {_FUTEX}, ptr %ctl, i64 {_WAIT}, i64 %expect, ptr null,
-                                    ptr null, i64 0)
+  call void @gl_futex(ptr %postedp, i64 {_WAIT}, i64 %expect, ptr null)
   br label %woke
 woke:
-  store atomic i32 0, ptr %sleepp seq_cst, align 4
+  %out = atomicrmw sub ptr %sleepersp, i32 1 seq_cst, align 4
   br label %wait
-run:
-  %fn = load ptr, ptr %fnp, align 8
-  %arg = load ptr, ptr %argp, align 8
-  call void %fn(ptr %arg)
-  store atomic i32 %seq, ptr %donep release, align 4
+work:
+  call void @gl_chunks(ptr %jobpp, ptr %claimp, ptr %donep, ptr %waitp, i64 %w, ptr null)
   br label %wait
 }}
 """
 
 _RUN = f"""
-define void @gl_pool_run(ptr %ctls, i64 %n, ptr %fn, ptr %args) nounwind {{
+define i64 @gl_pool_run(ptr %ctl, ptr %job) nounwind {{
 entry:
-  br label %post
+  %jobpp = alloca ptr, align 8
+  store ptr %job, ptr %jobpp, align 8
+  {_field("flags", JOB_FLAGS)}
+  {_field("k", JOB_CHUNKS)}
+  {_field("blocks", JOB_BLOCKS, "ptr")}
+  {_field("ns", JOB_NSCATTER)}
+  {_field("offs", JOB_OFFSETS, "ptr")}
+  {_field("ptrs", JOB_PTRS, "ptr")}
+  %b0 = load ptr, ptr %blocks, align 8
+  %runs = and i64 %flags, {JOB_RUN}
+  %running = icmp ne i64 %runs, 0
+  br i1 %running, label %row0, label %sums
+row0:
+  %s = phi i64 [0, %entry], [%s1, %row0.one]
+  %rmore = icmp ult i64 %s, %ns
+  br i1 %rmore, label %row0.one, label %prepared
+row0.one:
+  %offp = getelementptr i64, ptr %offs, i64 %s
+  %off = load i64, ptr %offp, align 8
+  %slot = getelementptr i8, ptr %b0, i64 %off
+  %pv = load i64, ptr %slot, align 8
+  %pp = getelementptr i64, ptr %ptrs, i64 %s
+  store i64 %pv, ptr %pp, align 8
+  %s1 = add i64 %s, 1
+  br label %row0
+prepared:
+  %stats = getelementptr i8, ptr %job, i64 {JOB_CALLER_CHUNKS}
+  call void @llvm.memset.p0.i64(ptr %stats, i8 0, i64 32, i1 false)
+  %word = shl i64 %k, 32
+  %wakes = and i64 %flags, {JOB_WAKE}
+  %waking = icmp ne i64 %wakes, 0
+  br i1 %waking, label %copy, label %own
+copy:
+  {_field("n", JOB_THREADS)}
+  {_field("bytes", JOB_BLOCK_BYTES)}
+  %argbytes = sub i64 %bytes, {BLOCK_ARGS}
+  %b0args = getelementptr i8, ptr %b0, i64 {BLOCK_ARGS}
+  br label %copy.loop
+copy.loop:
+  %t = phi i64 [1, %copy], [%t1, %copy.one]
+  %cmore = icmp ult i64 %t, %n
+  br i1 %cmore, label %copy.one, label %post
+copy.one:
+  %btp = getelementptr ptr, ptr %blocks, i64 %t
+  %bt = load ptr, ptr %btp, align 8
+  call void @llvm.memcpy.p0.p0.i64(ptr %bt, ptr %b0, i64 {BLOCK_STATUS}, i1 false)
+  %btargs = getelementptr i8, ptr %bt, i64 {BLOCK_ARGS}
+  call void @llvm.memcpy.p0.p0.i64(ptr %btargs, ptr %b0args, i64 %argbytes, i1 false)
+  %t1 = add i64 %t, 1
+  br label %copy.loop
 post:
-  %k = phi i64 [1, %entry], [%k1, %posted]
-  %more = icmp ult i64 %k, %n
-  br i1 %more, label %post.one, label %own
-post.one:
-  %worker = sub i64 %k, 1
-  %cc = getelementptr [{CONTROL_BYTES} x i8], ptr %ctls, i64 %worker
-  %fnp = getelementptr i8, ptr %cc, i64 16
-  store ptr %fn, ptr %fnp, align 8
-  %ap = getelementptr ptr, ptr %args, i64 %k
-  %a = load ptr, ptr %ap, align 8
-  %argp = getelementptr i8, ptr %cc, i64 24
-  store ptr %a, ptr %argp, align 8
-  %old = atomicrmw add ptr %cc, i32 1 seq_cst, align 4
-  %sleepp = getelementptr i8, ptr %cc, i64 8
-  %sleeping = load atomic i32, ptr %sleepp seq_cst, align 4
-  %asleep = icmp ne i32 %sleeping, 0
-  br i1 %asleep, label %wake, label %posted
+  %cdone = getelementptr i8, ptr %ctl, i64 {CTL_DONE}
+  store atomic i32 0, ptr %cdone monotonic, align 4
+  %cwait = getelementptr i8, ptr %ctl, i64 {CTL_WAITING}
+  store atomic i32 0, ptr %cwait monotonic, align 4
+  %cjob = getelementptr i8, ptr %ctl, i64 {CTL_JOB}
+  store atomic ptr %job, ptr %cjob monotonic, align 8
+  %cclaim = getelementptr i8, ptr %ctl, i64 {CTL_CLAIM}
+  store atomic i64 %word, ptr %cclaim seq_cst, align 8
+  %postedp = getelementptr i8, ptr %ctl, i64 {CTL_POSTED}
+  %seq = atomicrmw add ptr %postedp, i32 1 seq_cst, align 4
+  %sleepersp = getelementptr i8, ptr %ctl, i64 {CTL_SLEEPERS}
+  %sleepers = load atomic i32, ptr %sleepersp seq_cst, align 4
+  %asleep = icmp ne i32 %sleepers, 0
+  br i1 %asleep, label %wake, label %go
 wake:
-  %r = call i64 (i64, ...) @syscall(i64 {_FUTEX}, ptr %cc, i64 {_WAKE}, i64 1, ptr null, ptr null,
-                                    i64 0)
-  br label %posted
-posted:
-  %k1 = add i64 %k, 1
-  br label %post
+  %wanted = sub i64 %k, 1
+  call void @gl_futex(ptr %postedp, i64 {_WAKE}, i64 %wanted, ptr null)
+  br label %go
 own:
-  %a0 = load ptr, ptr %args, align 8
-  call void %fn(ptr %a0)
-  br label %join
-join:
-  %j = phi i64 [1, %own], [%j1, %joined]
-  %left = icmp ult i64 %j, %n
-  br i1 %left, label %join.one, label %exit
-join.one:
-  %jworker = sub i64 %j, 1
-  %jc = getelementptr [{CONTROL_BYTES} x i8], ptr %ctls, i64 %jworker
-  %want = load atomic i32, ptr %jc monotonic, align 4
-  %jdonep = getelementptr i8, ptr %jc, i64 4
-  br label %spin
-spin:
-  %s = phi i32 [0, %join.one], [%s1, %relax], [%s1, %yield]
-  %done = load atomic i32, ptr %jdonep acquire, align 4
-  %finished = icmp eq i32 %done, %want
-  br i1 %finished, label %joined, label %idle
-idle:
-  %s1 = add i32 %s, 1
-  %patient = icmp ult i32 %s1, {_CALLER_SPINS}
-  br i1 %patient, label %relax, label %yield
-relax:
+  %oclaim = getelementptr i8, ptr %job, i64 {JOB_OWN_CLAIM}
+  store i64 %word, ptr %oclaim, align 8
+  %odone = getelementptr i8, ptr %job, i64 {JOB_OWN_DONE}
+  store i32 0, ptr %odone, align 4
+  %owait = getelementptr i8, ptr %job, i64 {JOB_OWN_WAITING}
+  store i32 0, ptr %owait, align 4
+  br label %go
+go:
+  %claimp = phi ptr [%cclaim, %post], [%cclaim, %wake], [%oclaim, %own]
+  %donep = phi ptr [%cdone, %post], [%cdone, %wake], [%odone, %own]
+  %waitp = phi ptr [%cwait, %post], [%cwait, %wake], [%owait, %own]
+  call void @gl_chunks(ptr %jobpp, ptr %claimp, ptr %donep, ptr %waitp, i64 0, ptr %stats)
+  {_field("spin", JOB_SPIN_NS)}
+  %k32 = trunc i64 %k to i32
+  %since = call i64 @gl_now()
+  br label %check
+check:
+  %i = phi i32 [0, %go], [%i1, %spin.more], [0, %woke]
+  %d = load atomic i32, ptr %donep acquire, align 4
+  %finished = icmp eq i32 %d, %k32
+  br i1 %finished, label %restore, label %spin.pause
+spin.pause:
   call void @llvm.x86.sse2.pause()
-  br label %spin
-yield:
-  %y = call i32 @sched_yield()
-  br label %spin
-joined:
-  %j1 = add i64 %j, 1
-  br label %join
+  %i1 = add i32 %i, 1
+  %round = and i32 %i1, 63
+  %look = icmp eq i32 %round, 0
+  br i1 %look, label %spin.clock, label %spin.more
+spin.clock:
+  %now = call i64 @gl_now()
+  %spent = sub i64 %now, %since
+  %patient = icmp slt i64 %spent, %spin
+  br i1 %patient, label %spin.more, label %sleep
+spin.more:
+  br label %check
+sleep:
+  store atomic i32 1, ptr %waitp seq_cst, align 4
+  %d2 = load atomic i32, ptr %donep seq_cst, align 4
+  %left = icmp ne i32 %d2, %k32
+  br i1 %left, label %futex, label %woke
+futex:
+  %expect = zext i32 %d2 to i64
+  call void @gl_futex(ptr %donep, i64 {_WAIT}, i64 %expect, ptr @gl.timeout)
+  br label %woke
+woke:
+  store atomic i32 0, ptr %waitp seq_cst, align 4
+  br label %check
+restore:
+  %rs = phi i64 [0, %check], [%rs1, %restore.one]
+  %rsmore = icmp ult i64 %rs, %ns
+  br i1 %rsmore, label %restore.one, label %sums
+restore.one:
+  %roffp = getelementptr i64, ptr %offs, i64 %rs
+  %roff = load i64, ptr %roffp, align 8
+  %rslot = getelementptr i8, ptr %b0, i64 %roff
+  %rpp = getelementptr i64, ptr %ptrs, i64 %rs
+  %rpv = load i64, ptr %rpp, align 8
+  store i64 %rpv, ptr %rslot, align 8
+  %rs1 = add i64 %rs, 1
+  br label %restore
+sums:
+  %stoppedp = getelementptr i8, ptr %job, i64 {JOB_STOPPED}
+  %stopped = load atomic i64, ptr %stoppedp seq_cst, align 8
+  %sumflag = and i64 %flags, {JOB_SUM}
+  %wantsum = icmp ne i64 %sumflag, 0
+  %clean = icmp eq i64 %stopped, 0
+  %dosum = and i1 %wantsum, %clean
+  br i1 %dosum, label %sum.start, label %exit
+sum.start:
+  call void @gl_sum_all(ptr %job)
+  br label %exit
+exit:
+  ret i64 %stopped
+}}
+
+define internal void @gl_sum_all(ptr %job) nounwind {{
+entry:
+  {_field("k", JOB_CHUNKS)}
+  {_field("ns", JOB_NSCATTER)}
+  {_field("ptrs", JOB_PTRS, "ptr")}
+  {_field("nr", JOB_NREDUCE)}
+  {_field("table", JOB_REDUCE, "ptr")}
+  br label %entries
+entries:
+  %r = phi i64 [0, %entry], [%r1, %next]
+  %rmore = icmp ult i64 %r, %nr
+  br i1 %rmore, label %one, label %exit
+one:
+  %ep = getelementptr [3 x i64], ptr %table, i64 %r
+  %slot = load i64, ptr %ep, align 8
+  %cp = getelementptr i64, ptr %ep, i64 1
+  %count = load i64, ptr %cp, align 8
+  %kp = getelementptr i64, ptr %ep, i64 2
+  %code = load i64, ptr %kp, align 8
+  %dstp = getelementptr i64, ptr %ptrs, i64 %slot
+  %dst = load ptr, ptr %dstp, align 8
+  %nodst = icmp eq ptr %dst, null
+  br i1 %nodst, label %next, label %chunks
+chunks:
+  %c = phi i64 [1, %one], [%c1, %chunk.next]
+  %cmore = icmp ult i64 %c, %k
+  br i1 %cmore, label %chunk, label %next
+chunk:
+  %row = mul i64 %c, %ns
+  %idx = add i64 %row, %slot
+  %srcp = getelementptr i64, ptr %ptrs, i64 %idx
+  %src = load ptr, ptr %srcp, align 8
+  %nosrc = icmp eq ptr %src, null
+  br i1 %nosrc, label %chunk.next, label %dispatch
+dispatch:
+  switch i64 %code, label %chunk.next [
+    i64 {JOB_SUM_F32}, label %f32
+    i64 {JOB_SUM_F64}, label %f64
+    i64 {JOB_SUM_I32}, label %i32
+    i64 {JOB_SUM_I64}, label %i64
+  ]
+f32:
+  call void @gl_sum_f32(ptr %dst, ptr %src, i64 %count)
+  br label %chunk.next
+f64:
+  call void @gl_sum_f64(ptr %dst, ptr %src, i64 %count)
+  br label %chunk.next
+i32:
+  call void @gl_sum_i32(ptr %dst, ptr %src, i64 %count)
+  br label %chunk.next
+i64:
+  call void @gl_sum_i64(ptr %dst, ptr %src, i64 %count)
+  br label %chunk.next
+chunk.next:
+  %c1 = add i64 %c, 1
+  br label %chunks
+next:
+  %r1 = add i64 %r, 1
+  br label %entries
 exit:
   ret void
 }}
@@ -135,10 +520,14 @@ exit:
 
 
 def pool_module(triple: str, datalayout: str) -> str:
-    """The LLVM module with `gl_pool_worker(ctl)` and `gl_pool_run(ctls, n, fn, args)`."""
+    """The LLVM module with `gl_pool_worker(arg)` (arg: the pool's control memory, then the
+    worker's index) and `gl_pool_run(ctl, job) -> chunks stopped early`."""
     lines = [f'target triple = "{triple}"', f'target datalayout = "{datalayout}"', "",
              "declare i64 @syscall(i64, ...)", "declare i32 @sched_yield()",
-             "declare void @llvm.x86.sse2.pause()", _WORKER, _RUN]
+             "declare i32 @clock_gettime(i32, ptr)", "declare void @llvm.x86.sse2.pause()",
+             "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
+             "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
+             _HELPERS, _SUMS, _CHUNKS, _WORKER, _RUN]
     return "\n".join(lines) + "\n"
 
 

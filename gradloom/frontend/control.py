@@ -218,7 +218,10 @@ class ControlLowerer(ExprLowerer):
 
         outer = self.env.get(IFEXP)
         self.if_region(c, lambda: branch(first), lambda: branch(second), loc)
-        value = self.env.pop(IFEXP)
+        # both branches giving the very same value leave nothing to merge: that value it is
+        value = self.env.pop(IFEXP, None)
+        if value is None:
+            value = seen[0]
         if outer is not None:
             self.env[IFEXP] = outer
         return value  # type: ignore[no-any-return]

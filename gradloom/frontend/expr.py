@@ -48,7 +48,6 @@ from ..types import (
     int32,
     resolve_annotation,
 )
-from . import grad
 from .constants import (
     construct_struct,
     language_name,
@@ -345,7 +344,7 @@ class ExprLowerer:
         ctx = self.ctx(node)
         if id(node) in self.info.statics:  # a wp.static(...) evaluated at declaration
             return static_result(ctx, self.info.statics[id(node)])
-        callee = self.expr(node.func)
+        callee = self.callee(node.func)
         if callee is _static_marker():
             return self.static_eval(node)
         if self.is_tid(callee):
@@ -361,6 +360,16 @@ class ExprLowerer:
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         return self.call(ctx, node, callee, args, kwargs)
 
+    def callee(self, node: ast.expr) -> Any:
+        """What a call calls; a bare name defined nowhere may name a builtin or a type, as in
+        Warp (`expect_eq(a, b)`, `vec3(...)` without `wp.`)."""
+        if isinstance(node, ast.Name) and node.id not in self.env and \
+                not self.info.resolve(node.id)[0]:
+            found = REGISTRY.get(node.id) or getattr(types_module, node.id, None)
+            if isinstance(found, (Builtin, ScalarType, VectorType, MatrixType)):
+                return found
+        return self.expr(node)
+
     def call(self, ctx: Ctx, node: ast.Call, callee: Any, args: list[Any],
              kwargs: dict[str, Any]) -> Any:
         callee = _PY_BUILTIN_ALIASES.get(callee, callee) if _hashable(callee) else callee
@@ -370,12 +379,6 @@ class ExprLowerer:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
             return self.call_builtin(ctx, node, callee, args, kwargs)
-        if callee is lang.grad:  # `wp.grad(f)`: a gradient function, called next
-            if len(args) != 1 or kwargs:
-                raise CompileError("wp.grad() takes one function", ctx.loc)
-            return lang.GradOf(args[0])
-        if isinstance(callee, lang.GradOf):
-            return self.grad_call(ctx, node, callee.fn, args, kwargs)
         if callee is len:
             return self.length_of(ctx, args)
         if callee is type:  # `type(x)(...)`: the type of a value, to construct or cast with
@@ -384,6 +387,9 @@ class ExprLowerer:
                 raise CompileError("type() takes one value (scalar, vector, matrix, struct or "
                                    "array)", ctx.loc)
             return type_of(args[0])
+        lower_call = getattr(callee, "__gl_call__", None)  # wp.grad, wp.func_native stubs
+        if lower_call is not None:
+            return lower_call(self, ctx, node, args, kwargs)
         if hasattr(callee, "pyfunc") and hasattr(callee, "param_types"):
             return self.inline_call(ctx, node, callee, args, kwargs)
         t = _as_type(callee)
@@ -411,18 +417,6 @@ class ExprLowerer:
         if isinstance(result, OutArgs):
             return self.write_out_args(ctx, node, callee.name, result)
         return result
-
-    def grad_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
-                  kwargs: dict[str, Any]) -> Value:
-        """`wp.grad(f)(args)`: f's ops, then its gradient at args (frontend/grad.py)."""
-        if kwargs:
-            raise CompileError("wp.grad(f)(...) takes positional arguments", ctx.loc)
-        inputs = grad.fresh_inputs(ctx, args)
-        self.b.open_block()
-        result = self.call(ctx, node, fn, list(inputs), {})
-        ops = self.b.close_block()
-        grad.splice(self.b, ops)
-        return grad.gradients(ctx, ops, result, inputs)
 
     def call_type(self, ctx: Ctx, t: Any, args: list[Any], kwargs: dict[str, Any]) -> Value:
         """A type called in a kernel: a cast or a constructor (`wp.transform(p=..., q=...)`)."""

@@ -14,7 +14,7 @@ from ..builtins import fixedarray
 from ..builtins.host import Call, HostCache, caller_loc, host_call
 from ..builtins.values import Ctx, KernelValue, Literal, type_of
 from ..errors import GradloomError, KernelTypeError, SourceLoc
-from ..types import ArrayType, ScalarType, resolve_annotation
+from ..types import ScalarType, resolve_annotation
 from .generic import is_generic, matches_template, tuple_template
 from .source import SourceInfo, parse_function, source_digest
 from .static import parse_declared
@@ -234,20 +234,16 @@ def _define(pyfunc: Any, name: str | None) -> Function:
 def func_grad(forward: Function) -> Any:
     """Decorator: `@wp.func_grad(f)` gives f a hand-written reverse rule.
 
-    The gradient function takes f's parameters followed by the adjoint of each of f's results,
-    and adds into `wp.adjoint[param]`; it returns nothing. It applies to the overload of f whose
-    parameter types match its first parameters.
+    The gradient function takes f's parameters followed by the adjoint of each of f's results
+    (none when f returns nothing), and adds into `wp.adjoint[param]`; it returns nothing. For
+    an array parameter `a`, `wp.adjoint[a]` is a's gradient array. It applies to the overload
+    of f whose parameter types match its first parameters.
     """
     if not isinstance(forward, Function):
         raise GradloomError(f"wp.func_grad() takes a @wp.func, got {forward!r}")
 
     def register(grad: Any) -> Any:
-        target = _grad_target(forward, grad)
-        for name, t in target.param_types():
-            if isinstance(t, ArrayType):
-                raise GradloomError(f"wp.func_grad({forward.key}): parameter {name!r} is an "
-                                    "array; custom gradients take values only")
-        target.grad = grad
+        _grad_target(forward, grad).grad = grad
         return grad
 
     return register
@@ -257,9 +253,24 @@ def _grad_target(forward: Function, grad: Any) -> Overload:
     grad_types = [t for _, t in annotated_params(parse_function(grad))]
     for o in forward.overloads:
         n = len(o.param_types())
-        if [t for _, t in o.param_types()] == grad_types[:n] and len(grad_types) > n:
+        # adjoints of results follow the parameters, so only a function that returns has them
+        if [t for _, t in o.param_types()] == grad_types[:n] and \
+                (len(grad_types) > n) == _returns_value(o.info):
             return o
     raise GradloomError(
         f"wp.func_grad({forward.key}): the gradient function's parameters must be those of an "
         f"overload of {forward.key} followed by the adjoints of its results; overloads: "
         + "; ".join(o.signature_text() for o in forward.overloads))
+
+
+def _returns_value(info: SourceInfo) -> bool:
+    """The function has a `return <value>` (nested functions and classes aside)."""
+    todo: list[ast.AST] = list(info.tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False

@@ -46,7 +46,7 @@ from ..types import (
 )
 from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
-from .custom import emit_custom_call
+from .custom import GRADIENT_SCOPE, emit_custom_call
 from .expr import BINOPS
 from .generic import matches_template
 from .iterate import IterLowerer
@@ -262,19 +262,20 @@ class Lowerer(StoreLowerer, IterLowerer):
         stack = [*self.stack, fn]
         final: dict[str, Any] = {}
 
-        def lower(info: SourceInfo, env: dict[str, Any]) -> Any:
+        def lower(info: SourceInfo, env: dict[str, Any], scope: list[Any] = stack) -> Any:
             retval_type = None
             if contains_return_in_loop(info.tree.body):
-                trial = Lowerer(Builder(), info, dict(env), stack, [], False)
+                trial = Lowerer(Builder(), info, dict(env), scope, [], False)
                 trial.lower_function()
                 retval_type = trial.return_types[0] if trial.return_types else None
-            callee = Lowerer(self.b, info, env, stack, self.tid_arity, False)
+            callee = Lowerer(self.b, info, env, scope, self.tid_arity, False)
             result = callee.lower_function(retval_type)
             final.update(callee.env)
             return result
 
-        if getattr(overload, "grad", None) is not None:
-            return emit_custom_call(self.b, ctx, overload, env, lower)
+        if getattr(overload, "grad", None) is not None and GRADIENT_SCOPE not in self.stack:
+            return emit_custom_call(self.b, ctx, overload, env, lower,
+                                    [*self.stack, GRADIENT_SCOPE])
         start = dict(env)  # the callee's lowerer rebinds names in env itself
         result = lower(overload.info, env)
         self.write_back_fixed_arrays(node, overload, start, final)

@@ -52,6 +52,10 @@ class Builder:
         self._blocks[-1].append(Op(prim, args, result, loc, attr))
         return result
 
+    def append(self, s: Stmt) -> None:
+        """Append a statement built elsewhere (its variables come from this builder)."""
+        self._blocks[-1].append(s)
+
     def const(self, value: Any, t: ScalarType, loc: SourceLoc) -> Var:
         return self.op("const", (), loc, attr=value, type=t)
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GradloomError
-from .hostops import Unavailable
+from .hostops import Unavailable, bf16_result
 from .nodes import Block, Custom, If, Loop, Op, Var, walk_ops
 from .prims import PRIMS
 
@@ -56,6 +56,8 @@ def prepare(block: Block) -> Prepared:
                 raise HostUnavailableError(f"the primitive {s.prim} cannot run outside a kernel "
                                            f"(at {s.loc})")
             rtype = s.result.type if s.result is not None else None
+            if rtype is not None and rtype.name == "bfloat16":
+                rule = bf16_result(rule)
             steps.append((_OP, rule, s.args, s.result, rtype, s.attr, s.prim == "const"))
         elif isinstance(s, If):
             steps.append((_IF, s.cond, prepare(s.then), prepare(s.orelse), s.results))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..types import ScalarType
+from ..types import ScalarType, bf16_bits_to_float32, bf16_round, float32_to_bf16_bits
 
 #: A host rule: (operand values, result type or None, the op's attr) -> the result value.
 HostRule = Callable[[list[Any], ScalarType | None, Any], Any]
@@ -232,14 +232,14 @@ def const(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
         return np.bool_(bool(attr))
     if rt.kind in "iu":
         return wrap(int(attr), rt.np_dtype)
-    return rt.np_dtype.type(attr)
+    return rt.host_dtype.type(attr)
 
 
 def cast(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
     """Numeric conversion as codegen/llvm_ops.py emits it (fptosi/uitofp/sext/zext/trunc...)."""
     assert rt is not None
     (a,) = args
-    dst = rt.np_dtype
+    dst = rt.host_dtype
     if dst.kind == "f":
         if dst == np.float16 and a.dtype != np.float32:
             a = np.float32(a)  # as the kernel: through float (codegen/llvm_ops.py cast)
@@ -253,7 +253,20 @@ def cast(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
 
 def bitcast(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
     assert rt is not None
-    return np.asarray(args[0]).view(rt.np_dtype)[()]
+    (a,) = args
+    if rt.name == "bfloat16":  # a bfloat16's value is a float32 on the host
+        return bf16_bits_to_float32(np.asarray(a).view(np.uint16))[()]
+    if a.dtype == np.float32 and rt.size == 2:  # bfloat16 -> its bits
+        return float32_to_bf16_bits(a).view(rt.np_dtype)[()]
+    return np.asarray(a).view(rt.np_dtype)[()]
+
+
+def bf16_result(rule: HostRule) -> HostRule:
+    """A rule whose result is a bfloat16: computed in float32 (the host's bfloat16 values),
+    then rounded to the nearest bfloat16, as kernels do (codegen/llvm_bf16.py)."""
+    def rounded(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
+        return bf16_round(np.float32(rule(args, rt, attr)))
+    return rounded
 
 
 def print_(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:

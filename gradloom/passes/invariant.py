@@ -1,4 +1,5 @@
-"""Drops loop parameters that every iteration passes through unchanged.
+"""Drops loop parameters that every iteration passes through unchanged, and if results that
+both branches yield alike.
 
 The frontend carries every name a loop body might rebind (for `y[i] = v` that includes the array
 `y`); a parameter whose next value is itself is just its initial value. Replacing it by that
@@ -33,11 +34,24 @@ def _stmt(s: Stmt, sub: dict[Var, Var]) -> Stmt:
         args = tuple(_v(a, sub) for a in s.args)
         return s if args == s.args else Op(s.prim, args, s.result, s.loc, s.attr)
     if isinstance(s, If):
-        return If(_v(s.cond, sub), _block(s.then, sub), _block(s.orelse, sub), s.results, s.loc)
+        return _if(s, sub)
     if isinstance(s, Custom):
         return Custom(tuple(_v(v, sub) for v in s.inputs), _block(s.body, sub), s.results,
                       s.seeds, _block(s.adjoint, sub), s.loc)
     return _loop(s, sub)
+
+
+def _if(s: If, sub: dict[Var, Var]) -> If:
+    """An if whose branches both yield the same value for a result (an array passed through a
+    region that might have rebound it) has that value as the result."""
+    then, orelse = _block(s.then, sub), _block(s.orelse, sub)
+    keep = [j for j, (a, b) in enumerate(zip(then.yields, orelse.yields, strict=True))
+            if a is not b]
+    for j in set(range(len(s.results))) - set(keep):
+        sub[s.results[j]] = then.yields[j]
+    return If(_v(s.cond, sub), Block(then.stmts, tuple(then.yields[j] for j in keep)),
+              Block(orelse.stmts, tuple(orelse.yields[j] for j in keep)),
+              tuple(s.results[j] for j in keep), s.loc)
 
 
 def _loop(s: Loop, sub: dict[Var, Var]) -> Loop:

@@ -17,13 +17,15 @@ The plan it returns says, for one compiled entry:
   ever add into the same memory at once, codegen emits these adds as plain load-add-stores.
 - `float_atomics`: the entry adds floats into shared elements, so its result's last bits depend
   on how the launch is split (documented in docs/differences.md).
+- `loops`: the entry's threads run loops, so their cost is not bounded by the kernel's size
+  (runtime/parallel.py lets such launches add into more private memory per thread).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.nodes import KernelIR, Var, pointer_root, walk_ops
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
 
 #: the accesses that decide how threads share memory: array data and gradients
@@ -37,6 +39,7 @@ class ThreadPlan:
     serial: str | None = None
     scatter: tuple[int, ...] = ()
     float_atomics: bool = False
+    loops: bool = False
 
 
 @dataclass
@@ -134,10 +137,22 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
                                               and op.args[2].type.is_float)
             acc.result_used = acc.result_used or (op.result is not None
                                                   and op.result.id in addr.used)
-    return _plan(roots)
+    return _plan(roots, _has_loop(kernel.body))
 
 
-def _plan(roots: dict[int | None, _Root]) -> ThreadPlan:
+def _has_loop(b: Block) -> bool:
+    """Whether a block or a region nested in it is a loop."""
+    for s in b.stmts:
+        if isinstance(s, Loop):
+            return True
+        if isinstance(s, If) and (_has_loop(s.then) or _has_loop(s.orelse)):
+            return True
+        if isinstance(s, Custom) and (_has_loop(s.body) or _has_loop(s.adjoint)):
+            return True
+    return False
+
+
+def _plan(roots: dict[int | None, _Root], loops: bool) -> ThreadPlan:
     serial: str | None = None
     scatter: list[int] = []
     float_atomics = False
@@ -155,4 +170,4 @@ def _plan(roots: dict[int | None, _Root]) -> ThreadPlan:
             serial = "threads store into array elements that other threads may also store into"
         elif (acc.loads or acc.result_used) and writes:
             serial = "threads read array elements that other threads write"
-    return ThreadPlan(serial, tuple(sorted(scatter)), float_atomics)
+    return ThreadPlan(serial, tuple(sorted(scatter)), float_atomics, loops)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..errors import TapeError
 from .array import NDArray, array
 from .handles import frozen
 from .launch import arg_array, array_keys, prepared_adjoint
@@ -51,6 +53,41 @@ class LaunchRecord:
                 out.append((a, bool(flags & {"loads", "result_used"}),
                             bool(flags & {"stores", "minmax"})))
         return out
+
+    def named_touches(self) -> list[tuple[array, str, bool, bool]]:
+        """(array, its parameter's name, reads, writes) for each array the launch accesses."""
+        try:
+            names = list(inspect.signature(self.kernel.func).parameters)
+        except (AttributeError, TypeError, ValueError):
+            names = []
+        out = []
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            if a is not None:
+                i, field = key
+                name = names[i] if i < len(names) else f"#{i}"
+                out.append((a, name if field is None else f"{name}.{field}",
+                            bool(flags & {"loads", "result_used"}),
+                            bool(flags & {"stores", "minmax"})))
+        return out
+
+    def check_aliases(self, compiled: Any) -> None:
+        """Refuse two array arguments sharing memory where the kernel writes either: its
+        adjoint (and the analysis behind it) takes them for separate arrays. Exact, and so
+        allowed: the same view twice in a kernel whose threads each touch only their own
+        elements (then it is an in-place update, `y[i] = f(x[i])` with y = x)."""
+        plan = compiled.threads
+        own = plan.serial is None and not plan.scatter
+        touched = self.named_touches()
+        for k, (a, name, _, writes) in enumerate(touched):
+            for b, other, _, other_writes in touched[k + 1:]:
+                same_view = (a.ptr, a.shape, a.strides) == (b.ptr, b.shape, b.strides)
+                if a._mem is b._mem and (writes or other_writes) and not (same_view and own):
+                    raise TapeError(
+                        f"kernel '{self.kernel.key}': arguments '{name}' and '{other}' are the "
+                        f"same array (or views of one), and the kernel writes "
+                        f"'{name if writes else other}': its gradient would treat them as two "
+                        f"arrays; pass a copy (wp.clone) as one of them")
 
     def arrays(self) -> list[array]:
         """Every array the launch was given, struct fields (nested too) included."""

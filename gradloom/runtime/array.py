@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import math
 import operator
 import typing
@@ -10,216 +9,37 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
-from gradloom.errors import GradloomError
-from gradloom.runtime.array_protocols import ArrayProtocols, aligned_copy, aligned_zeros
+from gradloom.errors import ArrayShapeError, GradloomError
+from gradloom.runtime.array_annotation import AnnotationProtocols, annotation_ndim
+from gradloom.runtime.array_arith import ArrayArithmetic
+from gradloom.runtime.array_protocols import ArrayProtocols, aligned_zeros
+from gradloom.runtime.array_storage import MAX_DIMS as MAX_DIMS
+from gradloom.runtime.array_storage import NDArray as NDArray
+from gradloom.runtime.array_storage import (
+    bf16_storage,
+    copy_storage,
+    element_value,
+    infer_dtype,
+    is_bf16,
+    same_layout,
+    storage_from_ptr,
+    strided_zeros,
+    to_numpy,
+    view_storage,
+)
+from gradloom.runtime.array_storage import elem_shape as elem_shape
+from gradloom.runtime.array_storage import fit_data as fit_data
+from gradloom.runtime.array_storage import normalize_shape as normalize_shape
+from gradloom.runtime.array_storage import resolve_dtype as resolve_dtype
+from gradloom.runtime.array_storage import storage_dtype as storage_dtype
+from gradloom.runtime.array_storage import zeros_same_layout as zeros_same_layout
 from gradloom.runtime.capturing import deferrable
-from gradloom.runtime.device import Device, get_device
+from gradloom.runtime.device import CPU, Device, get_device
+from gradloom.runtime.readmarks import ReadMarks
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
-from gradloom.types import (
-    ArrayType,
-    IndexedArrayType,
-    MatrixType,
-    ScalarType,
-    StructType,
-    VectorType,
-    resolve_annotation,
-    scalar_from_numpy,
-)
-
-NDArray = npt.NDArray[Any]
-
-#: Arrays have 1 to MAX_DIMS dimensions, as in Warp.
-MAX_DIMS = 4
-
-# --------------------------------------------------------------------------------------------
-# dtypes and shapes
-
-
-def resolve_dtype(dtype: Any) -> Any:
-    """The gradloom element type for a `dtype=` argument; a GradloomError naming it otherwise."""
-    try:
-        t = resolve_annotation(dtype)
-    except TypeError:
-        t = None
-    ok = isinstance(t, (VectorType, MatrixType, StructType)) or (
-        isinstance(t, ScalarType) and t.kind != "p"
-    )
-    if not ok:
-        raise GradloomError(
-            f"unsupported array dtype {dtype!r}: expected a scalar, vector, matrix or struct "
-            "type (e.g. wp.float32, float, int, wp.vec3, wp.mat33, a @wp.struct class)"
-        )
-    return t
-
-
-def elem_shape(t: Any) -> tuple[int, ...]:
-    """The trailing storage dimensions of one element: (n,) for vectors, (r, c) for matrices."""
-    if isinstance(t, (VectorType, MatrixType)):
-        return t.shape
-    return ()
-
-
-def storage_dtype(t: Any) -> np.dtype[Any]:
-    """The numpy dtype of the storage: the scalar type, or a structured dtype for structs."""
-    if isinstance(t, ScalarType):
-        return t.np_dtype
-    if isinstance(t, (VectorType, MatrixType)):
-        return t.dtype.np_dtype
-    if isinstance(t, StructType):
-        return _struct_np_dtype(t)
-    raise GradloomError(f"{t!r} has no array storage type")
-
-
-def _struct_np_dtype(st: StructType) -> np.dtype[Any]:
-    offsets = st.offsets
-    formats: list[np.dtype[Any]] = []
-    for _, ftype in st.fields:
-        if isinstance(ftype, (ArrayType, IndexedArrayType)):
-            formats.append(np.dtype((np.uint64, (ftype.size // 8,))))
-        else:
-            es = elem_shape(ftype)
-            formats.append(np.dtype((storage_dtype(ftype), es)) if es else storage_dtype(ftype))
-    spec: Any = {
-        "names": [name for name, _ in st.fields],
-        "formats": formats,
-        "offsets": [offsets[name] for name, _ in st.fields],
-        "itemsize": st.size,
-    }
-    out: np.dtype[Any] = np.dtype(spec)
-    return out
-
-
-def normalize_shape(shape: Any, what: str = "shape", infer: bool = False) -> tuple[int, ...]:
-    """An int or a sequence of ints as a shape tuple (None gives (0,), as in Warp); a negative
-    size is an error naming `what` (with `infer`, one -1 may stand for the remaining size)."""
-    if shape is None:
-        return (0,)
-    try:
-        if isinstance(shape, (bool, np.bool_)) or any(isinstance(d, (bool, np.bool_))
-                                                       for d in np.ravel(shape)):
-            raise TypeError
-        dims = (
-            (operator.index(shape),) if np.ndim(shape) == 0 else tuple(map(operator.index, shape))
-        )
-    except (TypeError, ValueError):
-        raise GradloomError(f"invalid {what}={shape!r}: expected an int or a sequence of "
-                            "non-negative ints") from None
-    if len(dims) > MAX_DIMS:
-        raise GradloomError(f"arrays have at most {MAX_DIMS} dimensions, got {what}={dims}")
-    holes = [d for d in dims if d < 0]
-    if holes and not (infer and holes == [-1]):
-        raise GradloomError(f"invalid {what}={dims}: sizes must be non-negative"
-                            + (" (one -1 may stand for the remaining size)" if infer else ""))
-    return dims
-
-
-def _infer_dtype(arr: NDArray) -> ScalarType:
-    t = scalar_from_numpy(arr.dtype) if arr.dtype.names is None else None
-    if t is None:
-        raise GradloomError(
-            f"cannot infer an array dtype from data of numpy dtype {arr.dtype}; pass dtype="
-        )
-    return t
-
-
-def _to_numpy(data: Any, npdt: np.dtype[Any] | None, copy: bool) -> NDArray:
-    if isinstance(data, array):
-        data = data.numpy()
-    try:
-        if copy:
-            return aligned_copy(np.array(data, dtype=npdt, order="C", copy=True))
-        return np.asarray(data, dtype=npdt)
-    except (TypeError, ValueError) as e:
-        what = "numpy data" if npdt is None else f"elements of numpy type {npdt}"
-        raise GradloomError(f"cannot convert the array data to {what}: {e}") from e
-
-
-def fit_data(arr: NDArray, t: Any, shape: tuple[int, ...] | None) -> NDArray:
-    """Reshape data to `shape + elem_shape(t)`, taking the element's trailing dims as Warp does."""
-    es = elem_shape(t)
-    if shape is not None:
-        target = shape + es
-        if arr.size != math.prod(target):
-            raise GradloomError(
-                f"data of shape {arr.shape} ({arr.size} values) does not fit an array of shape "
-                f"{shape} with dtype {t!r}"
-            )
-        return arr.reshape(target)
-    if arr.ndim == 0:
-        raise GradloomError("array data must have at least one dimension")
-    if es:
-        n = math.prod(es)
-        if arr.shape[-len(es) :] == es and arr.ndim > len(es):
-            pass
-        elif arr.shape[-1] == n and arr.ndim > 1:
-            arr = arr.reshape((*arr.shape[:-1], *es))
-        elif arr.shape[-1] % n == 0:
-            arr = arr.reshape((*arr.shape[:-1], arr.shape[-1] // n, *es))
-        else:
-            raise GradloomError(
-                f"data of shape {arr.shape} does not fit dtype {t!r}: its trailing dimensions "
-                f"must be {es} or a last dimension that is a multiple of {n}"
-            )
-    return _trailing_contiguous(arr, len(es))
-
-
-def _trailing_contiguous(arr: NDArray, k: int) -> NDArray:
-    """`arr`, or a contiguous copy when an element's components are not adjacent in memory."""
-    expected = arr.itemsize
-    for n, s in zip(reversed(arr.shape[arr.ndim - k :]), reversed(arr.strides[arr.ndim - k :])):
-        if n > 1 and s != expected:
-            return np.ascontiguousarray(arr)
-        expected *= n
-    return arr
-
-
-def zeros_same_layout(a: NDArray) -> NDArray:
-    """Zeroed memory with exactly `a`'s shape and strides (a gradient must share its layout)."""
-    if a.flags.c_contiguous or a.size == 0:
-        return aligned_zeros(a.shape, a.dtype)
-    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0) + a.itemsize
-    buf = np.zeros(hi - lo, dtype=np.uint8)
-    return np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
-
-
-def same_layout(a: NDArray, b: NDArray) -> bool:
-    """Same shape, dtype and strides (ignoring strides of dimensions of length 1)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return all(n <= 1 or sa == sb for n, sa, sb in zip(a.shape, a.strides, b.strides))
-
-
-def _storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int | None) -> NDArray:
-    dims = normalize_shape(shape)
-    es, npdt = elem_shape(t), storage_dtype(t)
-    inner = np.zeros(es, dtype=npdt).strides if es else ()
-    full_strides = None if strides is None else (*map(int, strides), *inner)
-    span = npdt.itemsize * math.prod(es)
-    if full_strides is None:
-        span *= math.prod(dims)
-    elif math.prod(dims) > 0:
-        span += sum((n - 1) * s for n, s in zip(dims, full_strides))
-    buf = memoryview((ctypes.c_byte * max(int(capacity or 0), span)).from_address(int(ptr)))
-    return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=full_strides)
-
-
-def copy_storage(dest: array, src: array) -> None:
-    """Copy the elements of `src` into `dest` (same shape), bit for bit as Warp does."""
-    d, s = dest.numpy(), src.numpy()
-    if d.dtype == s.dtype and d.shape == s.shape:
-        d[...] = s
-        return
-    if d.itemsize * d.size != s.itemsize * s.size:
-        raise GradloomError(
-            f"incompatible array element types: destination {dest.dtype!r}, source {src.dtype!r}"
-        )
-    raw = np.ascontiguousarray(s).reshape(-1).view(np.uint8)
-    d[...] = raw.view(d.dtype).reshape(d.shape)
-
+from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType
 
 # --------------------------------------------------------------------------------------------
 # The array class
@@ -236,7 +56,7 @@ class _GlType:
         return lambda: gl
 
 
-class array(ArrayProtocols):
+class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     """A Warp-style array of 1-4 dimensions (or, built with only dtype/ndim, an annotation)."""
 
     _fixed_ndim: ClassVar[int | None] = None
@@ -248,7 +68,7 @@ class array(ArrayProtocols):
     ndim: int
     size: int
     device: Device
-    ptr: int
+    ptr: int | None  # None for an empty array (as Warp)
     is_contiguous: bool
     pinned: bool
     _np: NDArray
@@ -281,14 +101,21 @@ class array(ArrayProtocols):
             return
         dev = get_device(device)
         dims = None if shape is None else normalize_shape(shape)
+        if dev is not CPU:  # device memory: runtime/cuda_array.py (loaded on first use)
+            from .cuda_array import init_device_array
+
+            init_device_array(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
+                              requires_grad, deleter)
+            return
         if ptr is not None:
             t = resolve_dtype(float if dtype is typing.Any else dtype)
-            storage = _storage_from_ptr(ptr, t, dims, strides, capacity)
+            storage = storage_from_ptr(ptr, t, dims, strides, capacity)
         elif data is not None:
             storage, t = _storage_from_data(data, dtype, dims, copy)
         else:
             t = resolve_dtype(float if dtype is typing.Any else dtype)
-            storage = aligned_zeros((*(dims or ()), *elem_shape(t)), storage_dtype(t))
+            storage = aligned_zeros((*(dims or ()), *elem_shape(t)), storage_dtype(t)) \
+                if strides is None else strided_zeros(dims or (0,), t, strides)
         self._bind(storage, t, dev, ndim)
         self._grad, self._requires_grad = None, False
         self.requires_grad = requires_grad
@@ -301,7 +128,7 @@ class array(ArrayProtocols):
                 want = "(dtype)" if cls._fixed_ndim is not None else "(dtype) or (dtype, ndim)"
                 raise TypeError(f"wp.{cls.__name__}[...] takes {want}, got {len(params)} "
                                 "parameters")
-            return cls(dtype=params[0], ndim=int(params[1]))
+            return cls(dtype=params[0], ndim=annotation_ndim(params[1]))
         return cls(dtype=params)
 
     def _init_annotation(self, dtype: Any, ndim: int | None) -> None:
@@ -311,7 +138,7 @@ class array(ArrayProtocols):
             raise GradloomError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
         self._annotation, self.dtype, self.ndim = True, t, n
         self._type = ArrayType(dtype=t, ndim=n)
-        self.shape, self.strides, self.size, self.ptr = (), (), 0, 0
+        self.shape, self.strides, self.size, self.ptr = (), (), 0, None
         self.device, self.is_contiguous, self.pinned = get_device("cpu"), True, False
         self._np = np.zeros(0, dtype=np.float32)
         self._grad, self._requires_grad = None, False
@@ -330,7 +157,7 @@ class array(ArrayProtocols):
         self._annotation, self._np, self.dtype, self.device = False, storage, t, device
         self.shape, self.strides, self.ndim = storage.shape[:n], storage.strides[:n], n
         self.size = math.prod(self.shape)
-        self.ptr = int(storage.ctypes.data) if self.size else 0
+        self.ptr = int(storage.ctypes.data) if self.size else None
         self.is_contiguous = bool(storage.flags.c_contiguous)
         self.pinned = False
         self._type = ArrayType(dtype=t, ndim=n)
@@ -413,8 +240,12 @@ class array(ArrayProtocols):
         return self._concrete()
 
     def to(self, device: Any) -> array:
-        get_device(device)
+        dev = get_device(device)
         self._concrete()
+        if dev is not self.device:  # a copy on the other device, as wp.clone makes
+            from .array_ops import clone
+
+            return clone(self, device=dev)
         return self
 
     def contiguous(self) -> array:
@@ -435,10 +266,25 @@ class array(ArrayProtocols):
         dims = normalize_shape(shape, "reshape() shape", infer=True)
         try:
             view = storage.reshape(dims + elem_shape(self.dtype))
-        except ValueError as e:
-            raise GradloomError(f"cannot reshape an array of shape {self.shape} to {dims}") from e
+        except ValueError:
+            size = math.prod(d for d in dims if d >= 0)
+            raise ArrayShapeError(f"cannot reshape array of shape {self.shape} (size {self.size}) "
+                                  f"into shape {dims} (size {size})") from None
         grad = None if self._grad is None else self._grad.numpy().reshape(view.shape)
         return array._wrap(view, self.dtype, self.device, grad, self._mem)
+
+    def view(self, dtype: Any) -> array:
+        """This array's memory seen as elements of another type (no copy), as Warp's
+        `view`: `ints.view(wp.uint32)`, `vec4s.view(float)` (shape gains (4,)),
+        `floats.view(wp.vec4)` (the last dim of 4 becomes the element)."""
+        t = resolve_dtype(dtype)
+        storage = view_storage(self._concrete(), self.dtype, t, self.ndim)
+        grad = None if self._grad is None else \
+            view_storage(self._grad.numpy(), self.dtype, t, self.ndim)
+        return array._wrap(storage, t, self.device, grad, self._mem)
+
+    def __del__(self) -> None:
+        """Nothing to free: numpy owns the memory (Warp's arrays free theirs here)."""
 
     def flatten(self) -> array:
         return self.reshape(-1)
@@ -498,7 +344,8 @@ class array(ArrayProtocols):
             copy_storage(self, src)
             record_copy(self, src)
             return
-        data = fit_data(_to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
+        data = fit_data(to_numpy(src, storage_dtype(self.dtype), False, self.dtype), self.dtype,
+                        None)
         if data.shape != storage.shape:
             raise GradloomError(
                 f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"
@@ -511,6 +358,10 @@ class array(ArrayProtocols):
         """The elements in order, flattened (vector/matrix elements as their value type)."""
         es = elem_shape(self.dtype)
         flat = self._concrete().reshape((self.size, *es))
+        if isinstance(self.dtype, StructType):
+            return [element_value(self.dtype, r) for r in flat]
+        if is_bf16(self.dtype):
+            flat = element_value(self.dtype, flat)
         if es:
             return [self.dtype(x) for x in flat]
         return flat.tolist()  # type: ignore[no-any-return]
@@ -543,7 +394,7 @@ class array(ArrayProtocols):
             return index_view(self, keys)
         idx = self._index(key)
         if len(idx) == self.ndim and all(isinstance(k, int) for k in idx):
-            value = storage[idx]
+            value = element_value(self.dtype, storage[idx])
             return self.dtype(value) if elem_shape(self.dtype) else value
         grad = None if self._grad is None else self._grad.numpy()[idx]
         return array._wrap(storage[idx], self.dtype, self.device, grad, self._mem)
@@ -553,6 +404,8 @@ class array(ArrayProtocols):
         storage = self._concrete()
         idx = self._index(key)
         src = value.numpy() if isinstance(value, array) else value
+        if is_bf16(self.dtype) and not isinstance(value, array):
+            src = bf16_storage(src)
         self._overwrite(idx)
         try:
             storage[idx] = src
@@ -578,12 +431,18 @@ class array(ArrayProtocols):
 
     @property
     def __array_interface__(self) -> dict[str, Any]:
-        return self._concrete().__array_interface__
+        storage = self._concrete()
+        out = dict(storage.__array_interface__)
+        out["strides"] = storage.strides  # explicit: numpy drops an empty array's
+        return out
 
     def __repr__(self) -> str:
         if self._annotation:
-            return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
+            return self.annotation_repr()
         return f"array(shape={self.shape}, dtype={self.dtype!r})"
+
+    def _annotation_key(self) -> tuple[str, Any, int] | None:
+        return ("array", self.dtype, self.ndim) if self._annotation else None
 
     def __str__(self) -> str:
         return repr(self) if self._annotation else str(self._np)
@@ -595,27 +454,45 @@ def _storage_from_data(
     if dtype is typing.Any or dtype is None:
         if isinstance(data, array):
             t = data.dtype
-            arr = _to_numpy(data, None, copy)
+            arr = to_numpy(data, None, copy)
         else:
-            arr = _to_numpy(data, None, copy)
-            t = _infer_dtype(arr)
+            arr = to_numpy(data, None, copy)
+            t = infer_dtype(arr)
     else:
         t = resolve_dtype(dtype)
         if isinstance(t, StructType) and not isinstance(data, (array, np.ndarray)):
             data = [struct_record(item, t) for item in data]
-        arr = _to_numpy(data, storage_dtype(t), copy)
+        arr = to_numpy(data, storage_dtype(t), copy, t)
     return fit_data(arr, t, shape), t
 
 
 def struct_record(item: Any, t: StructType) -> Any:
-    """A struct instance as the nested tuple numpy uses for one structured element."""
+    """A struct instance as the nested tuple numpy uses for one structured element (an array
+    field as its words: data and grad pointers, shape, strides)."""
     if not isinstance(item, t.cls):
         return item  # tuples and the like go to numpy unchanged
     fields = []
     for name, ft in t.fields:
         v = getattr(item, name)
-        fields.append(struct_record(v, ft) if isinstance(ft, StructType) else v)
+        if isinstance(ft, StructType):
+            v = struct_record(v, ft)
+        elif isinstance(ft, (ArrayType, IndexedArrayType)):
+            v = _array_field_words(v, ft)
+        elif is_bf16(ft):
+            v = bf16_storage(v)
+        fields.append(v)
     return tuple(fields)
+
+
+def _array_field_words(v: Any, t: ArrayType | IndexedArrayType) -> list[int]:
+    if v is None:
+        return [0] * (t.size // 8)
+    if isinstance(t, IndexedArrayType):
+        from .indexedarray import indexed_words  # indexed arrays are built on this module
+
+        return [int(w) for w in indexed_words(v, t)]
+    grad = v.grad
+    return [v.ptr or 0, 0 if grad is None else grad.ptr or 0, *v.shape, *v.strides]
 
 
 def _fill_value(t: Any, value: Any) -> Any:
@@ -623,11 +500,13 @@ def _fill_value(t: Any, value: Any) -> Any:
     if isinstance(value, array):
         raise TypeError("fill_ takes an element value; use assign() to copy an array")
     es = elem_shape(t)
+    if isinstance(t, StructType) and isinstance(value, t.cls):
+        return np.array(struct_record(value, t), dtype=storage_dtype(t))
     if not es:
         if isinstance(t, ScalarType) and np.ndim(value) != 0:
             raise TypeError(f"a {t!r} element takes a scalar")
-        return value
-    v = np.asarray(value, dtype=storage_dtype(t))
+        return bf16_storage(value) if is_bf16(t) else value
+    v = bf16_storage(value) if is_bf16(t) else np.asarray(value, dtype=storage_dtype(t))
     if v.ndim == 0:
         return v
     if v.size != math.prod(es):

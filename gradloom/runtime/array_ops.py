@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gradloom.errors import GradloomError
+from gradloom.errors import ArrayCopyError, GradloomError
 from gradloom.runtime.array import (
     NDArray,
     array,
@@ -16,7 +16,9 @@ from gradloom.runtime.array import (
     normalize_shape,
 )
 from gradloom.runtime.capturing import capturing, defer
+from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
+from gradloom.runtime.readmarks import check_copy
 from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
@@ -25,6 +27,7 @@ from gradloom.types import (
     resolve_annotation,
     scalar_from_numpy,
     size_of,
+    type_repr,
     vector,
 )
 from gradloom.types import bool_ as _bool
@@ -62,11 +65,12 @@ class array4d(array):
 
 def _alloc(shape: Any, dtype: Any, device: Any, requires_grad: bool,
            legacy: dict[str, Any] | None = None) -> array:
+    legacy = dict(legacy or {})
+    strides = legacy.pop("strides", None)  # Warp's custom (transposed, gapped) layouts
     if legacy:
         shape = _legacy_shape(shape, legacy)
-    return array(
-        shape=normalize_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad
-    )
+    return array(shape=normalize_shape(shape), dtype=dtype, device=device,
+                 requires_grad=requires_grad, strides=strides)
 
 
 def _legacy_shape(shape: Any, legacy: dict[str, Any]) -> Any:
@@ -183,7 +187,8 @@ def _check(a: Any, what: str) -> array:
         return a.contiguous()
     if not isinstance(a, array):
         raise GradloomError(f"{what} must be a gradloom array, got {type(a).__name__}")
-    a.numpy()  # raises for annotation-only arrays
+    if a.device is CPU:
+        a.numpy()  # raises for annotation-only arrays
     return a
 
 
@@ -297,38 +302,61 @@ def copy(
     As in Warp, contiguous arrays are copied as flat memory (bit for bit; the element sizes
     must match), and offsets/count on non-contiguous arrays need both arrays to be 1-D.
     """
+    _no_indexed_range(dest, src, dest_offset, src_offset, count)
     if isinstance(dest, indexedarray):  # whole copies only (Warp's non-contiguous rule)
         dest.assign(_check(src, "copy source"))
         return
     d, s = _check(dest, "copy destination"), _check(src, "copy source")
-    try:
-        src_offset, dest_offset, count = map(operator.index, (src_offset, dest_offset, count))
-    except TypeError as e:
-        raise GradloomError("copy: src_offset, dest_offset and count must be integers") from e
-    if min(src_offset, dest_offset, count) < 0:
-        raise GradloomError(
-            f"copy: offsets and count must be non-negative, got src_offset={src_offset}, "
-            f"dest_offset={dest_offset}, count={count}"
-        )
+    src_offset, dest_offset, count = _copy_range(src_offset, dest_offset, count)
     count = count or s.size
     if count == 0:
         return
     es_d, es_s = size_of(d.dtype), size_of(s.dtype)
     if es_d != es_s:
-        raise GradloomError(
-            f"copy: incompatible element types: destination {d.dtype!r} ({es_d} bytes), "
-            f"source {s.dtype!r} ({es_s} bytes)"
+        raise ArrayCopyError(
+            f"copy: incompatible element sizes ({es_d} and {es_s} bytes): destination "
+            f"dtype={type_repr(d.dtype)}, source dtype={type_repr(s.dtype)}"
         )
     if capturing():
         defer(lambda: copy(d, s, dest_offset, src_offset, count), "wp.copy()")
         return
     before_write(d)
     if d.is_contiguous and s.is_contiguous:
-        _copy_flat(d, s, dest_offset, src_offset, count)
+        if d.device is CPU and s.device is CPU:
+            _copy_flat(d, s, dest_offset, src_offset, count)
+        else:  # device memory: runtime/cuda_array.py
+            from gradloom.runtime.cuda_array import copy_flat
+
+            _check_range(d, s, dest_offset, src_offset, count)
+            copy_flat(d, s, dest_offset, src_offset, count)
     else:
         _copy_strided(d, s, dest_offset, src_offset, count)
     if ACTIVE_TAPES.get():
+        check_copy(d, s)
         _record_range_copy(d, s, dest_offset, src_offset, count)
+
+
+def _no_indexed_range(dest: Any, src: Any, dest_offset: Any, src_offset: Any,
+                      count: Any) -> None:
+    """Offsets and count on an indexed array: refused (Warp's words)."""
+    if (isinstance(dest, indexedarray) or isinstance(src, indexedarray)) and \
+            (dest_offset or src_offset or count):
+        raise ArrayCopyError("copy: dest_offset, src_offset and count are not supported for "
+                             "indexed or Fabric arrays")
+
+
+def _copy_range(src_offset: Any, dest_offset: Any, count: Any) -> tuple[int, int, int]:
+    """wp.copy's offsets and count, checked (Warp's words)."""
+    try:
+        src_offset, dest_offset, count = map(operator.index, (src_offset, dest_offset, count))
+    except TypeError:
+        raise ArrayCopyError("copy: src_offset, dest_offset and count must be integers, got "
+                             f"{src_offset!r}, {dest_offset!r}, {count!r}") from None
+    for what, v in (("Source offset", src_offset), ("Destination offset", dest_offset),
+                    ("count", count)):
+        if v < 0:
+            raise ArrayCopyError(f"copy: {what} must be non-negative, got {v}")
+    return src_offset, dest_offset, count
 
 
 def _elements(a: NDArray, es: tuple[int, ...], offset: int, count: int) -> NDArray:
@@ -368,8 +396,8 @@ def _copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int
 def _check_range(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
     for what, a, off in (("source", s, src_offset), ("destination", d, dest_offset)):
         if off + count > a.size:
-            raise GradloomError(
-                f"copy: {count} element(s) from offset {off} exceed the {what} size ({a.size})"
+            raise ArrayCopyError(
+                f"copy: {count} element(s) from offset {off} exceeds the {what} size ({a.size})"
             )
 
 
@@ -380,7 +408,7 @@ def _flat_bytes(a: NDArray) -> NDArray:
 def _copy_strided(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
     if src_offset or dest_offset or count != s.size or count != d.size:
         if s.ndim != 1 or d.ndim != 1:
-            raise GradloomError(
+            raise ArrayCopyError(
                 "copy: dest_offset, src_offset and count are only supported for 1-D arrays "
                 "when either array is non-contiguous"
             )
@@ -388,7 +416,8 @@ def _copy_strided(d: array, s: array, dest_offset: int, src_offset: int, count: 
         s = s[src_offset : src_offset + count]
         d = d[dest_offset : dest_offset + count]
     if s.shape != d.shape:
-        raise GradloomError(
-            f"copy: incompatible array shapes: destination {d.shape}, source {s.shape}"
+        raise ArrayCopyError(
+            f"copy: incompatible array shapes: destination shape={d.shape}, source "
+            f"shape={s.shape}"
         )
     copy_storage(d, s)

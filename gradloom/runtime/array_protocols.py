@@ -34,6 +34,11 @@ def aligned_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
         raise GradloomError(f"cannot allocate an array of shape {shape} ({nbytes:,} bytes): "
                             "not enough memory") from None
     start = -buf.ctypes.data % ALIGNMENT
+    if nbytes == 0:  # C strides that count the empty dims, as Warp's: (1, 0) vec2f is (0, 8, 4)
+        strides = [dt.itemsize] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+        return np.ndarray(shape, dtype=dt, buffer=buf, offset=start, strides=tuple(strides))
     return buf[start : start + nbytes].view(dt).reshape(shape)
 
 

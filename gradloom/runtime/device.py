@@ -1,4 +1,10 @@
-"""Devices: the CPU device, the current device (a ContextVar) and Warp's device functions."""
+"""Devices: the CPU, CUDA devices ("cuda", "cuda:N"), the current device (a ContextVar) and
+Warp's device functions.
+
+CUDA devices exist when cuda-bindings loads, an NVIDIA driver initialises and it reports a device
+(runtime/cuda_driver.py); asking for one otherwise is a GradloomError saying why. The driver is
+initialised on the first question about CUDA, never by CPU work.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +13,22 @@ from types import TracebackType
 from typing import Any
 
 from gradloom.errors import GradloomError
+from gradloom.runtime import cuda_driver
 from gradloom.runtime.capturing import capturing
 
 
 class Device:
-    """A compute device. This build has exactly one: the CPU."""
+    """A compute device: the CPU, or CUDA device number `ordinal` (alias "cuda:N")."""
 
-    __slots__ = ("alias",)
+    __slots__ = ("alias", "ordinal")
 
     alias: str
+    #: the CUDA device number; -1 for the CPU
+    ordinal: int
 
-    def __init__(self, alias: str) -> None:
+    def __init__(self, alias: str, ordinal: int = -1) -> None:
         object.__setattr__(self, "alias", alias)
+        object.__setattr__(self, "ordinal", ordinal)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "stream":  # Warp's `device.stream = s`
@@ -28,23 +38,44 @@ class Device:
 
     @property
     def name(self) -> str:
-        return self.alias
+        """The product name of a CUDA device ("NVIDIA H100 80GB HBM3"); "cpu" for the CPU."""
+        return self.info.name if self.is_cuda else self.alias
 
     @property
     def is_cpu(self) -> bool:
-        return self.alias == "cpu"
+        return self.ordinal < 0
 
     @property
     def is_cuda(self) -> bool:
-        return False
+        return self.ordinal >= 0
 
     @property
-    def ordinal(self) -> int:
-        return -1
+    def info(self) -> cuda_driver.DeviceInfo:
+        """A CUDA device's properties (runtime/cuda_driver.py); an error for the CPU."""
+        if not self.is_cuda:
+            raise GradloomError("the CPU device has no CUDA device properties")
+        return cuda_driver.current().info(self.ordinal)
+
+    @property
+    def arch(self) -> int:
+        """Compute capability as an int (90 for sm_90); 0 for the CPU."""
+        return self.info.arch if self.is_cuda else 0
+
+    @property
+    def sm_count(self) -> int:
+        return self.info.sm_count if self.is_cuda else 0
+
+    @property
+    def total_memory(self) -> int:
+        return self.info.total_memory if self.is_cuda else 0
+
+    @property
+    def is_mempool_supported(self) -> bool:
+        return self.info.mempool if self.is_cuda else False
 
     @property
     def is_uva(self) -> bool:
-        return False
+        return self.info.uva if self.is_cuda else False
 
     @property
     def is_capturing(self) -> bool:
@@ -77,7 +108,14 @@ class Device:
         if isinstance(other, Device):
             return self.alias == other.alias
         if isinstance(other, str):
-            return self.alias == other
+            if self.alias == other:
+                return True
+            if other != "cuda" or not self.is_cuda:
+                return False
+            try:  # "cuda" names the current CUDA device
+                return _cuda_alias_target() is self
+            except GradloomError:
+                return False
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -88,30 +126,66 @@ class Device:
 CPU = Device("cpu")
 
 _current: contextvars.ContextVar[Device] = contextvars.ContextVar("gradloom_device", default=CPU)
+#: the current device (a bound C method: what a launch asks first, at no Python-call cost)
+current_device = _current.get
+
+
+#: the CUDA devices made so far, by ordinal (immutable objects, made once each)
+_CUDA: dict[int, Device] = {}
 
 
 def _no_cuda(ident: str) -> GradloomError:
+    reason = cuda_driver.unavailable_reason()
     return GradloomError(
         f"device {ident!r} is not available: no CUDA device is available to gradloom "
-        "(the GPU backend is not in this build). Use device='cpu'."
+        f"({reason}). Use device='cpu'."
     )
 
 
+def _cuda(ordinal: int, ident: str) -> Device:
+    """CUDA device `ordinal`, checked to exist."""
+    dev = _CUDA.get(ordinal)
+    if dev is not None and cuda_driver.current().device_count() > ordinal:
+        return dev
+    count = cuda_driver.current().device_count()
+    if count == 0:
+        raise _no_cuda(ident)
+    if not 0 <= ordinal < count:
+        have = ", ".join(f"cuda:{i}" for i in range(count))
+        raise GradloomError(f"device {ident!r} does not exist: this machine has {count} CUDA "
+                            f"device(s) ({have})")
+    return _CUDA.setdefault(ordinal, Device(f"cuda:{ordinal}", ordinal))
+
+
+def _cuda_alias_target() -> Device:
+    """The device "cuda" means: the current device if it is a CUDA device, else cuda:0."""
+    cur = _current.get()
+    return cur if cur.is_cuda else _cuda(0, "cuda")
+
+
 def get_device(ident: Any = None) -> Device:
-    """The device named by `ident` ("cpu", a Device), or the current device when None."""
+    """The device named by `ident` ("cpu", "cuda", "cuda:N", a Device), or the current device
+    when None."""
     if ident is None:
         return _current.get()
     if isinstance(ident, Device):
         if ident.is_cpu:
             return CPU
-        raise _no_cuda(ident.alias)
+        return _cuda(ident.ordinal, ident.alias)
     if isinstance(ident, str):
         name = ident.strip().lower()
         if name == "cpu":
             return CPU
-        if name == "cuda" or name.startswith("cuda:"):
-            raise _no_cuda(ident)
-        raise GradloomError(f"unknown device {ident!r}: gradloom knows 'cpu' (and 'cuda[:N]')")
+        if name == "cuda":
+            return _cuda_alias_target()
+        if name.startswith("cuda:"):
+            try:
+                ordinal = int(name[5:])
+            except ValueError:
+                raise GradloomError(f"invalid device {ident!r}: expected 'cuda:N' with an "
+                                    "integer N") from None
+            return _cuda(ordinal, ident)
+        raise GradloomError(f"unknown device {ident!r}: gradloom knows 'cpu' and 'cuda[:N]'")
     raise GradloomError(f"invalid device identifier {ident!r}: expected a str or a Device")
 
 
@@ -121,24 +195,29 @@ def set_device(ident: Any) -> None:
 
 
 def get_preferred_device() -> Device:
-    """The best available device: a CUDA device if there were one, else the CPU."""
-    return CPU
+    """The best available device: cuda:0 if there is one, else the CPU."""
+    return _cuda(0, "cuda:0") if is_cuda_available() else CPU
 
 
 def get_cuda_device_count() -> int:
-    return 0
+    """The number of CUDA devices (0 without cuda-bindings, an NVIDIA driver or a device)."""
+    return cuda_driver.current().device_count()
 
 
 def get_cuda_devices() -> list[Device]:
-    return []
+    return [_cuda(i, f"cuda:{i}") for i in range(get_cuda_device_count())]
 
 
 def get_cuda_device(ordinal: int | None = None) -> Device:
-    raise _no_cuda("cuda" if ordinal is None else f"cuda:{ordinal}")
+    """CUDA device `ordinal`; None: the current CUDA device ("cuda")."""
+    if ordinal is None:
+        return get_device("cuda")
+    return _cuda(int(ordinal), f"cuda:{ordinal}")
 
 
 def is_cuda_available() -> bool:
-    return False
+    """True only when a CUDA device can be used: cuda-bindings, an NVIDIA driver and a device."""
+    return cuda_driver.is_cuda_available()
 
 
 def is_cpu_available() -> bool:
@@ -154,16 +233,21 @@ def is_device_available(device: Any) -> bool:
 
 
 def get_devices() -> list[Device]:
-    return [CPU]
+    return [CPU, *get_cuda_devices()]
 
 
 def synchronize() -> None:
-    """Wait for all devices: CPU work is synchronous, so there is nothing to wait for."""
+    """Wait for all devices: the CUDA devices gradloom has used (CPU work is synchronous)."""
+    driver = cuda_driver.current()
+    for ordinal in driver.used_devices():
+        driver.synchronize(ordinal)
 
 
 def synchronize_device(device: Any = None) -> None:
-    """Wait for one device (validates the identifier; CPU work is already finished)."""
-    get_device(device)
+    """Wait for all work on one device (CPU work has always finished already)."""
+    dev = get_device(device)
+    if dev.is_cuda:
+        cuda_driver.current().synchronize(dev.ordinal)
 
 
 def init() -> None:

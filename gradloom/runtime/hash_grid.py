@@ -80,6 +80,9 @@ class HashGrid:
         t = float32 if dtype is None else _grid_dtype(dtype)
         self.dtype = t
         self.device: Device = get_device(device)
+        if self.device.is_cuda:  # its descriptor and arrays live in host memory
+            raise HashGridError(f"wp.HashGrid on {self.device} is not supported yet: build it "
+                                "on the CPU (device='cpu'); docs/gpu.md")
         try:
             dims = (operator.index(dim_x), operator.index(dim_y), operator.index(dim_z))
         except TypeError:

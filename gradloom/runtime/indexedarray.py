@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import GradloomError
 from ..types import IndexedArrayType, int32
 from .array import MAX_DIMS, NDArray, _fill_value, array, fit_data, resolve_dtype, storage_dtype
+from .array_annotation import AnnotationProtocols, annotation_ndim
 
 
 class _GlType:
@@ -32,7 +33,7 @@ class _GlType:
         return lambda: t
 
 
-class indexedarray:
+class indexedarray(AnnotationProtocols):
     """An indexed view of an array (or, built without data, an annotation)."""
 
     _fixed_ndim: ClassVar[int | None] = None
@@ -78,10 +79,7 @@ class indexedarray:
         if len(params) != 2:
             raise TypeError(f"wp.indexedarray[...] takes (dtype) or (dtype, ndim), got "
                             f"{len(params)} parameters")
-        n = params[1]
-        if typing.get_origin(n) is typing.Literal:
-            n = typing.get_args(n)[0]
-        return cls(dtype=params[0], ndim=int(n))
+        return cls(dtype=params[0], ndim=annotation_ndim(params[1]))
 
     # -- Python-scope access (copies, like Warp's non-contiguous arrays) ----------------------
 
@@ -150,8 +148,16 @@ class indexedarray:
 
     def __repr__(self) -> str:
         if self.data is None:
-            return f"indexedarray(dtype={self.dtype!r}, ndim={self.ndim})"
+            return self.annotation_repr()
         return f"indexedarray(shape={self.shape}, dtype={self.dtype!r})"
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Never: an indexed view gathers its elements (as Warp's)."""
+        return False
+
+    def _annotation_key(self) -> tuple[str, Any, int] | None:
+        return ("indexedarray", self.dtype, self.ndim) if self.data is None else None
 
     def __str__(self) -> str:
         return repr(self) if self.data is None else str(self.numpy())
@@ -198,8 +204,8 @@ def indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
         raise TypeError(f"expected {t!r}, got {value!r}")
     d = value.data
     grad = d.grad
-    ptrs = [0 if i is None else i.ptr for i in value.indices[:t.ndim]]
-    return [d.ptr, 0 if grad is None else grad.ptr, *value.shape, *d.strides, *ptrs]
+    ptrs = [0 if i is None else i.ptr or 0 for i in value.indices[:t.ndim]]
+    return [d.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *d.strides, *ptrs]
 
 
 def index_view(a: array, keys: tuple[Any, ...]) -> indexedarray:

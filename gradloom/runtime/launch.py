@@ -29,7 +29,7 @@ from ..types import (
 from . import checks, parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
-from .device import get_device
+from .device import CPU, current_device, get_device
 from .foreign import adapt_args, array_slots
 from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
 from .recording import ACTIVE_TAPES
@@ -75,6 +75,7 @@ class Prepared:
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
         self.stacks: list[NDArray] = []
+        self.stack_changes = 0
         self._stack_words: list[tuple[int, int]] = []
         self.stack_for(0)
         access = self.compiled.access
@@ -85,8 +86,12 @@ class Prepared:
         self.struct_writes = [key for key in self.writes if key[1] is not None]
         self.array_slots = array_slots(self.compiled.params)
         self.array_positions = [i for i, _, _ in self.array_slots]
-        #: measured cost of one thread (ns), which decides whether a launch is worth splitting
+        #: measured cost of one thread (ns), which decides whether a launch is worth splitting;
+        #: when to try again after splits that did not gain; free memory for chunked launches
+        #: (runtime/parallel.py, runtime/chunking.py)
         self.ns_per_thread: float | None = None
+        self.backoff = parallel.Backoff()
+        self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None
         self.verify_fp = config.verify_fp
         # debug mode and verify_fp wrap run (runtime/checks.py); release launches pay nothing
@@ -111,6 +116,7 @@ class Prepared:
             self._stack_words.append((0, 0))
         self.stacks[worker] = stack
         self._stack_words[worker] = (stack.ctypes.data if stack.size else 0), stack.size
+        self.stack_changes += 1  # launch blocks kept for chunked launches follow (chunking.py)
 
     def stack_words(self, worker: int) -> tuple[int, int]:
         """(address, capacity) of a worker's adjoint stack, as the header holds them."""
@@ -174,9 +180,10 @@ class Prepared:
         try:
             self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0], 0, 0,
                              total, *values)
-            workers = parallel.workers_for(self, total, args) if total > 1 else 1
-            if workers > 1:
-                parallel.run_split(self, block, dims, total, args, workers, restart)
+            chunks, wake, targets = parallel.plan(self, total, args) if total > 1 else _ONE
+            if chunks > 1:
+                parallel.run_split(self, block, dims, total, args, chunks, wake, targets,
+                                   restart)
                 return
             if total >= parallel.TIMED_THREADS:
                 t0 = time.perf_counter_ns()
@@ -311,6 +318,7 @@ def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
     return out
 
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
+_ONE: tuple[int, bool, list[Any]] = (1, False, [])
 
 
 def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
@@ -330,8 +338,11 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
             arrays; gradloom treats them alike).
         adj_inputs, adj_outputs: with `adjoint=True`, the gradient arrays of the inputs and
             outputs (None: each array's own `.grad`).
-        device: "cpu" or None; other devices raise.
-        stream, max_blocks, block_dim: accepted for Warp compatibility (no effect on the CPU).
+        device: "cpu", "cuda", "cuda:N" or a Device; None: the current device (the CPU unless
+            `wp.ScopedDevice`/`wp.set_device` chose another). CUDA launches: docs/gpu.md.
+        stream: the CUDA stream to launch on (None: the device's current stream).
+        max_blocks, block_dim: the CUDA grid (0: as many blocks as the threads need) and the
+            threads per block; no effect on the CPU.
         adjoint: run the kernel's adjoint instead: gradients flow from the outputs' gradients
             into the inputs' (what `wp.Tape.backward` does for each recorded launch).
         record_tape: record the launch on every active `wp.Tape` (default True).
@@ -348,9 +359,12 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     KeyboardInterrupt; the arrays it writes are then partly written (in debug mode they are
     restored to what they were before the launch). See docs/errors.md.
     """
+    if (current_device() is not CPU) if device is None else (device is not CPU and device != "cpu"):
+        from .launch_cuda import launch as launch_cuda  # loaded on the first CUDA launch
+
+        return launch_cuda(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device,
+                           stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
     try:
-        if device is not None and device != "cpu":
-            get_device(device)  # raises for devices this build cannot run on
         args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
         if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
             kernel = kernel.specialize(list(args))
@@ -426,8 +440,9 @@ class Launch:
                  params_addr: Any = None, bounds: Any = None, max_blocks: int = 0,
                  block_dim: Any = None, adjoint: bool = False, fwd_args: Any = None,
                  adj_args: Any = None) -> None:
-        if device is not None and device != "cpu":
-            get_device(device)  # raises for devices this build cannot run on
+        if device is not None and device != "cpu" and get_device(device) is not CPU:
+            raise LaunchError(f"wp.Launch({kernel.key!r}, {device!r}) is not supported on CUDA "
+                              "devices (gradloom records CPU launches only)")
         if getattr(kernel, "is_generic", False):
             raise LaunchError(f"kernel '{kernel.key}' is generic: record a launch of it with "
                               "wp.launch(..., record_cmd=True), which knows the argument types")

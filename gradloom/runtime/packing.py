@@ -24,14 +24,16 @@ from ..types import (
     StructType,
     VectorType,
     arg_offsets,
+    float32_to_bf16_bits,
     leaves,
+    type_repr,
 )
 from .array import array
 from .indexedarray import indexed_words
 
 _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
         "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
-        "float64": "d", "ptr": "Q"}
+        "float64": "d", "ptr": "Q", "bfloat16": "H"}
 
 Getter = Callable[[Any, Any], list[Any]]
 
@@ -61,21 +63,22 @@ def describe(v: Any) -> str:
 
 
 def array_words(value: Any, t: ArrayType) -> list[Any]:
-    """data pointer, gradient pointer, shape, strides: an array argument's words (None: an
-    unset array, null and empty, as Warp passes it)."""
-    if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
-        grad = value._grad
-        return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+    """data pointer, gradient pointer, shape, strides: an array argument's words (None is an
+    empty array, as in Warp: `if not arr:` holds in the kernel)."""
     if value is None:
         return [0] * (2 + 2 * t.ndim)
+    if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
+        grad = value._grad
+        return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
     if not isinstance(value, array):
-        raise ArgError(f"expected {t!r}, got {describe(value)}")
+        raise ArgError(f"expects an array of type {type_repr(t)}, but passed value has type "
+                       f"{describe(value)}")  # Warp's words
     if value.ndim != t.ndim or value.dtype != t.dtype:
         raise ArgError(f"expected {t!r}, got {describe(value)}")
     if value.device != "cpu":
         raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
     grad = value.grad
-    return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+    return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
 
 
 def scalar_words(value: Any, t: ScalarType) -> list[Any]:
@@ -84,6 +87,8 @@ def scalar_words(value: Any, t: ScalarType) -> list[Any]:
             raise ArgError(f"expected a {t} value, got {describe(value)} {value!r}")
         return [bool(value)]
     if t.is_float and isinstance(value, (int, float, np.integer, np.floating)):
+        if t.name == "bfloat16":  # stored as its bits
+            return [int(float32_to_bf16_bits(np.float32(value)))]
         return [float(value)]
     if t.is_int and isinstance(value, (int, np.integer)):
         info = np.iinfo(t.np_dtype)
@@ -103,7 +108,9 @@ def flat_values(value: Any, t: Any) -> list[Any]:
         return _indexed_words(value, t)
     if isinstance(t, (VectorType, MatrixType)):
         try:
-            comps = np.asarray(value, dtype=t.dtype.np_dtype)
+            comps = np.asarray(value, dtype=t.dtype.host_dtype)
+            if t.dtype.name == "bfloat16":
+                comps = float32_to_bf16_bits(comps)
         except (TypeError, ValueError):
             raise ArgError(f"expected {t!r}, got {describe(value)}") from None
         if comps.size != t.length or (isinstance(value, array)):

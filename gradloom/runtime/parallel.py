@@ -1,17 +1,23 @@
-"""Splitting one launch into contiguous slices of its thread range, run by the worker pool.
+"""Splitting a launch into chunks of its thread range, which the calling thread and the worker
+pool claim one at a time; and deciding when that pays.
 
-Whether a launch is split: it needs more than one configured thread (`config.num_threads`), a
-measured cost worth the wake-up (`config.parallel_min_ns`), and a kernel whose slices give what
-one serial loop gives (passes/threads.py). A kernel whose threads read or overwrite what other
-threads write always runs serially — recorded or not, so a Tape's replay sees what the launch
-did and a forward value never depends on whether a Tape was recording. Slice k always covers the
-same threads for a given launch size and thread count, so results do not depend on timing —
-except the last bits of float atomics, which docs/differences.md lists.
+A split launch posts a job to the pool and runs chunks itself from the same counter
+(codegen/native_pool.py), so a worker that is descheduled or late costs nothing: the caller takes
+the chunks nobody has started. Whether to ask the workers at all: the launch needs more than one
+configured thread (`config.num_threads`), a measured cost worth a wake-up
+(`config.parallel_min_ns`, against `Prepared.ns_per_thread`), and a kernel whose chunks give what
+one serial loop gives (passes/threads.py; a kernel whose threads read or overwrite what other
+threads write always runs serially). After each split the caller compares the time it took with
+what its own chunks say the whole launch costs serially; a split that did not gain (the other
+core was busy) makes the next 1, 3, 7, ... launches of that kernel run serially, so a busy
+machine pays for one probe now and then.
 
 Memory that threads only add into at shared addresses (the plan's `scatter`: `wp.atomic_add`
-targets, and an adjoint's gradient scatters) goes, for workers 1..n-1, to private zeroed buffers
-with the array's layout, added into the real array in worker order after the launch: no
-contention, no locked instructions in the hot loop, and one answer for a given thread count.
+targets, an adjoint's gradient scatters) goes, for chunks 1..k-1, to private zeroed buffers
+summed into the array in chunk order after the launch. The chunks of such a launch depend only on
+its size and the bytes it adds into (`scatter_chunks`), and the launch is cut into them whether
+or not workers help, so its result does not depend on timing, nor on the thread count (2 or
+more). The sums cost memory traffic, so the chunk count is bounded by the launch's size.
 """
 
 from __future__ import annotations
@@ -21,152 +27,224 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import config
-from ..types import BLOCK_ARGS, STATUS_STACK_FULL
-from .array import NDArray, array, zeros_same_layout
-from .packing import error_word
-from .pool import native_pool, worker_pool
-from .structs import field_value
+from ..types import (
+    BLOCK_STATUS,
+    JOB_RUN,
+    JOB_SUM,
+    JOB_WAKE,
+    STATUS_STACK_FULL,
+)
+from .array import array
+from .checks import status_error
+from .chunking import Chunking, bounds, scatter_target
 
 #: launches of at least this many threads are timed, to learn what a thread costs
 TIMED_THREADS = 64
 #: a launch this large is split before anything is known about its cost
 _UNTIMED_SPLIT = 1 << 16
+#: a split launch without shared additions: chunks per pool thread, and their least length (ns)
+CHUNKS_PER_THREAD = 4
+CHUNK_NS = 4000
+#: a launch with shared additions: chunks of at least SCATTER_MIN_CHUNK threads, at most
+#: SCATTER_MAX_CHUNKS of them, and private buffers of at most SCATTER_BYTES_PER_THREAD bytes per
+#: thread of the launch in all (a thread adding at random into a large buffer that is not in
+#: cache costs a cache miss, as much as a cheap thread's work); for kernels whose threads run
+#: loops (their cost has no bound: an n-body loop) the _LOOPS values
+SCATTER_MIN_CHUNK, SCATTER_MIN_CHUNK_LOOPS = 65536, 64
+SCATTER_BYTES_PER_THREAD, SCATTER_BYTES_PER_THREAD_LOOPS = 0.25, 64.0
+SCATTER_MAX_CHUNKS = 8
+#: a split that takes longer than this fraction of the serial estimate did not pay
+GAIN = 0.95
+#: after a split that did not pay, the next 1, 3, 7, ... (at most MAX_BACKOFF) launches of the
+#: kernel run serially — or fewer, once RETRY_NS have passed
+MAX_BACKOFF = 255
+RETRY_NS = 50_000_000
+_SERIAL: tuple[int, bool, list[Any]] = (1, False, [])
 
 
-def workers_for(prepared: Any, total: int, args: Sequence[Any]) -> int:
-    """How many slices this launch runs as (1: serially on the calling thread)."""
-    n = min(config.num_threads, total)
-    if n < 2:
-        return 1
-    plan = prepared.compiled.threads
-    if plan.serial is not None:
-        return 1
-    if plan.float_atomics and config.deterministic:
-        return 1
-    cost, least = prepared.ns_per_thread, config.parallel_min_ns
-    if least > 0 and ((total < _UNTIMED_SPLIT) if cost is None else (cost * total < least)):
-        return 1
-    if _overlapping(args) or not _scatter_ok(prepared, args, total):
-        return 1
-    return n
+def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, list[Any]]:
+    """(chunks, wake, targets): how many chunks this launch runs as (1: the plain serial loop),
+    whether the pool's workers are asked to help, and the memory (numpy, or None) each of the
+    kernel's scatter entries adds into."""
+    n = config.num_threads
+    compiled = prepared.compiled
+    threads = compiled.threads
+    if n < 2 or threads.serial is not None or (threads.float_atomics and config.deterministic):
+        return _SERIAL
+    targets: list[Any] = []
+    if compiled.scatter:
+        if total < 2 * (SCATTER_MIN_CHUNK_LOOPS if threads.loops else SCATTER_MIN_CHUNK):
+            return _SERIAL
+        targets = [scatter_target(args, key, grad) for key, grad in compiled.scatter]
+        if any(t is False for t in targets) or _overlapping(args):
+            return _SERIAL  # a gradient laid out unlike its data: the adds must stay serial
+        nbytes = sum(t.nbytes for t in targets if t is not None)
+        if nbytes:
+            chunks = scatter_chunks(total, nbytes, threads.loops)
+            return (chunks, _wake(prepared, total), targets) if chunks > 1 else _SERIAL
+    if not _wake(prepared, total) or _overlapping(args):
+        return _SERIAL
+    return _free_chunks(prepared, total, n), True, targets
+
+
+def scatter_chunks(total: int, nbytes: int, loops: bool) -> int:
+    """The chunks of a launch of `total` threads that adds into `nbytes` of shared memory (its
+    threads running loops or not): from these alone, so that its result does not depend on
+    timing."""
+    least = SCATTER_MIN_CHUNK_LOOPS if loops else SCATTER_MIN_CHUNK
+    budget = SCATTER_BYTES_PER_THREAD_LOOPS if loops else SCATTER_BYTES_PER_THREAD
+    chunks = min(SCATTER_MAX_CHUNKS, total // least, 1 + int(budget * total / max(nbytes, 1)))
+    return max(chunks, 1)
+
+
+def _wake(prepared: Any, total: int) -> bool:
+    """Whether the launch's measured cost is worth the workers' help (and no recent split of
+    this kernel failed to gain)."""
+    least = config.parallel_min_ns
+    if least <= 0:
+        return True
+    cost = prepared.ns_per_thread
+    if (total < _UNTIMED_SPLIT) if cost is None else (cost * total < least):
+        return False
+    return prepared.backoff.ready()
+
+
+class Backoff:
+    """When a kernel's launches may try the workers again after splits that did not gain."""
+
+    __slots__ = ("last", "skip", "until")
+
+    def __init__(self) -> None:
+        self.skip = self.last = self.until = 0
+
+    def ready(self) -> bool:
+        if not self.skip:
+            return True
+        if time.perf_counter_ns() >= self.until:
+            self.skip = 0
+            return True
+        self.skip -= 1
+        return False
+
+    def record(self, gained: bool) -> None:
+        if gained:
+            self.last = 0
+            return
+        self.last = self.skip = min(2 * self.last + 1, MAX_BACKOFF)
+        self.until = time.perf_counter_ns() + RETRY_NS
+
+
+def _free_chunks(prepared: Any, total: int, n: int) -> int:
+    """Chunks of a split launch whose chunking does not change its result: enough for the
+    caller to take over a late worker's share, none shorter than ~CHUNK_NS."""
+    cost = prepared.ns_per_thread
+    most = CHUNKS_PER_THREAD * n
+    chunks = most if cost is None else int(cost * total // CHUNK_NS)
+    return max(min(chunks, most, total), n)
 
 
 def _overlapping(args: Sequence[Any]) -> bool:
     """An array view that reaches one element through two indices (a zero stride) defeats the
     thread-own proof of passes/threads.py."""
     for a in args:
-        if isinstance(a, array) and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+        if (isinstance(a, array) and 0 in a.strides
+                and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape))):
             return True
     return False
 
 
-def _scatter_ok(prepared: Any, args: Sequence[Any], total: int) -> bool:
-    """Private gradient buffers pay only when they are small next to the launch's work."""
-    size = 0
-    for key, grad in prepared.compiled.scatter:
-        target = _scatter_target(args, key, grad)
-        if target is not None:
-            if target is False:
-                return False
-            size += target.nbytes
-    return size <= (1 << 20) + 64 * total
-
-
-def _scatter_target(args: Sequence[Any], key: tuple[int, str | None], grad: bool) -> Any:
-    """The memory (numpy) a scatter entry names: the array, or its gradient; None when there
-    is none; False when a gradient's layout is not the data's (the kernel addresses both with
-    the data's strides)."""
-    i, field = key
-    value = args[i] if field is None else field_value(args[i], field)
-    if not isinstance(value, array):
-        return None
-    if not grad:
-        return value.numpy()
-    if value.grad is None:
-        return None
-    return value.grad.numpy() if value.grad.strides == value.strides else False
-
-
 def run_split(prepared: Any, block: tuple[bytearray, int], dims: tuple[int, ...], total: int,
-              args: Sequence[Any], n: int, restart: Callable[[], None] | None) -> None:
-    """Run the packed launch in `block` as n slices on the pool, then finish what stopped early
-    and sum the private gradients."""
-    bounds = [(total * k // n, total * (k + 1) // n) for k in range(n)]
-    blocks = [block] + [prepared.block() for _ in range(n - 1)]
+              args: Sequence[Any], chunks: int, wake: bool, targets: list[Any],
+              restart: Callable[[], None] | None) -> None:
+    """Run the packed launch in `block` as `chunks` chunks (with the workers' help if `wake`),
+    finish chunks that stopped early, and sum the private buffers into `targets`."""
+    t0 = time.perf_counter_ns()
+    state = _take_state(prepared, chunks)
     try:
-        privates = _fill_blocks(prepared, blocks, dims, bounds, args)
-        t0 = time.perf_counter_ns()
-        _run_slices(prepared, [base for _, base in blocks])
-        prepared.ns_per_thread = (time.perf_counter_ns() - t0) * n / total
-        stopped = any(error_word(buf) for buf, _ in blocks)
-        if stopped and _finish(prepared, blocks, dims, bounds, total, restart):
-            return  # restarted serially: the private buffers are void
-        for grad, bufs in privates:
-            for p in bufs:
-                grad += p
-    finally:
-        for b in blocks[1:]:
-            prepared.release(b)
-
-
-def _run_slices(prepared: Any, bases: list[int]) -> None:
-    """entry(block) for every block, at once: on the native pool where there is one."""
-    compiled = prepared.compiled
-    if compiled.pool_functions is not None:
-        if native_pool(len(bases), compiled.pool_functions).run(compiled.address, bases):
+        while True:
+            state.follow_stacks(prepared)
+            state.set_targets(targets, chunks)
+            stopped = _execute(prepared, state, block, dims, total, chunks, wake)
+            _learn(prepared, state, total, chunks, wake, time.perf_counter_ns() - t0)
+            if stopped and _recover(prepared, state, block, dims, total, chunks, restart):
+                continue  # restarted: run the whole launch again
+            if state.slow:
+                state.sum_slow()
             return
-        for base in bases:  # the pool is busy with another Python thread's launch
-            prepared.entry(base)
+    finally:
+        prepared.chunkings.append(state)
+
+
+def _take_state(prepared: Any, chunks: int) -> Chunking:
+    """This launch's Chunking: a free one made for the current thread count, or a new one."""
+    n = config.num_threads
+    while prepared.chunkings:
+        state: Chunking = prepared.chunkings.pop()
+        if state.threads == n and state.max_chunks >= chunks:
+            return state
+    return Chunking(prepared, n, max(chunks, CHUNKS_PER_THREAD * n, SCATTER_MAX_CHUNKS))
+
+
+def _execute(prepared: Any, state: Chunking, block: tuple[bytearray, int],
+             dims: tuple[int, ...], total: int, chunks: int, wake: bool) -> int:
+    """Run every chunk (and the native sums); the number of chunks that stopped early."""
+    cost = prepared.ns_per_thread or 0.0
+    spin = int(min(max(2 * cost * total / chunks, 5000), 200_000))
+    state.post(chunks, total, JOB_RUN | JOB_SUM | (JOB_WAKE if wake else 0), spin, block[1])
+    if state.run is None:
+        return state.run_python(prepared, block, dims, total, chunks, wake)
+    if wake:
+        stopped = state.pool.run(state.job)
+        if stopped is not None:
+            return stopped
+        state.set_flags(JOB_RUN | JOB_SUM)  # the pool is busy: run every chunk here
+    return state.run(None, state.job)
+
+
+def _learn(prepared: Any, state: Chunking, total: int, chunks: int, wake: bool,
+           elapsed: int) -> None:
+    """What the caller's own chunks say a thread costs; after a split, whether it gained."""
+    ran, threads, ns = state.caller_stats()
+    if threads:
+        prepared.ns_per_thread = ns / threads
+    if not wake or config.parallel_min_ns <= 0:
         return
-    worker_pool(len(bases)).run([_task(prepared.entry, base) for base in bases])
+    prepared.backoff.record(ran < chunks and elapsed <= GAIN * (prepared.ns_per_thread or 0.0)
+                            * total)
 
 
-def _task(entry: Any, base: int) -> Callable[[], None]:
-    return lambda: entry(base)
-
-
-def _fill_blocks(prepared: Any, blocks: list[tuple[bytearray, int]], dims: tuple[int, ...],
-                 bounds: list[tuple[int, int]], args: Sequence[Any]
-                 ) -> list[tuple[NDArray, list[NDArray]]]:
-    """Each worker's block: the same arguments, its own slice and stack, and (workers 1..n-1)
-    private buffers in place of the gradients threads add into at shared addresses."""
-    first = blocks[0][0]
-    for k, ((buf, _), (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
-        if k:
-            buf[BLOCK_ARGS:] = first[BLOCK_ARGS:]
-        prepared.set_header(buf, dims, lo, hi, k)
-    privates = []
-    for (key, grad), offset in zip(prepared.compiled.scatter,
-                                   prepared.compiled.threads.scatter, strict=True):
-        target = _scatter_target(args, key, grad)
-        if target is None:
-            continue
-        bufs = [zeros_same_layout(target) for _ in blocks[1:]]
-        for (buf, _), p in zip(blocks[1:], bufs, strict=True):
-            buf[BLOCK_ARGS + offset:BLOCK_ARGS + offset + 8] = p.ctypes.data.to_bytes(8, "little")
-        privates.append((target, bufs))
-    return privates
-
-
-def _finish(prepared: Any, blocks: list[tuple[bytearray, int]], dims: tuple[int, ...],
-            bounds: list[tuple[int, int]], total: int,
-            restart: Callable[[], None] | None) -> bool:
-    """Slices that stopped early (an error, or a full adjoint stack): raise, or resume each
-    slice where it stopped. With `restart`, undo everything and run the launch serially instead
-    (True)."""
-    full = [k for k, (buf, _) in enumerate(blocks) if error_word(buf) == STATUS_STACK_FULL]
-    if restart is not None and full:
-        for k in full:
-            prepared.grow_stack(k)
+def _recover(prepared: Any, state: Chunking, block: tuple[bytearray, int],
+             dims: tuple[int, ...], total: int, chunks: int,
+             restart: Callable[[], None] | None) -> bool:
+    """Chunks that stopped early: raise the first error in chunk order, or resume each chunk
+    where its stack filled up, then sum. With `restart` (which undoes the launch), grow the
+    stacks and return True: the caller runs the whole launch again."""
+    stopped = state.stopped_chunks(chunks)
+    for _, record in stopped:
+        err = int.from_bytes(record[:4], "little", signed=True)
+        if err != STATUS_STACK_FULL:
+            state.clear()
+            buf = bytearray(block[0])
+            buf[BLOCK_STATUS:BLOCK_STATUS + 32] = record[:32]
+            raise status_error(prepared, err, buf)
+    for w in sorted({int.from_bytes(r[32:40], "little") for _, r in stopped}):
+        if w:  # the caller's stack grows as its chunks resume below
+            prepared.grow_stack(w)
+    buf, base = block
+    if restart is not None:
+        prepared.grow_stack(0)
+        prepared.set_header(buf, dims, 0, total)  # the caller's block: its new stack
+        state.clear()
         restart()
-        buf, base = blocks[0]
-        prepared.set_stack(0, max(prepared.stacks, key=lambda s: s.size))
-        prepared.set_header(buf, dims, 0, total)
-        prepared.entry(base)
-        if error_word(buf):
-            prepared.recover(buf, base, 0, total, restart)
         return True
-    for k, ((buf, base), (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
-        if error_word(buf):
-            prepared.recover(buf, base, lo, hi, None, k)
+    for c, record in stopped:
+        lo, hi = bounds(total, chunks, c)
+        state.patch(buf, c)
+        prepared.set_header(buf, dims, lo, hi)
+        buf[BLOCK_STATUS:BLOCK_STATUS + 4] = record[:4]
+        buf[BLOCK_STATUS + 24:BLOCK_STATUS + 32] = record[24:32]  # the thread that found it full
+        prepared.recover(buf, base, lo, hi, None)
+    if state.run is not None:
+        state.set_flags(JOB_SUM)
+        state.run(None, state.job)
     return False

@@ -1,14 +1,15 @@
-"""Persistent pools of worker threads that run the slices of one launch at the same time.
+"""Persistent pools of worker threads that help run the chunks of one launch.
 
-A slice is one call of a compiled entry. `NativePool` runs it on threads that live in native code
-(codegen/native_pool.py: they spin, then sleep on a futex), so a split launch costs one ctypes
-call and a few microseconds. `WorkerPool` is the portable fallback: Python threads that call the
-entry through ctypes (which releases the GIL); waking one through a lock costs ~30 µs on a
-virtual machine. Either way small launches never come here (runtime/parallel.py decides).
+`NativePool` runs a chunked launch's job on threads that live in native code
+(codegen/native_pool.py: they spin for a while, then sleep on a futex), so a split launch costs
+one ctypes call and a few microseconds. `WorkerPool` is the portable fallback: Python threads that
+call the entry through ctypes (which releases the GIL); waking one through a lock costs ~30 µs on
+a virtual machine. runtime/parallel.py decides when a launch is worth splitting.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -16,6 +17,8 @@ import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from ..types import POOL_CONTROL_BYTES
 
 Task = Callable[[], None]
 
@@ -33,6 +36,7 @@ class _Worker:
         threading.Thread(target=self._loop, name="gradloom-worker", daemon=True).start()
 
     def _loop(self) -> None:
+        _idle_class()
         while True:
             self.go.acquire()
             try:
@@ -81,42 +85,62 @@ class WorkerPool:
             raise first
 
 
-_CONTROL_BYTES = 64  # one worker's control block (codegen/native_pool.py)
 _WORKER_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_RUN_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                              ctypes.c_void_p)
+_RUN_CTYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class NativePool:
-    """`size - 1` threads that each enter the native worker loop once and stay there; the
-    launching thread posts jobs and runs the first slice itself, all in one ctypes call."""
+    """`size - 1` threads that each enter the native worker loop once and stay there; a launch
+    posts its job (runtime/parallel.py) and takes part itself, all in one ctypes call."""
 
     def __init__(self, size: int, functions: tuple[int, int]) -> None:
         worker, run = functions
         self.size = size
         self._busy = threading.Lock()
-        self._memory = np.zeros(size * _CONTROL_BYTES, np.uint8)
-        # control blocks on their own cache lines
-        self._control = -(-self._memory.ctypes.data // _CONTROL_BYTES) * _CONTROL_BYTES
-        self._run = _RUN_CTYPE(run)
-        self._args = (ctypes.c_void_p * size)()
+        # the control words (each on its own cache line), then one (control, index) pair per
+        # worker
+        self._memory = np.zeros(POOL_CONTROL_BYTES + 64 + 16 * size, np.uint8)
+        self._control = -(-self._memory.ctypes.data // 64) * 64
+        self._run = native_run(run)
         self._worker = _WORKER_CTYPE(worker)
-        for k in range(size - 1):
-            threading.Thread(target=self._worker, args=(self._control + k * _CONTROL_BYTES,),
+        for k in range(1, size):
+            arg = self._control + POOL_CONTROL_BYTES + 16 * k
+            ctypes.c_uint64.from_address(arg).value = self._control
+            ctypes.c_uint64.from_address(arg + 8).value = k
+            threading.Thread(target=_idle_worker, args=(self._worker, arg),
                              name="gradloom-worker", daemon=True).start()
 
-    def run(self, entry: int, blocks: Sequence[int]) -> bool:
-        """Run entry(block) for every block at once; False (nothing run) when the pool is busy
-        with another Python thread's launch or has too few workers."""
-        if len(blocks) > self.size or not self._busy.acquire(blocking=False):
-            return False
+    def run(self, job: int) -> int | None:
+        """Run a job (types.JOB_*) with the workers' help; the number of chunks that stopped
+        early, or None (nothing run) when another Python thread's launch holds the pool."""
+        if not self._busy.acquire(blocking=False):
+            return None
         try:
-            for k, block in enumerate(blocks):
-                self._args[k] = block
-            self._run(self._control, len(blocks), entry, self._args)
+            return int(self._run(self._control, job))
         finally:
             self._busy.release()
-        return True
+
+
+def _idle_class() -> None:
+    """Put the calling thread in the idle scheduling class (Linux's SCHED_IDLE) where the
+    system allows it: a worker then only ever runs on a core nothing else wants, never preempts
+    the launching thread or another program, and a launch whose workers find no free core runs
+    all its chunks on the caller (runtime/parallel.py) at serial speed."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
+def _idle_worker(loop: Callable[[int], None], arg: int) -> None:
+    """A native worker thread: the idle class, then the native worker loop for good."""
+    _idle_class()
+    loop(arg)
+
+
+@functools.cache
+def native_run(run: int) -> Callable[[int | None, int], int]:
+    """`gl_pool_run(ctl, job)` as a Python callable: with a null `ctl` (a job without
+    JOB_WAKE) the calling thread runs every chunk itself."""
+    return _RUN_CTYPE(run)  # type: ignore[no-any-return]
 
 
 @functools.cache

@@ -6,6 +6,9 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from ..errors import TapeError
+from .readmarks import check_copy
+
 #: Every Tape whose `with` block is active, outermost first; each records every operation.
 ACTIVE_TAPES: ContextVar[tuple[Any, ...]] = ContextVar("gradloom_active_tapes", default=())
 
@@ -37,13 +40,19 @@ def record_op(backward: Callable[[], None], arrays: Sequence[Any]) -> None:
     """Record an array operation's backward step on every active tape. `arrays`: the array the
     operation overwrites first, then the arrays it reads (their gradients are read when
     `backward` runs, so a `.grad` replaced after recording is the one used)."""
-    for tape in ACTIVE_TAPES.get():
+    tapes = ACTIVE_TAPES.get()
+    if tapes and any(a.device.is_cuda for a in arrays):
+        raise TapeError("recording operations on CUDA arrays on a wp.Tape is not supported "
+                        "yet (docs/gpu.md)")
+    for tape in tapes:
         tape.record(FuncRecord(backward, arrays, written=1))
 
 
 def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
     """On active tapes: the gradient of dest[where] = src flows from dest to src (summed over
     the dimensions src was broadcast along)."""
+    if ACTIVE_TAPES.get():
+        check_copy(dest, src)
     if (dest._grad is None or src._grad is None or dest.dtype != src.dtype
             or not ACTIVE_TAPES.get()):
         return

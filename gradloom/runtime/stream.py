@@ -1,10 +1,12 @@
-"""Streams and events on the CPU: Warp's stream API, where all work is already synchronous.
+"""Streams and events: Warp's stream API on CUDA devices (driver streams and events,
+runtime/cuda_stream.py) and on the CPU, where all work is already synchronous.
 
 Warp 1.19 raises `RuntimeError` for `wp.Stream("cpu")`, `wp.Event("cpu")` and `wp.get_stream("cpu")`
-(streams are a CUDA concept there). gradloom runs only on the CPU, so it offers them there: every
-launch and copy has finished when its call returns, so waiting is never needed, an event is
-complete as soon as it is recorded, and a timing event holds the host clock. Code written for
-Warp's GPU streams therefore runs unchanged (docs/differences.md).
+(streams are a CUDA concept there). gradloom offers them on the CPU too: every launch and copy has
+finished when its call returns, so waiting is never needed, an event is complete as soon as it is
+recorded, and a timing event holds the host clock. Code written for Warp's GPU streams therefore
+runs unchanged on the CPU (docs/differences.md). Each CUDA device has its own current stream (a
+ContextVar per device); its default stream is one gradloom creates on first use.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 from ..errors import GradloomError
 from .capturing import ACTIVE_CAPTURE, OpNode, capturing
+from .cuda_driver import current as cuda_driver
+from .cuda_stream import EventHandle, StreamHandle, check_same_device
 from .device import CPU, Device, ScopedDevice, get_device
 
 
@@ -38,22 +42,25 @@ class Event:
         if enable_timing and interprocess:
             raise ValueError("The combination of 'enable_timing=True' and 'interprocess=True' "
                              "is not allowed.")
-        if cuda_event is not None:
-            raise StreamError("Event(cuda_event=...) wraps a CUDA event; gradloom has no CUDA "
-                              "device in this build")
         self.device: Device = get_device(device)
         self.enable_timing = enable_timing
         self.interprocess = interprocess
-        self.cuda_event = None
-        self.owner = True
+        self.cuda_event: int | None = None
+        self.owner = cuda_event is None
         self._time_ns: int | None = None
+        self._cuda: EventHandle | None = None
+        if self.device.is_cuda:
+            self._cuda = EventHandle(self.device.ordinal, enable_timing, interprocess, cuda_event)
+            self.cuda_event = self._cuda.value
+        elif cuda_event is not None:
+            raise StreamError("Event(cuda_event=...) wraps a CUDA event: pass a CUDA device")
 
     def _stamp(self) -> None:
         self._time_ns = time.perf_counter_ns()
 
     @property
     def is_complete(self) -> bool:
-        return True
+        return True if self._cuda is None else self._cuda.is_complete()
 
     def ipc_handle(self) -> bytes:
         raise StreamError(f"Device {self.device} does not support IPC.")
@@ -66,18 +73,29 @@ class Stream:
     """A stream of work on a device. CPU work runs as it is issued, so waiting does nothing."""
 
     def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
-        if "cuda_stream" in kwargs:
-            raise StreamError("Stream(cuda_stream=...) wraps a CUDA stream; gradloom has no CUDA "
-                              "device in this build")
+        external = kwargs.pop("cuda_stream", None)
         if kwargs:
             raise TypeError(f"Stream() got unexpected keyword argument(s): {', '.join(kwargs)}")
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise TypeError("Stream priority must be an integer.")
         self.device: Device = get_device(device)
         self._priority = max(-1, min(priority, 0))  # two levels, as in Warp
-        self.cuda_stream = None
-        self.owner = True
+        self.cuda_stream: int | None = None
+        self.owner = external is None
         self._cached_event: Event | None = None
+        self._cuda: StreamHandle | None = None
+        if self.device.is_cuda:
+            self._cuda = StreamHandle(self.device.ordinal, self._priority, external)
+            self.cuda_stream = self._cuda.value
+        elif external is not None:
+            raise StreamError("Stream(cuda_stream=...) wraps a CUDA stream: pass a CUDA device")
+
+    @property
+    def handle(self) -> StreamHandle:
+        """The CUDA stream (a StreamHandle); an error for a CPU stream."""
+        if self._cuda is None:
+            raise StreamError(f"stream on {self.device} is not a CUDA stream")
+        return self._cuda
 
     @property
     def priority(self) -> int:
@@ -89,11 +107,15 @@ class Stream:
 
     @property
     def is_complete(self) -> bool:
-        return True
+        return True if self._cuda is None else self._cuda.is_complete()
 
     @property
     def is_capturing(self) -> bool:
         return capturing()
+
+    def synchronize(self) -> None:
+        """Wait for the work queued on this stream so far."""
+        synchronize_stream(self)
 
     @property
     def cached_event(self) -> Event:
@@ -112,21 +134,34 @@ class Stream:
             raise StreamError(f"Event from device {event.device} cannot be recorded on stream "
                               f"from device {self.device}")
         graph = ACTIVE_CAPTURE.get()
-        if graph is not None:
+        if self._cuda is not None:
+            if graph is not None:
+                raise StreamError("recording CUDA events inside a graph capture is not "
+                                  "supported yet (docs/gpu.md)")
+            assert event._cuda is not None
+            event._cuda.record(self._cuda)
+        elif graph is not None:
             graph.add(OpNode(event._stamp, "record_event"))
         else:
             event._stamp()
         return event
 
     def wait_event(self, event: Event, external: bool = False) -> None:
-        """Later work waits for `event`: on the CPU it has already happened."""
+        """Later work on this stream waits for `event` (on the CPU it has already happened)."""
         _check_event(event)
+        if self._cuda is not None and event._cuda is not None:
+            check_same_device("wait_event", self.device.ordinal, event.device.ordinal)
+            self._cuda.wait_event(event._cuda)
 
     def wait_stream(self, other_stream: Stream, event: Event | None = None,
                     external: bool = False) -> None:
-        """Later work waits for `other_stream`'s work so far: on the CPU it is done."""
+        """Later work on this stream waits for `other_stream`'s work so far (on the CPU it is
+        done)."""
         if not isinstance(other_stream, Stream):
             raise TypeError(f"wait_stream() expects a wp.Stream, got {type(other_stream).__name__}")
+        if self._cuda is not None and other_stream._cuda is not None:
+            event = other_stream.record_event(event or other_stream.cached_event)
+            self.wait_event(event)
 
     def __repr__(self) -> str:
         return f"<gradloom Stream on {self.device}>"
@@ -141,14 +176,38 @@ def _check_event(event: Any) -> Event:
 #: The device's default stream (it holds no state, so one object serves every context).
 CPU_STREAM = Stream(CPU)
 
-_current_stream: contextvars.ContextVar[Stream] = contextvars.ContextVar(
+_current_stream: contextvars.ContextVar[Stream | None] = contextvars.ContextVar(
     "gradloom_stream", default=CPU_STREAM)
+#: per CUDA device ordinal, the current stream there (None: the device's default stream)
+_CUDA_CURRENT: dict[int, contextvars.ContextVar[Stream | None]] = {}
+
+
+def _current_var(dev: Device) -> contextvars.ContextVar[Stream | None]:
+    if not dev.is_cuda:
+        return _current_stream
+    var = _CUDA_CURRENT.get(dev.ordinal)
+    if var is None:
+        var = _CUDA_CURRENT.setdefault(dev.ordinal, contextvars.ContextVar(
+            f"gradloom_stream_cuda{dev.ordinal}", default=None))
+    return var
+
+
+def default_stream(dev: Device) -> Stream:
+    """A CUDA device's default stream (created on first use, kept by the driver state)."""
+    streams = cuda_driver().default_streams
+    s = streams.get(dev.ordinal)
+    if s is None:
+        s = streams[dev.ordinal] = Stream(dev)
+    return s  # type: ignore[no-any-return]
 
 
 def get_stream(device: Any = None) -> Stream:
-    """The stream the device uses now (the CPU's default stream unless one was set)."""
-    get_device(device)
-    return _current_stream.get()
+    """The stream the device uses now (its default stream unless one was set)."""
+    dev = get_device(device)
+    s = _current_var(dev).get()
+    if s is None:
+        return default_stream(dev)
+    return s
 
 
 def set_stream(stream: Stream, device: Any = None, sync: bool = False) -> None:
@@ -158,7 +217,21 @@ def set_stream(stream: Stream, device: Any = None, sync: bool = False) -> None:
         raise TypeError(f"set_stream() expects a wp.Stream, got {type(stream).__name__}")
     if stream.device != dev:
         raise StreamError(f"Stream from device {stream.device} cannot be used on device {dev}")
-    _current_stream.set(stream)
+    var = _current_var(dev)
+    if sync and stream._cuda is not None:
+        stream.wait_stream(get_stream(dev))
+    var.set(stream)
+
+
+def cuda_stream(dev: Device, stream: Any = None) -> StreamHandle:
+    """The CUDA stream work on `dev` goes to: `stream` (a wp.Stream on dev), else the device's
+    current stream."""
+    s = get_stream(dev) if stream is None else stream
+    if not isinstance(s, Stream):
+        raise TypeError(f"expected a wp.Stream, got {type(s).__name__}")
+    if s.device != dev:
+        raise StreamError(f"Stream from device {s.device} cannot be used on device {dev}")
+    return s.handle
 
 
 def record_event(event: Event | None = None, external: bool = False) -> Event:
@@ -180,8 +253,12 @@ def synchronize_stream(stream_or_device: Any = None) -> None:
     if isinstance(stream_or_device, Stream):
         if capturing():
             raise StreamError("Cannot synchronize stream while graph capture is active")
+        if stream_or_device._cuda is not None:
+            stream_or_device._cuda.synchronize()
         return
-    get_device(stream_or_device)
+    dev = get_device(stream_or_device)
+    if dev.is_cuda:
+        cuda_stream(dev).synchronize()
 
 
 def synchronize_event(event: Event) -> None:
@@ -189,6 +266,8 @@ def synchronize_event(event: Event) -> None:
     _check_event(event)
     if capturing():
         raise StreamError("Cannot synchronize event while graph capture is active")
+    if event._cuda is not None:
+        event._cuda.synchronize()
 
 
 def get_event_elapsed_time(start_event: Event, end_event: Event,
@@ -200,9 +279,18 @@ def get_event_elapsed_time(start_event: Event, end_event: Event,
         if not ev.enable_timing:
             raise StreamError(f"get_event_elapsed_time(): {name} was created without "
                               "enable_timing=True")
+        if ev._cuda is not None:
+            continue
         if ev._time_ns is None:
             raise StreamError(f"get_event_elapsed_time(): {name} has not been recorded")
         stamps.append(ev._time_ns)
+    if start_event._cuda is not None and end_event._cuda is not None:
+        if synchronize:
+            end_event._cuda.synchronize()
+        return start_event._cuda.elapsed_ms(end_event._cuda)
+    if len(stamps) != 2:
+        raise StreamError("get_event_elapsed_time(): both events must be on the same kind of "
+                          "device")
     return (stamps[1] - stamps[0]) / 1e6
 
 
@@ -214,7 +302,8 @@ class ScopedStream:
                  sync_exit: bool = False) -> None:
         self.stream = stream
         self.sync_enter, self.sync_exit = sync_enter, sync_exit
-        self._saved: list[tuple[ScopedDevice, contextvars.Token[Stream]]] = []
+        self._saved: list[tuple[ScopedDevice, contextvars.ContextVar[Stream | None],
+                                contextvars.Token[Stream | None]]] = []
         if stream is not None:
             if not isinstance(stream, Stream):
                 raise TypeError(f"ScopedStream() expects a wp.Stream or None, got "
@@ -225,12 +314,17 @@ class ScopedStream:
         if self.stream is not None:
             scope = ScopedDevice(self.device)
             scope.__enter__()
-            self._saved.append((scope, _current_stream.set(self.stream)))
+            var = _current_var(self.device)
+            if self.sync_enter and self.stream._cuda is not None:
+                self.stream.wait_stream(get_stream(self.device))
+            self._saved.append((scope, var, var.set(self.stream)))
         return self.stream
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if self.stream is not None:
-            scope, token = self._saved.pop()
-            _current_stream.reset(token)
+            scope, var, token = self._saved.pop()
+            var.reset(token)
+            if self.sync_exit and self.stream._cuda is not None:
+                get_stream(self.device).wait_stream(self.stream)
             scope.__exit__(exc_type, exc, tb)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import numpy as np
+
 from ..types import (
     ArrayType,
     MatrixType,
@@ -14,6 +16,8 @@ from ..types import (
     make_composite_value,
     resolve_annotation,
 )
+from .array import struct_record
+from .array_storage import storage_dtype, struct_dtype_spec
 
 
 def _default(t: Any) -> Any:
@@ -62,7 +66,16 @@ def struct(cls: type) -> type:
     new_cls.__gl_struct__ = True  # type: ignore[attr-defined]
     new_cls.__gl_fingerprint__ = staticmethod(  # type: ignore[attr-defined]
         lambda visiting: "struct:" + type_key(st))
+    _add_numpy_views(new_cls, st)
     return new_cls
+
+
+def _add_numpy_views(cls: type, st: StructType) -> None:
+    """Warp's numpy views of a struct: `S.numpy_dtype()` (numpy's dict spec of the layout) and
+    `s.numpy_value()` (an instance as one structured element)."""
+    cls.numpy_dtype = staticmethod(lambda: struct_dtype_spec(st))  # type: ignore[attr-defined]
+    cls.numpy_value = lambda self: np.array(  # type: ignore[attr-defined]
+        struct_record(self, st), dtype=storage_dtype(st))[()]
 
 
 def type_key(t: Any) -> str:

@@ -7,11 +7,13 @@ from contextvars import Token
 from typing import Any
 
 from ..errors import TapeError, user_facing
+from . import readmarks
 from .adjoint import LaunchRecord
 from .array import NDArray, array
 from .foreign import as_array
 from .recording import ACTIVE_TAPES, FuncRecord
 from .structs import field_value
+from .tape_graph import tape_dot
 
 Record = LaunchRecord | FuncRecord
 #: a scope marker: (index of the first record inside, name, metadata); name None ends a scope
@@ -32,6 +34,8 @@ class Tape:
         self.scopes: list[Scope] = []
         self.loss: array | None = None
         self._tokens: list[Token[tuple[Any, ...]]] = []
+        #: `gradients` entries of recordings that `reset()` forgot (zeroed), as in Warp
+        self._forgotten: dict[Any, Any] = {}
 
     def __enter__(self) -> Tape:
         self._tokens.append(ACTIVE_TAPES.set((*ACTIVE_TAPES.get(), self)))
@@ -49,7 +53,11 @@ class Tape:
 
     def begin_launch(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
                      compiled: Any) -> LaunchRecord:
-        return LaunchRecord(kernel, dims, args, compiled)
+        record = LaunchRecord(kernel, dims, args, compiled)
+        record.check_aliases(compiled)
+        if ACTIVE_TAPES.get()[:1] == (self,):  # once per launch: on the outermost tape
+            readmarks.check_launch(kernel, record.named_touches())
+        return record
 
     def end_launch(self, record: LaunchRecord) -> None:
         record.finish()
@@ -102,7 +110,8 @@ class Tape:
         """Propagate gradients backwards through everything recorded.
 
         `loss`: a one-element array; its gradient is set to 1. `grads`: {array: seed}; each
-        array's gradient is set to a copy of its seed (the seed itself is never written).
+        array's gradient is set to a copy of its seed (the seed itself is never written; an
+        array without a gradient gets one).
         Neither: the seeds are the `.grad` contents the user set; each nonzero `.grad` of an
         array the tape writes (and does not read first) holds its values again afterwards, so
         a second call adds the same gradients again.
@@ -120,13 +129,13 @@ class Tape:
             self.loss = loss
             g.fill_(1.0)
         for a, seed in (grads or {}).items():
-            g = _gradient_of(as_array(a, "Tape.backward(grads=...)"), "grads")
-            g.assign(_values(seed))
+            _seed(as_array(a, "Tape.backward(grads=...)"), seed)
         self._run()
 
     def _run(self) -> None:
         for record in reversed(self.records):
             record.backward()
+        readmarks.clear(self._arrays())  # the reads are consumed (Warp's access check)
 
     def _seeded_backward(self) -> None:
         """backward() from the `.grad` contents: the seed buffers keep their values."""
@@ -150,6 +159,25 @@ class Tape:
         return [a.grad.numpy() for a in written.values()
                 if a.grad is not None and not first_read[id(a._mem)]]
 
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True,
+                  hide_readonly_arrays: bool = False, array_labels: dict[Any, str] | None = None,
+                  choose_longest_node_name: bool = True, ignore_graph_scopes: bool = False,
+                  track_inputs: Any = None, track_outputs: Any = None,
+                  track_input_names: Any = None, track_output_names: Any = None,
+                  graph_direction: str = "LR") -> str:
+        """The recording as GraphViz DOT source (written to `filename` too, when given): one
+        node per operation and per array, edges along what each reads and writes, scopes as
+        clusters; `simplify_graph` merges repeated launches of a kernel on the same arguments.
+        Warp's other options are accepted (`choose_longest_node_name`, `track_*` change
+        nothing here)."""
+        dot = tape_dot(self.records, self.scopes, simplify_graph=simplify_graph,
+                       hide_readonly_arrays=hide_readonly_arrays, array_labels=array_labels,
+                       ignore_graph_scopes=ignore_graph_scopes, graph_direction=graph_direction)
+        if filename is not None:
+            with open(filename, "w", encoding="utf-8") as f:
+                f.write(dot)
+        return dot
+
     # -- housekeeping -------------------------------------------------------------------------
 
     def _arrays(self) -> list[array]:
@@ -164,8 +192,10 @@ class Tape:
     @property
     def gradients(self) -> dict[Any, Any]:
         """{array: its gradient} for every recorded array that has one, and {struct instance:
-        a copy of it holding its arrays' gradients} for every struct a recorded launch got."""
-        out: dict[Any, Any] = {a: a.grad for a in self._arrays() if a.grad is not None}
+        a copy of it holding its arrays' gradients} for every struct a recorded launch got
+        (recordings `reset()` forgot included, as in Warp)."""
+        out: dict[Any, Any] = dict(self._forgotten)
+        out.update({a: a.grad for a in self._arrays() if a.grad is not None})
         for record in self.records:
             if isinstance(record, LaunchRecord):
                 for value in record.args:
@@ -182,6 +212,8 @@ class Tape:
     def reset(self) -> None:
         """Zero the gradients, then forget everything recorded."""
         self.zero()
+        readmarks.clear(self._arrays())
+        self._forgotten = self.gradients
         self.records.clear()
         self.scopes.clear()
         self.loss = None
@@ -208,6 +240,18 @@ def _values(seed: Any) -> Any:
     if hasattr(seed, "detach"):
         return seed.detach().cpu().numpy()
     return seed
+
+
+def _seed(a: Any, seed: Any) -> None:
+    """a.grad = a copy of seed (an array without a gradient gets a fresh one; Warp gives it
+    the seed array itself, which its backward pass then consumes)."""
+    if not isinstance(a, array):
+        raise TapeError(f"Tape.backward(grads=...): expected a gradloom array, got "
+                        f"{type(a).__name__}")
+    if a.grad is None:
+        a.requires_grad = True
+    assert a.grad is not None
+    a.grad.assign(_values(seed))
 
 
 def _gradient_of(a: Any, what: str) -> array:

@@ -21,12 +21,13 @@ NDArray = npt.NDArray[Any]
 class Memory:
     """The identity of one allocation, shared by an array and its views."""
 
-    __slots__ = ("__weakref__", "watchers")
+    __slots__ = ("__weakref__", "is_read", "watchers")
 
     def __init__(self) -> None:
         # weak references, so a dropped tape stops watching; a plain list keeps the check
         # every launch makes (`if watchers:`) cheap
         self.watchers: list[weakref.ref[Watch]] = []
+        self.is_read = False  # config.verify_autograd_array_access (runtime/readmarks.py)
 
 
 def copy_same_layout(a: NDArray) -> NDArray:

@@ -131,25 +131,10 @@ def _drawn(count: int, fn: Callable[..., tuple[np.ndarray, ...]]) -> Callable[..
     return ref
 
 
-def _ball(state: np.ndarray, hemi: bool) -> tuple[np.ndarray, ...]:
-    rows = []
-    for s0 in np.asarray(state, dtype=np.uint64):
-        s = np.uint64(s0)
-        while True:
-            bits, s_next = np_draws(s, 3)
-            pt = np.array([2 * np_unit(b) - 1 for b in bits], dtype=np.float32).astype(np.float64)
-            s = s_next
-            if float(np.float32((pt.astype(np.float32) ** 2).sum())) <= 1.0:
-                break
-        if hemi:
-            pt[2] = abs(pt[2])
-        rows.append([*pt, float(s)])
-    a = np.array(rows)
-    return a[:, 0], a[:, 1], a[:, 2], a[:, 3]
-
-
 TAU = 2 * np.pi
 _SPHERE = lambda z, u: (np.sqrt(1 - z * z) * np.cos(TAU * u), np.sqrt(1 - z * z) * np.sin(TAU * u), z)  # noqa: E731
+# a point of the ball: cos(polar angle) z, azimuth 2πu, radius v^(1/3) (Warp's construction)
+_BALL = lambda z, u, v: tuple(np.cbrt(v) * c for c in _SPHERE(z, u))  # noqa: E731
 _TOL = {"ref_rtol": 2e-6, "ref_atol": 2e-6}  # the draws are float32 also in float64 rows
 
 OUT2 = "s = x0\nv = wp.{name}(s)\ny0 = F(v[0])\ny1 = F(v[1])\ny2 = s"
@@ -206,8 +191,8 @@ DRAW_ROWS: list[Row] = [
     _sampler("sample_unit_cube", S3, 3, _drawn(3, lambda a, b, c: (a - 0.5, b - 0.5, c - 0.5))),
     _sampler("sample_unit_sphere_surface", S3, 3, _drawn(2, lambda a, b: _SPHERE(1 - 2 * a, b))),
     _sampler("sample_unit_hemisphere_surface", S3, 3, _drawn(2, lambda a, b: _SPHERE(a, b))),
-    _sampler("sample_unit_sphere", S3, 3, lambda s: _ball(s, hemi=False)),
-    _sampler("sample_unit_hemisphere", S3, 3, lambda s: _ball(s, hemi=True)),
+    _sampler("sample_unit_sphere", S3, 3, _drawn(3, lambda a, b, c: _BALL(1 - 2 * a, b, c))),
+    _sampler("sample_unit_hemisphere", S3, 3, _drawn(3, lambda a, b, c: _BALL(1 - a, b, c))),
 ]
 
 # -- noise: gradient rows w.r.t. the position -------------------------------------------------

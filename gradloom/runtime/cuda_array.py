@@ -1,0 +1,548 @@
+"""Arrays in CUDA device memory: `wp.array(..., device="cuda")`, its views, copies and fills.
+
+A CUDA array is a `wp.array` whose elements live in a device allocation (storage.DeviceBuffer,
+shared by its views). `array.__init__` hands a CUDA device to `init_device_array`, which makes
+the new instance a `CudaArray` (a subclass with the same attributes: its class is switched, so
+every constructor — `wp.zeros`, `wp.array(data)`, `wp.full`, `wp.clone`, ... — works unchanged).
+`numpy()` copies to the host, as in Warp. Operations are queued on the device's current stream.
+
+Not yet on the device: copies between non-contiguous arrays are staged through the host, and a
+write into a non-contiguous view reads its whole byte span to the host, updates it and writes it
+back (so another stream must not write the bytes between the view's elements meanwhile).
+Recording CUDA work on a `wp.Tape` is refused (runtime/launch_cuda.py); docs/gpu.md has the list.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from typing import Any
+
+import numpy as np
+
+from ..errors import GradloomError, TapeError
+from ..types import ArrayType
+from .array import (
+    MAX_DIMS,
+    NDArray,
+    _fill_value,
+    _storage_from_data,
+    array,
+    copy_storage,
+    elem_shape,
+    fit_data,
+    normalize_shape,
+    resolve_dtype,
+    storage_dtype,
+)
+from .array_storage import to_numpy
+from .capturing import deferrable
+from .cuda_driver import Driver, current
+from .device import CPU, Device
+from .recording import ACTIVE_TAPES
+from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
+from .stream import cuda_stream
+from .watch import Memory
+
+#: DLPack's device type code for CUDA memory (kDLCUDA)
+
+def address(a: Any) -> int:
+    """The device address of an array's first element (0 for an empty array, whose ptr is
+    None as in Warp)."""
+    return a.ptr or 0
+
+
+DLPACK_CUDA = 2
+
+
+# --------------------------------------------------------------------------------------------
+# layouts
+
+
+def elem_bytes(t: Any) -> int:
+    return int(storage_dtype(t).itemsize) * math.prod(elem_shape(t))
+
+
+def c_strides(shape: tuple[int, ...], eb: int) -> tuple[int, ...]:
+    out, step = [], eb
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
+
+
+def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], eb: int) -> bool:
+    """Whether a layout is C-contiguous (strides of dimensions of length 1 do not matter)."""
+    if math.prod(shape) == 0:
+        return True
+    step = eb
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+def span(shape: tuple[int, ...], strides: tuple[int, ...], eb: int) -> tuple[int, int]:
+    """(lo, hi): the byte range [ptr + lo, ptr + hi) a layout's elements occupy."""
+    if math.prod(shape) == 0:
+        return 0, 0
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + eb
+    return lo, hi
+
+
+def inner_strides(t: Any) -> tuple[int, ...]:
+    es = elem_shape(t)
+    return np.zeros(es, dtype=storage_dtype(t)).strides if es else ()
+
+
+def index_view(shape: tuple[int, ...], strides: tuple[int, ...], idx: tuple[int | slice, ...]
+               ) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """(byte offset, shape, strides) of the view `idx` (ints and slices) selects."""
+    off, out_shape, out_strides = 0, [], []
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        k = idx[d] if d < len(idx) else slice(None)
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            off += start * s if length else 0
+            out_shape.append(length)
+            out_strides.append(s * step)
+            continue
+        i = k + n if k < 0 else k
+        if not 0 <= i < n:
+            raise IndexError(f"index {k} is out of bounds for dimension {d} with size {n}")
+        off += i * s
+    return off, tuple(out_shape), tuple(out_strides)
+
+
+# --------------------------------------------------------------------------------------------
+# the class
+
+
+class CudaArray(array):
+    """A `wp.array` in a CUDA device's memory (see the module docstring)."""
+
+    _buffer: DeviceBuffer | ExternalBuffer | None
+
+    def _concrete(self) -> NDArray:
+        raise GradloomError(f"this operation needs the array's memory on the host, and the "
+                            f"array is on {self.device}: use .numpy() for a host copy, or "
+                            ".to('cpu')")
+
+    @property
+    def _driver(self) -> Driver:
+        return current()
+
+    def _stream(self) -> Any:
+        return cuda_stream(self.device).handle
+
+    # ---- host copies -----------------------------------------------------------------------
+
+    def numpy(self) -> NDArray:
+        """A host copy of the elements (waits for the work queued on the device's stream)."""
+        return to_host(self)
+
+    def list(self) -> list[Any]:
+        return array._wrap(self.numpy(), self.dtype, CPU).list()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray:
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        raise AttributeError(f"an array on {self.device} has no __array_interface__ (its "
+                             "memory is not host memory): use .numpy()")
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA Array Interface (version 3): numba, cupy and torch read device arrays
+        through it, zero-copy. `stream` is the stream the data was produced on."""
+        npdt = storage_dtype(self.dtype)
+        handle = cuda_stream(self.device).value
+        return {
+            "version": 3,
+            "shape": (*self.shape, *elem_shape(self.dtype)),
+            "typestr": npdt.str,
+            "descr": npdt.descr,
+            "data": (self.ptr, False),
+            "strides": None if self.is_contiguous else (*self.strides, *inner_strides(self.dtype)),
+            "stream": handle if handle else 1,  # 1: the legacy default stream
+        }
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        raise BufferError(f"DLPack export of arrays on {self.device} is not supported yet; "
+                          "use __cuda_array_interface__ (docs/gpu.md)")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (DLPACK_CUDA, self.device.ordinal)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __str__(self) -> str:
+        return str(self.numpy())
+
+    @property
+    def vars(self) -> dict[str, Any]:
+        raise GradloomError(f"struct fields of an array on {self.device} have no host view: "
+                            "use .numpy()")
+
+    @property
+    def capacity(self) -> int:
+        lo, hi = span(self.shape, self.strides, elem_bytes(self.dtype))
+        return hi - lo
+
+    # ---- gradient --------------------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and self._grad is None:
+            self._grad = zeros_same_layout(self)
+        elif not value:
+            self._grad = None
+        self._requires_grad = bool(value)
+
+    @property
+    def grad(self) -> array | None:
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is None:
+            self._grad, self._requires_grad = None, False
+            return
+        if not (isinstance(value, CudaArray) and value.device is self.device
+                and value.dtype == self.dtype and same_layout(value, self)):
+            raise GradloomError(
+                f"incompatible gradient: expected an array on {self.device} with shape "
+                f"{self.shape}, dtype {self.dtype!r} and strides {self.strides}; got "
+                f"{value!r}" + (f" on {value.device}" if isinstance(value, array) else ""))
+        self._grad, self._requires_grad = value, True
+
+    # ---- views -----------------------------------------------------------------------------
+
+    def _view(self, off: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> CudaArray:
+        out = bind(CudaArray.__new__(CudaArray), self._buffer, address(self) + off, shape, strides,
+                   self.dtype, self.device, self._mem)
+        if self._grad is not None:
+            g = typing.cast(CudaArray, self._grad)
+            out._grad = bind(CudaArray.__new__(CudaArray), g._buffer, address(g) + off, shape,
+                             strides, self.dtype, self.device)
+            out._requires_grad = True
+        return out
+
+    def __getitem__(self, key: Any) -> Any:
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, array) for k in keys):
+            raise GradloomError(f"indexed views (a[index_array]) of arrays on {self.device} "
+                                "are not supported yet")
+        idx = self._index(key)
+        off, shape, strides = index_view(self.shape, self.strides, idx)
+        if not shape:
+            return read_element(self, off)
+        return self._view(off, shape, strides)
+
+    @deferrable("array[...] =")
+    def __setitem__(self, key: Any, value: Any) -> None:
+        off, shape, strides = index_view(self.shape, self.strides, self._index(key))
+        target = self._view(off, shape or (1,), strides or (elem_bytes(self.dtype),))
+        if isinstance(value, array) and value.shape == target.shape:
+            copy_arrays(target, value)
+            return
+        full = (*target.shape, *elem_shape(self.dtype))
+        src = value.numpy() if isinstance(value, array) else value
+        try:
+            data = np.broadcast_to(np.asarray(src, dtype=storage_dtype(self.dtype)), full)
+        except (TypeError, ValueError) as e:
+            raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: {e}") from e
+        write_host(target, data)
+
+    def reshape(self, shape: Any) -> CudaArray:
+        if not self.is_contiguous:
+            raise GradloomError(f"cannot reshape a non-contiguous array (shape {self.shape}, "
+                                f"strides {self.strides}); call .contiguous() first")
+        dims = list(normalize_shape(shape, "reshape() shape", infer=True))
+        if -1 in dims:
+            known = math.prod(d for d in dims if d != -1)
+            if known == 0 or self.size % known:
+                raise GradloomError(f"cannot reshape an array of shape {self.shape} to "
+                                    f"{tuple(dims)}")
+            dims[dims.index(-1)] = self.size // known
+        if math.prod(dims) != self.size:
+            raise GradloomError(f"cannot reshape an array of shape {self.shape} to "
+                                f"{tuple(dims)}")
+        return self._view(0, tuple(dims), c_strides(tuple(dims), elem_bytes(self.dtype)))
+
+    def transpose(self, axes: Any = None) -> CudaArray:
+        perm = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+        if sorted(perm) != list(range(self.ndim)):
+            raise GradloomError(f"transpose axes {axes!r} are not a permutation of "
+                                f"{self.ndim} dims")
+        return self._view(0, tuple(self.shape[p] for p in perm),
+                          tuple(self.strides[p] for p in perm))
+
+    def contiguous(self) -> CudaArray:
+        if self.is_contiguous:
+            return self
+        out = new_array(self.device, self.shape, self.dtype)
+        copy_arrays(out, self)
+        out.requires_grad = self._requires_grad
+        return out
+
+    def to(self, device: Any) -> array:
+        from .array_ops import clone
+        from .device import get_device
+
+        dev = get_device(device)
+        return self if dev is self.device else clone(self, device=dev)
+
+    # ---- writes ----------------------------------------------------------------------------
+
+    @deferrable("array.fill_()")
+    def fill_(self, value: Any) -> None:
+        try:
+            elem = np.empty(elem_shape(self.dtype), dtype=storage_dtype(self.dtype))
+            elem[...] = _fill_value(self.dtype, value)
+        except (TypeError, ValueError) as e:
+            raise GradloomError(f"cannot fill an array of {self.dtype!r} with {value!r}: "
+                                f"{e}") from e
+        fill_bytes(self, elem.tobytes())
+
+    @deferrable("array.zero_()")
+    def zero_(self) -> None:
+        fill_bytes(self, bytes(elem_bytes(self.dtype)))
+
+    @deferrable("array.assign()")
+    def assign(self, src: Any) -> None:
+        """Copy `src` (an array on any device, numpy data or a nested list of the same shape)."""
+        if isinstance(src, array):
+            if src.shape != self.shape:
+                raise GradloomError(f"assign: source shape {src.shape} != destination "
+                                    f"{self.shape}")
+            copy_arrays(self, src)
+            return
+        data = fit_data(to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
+        if data.shape[:data.ndim - len(elem_shape(self.dtype))] != self.shape:
+            raise GradloomError(f"assign: source data of shape {data.shape} does not match the "
+                                f"array's shape {self.shape} (dtype {self.dtype!r})")
+        write_host(self, data)
+
+
+# --------------------------------------------------------------------------------------------
+# construction
+
+
+def bind(out: CudaArray, buffer: Any, ptr: int, shape: tuple[int, ...],
+         strides: tuple[int, ...], t: Any, device: Device, mem: Memory | None = None
+         ) -> CudaArray:
+    """Fill in a CudaArray's attributes (those `array._bind` sets for host storage)."""
+    n = len(shape)
+    if not 1 <= n <= MAX_DIMS:
+        raise GradloomError(f"arrays have 1 to {MAX_DIMS} dimensions, got shape {shape}")
+    out._annotation, out.dtype, out.device = False, t, device
+    out.shape, out.strides, out.ndim = tuple(shape), tuple(strides), n
+    out.size = math.prod(shape)
+    out.ptr = int(ptr) if out.size else 0
+    out.is_contiguous = is_c_contiguous(out.shape, out.strides, elem_bytes(t))
+    out.pinned = False
+    out._type = ArrayType(dtype=t, ndim=n)
+    out._mem = Memory() if mem is None else mem
+    out._buffer = buffer
+    out._grad, out._requires_grad = None, False
+    return out
+
+
+def allocate(device: Device, nbytes: int) -> DeviceBuffer:
+    return DeviceBuffer(current(), device.ordinal, nbytes, cuda_stream(device))
+
+
+def new_array(device: Device, shape: tuple[int, ...], t: Any, zero: bool = True) -> CudaArray:
+    """A new contiguous CudaArray (zero-filled unless `zero` is False)."""
+    eb = elem_bytes(t)
+    buf = allocate(device, eb * math.prod(shape))
+    out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr, shape, c_strides(shape, eb), t,
+               device)
+    if zero:
+        fill_bytes(out, bytes(eb))
+    return out
+
+
+def init_device_array(obj: array, device: Device, data: Any, dtype: Any,
+                      dims: tuple[int, ...] | None, strides: Any, ptr: int | None,
+                      capacity: int | None, ndim: int | None, requires_grad: bool,
+                      deleter: Any) -> None:
+    """`array.__init__` for a CUDA device: allocate (or wrap `ptr`), upload `data`."""
+    obj.__class__ = CudaArray
+    assert isinstance(obj, CudaArray)
+    if ptr is not None:
+        t = resolve_dtype(float if dtype is typing.Any else dtype)
+        shape = dims or (0,)
+        eb = elem_bytes(t)
+        st = c_strides(shape, eb) if strides is None else tuple(map(int, strides))
+        nbytes = max(int(capacity or 0), span(shape, st, eb)[1])
+        bind(obj, ExternalBuffer(device.ordinal, ptr, nbytes, deleter), ptr, shape, st, t,
+             device)
+    elif data is not None:
+        if isinstance(data, array) and dtype in (typing.Any, None):
+            t, host = data.dtype, None
+            shape = data.shape if dims is None else dims
+        else:
+            host, t = _storage_from_data(data, dtype, dims, False)
+            shape = host.shape[:host.ndim - len(elem_shape(t))]
+        eb = elem_bytes(t)
+        buf = allocate(device, eb * math.prod(shape))
+        bind(obj, buf, buf.ptr, shape, c_strides(shape, eb), t, device)
+        if host is None:
+            copy_arrays(obj, data if data.shape == shape else data.reshape(shape))
+        else:
+            write_host(obj, host)
+    else:
+        t = resolve_dtype(float if dtype is typing.Any else dtype)
+        eb = elem_bytes(t)
+        shape = dims or (0,)
+        buf = allocate(device, eb * math.prod(shape))
+        bind(obj, buf, buf.ptr, shape, c_strides(shape, eb), t, device)
+        fill_bytes(obj, bytes(eb))
+    if ndim is not None and ndim != obj.ndim:
+        raise GradloomError(f"expected {ndim}-dimensional data, got shape {obj.shape}")
+    obj.requires_grad = requires_grad
+
+
+def zeros_same_layout(a: CudaArray) -> CudaArray:
+    """Zeroed device memory with exactly `a`'s shape and strides (a gradient's layout)."""
+    if a.is_contiguous:
+        return new_array(a.device, a.shape, a.dtype)
+    lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+    buf = allocate(a.device, hi - lo)
+    fill(current(), a.device.ordinal, buf.ptr, b"\0", hi - lo, cuda_stream(a.device).handle)
+    return bind(CudaArray.__new__(CudaArray), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
+                a.device)
+
+
+def same_layout(a: array, b: array) -> bool:
+    return a.shape == b.shape and all(n <= 1 or sa == sb for n, sa, sb
+                                      in zip(a.shape, a.strides, b.strides))
+
+
+def with_grad(a: CudaArray, grad: Any) -> CudaArray:
+    """A view of `a` whose gradient is `grad` (an adjoint launch's `adj_inputs`)."""
+    out = a._view(0, a.shape, a.strides)
+    out.grad = grad
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# moving bytes
+
+
+def _host_view(raw: NDArray, lo: int, a: array) -> NDArray:
+    npdt = storage_dtype(a.dtype)
+    return np.ndarray((*a.shape, *elem_shape(a.dtype)), dtype=npdt, buffer=raw, offset=-lo,
+                      strides=(*a.strides, *inner_strides(a.dtype)))
+
+
+def to_host(a: CudaArray) -> NDArray:
+    """A new C-contiguous host copy of a device array's elements."""
+    out = np.empty((*a.shape, *elem_shape(a.dtype)), dtype=storage_dtype(a.dtype))
+    if a.size == 0:
+        return out
+    drv, ordinal, stream = current(), a.device.ordinal, a._stream()
+    if a.is_contiguous:
+        dtoh(drv, ordinal, out.ctypes.data, address(a), out.nbytes, stream)
+        return out
+    lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+    raw = np.empty(hi - lo, dtype=np.uint8)
+    dtoh(drv, ordinal, raw.ctypes.data, address(a) + lo, hi - lo, stream)
+    out[...] = _host_view(raw, lo, a)
+    return out
+
+
+def write_host(a: CudaArray, data: NDArray) -> None:
+    """Write host data (shaped like `a`'s elements, `a`'s storage dtype) into `a`."""
+    if a.size == 0:
+        return
+    drv, ordinal, stream = current(), a.device.ordinal, a._stream()
+    if a.is_contiguous:
+        src = np.ascontiguousarray(data)
+        htod(drv, ordinal, address(a), src.ctypes.data, a.size * elem_bytes(a.dtype), stream)
+        return
+    lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+    raw = np.empty(hi - lo, dtype=np.uint8)
+    dtoh(drv, ordinal, raw.ctypes.data, address(a) + lo, hi - lo, stream)
+    _host_view(raw, lo, a)[...] = data
+    htod(drv, ordinal, address(a) + lo, raw.ctypes.data, hi - lo, stream)
+
+
+def read_element(a: CudaArray, off: int) -> Any:
+    """The element at byte offset `off` (a vector/matrix as its value type)."""
+    npdt, es = storage_dtype(a.dtype), elem_shape(a.dtype)
+    out = np.empty(es, dtype=npdt)
+    dtoh(current(), a.device.ordinal, out.ctypes.data, address(a) + off, out.nbytes, a._stream())
+    return a.dtype(out) if es else out[()]
+
+
+def fill_bytes(a: CudaArray, pattern: bytes) -> None:
+    """Set every element of `a` to the element whose bytes are `pattern`."""
+    if a.size == 0:
+        return
+    if a.is_contiguous:
+        fill(current(), a.device.ordinal, address(a), pattern, a.size, a._stream())
+        return
+    elem = np.frombuffer(pattern, dtype=np.uint8).view(storage_dtype(a.dtype))
+    write_host(a, np.broadcast_to(elem.reshape(elem_shape(a.dtype)),
+                                  (*a.shape, *elem_shape(a.dtype))))
+
+
+def refuse_tape(what: str, *arrays: array) -> None:
+    """Recording CUDA work on a Tape is not supported yet: refuse where a gradient would have
+    to flow through it."""
+    if ACTIVE_TAPES.get() and any(a._grad is not None for a in arrays):
+        raise TapeError(f"{what}: recording operations on CUDA arrays with gradients on a "
+                        "wp.Tape is not supported yet (docs/gpu.md)")
+
+
+def copy_arrays(dest: array, src: array) -> None:
+    """Copy `src` into `dest` (same shape; element bytes reinterpreted where the types differ
+    in kind but not in size, as `copy_storage`), either or both on a CUDA device."""
+    refuse_tape("copy", dest, src)
+    if dest.device is CPU:
+        copy_storage(dest, array._wrap(to_host(typing.cast(CudaArray, src)), src.dtype, CPU))
+        return
+    assert isinstance(dest, CudaArray)
+    nbytes = dest.size * elem_bytes(dest.dtype)
+    if nbytes != src.size * elem_bytes(src.dtype):
+        raise GradloomError(f"incompatible array element types: destination {dest.dtype!r}, "
+                            f"source {src.dtype!r}")
+    if src.device is not CPU and dest.is_contiguous and src.is_contiguous:
+        dtod(current(), dest.device.ordinal, address(dest), src.device.ordinal, address(src), nbytes,
+             dest._stream())
+        return
+    host = src.numpy()
+    npdt = storage_dtype(dest.dtype)
+    full = (*dest.shape, *elem_shape(dest.dtype))
+    if host.dtype != npdt or host.shape != full:
+        host = np.ascontiguousarray(host).reshape(-1).view(np.uint8).view(npdt).reshape(full)
+    write_host(dest, host)
+
+
+def copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
+    """`wp.copy` of `count` elements between contiguous arrays, one or both on a CUDA device
+    (ranges checked by the caller)."""
+    refuse_tape("wp.copy()", d, s)
+    eb = elem_bytes(s.dtype)
+    dst, src, n = address(d) + dest_offset * eb, address(s) + src_offset * eb, count * eb
+    drv = current()
+    if d.device is CPU:
+        dtoh(drv, s.device.ordinal, dst, src, n, cuda_stream(s.device).handle)
+    elif s.device is CPU:
+        htod(drv, d.device.ordinal, dst, src, n, cuda_stream(d.device).handle)
+    else:
+        dtod(drv, d.device.ordinal, dst, s.device.ordinal, src, n, cuda_stream(d.device).handle)
+

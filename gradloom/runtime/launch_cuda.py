@@ -1,0 +1,369 @@
+"""`wp.launch` on a CUDA device: the kernel's PTX loaded into the device's primary context, the
+launch block packed on the host as for the CPU and copied to the device, a grid-stride launch
+on a stream, and the error word read back.
+
+The block (types.BLOCK_*: dims, status, start/end, the arguments packed by packing.Packer with
+device pointers) is copied to a device buffer before each launch, on the launch's stream, and the
+kernel's only parameter is that buffer's address; each (entry, stream) keeps its own buffer, so
+launches queued on one stream never overwrite a block another still reads. A release-mode
+forward launch returns at once (work queued, nothing read back). A launch that can report an
+error — debug mode's bounds checks, `config.verify_fp`, or an adjoint using its stack — waits
+for the stream and reads the status back, then raises as the CPU does.
+
+The adjoint stack is one device buffer, slot-major: `capacity` bytes for every thread of the
+grid (entry_nvptx.py), so the grid of such a launch is capped to the threads the device holds
+at once and to a share of its memory. When a thread finds its stack full the launch cannot
+resume where it stopped (GPU threads run in no order: others have already added their
+gradients), so the arrays the adjoint writes and every gradient are saved before the launch,
+restored, and the whole launch runs again with twice the capacity (kept for later launches).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from .. import config
+from ..errors import GradloomError, KernelRuntimeError, LaunchError, TapeError, user_traceback
+from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_STACK_FULL, ArrayType, IndexedArrayType
+from ..types import StructType as _StructType
+from . import checks
+from .array import array
+from .capturing import ACTIVE_CAPTURE
+from .cuda_array import CudaArray, address, elem_bytes, span, with_grad
+from .cuda_driver import Driver, current
+from .cuda_stream import StreamHandle
+from .device import Device, get_device
+from .launch import _dims, arg_array, array_keys
+from .packing import HEAD, ArgError, Getter, Packer, describe, error_word, flat_values
+from .recording import ACTIVE_TAPES
+from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod
+from .stream import cuda_stream
+
+#: adjoint stack bytes per thread at a kernel's first launch (doubled when a thread fills it)
+
+FIRST_STACK = 256
+#: the largest grid (gridDim.x) CUDA allows
+MAX_GRID = 2**31 - 1
+#: the adjoint stack may take at most this fraction of the device's memory
+STACK_SHARE = 1 / 8
+_ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
+
+
+# --------------------------------------------------------------------------------------------
+# the grid
+
+
+def ptx_arch(arch: int) -> str:
+    """The PTX target for a device of compute capability `arch` (90 for sm_90): newer devices
+    than sm_90 get sm_90 PTX, which their driver compiles (the PTX ISA gradloom emits,
+    codegen/nvptx.PTX_ISA, names no newer target)."""
+    return f"sm_{min(arch, 90)}"
+
+
+def block_size(block_dim: Any) -> int:
+    """The threads per block: Warp's `block_dim` (1 to 1024)."""
+    if not isinstance(block_dim, int) or isinstance(block_dim, bool) \
+            or not 1 <= block_dim <= 1024:
+        raise LaunchError(f"block_dim must be an int from 1 to 1024, got {block_dim!r}")
+    return block_dim
+
+
+def grid_for(total: int, block: int, max_blocks: int = 0, resident: int = 0,
+             stack_per_thread: int = 0, stack_budget: int = 0) -> int:
+    """The number of blocks for `total` threads of `block` each (the entry's grid-stride loop
+    covers the rest): at most `max_blocks` (> 0) and CUDA's limit; for a launch using the
+    adjoint stack, at most the `resident` threads the device holds at once and what fits
+    `stack_budget` bytes at `stack_per_thread` bytes each. 0 when not even one block fits."""
+    blocks = min(-(-total // block), MAX_GRID)
+    if max_blocks > 0:
+        blocks = min(blocks, max_blocks)
+    if stack_per_thread:
+        if resident:
+            blocks = min(blocks, max(1, resident // block))
+        blocks = min(blocks, stack_budget // (stack_per_thread * block))
+    return max(blocks, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# packing with device arrays
+
+
+def device_array_words(device: Device, value: Any, t: ArrayType) -> list[Any]:
+    """An array argument's words (data, grad, shape, strides) for a launch on `device`."""
+    if not isinstance(value, array) or value.ndim != t.ndim or value.dtype != t.dtype:
+        raise ArgError(f"expected {t!r}, got {describe(value)}")
+    if value.device is not device:
+        raise ArgError(f"array is on device {value.device}, but the launch is on {device}")
+    grad = value._grad
+    return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+
+
+def _struct_words(device: Device, value: Any, t: _StructType) -> list[Any]:
+    if not isinstance(value, t.cls):
+        raise ArgError(f"expected an instance of struct {t.name}, got {describe(value)}")
+    out: list[Any] = []
+    for name, ft in t.fields:
+        try:
+            out.extend(_device_getter(device, ft)(getattr(value, name), ft))
+        except ArgError as exc:
+            raise ArgError(f"field '{name}': {exc}") from None
+    return out
+
+
+def _no_indexed(value: Any, t: Any) -> list[Any]:
+    raise ArgError("indexed arrays are not supported on CUDA devices yet")
+
+
+def _device_getter(device: Device, t: Any) -> Getter:
+    if isinstance(t, ArrayType):
+        return functools.partial(device_array_words, device)
+    if isinstance(t, _StructType):
+        return functools.partial(_struct_words, device)
+    if isinstance(t, IndexedArrayType):
+        return _no_indexed
+    return flat_values
+
+
+class DevicePacker(Packer):
+    """Packs arguments as Packer does, with array words checked to be on `device`."""
+
+    def __init__(self, kernel_key: str, params: Sequence[tuple[str, Any]], device: Device):
+        super().__init__(kernel_key, params)
+        self.getters = [(_device_getter(device, t), t) for t in self.types]
+
+
+# --------------------------------------------------------------------------------------------
+# a compiled entry on one device
+
+
+class StreamSlot:
+    """What launches of one entry on one stream reuse: the device copy of the launch block,
+    the kernel-parameter array pointing at it, and the adjoint stack. Plain cuMemAlloc memory
+    (not the stream-ordered pool): it may outlive the stream."""
+
+    def __init__(self, driver: Driver, ordinal: int, size: int) -> None:
+        self.driver, self.ordinal = driver, ordinal
+        self.block = DeviceBuffer(driver, ordinal, size, None, pooled=False)
+        self._word = ctypes.c_uint64(self.block.ptr)
+        self._params = (ctypes.c_void_p * 1)(ctypes.addressof(self._word))
+        #: cuLaunchKernel's kernelParams: the address of a void*[1] holding &block
+        self.params = ctypes.addressof(self._params)
+        self._stack: DeviceBuffer | None = None
+
+    def stack(self, nbytes: int) -> int:
+        """The address of an adjoint stack of at least `nbytes` bytes."""
+        if self._stack is None or self._stack.nbytes < nbytes:
+            self._stack = None  # free the old one first
+            self._stack = DeviceBuffer(self.driver, self.ordinal, nbytes, None, pooled=False)
+        return self._stack.ptr
+
+
+class CudaPrepared:
+    """A kernel's forward or adjoint entry loaded on one CUDA device, with its packer."""
+
+    def __init__(self, driver: Driver, kernel: Any, variant: str, device: Device) -> None:
+        self.driver, self.kernel, self.variant, self.device = driver, kernel, variant, device
+        self.ordinal = device.ordinal
+        self.info = driver.info(self.ordinal)
+        entry = kernel.cuda_entry(ptx_arch(self.info.arch), variant)
+        if entry.get("order_dependent"):
+            raise LaunchError(
+                f"kernel '{kernel.key}': its adjoint cannot run on a CUDA device: "
+                f"{entry['order_dependent']}, so gradients passed between threads through "
+                "memory need the threads to run in order, which a GPU does not give; run the "
+                "adjoint on the CPU")
+        driver.activate(self.ordinal)
+        self.module = driver.call("cuModuleLoadData", entry["ptx"].encode() + b"\0")
+        self.function = driver.call("cuModuleGetFunction", self.module, entry["symbol"].encode())
+        params = tuple(kernel.params)
+        #: what checks.status_error / verify_fp read: compiled.params, launch_ndim, writes
+        self.compiled = self
+        self.params = params
+        self.launch_ndim = int(entry["launch_ndim"])
+        self.uses_stack = bool(entry["uses_stack"])
+        self.is_adjoint = variant == "adjoint"
+        access = entry.get("access")
+        keys = array_keys(params)
+        if access is None:
+            access = {k: frozenset({"stores"}) for k in keys}
+        self.writes = [k for k, flags in access.items() if flags & {"stores", "minmax"}]
+        self.array_keys = keys
+        self.packer = DevicePacker(kernel.key, params, device)
+        self._pack = struct.Struct(HEAD.format + self.packer.fmt[1:]).pack_into
+        self.buf = bytearray(BLOCK_ARGS + self.packer.size)
+        self.buf_addr = address_of(self.buf)
+        self.debug = config.mode == "debug"
+        self.verify_fp = config.verify_fp
+        #: launches read the status back (and so wait for the stream)
+        self.checked = self.uses_stack or self.debug or self.verify_fp
+        self.stack_capacity = FIRST_STACK
+        self.slots: dict[int, StreamSlot] = {}
+
+    def slot(self, stream: StreamHandle) -> StreamSlot:
+        s = self.slots.get(stream.value)
+        if s is None:
+            s = self.slots[stream.value] = StreamSlot(self.driver, self.ordinal, len(self.buf))
+        return s
+
+    def run(self, dims: tuple[int, ...], args: Sequence[Any], stream: StreamHandle,
+            max_blocks: int = 0, block_dim: int = 256) -> None:
+        if self.launch_ndim > len(dims):
+            raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
+                              f"indices from wp.tid() but was launched with dim={dims!r}")
+        values = self.packer.values(args)
+        total = math.prod(dims)
+        block = block_size(block_dim)
+        if total == 0:
+            return
+        saved = self.save(args, stream) if self.uses_stack or self.debug else None
+        try:
+            while True:
+                err = self.launch_once(dims, values, total, block, max_blocks, stream)
+                if err == 0:
+                    break
+                if err != STATUS_STACK_FULL:
+                    raise checks.status_error(self, err, self.buf)
+                self.restore(saved, stream)
+                self.stack_capacity *= 2
+        except BaseException:
+            if self.debug:
+                self.restore(saved, stream)
+            raise
+        if self.verify_fp:
+            checks.verify_fp(self, args)
+
+    def launch_once(self, dims: tuple[int, ...], values: list[Any], total: int, block: int,
+                    max_blocks: int, stream: StreamHandle) -> int:
+        """Pack, copy and launch; the error word if the launch is checked, else 0."""
+        cap = self.stack_capacity if self.uses_stack else 0
+        blocks = grid_for(total, block, max_blocks, self.info.resident_threads, cap,
+                          int(self.info.total_memory * STACK_SHARE))
+        if blocks == 0:
+            raise KernelRuntimeError(
+                f"kernel '{self.kernel.key}': the adjoint needs more than {cap // 2} bytes per "
+                f"thread to store its loops' values; {block} threads' worth does not fit in "
+                f"1/{round(1 / STACK_SHARE)} of the memory of {self.device}")
+        slot = self.slot(stream)
+        stack = slot.stack(cap * blocks * block) if cap else 0
+        self._pack(self.buf, 0, *dims, *_ONES[len(dims)], 0, stack, cap, 0, 0, total, *values)
+        drv = self.driver
+        htod(drv, self.ordinal, slot.block.ptr, self.buf_addr, len(self.buf), stream.handle)
+        drv.call("cuLaunchKernel", self.function, blocks, 1, 1, block, 1, 1, 0, stream.handle,
+                 slot.params, 0)
+        if not self.checked:
+            return 0
+        status = host_bytes(drv, self.ordinal, slot.block.ptr + BLOCK_STATUS, 32, stream.handle)
+        self.buf[BLOCK_STATUS:BLOCK_STATUS + 32] = status
+        return error_word(self.buf)
+
+    # -- saving what a rerun must undo --------------------------------------------------------
+
+    def save(self, args: Sequence[Any], stream: StreamHandle) -> list[tuple[int, DeviceBuffer]]:
+        """Device copies of the byte spans of the arrays the launch writes and of every
+        gradient it is given."""
+        targets = [arg_array(args, k) for k in self.writes]
+        targets += [a.grad for k in self.array_keys if (a := arg_array(args, k)) is not None]
+        spans: dict[int, int] = {}
+        for a in targets:
+            if isinstance(a, CudaArray) and a.size:
+                lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+                spans[address(a) + lo] = max(spans.get(address(a) + lo, 0), hi - lo)
+        saved = []
+        for ptr, n in spans.items():
+            copy = DeviceBuffer(self.driver, self.ordinal, n, stream)
+            dtod(self.driver, self.ordinal, copy.ptr, self.ordinal, ptr, n, stream.handle)
+            saved.append((ptr, copy))
+        return saved
+
+    def restore(self, saved: list[tuple[int, DeviceBuffer]] | None, stream: StreamHandle
+                ) -> None:
+        for ptr, copy in saved or ():
+            dtod(self.driver, self.ordinal, ptr, self.ordinal, copy.ptr, copy.nbytes,
+                 stream.handle)
+
+
+def prepared_for(kernel: Any, variant: str, device: Device) -> CudaPrepared:
+    """The kernel's entry on `device` (compiled or loaded from the cache, then loaded into the
+    device's context, once per driver)."""
+    if not hasattr(kernel, "cuda_entry"):
+        raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
+    driver = current()
+    entries = driver.kernels.get(kernel)
+    if entries is None:
+        entries = driver.kernels[kernel] = {}
+    prepared = entries.get((variant, device.ordinal))
+    if prepared is None:
+        prepared = entries[variant, device.ordinal] = CudaPrepared(driver, kernel, variant,
+                                                                   device)
+    return prepared
+
+
+def _forget_prepared() -> None:
+    from .cuda_driver import all_drivers
+
+    for driver in all_drivers():
+        driver.kernels.clear()
+
+
+config._add_rebuild_hook(_forget_prepared)
+
+
+# --------------------------------------------------------------------------------------------
+# wp.launch
+
+
+def with_device_gradients(kernel_key: str, args: Sequence[Any], adj: Sequence[Any]
+                          ) -> list[Any]:
+    """Arguments whose arrays use the given gradient arrays (None: the array's own .grad)."""
+    out = list(args)
+    for i, (value, g) in enumerate(zip(args, adj, strict=True)):
+        if g is None or not isinstance(value, CudaArray):
+            continue
+        try:
+            out[i] = with_grad(value, g)
+        except GradloomError as exc:
+            raise LaunchError(f"kernel '{kernel_key}' adjoint argument {i}: {exc}") from None
+    return out
+
+
+def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
+           adj_inputs: Any, adj_outputs: Any, device: Any, stream: Any, adjoint: bool,
+           record_tape: bool, record_cmd: bool, max_blocks: int, block_dim: int) -> Any:
+    """`wp.launch` on a CUDA device (runtime/launch.py sends every non-CPU launch here)."""
+    try:
+        dev = get_device(device)
+        if dev.is_cpu:  # a spelling of "cpu" launch.py does not test for ("CPU ")
+            from .launch import launch as launch_any
+
+            return launch_any(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, dev,
+                              stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
+        name = getattr(kernel, "key", kernel)
+        if record_cmd:
+            raise LaunchError(f"wp.launch({name!r}, record_cmd=True) is not supported on CUDA "
+                              "devices yet (docs/gpu.md)")
+        if ACTIVE_CAPTURE.get() is not None:
+            raise LaunchError(f"graph capture of CUDA launches ({name!r}) is not supported yet "
+                              "(docs/gpu.md)")
+        if record_tape and ACTIVE_TAPES.get():
+            raise TapeError(f"wp.launch({name!r}) on {dev}: recording CUDA launches on a "
+                            "wp.Tape is not supported yet (docs/gpu.md); run the adjoint with "
+                            "wp.launch(..., adjoint=True), or pass record_tape=False")
+        args: list[Any] = [*inputs, *outputs]
+        if getattr(kernel, "is_generic", False):
+            kernel = kernel.specialize(args)
+        handle = cuda_stream(dev, stream)
+        if adjoint:
+            prepared = prepared_for(kernel, "adjoint", dev)
+            adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
+            args = with_device_gradients(kernel.key, args, adj)
+        else:
+            prepared = prepared_for(kernel, "forward", dev)
+        prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
+        return None
+    except GradloomError as exc:
+        raise user_traceback(exc) from None

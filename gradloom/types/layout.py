@@ -1,0 +1,241 @@
+"""Memory layout: struct, array, indexed-array and fixed-array types, scalar leaves, the packed
+argument block of a launch and the HashGrid descriptor's fields."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any
+
+from .composite import MatrixType, VectorType
+from .scalars import ScalarType, int64, ptr
+
+# --------------------------------------------------------------------------------------------
+# Structs
+
+
+@dataclass(frozen=True, eq=False)
+class StructType:
+    """A `@wp.struct` class's type: ordered fields with their byte offsets (C layout)."""
+
+    name: str
+    fields: tuple[tuple[str, Any], ...]
+    cls: type = field(repr=False, compare=False)
+
+    @property
+    def offsets(self) -> dict[str, int]:
+        return _struct_offsets(self)[0]
+
+    @property
+    def size(self) -> int:
+        return _struct_offsets(self)[1]
+
+    @property
+    def alignment(self) -> int:
+        return max((alignment_of(t) for _, t in self.fields), default=1)
+
+    def field_type(self, name: str) -> Any:
+        for fname, ftype in self.fields:
+            if fname == name:
+                return ftype
+        raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        """A struct type equals its class (`arr.dtype == MyStruct`, as in Warp)."""
+        return other is self or other is self.cls
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _struct_offsets(st: StructType) -> tuple[dict[str, int], int]:
+    offsets: dict[str, int] = {}
+    pos = 0
+    for name, ftype in st.fields:
+        align = alignment_of(ftype)
+        pos = (pos + align - 1) // align * align
+        offsets[name] = pos
+        pos += size_of(ftype)
+    align = st.alignment
+    return offsets, (pos + align - 1) // align * align
+
+
+# --------------------------------------------------------------------------------------------
+# Arrays
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """The type of an array argument. Passed as {data, grad, shape[ndim], strides[ndim]}."""
+
+    dtype: Any
+    ndim: int = 1
+
+    @property
+    def size(self) -> int:
+        return 16 + 16 * self.ndim
+
+    @property
+    def alignment(self) -> int:
+        return 8
+
+    def __repr__(self) -> str:
+        return f"array(dtype={self.dtype!r}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
+class IndexedArrayType:
+    """The type of an indexed array argument (`wp.indexedarray`): element (i, j, ...) is
+    data[idx0[i], idx1[j], ...], a dimension without an index array passing its index through.
+    Passed as {data, grad, shape[ndim] (the indexed shape), strides[ndim] (the data's),
+    indices[ndim] (int32 pointers, null for a dimension that is not indexed)}."""
+
+    dtype: Any
+    ndim: int = 1
+
+    @property
+    def size(self) -> int:
+        return 16 + 24 * self.ndim
+
+    @property
+    def alignment(self) -> int:
+        return 8
+
+    def __repr__(self) -> str:
+        return f"indexedarray(dtype={self.dtype!r}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
+class FixedArrayType:
+    """A fixed-size array local to a kernel thread (`wp.zeros(shape=..., dtype=...)` inside a
+    kernel). A value, like a vector: its elements are SSA values (builtins/fixedarray.py)."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"fixedarray(shape={self.shape}, dtype={self.dtype!r})"
+
+
+def fixedarray(shape: Any = None, dtype: Any = None) -> FixedArrayType:
+    """`wp.fixedarray(shape=(2, 3), dtype=int)`: the type of a kernel-local fixed-size array."""
+    dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape or ())
+    if not dims or any(not isinstance(d, builtins.int) or d <= 0 for d in dims):
+        raise TypeError(f"wp.fixedarray() needs a shape of positive ints, got {shape!r}")
+    return FixedArrayType(dims, _resolve(float if dtype is None else dtype))
+
+
+def size_of(t: Any) -> int:
+    return int(t.size)
+
+
+def alignment_of(t: Any) -> int:
+    return int(t.alignment)
+
+
+def leaves(t: Any, offset: int = 0) -> list[tuple[int, ScalarType]]:
+    """The scalar leaves of a value type in memory order: (byte offset, scalar type)."""
+    if isinstance(t, ScalarType):
+        return [(offset, t)]
+    if isinstance(t, (VectorType, MatrixType)):
+        return [(offset + i * t.dtype.size, t.dtype) for i in range(t.length)]
+    if isinstance(t, StructType):
+        out: list[tuple[int, ScalarType]] = []
+        for name, ftype in t.fields:
+            out.extend(leaves(ftype, offset + t.offsets[name]))
+        return out
+    if isinstance(t, (ArrayType, IndexedArrayType)):
+        n = t.ndim
+        words = [ptr, ptr] + [int64] * (2 * n) + [ptr] * (n if isinstance(t, IndexedArrayType)
+                                                            else 0)
+        return [(offset + 8 * i, w) for i, w in enumerate(words)]
+    raise TypeError(f"{t!r} has no memory layout")
+
+
+
+
+def _resolve(obj: Any) -> Any:
+    from .annotations import resolve_annotation
+
+    return resolve_annotation(obj)
+
+# The launch block: the one argument of a compiled entry (codegen/llvm.py reads it, the runtime
+# fills it; each worker thread of a split launch gets its own).
+BLOCK_DIMS = 0  # 4 x int64: the launch's dims, padded with 1s
+BLOCK_STATUS = 32  # int32 error word; stack base (ptr) at +8, capacity at +16, failed thread +24
+BLOCK_START = 64  # int64: the first linear thread index this call runs
+BLOCK_END = 72  # int64: one past the last
+BLOCK_ARGS = 80  # the kernel arguments, packed as arg_offsets lays them out
+#: the error word's code for "the adjoint stack is full" (other nonzero codes: 1 + the index of
+#: the source location whose bounds check failed)
+STATUS_STACK_FULL = -1
+#: the error word's code for "a SIGINT arrived while the launch ran" (codegen/signals.py)
+STATUS_INTERRUPTED = -2
+# The job of a chunked launch: the thread range cut into chunks that the calling thread and the
+# pool's workers claim one at a time (codegen/native_pool.py runs it, runtime/parallel.py fills
+# it). 8-byte words at these offsets:
+JOB_FN = 0  # the entry function
+JOB_CHUNKS = 8  # how many chunks
+JOB_TOTAL = 16  # threads in the launch
+JOB_BLOCKS = 24  # pointer to one launch block per pool thread (index 0: the caller's)
+JOB_THREADS = 32  # how many blocks there
+JOB_NSCATTER = 40  # pointer slots that threads add through (passes/threads.py `scatter`)
+JOB_OFFSETS = 48  # pointer to their byte offsets in a launch block
+JOB_PTRS = 56  # pointer to chunks x nscatter pointers: row c is what chunk c adds into
+JOB_RECORDS = 64  # pointer to one JOB_RECORD-byte record per chunk: its status if it stopped
+JOB_BLOCK_BYTES = 72  # size of a launch block (what is copied from the caller's)
+JOB_NREDUCE = 80  # entries in the reduce table
+JOB_REDUCE = 88  # pointer to (slot, count, JOB_SUM_* code) triples: what the run sums
+JOB_FLAGS = 96  # JOB_WAKE | JOB_RUN | JOB_SUM
+JOB_SPIN_NS = 104  # how long the caller spins for a worker's last chunk before sleeping
+JOB_CALLER_CHUNKS = 112  # out: chunks the calling thread ran,
+JOB_CALLER_THREADS = 120  # the threads in them,
+JOB_CALLER_NS = 128  # and the nanoseconds they took
+JOB_STOPPED = 136  # out: chunks that stopped early (an error, a full stack, Ctrl-C)
+JOB_BYTES = 192  # (the words after JOB_STOPPED are the native run's own)
+JOB_RECORD = 64  # a record: the block's status words (32 bytes), then the thread's index
+JOB_WAKE, JOB_RUN, JOB_SUM = 1, 2, 4
+JOB_SUM_F32, JOB_SUM_F64, JOB_SUM_I32, JOB_SUM_I64 = 1, 2, 3, 4
+#: a native pool's control memory (its layout: codegen/native_pool.py)
+POOL_CONTROL_BYTES = 256
+
+
+
+def arg_offsets(arg_types: list[Any]) -> tuple[list[int], int]:
+    """Byte offset of each kernel argument in the packed argument block, and its total size."""
+    offsets = []
+    pos = 0
+    for t in arg_types:
+        align = alignment_of(t)
+        pos = (pos + align - 1) // align * align
+        offsets.append(pos)
+        pos += size_of(t)
+    return offsets, (pos + 7) // 8 * 8
+
+
+# The HashGrid descriptor a `HashGrid.id` points to (runtime/hash_grid.py writes it, the
+# builtins in builtins/hash_grid.py read it in kernels): byte offsets of its fields.
+GRID_POINT_IDS = 0  # ptr: int32 original point index, in cell-sorted order
+GRID_CELL_STARTS = 8  # ptr: int32 per cell, first sorted position of the cell's points
+GRID_CELL_ENDS = 16  # ptr: int32 per cell, one past the last
+GRID_KEYS = 24  # ptr: uint64 (cell << 32 | group) per sorted point, grouped builds only
+GRID_DIMS = 32  # 3 x int32: cells along x, y, z
+GRID_NUM_POINTS = 44  # int32
+GRID_READY = 48  # int32: 1 once built or reserved (point_ids valid)
+GRID_HAS_GROUPS = 52  # int32: 1 when the last build was grouped
+GRID_INV_WIDTH = {"float64": 56, "float32": 64, "float16": 68}  # 1 / cell width, per precision
+GRID_DESCRIPTOR_SIZE = 72

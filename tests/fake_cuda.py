@@ -1,0 +1,287 @@
+"""A CPU stand-in for `cuda.bindings.driver`, to test gradloom's CUDA runtime without a GPU.
+
+Use: `with cuda_driver.using(FakeCuda(kernels=[k])) as driver: ...`. Every call is first made on
+the real `cuda.bindings.driver` with the same arguments when no NVIDIA driver can be loaded:
+cuda-bindings converts its arguments before it loads the driver, so a well-formed call raises
+its "driver not found" error and a malformed one (a str where a pointer goes, a negative size,
+an int where a cuuint64_t goes) raises TypeError/OverflowError — which fails the test. Then the
+stand-in does the work on host memory:
+- device memory is host memory; every copy, memset and launch block is checked to lie inside a
+  live allocation (a wrong size or a use after free fails the test);
+- streams and events run everything at once (the timing of an event is the host clock);
+- a launch reads its kernel-parameter array (void*[1] -> the block's address), checks the
+  block and the adjoint stack (capacity x grid threads bytes) are device memory, and runs the
+  kernel's CPU entry on the block: the same block layout, the same error word.
+Nothing here is a GPU: the PTX is only checked to define the entry that is looked up.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import time
+from typing import Any
+
+import cuda.bindings.driver as real
+
+from gradloom.cuda_build import symbol_for
+
+OK = real.CUresult.CUDA_SUCCESS
+
+_ATTRS = {
+    "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 9,
+    "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0,
+    "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 2,
+    "CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR": 128,
+    "CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED": 1,
+    "CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING": 1,
+}
+
+
+def _real_driver_missing() -> bool:
+    try:
+        real.cuDriverGetVersion()
+    except Exception:
+        return True
+    return False
+
+
+class FakeCuda:
+    """The stand-in (see the module docstring). `kernels`: the @wp.kernels launches may run."""
+
+    def __init__(self, kernels: list[Any] = (), devices: int = 1,
+                 total_memory: int = 1 << 30) -> None:
+        self.check_args = _real_driver_missing()
+        self.devices = devices
+        self.total_memory = total_memory
+        self.mem: dict[int, ctypes.Array[ctypes.c_char]] = {}
+        self.freed: set[int] = set()
+        self.modules: dict[int, bytes] = {}
+        self.functions: dict[int, str] = {}
+        self.events: dict[int, float] = {}
+        self.streams: set[int] = set()
+        self.kernels = list(kernels)
+        self.calls: list[str] = []
+        self.launches: list[dict[str, Any]] = []
+        self.current_ctx = 0
+        self._next = 0x1000
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        if not (name.startswith("cu") and name[2:3].isupper()):
+            return getattr(real, name)  # enums, handle classes, cuuint64_t
+        impl = getattr(self, "_" + name)
+
+        def call(*args: Any) -> Any:
+            self.calls.append(name)
+            if self.check_args:
+                self._check(name, args)
+            return impl(*args)
+
+        return call
+
+    def _check(self, name: str, args: tuple[Any, ...]) -> None:
+        try:
+            getattr(real, name)(*args)
+        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            raise AssertionError(f"malformed driver call {name}{args!r}: {exc}") from exc
+        except Exception:
+            return  # the driver library is missing: the arguments were accepted
+        raise AssertionError(f"{name} ran on a real driver")
+
+    def _id(self) -> int:
+        self._next += 0x10
+        return self._next
+
+    def _where(self, ptr: int, n: int) -> None:
+        for base, buf in self.mem.items():
+            if base <= ptr and ptr + n <= base + len(buf):
+                return
+        raise AssertionError(f"{n} bytes at {ptr:#x} are not inside a live device allocation")
+
+    # -- init and devices -----------------------------------------------------------------
+
+    def _cuInit(self, flags: int) -> tuple[Any]:
+        return (OK,)
+
+    def _cuDriverGetVersion(self) -> tuple[Any, int]:
+        return OK, 13000
+
+    def _cuDeviceGetCount(self) -> tuple[Any, int]:
+        return OK, self.devices
+
+    def _cuDeviceGet(self, ordinal: int) -> tuple[Any, Any]:
+        assert 0 <= ordinal < self.devices
+        return OK, real.CUdevice(ordinal)
+
+    def _cuDeviceGetName(self, length: int, dev: Any) -> tuple[Any, bytes]:
+        return OK, b"gradloom fake GPU".ljust(length, b"\0")
+
+    def _cuDeviceGetAttribute(self, attr: Any, dev: Any) -> tuple[Any, int]:
+        return OK, _ATTRS[attr.name]
+
+    def _cuDeviceTotalMem(self, dev: Any) -> tuple[Any, int]:
+        return OK, self.total_memory
+
+    def _cuDevicePrimaryCtxRetain(self, dev: Any) -> tuple[Any, Any]:
+        return OK, real.CUcontext(0x100 + int(dev))
+
+    def _cuCtxSetCurrent(self, ctx: Any) -> tuple[Any]:
+        self.current_ctx = int(ctx)
+        return (OK,)
+
+    def _cuCtxSynchronize(self) -> tuple[Any]:
+        return (OK,)
+
+    def _cuDeviceGetDefaultMemPool(self, dev: Any) -> tuple[Any, Any]:
+        return OK, real.CUmemoryPool(0x200 + int(dev))
+
+    def _cuMemPoolSetAttribute(self, pool: Any, attr: Any, value: Any) -> tuple[Any]:
+        return (OK,)
+
+    def _cuGetErrorName(self, err: Any) -> tuple[Any, bytes]:
+        return OK, real.CUresult(err).name.encode()
+
+    def _cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:
+        return OK, b"fake error"
+
+    # -- memory ---------------------------------------------------------------------------
+
+    def _cuMemAllocAsync(self, n: int, stream: Any) -> tuple[Any, Any]:
+        return self._cuMemAlloc(n)
+
+    def _cuMemAlloc(self, n: int) -> tuple[Any, Any]:
+        assert n > 0, "zero-byte allocation"
+        if n > self.total_memory:
+            return real.CUresult.CUDA_ERROR_OUT_OF_MEMORY, real.CUdeviceptr(0)
+        buf = ctypes.create_string_buffer(b"\xcd" * n, n)  # garbage, as device memory is
+        ptr = ctypes.addressof(buf)
+        self.mem[ptr] = buf
+        return OK, real.CUdeviceptr(ptr)
+
+    def _cuMemFreeAsync(self, ptr: Any, stream: Any) -> tuple[Any]:
+        return self._cuMemFree(ptr)
+
+    def _cuMemFree(self, ptr: Any) -> tuple[Any]:
+        p = int(ptr)
+        assert p in self.mem, f"free of {p:#x}, which is not an allocation"
+        del self.mem[p]
+        self.freed.add(p)
+        return (OK,)
+
+    def _cuMemcpyHtoDAsync(self, dst: Any, src: int, n: int, stream: Any) -> tuple[Any]:
+        self._where(int(dst), n)
+        ctypes.memmove(int(dst), src, n)
+        return (OK,)
+
+    def _cuMemcpyDtoHAsync(self, dst: int, src: Any, n: int, stream: Any) -> tuple[Any]:
+        self._where(int(src), n)
+        ctypes.memmove(dst, int(src), n)
+        return (OK,)
+
+    def _cuMemcpyDtoDAsync(self, dst: Any, src: Any, n: int, stream: Any) -> tuple[Any]:
+        self._where(int(dst), n)
+        self._where(int(src), n)
+        ctypes.memmove(int(dst), int(src), n)
+        return (OK,)
+
+    def _cuMemcpyPeerAsync(self, dst: Any, dctx: Any, src: Any, sctx: Any, n: int,
+                           stream: Any) -> tuple[Any]:
+        return self._cuMemcpyDtoDAsync(dst, src, n, stream)
+
+    def _memset(self, dst: Any, value: int, count: int, width: int) -> tuple[Any]:
+        self._where(int(dst), count * width)
+        pattern = value.to_bytes(width, "little") * count
+        ctypes.memmove(int(dst), pattern, len(pattern))
+        return (OK,)
+
+    def _cuMemsetD8Async(self, dst: Any, value: int, n: int, stream: Any) -> tuple[Any]:
+        return self._memset(dst, value, n, 1)
+
+    def _cuMemsetD16Async(self, dst: Any, value: int, n: int, stream: Any) -> tuple[Any]:
+        return self._memset(dst, value, n, 2)
+
+    def _cuMemsetD32Async(self, dst: Any, value: int, n: int, stream: Any) -> tuple[Any]:
+        return self._memset(dst, value, n, 4)
+
+    # -- streams and events ---------------------------------------------------------------
+
+    def _cuStreamCreateWithPriority(self, flags: int, priority: int) -> tuple[Any, Any]:
+        h = self._id()
+        self.streams.add(h)
+        return OK, real.CUstream(h)
+
+    def _cuStreamDestroy(self, stream: Any) -> tuple[Any]:
+        self.streams.discard(int(stream))
+        return (OK,)
+
+    def _cuStreamSynchronize(self, stream: Any) -> tuple[Any]:
+        return (OK,)
+
+    def _cuStreamQuery(self, stream: Any) -> tuple[Any]:
+        return (OK,)
+
+    def _cuStreamWaitEvent(self, stream: Any, event: Any, flags: int) -> tuple[Any]:
+        return (OK,)
+
+    def _cuEventCreate(self, flags: int) -> tuple[Any, Any]:
+        h = self._id()
+        self.events[h] = 0.0
+        return OK, real.CUevent(h)
+
+    def _cuEventDestroy(self, event: Any) -> tuple[Any]:
+        self.events.pop(int(event), None)
+        return (OK,)
+
+    def _cuEventRecord(self, event: Any, stream: Any) -> tuple[Any]:
+        self.events[int(event)] = time.perf_counter()
+        return (OK,)
+
+    def _cuEventSynchronize(self, event: Any) -> tuple[Any]:
+        return (OK,)
+
+    def _cuEventQuery(self, event: Any) -> tuple[Any]:
+        return (OK,)
+
+    def _cuEventElapsedTime(self, start: Any, end: Any) -> tuple[Any, float]:
+        return OK, (self.events[int(end)] - self.events[int(start)]) * 1e3
+
+    # -- modules and launches -------------------------------------------------------------
+
+    def _cuModuleLoadData(self, image: Any) -> tuple[Any, Any]:
+        data = bytes(image)
+        assert data.endswith(b"\0") and b".version" in data and b".entry" in data
+        h = self._id()
+        self.modules[h] = data
+        return OK, real.CUmodule(h)
+
+    def _cuModuleGetFunction(self, module: Any, name: bytes) -> tuple[Any, Any]:
+        assert b".entry " + name + b"(" in self.modules[int(module)], name
+        h = self._id()
+        self.functions[h] = name.decode()
+        return OK, real.CUfunction(h)
+
+    def _cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                        shmem: int, stream: Any, params: int, extra: int) -> tuple[Any]:
+        assert (gy, gz, by, bz, shmem, extra) == (1, 1, 1, 1, 0, 0)
+        assert 1 <= gx < 2**31 and 1 <= bx <= 1024
+        arg = ctypes.c_void_p.from_address(params).value
+        block = ctypes.c_uint64.from_address(arg).value
+        self._where(block, 80)
+        stack, cap = struct.unpack_from("<Qq", ctypes.string_at(block + 40, 16))
+        if cap:
+            self._where(stack, cap * gx * bx)  # capacity bytes for every grid thread
+        symbol = self.functions[int(f)]
+        self.launches.append({"symbol": symbol, "grid": gx, "block": bx, "capacity": cap})
+        self._entry(symbol)(block)
+        return (OK,)
+
+    def _entry(self, symbol: str) -> Any:
+        for k in self.kernels:
+            forward = symbol_for(k._kernel_ir(False)[0].name)
+            if symbol == forward:
+                return k.compiled().entry
+            if symbol == forward + "_adjoint":
+                return k.adjoint_compiled().entry
+        raise AssertionError(f"no kernel given to FakeCuda has the entry {symbol}")
