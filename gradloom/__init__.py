@@ -275,7 +275,8 @@ from .frontend.native import func_native  # noqa: E402
 
 
 def __getattr__(name: str) -> object:
-    if name in ("torch", "optim"):  # `wp.torch`, `wp.optim`, as in Warp; imported when used
+    if name in ("torch", "optim", "fem"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value types
+        # only), as in Warp; imported when used
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

@@ -102,6 +102,15 @@ class UnknownNameError(CompileKeyError):
     """A name that resolves to nothing in the kernel, its globals or the builtins."""
 
 
+#: Warp's public names of its compile errors: aliases, one class per concept
+WarpCodegenError = CompileError
+WarpCodegenTypeError = KernelTypeError
+WarpCodegenValueError = CompileValueError
+WarpCodegenIndexError = CompileIndexError
+WarpCodegenKeyError = CompileKeyError
+WarpCodegenAttributeError = CompileAttributeError
+
+
 class ArrayValueError(GradloomError, ValueError):
     """An array function's argument with a value it cannot take, e.g. a negative size (a
     ValueError too, as Warp raises)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import functools
 import hashlib
@@ -21,15 +22,16 @@ from .autodiff.reverse import adjoint_kernel
 from .codegen import cpu, native_pool, nvptx
 from .codegen.entry_cpu import cpu_module
 from .codegen.entry_nvptx import nvptx_module
-from .errors import CompileError, KernelTypeError, LaunchError, SourceLoc
+from .errors import CompileError, GradloomError, KernelTypeError, LaunchError, SourceLoc
 from .frontend.func import annotated_params
 from .frontend.generic import describe_type, is_generic, matches_template
 from .frontend.lower import lower_kernel
-from .frontend.source import SourceInfo, parse_function, source_digest
+from .frontend.source import SourceInfo, source_digest
+from .frontend.static import parse_declared
 from .ir.nodes import KernelIR, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
-from .modules import get_module, module_for, qualified_key
+from .modules import discard_module, get_module, module_for, qualified_key
 from .native import install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
@@ -107,6 +109,9 @@ class Kernel:
         self.__qualname__ = func.__qualname__
         self.__doc__ = func.__doc__
         self.__module__ = func.__module__
+        self.code_transformers = list(code_transformers or ())
+        with contextlib.suppress(GradloomError, SyntaxError):  # read the source now, as Warp
+            self._info = parse_declared(func, self.code_transformers)  # does (and wp.static)
         self.module.register_kernel(self)
         _KERNELS.add(self)
 
@@ -124,7 +129,7 @@ class Kernel:
     @property
     def info(self) -> SourceInfo:
         if self._info is None:
-            self._info = parse_function(self.func)
+            self._info = parse_declared(self.func, self.code_transformers)
         return self._info
 
     @property
@@ -183,6 +188,14 @@ class Kernel:
         """LLVM's optimisation level: the module's `optimization_level`, else the config's."""
         level = self.module.options.get("optimization_level")
         return config.opt_level if level is None else int(level)
+
+    def content_hash(self) -> str:
+        """A hash of what the kernel's code depends on: its source, what its names resolve to,
+        its parameter types (`Module.hash_module()` combines them)."""
+        h = hashlib.sha256(source_digest(self.info, set()).encode())
+        for name, t in self.params:
+            h.update(f"{name}:{type_key(t)};".encode())
+        return h.hexdigest()
 
     def cache_key(self, variant: str = "forward") -> str:
         h = hashlib.sha256()
@@ -413,9 +426,28 @@ def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | No
         k = Kernel(fn, key=name, module=module, options=options, enable_backward=enable_backward)
         if module_options:
             k.module.options.update(module_options)
-        return k
+        return _deduplicated(k) if module == "unique" else k
 
     return make if f is None else make(f)
+
+
+#: `module="unique"` kernels by content: declaring the same kernel again (same source, same
+#: captured values, options) gives the kernel declared first, as in Warp
+_UNIQUE: weakref.WeakValueDictionary[str, Kernel] = weakref.WeakValueDictionary()
+
+
+def _deduplicated(k: Kernel) -> Kernel:
+    try:
+        sig = (f"{k.key}|{k.content_hash()}|{sorted(k.options.items())!r}|"
+               f"{sorted(k.module.options.items())!r}")
+    except (GradloomError, TypeError, NameError):
+        return k  # not hashable now (e.g. its source is unavailable): keep the new one
+    old = _UNIQUE.get(sig)
+    if old is not None and old.is_generic == k.is_generic:
+        discard_module(k.module)
+        return old
+    _UNIQUE[sig] = k
+    return k
 
 
 _CUDA_OPTIONS = {"launch_bounds", "cuda_max_registers", "enable_cuda_smem_spilling",

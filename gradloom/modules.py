@@ -63,6 +63,16 @@ class Module:
             out.extend(k.overloads.values() if k.is_generic else [k])
         return out
 
+    def hash_module(self) -> bytes:
+        """Warp's module content hash (a SHA-256 digest): it changes when the source of any
+        kernel of the module, or anything its names resolve to (functions, constants, struct
+        layouts, `wp.static` values), or the module's options change; kernels redefined
+        identically keep it."""
+        h = hashlib.sha256(repr(sorted(self.options.items(), key=lambda kv: kv[0])).encode())
+        for key in sorted(self.kernels):
+            h.update(f"{key}:{self.kernels[key].content_hash()};".encode())
+        return h.digest()
+
     def load(self, device: Any = None, block_dim: Any = None) -> bool:
         """Compile (or load from the cache) every kernel of the module now. Kernels compile on
         their own here, so one that fails does not stop the others: it raises its error when
@@ -106,6 +116,12 @@ def get_module(name: str) -> Module:
     if module is None:
         module = _MODULES[name] = Module(name)
     return module
+
+
+def discard_module(module: Module) -> None:
+    """Forget a module no kernel is kept in (a duplicate `module="unique"` kernel's)."""
+    if _MODULES.get(module.name) is module:
+        del _MODULES[module.name]
 
 
 def unique_module(key: str, func: Any) -> Module:

@@ -260,7 +260,9 @@ _LAUNCH = [
          "argument 'n'"),
     Case("launch-int-overflow", "wp.launch(scale, 4, [A, 1.0, 2**40, B])", "LaunchError",
          "argument 'n'"),
-    Case("launch-none-array", "wp.launch(add_one, 4, [None])", "LaunchError", "argument 'a'"),
+    # None is an unset (null, empty) array, as in Warp: reading it is out of bounds
+    Case("launch-none-array", "wp.config.mode = 'debug'\nwp.launch(add_one, 4, [None])",
+         "KernelRuntimeError", "shape (0,)"),
     Case("launch-numpy-float64", "wp.launch(add_one, 4, [np.zeros(4)])", "LaunchError",
          "argument 'a'"),
     Case("launch-vec-wrong-length", "wp.launch(vec_k, 4, [V, (1.0, 2.0)])", "LaunchError",

@@ -118,10 +118,22 @@ def write_first(a: wp.array(dtype=float)):
     a[0] = 1.0
 
 
-@gradloom_only
-def test_none_for_an_array_the_kernel_accesses_is_refused():
-    with pytest.raises(wp.LaunchError, match="None stands for an empty array"):
-        wp.launch(write_first, dim=1, inputs=[None], device=DEVICE)
+@wp.kernel
+def write_first_if_given(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    if a and a.shape[0] > 0:
+        a[0] = 1.0
+        out[0] = 1.0
+    else:
+        out[0] = 2.0
+
+
+def test_none_for_an_array_is_an_empty_array_as_in_warp():
+    out = wp.zeros(1, dtype=float, device=DEVICE)
+    wp.launch(write_first_if_given, dim=1, inputs=[None, out], device=DEVICE)
+    assert out.numpy()[0] == 2.0  # `if a` is false for None
+    a = wp.zeros(2, dtype=float, device=DEVICE)
+    wp.launch(write_first_if_given, dim=1, inputs=[a, out], device=DEVICE)
+    assert out.numpy()[0] == 1.0 and a.numpy()[0] == 1.0
 
 
 def test_array_annotations_compare_hash_and_print_as_warp():

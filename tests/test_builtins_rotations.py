@@ -311,7 +311,7 @@ def _bad_transform_point(q: wp.array(dtype=wp.quat), v: wp.array(dtype=wp.vec3))
     v[0] = wp.transform_point(q[0], v[0])  # <- here
 
 
-def _bad_euler_axis(v: wp.array(dtype=wp.vec3), n: int):
+def _bad_euler_axis(v: wp.array(dtype=wp.vec3), n: float):
     v[1] = wp.quat_rotate(wp.quat_from_euler(v[0], n, 1, 2), v[0])  # <- here
 
 
@@ -332,8 +332,8 @@ ERRORS = [
      [(3, wp.vec3)]),
     (_bad_transform_point, "wp.transform_point() needs a transform or a mat44, got a value of "
      "type quatf", [(3, wp.quat), (3, wp.vec3)]),
-    (_bad_euler_axis, "wp.quat_from_euler(): axis index i must be a constant 0, 1 or 2",
-     [(3, wp.vec3), 1]),
+    (_bad_euler_axis, "wp.quat_from_euler(): axis index i must be 0, 1 or 2 (an integer)",
+     [(3, wp.vec3), 1.0]),
     (_bad_quat_times_vec, "'*' is not defined between quatf and a value of type vec3f",
      [(3, wp.quat), (3, wp.vec3)]),
     (_bad_set_translation, "wp.transform_set_translation(): argument 1 is an output and must be "

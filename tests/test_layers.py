@@ -40,6 +40,8 @@ ALLOWED = {
     "optim": _BASE | {"runtime", "kernel"},
     "utils": _BASE | {"ir", "builtins", "codegen", "runtime", "frontend", "kernel"},
     "torch": {"interop"},
+    # Warp's FEM value types (wp.fem.Sample): structs
+    "fem": _BASE | {"runtime"},
     "__main__": _BASE | {"codegen", "runtime", "kernel"},
 }
 #: the public surface may import anything

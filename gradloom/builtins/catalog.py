@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     construct,
     debug,
     decomp,
+    euler,
     fixedarray,
     hash_grid,
     lang,

@@ -13,7 +13,7 @@ from ..types import (
     float32,
     resolve_annotation,
 )
-from .registry import builtin
+from .registry import REGISTRY, builtin
 from .values import Composite, Ctx, Literal, Value, describe, materialize, scalar, zeros_of
 
 
@@ -51,19 +51,52 @@ def construct(ctx: Ctx, t: Any, args: list[Value]) -> Value:
     raise ctx.error(f"cannot construct {t!r}")
 
 
+def construct_typed(ctx: Ctx, t: Any, args: list[Value], kwargs: dict[str, Any]) -> Value:
+    """Call a type object in a kernel: quaternion and transform types take their builtin's
+    forms (`wp.transform(p=..., q=...)`, `wp.quatd(v, w)`), the others `construct`'s."""
+    if isinstance(t, VectorType) and t.kind in ("quat", "transform"):
+        name = "quaternion" if t.kind == "quat" else "transformation"
+        if "dtype" in kwargs:
+            raise ctx.error(f"{t!r}() takes no dtype= (it is {t.dtype})")
+        return REGISTRY[name].fn(ctx, *args, dtype=t.dtype, **kwargs)  # type: ignore[no-any-return]
+    if isinstance(t, (VectorType, MatrixType)) and kwargs:  # `mat32d(c, shape=(3, 2))`
+        return _typed_with_keywords(ctx, t, args, kwargs)
+    if kwargs:
+        raise ctx.error(f"{t!r}() takes no keyword arguments")
+    return construct(ctx, t, args)
+
+
+def _typed_with_keywords(ctx: Ctx, t: VectorType | MatrixType, args: list[Value],
+                         kwargs: dict[str, Any]) -> Value:
+    """A typed constructor given the keywords of `wp.vector` / `wp.matrix`, which must agree
+    with its type."""
+    size = "shape" if isinstance(t, MatrixType) else "length"
+    for key, value in kwargs.items():
+        if key not in (size, "dtype"):
+            raise ctx.error(f"{t!r}() takes no keyword '{key}' (only {size}= and dtype=)")
+        ok = _dtype_kw(ctx, value) == t.dtype if key == "dtype" else (
+            tuple(value) == t.shape if size == "shape" else value == t.length)
+        if not ok:
+            raise ctx.error(f"{t!r}(): {key}={value!r} does not match the type")
+    return construct(ctx, t, args)
+
+
 def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value]) -> Composite:
+    """`wp.vec3(...)`, `wp.mat22(...)` and the typed forms of `wp.vector` / `wp.matrix`: zeros,
+    a copy (cast to t's dtype), a fill, or components (Warp's rules and messages)."""
     dt = t.dtype
     if not args:
         zero = ctx.const(0, dt)
         return Composite(t, (zero,) * t.length)
     if len(args) == 1 and isinstance(args[0], Composite):
-        return _copy_composite(ctx, t, args[0])
+        src = args[0]
+        if src.type.length != t.length or src.type.shape != t.shape:
+            raise ctx.error(f"cannot convert {src.type!r} to {t!r}: {_copy_mismatch(t, src.type)}")
+        return Composite(t, tuple(cast_scalar(ctx, c, dt) for c in src.comps))
     if len(args) == 1:
         fill = cast_scalar(ctx, args[0], dt) if isinstance(args[0], Literal) else \
             scalar(ctx, materialize(ctx, args[0], dt))
-        if fill.type != dt:
-            raise ctx.error(f"the value used to fill this {_what(t)} is expected to be of the "
-                            f"type `{dt}`")
+        _check_dtype(ctx, t, fill, fill=True)
         return Composite(t, (fill,) * t.length)
     if t.kind == "transform" and len(args) == 2:
         return _flatten_parts(ctx, t, args)
@@ -75,11 +108,7 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
                             "wp.matrix_from_rows() or wp.matrix_from_cols()")
         return _flatten_parts(ctx, t, args)
     if len(args) != t.length:
-        if isinstance(t, MatrixType):
-            raise ctx.error(f"incompatible number of values given ({len(args)}) when "
-                            f"constructing a matrix of shape {t.shape}")
-        raise ctx.error(f"incompatible number of values given ({len(args)}) when constructing "
-                        f"a vector of length {t.length}")
+        raise ctx.error(f"{t!r}(): {_count_mismatch(t, len(args))}")
     comps = []
     for a in args:
         c = scalar(ctx, materialize(ctx, a, dt))
@@ -88,33 +117,33 @@ def construct_composite(ctx: Ctx, t: VectorType | MatrixType, args: list[Value])
     return Composite(t, tuple(comps))
 
 
-def _copy_composite(ctx: Ctx, t: VectorType | MatrixType, src: Composite) -> Composite:
-    """`wp.vec3h(v)`, `wp.mat33(m)`: a copy converting the components (Warp's words when the
-    sizes differ)."""
-    if isinstance(t, MatrixType) and isinstance(src.type, MatrixType) and \
-            src.type.shape != t.shape:
-        raise ctx.error(f"incompatible matrix of shape {t.shape} given when copy constructing "
-                        f"a matrix of shape {src.type.shape}")
-    if isinstance(t, VectorType) and isinstance(src.type, VectorType) and \
-            src.type.length != t.length:
-        raise ctx.error(f"incompatible vector of length {t.length} given when copy "
-                        f"constructing a vector of length {src.type.length}")
-    if src.type.length != t.length or src.type.shape != t.shape:
-        raise ctx.error(f"cannot convert {src.type!r} to {t!r}")
-    return Composite(t, tuple(cast_scalar(ctx, c, t.dtype) for c in src.comps))
-
-
-def _what(t: VectorType | MatrixType) -> str:
+def _word(t: VectorType | MatrixType) -> str:
     """What Warp's messages call a value of type t."""
     if isinstance(t, MatrixType):
         return "matrix"
     return {"quat": "quaternion", "transform": "transform"}.get(t.kind, "vector")
 
 
-def _check_dtype(ctx: Ctx, t: VectorType | MatrixType, c: Var) -> None:
+def _size(t: VectorType | MatrixType) -> str:
+    return f"shape {t.shape}" if isinstance(t, MatrixType) else f"length {t.length}"
+
+
+def _copy_mismatch(t: VectorType | MatrixType, src: VectorType | MatrixType) -> str:
+    # Warp's wording (its tests match it): the target's size first, then the source's
+    return f"incompatible {_word(t)} of {_size(t)} given when copy constructing a " \
+           f"{_word(src)} of {_size(src)}"
+
+
+def _count_mismatch(t: VectorType | MatrixType, count: int) -> str:
+    return f"incompatible number of values given ({count}) when constructing a {_word(t)} of " \
+           f"{_size(t)}"
+
+
+def _check_dtype(ctx: Ctx, t: VectorType | MatrixType, c: Var, fill: bool = False) -> None:
     if c.type != t.dtype:
-        raise ctx.error(f"{t!r}(): a component is {c.type}: all values used to initialize this "
-                        f"{_what(t)} are expected to be of the type `{t.dtype}`")
+        what = (f"the value used to fill this {_word(t)} is" if fill else
+                f"all values used to initialize this {_word(t)} are")
+        raise ctx.error(f"{t!r}(): got {c.type}; {what} expected to be of the type `{t.dtype}`")
 
 
 def _flatten_parts(ctx: Ctx, t: VectorType | MatrixType, args: list[Value]) -> Composite:
@@ -131,6 +160,18 @@ def _flatten_parts(ctx: Ctx, t: VectorType | MatrixType, args: list[Value]) -> C
     return Composite(t, tuple(comps))
 
 
+def infer_dtype(ctx: Ctx, args: tuple[Value, ...], word: str) -> ScalarType:
+    """The one scalar type of constructor arguments given no dtype=: the variables' (literals
+    adopt it), or the literals' own when all are literals; Warp's message when they differ."""
+    found = [(a.type.dtype if isinstance(a, Composite) else scalar(ctx, a).type)
+             for a in args if not isinstance(a, Literal)]
+    if not found:
+        found = [a.default_type for a in args if isinstance(a, Literal)]
+    if len(set(found)) > 1:
+        raise ctx.error(f"all values given when constructing a {word} must have the same type")
+    return found[0] if found else float32
+
+
 def _dtype_kw(ctx: Ctx, dtype: Any) -> ScalarType:
     try:
         t = resolve_annotation(dtype)
@@ -144,18 +185,24 @@ def _dtype_kw(ctx: Ctx, dtype: Any) -> ScalarType:
 @builtin("vector", "a vector from components: vector(*comps, length=, dtype=)",
          group="Vector Math", signatures="(*args: Scalar, length: Int, dtype: Any) -> Vector")
 def vector(ctx: Ctx, *args: Value, length: int | None = None, dtype: Any = None) -> Value:
-    if not args and length is None:
-        raise ctx.error("the `length` argument must be specified when zero-initializing a "
-                        "vector")
-    if len(args) > 1 and dtype is None and all(isinstance(a, Literal) for a in args) and \
-            len({type(a.value) for a in args if isinstance(a, Literal)}) > 1:
-        raise ctx.error("all values given when constructing a vector must have the same type")
-    dt = _dtype_kw(ctx, dtype) if dtype is not None else _first_type(ctx, args)
-    n = length if length is not None else len(args)
-    if length is None and len(args) == 1 and isinstance(args[0], Composite) and \
-            isinstance(args[0].type, VectorType):
-        n = args[0].type.length  # a copy (or cast): wp.vector(v, dtype=wp.float16)
-    return construct_composite(ctx, VectorType(n, dt), list(args))
+    dt = _dtype_kw(ctx, dtype) if dtype is not None else None
+    if len(args) == 1 and isinstance(args[0], Composite):  # a copy, cast to dtype=
+        src = args[0].type
+        length = src.length if length is None else length
+        dt = dt or src.dtype
+    elif length is None and len(args) < 2:
+        what = "zero-initializing" if not args else "filling"
+        raise ctx.error(f"wp.vector(): the `length` argument must be specified when {what} a "
+                        "vector" + ("" if not args else " with a value"))
+    elif args and not any(isinstance(a, Composite) for a in args):
+        if length is not None and length != len(args) and len(args) > 1:
+            raise ctx.error(f"wp.vector(): {_count_mismatch(VectorType(length, float32), len(args))}")
+        length = len(args) if length is None else length
+    if dt is None and args:
+        dt = infer_dtype(ctx, args, "vector")
+    if length is None:  # scalars and vectors mixed: their components
+        length = sum(a.type.length if isinstance(a, Composite) else 1 for a in args)
+    return construct_composite(ctx, VectorType(length, dt or float32), list(args))
 
 
 @builtin("matrix", "a matrix from components: matrix(*comps, shape=, dtype=)",
@@ -163,26 +210,19 @@ def vector(ctx: Ctx, *args: Value, length: int | None = None, dtype: Any = None)
          signatures="(*args: Scalar, shape: (Int, Int), dtype: Any) -> Matrix")
 def matrix(ctx: Ctx, *args: Value, shape: tuple[int, int] | None = None,
            dtype: Any = None) -> Value:
-    if shape is None and len(args) == 1 and isinstance(args[0], Composite) and \
-            isinstance(args[0].type, MatrixType):
-        shape = (args[0].type.rows, args[0].type.cols)  # a copy: wp.matrix(m)
-    if shape is None:
-        raise ctx.error("the `shape` argument must be specified when initializing a matrix by "
-                        "value")
-    dt = _dtype_kw(ctx, dtype) if dtype is not None else _first_type(ctx, args)
-    return construct_composite(ctx, MatrixType(shape[0], shape[1], dt), list(args))
-
-
-def _first_type(ctx: Ctx, args: tuple[Value, ...]) -> ScalarType:
-    """The scalar type of the first typed argument; with literals only, the first literal's
-    (`wp.vector(True, False)` is a bool vector, `wp.vector(1, 2)` int32), as in Warp."""
-    for a in args:
-        if not isinstance(a, Literal):
-            m = materialize(ctx, a)
-            return m.type.dtype if isinstance(m, Composite) else scalar(ctx, m).type
-    if args and isinstance(args[0], Literal):
-        return resolve_annotation(type(args[0].value))  # type: ignore[no-any-return]
-    return float32
+    dt = _dtype_kw(ctx, dtype) if dtype is not None else None
+    if len(args) == 1 and isinstance(args[0], Composite) and isinstance(args[0].type, MatrixType):
+        src = args[0].type
+        shape = src.shape if shape is None else shape  # type: ignore[assignment]
+        dt = dt or src.dtype
+    elif shape is None:
+        what = ("zero-initializing a matrix" if not args else "filling a matrix with a value"
+                if len(args) == 1 else "initializing a matrix by value")
+        raise ctx.error(f"wp.matrix(): the `shape` argument must be specified when {what}")
+    if dt is None and args:
+        dt = infer_dtype(ctx, args, "matrix")
+    assert shape is not None
+    return construct_composite(ctx, MatrixType(shape[0], shape[1], dt or float32), list(args))
 
 
 def _rows_or_cols(ctx: Ctx, name: str, args: tuple[Value, ...], cols: bool) -> Composite:
@@ -217,26 +257,3 @@ def identity(ctx: Ctx, n: int = 3, dtype: Any = float32) -> Value:
     one, zero = ctx.const(1, dt), ctx.const(0, dt)
     comps = tuple(one if r == c else zero for r in range(n) for c in range(n))
     return Composite(MatrixType(n, n, dt), comps)
-
-
-def construct_keywords(ctx: Ctx, t: VectorType | MatrixType, args: list[Value],
-                       kwargs: dict[str, Any]) -> Value:
-    """A type called with keywords, as Warp's constructors take them: `mat32d(m, shape=(3, 2))`,
-    `wp.vec3(x, length=3, dtype=float)`, `wp.transform(p=v, q=r)` (q defaults to identity)."""
-    kw = dict(kwargs)
-    if t.kind == "transform":
-        p, q = [*args, None, None][:2]
-        p, q = kw.pop("p", p), kw.pop("q", q)
-        if q is None:
-            zero, one = ctx.const(0, t.dtype), ctx.const(1, t.dtype)
-            q = Composite(VectorType(4, t.dtype, "quat"), (zero, zero, zero, one))
-        args = [a for a in (p, q) if a is not None]
-    for key, value in kw.items():
-        if key == "dtype" and _dtype_kw(ctx, value) == t.dtype:
-            continue
-        if key == "shape" and isinstance(t, MatrixType) and tuple(value) == t.shape:
-            continue
-        if key == "length" and isinstance(t, VectorType) and value == t.length:
-            continue
-        raise ctx.error(f"{t!r}() does not take {key}={value!r}")
-    return construct_composite(ctx, t, args)

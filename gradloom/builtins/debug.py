@@ -78,11 +78,17 @@ def print_(ctx: Ctx, *args: Any) -> None:
     _emit(ctx, _text(ctx, "print", t), values)
 
 
+_MAX_PRINTF_ARGS = 32
+
+
 @builtin("printf", "print with a C format string, e.g. wp.printf(\"%d: %f\\n\", i, x)",
          differentiable=False, signatures="(fmt: str, *args: Scalar) -> None")
 def printf(ctx: Ctx, fmt: Any = None, *args: Any) -> None:
     if not isinstance(fmt, str):
         raise ctx.error(f"wp.printf() needs a string literal as its format, got {describe(fmt)}")
+    if len(args) > _MAX_PRINTF_ARGS:  # Warp's limit (and its words), kept for portability
+        raise ctx.error(f"wp.printf() got {len(args)} values: the maximum number of variadic "
+                        f"arguments that can be passed to `printf` is {_MAX_PRINTF_ARGS}")
     out, values, rest = [], [], list(args)
     pos = 0
     for m in _CONVERSION.finditer(fmt):

@@ -77,17 +77,22 @@ def length(ctx: Ctx, a: Value) -> Value:
     return ctx.op("sqrt", ops.dot_comps(ctx, x.comps, x.comps))
 
 
-@builtin("normalize", "the vector divided by its length; the zero vector stays zero", group=_VM,
+@builtin("normalize", "the vector divided by its length; the zero vector stays zero (a zero "
+         "quaternion gives the identity, as in Warp)", group=_VM,
          signatures=("(a: Vector) -> Vector", "(a: Quat) -> Quat"))
 def normalize(ctx: Ctx, a: Value) -> Value:
     x = _vec(ctx, "normalize", a)
     n = ctx.op("sqrt", ops.dot_comps(ctx, x.comps, x.comps))
-    zero = ctx.const(0, x.type.dtype)
+    zero, one = ctx.const(0, x.type.dtype), ctx.const(1, x.type.dtype)
     positive = ctx.op("gt", n, zero)
-    safe = ctx.op("select", positive, n, ctx.const(1, x.type.dtype))
-    inv = ctx.op("div", ctx.const(1, x.type.dtype), safe)
-    return Composite(x.type, tuple(ctx.op("select", positive, ctx.op("mul", c, inv), zero)
-                                   for c in x.comps))
+    safe = ctx.op("select", positive, n, one)
+    if isinstance(x.type, VectorType) and x.type.kind == "quat":  # Warp's: times 1/|q|, and
+        inv = ctx.op("div", one, safe)  # the identity for the zero quaternion
+        fallback = (zero, zero, zero, one)
+        return Composite(x.type, tuple(ctx.op("select", positive, ctx.op("mul", c, inv), f)
+                                       for c, f in zip(x.comps, fallback, strict=True)))
+    return Composite(x.type, tuple(ctx.op("select", positive, ctx.op("div", c, safe), zero)
+                                   for c in x.comps))  # each component / |v|, as Warp
 
 
 @builtin("transpose", "matrix transpose", group=_VM, signatures="(m: Matrix) -> Matrix")

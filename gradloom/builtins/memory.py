@@ -94,6 +94,9 @@ def component_place(ctx: Ctx, place: Place, index: Value | int | str) -> Place:
         return Place(place.ptr, place.offset, place.extra + t.offsets[index], t.field_type(index))
     if not isinstance(t, (VectorType, MatrixType)):
         raise ctx.error(f"cannot index into a value of type {t!r}")
+    if isinstance(t, VectorType) and t.kind == "transform" and index in ("p", "q"):
+        part = VectorType(3, t.dtype) if index == "p" else VectorType(4, t.dtype, "quat")
+        return Place(place.ptr, place.offset, place.extra + (0 if index == "p" else 3 * t.dtype.size), part)
     sub: Any = t.dtype if isinstance(t, VectorType) else VectorType(t.cols, t.dtype)
     step = sub.size
     if isinstance(index, int):

@@ -115,6 +115,10 @@ def compare(ctx: Ctx, prim: str, a: Value, b: Value) -> Value:
             acc = ctx.op("and", acc, e)
         return acc if prim == "eq" else ctx.op("not", acc)
     if isinstance(a, Literal) and isinstance(b, Literal):
+        ta, tb = a.default_type, b.default_type
+        if (ta == bool_) != (tb == bool_):  # as for variables: a number is not a bool
+            raise ctx.error(f"'{prim}' operands have different types {ta} and {tb}; convert "
+                            f"one explicitly, e.g. {tb}(x)")
         ops = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
                "gt": operator.gt, "ge": operator.ge}
         return Literal(bool(ops[prim](a.value, b.value)))
@@ -189,17 +193,21 @@ def _composite_binary(ctx: Ctx, opname: str, a: Value, b: Value) -> Value:
             return _rotation_product(ctx, a, b)
         if opname == "mul" and (isinstance(a.type, MatrixType) or isinstance(b.type, MatrixType)):
             return matmul(ctx, a, b)
-        if opname in ("add", "sub") or (opname == "mod" and isinstance(a.type, VectorType)):
-            return elementwise(ctx, opname, a, b)  # `v % w`: Warp's vector mod
+        if opname in ("add", "sub", *_COMPONENTWISE):  # `%`, bit operators: per component
+            return elementwise(ctx, opname, a, b)
         raise ctx.error(f"'{opname}' is not defined between {a.type!r} and {b.type!r} "
                         "(use cw_mul / cw_div for component-wise products)")
     if isinstance(a, Composite):
-        if opname in ("mul", "div", "mod"):
+        if opname in ("mul", "div", *_COMPONENTWISE):
             return elementwise(ctx, opname, a, b)
     elif isinstance(b, Composite) and opname in ("mul", "div"):
         comps = [scalar(ctx, scalar_binary(ctx, opname, a, c)) for c in b.comps]
         return Composite(b.type, tuple(comps))
     raise ctx.error(f"'{opname}' is not defined between {describe(a)} and {describe(b)}")
+
+
+#: operators that act per component between two composites of one type (as in Warp)
+_COMPONENTWISE = ("mod", "bitand", "bitor", "bitxor", "lshift", "rshift")
 
 
 def _rotation_product(ctx: Ctx, a: Composite, b: Composite) -> Composite:
@@ -219,6 +227,8 @@ def unary(ctx: Ctx, opname: str, a: Value) -> Value:
     if opname == "pos":
         return a
     if isinstance(a, Composite):
+        if opname == "invert" and not a.type.dtype.is_float:  # `~v`: per component
+            return Composite(a.type, tuple(ctx.op("not", c) for c in a.comps))
         if opname != "neg":
             raise ctx.error(f"'{opname}' is not defined for {a.type!r}")
         return Composite(a.type, tuple(ctx.op("neg", c) for c in a.comps))

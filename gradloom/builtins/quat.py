@@ -75,15 +75,6 @@ def dtype_arg(ctx: Ctx, name: str, dtype: Any) -> ScalarType | None:
     return t
 
 
-def const_axis(ctx: Ctx, name: str, v: Any, what: str) -> int:
-    """An Euler axis index: a compile-time integer constant in {0, 1, 2}."""
-    value = v.value if isinstance(v, Literal) else v
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2:
-        raise ctx.error(f"wp.{name}(): axis index {what} must be a constant 0, 1 or 2, "
-                        f"got {describe(v)}")
-    return value
-
-
 # -- scalar arithmetic shorthand ------------------------------------------------------------------
 
 class Emit:
@@ -184,15 +175,16 @@ def dense(e: Emit, q: QComps) -> tuple[Var, ...]:
 
 def rotate(e: Emit, q: tuple[Var, ...], v: tuple[Var, ...], inverse: bool = False
            ) -> tuple[Var, ...]:
-    """v * (2w² - 1) + 2w (u × v) + 2u (u · v): R(q) v for unit q (its conjugate if inverse).
-    Warp documents quat_rotate(q, v) == quat_to_matrix(q) @ v, so both use this formula."""
+    """v * (2w² - 1) + 2u (u · v) + 2w (u × v): R(q) v for unit q (its conjugate if inverse),
+    summed in Warp's order, so the results agree bit for bit. Warp documents quat_rotate(q, v)
+    == quat_to_matrix(q) @ v, so both use this formula."""
     u, w = q[:3], q[3]
     two = e.c(2.0)
     s = e.sub(e.mul(two, w, w), e.c(1.0))
     uv = e.cross(u, v)
     tw = e.mul(two, w)
     tw = e.neg(tw) if inverse else tw
-    return e.vadd(e.scale(v, s), e.scale(uv, tw), e.scale(u, e.mul(two, e.dot(u, v))))
+    return e.vadd(e.scale(v, s), e.scale(u, e.mul(two, e.dot(u, v))), e.scale(uv, tw))
 
 
 def rot_matrix(e: Emit, q: tuple[Var, ...]) -> tuple[Var, ...]:
@@ -254,32 +246,6 @@ def euler_to_quat(e: Emit, ang: tuple[Var, ...], i: int, j: int, k: int) -> tupl
     return dense(e, qmul(e, axis_quat(e, k, ang[k]), qmul(e, qj, qi)))
 
 
-def quat_to_euler_comps(e: Emit, q: tuple[Var, ...], i: int, j: int, k: int
-                        ) -> tuple[Var, ...]:
-    """Bernardes & Viollet's direct method (as scipy's as_euler for extrinsic sequences), without
-    wrapping the first and third angles, so they lie in [-2pi, 2pi] as Warp documents."""
-    proper = i == k
-    if proper:
-        k = 3 - i - j
-    sign = float((i - j) * (j - k) * (k - i) // 2)
-    w, qk = q[3], e.mul(q[k], e.c(sign))
-    if proper:
-        a, b, c, d = w, q[i], q[j], qk
-    else:
-        a, b, c, d = e.sub(w, q[j]), e.add(q[i], qk), e.add(q[j], w), e.sub(qk, q[i])
-    hyp_cd = e.safe_sqrt(e.add(e.mul(c, c), e.mul(d, d)))
-    hyp_ab = e.safe_sqrt(e.add(e.mul(a, a), e.mul(b, b)))
-    second = e.mul(e.c(2.0), e.op("atan2", hyp_cd, hyp_ab))
-    half_sum, half_diff = e.op("atan2", b, a), e.op("atan2", d, c)
-    first, third = e.sub(half_sum, half_diff), e.add(half_sum, half_diff)
-    if not proper:
-        second = e.sub(second, e.c(1.5707963267948966))
-        third = e.mul(third, e.c(sign))
-    out: list[Var] = [first, first, first]
-    out[i], out[j], out[k] = first, second, third
-    return tuple(out)
-
-
 # -- construction ---------------------------------------------------------------------------------
 
 def _float_dtype(ctx: Ctx, name: str, a: Value) -> ScalarType:
@@ -290,15 +256,23 @@ def _float_dtype(ctx: Ctx, name: str, a: Value) -> ScalarType:
     return dt
 
 
+#: what Warp's messages call the value a constructor builds
+_WORDS = {"quaternion": "quaternion", "transformation": "transform", "quat_rpy": "quaternion",
+          "spatial_vector": "vector"}
+
+
 def scalar_parts(ctx: Ctx, name: str, args: tuple[Value, ...], dt: ScalarType | None
                  ) -> tuple[ScalarType, list[Var]]:
     """The components of scalars and vectors of one float type; literals adopt that type."""
     found = {_float_dtype(ctx, name, a) for a in args if not isinstance(a, Literal)}
+    word = _WORDS.get(name, "value")
     if len(found) > 1:
         listed = ", ".join(sorted(map(str, found)))
-        raise ctx.error(f"wp.{name}() arguments must share one scalar type, got {listed}")
+        raise ctx.error(f"wp.{name}(): got {listed}; all values given when constructing a "
+                        f"{word} must have the same type")
     if dt is not None and found and found != {dt}:
-        raise ctx.error(f"wp.{name}() arguments are {found.pop()} but dtype is {dt}")
+        raise ctx.error(f"wp.{name}(): got {found.pop()}; all values used to initialize this "
+                        f"{word} are expected to be of the type `{dt}`")
     dt = dt or (found.pop() if found else float32)
     comps: list[Var] = []
     for a in args:
@@ -317,7 +291,9 @@ def composite_from_parts(ctx: Ctx, name: str, t_of: Any, args: tuple[Value, ...]
     if not comps:
         return Composite(t, (ctx.const(0.0, dt),) * t.length)
     if len(comps) not in lengths:
-        raise ctx.error(f"wp.{name}() takes {t.length} components, got {len(comps)}")
+        expected = ", ".join(map(str, (0, *lengths[:-1]))) + f", or {lengths[-1]}"
+        raise ctx.error(f"wp.{name}(): incompatible number of values given ({len(comps)}) when "
+                        f"constructing a {_WORDS.get(name, 'value')}; expected {expected}")
     return Composite(t, tuple(comps) * (t.length // len(comps)))
 
 
@@ -328,13 +304,15 @@ def composite_from_parts(ctx: Ctx, name: str, t_of: Any, args: tuple[Value, ...]
                      "(ijk: Vector3, real: Float, dtype: Float = None) -> Quat",
                      "(quat: Quat, dtype: Float = None) -> Quat"), group=GROUP)
 def quaternion(ctx: Ctx, *args: Value, dtype: Any = None) -> Value:
-    if len(args) == 1 and isinstance(args[0], Composite):
-        q = as_quat(ctx, "quaternion", args[0])
+    if len(args) == 1 and isinstance(args[0], Composite):  # a copy (a cast with dtype=)
+        q = args[0]
+        if not (isinstance(q.type, VectorType) and q.type.length == 4):
+            as_quat(ctx, "quaternion", q)
         dt = dtype_arg(ctx, "quaternion", dtype) or q.type.dtype
         return Composite(quat_type(dt), tuple(cast_scalar(ctx, c, dt) for c in q.comps))
     if len(args) == 2:
         as_vec(ctx, "quaternion", args[0])
-    return composite_from_parts(ctx, "quaternion", quat_type, args, dtype, (4,))
+    return composite_from_parts(ctx, "quaternion", quat_type, args, dtype, (1, 4))
 
 
 @builtin("quat_identity", "the identity quaternion (0, 0, 0, 1)", differentiable=False,
@@ -411,13 +389,14 @@ def quat_from_axis_angle(ctx: Ctx, axis: Value, angle: Value) -> Value:
 
 
 def _axis_angle(e: Emit, q: tuple[Var, ...]) -> tuple[tuple[Var, ...], Var]:
-    """Axis and angle in [0, pi] of q or -q (whichever has w >= 0); axis (1, 0, 0) at angle 0."""
+    """Axis and angle in [0, pi] of q or -q (whichever has w >= 0); axis (0, 0, 0) at angle 0,
+    as in Warp."""
     flip = e.op("lt", q[3], e.c(0.0))
     v = tuple(e.select(flip, e.neg(c), c) for c in q[:3])
     w = e.select(flip, e.neg(q[3]), q[3])
     s = e.safe_sqrt(e.dot(v, v))
     angle = e.mul(e.c(2.0), e.op("atan2", s, w))
-    return e.normalize(v, (1.0, 0.0, 0.0)), angle
+    return e.normalize(v, (0.0, 0.0, 0.0)), angle
 
 
 @builtin("quat_to_axis_angle", "the rotation axis and angle (radians, in [0, pi]) of quat: "
@@ -476,64 +455,40 @@ def quat_to_rpy(ctx: Ctx, q: Value) -> Value:
     return Composite(vec3_type(e.dt), (roll, pitch, yaw))
 
 
-def _euler_axes(ctx: Ctx, name: str, i: Any, j: Any, k: Any) -> tuple[int, int, int]:
-    ai, aj, ak = (const_axis(ctx, name, v, w) for v, w in ((i, "i"), (j, "j"), (k, "k")))
-    if ai == aj or aj == ak:
-        raise ctx.error(f"wp.{name}(): consecutive axes must differ, got ({ai}, {aj}, {ak})")
-    return ai, aj, ak
-
-
-@builtin("quat_from_euler", "the rotation of Euler angles e (indexed by axis) about the fixed "
-         "axes i, j, k in that order (qk * qj * qi); i == k uses e[i] twice",
-         signatures="(e: Vector3, i: Int, j: Int, k: Int) -> Quat", group=GROUP)
-def quat_from_euler(ctx: Ctx, e: Value, i: Any, j: Any, k: Any) -> Value:
-    v = as_vec(ctx, "quat_from_euler", e)
-    axes = _euler_axes(ctx, "quat_from_euler", i, j, k)
-    return Composite(quat_type(v.type.dtype), euler_to_quat(Emit(ctx, v.type.dtype), v.comps,
-                                                            *axes))
-
-
-@builtin("quat_to_euler", "Euler angles of q about the fixed axes i, j, k (the convention of "
-         "quat_from_euler); first and third angles in [-2pi, 2pi]",
-         signatures="(q: Quat, i: Int, j: Int, k: Int) -> Vector3", group=GROUP)
-def quat_to_euler(ctx: Ctx, q: Value, i: Any, j: Any, k: Any) -> Value:
-    qq = as_quat(ctx, "quat_to_euler", q)
-    axes = _euler_axes(ctx, "quat_to_euler", i, j, k)
-    e = Emit(ctx, qq.type.dtype)
-    return Composite(vec3_type(e.dt), quat_to_euler_comps(e, qq.comps, *axes))
-
-
 # -- interpolation and swing-twist ----------------------------------------------------------------
 
-def _slerp_weight(e: Emit, s: Var, theta: Var, small: Var) -> Var:
-    """sin(s θ) / sin θ; its Taylor series s (1 + (1 - s²) θ² / 6) for θ < 1e-3, where the
-    quotient loses accuracy (the series' error there is below 1e-14)."""
-    safe = e.select(small, e.c(1.0), theta)
-    exact = e.div(e.op("sin", e.mul(s, safe)), e.op("sin", safe))
-    series = e.mul(s, e.add(e.c(1.0), e.div(e.mul(e.sub(e.c(1.0), e.mul(s, s)), theta, theta),
-                                            e.c(6.0))))
+def _slerp_factor(e: Emit, t: Var, s: Var, w: Var, theta: Var) -> Var:
+    """sin(t θ) / s with θ = atan2(s, w); for s < 1e-4 w (where the quotient loses accuracy)
+    its series (t / w) (1 - u² (2 + t²) / 6), u = s / w (error below u⁴ ~ 1e-16)."""
+    small = e.op("lt", s, e.mul(e.c(1e-4), w))
+    safe_s = e.select(small, e.c(1.0), s)
+    exact = e.div(e.op("sin", e.mul(t, theta)), safe_s)
+    safe_w = e.select(small, w, e.c(1.0))
+    u = e.div(s, safe_w)
+    series = e.mul(e.div(t, safe_w), e.sub(e.c(1.0), e.div(e.mul(u, u, e.add(e.c(2.0),
+                                                                               e.mul(t, t))),
+                                                         e.c(6.0))))
     return e.select(small, series, exact)
 
 
 @builtin("quat_slerp", "spherical linear interpolation from a (t = 0) to b (t = 1) along the "
-         "shortest arc; b is normalized", signatures="(a: Quat, b: Quat, t: Float) -> Quat",
-         group=GROUP)
+         "shorter arc: a * r^t with r = quat_inverse(a) * b taken as its axis and angle "
+         "(Warp's definition; b need not be normalized)",
+         signatures="(a: Quat, b: Quat, t: Float) -> Quat", group=GROUP)
 def quat_slerp(ctx: Ctx, a: Value, b: Value, t: Value) -> Value:
     qa, qb = as_quat(ctx, "quat_slerp", a), as_quat(ctx, "quat_slerp", b)
     e = Emit(ctx, same_dtype(ctx, "quat_slerp", qa, qb))
     tt = as_float(ctx, "quat_slerp", t, e.dt)
-    bn = e.normalize(qb.comps, (0.0, 0.0, 0.0, 1.0))
-    flip = e.op("lt", e.dot(qa.comps, bn), e.c(0.0))
-    bn = tuple(e.select(flip, e.neg(c), c) for c in bn)
-    # θ = 2 atan2(|a - b|, |a + b|) stays accurate near 0 where acos(dot) does not
-    diff = tuple(e.sub(x, y) for x, y in zip(qa.comps, bn, strict=True))
-    summ = tuple(e.add(x, y) for x, y in zip(qa.comps, bn, strict=True))
-    theta = e.mul(e.c(2.0), e.op("atan2", e.safe_sqrt(e.dot(diff, diff)),
-                                 e.safe_sqrt(e.dot(summ, summ))))
-    small = e.op("lt", theta, e.c(1e-3))
-    wa = _slerp_weight(e, e.sub(e.c(1.0), tt), theta, small)
-    wb = _slerp_weight(e, tt, theta, small)
-    return Composite(qa.type, e.vadd(e.scale(qa.comps, wa), e.scale(bn, wb)))
+    conj = (e.neg(qa.comps[0]), e.neg(qa.comps[1]), e.neg(qa.comps[2]), qa.comps[3])
+    r = dense(e, qmul(e, conj, qb.comps))
+    flip = e.op("lt", r[3], e.c(0.0))  # the shorter arc: r or -r, whichever has w >= 0
+    v = tuple(e.select(flip, e.neg(c), c) for c in r[:3])
+    w = e.select(flip, e.neg(r[3]), r[3])
+    s = e.safe_sqrt(e.dot(v, v))
+    theta = e.op("atan2", s, w)  # half the rotation angle of r
+    k = _slerp_factor(e, tt, s, w, theta)
+    step = (*e.scale(v, k), e.op("cos", e.mul(tt, theta)))
+    return Composite(qa.type, dense(e, qmul(e, qa.comps, step)))
 
 
 def _twist_parts(ctx: Ctx, name: str, axis: Value, q: Value) -> tuple[Emit, tuple[Var, ...],

@@ -76,18 +76,47 @@ def _mat44(ctx: Ctx, name: str, v: Value) -> Composite:
 
 # -- construction and parts -----------------------------------------------------------------------
 
-@builtin("transformation", "a transform from translation p and rotation q (not normalized), or "
-         "from 0 (zeros), 1 (fill) or 7 scalars; dtype= sets the scalar type",
+@builtin("transformation", "a transform from translation p and rotation q (not normalized; "
+         "the identity when q is left out), or from 0 (zeros), 1 (fill) or 7 scalars, or a copy "
+         "of a transform; dtype= sets the scalar type",
          signatures=("(p: Vector3, q: Quat, dtype: Float = None) -> Transform",
                      "(*args: Float, dtype: Float = None) -> Transform"), group=GROUP)
-def transformation(ctx: Ctx, *args: Value, dtype: Any = None) -> Value:
-    if len(args) == 2:
-        p, q = as_vec(ctx, "transformation", args[0]), as_quat(ctx, "transformation", args[1])
-        dt = same_dtype(ctx, "transformation", p, q)
+def transformation(ctx: Ctx, *args: Value, p: Value | None = None, q: Value | None = None,
+                   dtype: Any = None) -> Value:
+    args = _pq_arguments(ctx, args, p, q)
+    if len(args) == 2 and any(isinstance(a, Composite) for a in args):
+        pv, qv = as_vec(ctx, "transformation", args[0]), as_quat(ctx, "transformation", args[1])
+        dt = same_dtype(ctx, "transformation", pv, qv)
         want = dtype_arg(ctx, "transformation", dtype)
         if want is not None and want != dt:
-            raise ctx.error(f"wp.transformation() arguments are {dt} but dtype is {want}")
+            raise ctx.error(f"wp.transformation(): all values used to initialize this "
+                            f"transformation matrix are expected to be of the type `{want}`")
+    if len(args) == 1 and is_transform(args[0]):
+        src = args[0]
+        want = dtype_arg(ctx, "transformation", dtype)
+        if want is not None and want != src.type.dtype:  # type: ignore[union-attr]
+            raise ctx.error("wp.transformation(): copy constructing a transform requires matching "
+                            f"source and target dtypes, got `{src.type.dtype}` and `{want}`")  # type: ignore[union-attr]
     return composite_from_parts(ctx, "transformation", transform_type, args, dtype, (1, 7))
+
+
+def _pq_arguments(ctx: Ctx, args: tuple[Value, ...], p: Value | None, q: Value | None
+                  ) -> tuple[Value, ...]:
+    """The positional form of `transformation(p=..., q=...)`, `transformation(p)` (q: identity)."""
+    if p is not None:
+        if args:
+            raise ctx.error("wp.transformation(): multiple values for argument 'p'")
+        args = (p,)
+    if q is not None:
+        if len(args) != 1:
+            raise ctx.error("wp.transformation(): multiple values for argument 'q'" if args else
+                            "wp.transformation(): q needs p")
+        args = (args[0], q)
+    if len(args) == 1 and isinstance(args[0], Composite) and not is_transform(args[0]):
+        pv = as_vec(ctx, "transformation", args[0])
+        zero, one = ctx.const(0.0, pv.type.dtype), ctx.const(1.0, pv.type.dtype)
+        args = (pv, Composite(quat_type(pv.type.dtype), (zero, zero, zero, one)))
+    return args
 
 
 @builtin("transform_identity", "the identity transform: p = (0, 0, 0), q = (0, 0, 0, 1)",

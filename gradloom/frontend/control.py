@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..builtins.values import (
+    ArrayVal,
     KernelValue,
     Literal,
     Value,
@@ -19,7 +20,8 @@ from ..builtins.values import (
 from ..errors import KernelTypeError, SourceLoc
 from ..ir.nodes import Var
 from ..types import bool_
-from .expr import ExprLowerer, truth
+from .expr import ExprLowerer
+from .logic import truth
 
 BREAK, CONTINUE, RETURN, RETVAL = "$break", "$continue", "$return", "$retval"
 IFEXP = "$ifexp"  # the value of a conditional expression, merged like a variable
@@ -29,8 +31,9 @@ _PLAIN = (ast.Name, ast.Constant, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Com
 FLAGS = (BREAK, CONTINUE, RETURN)
 
 
-def assigned_names(stmts: list[ast.stmt]) -> list[str]:
-    """Names a statement list may rebind (incl. `v.x = ...`, which rebinds v), in order."""
+def assigned_names(stmts: list[ast.stmt], calls: bool = True) -> list[str]:
+    """Names a statement list may rebind (incl. `v.x = ...`, which rebinds v), in order;
+    with `calls`, also every plain name passed to a call (it may be an output argument)."""
     out: dict[str, None] = {}
     for s in stmts:
         for node in ast.walk(s):
@@ -39,7 +42,7 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
                 targets = list(node.targets)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
                 targets = [node.target]
-            elif isinstance(node, ast.Call):
+            elif isinstance(node, ast.Call) and calls:
                 # a builtin's output arguments (`wp.svd3(A, U, s, V)`, `wp.randf(rng)`) rebind
                 # plain names, also inside an expression
                 targets = [a for a in node.args if isinstance(a, ast.Name)]
@@ -172,9 +175,14 @@ class ControlLowerer(ExprLowerer):
         return flat
 
     def carried_names(self, body: list[ast.stmt]) -> list[str]:
+        # an array passed to a call is never rebound by it (no builtin or func writes back an
+        # array variable), so it is carried only when assigned: every access then stays
+        # visibly rooted in a kernel argument (autodiff/access.py)
+        assigned = set(assigned_names(body, calls=False))
         names = [n for n in assigned_names(body)
                  if n in self.env and isinstance(self.env[n], KernelValue)
-                 and not isinstance(self.env[n], Literal)]
+                 and not isinstance(self.env[n], Literal)
+                 and (not isinstance(self.env[n], ArrayVal) or n in assigned)]
         for f in (BREAK, RETURN, RETVAL):
             if f in self.env and f not in names:
                 names.append(f)

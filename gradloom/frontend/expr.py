@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import functools
 import inspect
 from typing import Any
 
-import numpy as np
-
 from .. import types as types_module
 from ..builtins import fixedarray, lang, memory, ops
-from ..builtins.construct import construct, construct_keywords
+from ..builtins.construct import construct_typed
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin, call_mismatch
 from ..builtins.transform import transform_part
@@ -28,30 +27,34 @@ from ..builtins.values import (
     TupleVal,
     Value,
     describe,
-    materialize,
     scalar,
     type_of,
-    zeros_of,
 )
 from ..errors import (
     CompileError,
+    GradloomError,
     KernelTypeError,
     SourceLoc,
     UnknownNameError,
     UnsupportedSyntaxError,
+    WarpCodegenAttributeError,
 )
 from ..ir.builder import Builder
-from ..ir.nodes import Var
 from ..types import (
     MatrixType,
     ScalarType,
     StructType,
     VectorType,
-    VecValue,
     int32,
     resolve_annotation,
-    scalar_from_numpy,
 )
+from .constants import (
+    construct_struct,
+    language_name,
+    python_constant,
+    static_result,
+)
+from .logic import compare_operands, logical_and, logical_or, truth
 from .slices import array_slice_items, constant_slice, has_slice, read_slice, star_items
 from .source import SourceInfo
 from .static import constant_names, static_locals
@@ -60,6 +63,9 @@ BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
           ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
           ast.LShift: "lshift", ast.RShift: "rshift"}
+_OP_SIGNS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+             "pow": "**", "matmul": "@", "bitand": "&", "bitor": "|", "bitxor": "^",
+             "lshift": "<<", "rshift": ">>"}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"}
@@ -79,22 +85,8 @@ _PY_BUILTIN_ALIASES: dict[Any, str] = {
     # `wp.vector(...)` / `wp.matrix(...)` in a kernel construct values (Warp's builtins); in
     # Python scope the same names make types
     types_module.vector: "vector", types_module.matrix: "matrix",
+    types_module.quaternion: "quaternion", types_module.transformation: "transformation",
 }
-
-
-def python_constant(ctx: Ctx, obj: Any) -> Any:
-    """A captured Python object as a kernel value where it has one; else the object itself."""
-    if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):
-        return Literal(obj)
-    if isinstance(obj, VecValue):
-        t = obj.gl_type
-        comps = tuple(ctx.const(v.item(), t.dtype) for v in np.ravel(obj))
-        return Composite(t, comps)
-    if isinstance(obj, np.generic):  # numpy's own dtype (np.float64 is also a Python float)
-        st = scalar_from_numpy(obj.dtype)
-        if st is not None:
-            return ctx.const(obj.item(), st)
-    return obj
 
 
 class ExprLowerer:
@@ -139,16 +131,23 @@ class ExprLowerer:
         if node.id in self.env:
             return self.env[node.id]
         found, obj = self.info.resolve(node.id)
+        if not found:  # as in Warp, a kernel builtin or type name needs no `wp.` prefix
+            found, obj = language_name(node.id)
         if not found:
             conflict = self.__dict__.get("type_conflicts", {}).get(node.id)
             if conflict is not None:  # set on two branches with two types (control.py)
                 raise KernelTypeError(*conflict)
-            raise UnknownNameError(f"name '{node.id}' is not defined", self.info.loc(node))
+            raise UnknownNameError(f"name '{node.id}' is not defined (Referencing undefined "
+                                   f"symbol: {node.id})", self.info.loc(node))
         return python_constant(self.ctx(node), obj)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
-        base = self.expr(node.value)
         ctx = self.ctx(node)
+        if node.attr in ("value", "name"):  # `Color.RED.value`
+            member = self.python_object(node.value)
+            if isinstance(member, enum.Enum):
+                return python_constant(ctx, getattr(member, node.attr))
+        base = self.expr(node.value)
         if isinstance(base, Composite):
             part = transform_part(base, node.attr)  # xform.p / xform.q
             if part is not None:
@@ -161,17 +160,9 @@ class ExprLowerer:
         if isinstance(base, FixedArrayVal):
             return fixedarray.attribute(ctx, base, node.attr)
         if isinstance(base, StructVal):
-            if node.attr not in [n for n, _ in base.type.fields]:
-                raise CompileError(f"struct {base.type.name} has no field '{node.attr}'", ctx.loc)
-            return base.get(node.attr)
+            return struct_field(ctx, node, base)
         if isinstance(base, ArrayVal):
-            if node.attr == "shape":
-                return TupleVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
-            if node.attr == "ndim":
-                return Literal(base.type.ndim)
-            if node.attr == "dtype":  # the element type, e.g. to construct one: `x.dtype(1)`
-                return base.type.dtype
-            raise CompileError(f"arrays have no attribute '{node.attr}' in kernels", ctx.loc)
+            return array_attribute(ctx, base, node.attr)
         if isinstance(base, KernelValue):
             raise CompileError(f"{describe(base)} has no attribute '{node.attr}'", ctx.loc)
         if node.attr in ("float", "int") and getattr(base, "__name__", "") in ("gradloom", "warp") \
@@ -181,6 +172,18 @@ class ExprLowerer:
             raise UnknownNameError(f"'{getattr(base, '__name__', base)}' has no attribute "
                                    f"'{node.attr}'", ctx.loc)
         return python_constant(ctx, getattr(base, node.attr))
+
+    def python_object(self, node: ast.expr) -> Any:
+        """The Python object a global name or attribute chain (`mod.Enum.MEMBER`) names, or
+        None (a local, or not such a chain)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return None
+            return self.info.resolve(node.id)[1]
+        if isinstance(node, ast.Attribute):
+            base = self.python_object(node.value)
+            return None if base is None else getattr(base, node.attr, None)
+        return None
 
     def component_index(self, node: ast.Attribute, base: Composite) -> int:
         idx = _COMPONENT.get(node.attr)
@@ -230,6 +233,12 @@ class ExprLowerer:
                     raise CompileError("too many indices", ctx.loc)
                 out = self.component(ctx, out, i)
             return out
+        if isinstance(base, (list, tuple, dict)) and all(isinstance(i, Literal) for i in idx):
+            key = idx[0].value if len(idx) == 1 else tuple(i.value for i in idx)
+            try:  # a Python container indexed by a constant (`table[wp.static(i)](x)`)
+                return python_constant(ctx, base[key])  # type: ignore[index]
+            except (LookupError, TypeError) as exc:
+                raise CompileError(f"{type(base).__name__}[{key!r}]: {exc}", ctx.loc) from None
         if isinstance(base, TupleVal) and len(idx) == 1 and (isinstance(idx[0], Literal) or len(
                 {repr(type_of(i)) for i in base.items}) == 1):  # a run-time index: one item type
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
@@ -268,7 +277,23 @@ class ExprLowerer:
         opname = BINOPS.get(type(node.op))
         if opname is None:
             raise self.unsupported(node, f"the operator {type(node.op).__name__}")
-        return ops.binary(self.ctx(node), opname, self.value(node.left), self.value(node.right))
+        left, right = self.value(node.left), self.value(node.right)
+        if isinstance(left, StructVal) or isinstance(right, StructVal):
+            return self.struct_operator(node, opname, left, right)
+        return ops.binary(self.ctx(node), opname, left, right)
+
+    def struct_operator(self, node: ast.BinOp, opname: str, left: Value, right: Value) -> Value:
+        """`a + b` on structs calls the user's @wp.func named for the operator (`add`), as
+        Warp's operators do."""
+        ctx = self.ctx(node)
+        found, fn = self.info.resolve(opname)
+        if not (found and hasattr(fn, "pyfunc") and hasattr(fn, "param_types")):
+            raise KernelTypeError(f"{describe(left)} {_OP_SIGNS[opname]} {describe(right)}: "
+                                  f"define a @wp.func named '{opname}' for these types",
+                                  ctx.loc)
+        call = ast.copy_location(ast.Call(func=ast.Name(opname, ast.Load()),
+                                          args=[node.left, node.right], keywords=[]), node)
+        return self.inline_call(ctx, call, fn, [left, right], {})  # type: ignore[no-any-return]
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
         operand = self.value(node.operand)
@@ -287,18 +312,18 @@ class ExprLowerer:
                 raise self.unsupported(node, f"the comparison '{type(op).__name__}'")
             right = self.value(right_node)
             if isinstance(left, Composite) and isinstance(right, Composite) and \
-                    left.type == right.type and not left.comps and prim in ("eq", "ne"):
+                    not left.comps and not right.comps and prim in ("eq", "ne"):
                 c: Value = Literal(prim == "eq")  # empty slices (`v[4:] == vec0()`) are equal
             else:
                 c = ops.compare(ctx, prim, *compare_operands(ctx, left, right))
-            result = c if result is None else _and(ctx, result, c)
+            result = c if result is None else logical_and(ctx, result, c)
             left = right
         assert result is not None
         return result
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
         ctx = self.ctx(node)
-        combine = _and if isinstance(node.op, ast.And) else _or
+        combine = logical_and if isinstance(node.op, ast.And) else logical_or
         acc: Value = self.value(node.values[0])
         for v in node.values[1:]:
             acc = combine(ctx, acc, self.value(v))
@@ -316,8 +341,10 @@ class ExprLowerer:
         return TupleVal(tuple(self.value(e) for e in node.elts))
 
     def expr_Call(self, node: ast.Call) -> Any:
-        callee = self.callee(node.func)
         ctx = self.ctx(node)
+        if id(node) in self.info.statics:  # a wp.static(...) evaluated at declaration
+            return static_result(ctx, self.info.statics[id(node)])
+        callee = self.callee(node.func)
         if callee is _static_marker():
             return self.static_eval(node)
         if self.is_tid(callee):
@@ -351,19 +378,7 @@ class ExprLowerer:
         if isinstance(callee, str) and callee in REGISTRY:
             callee = REGISTRY[callee]
         if isinstance(callee, Builtin):
-            kw = {k: v if _takes_value(callee.fn, k) else _unliteral(v) for k, v in kwargs.items()}
-            mismatch = call_mismatch(callee, args, kw)
-            if mismatch:
-                raise KernelTypeError(mismatch, ctx.loc)
-            try:
-                result = callee.fn(ctx, *args, **kw)
-            except TypeError as exc:
-                if _binds(callee.fn, ctx, args, kw):
-                    raise
-                raise KernelTypeError(f"wp.{callee.name}(): {exc}", ctx.loc) from None
-            if isinstance(result, OutArgs):
-                return self.write_out_args(ctx, node, callee.name, result)
-            return result
+            return self.call_builtin(ctx, node, callee, args, kwargs)
         if callee is len:
             return self.length_of(ctx, args)
         if callee is type:  # `type(x)(...)`: the type of a value, to construct or cast with
@@ -381,16 +396,38 @@ class ExprLowerer:
         if isinstance(t, StructType) and (args or kwargs):
             return construct_struct(ctx, t, args, kwargs)
         if t is not None:
-            if kwargs and isinstance(t, (VectorType, MatrixType)):  # `wp.transform(p=, q=)`
-                return construct_keywords(ctx, t, [self.as_value(ctx, a) for a in args],
-                                          {k: _unliteral(v) for k, v in kwargs.items()})
-            if kwargs:
-                raise CompileError(f"{t!r}() takes no keyword arguments", ctx.loc)
-            return construct(ctx, t, [self.as_value(ctx, a) for a in args])
+            return self.call_type(ctx, t, args, kwargs)
         if isinstance(callee, KernelValue):
             raise CompileError(f"'{ast.unparse(node.func)}' is {describe(callee)}, which is not "
                                "callable", ctx.loc)
         raise UnknownNameError(_not_callable(node, callee), ctx.loc)
+
+    def call_builtin(self, ctx: Ctx, node: ast.Call, callee: Builtin, args: list[Any],
+                     kwargs: dict[str, Any]) -> Any:
+        kw = {k: v if _takes_value(callee.fn, k) else _unliteral(v) for k, v in kwargs.items()}
+        mismatch = call_mismatch(callee, args, kw)
+        if mismatch:
+            raise KernelTypeError(mismatch, ctx.loc)
+        try:
+            result = callee.fn(ctx, *args, **kw)
+        except TypeError as exc:
+            if isinstance(exc, GradloomError) or _binds(callee.fn, ctx, args, kw):
+                raise
+            raise KernelTypeError(f"wp.{callee.name}(): {exc}", ctx.loc) from None
+        if isinstance(result, OutArgs):
+            return self.write_out_args(ctx, node, callee.name, result)
+        return result
+
+    def call_type(self, ctx: Ctx, t: Any, args: list[Any], kwargs: dict[str, Any]) -> Value:
+        """A type called in a kernel: a cast or a constructor (`wp.transform(p=..., q=...)`)."""
+        try:
+            kw = {k: _unliteral(v) if k in ("length", "shape", "dtype") else v
+                  for k, v in kwargs.items()}
+            return construct_typed(ctx, t, [self.as_value(ctx, a) for a in args], kw)
+        except TypeError as exc:  # a keyword the builtin does not take
+            if isinstance(exc, GradloomError):
+                raise
+            raise KernelTypeError(f"{t!r}(): {exc}", ctx.loc) from None
 
     def write_out_args(self, ctx: Ctx, node: ast.Call, name: str, out: OutArgs) -> Any:
         """Rebind the variables passed as a builtin's output arguments."""
@@ -422,10 +459,16 @@ class ExprLowerer:
         raise CompileError("len() takes one vector, matrix, array or tuple", ctx.loc)
 
     def static_eval(self, node: ast.Call) -> Any:
+        """wp.static(expr) as a kernel value (or the Python object: a function, a type)."""
+        return static_result(self.ctx(node), self.static_value(node))
+
+    def static_value(self, node: ast.Call) -> Any:
         """wp.static(expr): evaluate expr in Python now, with the function's globals and the
         compile-time view of its locals (static.py)."""
         if len(node.args) != 1:
             raise CompileError("wp.static() takes one expression", self.info.loc(node))
+        if id(node) in self.info.statics:  # evaluated when the function was declared
+            return self.info.statics[id(node)]
         code = compile(ast.Expression(node.args[0]), self.info.file, "eval")
         namespace = dict(self.info.pyfunc.__globals__)
         namespace.update(self.info.closure)
@@ -433,11 +476,12 @@ class ExprLowerer:
         unrolled: dict[str, Any] = self.__dict__.setdefault("static_indices", {})
         namespace.update(static_locals(self.env, {**constants, **unrolled}))
         try:
-            result = eval(code, namespace)
+            return eval(code, namespace)
         except Exception as exc:
-            raise CompileError(f"wp.static() expression failed: {exc}", self.info.loc(node)) \
-                from None
-        return python_constant(self.ctx(node), result)
+            hint = (". Make sure all variables used in the static expression are constant."
+                    if isinstance(exc, NameError) else "")
+            raise CompileError(f"wp.static(): Error evaluating static expression: {exc}{hint}",
+                               self.info.loc(node)) from None
 
     def is_tid(self, callee: Any) -> bool:
         return isinstance(callee, Builtin) and callee.name == "tid"
@@ -455,80 +499,24 @@ class ExprLowerer:
         raise NotImplementedError  # provided by the statement lowerer
 
 
-def compare_operands(ctx: Ctx, a: Value, b: Value) -> tuple[Value, Value]:
-    """Scalars of different types compared as C compares them (Warp emits C++ comparisons):
-    an integer with a float in the float type, two floats or two integers of one signedness in
-    the wider type, a signed with a narrower unsigned in the signed type. Other mixes are left
-    to the comparison to reject (a signed with an unsigned as wide, which C would compare as
-    unsigned, turning -1 into a huge number)."""
-    if not (isinstance(a, Var) and isinstance(b, Var)) or a.type == b.type:
-        return a, b
-    ta, tb = a.type, b.type
-    if "b" in (ta.kind, tb.kind):
-        return a, b
-    if ta.is_float or tb.is_float:
-        floats = [t for t in (ta, tb) if t.is_float]
-        target = max(floats, key=lambda t: t.bits)
-    elif ta.kind == tb.kind:
-        target = max(ta, tb, key=lambda t: t.bits)
-    else:
-        signed, unsigned = (ta, tb) if ta.kind == "i" else (tb, ta)
-        if signed.bits <= unsigned.bits:
-            return a, b
-        target = signed
-    return tuple(v if v.type == target else ctx.op("cast", v, type=target)  # type: ignore[return-value]
-                 for v in (a, b))
+def struct_field(ctx: Ctx, node: ast.Attribute, base: StructVal) -> Value:
+    if node.attr not in [n for n, _ in base.type.fields]:
+        where = f"{getattr(base.type.cls, '__module__', '')}.{base.type.name}".lstrip(".")
+        raise WarpCodegenAttributeError(
+            f"struct {base.type.name} has no field '{node.attr}': `{node.attr}` is not an "
+            f"attribute of '{ast.unparse(node.value)}' ({where})", ctx.loc)
+    return base.get(node.attr)
 
 
-def construct_struct(ctx: Ctx, t: StructType, args: list[Any], kwargs: dict[str, Any]) -> Value:
-    """`S(1.0, wp.vec3(0.0))` or `S(a=1.0)` in a kernel: fields in declaration order, the rest
-    zero."""
-    names = [n for n, _ in t.fields]
-    if len(args) > len(names):
-        raise CompileError(f"{t.name}() takes at most {len(names)} arguments, got {len(args)}",
-                           ctx.loc)
-    given = dict(zip(names, args))
-    for k, v in kwargs.items():
-        if k not in names:
-            raise CompileError(f"struct {t.name} has no field '{k}'", ctx.loc)
-        if k in given:
-            raise CompileError(f"{t.name}(): field '{k}' given twice", ctx.loc)
-        given[k] = v
-    fields: list[Value] = []
-    for name, ft in t.fields:
-        if name not in given:
-            fields.append(zeros_of(ctx, ft))
-            continue
-        v = given[name]
-        if isinstance(v, Literal) and isinstance(ft, ScalarType):
-            v = materialize(ctx, v, ft)
-        if not isinstance(v, KernelValue) or type_of(v) != ft:
-            raise CompileError(f"{t.name}(): field '{name}' is {ft!r}, got {describe(v)}",
-                               ctx.loc)
-        fields.append(v)
-    return StructVal(t, tuple(fields))
-
-
-def truth(ctx: Ctx, v: Value) -> Var:
-    """A value as a condition; an array is true when it has elements (`if arr and ...`)."""
-    if isinstance(v, ArrayVal):
-        size = v.shape[0]
-        for s in v.shape[1:]:
-            size = ctx.op("mul", size, s)
-        return ctx.op("ne", size, ctx.const(0, size.type))
-    return ops.truth(ctx, v)
-
-
-def _and(ctx: Ctx, a: Value, b: Value) -> Value:
-    if isinstance(a, Literal) and isinstance(b, Literal):
-        return Literal(bool(a.value) and bool(b.value))
-    return ctx.op("and", truth(ctx, a), truth(ctx, b))
-
-
-def _or(ctx: Ctx, a: Value, b: Value) -> Value:
-    if isinstance(a, Literal) and isinstance(b, Literal):
-        return Literal(bool(a.value) or bool(b.value))
-    return ctx.op("or", truth(ctx, a), truth(ctx, b))
+def array_attribute(ctx: Ctx, base: ArrayVal, attr: str) -> Any:
+    """`a.shape`, `a.ndim`, `a.dtype` (the element type, e.g. to construct one: `a.dtype(1)`)."""
+    if attr == "shape":
+        return TupleVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
+    if attr == "ndim":
+        return Literal(base.type.ndim)
+    if attr == "dtype":
+        return base.type.dtype
+    raise CompileError(f"arrays have no attribute '{attr}' in kernels", ctx.loc)
 
 
 def _as_type(obj: Any) -> Any:

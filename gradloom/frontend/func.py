@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import typing
@@ -16,6 +17,7 @@ from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..types import ScalarType, resolve_annotation
 from .generic import is_generic, matches_template, tuple_template
 from .source import SourceInfo, parse_function, source_digest
+from .static import parse_declared
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -30,11 +32,13 @@ class Overload:
         self.grad: Any = None  # the @wp.func_grad Python function, if any
         self._info: SourceInfo | None = None
         self._params: list[tuple[str, Any]] | None = None
+        with contextlib.suppress(GradloomError, SyntaxError):  # read the source now, as Warp
+            self._info = parse_declared(pyfunc)  # does (its file may be gone later)
 
     @property
     def info(self) -> SourceInfo:
         if self._info is None:
-            self._info = parse_function(self.pyfunc)
+            self._info = parse_declared(self.pyfunc)
         return self._info
 
     def param_types(self) -> list[tuple[str, Any]]:

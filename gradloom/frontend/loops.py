@@ -12,13 +12,15 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from ..builtins import ops
+import numpy as np
+
+from ..builtins import lang, ops
 from ..builtins.values import Ctx, KernelValue, Literal, Value, type_of, zeros_of
 from ..errors import CompileError, GradloomError, KernelTypeError, UnsupportedSyntaxError
 from ..ir.builder import Builder
 from ..types import ScalarType
 from .control import BREAK, CONTINUE, RETURN, ControlLowerer, assigned_names, contains_jump
-from .static import reads_in_static
+from .static import is_static_call, reads_in_static
 
 
 class LoopLowerer(ControlLowerer):
@@ -75,18 +77,24 @@ class LoopLowerer(ControlLowerer):
             first, last, step = reversed_range(ctx, start_v, stop_v, step)
             start_v, stop_v = ops.scalar(ctx, first, counter_t), ops.scalar(ctx, last, counter_t)
         step_v = ops.scalar(ctx, step, counter_t)
-        if all(isinstance(v, Literal) for v in (start, stop, step)) and \
-                reads_in_static(node.body, name):
+        if self.unrolls(node, name, (start, stop, step)):
             bounds = (int(v.value) for v in (start, stop, step))  # type: ignore[union-attr]
             self.unrolled(node, name, range(*bounds), counter_t, loc)
             return
         target = name if self.read_outside(node, name) else None
         self.in_loop(node, loc, test, body, [start_v], target)
 
+    def unrolls(self, node: ast.For, name: str, bounds: tuple[Value, Value, Value]) -> bool:
+        """A constant-range loop is unrolled when a static expression reads its index, or when
+        it rebinds the index of a loop unrolled around it."""
+        return all(isinstance(v, Literal) for v in bounds) and (
+            reads_in_static(node.body, name) or name in self.__dict__.get("static_indices", {}))
+
     def unrolled(self, node: ast.For, name: str, values: range, t: ScalarType,
                  loc: Any) -> None:
-        """A constant-range loop whose index a `wp.static(...)` reads, unrolled as in Warp: each
-        trip is lowered with the index a constant that static expressions see."""
+        """A constant-range loop whose index a `wp.static(...)` reads (or that rebinds the index
+        of such a loop around it), unrolled as in Warp: each trip is lowered with the index a
+        constant that static expressions see."""
         saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
         self.env.pop(CONTINUE, None)
         if contains_jump(node.body, (ast.Break,)):
@@ -113,8 +121,9 @@ class LoopLowerer(ControlLowerer):
             done = stop[0] if len(stop) == 1 else self.b.op("or", (stop[0], stop[1]), loc)
             self.if_region(self.b.op("not", (done,), loc), trip, lambda: None, loc)
         indices.pop(name, None)
-        if outer is not None:
-            indices[name] = outer
+        if outer is not None:  # inside a loop unrolled over the same name, which static
+            # expressions after this loop see with this loop's last value, as in Python
+            indices[name] = values[-1] if len(values) else outer
         for f, v in saved.items():
             self.env.pop(f, None)
             if v is not None:
@@ -254,12 +263,23 @@ class LoopLowerer(ControlLowerer):
         if not (isinstance(it, ast.Call) and self.expr(it.func) is range):
             raise UnsupportedSyntaxError("for loops must iterate over range(...) or "
                                          "reversed(range(...))", self.info.loc(node))
-        args = [self.value(a) for a in it.args]
+        args = [self.range_bound(a) for a in it.args]
         if not 1 <= len(args) <= 3:
             raise CompileError("range() takes 1 to 3 arguments", self.info.loc(it))
         if len(args) == 1:
             return Literal(0), args[0], Literal(1), backwards
         return args[0], args[1], args[2] if len(args) == 3 else Literal(1), backwards
+
+    def range_bound(self, node: ast.expr) -> Value:
+        """A range() argument; an integer from `wp.static(...)` is a constant bound (of any
+        integer type, as a literal), so the loop can be unrolled for static expressions."""
+        if isinstance(node, ast.Call) and len(node.args) == 1 and (
+                id(node) in self.info.statics or (is_static_call(node.func) and
+                                                  self.expr(node.func) is lang.STATIC)):
+            raw = self.static_value(node)
+            if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
+                return Literal(int(raw))
+        return self.value(node)
 
     def counter_type(self, ctx: Ctx, vals: tuple[Value, ...]) -> ScalarType:
         types = {v.type for v in vals if not isinstance(v, Literal)}  # type: ignore[union-attr]
@@ -274,13 +294,20 @@ class LoopLowerer(ControlLowerer):
 
 def reversed_range(ctx: Ctx, start: Value, stop: Value, step: Value) -> tuple[Value, Value, Value]:
     """(start, stop, step) of the range that walks range(start, stop, step) backwards: from its
-    last element to start. The step must be a constant."""
-    if not isinstance(step, Literal):
-        raise CompileError("reversed(range(...)) needs a constant step", ctx.loc)
-    s = int(step.value)
+    last element to start (the step may be a run-time value)."""
     # the last element is start + q*s with q = (count - 1) = floor((|stop - start| - 1) / |s|),
     # negative (so the loop runs no trip) when the range is empty
-    span = ops.binary(ctx, "sub", stop, start) if s > 0 else ops.binary(ctx, "sub", start, stop)
-    q = ops.binary(ctx, "floordiv", ops.binary(ctx, "sub", span, Literal(1)), Literal(abs(s)))
-    last = ops.binary(ctx, "add", start, ops.binary(ctx, "mul", q, Literal(s)))
-    return last, ops.binary(ctx, "sub", start, Literal(s)), Literal(-s)
+    if isinstance(step, Literal):
+        s = int(step.value)
+        span = ops.binary(ctx, "sub", stop, start) if s > 0 else ops.binary(ctx, "sub", start, stop)
+        q = ops.binary(ctx, "floordiv", ops.binary(ctx, "sub", span, Literal(1)), Literal(abs(s)))
+        last = ops.binary(ctx, "add", start, ops.binary(ctx, "mul", q, Literal(s)))
+        return last, ops.binary(ctx, "sub", start, Literal(s)), Literal(-s)
+    st = ops.scalar(ctx, step)
+    up = ctx.op("gt", st, ctx.const(0, st.type))
+    span = ctx.op("select", up, ops.scalar(ctx, ops.binary(ctx, "sub", stop, start)),
+                  ops.scalar(ctx, ops.binary(ctx, "sub", start, stop)))
+    size = ctx.op("select", up, st, ctx.op("neg", st))
+    q = ops.binary(ctx, "floordiv", ops.binary(ctx, "sub", span, Literal(1)), size)
+    last = ops.binary(ctx, "add", start, ops.binary(ctx, "mul", q, st))
+    return last, ops.binary(ctx, "sub", start, st), ctx.op("neg", st)

@@ -38,17 +38,20 @@ from ..types import (
     MatrixType,
     ScalarType,
     StructType,
+    VectorType,
     arg_offsets,
     leaves,
     resolve_annotation,
     size_of,
 )
+from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import GRADIENT_SCOPE, emit_custom_call
-from .expr import BINOPS, python_constant
+from .expr import BINOPS
 from .generic import matches_template
 from .iterate import IterLowerer
 from .source import SourceInfo
+from .static import literal_names
 from .stores import StoreLowerer
 
 _UNSUPPORTED_STMTS = {
@@ -140,8 +143,23 @@ class Lowerer(StoreLowerer, IterLowerer):
             value = self.tid(self.ctx(node), len(target0.elts))
         else:
             value = self.expr(node.value)
+        if isinstance(value, Literal) and isinstance(target0, ast.Name) and \
+                len(node.targets) == 1 and target0.id in self.literal_names():
+            self.env[target0.id] = value  # a constant variable: keeps its exact value
+            self.assign_locs[target0.id] = self.info.loc(target0)
+            return
         for target in node.targets:
             self.assign(target, value, node)
+
+    def literal_names(self) -> set[str]:
+        names: set[str] | None = self.__dict__.get("_literal_names")
+        if names is None:
+            def is_type(func: ast.expr) -> bool:
+                obj = self.python_object(func)
+                return obj in (float, int, bool) or isinstance(
+                    obj, (ScalarType, VectorType, MatrixType))
+            names = self.__dict__["_literal_names"] = literal_names(self.info.tree, is_type)
+        return names
 
     def _is_tid_call(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Call) and not node.args and self.is_tid(self.expr(node.func))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..builtins import memory
 from ..builtins.values import ArrayVal, Composite, Ctx, Literal, TupleVal, Value, describe, flatten
-from ..errors import CompileError
+from ..errors import CompileError, KernelTypeError, WarpCodegenValueError
 from ..types import MatrixType, VectorType
 
 Key = Any  # a Literal index, a runtime index (Var) or a Python slice
@@ -27,7 +27,8 @@ def constant_slice(ctx: Ctx, lower: Value | None, upper: Value | None,
     for v in (lower, upper, step):
         if v is not None and not (isinstance(v, Literal) and isinstance(v.value, int)
                                   and not isinstance(v.value, bool)):
-            raise CompileError("slice bounds must be constant integers", ctx.loc)
+            raise WarpCodegenValueError("Slice component must be a compile-time constant integer",
+                                        ctx.loc)
         parts.append(None if v is None else int(v.value))
     if parts[2] == 0:
         raise CompileError("slice step must not be zero", ctx.loc)
@@ -94,8 +95,8 @@ def star_items(ctx: Ctx, value: Any) -> list[Value]:
         return list(value.comps)
     if isinstance(value, TupleVal):
         return list(value.items)
-    raise CompileError("*-unpacking in a call takes a vector, matrix, tuple or a slice of a 1-D "
-                       f"array, not {describe(value)}", ctx.loc)
+    raise KernelTypeError("Starred expressions are only supported for vectors, matrices, "
+                               f"tuples and slices of 1-D arrays, not {describe(value)}", ctx.loc)
 
 
 def array_slice_items(ctx: Ctx, arr: ArrayVal, keys: list[Key]) -> list[Value]:
@@ -104,11 +105,15 @@ def array_slice_items(ctx: Ctx, arr: ArrayVal, keys: list[Key]) -> list[Value]:
     if arr.type.ndim != 1 or not isinstance(key, slice):
         raise CompileError("*-unpacking an array takes a slice of a 1-D array", ctx.loc)
     if key.stop is None:
-        raise CompileError("*-unpacking an array slice needs an explicit upper bound "
-                           "(`*a[:3]`)", ctx.loc)
+        raise WarpCodegenValueError("*-unpacking an array slice requires explicit upper bound "
+                                    "(`*a[:3]`)", ctx.loc)
     start, step = key.start or 0, key.step or 1
-    if start < 0 or key.stop < 0 or step < 0:
-        raise CompileError("array slice bounds and step cannot be negative here", ctx.loc)
+    if step < 0:
+        raise WarpCodegenValueError("*-unpacking an array slice: the step cannot be negative",
+                                    ctx.loc)
+    if start < 0 or key.stop < 0:
+        raise WarpCodegenValueError("*-unpacking an array slice: bounds cannot be negative for "
+                                    "arrays", ctx.loc)
     out: list[Value] = []
     for k in range(start, key.stop, step):
         place = memory.index_array(ctx, arr, [Literal(k)])

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import hashlib
 import inspect
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..builtins.registry import Builtin
 from ..errors import SourceLoc, UnsupportedSyntaxError
 
 
@@ -24,6 +26,9 @@ class SourceInfo:
     col_offset: int
     text: str
     closure: dict[str, Any] = field(default_factory=dict)
+    #: the `wp.static(...)` calls evaluated when the function was declared (id of the call
+    #: node: its value), as Warp does; the others are evaluated while compiling (static.py)
+    statics: dict[int, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -46,7 +51,9 @@ class SourceInfo:
         return False, None
 
 
-def parse_function(pyfunc: Any) -> SourceInfo:
+def parse_function(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
+    """pyfunc's source, parsed (then rewritten by Warp-style `code_transformers`: ast
+    NodeTransformers applied to its definition)."""
     try:
         lines, first = inspect.getsourcelines(pyfunc)
         file = inspect.getsourcefile(pyfunc) or "<unknown>"
@@ -58,6 +65,10 @@ def parse_function(pyfunc: Any) -> SourceInfo:
     text = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip())
     tree = ast.parse(text)
+    for transformer in transformers or ():
+        tree.body[0] = ast.fix_missing_locations(transformer.visit(tree.body[0]))
+    if transformers:
+        _unshare(tree.body[0])
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         what = ("an 'async def' function" if isinstance(fdef, ast.AsyncFunctionDef)
@@ -73,7 +84,31 @@ def parse_function(pyfunc: Any) -> SourceInfo:
                 closure[name] = cell.cell_contents
             except ValueError:
                 continue
+    if transformers:  # the rewritten code is what compiles: hash it too
+        text += "\n# transformed:\n" + ast.dump(fdef)
     return SourceInfo(pyfunc, fdef, file, first, indent, text, closure)
+
+
+def _unshare(tree: ast.AST) -> None:
+    """Copy every node a transformer placed at more than one spot, so that each occurrence is
+    its own node (a `wp.static` call reused twice is evaluated for each occurrence)."""
+    seen: set[int] = set()
+
+    def fresh(child: ast.AST) -> ast.AST:
+        if id(child) in seen:
+            child = copy.deepcopy(child)
+        visit(child)
+        return child
+
+    def visit(node: ast.AST) -> None:
+        seen.add(id(node))
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                value[:] = [fresh(c) if isinstance(c, ast.AST) else c for c in value]
+            elif isinstance(value, ast.AST):
+                setattr(node, name, fresh(value))
+
+    visit(tree)
 
 
 def referenced_names(tree: ast.AST) -> list[str]:
@@ -87,18 +122,29 @@ def referenced_names(tree: ast.AST) -> list[str]:
 
 def fingerprint_value(value: Any, visiting: set[int]) -> str:
     """A stable text for a captured value that changes whenever its meaning to a kernel does."""
+    if hasattr(type(value), "__gl_struct__") and not isinstance(value, type):  # an instance
+        fields = ",".join(f"{n}={fingerprint_value(getattr(value, n), visiting)}"
+                          for n, _ in type(value).__gl_type__.fields)
+        return f"{type(value).__gl_fingerprint__(visiting)}({fields})"
+    if isinstance(value, Builtin):
+        return f"builtin:{value.name}"
     fp = getattr(value, "__gl_fingerprint__", None)
     if fp is not None:
         return str(fp(visiting))
     if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
         return f"{type(value).__name__}:{value!r}"
-    if hasattr(value, "dtype") and hasattr(value, "tobytes") and not isinstance(value, type):
+    if isinstance(value, type):  # a class (np.float32 has `dtype` and `tobytes` too)
+        return f"class:{value.__module__}.{value.__qualname__}"
+    if hasattr(value, "dtype") and hasattr(value, "tobytes"):
         digest = hashlib.sha256(value.tobytes()).hexdigest()
         return f"np:{value.dtype}:{getattr(value, 'shape', ())}:{digest}"
     if inspect.ismodule(value):
         return f"module:{value.__name__}"
     if isinstance(value, (tuple, list)):
         return "(" + ",".join(fingerprint_value(v, visiting) for v in value) + ")"
+    if isinstance(value, dict):  # `table[wp.static(key)]`
+        return "{" + ",".join(f"{k!r}:{fingerprint_value(v, visiting)}"
+                              for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
     return f"obj:{type(value).__module__}.{type(value).__qualname__}"
 
 
@@ -116,6 +162,8 @@ def source_digest(info: SourceInfo, visiting: set[int]) -> str:
         if found and not inspect.isbuiltin(value) and value is not getattr(builtins, name, None):
             h.update(f"{name}={fingerprint_value(value, visiting)};".encode())
     h.update(_module_attr_digest(info, visiting).encode())
+    for value in info.statics.values():  # values `wp.static` gave at declaration
+        h.update(f"static={fingerprint_value(value, visiting)};".encode())
     return h.hexdigest()
 
 

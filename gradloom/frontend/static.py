@@ -9,10 +9,13 @@ tuple's `len()`, a value's `dtype` and `length`.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
+from ..builtins import lang
 from ..builtins.values import ArrayVal, Composite, KernelValue, Literal, TupleVal, type_of
 from ..types import MatrixType, VectorType
+from .source import SourceInfo, parse_function
 
 
 class StaticView:
@@ -90,6 +93,31 @@ def constant_names(tree: ast.FunctionDef) -> dict[str, Any]:
     return {n: v for n, v in values.items() if counts.get(n) == 1}
 
 
+def literal_names(tree: ast.FunctionDef, is_type: Callable[[ast.expr], bool]) -> set[str]:
+    """Names a function binds exactly once, by a plain `name = ...` statement of its top level
+    (never reassigned, augmented, used as a loop target or passed to a call other than a type's,
+    which may rebind an output argument): when that value is a number literal, the name stays
+    an untyped constant, as a Warp constant variable does (`x = 0.1; wp.float64(x)` is exactly
+    0.1). is_type(func) tells whether a call's target is a type (a cast or constructor)."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and not is_type(node.func):
+            targets = [a for a in node.args if isinstance(a, ast.Name)]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+    top = {s.targets[0].id for s in tree.body if isinstance(s, ast.Assign)
+           and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
+    params = {a.arg for a in tree.args.args}
+    return {n for n in top if counts.get(n) == 1 and n not in params}
+
+
 def _number(node: ast.expr) -> Any:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _number(node.operand)
@@ -103,12 +131,61 @@ def _number(node: ast.expr) -> Any:
 def reads_in_static(body: list[ast.stmt], name: str) -> bool:
     """Whether a `wp.static(...)` expression in the statements reads `name`."""
     for node in (n for s in body for n in ast.walk(s)):
-        if isinstance(node, ast.Call) and _is_static(node.func) and any(
+        if isinstance(node, ast.Call) and is_static_call(node.func) and any(
                 isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)):
             return True
     return False
 
 
-def _is_static(func: ast.expr) -> bool:
+def is_static_call(func: ast.expr) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "static") or \
         (isinstance(func, ast.Name) and func.id == "static")
+
+
+def parse_declared(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
+    """pyfunc's parsed source with its static expressions resolved as at declaration."""
+    info = parse_function(pyfunc, transformers)
+    resolve_declared(info)
+    return info
+
+
+def resolve_declared(info: SourceInfo) -> None:
+    """Evaluate, now, the `wp.static(...)` calls that read no index of a loop around them, as
+    Warp does when a function is declared (into info.statics; an expression that fails now,
+    e.g. on a local name, is evaluated while compiling instead). A static nested in another
+    is evaluated once, as part of the outer one."""
+    namespace = {**info.pyfunc.__globals__, **info.closure}
+
+    def visit(node: ast.AST, loop_vars: frozenset[str]) -> None:
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            loop_vars = loop_vars | {node.target.id}
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
+                _resolves_to_static(node.func, namespace):
+            arg = node.args[0]
+            if not any(isinstance(n, ast.Name) and n.id in loop_vars for n in ast.walk(arg)):
+                try:
+                    code = compile(ast.Expression(arg), info.file, "eval")
+                    info.statics[id(node)] = eval(code, namespace)
+                    return
+                except Exception:  # evaluated again, with the locals, when compiling
+                    pass
+        for child in ast.iter_child_nodes(node):
+            visit(child, loop_vars)
+
+    for stmt in info.tree.body:
+        visit(stmt, frozenset())
+
+
+def _resolves_to_static(func: ast.expr, namespace: dict[str, Any]) -> bool:
+    """Whether a call's target is `wp.static` (a name or an attribute chain from a global)."""
+    parts: list[str] = []
+    node: ast.expr = func
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in namespace:
+        return False
+    obj = namespace[node.id]
+    for attr in reversed(parts):
+        obj = getattr(obj, attr, None)
+    return obj is lang.STATIC

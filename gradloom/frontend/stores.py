@@ -20,7 +20,7 @@ from ..builtins.values import (
     scalar,
     type_of,
 )
-from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError
+from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError, WarpCodegenValueError
 from ..types import MatrixType, ScalarType, VectorType
 from .expr import ExprLowerer
 from .slices import has_slice, read_slice, write_slice
@@ -91,14 +91,21 @@ class StoreLowerer(ExprLowerer):
             new_part = self.update(ctx, part, steps[1:], value, aug)
             return with_part(cur, key, new_part)
         if isinstance(cur, Composite) and kind == "slice":  # `v[1:3] = `, `m[0, 1:] += `
-            sub = read_slice(ctx, cur, key)
-            return write_slice(ctx, cur, key, self.update(ctx, sub, steps[1:], value, aug))
+            return self.update_slice(ctx, cur, steps, value, aug)
         if isinstance(cur, Composite):
             index = self.step_index(ctx, cur, kind, key)
             sub = self.component(ctx, cur, index)
             new_sub = self.update(ctx, sub, steps[1:], value, aug)
             return self.replace_component(ctx, cur, index, new_sub)
         raise CompileError(f"cannot assign into a part of {describe(cur)}", ctx.loc)
+
+    def update_slice(self, ctx: Ctx, cur: Composite, steps: list[Step], value: Value,
+                     aug: str | None) -> Composite:
+        key = steps[0][1]
+        sub = read_slice(ctx, cur, key)
+        if len(steps) == 1 and aug is None:
+            check_vector_slice_value(ctx, sub, value)
+        return write_slice(ctx, cur, key, self.update(ctx, sub, steps[1:], value, aug))
 
     def step_index(self, ctx: Ctx, cur: Composite, kind: str, key: Any) -> Value:
         if kind == "attr":
@@ -159,6 +166,9 @@ class StoreLowerer(ExprLowerer):
         return arr
 
     def place_key(self, ctx: Ctx, place: memory.Place, kind: str, key: Any) -> Any:
+        if kind == "attr" and isinstance(place.type, VectorType) and \
+                place.type.kind == "transform" and key in ("p", "q"):
+            return key  # `xforms[i].p = v`
         if kind == "attr" and isinstance(place.type, VectorType):
             idx = {"x": 0, "y": 1, "z": 2, "w": 3}.get(key)
             if idx is None or idx >= place.type.length:
@@ -179,3 +189,21 @@ class StoreLowerer(ExprLowerer):
             value = ops.binary(ctx, aug, memory.load(ctx, place), value)
         memory.store(ctx, place, value)
 
+
+
+def check_vector_slice_value(ctx: Ctx, sub: Value, value: Value) -> None:
+    """`v[1:] = value`: a vector of the slice's length and dtype (Warp's words otherwise)."""
+    if not (isinstance(sub, Composite) and isinstance(sub.type, VectorType)):
+        return
+    n, dt = sub.type.length, sub.type.dtype
+    if isinstance(value, Composite) and isinstance(value.type, VectorType):
+        if value.type.length != n:
+            raise WarpCodegenValueError(f"The length of the provided vector ({value.type.length}) "
+                                        f"isn't compatible with the given slice (expected {n}).",
+                                        ctx.loc)
+        if value.type.dtype != dt:
+            raise WarpCodegenValueError(f"The provided vector is expected to be of length {n} "
+                                        f"with dtype {dt}.", ctx.loc)
+    elif not isinstance(value, Literal):
+        raise WarpCodegenValueError(f"The provided value is expected to be a vector of length "
+                                    f"{n}, with dtype {dt}.", ctx.loc)

@@ -367,11 +367,14 @@ def _mod_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
 
 
 def _pick(compare: str) -> VJP:
-    """min/max: the gradient goes to the operand that was chosen (the first one on ties)."""
+    """min/max: the gradient goes to the operand that was chosen (the first one on ties; the
+    other one where one is NaN, as minnum/maxnum then give the other)."""
     def rule(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
         x, y, _ = _xyr(e, op)
         assert y is not None
         first = e.op(compare, x, y)
+        if x.type.is_float:
+            first = e.op("or", first, e.op("isnan", y))
         zero = _c(e, 0.0, g)
         return (e.op("select", first, g, zero), e.op("select", first, zero, g))
     return rule

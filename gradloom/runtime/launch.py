@@ -21,12 +21,15 @@ from ..types import (
     STATUS_STACK_FULL,
     ArrayType,
     IndexedArrayType,
+    MatrixType,
+    ScalarType,
     StructType,
+    VectorType,
 )
 from . import checks, parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
-from .device import CPU, current_device
+from .device import CPU, current_device, get_device
 from .foreign import adapt_args, array_slots
 from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
 from .recording import ACTIVE_TAPES
@@ -83,9 +86,6 @@ class Prepared:
         self.struct_writes = [key for key in self.writes if key[1] is not None]
         self.array_slots = array_slots(self.compiled.params)
         self.array_positions = [i for i, _, _ in self.array_slots]
-        #: array parameters whose elements the kernel reads or writes (None, Warp's empty
-        #: array, is refused there: its data pointer is null)
-        self.touched = frozenset(i for i, field in access if field is None)
         #: measured cost of one thread (ns), which decides whether a launch is worth splitting;
         #: when to try again after splits that did not gain; free memory for chunked launches
         #: (runtime/parallel.py, runtime/chunking.py)
@@ -129,20 +129,10 @@ class Prepared:
         n = len(args)
         for i in self.array_positions:
             if i < n and type(args[i]) is not array:
-                self.check_nones(args)
                 args = adapt_args(self.kernel.key, self.array_slots, args)
                 break
         self.protect_writes(args)
         return args
-
-    def check_nones(self, args: Sequence[Any]) -> None:
-        """None for an array parameter is an empty array (as in Warp) -- unless the kernel
-        reads or writes the array's elements."""
-        for i, name, _ in self.array_slots:
-            if i < len(args) and args[i] is None and i in self.touched:
-                raise LaunchError(f"kernel '{self.kernel.key}' argument '{name}' (position "
-                                  f"{i}): None stands for an empty array, but the kernel reads "
-                                  "or writes its elements")
 
     def protect_writes(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them."""
@@ -299,6 +289,22 @@ def _forget_prepared() -> None:
 config._add_rebuild_hook(_forget_prepared)
 
 
+def default_args(kernel: Any) -> list[Any]:
+    """Each parameter's default for a `wp.Launch` built without arguments: None for arrays,
+    zero for numbers, vectors and matrices, a default-built instance for a struct."""
+    out: list[Any] = []
+    for _, t in kernel.params:
+        if isinstance(t, ScalarType):
+            out.append(t(0))
+        elif isinstance(t, (VectorType, MatrixType)):
+            out.append(t())
+        elif isinstance(t, StructType):
+            out.append(t.cls())
+        else:
+            out.append(None)  # an array: unset (null), as in Warp
+    return out
+
+
 def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
     """Arguments whose arrays use the given gradient arrays (None: the array's own .grad)."""
     out = list(args)
@@ -379,7 +385,6 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         if not tapes:
             prepared.run(dims, prepared.admit(args))
             return None
-        prepared.check_nones(args)
         args = adapt_args(kernel.key, prepared.array_slots, args)
         records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
         prepared.protect_writes(args)
@@ -397,7 +402,7 @@ def _launch_adjoint_or_cmd(kernel: Any, dim: Any, inputs: Sequence[Any],
                            record_tape: bool) -> Any:
     adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
     if record_cmd:
-        return Launch(kernel, dim, list(args), adj if adjoint else None, record_tape)
+        return Launch.recorded(kernel, dim, list(args), adj if adjoint else None, record_tape)
     prepared = prepared_adjoint(kernel)
     slots = prepared.array_slots
     args = adapt_args(kernel.key, slots, args)
@@ -422,10 +427,41 @@ class Launch:
     """A launch recorded by `wp.launch(..., record_cmd=True)`, run by `launch()` as often as
     wanted. Its arguments are checked and packed once, so a small launch replays in about a
     microsecond; while a Tape records, or when it is large enough to split across threads, it
-    goes through `wp.launch` instead (recorded, copy-on-write respected, split)."""
+    goes through `wp.launch` instead (recorded, copy-on-write respected, split).
 
-    def __init__(self, kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None,
-                 record_tape: bool) -> None:
+    `wp.Launch(kernel, device, adjoint=False)` (Warp's constructor) makes one with every
+    parameter at its default (arrays None, numbers and vectors zero, structs default-built)
+    and dim 0: set them with `set_param_*` and `set_dim`. `fwd_args` / `adj_args` give the
+    arguments and the adjoint's gradient arrays (None: each array's own `.grad`) instead;
+    `hooks`, `params`, `params_addr`, `max_blocks` and `block_dim` (CUDA launch details) are
+    accepted and unused, `bounds` is the dim."""
+
+    def __init__(self, kernel: Any, device: Any = None, hooks: Any = None, params: Any = None,
+                 params_addr: Any = None, bounds: Any = None, max_blocks: int = 0,
+                 block_dim: Any = None, adjoint: bool = False, fwd_args: Any = None,
+                 adj_args: Any = None) -> None:
+        if device is not None and device != "cpu" and get_device(device) is not CPU:
+            raise LaunchError(f"wp.Launch({kernel.key!r}, {device!r}) is not supported on CUDA "
+                              "devices (gradloom records CPU launches only)")
+        if getattr(kernel, "is_generic", False):
+            raise LaunchError(f"kernel '{kernel.key}' is generic: record a launch of it with "
+                              "wp.launch(..., record_cmd=True), which knows the argument types")
+        args = list(fwd_args) if fwd_args is not None else default_args(kernel)
+        adj = (list(adj_args) if adj_args is not None else [None] * len(args)) if adjoint \
+            else None
+        self._setup(kernel, 0 if bounds is None else bounds, args, adj, True)
+
+    @classmethod
+    def recorded(cls, kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None,
+                 record_tape: bool) -> Launch:
+        """The launch `wp.launch(..., record_cmd=True)` returns (adj: the gradient arrays of an
+        adjoint launch, else None)."""
+        self = cls.__new__(cls)
+        self._setup(kernel, dim, args, adj, record_tape)
+        return self
+
+    def _setup(self, kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None,
+               record_tape: bool) -> None:
         self.kernel, self.adjoint, self.record_tape = kernel, adj, record_tape
         self.prepared = prepared_adjoint(kernel) if adj is not None else prepared_forward(kernel)
         self.params = [name for name, _ in self.prepared.compiled.params]
@@ -499,7 +535,8 @@ class Launch:
             no_tape_while_capturing(f"Launch.launch() of {self.kernel.key!r}")
         graph = ACTIVE_CAPTURE.get()
         assert graph is not None
-        graph.add(Launch(self.kernel, self.dims, list(self.args), self.adjoint, self.record_tape))
+        graph.add(Launch.recorded(self.kernel, self.dims, list(self.args), self.adjoint,
+                                  self.record_tape))
 
     def raise_error(self) -> None:
         """After a fast run left an error in the block: clear it and raise it."""

@@ -66,7 +66,7 @@ def array_words(value: Any, t: ArrayType) -> list[Any]:
     """data pointer, gradient pointer, shape, strides: an array argument's words (None is an
     empty array, as in Warp: `if not arr:` holds in the kernel)."""
     if value is None:
-        return [0, 0, *([0] * (2 * t.ndim))]
+        return [0] * (2 + 2 * t.ndim)
     if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
         grad = value._grad
         return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
@@ -114,9 +114,13 @@ def flat_values(value: Any, t: Any) -> list[Any]:
         except (TypeError, ValueError):
             raise ArgError(f"expected {t!r}, got {describe(value)}") from None
         if comps.size != t.length or (isinstance(value, array)):
+            if comps.ndim == 0 and value is not None:  # Warp's words for the same mistake
+                raise ArgError(f"expects {t!r} but got a single value ({describe(value)})")
             raise ArgError(f"expected {t!r} ({t.length} components), got {describe(value)}")
         return comps.ravel().tolist()  # type: ignore[no-any-return]
     if isinstance(t, StructType):
+        if value is None:
+            raise ArgError(f"expects {t.name} but got None")
         if not isinstance(value, t.cls):
             raise ArgError(f"expected an instance of struct {t.name}, got {describe(value)}")
         out: list[Any] = []
@@ -183,6 +187,9 @@ class Packer:
                 i += 1
         except ArgError as exc:
             name = self.params[i][0]
+            if str(exc).startswith("expects "):  # Warp's wording
+                raise LaunchError(f"kernel '{self.kernel_key}' argument '{name}' {exc} "
+                                  f"(position {i})") from None
             raise LaunchError(f"kernel '{self.kernel_key}' argument '{name}' (position {i}): "
                               f"{exc}") from None
         return out

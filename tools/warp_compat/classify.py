@@ -40,11 +40,14 @@ _SPACES = re.compile(r"\s+")
 
 
 def first_line(message: str) -> str:
-    """The first non-empty line of a message."""
-    for line in message.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first non-empty line of a message; for a gradloom compile error laid out as
+    `file:line:col in f:`, caret excerpt, message, the location and the message's last line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if len(lines) > 2 and lines[0].endswith(":") and lines[2].startswith("^"):
+        return f"{lines[0]} {lines[-1]}"
+    return lines[0]
 
 
 def cause_key(result: CaseResult) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import catalog, shim
+from .classify import first_line
 from .runner import child_env, run_process
 
 RTOL = 1e-3
@@ -108,7 +109,7 @@ def _read_side(out: Path, rc: int | None, timed_out: bool) -> Side:
         return Side("crash", error=f"process died (exit status {rc})")
     meta = json.loads(meta_path.read_text())
     if not meta.get("ok"):
-        return Side("error", error=f"{meta['exc_type']}: {meta['message']}".split("\n")[0])
+        return Side("error", error=f"{meta['exc_type']}: {first_line(meta['message'])}")
     with np.load(out) as data:
         return Side("ok", arrays={k: data[k] for k in data.files})
 

@@ -65,6 +65,12 @@ class _PlaceholderMeta(type):
     def __len__(cls) -> int:
         _raise(cls._exc, f"len({cls._what})", cls._why)
 
+    def __setitem__(cls, key: Any, value: Any) -> None:
+        _raise(cls._exc, f"{cls._what}[...] = ...", cls._why)
+
+    def __delitem__(cls, key: Any) -> None:
+        _raise(cls._exc, f"del {cls._what}[...]", cls._why)
+
     def __enter__(cls) -> Any:
         _raise(cls._exc, f"with {cls._what}", cls._why)
 
