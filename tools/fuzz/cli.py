@@ -79,6 +79,14 @@ def _shrink_failures(args: argparse.Namespace, session: Session) -> list[tuple[O
     return out
 
 
+def _write_found(args: argparse.Namespace, session: Session, written: set[str]) -> None:
+    """Write failures not yet written, unshrunk, as they are found (to `--out`/found)."""
+    for o in session.failures:
+        if o.case.tag not in written:
+            written.add(o.case.tag)
+            write_failure(os.path.join(args.out, "found"), o.case, o.cls, o.detail, o.gradloom)
+
+
 def _write(args: argparse.Namespace, session: Session, shrunk: list[tuple[Outcome, Case]]
            ) -> list[str]:
     """Write every failure (shrunk where it was); distinct shrunk kernels first."""
@@ -154,9 +162,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cases = (generate(args.seed, i, size, args.dtype, args.avoid)
                  for i in range(args.start, args.start + args.count))
-        session.run_cases(cases, batch=args.batch, progress=lambda s, n: _log(
-            args, summary_line(s.counts, n, time.monotonic() - t0)))
-        shrunk = _shrink_failures(args, session) if args.shrink_time > 0 else []
+        written: set[str] = set()
+
+        def progress(s: Session, n: int) -> None:
+            _log(args, summary_line(s.counts, n, time.monotonic() - t0))
+            _write_found(args, s, written)  # a long campaign can be stopped and still read
+
+        interrupted = False
+        try:
+            session.run_cases(cases, batch=args.batch, progress=progress)
+        except KeyboardInterrupt:  # Ctrl-C: keep what was found, skip shrinking
+            interrupted = True
+            _log(args, "fuzz: interrupted; writing the failures found so far")
+        shrunk = _shrink_failures(args, session) if args.shrink_time > 0 and \
+            not interrupted else []
         lines = _write(args, session, shrunk) if session.failures else []
     finally:
         session.close()
