@@ -54,6 +54,9 @@ from gradloom import config
 CLOTH_DIMS = (32, 64, 128)
 QUICK_CLOTH_DIMS = (32, 64)
 RESULTS = Path(__file__).resolve().parent / "results"
+# issue 17's targets: every step >= 2x faster than warp-lang, with and without a busy core;
+# gradloom's default never more than 10% slower than its own serial path
+TARGET_SPEEDUP, TARGET_SPLIT = 2.0, 1.10
 
 
 @dataclass
@@ -171,7 +174,11 @@ def report(name: str, cols: list[Column]) -> dict[str, Any]:
     fastest = min(statistics.median(c.samples) for c in gl)
     serial = next(statistics.median(c.samples) for c in gl if c.threads == 1)
     default = statistics.median(gl[0].samples)
-    row += f"{w / default:11.2f}x{default / serial:11.2f}"
+    speedup, split = w / default, default / serial
+    row += f"{speedup:11.2f}x{split:11.2f}"
+    missed = [t for t, ok in (("2x", speedup >= TARGET_SPEEDUP), ("1.10", split <= TARGET_SPLIT))
+              if not ok]  # fmt: skip
+    row += "   targets met" if not missed else f"   not met: {', '.join(missed)}"
     print(row)
     for c in gl:
         for chk in c.checks:
@@ -233,7 +240,7 @@ def main() -> None:
                 cols = columns(warp, default)
                 if label == cases[0][0]:
                     print(f"{'step':10s}" + "".join(f"{c.label:>20s}" for c in cols)
-                          + f"{'warp / gl':>12s}{'gl / 1 thr':>12s}")  # fmt: skip
+                          + f"{'warp / gl':>12s}{'gl / 1 thr':>12s}   issue 17")  # fmt: skip
                 fac = [sim_factory(name, mods[(name, c.backend.__name__)], cloth) for c in cols]
                 bench_example(name, cols, fac, args)
                 res["rows"][label] = report(label, cols)
@@ -244,7 +251,8 @@ def main() -> None:
     path.write_text(json.dumps(out, indent=1))
     print(f"\nwarp / gl: warp-lang's time / gradloom's at its default thread count (> 1: gradloom "
           f"faster); gl / 1 thr: gradloom default / gradloom serial (<= 1.10: the split never "
-          f"loses).\nresults: {path}")
+          f"loses). Targets (issue 17): warp / gl >= {TARGET_SPEEDUP}, gl / 1 thr <= "
+          f"{TARGET_SPLIT}.\nresults: {path}")
 
 
 if __name__ == "__main__":
