@@ -11,9 +11,11 @@ forward outputs and input gradients, which are checked here against float64 refe
 (float_checks.reference, analytic over whole arrays: |a - r| <= 1e-3 |r| + 1e-4 max|r| per
 element), and then times its cases on request. Rounds: every round asks every framework for
 one sample of every case and mode, frameworks in a shuffled order; the table shows the median
-ms per call. A result that fails its check is printed as `wrong` next to its time and never
-counts as the fastest. `--busy 0,1`: the rounds again with a background process spinning on
-one core. Frameworks: gradloom at its default thread count (or --threads), warp-lang's CPU
+ms per call of the sample's calls, run back to back after one call that is timed apart: the
+"first call" tables show those (the case's first call after the other cases ran: allocations
+and caches cold again). A result that fails its check is printed as `wrong` next to its time
+and never counts as the fastest. `--busy 0,1`: the rounds again with a background process
+spinning on one core. Frameworks: gradloom at its default thread count (or --threads), warp-lang's CPU
 backend (serial), Dr.Jit's LLVM backend and Taichi's CPU backend with fast_math=False, both at
 their default thread counts (or --threads). Peers not installed are skipped (pip install
 ".[peers]"). Results (every sample, every check) go to benchmarks/results/ as JSON.
@@ -133,8 +135,9 @@ def run_rounds(children: list[Child], cases: list[str], rounds: int, label: str)
                         continue
                     ans = child.ask({"case": case, "mode": mode})
                     if ans is not None:
-                        child.samples.setdefault(label, {}).setdefault((case, mode), []).append(
-                            ans["ms"])
+                        for what, key in ((label, "ms"), (f"{label}, first call", "first_ms")):
+                            child.samples.setdefault(what, {}).setdefault((case, mode), []).append(
+                                ans[key])
         print(f"  [{label}] round {r + 1} of {rounds} done", flush=True)
 
 
@@ -218,6 +221,8 @@ def main() -> None:
         print(f"  load average before the {label} rounds: {', '.join(f'{x:.1f}' for x in before)}")
     for label in out["variants"]:
         table(children, cases, sizes, label)
+    for label in out["variants"]:
+        table(children, cases, sizes, f"{label}, first call")
     print()
     report_checks(children)
     first = {c.name: sum(sum(i.get("first_s", {}).values()) for i in c.ready["cases"].values())
