@@ -189,7 +189,7 @@ def report(name: str, cols: list[Column]) -> dict[str, Any]:
         c.label: {"threads": c.threads, "samples_ms": c.samples, "checks": c.checks} for c in cols}}
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--busy", default="0,1", help="0: idle, 1: one busy core; e.g. 0,1")
@@ -200,6 +200,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.min_ms = min(args.rounds, 5), min(args.min_ms, 15.0)
+    return args
+
+
+def start_warp() -> Any:
+    """warp-lang, quiet, with a kernel cache of its own; both libraries' timers silenced."""
     import warp
 
     warp.config.quiet = True  # type: ignore[attr-defined]
@@ -207,45 +212,63 @@ def main() -> None:
     warp.init()
     for m in (warp, gradloom):
         m.ScopedTimer.enabled = False  # the examples time their steps with printing timers
-    tmp = Path(tempfile.mkdtemp(prefix="gl-examples-"))
-    wanted = args.examples.split(",")
-    cases = []
+    return warp
+
+
+def rows(wanted: list[str], quick: bool) -> list[tuple[str, str, int]]:
+    """(row label, example, cloth side or 0) for each row of the table."""
+    out = []
     for name in wanted:
         if name == "cloth":
-            dims = QUICK_CLOTH_DIMS if args.quick else CLOTH_DIMS
-            cases += [(f"cloth {d}²", "cloth", d) for d in dims]
+            out += [(f"cloth {d}²", "cloth", d) for d in (QUICK_CLOTH_DIMS if quick else CLOTH_DIMS)]
         else:
-            cases.append((name, name, 0))
+            out.append((name, name, 0))
+    return out
+
+
+def make_cloth(cloth_cls: Any, dim: int) -> Any:
+    """warp-lang's benchmark cloth (benchmark_cloth.py's parameters) of dim x dim particles."""
+    if cloth_cls is None or not dim:
+        return None
+    return cloth_cls(lower=(0.0, 0.0, 0.0), dx=dim, dy=dim, radius=0.1, stretch_stiffness=1000.0,
+                     bend_stiffness=1000.0, shear_stiffness=1000.0, mass=0.1)  # fmt: skip
+
+
+def main() -> None:
+    args = parse_args()
+    warp = start_warp()
+    tmp = Path(tempfile.mkdtemp(prefix="gl-examples-"))
+    cases = rows(args.examples.split(","), args.quick)
     mods = {(n, b.__name__): examples_src.load(n, b.__name__, tmp)
             for n in dict.fromkeys(c[1] for c in cases) for b in (gradloom, warp)}  # fmt: skip
-    cloth_cls = examples_src.cloth_class() if "cloth" in wanted else None
-    out: dict[str, Any] = {"argv": sys.argv[1:], "cpus": os.cpu_count(),
-                           "gradloom_default_threads": config.num_threads,
-                           "warp_version": warp.__version__, "variants": {}}  # fmt: skip
+    cloth_cls = examples_src.cloth_class() if any(c[2] for c in cases) else None
     default = config.num_threads
+    out: dict[str, Any] = {"argv": sys.argv[1:], "cpus": os.cpu_count(),
+                           "gradloom_default_threads": default,
+                           "warp_version": warp.__version__, "variants": {}}  # fmt: skip
     print(f"{os.cpu_count()} cores, gradloom default {default} threads; ms per step, median of "
           f"{args.rounds} shuffled rounds; warp-lang {warp.__version__} CPU (serial)")
     for busy in (int(b) for b in args.busy.split(",")):
         with busy_core(bool(busy)):
-            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             title = "one core busy" if busy else "idle"
-            print(f"\n{title} (load average before: {load})")
+            print(f"\n{title} (load average before: "
+                  f"{', '.join(f'{x:.1f}' for x in os.getloadavg())})")
             res = out["variants"].setdefault(title, {"load_before": os.getloadavg(), "rows": {}})
             for label, name, dim in cases:
-                cloth = None
-                if cloth_cls is not None and dim:
-                    cloth = cloth_cls(lower=(0.0, 0.0, 0.0), dx=dim, dy=dim, radius=0.1,
-                                      stretch_stiffness=1000.0, bend_stiffness=1000.0,
-                                      shear_stiffness=1000.0, mass=0.1)  # fmt: skip
                 cols = columns(warp, default)
                 if label == cases[0][0]:
                     print(f"{'step':10s}" + "".join(f"{c.label:>20s}" for c in cols)
                           + f"{'warp / gl':>12s}{'gl / 1 thr':>12s}   issue 17")  # fmt: skip
+                cloth = make_cloth(cloth_cls, dim)
                 fac = [sim_factory(name, mods[(name, c.backend.__name__)], cloth) for c in cols]
                 bench_example(name, cols, fac, args)
                 res["rows"][label] = report(label, cols)
             res["load_after"] = os.getloadavg()
     config.num_threads = default
+    save(out)
+
+
+def save(out: dict[str, Any]) -> None:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"examples-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(out, indent=1))

@@ -187,7 +187,7 @@ def report_checks(children: list[Child]) -> None:
                 print(f"{c.name} {case} {mode}: ERROR {err}")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="specs.QUICK sizes, 3 rounds")
     ap.add_argument("--rounds", type=int, default=0, help="default 5 (--quick: 3)")
@@ -197,7 +197,12 @@ def main() -> None:
     ap.add_argument("--kernels", default=",".join(CASES))
     ap.add_argument("--sizes", default="{}", help='JSON overriding sizes, e.g. {"nbody": 256}')
     args = ap.parse_args()
-    rounds = args.rounds or (3 if args.quick else 5)
+    args.rounds = args.rounds or (3 if args.quick else 5)
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     cases = args.kernels.split(",")
     sizes = {c: (QUICK if args.quick else FULL)[c] for c in cases} | json.loads(args.sizes)
     work = Path(tempfile.mkdtemp(prefix="gl-peers-"))
@@ -216,13 +221,20 @@ def main() -> None:
         label = "one core busy" if busy else "idle"
         with busy_core(bool(busy)):
             before = os.getloadavg()
-            run_rounds(children, cases, rounds, label)
+            run_rounds(children, cases, args.rounds, label)
             out["variants"][label] = {"load_before": before, "load_after": os.getloadavg()}
         print(f"  load average before the {label} rounds: {', '.join(f'{x:.1f}' for x in before)}")
-    for label in out["variants"]:
+    summary(children, cases, sizes, list(out["variants"]))
+    for c in children:
+        stop(c)
+    save(out, children)
+
+
+def summary(children: list[Child], cases: list[str], sizes: dict[str, int],
+            labels: list[str]) -> None:
+    """The tables (steady, then first calls), the failed checks, compile times, versions."""
+    for label in [*labels, *(f"{lab}, first call" for lab in labels)]:
         table(children, cases, sizes, label)
-    for label in out["variants"]:
-        table(children, cases, sizes, f"{label}, first call")
     print()
     report_checks(children)
     first = {c.name: sum(sum(i.get("first_s", {}).values()) for i in c.ready["cases"].values())
@@ -230,9 +242,6 @@ def main() -> None:
     print("first calls (compile + one run, outputs and gradients, all cases) [s]: "
           + ", ".join(f"{n} {s:.2f}" for n, s in first.items()))
     print("versions: " + ", ".join(f"{c.name} {c.ready.get('version', '?')}" for c in children))
-    for c in children:
-        stop(c)
-    save(out, children)
 
 
 def stop(child: Child) -> None:
