@@ -24,6 +24,7 @@ from typing import Any
 
 import cuda.bindings.driver as real
 
+from gradloom.abi import BLOCK_ARGS, BLOCK_STACK
 from gradloom.cuda_build import symbol_for
 
 OK = real.CUresult.CUDA_SUCCESS
@@ -268,8 +269,8 @@ class FakeCuda:
         assert 1 <= gx < 2**31 and 1 <= bx <= 1024
         arg = ctypes.c_void_p.from_address(params).value
         block = ctypes.c_uint64.from_address(arg).value
-        self._where(block, 80)
-        stack, cap = struct.unpack_from("<Qq", ctypes.string_at(block + 40, 16))
+        self._where(block, BLOCK_ARGS)
+        stack, cap = struct.unpack_from("<Qq", ctypes.string_at(block + BLOCK_STACK, 16))
         if cap:
             self._where(stack, cap * gx * bx)  # capacity bytes for every grid thread
         symbol = self.functions[int(f)]

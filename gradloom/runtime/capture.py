@@ -15,12 +15,12 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from ..abi import ERROR_WORD, NO_ERROR
 from ..errors import GradloomError
 from ..types import int32
 from .array import array
 from .capturing import ACTIVE_CAPTURE, Node, OpNode
 from .device import get_device
-from .packing import ERROR_WORD, NO_ERROR
 from .recording import ACTIVE_TAPES
 from .stream import Stream
 from .watch import before_write

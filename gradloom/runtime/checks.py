@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..abi import BLOCK_ARGS, BLOCK_DIMS, BLOCK_STATUS, STATUS_INTERRUPTED, STATUS_WHERE
 from ..errors import KernelRuntimeError
-from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_INTERRUPTED, ArrayType, StructType, arg_offsets
+from ..types import ArrayType, StructType, arg_offsets
 from .array import NDArray, array
 from .signals import raise_interrupt
 
@@ -104,8 +105,8 @@ def status_error(prepared: Any, err: int, buf: bytearray) -> BaseException:
     """The exception for a launch block's nonzero error word (other than a full stack)."""
     if err == STATUS_INTERRUPTED:
         raise_interrupt(prepared.kernel.key)
-    where, index, extent, tid = struct.unpack_from("<iqqq", buf, BLOCK_STATUS + 4)
-    dims = list(struct.unpack_from("<4q", buf, 0))
+    where, index, extent, tid = struct.unpack_from("<iqqq", buf, BLOCK_STATUS + STATUS_WHERE)
+    dims = list(struct.unpack_from("<4q", buf, BLOCK_DIMS))
     loc = prepared.kernel.source_loc(err - 1)
     ndim = max(prepared.launch_ndim, 1)
     thread = tuple(int(i) for i in np.unravel_index(tid, dims[:ndim]))

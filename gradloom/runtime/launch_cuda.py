@@ -2,7 +2,7 @@
 launch block packed on the host as for the CPU and copied to the device, a grid-stride launch
 on a stream, and the error word read back.
 
-The block (types.BLOCK_*: dims, status, start/end, the arguments packed by packing.Packer with
+The block (abi.py: dims, the error record, the stack words, start/end, the arguments packed by packing.Packer with
 device pointers) is copied to a device buffer before each launch, on the launch's stream, and the
 kernel's only parameter is that buffer's address; each (entry, stream) keeps its own buffer, so
 launches queued on one stream never overwrite a block another still reads. A release-mode
@@ -28,8 +28,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import config
+from ..abi import (
+    BLOCK_ARGS,
+    BLOCK_STATUS,
+    CLEAR_STATUS,
+    HEAD,
+    STATUS_BYTES,
+    STATUS_RECORD,
+    STATUS_STACK_FULL,
+    error_word,
+)
 from ..errors import GradloomError, KernelRuntimeError, LaunchError, TapeError, user_traceback
-from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_STACK_FULL, ArrayType, IndexedArrayType
+from ..types import ArrayType, IndexedArrayType
 from ..types import StructType as _StructType
 from . import checks
 from .array import array
@@ -39,7 +49,7 @@ from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device, get_device
 from .launch import _dims, arg_array, array_keys
-from .packing import HEAD, ArgError, Getter, Packer, describe, error_word, flat_values
+from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
 from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod
 from .stream import cuda_stream
@@ -250,15 +260,17 @@ class CudaPrepared:
                 f"1/{round(1 / STACK_SHARE)} of the memory of {self.device}")
         slot = self.slot(stream)
         stack = slot.stack(cap * blocks * block) if cap else 0
-        self._pack(self.buf, 0, *dims, *_ONES[len(dims)], 0, stack, cap, 0, 0, total, *values)
+        self._pack(self.buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS, stack, cap, 0, total,
+                   *values)
         drv = self.driver
         htod(drv, self.ordinal, slot.block.ptr, self.buf_addr, len(self.buf), stream.handle)
         drv.call("cuLaunchKernel", self.function, blocks, 1, 1, block, 1, 1, 0, stream.handle,
                  slot.params, 0)
         if not self.checked:
             return 0
-        status = host_bytes(drv, self.ordinal, slot.block.ptr + BLOCK_STATUS, 32, stream.handle)
-        self.buf[BLOCK_STATUS:BLOCK_STATUS + 32] = status
+        status = host_bytes(drv, self.ordinal, slot.block.ptr + BLOCK_STATUS, STATUS_BYTES,
+                            stream.handle)
+        self.buf[STATUS_RECORD] = status
         return error_word(self.buf)
 
     # -- saving what a rerun must undo --------------------------------------------------------
