@@ -95,6 +95,42 @@ def failed_thread(buf: bytes | bytearray) -> int:
 # --------------------------------------------------------------------------------------------
 # arguments
 
+# An array argument's 8-byte words, as offsets from the argument's own offset: the host packs
+# them in this order (runtime/packing.py, runtime/indexedarray.py, runtime/launch_cuda.py) and
+# the kernel reads them in it (types.leaves, builtins/values.ArrayVal.from_words).
+ARRAY_DATA = 0  # ptr: the first element (null: Warp's empty array)
+ARRAY_GRAD = 8  # ptr: the gradient's first element (null: no gradient)
+ARRAY_SHAPE = 16  # ndim x int64
+#: where an adjoint finds an array's gradient pointer: this many bytes after its data pointer
+#: (autodiff/reverse.py reads gradients through it; kernel.py maps such slots back to arrays)
+GRAD_SLOT = ARRAY_GRAD - ARRAY_DATA
+
+
+def array_strides(ndim: int) -> int:
+    """Offset of an array argument's byte strides (ndim x int64), after its shape."""
+    return ARRAY_SHAPE + 8 * ndim
+
+
+def array_indices(ndim: int) -> int:
+    """Offset of an indexed array's index pointers (ndim x ptr to int32, null: a dimension that
+    is not indexed), after its strides."""
+    return ARRAY_SHAPE + 16 * ndim
+
+
+def array_words(ndim: int, indexed: bool = False) -> list[tuple[int, str]]:
+    """(offset, "ptr" | "int64") of each word of an array (or indexed array) argument."""
+    words = [(ARRAY_DATA, "ptr"), (ARRAY_GRAD, "ptr")]
+    words += [(ARRAY_SHAPE + 8 * k, "int64") for k in range(ndim)]
+    words += [(array_strides(ndim) + 8 * k, "int64") for k in range(ndim)]
+    if indexed:
+        words += [(array_indices(ndim) + 8 * k, "ptr") for k in range(ndim)]
+    return words
+
+
+def array_bytes(ndim: int, indexed: bool = False) -> int:
+    """The size of an array (or indexed array) argument."""
+    return (array_indices(ndim) + (8 * ndim if indexed else 0))
+
 
 def arg_offsets(arg_types: Sequence[Any]) -> tuple[list[int], int]:
     """Byte offset of each kernel argument in the argument block (after BLOCK_ARGS) and the

@@ -182,3 +182,146 @@ def test_debug_error_in_a_stack_using_adjoint_on_the_cpu(monkeypatch):
     t = 0.5
     np.testing.assert_allclose(x.grad.numpy()[0], t**3 + 0.0)
     np.testing.assert_allclose(x.grad.numpy()[3], 3 * t**3 + 2 * t + 1)
+
+
+# --------------------------------------------------------------------------------------------
+# the packed block against what the entries read
+
+
+@wp.struct
+class Params:
+    scale: wp.float64
+    table: wp.array(dtype=wp.float32)
+    flag: wp.int8
+
+
+@wp.kernel
+def every_kind(a: wp.float32, x: wp.array2d(dtype=wp.float32), n: wp.int16, v: wp.vec3,
+               p: Params, m: wp.int64, out: wp.array2d(dtype=wp.float64)):
+    """Reads a word of every kind of argument (and the shape and strides of x, p.table and
+    out), so the entry loads each from the block."""
+    i, j = wp.tid()
+    t = wp.float64(p.table[j % p.table.shape[0]]) * p.scale + wp.float64(p.flag)
+    out[i, j] = wp.float64(a * x[i, j] + v[2]) + wp.float64(n) + wp.float64(m) + t
+
+
+def _host_words(params) -> dict[int, str]:
+    """Block offset -> struct code of every leaf the host packer writes."""
+    import struct
+
+    from gradloom.runtime.packing import Packer
+
+    packer = Packer("k", params)
+    assert packer.whole.size == packer.block_bytes == abi.BLOCK_ARGS + packer.size
+    words, pos = {}, abi.BLOCK_ARGS
+    for count, code in re.findall(r"(\d*)([a-zA-Z?])", packer.fmt[1:]):
+        if code == "x":
+            pos += int(count or 1)
+            continue
+        words[pos] = code
+        pos += struct.calcsize("<" + code)
+    return words
+
+
+_LLVM_SIZE = {"i8": 1, "i16": 2, "half": 2, "i32": 4, "float": 4, "i64": 8, "double": 8,
+              "ptr": 8}
+_CODE_SIZE = {"b": 1, "B": 1, "?": 1, "h": 2, "H": 2, "e": 2, "i": 4, "I": 4, "f": 4, "q": 8,
+              "Q": 8, "d": 8}
+
+
+def _entry_reads(text: str) -> dict[int, str]:
+    """Block offset -> LLVM type of every argument word an entry loads (via %args)."""
+    geps = dict(re.findall(r"(%argp\d+) = getelementptr i8, ptr %args, i64 (\d+)", text))
+    reads = {}
+    for ty, p in re.findall(r"= load (\w+), ptr (%argp\d+)", text):
+        reads[abi.BLOCK_ARGS + int(geps[p])] = ty
+    return reads
+
+
+@pytest.mark.parametrize("target", ["cpu", "nvptx"])
+def test_entries_read_every_argument_word_where_the_packer_writes_it(target):
+    params = list(every_kind.params)
+    ir = every_kind._kernel_ir(False)[0]
+    if target == "cpu":
+        text = cpu_module(ir, "gl_test", "x86_64-unknown-linux-gnu", "")
+    else:
+        text = nvptx_module(ir, "gl_test")
+    assert f"%args = getelementptr i8, ptr %block, i64 {abi.BLOCK_ARGS}" in text
+    for at in (abi.BLOCK_DIMS, abi.BLOCK_START, abi.BLOCK_END, abi.BLOCK_STATUS):
+        assert f"getelementptr i8, ptr %block, i64 {at}" in text
+    host, reads = _host_words(params), _entry_reads(text)
+    assert len(reads) >= 12  # a, x (data, shape, strides), n, v[2], p's words, m, out
+    for at, ty in reads.items():
+        assert at in host, f"the entry reads a word at {at} the packer never writes"
+        assert _LLVM_SIZE[ty] == _CODE_SIZE[host[at]], (at, ty, host[at])
+    # the array words sit at the abi's offsets: data, gradient, shape, strides
+    offsets, _ = abi.arg_offsets([t for _, t in params])
+    x_at = abi.BLOCK_ARGS + offsets[1]
+    for k, (off, kind) in enumerate(abi.array_words(2)):
+        assert host[x_at + off] == ("Q" if kind == "ptr" else "q"), k
+    assert x_at + abi.ARRAY_DATA in reads and x_at + abi.array_strides(2) in reads
+
+
+def _every_kind_args(device):
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    table = rng.standard_normal(5).astype(np.float32)
+    p = Params()
+    p.scale, p.table, p.flag = 1.25, wp.array(table, device=device), -3
+    out = wp.zeros((3, 4), dtype=wp.float64, device=device)
+    args = [0.5, wp.array(x, device=device)[:, :], 7, wp.vec3(1.0, 2.0, -4.0), p, -(2**40), out]
+    j = np.arange(4)
+    want = ((np.float32(0.5) * x + np.float32(-4.0)).astype(np.float64) + 7.0 - 2.0**40
+            + (table[j % 5].astype(np.float64) * 1.25 - 3.0))
+    return args, out, want
+
+
+def test_a_block_packed_by_hand_runs_on_the_cpu_entry():
+    """abi.header + the packer's arguments, run through the compiled entry directly."""
+    import ctypes
+
+    import numpy as np
+
+    from gradloom.runtime.packing import Packer
+
+    args, out, want = _every_kind_args("cpu")
+    compiled = every_kind.compiled()
+    packer = Packer("every_kind", compiled.params)
+    buf = bytearray(packer.block_bytes)
+    abi.HEAD.pack_into(buf, 0, *abi.header((3, 4), (0, 0), 0, 12))
+    packer.pack(args, buf)
+    compiled.entry(ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf)))
+    assert abi.error_word(buf) == 0
+    np.testing.assert_array_equal(out.numpy(), want)
+    # a thread range [5, 9) runs only those threads (start and end where the abi says)
+    out.zero_()
+    abi.HEAD.pack_into(buf, 0, *abi.header((3, 4), (0, 0), 5, 9))
+    compiled.entry(ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf)))
+    ran = out.numpy().ravel() != 0
+    assert ran.tolist() == [5 <= t < 9 for t in range(12)]
+
+
+def test_the_cuda_launch_packs_the_block_the_cpu_launch_packs():
+    """Through the fake driver (tests/fake_cuda.py), the CUDA launch path packs a device block
+    that the kernel's entry reads to the same answer as a CPU launch."""
+    import importlib.util
+
+    import numpy as np
+
+    if importlib.util.find_spec("cuda") is None or not _libdevice():
+        pytest.skip("the fake driver needs cuda-bindings and libdevice")
+    from fake_cuda import FakeCuda
+
+    from gradloom.runtime import cuda_driver
+
+    args, out, want = _every_kind_args("cpu")
+    wp.launch(every_kind, (3, 4), inputs=args)
+    np.testing.assert_array_equal(out.numpy(), want)
+    fake = FakeCuda(kernels=[every_kind])
+    with cuda_driver.using(fake):
+        dargs, dout, _ = _every_kind_args("cuda")
+        wp.launch(every_kind, (3, 4), inputs=dargs, device="cuda")
+        np.testing.assert_array_equal(dout.numpy(), want)
+        assert fake.launches[-1]["symbol"] == "gl_every_kind"

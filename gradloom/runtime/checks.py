@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import BLOCK_ARGS, BLOCK_DIMS, BLOCK_STATUS, STATUS_INTERRUPTED, STATUS_WHERE
+from ..abi import (
+    ARRAY_SHAPE,
+    BLOCK_ARGS,
+    BLOCK_DIMS,
+    BLOCK_STATUS,
+    STATUS_INTERRUPTED,
+    STATUS_WHERE,
+)
 from ..errors import KernelRuntimeError
 from ..types import ArrayType, StructType, arg_offsets
 from .array import NDArray, array
@@ -132,8 +139,8 @@ def _array_at(params: Sequence[tuple[str, Any]], offset: int, buf: bytearray
             found = [(f"{name}.{n}", off + t.offsets[n], ft) for n, ft in t.fields
                      if isinstance(ft, ArrayType)]
         for label, base, at in found:
-            k, rem = divmod(offset - (base + 16), 8)
+            k, rem = divmod(offset - (base + ARRAY_SHAPE), 8)
             if rem == 0 and 0 <= k < at.ndim:
-                shape = struct.unpack_from(f"<{at.ndim}q", buf, BLOCK_ARGS + base + 16)
+                shape = struct.unpack_from(f"<{at.ndim}q", buf, BLOCK_ARGS + base + ARRAY_SHAPE)
                 return f"'{label}' with shape {tuple(shape)}", k
     return None

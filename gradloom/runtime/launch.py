@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import struct
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -15,7 +14,6 @@ import numpy as np
 
 from .. import config
 from ..abi import (
-    BLOCK_ARGS,
     CLEAR_STATUS,
     ERROR_WORD,
     HEAD,
@@ -71,7 +69,7 @@ class Prepared:
         self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
         # the header and the arguments in one format, so a serial launch packs with one call
-        self._pack_whole = struct.Struct(HEAD.format + self.packer.fmt[1:]).pack_into
+        self._pack_whole = self.packer.whole.pack_into
         self._values = self.packer.values
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
@@ -165,7 +163,7 @@ class Prepared:
         """A launch block and its address (reused; a concurrent launch takes another)."""
         if self._free:
             return self._free.pop()
-        buf = bytearray(BLOCK_ARGS + self.packer.size)
+        buf = bytearray(self.packer.block_bytes)
         return buf, ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
 
     def release(self, block: tuple[bytearray, int]) -> None:

@@ -23,16 +23,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import struct
 from collections.abc import Sequence
 from typing import Any
 
 from .. import config
 from ..abi import (
-    BLOCK_ARGS,
     BLOCK_STATUS,
     CLEAR_STATUS,
-    HEAD,
     STATUS_BYTES,
     STATUS_RECORD,
     STATUS_STACK_FULL,
@@ -204,8 +201,8 @@ class CudaPrepared:
         self.writes = [k for k, flags in access.items() if flags & {"stores", "minmax"}]
         self.array_keys = keys
         self.packer = DevicePacker(kernel.key, params, device)
-        self._pack = struct.Struct(HEAD.format + self.packer.fmt[1:]).pack_into
-        self.buf = bytearray(BLOCK_ARGS + self.packer.size)
+        self._pack = self.packer.whole.pack_into
+        self.buf = bytearray(self.packer.block_bytes)
         self.buf_addr = address_of(self.buf)
         self.debug = config.mode == "debug"
         self.verify_fp = config.verify_fp

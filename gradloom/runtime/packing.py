@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import BLOCK_ARGS
+from ..abi import BLOCK_ARGS, HEAD
 from ..errors import LaunchError
 from ..types import (
     ArrayType,
@@ -155,6 +155,11 @@ class Packer:
         self.types = [t for _, t in self.params]
         self.getters = [(_getter(t), t) for t in self.types]
         self.fmt, self.size = _block_format(self.types)
+        #: the whole launch block, header (abi.HEAD) and arguments, as one struct: a launch
+        #: packs with one call
+        self.whole = struct.Struct(HEAD.format + self.fmt[1:])
+        #: a launch block's size
+        self.block_bytes = BLOCK_ARGS + self.size
 
     def values(self, args: Sequence[Any]) -> list[Any]:
         """Every leaf value of the arguments, checked against the parameter types."""

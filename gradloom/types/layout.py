@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..abi import arg_offsets as arg_offsets  # the launch ABI owns the argument layout
+from ..abi import array_bytes, array_words
 from .composite import MatrixType, VectorType
 from .scalars import ScalarType, int64, ptr
 
@@ -77,7 +78,7 @@ class ArrayType:
 
     @property
     def size(self) -> int:
-        return 16 + 16 * self.ndim
+        return array_bytes(self.ndim)
 
     @property
     def alignment(self) -> int:
@@ -99,7 +100,7 @@ class IndexedArrayType:
 
     @property
     def size(self) -> int:
-        return 16 + 24 * self.ndim
+        return array_bytes(self.ndim, indexed=True)
 
     @property
     def alignment(self) -> int:
@@ -160,10 +161,8 @@ def leaves(t: Any, offset: int = 0) -> list[tuple[int, ScalarType]]:
             out.extend(leaves(ftype, offset + t.offsets[name]))
         return out
     if isinstance(t, (ArrayType, IndexedArrayType)):
-        n = t.ndim
-        words = [ptr, ptr] + [int64] * (2 * n) + [ptr] * (n if isinstance(t, IndexedArrayType)
-                                                            else 0)
-        return [(offset + 8 * i, w) for i, w in enumerate(words)]
+        return [(offset + at, ptr if kind == "ptr" else int64)
+                for at, kind in array_words(t.ndim, isinstance(t, IndexedArrayType))]
     raise TypeError(f"{t!r} has no memory layout")
 
 
