@@ -11,7 +11,8 @@ stand-in does the work on host memory:
 - streams and events run everything at once (the timing of an event is the host clock);
 - a launch reads its kernel-parameter array (void*[1] -> the block's address), checks the
   block and the adjoint stack (capacity x grid threads bytes) are device memory, and runs the
-  kernel's CPU entry on the block: the same block layout, the same error word.
+  kernel's CPU entry on the block: the same block layout (gradloom/abi.py), the same error
+  word. The kernel is one of `kernels`, else any live kernel whose PTX the module holds.
 Nothing here is a GPU: the PTX is only checked to define the entry that is looked up.
 """
 
@@ -59,6 +60,7 @@ class FakeCuda:
         self.freed: set[int] = set()
         self.modules: dict[int, bytes] = {}
         self.functions: dict[int, str] = {}
+        self.function_ptx: dict[int, bytes] = {}
         self.events: dict[int, float] = {}
         self.streams: set[int] = set()
         self.kernels = list(kernels)
@@ -261,6 +263,7 @@ class FakeCuda:
         assert b".entry " + name + b"(" in self.modules[int(module)], name
         h = self._id()
         self.functions[h] = name.decode()
+        self.function_ptx[h] = self.modules[int(module)]
         return OK, real.CUfunction(h)
 
     def _cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
@@ -275,14 +278,28 @@ class FakeCuda:
             self._where(stack, cap * gx * bx)  # capacity bytes for every grid thread
         symbol = self.functions[int(f)]
         self.launches.append({"symbol": symbol, "grid": gx, "block": bx, "capacity": cap})
-        self._entry(symbol)(block)
+        self._entry(symbol, self.function_ptx[int(f)])(block)
         return (OK,)
 
-    def _entry(self, symbol: str) -> Any:
+    def _entry(self, symbol: str, ptx: bytes) -> Any:
+        """The CPU entry of the kernel whose PTX entry is `symbol`: one of `kernels`, else any
+        live kernel or overload (generated kernels such as wp.map's too) whose PTX is `ptx`."""
+        from gradloom.kernel import _KERNELS
+
         for k in self.kernels:
             forward = symbol_for(k._kernel_ir(False)[0].name)
-            if symbol == forward:
-                return k.compiled().entry
-            if symbol == forward + "_adjoint":
-                return k.adjoint_compiled().entry
-        raise AssertionError(f"no kernel given to FakeCuda has the entry {symbol}")
+            if symbol in (forward, forward + "_adjoint"):
+                return k.compiled().entry if symbol == forward else k.adjoint_compiled().entry
+        variant = "adjoint" if symbol.endswith("_adjoint") else "forward"
+        for o in [o for k in list(_KERNELS) for o in (k, *k.overloads.values())]:
+            if _named_like(o, symbol) and \
+                    o.cuda_entry("sm_90", variant)["ptx"].encode() + b"\0" == ptx:
+                return o.compiled().entry if variant == "forward" else \
+                    o.adjoint_compiled().entry
+        raise AssertionError(f"no kernel has the entry {symbol}")
+
+
+def _named_like(k: Any, symbol: str) -> bool:
+    """Whether kernel k (not generic) may have the entry `symbol` (its function's name starts
+    it; the PTX decides)."""
+    return not getattr(k, "is_generic", False) and symbol.startswith(symbol_for(k.func.__name__))

@@ -9,7 +9,9 @@ every constructor â€” `wp.zeros`, `wp.array(data)`, `wp.full`, `wp.clone`, ... â
 Not yet on the device: copies between non-contiguous arrays are staged through the host, and a
 write into a non-contiguous view reads its whole byte span to the host, updates it and writes it
 back (so another stream must not write the bytes between the view's elements meanwhile).
-Recording CUDA work on a `wp.Tape` is refused (runtime/launch_cuda.py); docs/gpu.md has the list.
+Writes call `_overwrite` (copy-on-write for tapes, and a recorded write consumes the gradient
+of what it overwrote) and copies record their gradient flow, as on the CPU; a Tape's backward
+step of such an operation runs on host copies of the gradients (recording.on_host).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GradloomError, TapeError
+from ..errors import GradloomError
 from ..types import ArrayType
 from .array import (
     MAX_DIMS,
@@ -39,7 +41,7 @@ from .array_storage import to_numpy
 from .capturing import deferrable
 from .cuda_driver import Driver, current
 from .device import CPU, Device
-from .recording import ACTIVE_TAPES
+from .recording import record_copy
 from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
 from .stream import cuda_stream
 from .watch import Memory
@@ -251,18 +253,23 @@ class CudaArray(array):
 
     @deferrable("array[...] =")
     def __setitem__(self, key: Any, value: Any) -> None:
-        off, shape, strides = index_view(self.shape, self.strides, self._index(key))
+        idx = self._index(key)
+        off, shape, strides = index_view(self.shape, self.strides, idx)
         target = self._view(off, shape or (1,), strides or (elem_bytes(self.dtype),))
+        self._overwrite(idx)
         if isinstance(value, array) and value.shape == target.shape:
             copy_arrays(target, value)
-            return
-        full = (*target.shape, *elem_shape(self.dtype))
-        src = value.numpy() if isinstance(value, array) else value
-        try:
-            data = np.broadcast_to(np.asarray(src, dtype=storage_dtype(self.dtype)), full)
-        except (TypeError, ValueError) as e:
-            raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: {e}") from e
-        write_host(target, data)
+        else:
+            full = (*target.shape, *elem_shape(self.dtype))
+            src = value.numpy() if isinstance(value, array) else value
+            try:
+                data = np.broadcast_to(np.asarray(src, dtype=storage_dtype(self.dtype)), full)
+            except (TypeError, ValueError) as e:
+                raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: "
+                                    f"{e}") from e
+            write_host(target, data)
+        if isinstance(value, array):
+            record_copy(self, value, idx)
 
     def reshape(self, shape: Any) -> CudaArray:
         if not self.is_contiguous:
@@ -313,10 +320,12 @@ class CudaArray(array):
         except (TypeError, ValueError) as e:
             raise GradloomError(f"cannot fill an array of {self.dtype!r} with {value!r}: "
                                 f"{e}") from e
+        self._overwrite()
         fill_bytes(self, elem.tobytes())
 
     @deferrable("array.zero_()")
     def zero_(self) -> None:
+        self._overwrite()
         fill_bytes(self, bytes(elem_bytes(self.dtype)))
 
     @deferrable("array.assign()")
@@ -326,12 +335,15 @@ class CudaArray(array):
             if src.shape != self.shape:
                 raise GradloomError(f"assign: source shape {src.shape} != destination "
                                     f"{self.shape}")
+            self._overwrite()
             copy_arrays(self, src)
+            record_copy(self, src)
             return
         data = fit_data(to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
         if data.shape[:data.ndim - len(elem_shape(self.dtype))] != self.shape:
             raise GradloomError(f"assign: source data of shape {data.shape} does not match the "
                                 f"array's shape {self.shape} (dtype {self.dtype!r})")
+        self._overwrite()
         write_host(self, data)
 
 
@@ -419,11 +431,30 @@ def zeros_same_layout(a: CudaArray) -> CudaArray:
     """Zeroed device memory with exactly `a`'s shape and strides (a gradient's layout)."""
     if a.is_contiguous:
         return new_array(a.device, a.shape, a.dtype)
+    out, lo, hi = _same_layout(a)
+    fill(current(), a.device.ordinal, address(out) + lo, b"\0", hi - lo,
+         cuda_stream(a.device).handle)
+    return out
+
+
+def copy_same_layout(a: CudaArray) -> CudaArray:
+    """A device copy of `a` with exactly its shape and strides: one device-to-device copy of
+    its byte span, queued on the device's current stream (a Tape's snapshot)."""
+    if a.size == 0:
+        return a._view(0, a.shape, a.strides)
+    out, lo, hi = _same_layout(a)
+    ordinal = a.device.ordinal
+    dtod(current(), ordinal, address(out) + lo, ordinal, address(a) + lo, hi - lo, a._stream())
+    return out
+
+
+def _same_layout(a: CudaArray) -> tuple[CudaArray, int, int]:
+    """A new allocation laid out as `a` (contents undefined), and the span (lo, hi)."""
     lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
     buf = allocate(a.device, hi - lo)
-    fill(current(), a.device.ordinal, buf.ptr, b"\0", hi - lo, cuda_stream(a.device).handle)
-    return bind(CudaArray.__new__(CudaArray), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
-                a.device)
+    out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
+               a.device)
+    return out, lo, hi
 
 
 def same_layout(a: array, b: array) -> bool:
@@ -500,18 +531,10 @@ def fill_bytes(a: CudaArray, pattern: bytes) -> None:
                                   (*a.shape, *elem_shape(a.dtype))))
 
 
-def refuse_tape(what: str, *arrays: array) -> None:
-    """Recording CUDA work on a Tape is not supported yet: refuse where a gradient would have
-    to flow through it."""
-    if ACTIVE_TAPES.get() and any(a._grad is not None for a in arrays):
-        raise TapeError(f"{what}: recording operations on CUDA arrays with gradients on a "
-                        "wp.Tape is not supported yet (docs/gpu.md)")
-
-
 def copy_arrays(dest: array, src: array) -> None:
     """Copy `src` into `dest` (same shape; element bytes reinterpreted where the types differ
-    in kind but not in size, as `copy_storage`), either or both on a CUDA device."""
-    refuse_tape("copy", dest, src)
+    in kind but not in size, as `copy_storage`), either or both on a CUDA device. Records
+    nothing: the callers record the copy (runtime/recording.py)."""
     if dest.device is CPU:
         copy_storage(dest, array._wrap(to_host(typing.cast(CudaArray, src)), src.dtype, CPU))
         return
@@ -534,8 +557,7 @@ def copy_arrays(dest: array, src: array) -> None:
 
 def copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
     """`wp.copy` of `count` elements between contiguous arrays, one or both on a CUDA device
-    (ranges checked by the caller)."""
-    refuse_tape("wp.copy()", d, s)
+    (ranges checked by the caller; wp.copy records it)."""
     eb = elem_bytes(s.dtype)
     dst, src, n = address(d) + dest_offset * eb, address(s) + src_offset * eb, count * eb
     drv = current()

@@ -24,6 +24,7 @@ import ctypes
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import config
@@ -35,7 +36,7 @@ from ..abi import (
     STATUS_STACK_FULL,
     error_word,
 )
-from ..errors import GradloomError, KernelRuntimeError, LaunchError, TapeError, user_traceback
+from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
 from ..types import ArrayType, IndexedArrayType
 from ..types import StructType as _StructType
 from . import checks
@@ -50,6 +51,7 @@ from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
 from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod
 from .stream import cuda_stream
+from .watch import before_write
 
 #: adjoint stack bytes per thread at a kernel's first launch (doubled when a thread fills it)
 
@@ -170,6 +172,15 @@ class StreamSlot:
         return self._stack.ptr
 
 
+@dataclass(frozen=True)
+class ThreadFacts:
+    """How a kernel's threads share memory (passes/threads.ThreadPlan's words): why they
+    must run in order (None: they need not), and the argument offsets they add into."""
+
+    serial: str | None
+    scatter: tuple[int, ...]
+
+
 class CudaPrepared:
     """A kernel's forward or adjoint entry loaded on one CUDA device, with its packer."""
 
@@ -194,8 +205,12 @@ class CudaPrepared:
         self.launch_ndim = int(entry["launch_ndim"])
         self.uses_stack = bool(entry["uses_stack"])
         self.is_adjoint = variant == "adjoint"
-        access = entry.get("access")
+        #: what a Tape reads (runtime/adjoint.py): how the kernel touches each array (None:
+        #: not analysable), and how its threads share memory
+        self.access = entry.get("access")
+        self.threads = ThreadFacts(*entry["threads"])
         keys = array_keys(params)
+        access = self.access
         if access is None:
             access = {k: frozenset({"stores"}) for k in keys}
         self.writes = [k for k, flags in access.items() if flags & {"stores", "minmax"}]
@@ -210,6 +225,14 @@ class CudaPrepared:
         self.checked = self.uses_stack or self.debug or self.verify_fp
         self.stack_capacity = FIRST_STACK
         self.slots: dict[int, StreamSlot] = {}
+
+    def protect(self, args: Sequence[Any]) -> None:
+        """Before the launch writes its arrays: tapes that still need their contents copy them
+        (device copies: runtime/cuda_tape.py)."""
+        for key in self.writes:
+            a = arg_array(args, key)
+            if a is not None and a._mem.watchers:
+                before_write(a)
 
     def slot(self, stream: StreamHandle) -> StreamSlot:
         s = self.slots.get(stream.value)
@@ -358,10 +381,6 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         if ACTIVE_CAPTURE.get() is not None:
             raise LaunchError(f"graph capture of CUDA launches ({name!r}) is not supported yet "
                               "(docs/gpu.md)")
-        if record_tape and ACTIVE_TAPES.get():
-            raise TapeError(f"wp.launch({name!r}) on {dev}: recording CUDA launches on a "
-                            "wp.Tape is not supported yet (docs/gpu.md); run the adjoint with "
-                            "wp.launch(..., adjoint=True), or pass record_tape=False")
         args: list[Any] = [*inputs, *outputs]
         if getattr(kernel, "is_generic", False):
             kernel = kernel.specialize(args)
@@ -370,9 +389,27 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
             prepared = prepared_for(kernel, "adjoint", dev)
             adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
             args = with_device_gradients(kernel.key, args, adj)
-        else:
-            prepared = prepared_for(kernel, "forward", dev)
-        prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
+            prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
+            return None
+        prepared = prepared_for(kernel, "forward", dev)
+        tapes = ACTIVE_TAPES.get() if record_tape else ()
+        dims = _dims(dim)
+        records = [_begin(t, kernel, dims, args, prepared, max_blocks, block_dim)
+                   for t in tapes]
+        prepared.protect(args)
+        prepared.run(dims, args, handle, max_blocks, block_dim)
+        for tape, record in zip(tapes, records, strict=True):
+            tape.end_launch(record)
         return None
     except GradloomError as exc:
         raise user_traceback(exc) from None
+
+
+def _begin(tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
+           prepared: CudaPrepared, max_blocks: int, block_dim: int) -> Any:
+    """A tape's record of the CUDA launch about to run (runtime/cuda_tape.py)."""
+    from .cuda_tape import CudaLaunchRecord  # loaded with the first recorded CUDA launch
+
+    make = functools.partial(CudaLaunchRecord, device=prepared.device, max_blocks=max_blocks,
+                             block_dim=block_dim)
+    return tape.begin_launch(kernel, dims, args, prepared, make)
