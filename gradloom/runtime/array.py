@@ -311,8 +311,14 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
 
             def backward() -> None:
                 grad = self._grad  # the gradient at backward time (the user may replace it)
-                if grad is not None:
-                    on_host([grad], lambda g: g.__setitem__(where, 0))
+                if grad is None:
+                    return
+                if grad.device.is_cuda:
+                    from .device_grads import overwrite_step  # device memory: on first use
+
+                    if overwrite_step(grad, where):
+                        return
+                on_host([grad], lambda g: g.__setitem__(where, 0))
 
             record_op(backward, [self], devices=True)
 

@@ -379,6 +379,11 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
         if dg is None:
             return
         flows = sg is not None and d.dtype == s.dtype
+        if dg.device.is_cuda:
+            from .device_grads import range_step  # device memory: loaded on first use
+
+            if range_step(dg, sg if flows else None, dest_offset, src_offset, count):
+                return
         on_host([dg, sg] if flows else [dg], flow)
 
     def flow(dg: NDArray, sg: NDArray | None = None) -> None:

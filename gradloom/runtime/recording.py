@@ -63,8 +63,14 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
 
     def backward() -> None:
         dg, sg = dest._grad, src._grad
-        if dg is not None and sg is not None:
-            on_host([dg, sg], flow)
+        if dg is None or sg is None:
+            return
+        if dg.device.is_cuda or sg.device.is_cuda:
+            from .device_grads import copy_step  # device memory: loaded on first use
+
+            if copy_step(dg, sg, where):
+                return
+        on_host([dg, sg], flow)
 
     def flow(dg: Any, target: Any) -> None:
         taken = dg[where]
@@ -79,8 +85,8 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
 
 def on_host(grads: Sequence[Any], step: Callable[..., None]) -> None:
     """Run a backward step on numpy views of gradient arrays: a host array's own memory, or
-    for an array in device memory a host copy, written back after the step (a round trip:
-    docs/gpu.md)."""
+    for an array in device memory a host copy, written back after the step (a round trip, for
+    what runtime/device_grads.py does not do on the device: docs/gpu.md)."""
     views = [g.numpy() for g in grads]
     step(*views)
     for g, v in zip(grads, views, strict=True):
