@@ -558,8 +558,6 @@ def test_launch_errors_name_the_argument_and_device(env):
         wp.launch(saxpy, 4, inputs=[1.0, dx, wp.zeros(4)], device="cpu")
     with pytest.raises(LaunchError, match="takes 3 arguments"):
         wp.launch(saxpy, 4, inputs=[1.0, dx], device="cuda")
-    with pytest.raises(LaunchError, match="record_cmd"):
-        wp.launch(saxpy, 4, inputs=[1.0, dx, dx], device="cuda", record_cmd=True)
     with pytest.raises(LaunchError, match="block_dim"):
         wp.launch(saxpy, 4, inputs=[1.0, dx, dx], device="cuda", block_dim=2048)
     wp.launch(saxpy, 0, inputs=[1.0, dx, dx], device="cuda")  # nothing to run

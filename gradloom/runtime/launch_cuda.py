@@ -41,7 +41,7 @@ from ..types import ArrayType, IndexedArrayType
 from ..types import StructType as _StructType
 from . import checks
 from .array import array
-from .capturing import ACTIVE_CAPTURE
+from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
 from .cuda_array import CudaArray, address, elem_bytes, span, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
@@ -49,7 +49,7 @@ from .device import Device, get_device
 from .launch import _dims, arg_array, array_keys
 from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
-from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod
+from .storage import DeviceBuffer, address_of, capturing, dtod, host_bytes, htod, relaxed
 from .stream import cuda_stream
 from .watch import before_write
 
@@ -150,18 +150,25 @@ class DevicePacker(Packer):
 # a compiled entry on one device
 
 
-class StreamSlot:
+class BlockParams:
+    """A device launch block and cuLaunchKernel's kernelParams for it: the address of a
+    void*[1] holding the address of the block's address."""
+
+    def __init__(self, driver: Driver, ordinal: int, size: int) -> None:
+        self.block = DeviceBuffer(driver, ordinal, size, None, pooled=False)
+        self._word = ctypes.c_uint64(self.block.ptr)
+        self._params = (ctypes.c_void_p * 1)(ctypes.addressof(self._word))
+        self.params = ctypes.addressof(self._params)
+
+
+class StreamSlot(BlockParams):
     """What launches of one entry on one stream reuse: the device copy of the launch block,
     the kernel-parameter array pointing at it, and the adjoint stack. Plain cuMemAlloc memory
     (not the stream-ordered pool): it may outlive the stream."""
 
     def __init__(self, driver: Driver, ordinal: int, size: int) -> None:
+        super().__init__(driver, ordinal, size)
         self.driver, self.ordinal = driver, ordinal
-        self.block = DeviceBuffer(driver, ordinal, size, None, pooled=False)
-        self._word = ctypes.c_uint64(self.block.ptr)
-        self._params = (ctypes.c_void_p * 1)(ctypes.addressof(self._word))
-        #: cuLaunchKernel's kernelParams: the address of a void*[1] holding &block
-        self.params = ctypes.addressof(self._params)
         self._stack: DeviceBuffer | None = None
 
     def stack(self, nbytes: int) -> int:
@@ -196,8 +203,10 @@ class CudaPrepared:
                 "memory need the threads to run in order, which a GPU does not give; run the "
                 "adjoint on the CPU")
         driver.activate(self.ordinal)
-        self.module = driver.call("cuModuleLoadData", entry["ptx"].encode() + b"\0")
-        self.function = driver.call("cuModuleGetFunction", self.module, entry["symbol"].encode())
+        with relaxed(driver):  # not stream work: allowed while a graph is captured
+            self.module = driver.call("cuModuleLoadData", entry["ptx"].encode() + b"\0")
+            self.function = driver.call("cuModuleGetFunction", self.module,
+                                        entry["symbol"].encode())
         params = tuple(kernel.params)
         #: what checks.status_error / verify_fp read: compiled.params, launch_ndim, writes
         self.compiled = self
@@ -250,6 +259,10 @@ class CudaPrepared:
         block = block_size(block_dim)
         if total == 0:
             return
+        cap = capturing(self.ordinal)
+        if cap is not None:
+            self.capture(cap, dims, values, total, block, max_blocks, stream)
+            return
         saved = self.save(args, stream) if self.uses_stack or self.debug else None
         try:
             while True:
@@ -267,10 +280,8 @@ class CudaPrepared:
         if self.verify_fp:
             checks.verify_fp(self, args)
 
-    def launch_once(self, dims: tuple[int, ...], values: list[Any], total: int, block: int,
-                    max_blocks: int, stream: StreamHandle) -> int:
-        """Pack, copy and launch; the error word if the launch is checked, else 0."""
-        cap = self.stack_capacity if self.uses_stack else 0
+    def grid(self, total: int, block: int, max_blocks: int, cap: int) -> int:
+        """The blocks of a launch (a stack-using one: what fits the device)."""
         blocks = grid_for(total, block, max_blocks, self.info.resident_threads, cap,
                           int(self.info.total_memory * STACK_SHARE))
         if blocks == 0:
@@ -278,6 +289,37 @@ class CudaPrepared:
                 f"kernel '{self.kernel.key}': the adjoint needs more than {cap // 2} bytes per "
                 f"thread to store its loops' values; {block} threads' worth does not fit in "
                 f"1/{round(1 / STACK_SHARE)} of the memory of {self.device}")
+        return blocks
+
+    def capture(self, cap: Any, dims: tuple[int, ...], values: list[Any], total: int,
+                block: int, max_blocks: int, stream: StreamHandle) -> None:
+        """Queue the launch into the CUDA graph being captured (runtime/cuda_graph.py): a block
+        and a stack of its own, owned by the graph; its block is copied in before the kernel
+        at every replay (so its error word starts clear); a checked launch is read back after
+        each replay."""
+        if self.verify_fp:
+            raise LaunchError(f"kernel '{self.kernel.key}': wp.config.verify_fp reads the arrays "
+                              "back after each launch, which a captured graph cannot do")
+        stack_cap = self.stack_capacity if self.uses_stack else 0
+        blocks = self.grid(total, block, max_blocks, stack_cap)
+        own = BlockParams(self.driver, self.ordinal, len(self.buf))
+        stack = DeviceBuffer(self.driver, self.ordinal, stack_cap * blocks * block, None,
+                             pooled=False).ptr if stack_cap else 0
+        self._pack(self.buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS, stack, stack_cap, 0,
+                   total, *values)
+        htod(self.driver, self.ordinal, own.block.ptr, self.buf_addr, len(self.buf),
+             stream.handle)
+        self.driver.call("cuLaunchKernel", self.function, blocks, 1, 1, block, 1, 1, 0,
+                         stream.handle, own.params, 0)
+        cap.keep(own)
+        if self.checked:
+            cap.check(self, bytes(self.buf), own.block.ptr)
+
+    def launch_once(self, dims: tuple[int, ...], values: list[Any], total: int, block: int,
+                    max_blocks: int, stream: StreamHandle) -> int:
+        """Pack, copy and launch; the error word if the launch is checked, else 0."""
+        cap = self.stack_capacity if self.uses_stack else 0
+        blocks = self.grid(total, block, max_blocks, cap)
         slot = self.slot(stream)
         stack = slot.stack(cap * blocks * block) if cap else 0
         self._pack(self.buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS, stack, cap, 0, total,
@@ -374,20 +416,16 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
 
             return launch_any(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, dev,
                               stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
-        name = getattr(kernel, "key", kernel)
-        if record_cmd:
-            raise LaunchError(f"wp.launch({name!r}, record_cmd=True) is not supported on CUDA "
-                              "devices yet (docs/gpu.md)")
-        if ACTIVE_CAPTURE.get() is not None:
-            raise LaunchError(f"graph capture of CUDA launches ({name!r}) is not supported yet "
-                              "(docs/gpu.md)")
         args: list[Any] = [*inputs, *outputs]
         if getattr(kernel, "is_generic", False):
             kernel = kernel.specialize(args)
+        adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
+        if record_cmd or ACTIVE_CAPTURE.get() is not None:
+            return _command(kernel, dim, args, adj if adjoint else None, dev, stream,
+                            max_blocks, block_dim, record_tape, record_cmd)
         handle = cuda_stream(dev, stream)
         if adjoint:
             prepared = prepared_for(kernel, "adjoint", dev)
-            adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
             args = with_device_gradients(kernel.key, args, adj)
             prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
             return None
@@ -403,6 +441,24 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         return None
     except GradloomError as exc:
         raise user_traceback(exc) from None
+
+
+def _command(kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None, dev: Device,
+             stream: Any, max_blocks: int, block_dim: int, record_tape: bool,
+             record_cmd: bool) -> Any:
+    """`record_cmd=True`: the launch as a command (runtime/cuda_command.py). Inside a CPU
+    graph capture: that command, added to the graph (it runs when the graph runs)."""
+    from .cuda_command import CudaLaunch  # loaded with the first recorded command
+
+    cmd = CudaLaunch(kernel, dim, args, adj, dev, stream, max_blocks, block_dim, record_tape)
+    if record_cmd:
+        return cmd
+    if record_tape:
+        no_tape_while_capturing(f"wp.launch({kernel.key!r})")
+    graph = ACTIVE_CAPTURE.get()
+    assert graph is not None
+    graph.add(cmd)
+    return None
 
 
 def _begin(tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
