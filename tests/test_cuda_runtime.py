@@ -402,8 +402,7 @@ def test_cuda_array_interface(env):
     assert a.__dlpack_device__() == (2, 0)
     with pytest.raises(AttributeError):
         a.__array_interface__
-    with pytest.raises(BufferError):
-        a.__dlpack__()
+    assert type(a.__dlpack__()).__name__ == "PyCapsule"  # tests/test_cuda_interop.py
 
 
 def test_device_memory_is_given_back(env):

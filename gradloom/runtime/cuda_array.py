@@ -40,21 +40,19 @@ from .array import (
 from .array_storage import to_numpy
 from .capturing import deferrable
 from .cuda_driver import Driver, current
+from .cuda_stream import order_streams
 from .device import CPU, Device
+from .dlpack_capsule import DLPACK_CUDA, export
 from .recording import record_copy
 from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
 from .stream import cuda_stream
 from .watch import Memory
 
-#: DLPack's device type code for CUDA memory (kDLCUDA)
 
 def address(a: Any) -> int:
     """The device address of an array's first element (0 for an empty array, whose ptr is
     None as in Warp)."""
     return a.ptr or 0
-
-
-DLPACK_CUDA = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,9 +172,25 @@ class CudaArray(array):
             "stream": handle if handle else 1,  # 1: the legacy default stream
         }
 
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        raise BufferError(f"DLPack export of arrays on {self.device} is not supported yet; "
-                          "use __cuda_array_interface__ (docs/gpu.md)")
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule sharing this array's device memory (vector/matrix components
+        trail). The stream handshake: work the consumer queues on `stream` (an int; None:
+        CUDA's legacy default stream, 1; -1: no ordering) waits for the work gradloom has
+        queued on the array's device so far. `copy=True` exports a copy."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"cannot export an array on {self.device} to DLPack device "
+                              f"{tuple(dl_device)}")
+        src = self
+        if copy:
+            src = new_array(self.device, self.shape, self.dtype, zero=False)
+            copy_arrays(src, self)
+        if stream != -1:
+            order_streams(self.device.ordinal, cuda_stream(self.device).value,
+                          1 if stream is None else int(stream))
+        es = elem_shape(self.dtype)
+        return export(src, address(src), self.device.ordinal, storage_dtype(self.dtype),
+                      (*self.shape, *es), (*self.strides, *inner_strides(self.dtype)))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (DLPACK_CUDA, self.device.ordinal)

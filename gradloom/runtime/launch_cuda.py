@@ -46,6 +46,7 @@ from .cuda_array import CudaArray, address, elem_bytes, span, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device, get_device
+from .foreign_cuda import adapt_device_args, is_device_foreign
 from .launch import _dims, arg_array, array_keys
 from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
@@ -419,6 +420,8 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         args: list[Any] = [*inputs, *outputs]
         if getattr(kernel, "is_generic", False):
             kernel = kernel.specialize(args)
+        if any(is_device_foreign(a) for a in args):  # torch/cupy/DLPack device memory
+            args = adapt_device_args(kernel.key, kernel.params, args, dev)
         adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
         if record_cmd or ACTIVE_CAPTURE.get() is not None:
             return _command(kernel, dim, args, adj if adjoint else None, dev, stream,
