@@ -203,11 +203,7 @@ class CudaPrepared:
                 f"{entry['order_dependent']}, so gradients passed between threads through "
                 "memory need the threads to run in order, which a GPU does not give; run the "
                 "adjoint on the CPU")
-        driver.activate(self.ordinal)
-        with relaxed(driver):  # not stream work: allowed while a graph is captured
-            self.module = driver.call("cuModuleLoadData", entry["ptx"].encode() + b"\0")
-            self.function = driver.call("cuModuleGetFunction", self.module,
-                                        entry["symbol"].encode())
+        self.load(entry)
         params = tuple(kernel.params)
         #: what checks.status_error / verify_fp read: compiled.params, launch_ndim, writes
         self.compiled = self
@@ -235,6 +231,16 @@ class CudaPrepared:
         self.checked = self.uses_stack or self.debug or self.verify_fp
         self.stack_capacity = FIRST_STACK
         self.slots: dict[int, StreamSlot] = {}
+
+    def load(self, entry: dict[str, Any]) -> None:
+        """Load the entry's PTX into the device's context (allowed during a graph capture:
+        it is not stream work)."""
+        driver = self.driver
+        driver.activate(self.ordinal)
+        with relaxed(driver):
+            self.module = driver.call("cuModuleLoadData", entry["ptx"].encode() + b"\0")
+            self.function = driver.call("cuModuleGetFunction", self.module,
+                                        entry["symbol"].encode())
 
     def protect(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them
