@@ -34,11 +34,13 @@ def symbol_for(name: str) -> str:
 
 
 def ptx_entry(kernel: Any, arch: str, variant: str = "forward") -> dict[str, Any]:
-    """{"ptx", "symbol", "launch_ndim", "access", "uses_stack", "order_dependent"} for the
-    kernel's forward or adjoint entry on `arch` ("sm_90"), from the cache or compiled now.
+    """{"ptx", "symbol", "launch_ndim", "access", "uses_stack", "order_dependent", "threads"}
+    for the kernel's forward or adjoint entry on `arch` ("sm_90"), from the cache or compiled
+    now.
 
     `order_dependent` (adjoints): why the adjoint needs threads to run in order (threads read
-    or overwrite elements that other threads write), or None."""
+    or overwrite elements that other threads write), or None. `threads`: the forward's
+    (serial reason or None, scatter offsets) (passes/threads.py; a Tape's alias check)."""
     adjoint = variant == "adjoint"
     if adjoint and kernel.enable_backward is False:
         raise CompileError(f"kernel '{kernel.key}' was defined with enable_backward=False (on "
@@ -70,6 +72,8 @@ def _compile(kernel: Any, arch: str, adjoint: bool) -> dict[str, Any]:
     if config.verbose:
         print(f"gradloom: compiled kernel {kernel.key} to PTX for {arch}"
               + (" (adjoint)" if adjoint else ""), file=sys.stderr)
+    plan = thread_plan(forward_ir)
     return {"ptx": ptx, "symbol": symbol, "launch_ndim": ir.launch_ndim, "access": access,
             "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
-            "order_dependent": thread_plan(forward_ir).serial if adjoint else None}
+            "order_dependent": plan.serial if adjoint else None,
+            "threads": (plan.serial, tuple(plan.scatter))}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
+from .abi import GRAD_SLOT
 from .argtypes import launch_arg_type
 from .autodiff.access import analyze
 from .autodiff.reverse import adjoint_kernel
@@ -270,13 +271,13 @@ class Kernel:
         addr = cpu.object_loader().load(entry["object"], symbol)
         plan = ThreadPlan(*entry["threads"])
         where = self._array_offsets()
-        if any(off not in where and off - 8 not in where for off in plan.scatter):
+        if any(off not in where and off - GRAD_SLOT not in where for off in plan.scatter):
             # adds into memory no argument key names (an indexed array inside a struct): the
             # adds are plain load-add-stores, so the launch must stay serial
             plan = ThreadPlan("threads add into an array held inside a struct", (),
                               plan.float_atomics, plan.loops)
-        # the gradient pointer is the word after the array's data pointer
-        scatter = tuple((where[off], False) if off in where else (where[off - 8], True)
+        # an array's gradient pointer is GRAD_SLOT bytes after its data pointer (abi.py)
+        scatter = tuple((where[off], False) if off in where else (where[off - GRAD_SLOT], True)
                         for off in plan.scatter)
         return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
                               entry.get("access"), entry.get("uses_stack", False),

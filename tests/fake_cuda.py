@@ -11,7 +11,13 @@ stand-in does the work on host memory:
 - streams and events run everything at once (the timing of an event is the host clock);
 - a launch reads its kernel-parameter array (void*[1] -> the block's address), checks the
   block and the adjoint stack (capacity x grid threads bytes) are device memory, and runs the
-  kernel's CPU entry on the block: the same block layout, the same error word.
+  kernel's CPU entry on the block: the same block layout (gradloom/abi.py), the same error
+  word. The kernel is one of `kernels`, else any live kernel whose PTX the module holds.
+- stream capture (cuStreamBeginCapture ... cuGraphLaunch) records the work queued on a
+  capturing stream and replays it at each graph launch; as on a real driver, a call that is not
+  stream work (an allocation, a free, a module load, a synchronisation) made while a capture is
+  active fails unless the calling thread's capture mode is relaxed, and so do a copy from
+  pageable host memory and a copy to the host on the capturing stream.
 Nothing here is a GPU: the PTX is only checked to define the entry that is looked up.
 """
 
@@ -24,9 +30,22 @@ from typing import Any
 
 import cuda.bindings.driver as real
 
+from gradloom.abi import BLOCK_ARGS, BLOCK_STACK
 from gradloom.cuda_build import symbol_for
 
 OK = real.CUresult.CUDA_SUCCESS
+UNSUPPORTED = real.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+INVALIDATED = real.CUresult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+RELAXED = real.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+#: stream work: the position of the call's stream argument
+_STREAM_WORK = {"cuMemcpyHtoDAsync": 3, "cuMemcpyDtoHAsync": 3, "cuMemcpyDtoDAsync": 3,
+                "cuMemcpyPeerAsync": 5, "cuMemsetD8Async": 3, "cuMemsetD16Async": 3,
+                "cuMemsetD32Async": 3, "cuLaunchKernel": 8, "cuGraphLaunch": 1,
+                "cuEventRecord": 1, "cuStreamWaitEvent": 0, "cuMemAllocAsync": 1,
+                "cuMemFreeAsync": 1}
+#: calls that are not stream work: refused while a capture is active, unless relaxed
+_UNSAFE = {"cuMemAlloc", "cuMemFree", "cuMemHostAlloc", "cuMemFreeHost", "cuModuleLoadData",
+           "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"}
 
 _ATTRS = {
     "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 9,
@@ -58,6 +77,7 @@ class FakeCuda:
         self.freed: set[int] = set()
         self.modules: dict[int, bytes] = {}
         self.functions: dict[int, str] = {}
+        self.function_ptx: dict[int, bytes] = {}
         self.events: dict[int, float] = {}
         self.streams: set[int] = set()
         self.kernels = list(kernels)
@@ -65,6 +85,11 @@ class FakeCuda:
         self.launches: list[dict[str, Any]] = []
         self.current_ctx = 0
         self._next = 0x1000
+        #: capturing stream -> (its mode, the work recorded, still valid)
+        self.capturing: dict[int, list[Any]] = {}
+        self.graphs: dict[int, list[Any]] = {}
+        self.thread_mode = real.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
+        self.pinned: dict[int, ctypes.Array[ctypes.c_char]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -77,6 +102,14 @@ class FakeCuda:
             self.calls.append(name)
             if self.check_args:
                 self._check(name, args)
+            refused = self._refused(name, args)
+            if refused is not None:
+                return (refused, None)  # gradloom reads outputs only after success
+            at = _STREAM_WORK.get(name)
+            if at is not None and int(args[at] or 0) in self.capturing:
+                assert name != "cuMemAllocAsync", "a pool allocation on a capturing stream"
+                self.capturing[int(args[at])][1].append(lambda: impl(*args))
+                return (OK,)
             return impl(*args)
 
         return call
@@ -89,6 +122,23 @@ class FakeCuda:
         except Exception:
             return  # the driver library is missing: the arguments were accepted
         raise AssertionError(f"{name} ran on a real driver")
+
+    def _refused(self, name: str, args: tuple[Any, ...]) -> Any:
+        """The error a real driver gives for this call during a capture (None: allowed)."""
+        if not self.capturing:
+            return None
+        if name in _UNSAFE and self.thread_mode != RELAXED and any(
+                mode != RELAXED for mode, _, _ in self.capturing.values()):
+            for cap in self.capturing.values():
+                cap[2] = False
+            return UNSUPPORTED
+        if name == "cuMemcpyDtoHAsync" and int(args[3] or 0) in self.capturing:
+            return UNSUPPORTED
+        if name == "cuMemcpyHtoDAsync" and int(args[3] or 0) in self.capturing and not any(
+                base <= args[1] and args[1] + args[2] <= base + len(buf)
+                for base, buf in self.pinned.items()):
+            return UNSUPPORTED  # pageable host memory cannot be captured
+        return None
 
     def _id(self) -> int:
         self._next += 0x10
@@ -247,6 +297,53 @@ class FakeCuda:
     def _cuEventElapsedTime(self, start: Any, end: Any) -> tuple[Any, float]:
         return OK, (self.events[int(end)] - self.events[int(start)]) * 1e3
 
+    # -- capture and graphs ---------------------------------------------------------------
+
+    def _cuThreadExchangeStreamCaptureMode(self, mode: Any) -> tuple[Any, Any]:
+        old, self.thread_mode = self.thread_mode, real.CUstreamCaptureMode(int(mode))
+        return OK, old
+
+    def _cuStreamBeginCapture(self, stream: Any, mode: Any) -> tuple[Any]:
+        assert int(stream) not in self.capturing, "the stream is capturing already"
+        self.capturing[int(stream)] = [real.CUstreamCaptureMode(int(mode)), [], True]
+        return (OK,)
+
+    def _cuStreamEndCapture(self, stream: Any) -> tuple[Any, Any]:
+        _, work, valid = self.capturing.pop(int(stream))
+        if not valid:
+            return INVALIDATED, real.CUgraph(0)
+        h = self._id()
+        self.graphs[h] = work
+        return OK, real.CUgraph(h)
+
+    def _cuGraphInstantiate(self, graph: Any, flags: int) -> tuple[Any, Any]:
+        h = self._id()
+        self.graphs[h] = self.graphs[int(graph)]
+        return OK, real.CUgraphExec(h)
+
+    def _cuGraphLaunch(self, graph_exec: Any, stream: Any) -> tuple[Any]:
+        for work in self.graphs[int(graph_exec)]:
+            work()
+        return (OK,)
+
+    def _cuGraphExecDestroy(self, graph_exec: Any) -> tuple[Any]:
+        del self.graphs[int(graph_exec)]
+        return (OK,)
+
+    def _cuGraphDestroy(self, graph: Any) -> tuple[Any]:
+        del self.graphs[int(graph)]
+        return (OK,)
+
+    def _cuMemHostAlloc(self, n: int, flags: int) -> tuple[Any, int]:
+        buf = ctypes.create_string_buffer(n)
+        self.pinned[ctypes.addressof(buf)] = buf
+        return OK, ctypes.addressof(buf)
+
+    def _cuMemFreeHost(self, ptr: int) -> tuple[Any]:
+        assert int(ptr) in self.pinned, "cuMemFreeHost of memory cuMemHostAlloc did not give"
+        del self.pinned[int(ptr)]
+        return (OK,)
+
     # -- modules and launches -------------------------------------------------------------
 
     def _cuModuleLoadData(self, image: Any) -> tuple[Any, Any]:
@@ -260,6 +357,7 @@ class FakeCuda:
         assert b".entry " + name + b"(" in self.modules[int(module)], name
         h = self._id()
         self.functions[h] = name.decode()
+        self.function_ptx[h] = self.modules[int(module)]
         return OK, real.CUfunction(h)
 
     def _cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
@@ -268,20 +366,34 @@ class FakeCuda:
         assert 1 <= gx < 2**31 and 1 <= bx <= 1024
         arg = ctypes.c_void_p.from_address(params).value
         block = ctypes.c_uint64.from_address(arg).value
-        self._where(block, 80)
-        stack, cap = struct.unpack_from("<Qq", ctypes.string_at(block + 40, 16))
+        self._where(block, BLOCK_ARGS)
+        stack, cap = struct.unpack_from("<Qq", ctypes.string_at(block + BLOCK_STACK, 16))
         if cap:
             self._where(stack, cap * gx * bx)  # capacity bytes for every grid thread
         symbol = self.functions[int(f)]
         self.launches.append({"symbol": symbol, "grid": gx, "block": bx, "capacity": cap})
-        self._entry(symbol)(block)
+        self._entry(symbol, self.function_ptx[int(f)])(block)
         return (OK,)
 
-    def _entry(self, symbol: str) -> Any:
+    def _entry(self, symbol: str, ptx: bytes) -> Any:
+        """The CPU entry of the kernel whose PTX entry is `symbol`: one of `kernels`, else any
+        live kernel or overload (generated kernels such as wp.map's too) whose PTX is `ptx`."""
+        from gradloom.kernel import _KERNELS
+
         for k in self.kernels:
             forward = symbol_for(k._kernel_ir(False)[0].name)
-            if symbol == forward:
-                return k.compiled().entry
-            if symbol == forward + "_adjoint":
-                return k.adjoint_compiled().entry
-        raise AssertionError(f"no kernel given to FakeCuda has the entry {symbol}")
+            if symbol in (forward, forward + "_adjoint"):
+                return k.compiled().entry if symbol == forward else k.adjoint_compiled().entry
+        variant = "adjoint" if symbol.endswith("_adjoint") else "forward"
+        for o in [o for k in list(_KERNELS) for o in (k, *k.overloads.values())]:
+            if _named_like(o, symbol) and \
+                    o.cuda_entry("sm_90", variant)["ptx"].encode() + b"\0" == ptx:
+                return o.compiled().entry if variant == "forward" else \
+                    o.adjoint_compiled().entry
+        raise AssertionError(f"no kernel has the entry {symbol}")
+
+
+def _named_like(k: Any, symbol: str) -> bool:
+    """Whether kernel k (not generic) may have the entry `symbol` (its function's name starts
+    it; the PTX decides)."""
+    return not getattr(k, "is_generic", False) and symbol.startswith(symbol_for(k.func.__name__))

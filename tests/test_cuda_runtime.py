@@ -17,12 +17,21 @@ import numpy as np
 import pytest
 
 import gradloom as wp
+from gradloom.abi import (
+    BLOCK_ARGS,
+    BLOCK_DIMS,
+    BLOCK_END,
+    BLOCK_STACK,
+    BLOCK_START,
+    BLOCK_STATUS,
+    HEAD,
+    STACK_BASE,
+    STACK_CAPACITY,
+)
 from gradloom.codegen import nvptx
 from gradloom.errors import GradloomError, KernelRuntimeError, LaunchError, TapeError
 from gradloom.runtime import cuda_driver
 from gradloom.runtime.launch_cuda import FIRST_STACK, MAX_GRID, grid_for, ptx_arch
-from gradloom.runtime.packing import HEAD
-from gradloom.types import BLOCK_ARGS, BLOCK_DIMS, BLOCK_END, BLOCK_START, BLOCK_STATUS
 
 HAS_GPU = wp.is_cuda_available()
 HAS_BINDINGS = importlib.util.find_spec("cuda") is not None and \
@@ -163,11 +172,11 @@ def test_launch_block_header_offsets():
     """The host packs the header where types.BLOCK_* (and so both entries) say it is."""
     assert HEAD.size == BLOCK_ARGS
     buf = bytearray(HEAD.size)
-    HEAD.pack_into(buf, 0, 5, 6, 7, 8, -3, 0xABC0, 48, 9, 11, 22)
+    HEAD.pack_into(buf, 0, 5, 6, 7, 8, -3, 40, 1, 2, 9, 0xABC0, 48, 11, 22)
     assert struct.unpack_from("<4q", buf, BLOCK_DIMS) == (5, 6, 7, 8)
-    assert struct.unpack_from("<i", buf, BLOCK_STATUS) == (-3,)
-    # the stack base, its capacity (bytes per thread) and the failed thread follow the word
-    assert struct.unpack_from("<Qqq", buf, BLOCK_STATUS + 8) == (0xABC0, 48, 9)
+    assert struct.unpack_from("<iiqqq", buf, BLOCK_STATUS) == (-3, 40, 1, 2, 9)
+    # the stack base and its capacity (bytes per thread) lie outside the error record
+    assert struct.unpack_from("<Qq", buf, BLOCK_STACK) == (0xABC0, 48)
     assert struct.unpack_from("<q", buf, BLOCK_START) == (11,)
     assert struct.unpack_from("<q", buf, BLOCK_END) == (22,)
 
@@ -177,10 +186,9 @@ def test_nvptx_entry_reads_the_block_where_the_host_writes_it():
 
     ir = horner._kernel_ir(True)[0]  # the adjoint: it uses the stack words too
     text = nvptx_module(ir, "gl_test")
-    for at in (BLOCK_DIMS, BLOCK_STATUS, BLOCK_ARGS, BLOCK_START, BLOCK_END):
+    for at in (BLOCK_DIMS, BLOCK_STATUS, BLOCK_ARGS, BLOCK_START, BLOCK_END,
+               BLOCK_STACK + STACK_BASE, BLOCK_STACK + STACK_CAPACITY):
         assert f"getelementptr i8, ptr %block, i64 {at}" in text
-    assert "getelementptr i8, ptr %err, i64 8" in text  # stack base
-    assert "getelementptr i8, ptr %err, i64 16" in text  # capacity per thread
     # slot k of grid thread `lane` is at base[k * nthreads + lane], nthreads = grid size
     assert "%nthreads = mul i64 %nctaid.x, %ntid.x" in text
 
@@ -394,8 +402,7 @@ def test_cuda_array_interface(env):
     assert a.__dlpack_device__() == (2, 0)
     with pytest.raises(AttributeError):
         a.__array_interface__
-    with pytest.raises(BufferError):
-        a.__dlpack__()
+    assert type(a.__dlpack__()).__name__ == "PyCapsule"  # tests/test_cuda_interop.py
 
 
 def test_device_memory_is_given_back(env):
@@ -550,12 +557,8 @@ def test_launch_errors_name_the_argument_and_device(env):
         wp.launch(saxpy, 4, inputs=[1.0, dx, wp.zeros(4)], device="cpu")
     with pytest.raises(LaunchError, match="takes 3 arguments"):
         wp.launch(saxpy, 4, inputs=[1.0, dx], device="cuda")
-    with pytest.raises(LaunchError, match="record_cmd"):
-        wp.launch(saxpy, 4, inputs=[1.0, dx, dx], device="cuda", record_cmd=True)
     with pytest.raises(LaunchError, match="block_dim"):
         wp.launch(saxpy, 4, inputs=[1.0, dx, dx], device="cuda", block_dim=2048)
-    with wp.Tape(), pytest.raises(TapeError, match="Tape"):
-        wp.launch(saxpy, 4, inputs=[1.0, dx, dx], device="cuda")
     wp.launch(saxpy, 0, inputs=[1.0, dx, dx], device="cuda")  # nothing to run
 
 

@@ -68,7 +68,8 @@ def run_tests() -> int:
     """pytest over the CUDA tests; returns its exit status."""
     log = Path(os.environ.get("OUT", tempfile.gettempdir())) / "gpu_smoke_pytest.txt"
     cmd = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider",
-           "tests/test_cuda_runtime.py", "tests/test_array.py"]
+           "tests/test_cuda_runtime.py", "tests/test_cuda_tape.py", "tests/test_cuda_graph.py",
+           "tests/test_cuda_interop.py", "tests/test_abi.py", "tests/test_array.py"]
     say(f"$ {' '.join(cmd[2:])}   (log: {log})")
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -11,6 +11,7 @@ and zero) it, so an element overwritten later passes no gradient through the ear
 
 from __future__ import annotations
 
+from ..abi import GRAD_SLOT
 from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
 from ..ir.prims import PRIMS, Effect, MemoryRule
@@ -239,7 +240,7 @@ class Reverse:
         byte offset into it (None: none), so a null gradient stays null (adj_* skip it)."""
         d = self.access.defs.get(p.id)
         if d is not None and d.prim == "arg":
-            return self.args_at[int(d.attr) + 8], None
+            return self.args_at[int(d.attr) + GRAD_SLOT], None
         if d is not None and d.prim == "ptr_add":
             base, extra = self.grad_base(d.args[0], scope, loc)
             step = scope.primal(d.args[1])

@@ -1,6 +1,6 @@
 """The CPU target's entry function: a loop over the thread range [start, end) of a launch block.
 
-The entry takes one pointer, to a launch block (layout: types.BLOCK_*; runtime/launch.py fills
+The entry takes one pointer, to a launch block (layout: abi.py; runtime/launch.py fills
 it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread of a split
 launch gets its own block. The thread loop is emitted twice (a copy with unit innermost strides
 for contiguous arrays, which LLVM vectorises, and the general one) — once only for kernels past
@@ -10,8 +10,7 @@ and polls for Ctrl-C between chunks of threads (codegen/signals.py).
 
 from __future__ import annotations
 
-from ..ir.nodes import KernelIR, Op, walk_ops
-from ..types import (
+from ..abi import (
     BLOCK_ARGS,
     BLOCK_DIMS,
     BLOCK_END,
@@ -19,6 +18,7 @@ from ..types import (
     BLOCK_STATUS,
     STATUS_INTERRUPTED,
 )
+from ..ir.nodes import KernelIR, Op, walk_ops
 from .llvm import KernelEmitter, emit_module
 from .llvm_ops import MathCall, string_global
 from .signals import KERNEL_DECLARES, POLL_THREADS
@@ -97,16 +97,6 @@ class CpuKernelEmitter(KernelEmitter):
         name = string_global(self.declares, f"'{self.kernel.name}'")
         self.f.emit("%interrupts = load atomic i64, ptr @gl_interrupts monotonic, align 8")
         self.f.emit(f"store atomic ptr {name}, ptr @gl_running monotonic, align 8")
-
-    def stack_setup(self) -> None:
-        """The adjoint stack: its base and capacity follow the error word in the status block."""
-        f = self.f
-        f.emit("%sp = alloca i64, align 8")
-        f.emit("%stack.basep = getelementptr i8, ptr %err, i64 8")
-        f.emit("%stack.base = load ptr, ptr %stack.basep, align 8")
-        f.emit("%stack.capp = getelementptr i8, ptr %err, i64 16")
-        f.emit("%stack.cap = load i64, ptr %stack.capp, align 8")
-        f.emit("%failed.thread = getelementptr i8, ptr %err, i64 24")
 
     def all_contiguous(self) -> str:
         """An i1 that is true when every array's innermost stride is its element size (and, in

@@ -1,7 +1,9 @@
 """The NVPTX (CUDA) target's entry function: a grid-stride loop over the launch's threads.
 
-The kernel takes the same launch block as the CPU entry (types.BLOCK_*: dims, status, start,
-end, then the arguments), in device memory. Thread indices are 64-bit (`ctaid * ntid + tid`,
+The kernel takes the same launch block as the CPU entry (abi.py: dims, the error record, the
+stack's words, start, end, then the arguments), in device memory. Every thread of the grid
+shares it: a failing thread claims the error word with a compare-and-swap before it writes the
+record's fields, and the stack's words lie outside the record. Thread indices are 64-bit (`ctaid * ntid + tid`,
 each widened before the arithmetic); a grid-stride loop covers `[start, end)` whatever the grid.
 The adjoint stack is one global buffer laid out slot-major (slot k of every thread in flight is
 contiguous), so pushes and pops of a warp coalesce. Gradient adds are atomic (threads run at
@@ -10,8 +12,8 @@ once). Math that NVPTX cannot select is a libdevice `__nv_*` call (codegen/nvptx
 
 from __future__ import annotations
 
+from ..abi import BLOCK_ARGS, BLOCK_DIMS, BLOCK_END, BLOCK_START, BLOCK_STATUS
 from ..ir.nodes import KernelIR, Op, walk_ops
-from ..types import BLOCK_ARGS, BLOCK_DIMS, BLOCK_END, BLOCK_START, BLOCK_STATUS
 from .llvm import KernelEmitter, emit_module
 from .llvm_ops import MathCall, string_global
 from .nvptx import TRIPLE, datalayout
@@ -33,6 +35,7 @@ class NvptxKernelEmitter(KernelEmitter):
 
     math = NVPTX_MATH
     atomic_grads = True
+    shared_status = True  # every thread of the grid reads and may fail into one block
     module_declares = tuple(f"declare i32 @{_SREG}.{r}.x()" for r in ("tid", "ctaid", "ntid",
                                                                       "nctaid"))
     module_metadata = ('!3 = !{i32 4, !"nvvm-reflect-ftz", i32 0}', "!llvm.module.flags = !{!3}")
@@ -73,18 +76,9 @@ class NvptxKernelEmitter(KernelEmitter):
         f.emit("%lane = add i64 %block.base, %tid.x")
         f.emit("%nthreads = mul i64 %nctaid.x, %ntid.x")
 
-    def stack_setup(self) -> None:
-        """The adjoint stack: base and capacity (bytes per thread) follow the error word; the
-        buffer holds capacity/8 slots for each of the grid's threads, slot-major."""
-        f = self.f
-        f.emit("%sp = alloca i64, align 8")
-        f.emit("%stack.basep = getelementptr i8, ptr %err, i64 8")
-        f.emit("%stack.base = load ptr, ptr %stack.basep, align 8")
-        f.emit("%stack.capp = getelementptr i8, ptr %err, i64 16")
-        f.emit("%stack.cap = load i64, ptr %stack.capp, align 8")
-        f.emit("%failed.thread = getelementptr i8, ptr %err, i64 24")
-
     def stack_slot(self, offset: str) -> str:
+        """Slot-major: the buffer (abi.BLOCK_STACK) holds capacity/8 slots for each of the
+        grid's threads, slot k of every thread contiguous."""
         f = self.f
         slot, row, at = f.fresh("%slotk"), f.fresh("%slotrow"), f.fresh("%slotat")
         f.emit(f"{slot} = lshr i64 {offset}, 3")

@@ -6,8 +6,18 @@ import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..abi import (
+    BLOCK_STACK,
+    STACK_BASE,
+    STACK_CAPACITY,
+    STATUS_EXTENT,
+    STATUS_INDEX,
+    STATUS_STACK_FULL,
+    STATUS_THREAD,
+    STATUS_WHERE,
+)
 from ..ir.nodes import Op, Var
-from ..types import STATUS_STACK_FULL, ScalarType, float16, float32
+from ..types import ScalarType, float16, float32
 from .llvm_bf16 import ROUNDED, Bf16Emitter, is_bf16
 from .llvm_types import literal, mem_type, reg_type
 
@@ -46,6 +56,9 @@ class OpEmitter(Bf16Emitter):
     math: dict[str, MathCall]
     #: gradient adds must be atomic (threads run at once and may share an element)
     atomic_grads: bool = False
+    #: threads sharing one launch block may fail at once (the GPU): the first to claim the
+    #: error word with a compare-and-swap writes the error record (see `report`)
+    shared_status: bool = False
 
     def name(self, v: Var) -> str:
         raise NotImplementedError
@@ -475,6 +488,16 @@ class OpEmitter(Bf16Emitter):
 
         self.names[s.result.id] = self.guarded(s, read, t) or ""
 
+    def stack_setup(self) -> None:
+        """%sp (this thread's stack pointer), %stack.base and %stack.cap (bytes per thread):
+        the adjoint stack's words of the launch block (abi.BLOCK_STACK)."""
+        f = self.f
+        f.emit("%sp = alloca i64, align 8")
+        for name, at in (("base", STACK_BASE), ("cap", STACK_CAPACITY)):
+            ty = "ptr" if name == "base" else "i64"
+            f.emit(f"%stack.{name}p = getelementptr i8, ptr %block, i64 {BLOCK_STACK + at}")
+            f.emit(f"%stack.{name} = load {ty}, ptr %stack.{name}p, align 8")
+
     def stack_slot(self, offset: str) -> str:
         """The instruction giving the address of the stack slot at byte offset `offset` of this
         thread's stack (a target may interleave threads' stacks: entry_nvptx.py)."""
@@ -492,9 +515,7 @@ class OpEmitter(Bf16Emitter):
         f.emit(f"{fits} = icmp ule i64 {nsp}, %stack.cap")
         f.emit(f"br i1 {fits}, label %{ok}, label %{full}, !prof !2")
         f.start_block(full)
-        f.emit(f"store i32 {STATUS_STACK_FULL}, ptr %err, align 4")
-        f.emit(f"store i64 %{self.prefix}tid, ptr %failed.thread, align 8")
-        f.emit("br label %exit")
+        self.report(STATUS_STACK_FULL, [(STATUS_THREAD, "i64", f"%{self.prefix}tid")])
         f.start_block(ok)
         slot, v = f.fresh("%slot"), self.a(s, 0)
         f.emit(f"{slot} = {self.stack_slot(sp)}")
@@ -513,10 +534,10 @@ class OpEmitter(Bf16Emitter):
         f.emit(f"store i64 {nsp}, ptr %sp, align 8")
 
     def check_bounds(self, s: Op) -> None:
-        """Debug mode: an index outside [0, extent) stops the launch, leaving in the status
-        block where (the error word: 1 + the source location's index), the argument-block
-        offset of the extent's word (-1 if it is not an argument) at +4, the index at +8, the
-        extent at +16 and the thread at +24 (runtime/checks.py turns them into a message)."""
+        """Debug mode: an index outside [0, extent) stops the launch, leaving in the error
+        record (abi.STATUS_*) where: the error word (1 + the source location's index), the
+        argument-block offset of the extent's word (-1 if it is not an argument), the index,
+        the extent and the thread (runtime/checks.py turns them into a message)."""
         f = self.f
         ok, fail, cont = f.fresh("%inb"), f.fresh("oob"), f.fresh("inb")
         index, extent = self.a(s, 0), self.a(s, 1)
@@ -524,14 +545,30 @@ class OpEmitter(Bf16Emitter):
         f.emit(f"br i1 {ok}, label %{cont}, label %{fail}, !prof !2")
         f.start_block(fail)
         where = self.root_offset(s.args[1])
-        f.emit(f"store i32 {int(s.attr) + 1}, ptr %err, align 4")
-        for off, ty, value in ((4, "i32", -1 if where is None else where), (8, "i64", index),
-                               (16, "i64", extent), (24, "i64", f"%{self.prefix}tid")):
-            p = f.fresh("%oobp")
-            f.emit(f"{p} = getelementptr i8, ptr %err, i64 {off}")
-            f.emit(f"store {ty} {value}, ptr {p}, align 4")
-        f.emit("br label %exit")
+        self.report(int(s.attr) + 1, [
+            (STATUS_WHERE, "i32", -1 if where is None else where), (STATUS_INDEX, "i64", index),
+            (STATUS_EXTENT, "i64", extent), (STATUS_THREAD, "i64", f"%{self.prefix}tid")])
         f.start_block(cont)
+
+    def report(self, code: int, fields: list[tuple[int, str, object]]) -> None:
+        """End this thread's part of the launch (a branch to %exit) with `code` in the error
+        word and the error record's fields (offset from abi.BLOCK_STATUS, type, value). Where
+        threads share the block (`shared_status`), only the thread whose compare-and-swap
+        finds the word still 0 writes the fields, so they all come from one thread."""
+        f = self.f
+        if self.shared_status:
+            old, won, claimed = f.fresh("%claim"), f.fresh("%won"), f.fresh("claimed")
+            f.emit(f"{old} = cmpxchg ptr %err, i32 0, i32 {code} monotonic monotonic, align 4")
+            f.emit(f"{won} = extractvalue {{ i32, i1 }} {old}, 1")
+            f.emit(f"br i1 {won}, label %{claimed}, label %exit")
+            f.start_block(claimed)
+        else:
+            f.emit(f"store i32 {code}, ptr %err, align 4")
+        for off, ty, value in fields:
+            p = f.fresh("%statusp")
+            f.emit(f"{p} = getelementptr i8, ptr %err, i64 {off}")
+            f.emit(f"store {ty} {value}, ptr {p}, align {4 if ty == 'i32' else 8}")
+        f.emit("br label %exit")
 
 
 def string_global(declares: set[str], text: str) -> str:

@@ -25,11 +25,17 @@ only ever take part in the job that is running.
 
 from __future__ import annotations
 
-from ..types import (
+from ..abi import (
     BLOCK_ARGS,
+    BLOCK_DIMS,
     BLOCK_END,
     BLOCK_START,
     BLOCK_STATUS,
+    MAX_DIMS,
+    STATUS_BYTES,
+    STATUS_THREAD,
+)
+from ..types import (
     JOB_BLOCK_BYTES,
     JOB_BLOCKS,
     JOB_CALLER_CHUNKS,
@@ -188,10 +194,6 @@ patch.one:
   br label %patch
 call:
   %status = getelementptr i8, ptr %b, i64 {BLOCK_STATUS}
-  %basep = getelementptr i8, ptr %status, i64 8
-  %base = load i64, ptr %basep, align 8
-  %capp = getelementptr i8, ptr %status, i64 16
-  %cap = load i64, ptr %capp, align 8
   br i1 %timed, label %clock0, label %go
 clock0:
   %t0c = call i64 @gl_now()
@@ -223,13 +225,11 @@ record:
   {_field("records", JOB_RECORDS, "ptr")}
   %roff = mul i64 %c, {JOB_RECORD}
   %rec = getelementptr i8, ptr %records, i64 %roff
-  call void @llvm.memcpy.p0.p0.i64(ptr %rec, ptr %status, i64 32, i1 false)
-  %recw = getelementptr i8, ptr %rec, i64 32
+  call void @llvm.memcpy.p0.p0.i64(ptr %rec, ptr %status, i64 {STATUS_BYTES}, i1 false)
+  %recw = getelementptr i8, ptr %rec, i64 {STATUS_BYTES}
   store i64 %w, ptr %recw, align 8
   store i64 0, ptr %status, align 8
-  store i64 %base, ptr %basep, align 8
-  store i64 %cap, ptr %capp, align 8
-  %failp = getelementptr i8, ptr %status, i64 24
+  %failp = getelementptr i8, ptr %status, i64 {STATUS_THREAD}
   store i64 0, ptr %failp, align 8
   %stoppedp = getelementptr i8, ptr %job, i64 {JOB_STOPPED}
   %st = atomicrmw add ptr %stoppedp, i64 1 seq_cst, align 8
@@ -355,7 +355,9 @@ copy.loop:
 copy.one:
   %btp = getelementptr ptr, ptr %blocks, i64 %t
   %bt = load ptr, ptr %btp, align 8
-  call void @llvm.memcpy.p0.p0.i64(ptr %bt, ptr %b0, i64 {BLOCK_STATUS}, i1 false)
+  %btdims = getelementptr i8, ptr %bt, i64 {BLOCK_DIMS}
+  %b0dims = getelementptr i8, ptr %b0, i64 {BLOCK_DIMS}
+  call void @llvm.memcpy.p0.p0.i64(ptr %btdims, ptr %b0dims, i64 {8 * MAX_DIMS}, i1 false)
   %btargs = getelementptr i8, ptr %bt, i64 {BLOCK_ARGS}
   call void @llvm.memcpy.p0.p0.i64(ptr %btargs, ptr %b0args, i64 %argbytes, i1 false)
   %t1 = add i64 %t, 1

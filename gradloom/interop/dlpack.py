@@ -1,4 +1,5 @@
-"""DLPack: `wp.from_dlpack` (any producer or capsule, zero-copy) and `wp.to_dlpack`."""
+"""DLPack: `wp.from_dlpack` (any producer or capsule, zero-copy; host or CUDA memory) and
+`wp.to_dlpack`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from gradloom.errors import GradloomError
 from gradloom.runtime.array import array
 from gradloom.runtime.array_protocols import DLPACK_CPU
 from gradloom.runtime.foreign import is_torch_tensor, wrap_numpy
+
+DLPACK_CUDA = 2  # kDLCUDA
 
 _DEVICE_NAMES = {2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal",
                  10: "ROCm", 13: "CUDA managed", 14: "oneAPI"}
@@ -30,21 +33,38 @@ class _Capsule:
 
 def from_dlpack(source: Any, dtype: Any = None) -> array:
     """An array sharing the memory of a DLPack producer (an object with `__dlpack__`) or of a
-    DLPack capsule. `dtype` reads trailing dims as vector/matrix components (wp.vec3...)."""
+    DLPack capsule. `dtype` reads trailing dims as vector/matrix components (wp.vec3...).
+    CUDA memory (device type 2) gives a CUDA array; a producer is asked for its capsule for
+    gradloom's current stream on that device (the DLPack stream handshake)."""
     if type(source).__name__ == "PyCapsule":
+        from gradloom.runtime.dlpack_capsule import capsule_device
+
+        if capsule_device(source)[0] == DLPACK_CUDA:
+            from gradloom.runtime.foreign_cuda import from_capsule  # device memory: on first use
+
+            return from_capsule(source, dtype, "from_dlpack capsule")
         source = _Capsule(source)
     elif not hasattr(source, "__dlpack__"):
         raise GradloomError(f"from_dlpack: {type(source).__name__} is neither a DLPack "
                             "producer (no __dlpack__) nor a DLPack capsule")
     else:
-        _check_device(source)
         if is_torch_tensor(source):
             source = source.detach()  # torch refuses to export tensors that require grad
+        if _device_type(source) == DLPACK_CUDA:
+            from gradloom.runtime.foreign_cuda import from_dlpack_producer  # on first use
+
+            return from_dlpack_producer(source, dtype, "from_dlpack source")
+        _check_device(source)
     try:
         data = np.from_dlpack(source)
     except (TypeError, RuntimeError, BufferError, ValueError) as e:
         raise GradloomError(f"from_dlpack: cannot import {type(source).__name__}: {e}") from None
     return wrap_numpy(data, dtype, "from_dlpack source")
+
+
+def _device_type(source: Any) -> int:
+    device = getattr(source, "__dlpack_device__", None)
+    return DLPACK_CPU if device is None else int(device()[0])
 
 
 def _check_device(source: Any) -> None:
@@ -54,8 +74,8 @@ def _check_device(source: Any) -> None:
     kind = int(device()[0])
     if kind != DLPACK_CPU:
         name = _DEVICE_NAMES.get(kind, f"type {kind}")
-        raise GradloomError(f"from_dlpack: the source lives in {name} memory; gradloom runs on "
-                            "the CPU")
+        raise GradloomError(f"from_dlpack: the source lives in {name} memory; gradloom takes "
+                            "host (CPU) and CUDA memory")
 
 
 def to_dlpack(a: array) -> Any:

@@ -53,7 +53,7 @@ def dtype_to_torch(gradloom_dtype: Any) -> Any:
 
 
 def device_from_torch(torch_device: Any) -> Device:
-    """The gradloom device of a torch device ("cpu" only: gradloom has no GPU backend yet)."""
+    """The gradloom device of a torch device ("cpu", "cuda", "cuda:N")."""
     return get_device(str(torch_device))
 
 
@@ -86,6 +86,8 @@ def to_torch(a: array, requires_grad: bool | None = None) -> Any:
     torch = torch_module()
     if not isinstance(a, array):
         raise GradloomError(f"to_torch: expected a gradloom array, got {type(a).__name__}")
+    if a.device.is_cuda:
+        return _cuda_tensor(torch, a, requires_grad)
     t = _tensor_of(torch, a.numpy(), "to_torch")
     memory_for(int(t.untyped_storage().data_ptr()), a._mem)
     if a.requires_grad if requires_grad is None else requires_grad:
@@ -94,6 +96,20 @@ def to_torch(a: array, requires_grad: bool | None = None) -> Any:
         assert a.grad is not None
         t.requires_grad_(True)
         t.grad = _tensor_of(torch, a.grad.numpy(), "to_torch (gradient)")
+    return t
+
+
+def _cuda_tensor(torch: Any, a: array, requires_grad: bool | None) -> Any:
+    """to_torch of a CUDA array: through DLPack (torch passes its current stream, which waits
+    for gradloom's work on the array's device)."""
+    t = torch.from_dlpack(a)
+    memory_for(int(t.untyped_storage().data_ptr()), a._mem)
+    if a.requires_grad if requires_grad is None else requires_grad:
+        if a.grad is None:
+            a.requires_grad = True
+        assert a.grad is not None
+        t.requires_grad_(True)
+        t.grad = torch.from_dlpack(a.grad)
     return t
 
 

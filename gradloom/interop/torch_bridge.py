@@ -20,8 +20,8 @@ import numpy as np
 
 from gradloom.errors import GradloomError
 from gradloom.interop.torch import _tensor_of, torch_module
-from gradloom.runtime.array import array
-from gradloom.runtime.array_ops import zeros
+from gradloom.runtime.array import array, elem_shape
+from gradloom.runtime.array_ops import clone, zeros
 from gradloom.runtime.foreign import wrap_tensor
 from gradloom.runtime.launch import launch
 from gradloom.runtime.tape import Tape
@@ -79,9 +79,12 @@ def _outputs(spec: _Spec, result: Any) -> list[array]:
 
 def _output_tensor(torch: Any, o: array, inputs: Sequence[Any]) -> Any:
     """Zero-copy, except for an output sharing memory with an input (copied: outputs of a
-    torch op must not alias its inputs)."""
-    data = o.numpy()
+    torch op must not alias its inputs). A CUDA output goes through DLPack."""
     aliased = any(isinstance(a, array) and a._mem is o._mem for a in inputs)
+    if o.device.is_cuda:
+        t = torch.from_dlpack(o if o.is_contiguous else o.contiguous())
+        return t.clone() if aliased else t
+    data = o.numpy()
     if aliased or any(s < 0 for s in data.strides):
         data = np.ascontiguousarray(data).copy()
     return _tensor_of(torch, data, "gradloom.torch output")
@@ -122,8 +125,7 @@ def _backward(ctx: Any, grad_outputs: Sequence[Any]) -> tuple[Any, ...]:
         for a in ctx.arrays:
             if isinstance(a, array) and a.grad is not None:
                 a.grad.zero_()
-        seeds = {o: go.detach().numpy().reshape(o.grad.numpy().shape)
-                 for o, go in zip(ctx.outs, grad_outputs)
+        seeds = {o: _seed_of(o, go) for o, go in zip(ctx.outs, grad_outputs)
                  if go is not None and o.grad is not None}
         if seeds:
             tape.backward(grads=seeds)
@@ -132,8 +134,25 @@ def _backward(ctx: Any, grad_outputs: Sequence[Any]) -> tuple[Any, ...]:
             if not need or not isinstance(a, array) or a.grad is None:
                 grads.append(None)
             else:  # a fresh tensor: torch may keep it as a leaf's .grad
-                grads.append(torch.from_numpy(np.array(a.grad.numpy(), copy=True)).reshape(shape))
+                grads.append(_grad_tensor(torch, a.grad).reshape(shape))
     return tuple(grads)
+
+
+def _seed_of(o: array, go: Any) -> Any:
+    """An output's seed from torch's grad_output: numpy values, or for a CUDA output a CUDA
+    array over the tensor (copied into the gradient on the device)."""
+    full = (*o.shape, *elem_shape(o.dtype))
+    if o.device.is_cuda:
+        return wrap_tensor(go.detach().contiguous().reshape(full), o.dtype,
+                           requires_grad=False, what="grad_output")
+    return go.detach().numpy().reshape(full)
+
+
+def _grad_tensor(torch: Any, g: array) -> Any:
+    """A fresh tensor holding a gradient's values (on its device)."""
+    if g.device.is_cuda:
+        return torch.from_dlpack(clone(g))
+    return torch.from_numpy(np.array(g.numpy(), copy=True))
 
 
 @functools.cache
@@ -268,11 +287,13 @@ def _kernel_runner(kernel: Any, outputs: Sequence[str] | Mapping[str, ShapeSpec]
             raise GradloomError(f"{kernel.key}: takes {len(in_names)} inputs "
                                 f"({', '.join(in_names)}), got {len(inputs)}")
         by_name = dict(zip(in_names, inputs))
+        device = next((v.device for v in inputs if isinstance(v, array)), None)
         outs = {o: zeros(_shape(kernel.key, s, by_name, inputs), dtype=t.dtype,
-                         requires_grad=True)
+                         device=device, requires_grad=True)
                 for o, s in specs.items() for t in [params[names.index(o)][1]]}
         dims = _launch_dims(dim, inputs, next(iter(outs.values())))
-        launch(kernel, dims, inputs=[by_name[n] if n in by_name else outs[n] for n in names])
+        launch(kernel, dims, inputs=[by_name[n] if n in by_name else outs[n] for n in names],
+               device=device)
         return tuple(outs.values())
 
     return run, kernel.key, [(n, t.dtype if isinstance(t, ArrayType) else None)

@@ -21,6 +21,9 @@ Key = tuple[int, str | None]
 class LaunchRecord:
     """One launch on a tape, with watches on the array contents its adjoint will read."""
 
+    #: how the record keeps array contents (a CUDA launch's: runtime/cuda_tape.py)
+    watch: Callable[[Any], Watch] = Watch
+
     def __init__(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
                  compiled: Any) -> None:
         # handles (a HashGrid's id) are frozen: the adjoint sees the grid this launch used
@@ -35,14 +38,14 @@ class LaunchRecord:
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
             if a is not None and flags & {"loads", "result_used", "minmax"}:
-                self.before[key] = Watch(a)
+                self.before[key] = self.watch(a)
 
     def finish(self) -> None:
         """After the launch: atomic_min/max targets are needed as the launch left them."""
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
             if a is not None and "minmax" in flags:
-                self.after[key] = Watch(a)
+                self.after[key] = self.watch(a)
 
     def touches(self) -> list[tuple[array, bool, bool]]:
         """(array, reads its contents, writes it) for each array the launch accesses."""

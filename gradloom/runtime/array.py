@@ -37,7 +37,7 @@ from gradloom.runtime.array_storage import zeros_same_layout as zeros_same_layou
 from gradloom.runtime.capturing import deferrable
 from gradloom.runtime.device import CPU, Device, get_device
 from gradloom.runtime.readmarks import ReadMarks
-from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
+from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType
 
@@ -311,10 +311,16 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
 
             def backward() -> None:
                 grad = self._grad  # the gradient at backward time (the user may replace it)
-                if grad is not None:
-                    grad.numpy()[where] = 0
+                if grad is None:
+                    return
+                if grad.device.is_cuda:
+                    from .device_grads import overwrite_step  # device memory: on first use
 
-            record_op(backward, [self])
+                    if overwrite_step(grad, where):
+                        return
+                on_host([grad], lambda g: g.__setitem__(where, 0))
+
+            record_op(backward, [self], devices=True)
 
     @deferrable("array.fill_()")
     def fill_(self, value: Any) -> None:

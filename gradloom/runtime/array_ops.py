@@ -19,7 +19,7 @@ from gradloom.runtime.capturing import capturing, defer
 from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
 from gradloom.runtime.readmarks import check_copy
-from gradloom.runtime.recording import ACTIVE_TAPES, record_copy, record_op
+from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
     VecValue,
@@ -378,12 +378,21 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
         dg, sg = d.grad, s.grad  # the gradients at backward time (the user may replace them)
         if dg is None:
             return
-        taken = _elements(dg.numpy(), es, dest_offset, count)
-        if sg is not None and d.dtype == s.dtype:
-            _elements(sg.numpy(), es, src_offset, count)[...] += taken
+        flows = sg is not None and d.dtype == s.dtype
+        if dg.device.is_cuda:
+            from .device_grads import range_step  # device memory: loaded on first use
+
+            if range_step(dg, sg if flows else None, dest_offset, src_offset, count):
+                return
+        on_host([dg, sg] if flows else [dg], flow)
+
+    def flow(dg: NDArray, sg: NDArray | None = None) -> None:
+        taken = _elements(dg, es, dest_offset, count)
+        if sg is not None:
+            _elements(sg, es, src_offset, count)[...] += taken
         taken[...] = 0
 
-    record_op(backward, [d, s])
+    record_op(backward, [d, s], devices=True)
 
 
 def _copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:

@@ -10,17 +10,18 @@ replays its packed launch block directly (about a microsecond). Under an active 
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from ..abi import ERROR_WORD, NO_ERROR
 from ..errors import GradloomError
 from ..types import int32
 from .array import array
 from .capturing import ACTIVE_CAPTURE, Node, OpNode
 from .device import get_device
-from .packing import ERROR_WORD, NO_ERROR
 from .recording import ACTIVE_TAPES
 from .stream import Stream
 from .watch import before_write
@@ -96,10 +97,16 @@ def capture_begin(device: Any = None, stream: Stream | None = None,
                   force_module_load: bool | None = None, external: bool = False,
                   apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL
                   ) -> None:
-    """Start recording a graph in this context (see the module docstring)."""
+    """Start recording a graph in this context (see the module docstring; on a CUDA device,
+    the driver's stream capture: runtime/cuda_graph.py)."""
     dev = stream.device if isinstance(stream, Stream) else get_device(device)
     if ACTIVE_CAPTURE.get() is not None:
         raise CaptureError("Graph capture already in progress")
+    if dev.is_cuda:
+        from . import cuda_graph  # loaded with the first CUDA capture
+
+        cuda_graph.begin(dev, stream, capture_mode)
+        return
     graph = Graph(dev)
     graph.capture_id = id(graph)
     graph.apic = apic
@@ -108,8 +115,18 @@ def capture_begin(device: Any = None, stream: Stream | None = None,
 
 def capture_end(device: Any = None, stream: Stream | None = None) -> Graph:
     """Stop recording; returns the Graph to run with `wp.capture_launch`."""
-    if device is not None:
-        get_device(device)
+    dev = stream.device if isinstance(stream, Stream) else (
+        get_device(device) if device is not None else None)
+    if (dev is None or dev.is_cuda) and ACTIVE_CAPTURE.get() is None:
+        from .storage import CUDA_CAPTURE
+
+        if CUDA_CAPTURE.get() is not None:
+            from . import cuda_graph
+
+            cap = cuda_graph.active(dev)
+            if cap is None:
+                raise CaptureError(f"no graph capture is active on {dev}")
+            return cuda_graph.end(cap)
     graph = ACTIVE_CAPTURE.get()
     if graph is None:
         raise CaptureError("Graph capture is not active (call wp.capture_begin() first)")
@@ -158,7 +175,11 @@ class ScopedCapture:
                  tb: TracebackType | None) -> None:
         if self.active:
             self.active = False
-            self.graph = capture_end(self.device, self.stream)
+            if exc is None:
+                self.graph = capture_end(self.device, self.stream)
+                return
+            with contextlib.suppress(GradloomError):  # the block's error is the one to see
+                capture_end(self.device, self.stream)
 
 
 # --------------------------------------------------------------------------------------------

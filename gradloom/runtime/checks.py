@@ -14,8 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from ..abi import (
+    ARRAY_SHAPE,
+    BLOCK_ARGS,
+    BLOCK_DIMS,
+    BLOCK_STATUS,
+    STATUS_INTERRUPTED,
+    STATUS_WHERE,
+)
 from ..errors import KernelRuntimeError
-from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_INTERRUPTED, ArrayType, StructType, arg_offsets
+from ..types import ArrayType, StructType, arg_offsets
 from .array import NDArray, array
 from .signals import raise_interrupt
 
@@ -104,8 +112,8 @@ def status_error(prepared: Any, err: int, buf: bytearray) -> BaseException:
     """The exception for a launch block's nonzero error word (other than a full stack)."""
     if err == STATUS_INTERRUPTED:
         raise_interrupt(prepared.kernel.key)
-    where, index, extent, tid = struct.unpack_from("<iqqq", buf, BLOCK_STATUS + 4)
-    dims = list(struct.unpack_from("<4q", buf, 0))
+    where, index, extent, tid = struct.unpack_from("<iqqq", buf, BLOCK_STATUS + STATUS_WHERE)
+    dims = list(struct.unpack_from("<4q", buf, BLOCK_DIMS))
     loc = prepared.kernel.source_loc(err - 1)
     ndim = max(prepared.launch_ndim, 1)
     thread = tuple(int(i) for i in np.unravel_index(tid, dims[:ndim]))
@@ -131,8 +139,8 @@ def _array_at(params: Sequence[tuple[str, Any]], offset: int, buf: bytearray
             found = [(f"{name}.{n}", off + t.offsets[n], ft) for n, ft in t.fields
                      if isinstance(ft, ArrayType)]
         for label, base, at in found:
-            k, rem = divmod(offset - (base + 16), 8)
+            k, rem = divmod(offset - (base + ARRAY_SHAPE), 8)
             if rem == 0 and 0 <= k < at.ndim:
-                shape = struct.unpack_from(f"<{at.ndim}q", buf, BLOCK_ARGS + base + 16)
+                shape = struct.unpack_from(f"<{at.ndim}q", buf, BLOCK_ARGS + base + ARRAY_SHAPE)
                 return f"'{label}' with shape {tuple(shape)}", k
     return None

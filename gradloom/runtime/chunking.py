@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..abi import BLOCK_ARGS, BLOCK_STACK, STATUS_BYTES, STATUS_RECORD, error_word
 from ..types import (
-    BLOCK_ARGS,
-    BLOCK_STATUS,
     JOB_BLOCK_BYTES,
     JOB_BLOCKS,
     JOB_BYTES,
@@ -42,7 +41,6 @@ from ..types import (
     JOB_THREADS,
 )
 from .array import NDArray, array, zeros_same_layout
-from .packing import error_word
 from .pool import NativePool, native_pool, native_run, worker_pool
 from .structs import field_value
 
@@ -51,7 +49,7 @@ _SUM_CODES = {np.dtype(np.float32): JOB_SUM_F32, np.dtype(np.float64): JOB_SUM_F
               np.dtype(np.int64): JOB_SUM_I64, np.dtype(np.uint64): JOB_SUM_I64}
 _WORD = struct.Struct("<Q")
 _ONE, _TWO, _THREE = (struct.Struct(f"<{n}q") for n in (1, 2, 3))
-_STACK = struct.Struct("<iiqqq")  # error word, padding, stack base, capacity, failed thread
+_STACK = struct.Struct("<Qq")  # the adjoint stack's words: base, capacity
 
 
 def bounds(total: int, chunks: int, c: int) -> tuple[int, int]:
@@ -144,7 +142,7 @@ class Chunking:
             return
         for w in range(1, self.threads):
             base, cap = prepared.stack_words(w)
-            _STACK.pack_into(self.blocks[w - 1][0], BLOCK_STATUS, 0, 0, base, cap, 0)
+            _STACK.pack_into(self.blocks[w - 1][0], BLOCK_STACK, base, cap)
         self.stack_changes = prepared.stack_changes
 
     def set_targets(self, targets: list[Any], chunks: int) -> None:
@@ -268,6 +266,7 @@ class Chunking:
                           stats[2] + time.perf_counter_ns() - t0]
         if error_word(buf):
             at = c * JOB_RECORD
-            self.records[at:at + 32] = np.frombuffer(buf[BLOCK_STATUS:BLOCK_STATUS + 32], np.uint8)
-            self.records[at + 32:at + 40] = np.frombuffer(w.to_bytes(8, "little"), np.uint8)
+            self.records[at:at + STATUS_BYTES] = np.frombuffer(buf[STATUS_RECORD], np.uint8)
+            self.records[at + STATUS_BYTES:at + STATUS_BYTES + 8] = np.frombuffer(
+                w.to_bytes(8, "little"), np.uint8)
             stats[3] += 1

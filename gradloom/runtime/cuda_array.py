@@ -9,7 +9,9 @@ every constructor â€” `wp.zeros`, `wp.array(data)`, `wp.full`, `wp.clone`, ... â
 Not yet on the device: copies between non-contiguous arrays are staged through the host, and a
 write into a non-contiguous view reads its whole byte span to the host, updates it and writes it
 back (so another stream must not write the bytes between the view's elements meanwhile).
-Recording CUDA work on a `wp.Tape` is refused (runtime/launch_cuda.py); docs/gpu.md has the list.
+Writes call `_overwrite` (copy-on-write for tapes, and a recorded write consumes the gradient
+of what it overwrote) and copies record their gradient flow, as on the CPU; a Tape's backward
+step of such an operation runs on host copies of the gradients (recording.on_host).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GradloomError, TapeError
+from ..errors import GradloomError
 from ..types import ArrayType
 from .array import (
     MAX_DIMS,
@@ -38,21 +40,19 @@ from .array import (
 from .array_storage import to_numpy
 from .capturing import deferrable
 from .cuda_driver import Driver, current
+from .cuda_stream import order_streams
 from .device import CPU, Device
-from .recording import ACTIVE_TAPES
+from .dlpack_capsule import DLPACK_CUDA, export
+from .recording import record_copy
 from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
 from .stream import cuda_stream
 from .watch import Memory
 
-#: DLPack's device type code for CUDA memory (kDLCUDA)
 
 def address(a: Any) -> int:
     """The device address of an array's first element (0 for an empty array, whose ptr is
     None as in Warp)."""
     return a.ptr or 0
-
-
-DLPACK_CUDA = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,9 +172,25 @@ class CudaArray(array):
             "stream": handle if handle else 1,  # 1: the legacy default stream
         }
 
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        raise BufferError(f"DLPack export of arrays on {self.device} is not supported yet; "
-                          "use __cuda_array_interface__ (docs/gpu.md)")
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule sharing this array's device memory (vector/matrix components
+        trail). The stream handshake: work the consumer queues on `stream` (an int; None:
+        CUDA's legacy default stream, 1; -1: no ordering) waits for the work gradloom has
+        queued on the array's device so far. `copy=True` exports a copy."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"cannot export an array on {self.device} to DLPack device "
+                              f"{tuple(dl_device)}")
+        src = self
+        if copy:
+            src = new_array(self.device, self.shape, self.dtype, zero=False)
+            copy_arrays(src, self)
+        if stream != -1:
+            order_streams(self.device.ordinal, cuda_stream(self.device).value,
+                          1 if stream is None else int(stream))
+        es = elem_shape(self.dtype)
+        return export(src, address(src), self.device.ordinal, storage_dtype(self.dtype),
+                      (*self.shape, *es), (*self.strides, *inner_strides(self.dtype)))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (DLPACK_CUDA, self.device.ordinal)
@@ -251,18 +267,23 @@ class CudaArray(array):
 
     @deferrable("array[...] =")
     def __setitem__(self, key: Any, value: Any) -> None:
-        off, shape, strides = index_view(self.shape, self.strides, self._index(key))
+        idx = self._index(key)
+        off, shape, strides = index_view(self.shape, self.strides, idx)
         target = self._view(off, shape or (1,), strides or (elem_bytes(self.dtype),))
+        self._overwrite(idx)
         if isinstance(value, array) and value.shape == target.shape:
             copy_arrays(target, value)
-            return
-        full = (*target.shape, *elem_shape(self.dtype))
-        src = value.numpy() if isinstance(value, array) else value
-        try:
-            data = np.broadcast_to(np.asarray(src, dtype=storage_dtype(self.dtype)), full)
-        except (TypeError, ValueError) as e:
-            raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: {e}") from e
-        write_host(target, data)
+        else:
+            full = (*target.shape, *elem_shape(self.dtype))
+            src = value.numpy() if isinstance(value, array) else value
+            try:
+                data = np.broadcast_to(np.asarray(src, dtype=storage_dtype(self.dtype)), full)
+            except (TypeError, ValueError) as e:
+                raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: "
+                                    f"{e}") from e
+            write_host(target, data)
+        if isinstance(value, array):
+            record_copy(self, value, idx)
 
     def reshape(self, shape: Any) -> CudaArray:
         if not self.is_contiguous:
@@ -313,10 +334,12 @@ class CudaArray(array):
         except (TypeError, ValueError) as e:
             raise GradloomError(f"cannot fill an array of {self.dtype!r} with {value!r}: "
                                 f"{e}") from e
+        self._overwrite()
         fill_bytes(self, elem.tobytes())
 
     @deferrable("array.zero_()")
     def zero_(self) -> None:
+        self._overwrite()
         fill_bytes(self, bytes(elem_bytes(self.dtype)))
 
     @deferrable("array.assign()")
@@ -326,12 +349,15 @@ class CudaArray(array):
             if src.shape != self.shape:
                 raise GradloomError(f"assign: source shape {src.shape} != destination "
                                     f"{self.shape}")
+            self._overwrite()
             copy_arrays(self, src)
+            record_copy(self, src)
             return
         data = fit_data(to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
         if data.shape[:data.ndim - len(elem_shape(self.dtype))] != self.shape:
             raise GradloomError(f"assign: source data of shape {data.shape} does not match the "
                                 f"array's shape {self.shape} (dtype {self.dtype!r})")
+        self._overwrite()
         write_host(self, data)
 
 
@@ -419,11 +445,30 @@ def zeros_same_layout(a: CudaArray) -> CudaArray:
     """Zeroed device memory with exactly `a`'s shape and strides (a gradient's layout)."""
     if a.is_contiguous:
         return new_array(a.device, a.shape, a.dtype)
+    out, lo, hi = _same_layout(a)
+    fill(current(), a.device.ordinal, address(out) + lo, b"\0", hi - lo,
+         cuda_stream(a.device).handle)
+    return out
+
+
+def copy_same_layout(a: CudaArray) -> CudaArray:
+    """A device copy of `a` with exactly its shape and strides: one device-to-device copy of
+    its byte span, queued on the device's current stream (a Tape's snapshot)."""
+    if a.size == 0:
+        return a._view(0, a.shape, a.strides)
+    out, lo, hi = _same_layout(a)
+    ordinal = a.device.ordinal
+    dtod(current(), ordinal, address(out) + lo, ordinal, address(a) + lo, hi - lo, a._stream())
+    return out
+
+
+def _same_layout(a: CudaArray) -> tuple[CudaArray, int, int]:
+    """A new allocation laid out as `a` (contents undefined), and the span (lo, hi)."""
     lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
     buf = allocate(a.device, hi - lo)
-    fill(current(), a.device.ordinal, buf.ptr, b"\0", hi - lo, cuda_stream(a.device).handle)
-    return bind(CudaArray.__new__(CudaArray), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
-                a.device)
+    out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
+               a.device)
+    return out, lo, hi
 
 
 def same_layout(a: array, b: array) -> bool:
@@ -500,18 +545,10 @@ def fill_bytes(a: CudaArray, pattern: bytes) -> None:
                                   (*a.shape, *elem_shape(a.dtype))))
 
 
-def refuse_tape(what: str, *arrays: array) -> None:
-    """Recording CUDA work on a Tape is not supported yet: refuse where a gradient would have
-    to flow through it."""
-    if ACTIVE_TAPES.get() and any(a._grad is not None for a in arrays):
-        raise TapeError(f"{what}: recording operations on CUDA arrays with gradients on a "
-                        "wp.Tape is not supported yet (docs/gpu.md)")
-
-
 def copy_arrays(dest: array, src: array) -> None:
     """Copy `src` into `dest` (same shape; element bytes reinterpreted where the types differ
-    in kind but not in size, as `copy_storage`), either or both on a CUDA device."""
-    refuse_tape("copy", dest, src)
+    in kind but not in size, as `copy_storage`), either or both on a CUDA device. Records
+    nothing: the callers record the copy (runtime/recording.py)."""
     if dest.device is CPU:
         copy_storage(dest, array._wrap(to_host(typing.cast(CudaArray, src)), src.dtype, CPU))
         return
@@ -534,8 +571,7 @@ def copy_arrays(dest: array, src: array) -> None:
 
 def copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
     """`wp.copy` of `count` elements between contiguous arrays, one or both on a CUDA device
-    (ranges checked by the caller)."""
-    refuse_tape("wp.copy()", d, s)
+    (ranges checked by the caller; wp.copy records it)."""
     eb = elem_bytes(s.dtype)
     dst, src, n = address(d) + dest_offset * eb, address(s) + src_offset * eb, count * eb
     drv = current()

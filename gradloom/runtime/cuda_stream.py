@@ -105,3 +105,20 @@ def _destroy(driver: Driver, fn: str, handle: Any) -> None:
 def check_same_device(what: str, a: int, b: int) -> None:
     if a != b:
         raise GradloomError(f"{what}: cuda:{a} and cuda:{b} are different devices")
+
+
+def order_streams(ordinal: int, first: int, then: int) -> None:
+    """Make work queued on stream `then` from now on wait for the work queued on stream
+    `first` so far (handles as ints; 1 and 2 are CUDA's legacy and per-thread default streams):
+    the stream handshake of DLPack and the CUDA Array Interface. Nothing when they are one."""
+    if first == then:
+        return
+    driver = current()
+    api = driver.api
+    driver.activate(ordinal)
+    event = driver.call("cuEventCreate", int(api.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+    try:
+        driver.call("cuEventRecord", event, api.CUstream(first))
+        driver.call("cuStreamWaitEvent", api.CUstream(then), event, 0)
+    finally:
+        driver.call("cuEventDestroy", event)

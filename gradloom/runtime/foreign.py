@@ -139,8 +139,8 @@ def is_torch_tensor(value: Any) -> bool:
 def tensor_numpy(t: Any, what: str) -> NDArray:
     """A zero-copy numpy view of a CPU tensor's values (detached; strides kept)."""
     if t.device.type != "cpu":
-        raise GradloomError(f"{what}: the tensor is on device '{t.device}'; gradloom runs on "
-                            "the CPU (move it with .cpu())")
+        raise GradloomError(f"{what}: the tensor is on device '{t.device}', and this needs "
+                            "host memory (move it with .cpu())")
     try:
         data: NDArray = t.detach().numpy()
     except (TypeError, RuntimeError) as e:
@@ -161,7 +161,12 @@ def tensor_grad_numpy(t: Any, what: str) -> NDArray:
 def wrap_tensor(t: Any, dtype: Any = None, requires_grad: bool | None = None,
                 grad: Any = None, what: str = "tensor") -> array:
     """`wp.from_torch`: an array sharing the tensor's memory; its gradient is `grad`, or the
-    tensor's `.grad` (created if None) when `requires_grad` (default: the tensor's)."""
+    tensor's `.grad` (created if None) when `requires_grad` (default: the tensor's). A CUDA
+    tensor gives a CUDA array (runtime/foreign_cuda.py)."""
+    if t.device.type == "cuda":
+        from .foreign_cuda import wrap_torch_cuda  # device memory: loaded on first use
+
+        return wrap_torch_cuda(t, dtype, requires_grad, grad, what)
     data = tensor_numpy(t, what)
     el = scalar_dtype_of(data.dtype, what) if dtype is None else resolve_dtype(dtype)
     wants_grad = bool(t.requires_grad) if requires_grad is None else bool(requires_grad)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import struct
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -14,24 +13,24 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
-from ..types import (
-    BLOCK_ARGS,
-    BLOCK_STATUS,
+from ..abi import (
+    CLEAR_STATUS,
+    ERROR_WORD,
+    HEAD,
+    NO_ERROR,
     STATUS_STACK_FULL,
-    ArrayType,
-    IndexedArrayType,
-    MatrixType,
-    ScalarType,
-    StructType,
-    VectorType,
+    error_word,
+    failed_thread,
+    header,
 )
+from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
+from ..types import ArrayType, IndexedArrayType, MatrixType, ScalarType, StructType, VectorType
 from . import checks, parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
 from .device import CPU, current_device, get_device
 from .foreign import adapt_args, array_slots
-from .packing import ERROR_WORD, HEAD, NO_ERROR, Packer, describe, error_word
+from .packing import Packer, describe
 from .recording import ACTIVE_TAPES
 from .structs import array_fields, field_value
 from .watch import before_write
@@ -70,7 +69,7 @@ class Prepared:
         self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
         # the header and the arguments in one format, so a serial launch packs with one call
-        self._pack_whole = struct.Struct(HEAD.format + self.packer.fmt[1:]).pack_into
+        self._pack_whole = self.packer.whole.pack_into
         self._values = self.packer.values
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
@@ -151,7 +150,7 @@ class Prepared:
         """A launch block and its address (reused; a concurrent launch takes another)."""
         if self._free:
             return self._free.pop()
-        buf = bytearray(BLOCK_ARGS + self.packer.size)
+        buf = bytearray(self.packer.block_bytes)
         return buf, ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
 
     def release(self, block: tuple[bytearray, int]) -> None:
@@ -159,8 +158,7 @@ class Prepared:
 
     def set_header(self, buf: bytearray, dims: tuple[int, ...], lo: int, hi: int,
                    worker: int = 0) -> None:
-        HEAD.pack_into(buf, 0, *dims, *_ONES[len(dims)], 0, *self.stack_words(worker), 0, lo,
-                        hi)
+        HEAD.pack_into(buf, 0, *header(dims, self.stack_words(worker), lo, hi))
 
     def run(self, dims: tuple[int, ...], args: Sequence[Any],
             restart: Callable[[], None] | None = None) -> None:
@@ -178,8 +176,8 @@ class Prepared:
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:
-            self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], 0, *self._stack_words[0], 0, 0,
-                             total, *values)
+            self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS,
+                             *self._stack_words[0], 0, total, *values)
             chunks, wake, targets = parallel.plan(self, total, args) if total > 1 else _ONE
             if chunks > 1:
                 parallel.run_split(self, block, dims, total, args, chunks, wake, targets,
@@ -207,7 +205,7 @@ class Prepared:
                 return
             if err != STATUS_STACK_FULL:
                 raise checks.status_error(self, err, buf)
-            failed = int.from_bytes(buf[BLOCK_STATUS + 24:BLOCK_STATUS + 32], "little")
+            failed = failed_thread(buf)
             self.grow_stack(worker)
             if restart is not None:
                 restart()
@@ -216,7 +214,7 @@ class Prepared:
                 end = failed + 1
             else:
                 start = failed
-            dims = struct.unpack_from("<4q", buf, 0)
+            dims = HEAD.unpack_from(buf, 0)[:4]
             self.set_header(buf, dims, start, end, worker)
             self.entry(base)
 

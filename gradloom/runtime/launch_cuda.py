@@ -2,7 +2,7 @@
 launch block packed on the host as for the CPU and copied to the device, a grid-stride launch
 on a stream, and the error word read back.
 
-The block (types.BLOCK_*: dims, status, start/end, the arguments packed by packing.Packer with
+The block (abi.py: dims, the error record, the stack words, start/end, the arguments packed by packing.Packer with
 device pointers) is copied to a device buffer before each launch, on the launch's stream, and the
 kernel's only parameter is that buffer's address; each (entry, stream) keeps its own buffer, so
 launches queued on one stream never overwrite a block another still reads. A release-mode
@@ -23,26 +23,36 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import config
-from ..errors import GradloomError, KernelRuntimeError, LaunchError, TapeError, user_traceback
-from ..types import BLOCK_ARGS, BLOCK_STATUS, STATUS_STACK_FULL, ArrayType, IndexedArrayType
+from ..abi import (
+    BLOCK_STATUS,
+    CLEAR_STATUS,
+    STATUS_BYTES,
+    STATUS_RECORD,
+    STATUS_STACK_FULL,
+    error_word,
+)
+from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
+from ..types import ArrayType, IndexedArrayType
 from ..types import StructType as _StructType
 from . import checks
 from .array import array
-from .capturing import ACTIVE_CAPTURE
+from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
 from .cuda_array import CudaArray, address, elem_bytes, span, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device, get_device
+from .foreign_cuda import adapt_device_args, is_device_foreign
 from .launch import _dims, arg_array, array_keys
-from .packing import HEAD, ArgError, Getter, Packer, describe, error_word, flat_values
+from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
-from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod
+from .storage import DeviceBuffer, address_of, capturing, dtod, host_bytes, htod, relaxed
 from .stream import cuda_stream
+from .watch import before_write
 
 #: adjoint stack bytes per thread at a kernel's first launch (doubled when a thread fills it)
 
@@ -141,18 +151,25 @@ class DevicePacker(Packer):
 # a compiled entry on one device
 
 
-class StreamSlot:
+class BlockParams:
+    """A device launch block and cuLaunchKernel's kernelParams for it: the address of a
+    void*[1] holding the address of the block's address."""
+
+    def __init__(self, driver: Driver, ordinal: int, size: int) -> None:
+        self.block = DeviceBuffer(driver, ordinal, size, None, pooled=False)
+        self._word = ctypes.c_uint64(self.block.ptr)
+        self._params = (ctypes.c_void_p * 1)(ctypes.addressof(self._word))
+        self.params = ctypes.addressof(self._params)
+
+
+class StreamSlot(BlockParams):
     """What launches of one entry on one stream reuse: the device copy of the launch block,
     the kernel-parameter array pointing at it, and the adjoint stack. Plain cuMemAlloc memory
     (not the stream-ordered pool): it may outlive the stream."""
 
     def __init__(self, driver: Driver, ordinal: int, size: int) -> None:
+        super().__init__(driver, ordinal, size)
         self.driver, self.ordinal = driver, ordinal
-        self.block = DeviceBuffer(driver, ordinal, size, None, pooled=False)
-        self._word = ctypes.c_uint64(self.block.ptr)
-        self._params = (ctypes.c_void_p * 1)(ctypes.addressof(self._word))
-        #: cuLaunchKernel's kernelParams: the address of a void*[1] holding &block
-        self.params = ctypes.addressof(self._params)
         self._stack: DeviceBuffer | None = None
 
     def stack(self, nbytes: int) -> int:
@@ -161,6 +178,15 @@ class StreamSlot:
             self._stack = None  # free the old one first
             self._stack = DeviceBuffer(self.driver, self.ordinal, nbytes, None, pooled=False)
         return self._stack.ptr
+
+
+@dataclass(frozen=True)
+class ThreadFacts:
+    """How a kernel's threads share memory (passes/threads.ThreadPlan's words): why they
+    must run in order (None: they need not), and the argument offsets they add into."""
+
+    serial: str | None
+    scatter: tuple[int, ...]
 
 
 class CudaPrepared:
@@ -177,9 +203,7 @@ class CudaPrepared:
                 f"{entry['order_dependent']}, so gradients passed between threads through "
                 "memory need the threads to run in order, which a GPU does not give; run the "
                 "adjoint on the CPU")
-        driver.activate(self.ordinal)
-        self.module = driver.call("cuModuleLoadData", entry["ptx"].encode() + b"\0")
-        self.function = driver.call("cuModuleGetFunction", self.module, entry["symbol"].encode())
+        self.load(entry)
         params = tuple(kernel.params)
         #: what checks.status_error / verify_fp read: compiled.params, launch_ndim, writes
         self.compiled = self
@@ -187,15 +211,19 @@ class CudaPrepared:
         self.launch_ndim = int(entry["launch_ndim"])
         self.uses_stack = bool(entry["uses_stack"])
         self.is_adjoint = variant == "adjoint"
-        access = entry.get("access")
+        #: what a Tape reads (runtime/adjoint.py): how the kernel touches each array (None:
+        #: not analysable), and how its threads share memory
+        self.access = entry.get("access")
+        self.threads = ThreadFacts(*entry["threads"])
         keys = array_keys(params)
+        access = self.access
         if access is None:
             access = {k: frozenset({"stores"}) for k in keys}
         self.writes = [k for k, flags in access.items() if flags & {"stores", "minmax"}]
         self.array_keys = keys
         self.packer = DevicePacker(kernel.key, params, device)
-        self._pack = struct.Struct(HEAD.format + self.packer.fmt[1:]).pack_into
-        self.buf = bytearray(BLOCK_ARGS + self.packer.size)
+        self._pack = self.packer.whole.pack_into
+        self.buf = bytearray(self.packer.block_bytes)
         self.buf_addr = address_of(self.buf)
         self.debug = config.mode == "debug"
         self.verify_fp = config.verify_fp
@@ -203,6 +231,24 @@ class CudaPrepared:
         self.checked = self.uses_stack or self.debug or self.verify_fp
         self.stack_capacity = FIRST_STACK
         self.slots: dict[int, StreamSlot] = {}
+
+    def load(self, entry: dict[str, Any]) -> None:
+        """Load the entry's PTX into the device's context (allowed during a graph capture:
+        it is not stream work)."""
+        driver = self.driver
+        driver.activate(self.ordinal)
+        with relaxed(driver):
+            self.module = driver.call("cuModuleLoadData", entry["ptx"].encode() + b"\0")
+            self.function = driver.call("cuModuleGetFunction", self.module,
+                                        entry["symbol"].encode())
+
+    def protect(self, args: Sequence[Any]) -> None:
+        """Before the launch writes its arrays: tapes that still need their contents copy them
+        (device copies: runtime/cuda_tape.py)."""
+        for key in self.writes:
+            a = arg_array(args, key)
+            if a is not None and a._mem.watchers:
+                before_write(a)
 
     def slot(self, stream: StreamHandle) -> StreamSlot:
         s = self.slots.get(stream.value)
@@ -219,6 +265,10 @@ class CudaPrepared:
         total = math.prod(dims)
         block = block_size(block_dim)
         if total == 0:
+            return
+        cap = capturing(self.ordinal)
+        if cap is not None:
+            self.capture(cap, dims, values, total, block, max_blocks, stream)
             return
         saved = self.save(args, stream) if self.uses_stack or self.debug else None
         try:
@@ -237,10 +287,8 @@ class CudaPrepared:
         if self.verify_fp:
             checks.verify_fp(self, args)
 
-    def launch_once(self, dims: tuple[int, ...], values: list[Any], total: int, block: int,
-                    max_blocks: int, stream: StreamHandle) -> int:
-        """Pack, copy and launch; the error word if the launch is checked, else 0."""
-        cap = self.stack_capacity if self.uses_stack else 0
+    def grid(self, total: int, block: int, max_blocks: int, cap: int) -> int:
+        """The blocks of a launch (a stack-using one: what fits the device)."""
         blocks = grid_for(total, block, max_blocks, self.info.resident_threads, cap,
                           int(self.info.total_memory * STACK_SHARE))
         if blocks == 0:
@@ -248,17 +296,50 @@ class CudaPrepared:
                 f"kernel '{self.kernel.key}': the adjoint needs more than {cap // 2} bytes per "
                 f"thread to store its loops' values; {block} threads' worth does not fit in "
                 f"1/{round(1 / STACK_SHARE)} of the memory of {self.device}")
+        return blocks
+
+    def capture(self, cap: Any, dims: tuple[int, ...], values: list[Any], total: int,
+                block: int, max_blocks: int, stream: StreamHandle) -> None:
+        """Queue the launch into the CUDA graph being captured (runtime/cuda_graph.py): a block
+        and a stack of its own, owned by the graph; its block is copied in before the kernel
+        at every replay (so its error word starts clear); a checked launch is read back after
+        each replay."""
+        if self.verify_fp:
+            raise LaunchError(f"kernel '{self.kernel.key}': wp.config.verify_fp reads the arrays "
+                              "back after each launch, which a captured graph cannot do")
+        stack_cap = self.stack_capacity if self.uses_stack else 0
+        blocks = self.grid(total, block, max_blocks, stack_cap)
+        own = BlockParams(self.driver, self.ordinal, len(self.buf))
+        stack = DeviceBuffer(self.driver, self.ordinal, stack_cap * blocks * block, None,
+                             pooled=False).ptr if stack_cap else 0
+        self._pack(self.buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS, stack, stack_cap, 0,
+                   total, *values)
+        htod(self.driver, self.ordinal, own.block.ptr, self.buf_addr, len(self.buf),
+             stream.handle)
+        self.driver.call("cuLaunchKernel", self.function, blocks, 1, 1, block, 1, 1, 0,
+                         stream.handle, own.params, 0)
+        cap.keep(own)
+        if self.checked:
+            cap.check(self, bytes(self.buf), own.block.ptr)
+
+    def launch_once(self, dims: tuple[int, ...], values: list[Any], total: int, block: int,
+                    max_blocks: int, stream: StreamHandle) -> int:
+        """Pack, copy and launch; the error word if the launch is checked, else 0."""
+        cap = self.stack_capacity if self.uses_stack else 0
+        blocks = self.grid(total, block, max_blocks, cap)
         slot = self.slot(stream)
         stack = slot.stack(cap * blocks * block) if cap else 0
-        self._pack(self.buf, 0, *dims, *_ONES[len(dims)], 0, stack, cap, 0, 0, total, *values)
+        self._pack(self.buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS, stack, cap, 0, total,
+                   *values)
         drv = self.driver
         htod(drv, self.ordinal, slot.block.ptr, self.buf_addr, len(self.buf), stream.handle)
         drv.call("cuLaunchKernel", self.function, blocks, 1, 1, block, 1, 1, 0, stream.handle,
                  slot.params, 0)
         if not self.checked:
             return 0
-        status = host_bytes(drv, self.ordinal, slot.block.ptr + BLOCK_STATUS, 32, stream.handle)
-        self.buf[BLOCK_STATUS:BLOCK_STATUS + 32] = status
+        status = host_bytes(drv, self.ordinal, slot.block.ptr + BLOCK_STATUS, STATUS_BYTES,
+                            stream.handle)
+        self.buf[STATUS_RECORD] = status
         return error_word(self.buf)
 
     # -- saving what a rerun must undo --------------------------------------------------------
@@ -342,28 +423,58 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
 
             return launch_any(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, dev,
                               stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
-        name = getattr(kernel, "key", kernel)
-        if record_cmd:
-            raise LaunchError(f"wp.launch({name!r}, record_cmd=True) is not supported on CUDA "
-                              "devices yet (docs/gpu.md)")
-        if ACTIVE_CAPTURE.get() is not None:
-            raise LaunchError(f"graph capture of CUDA launches ({name!r}) is not supported yet "
-                              "(docs/gpu.md)")
-        if record_tape and ACTIVE_TAPES.get():
-            raise TapeError(f"wp.launch({name!r}) on {dev}: recording CUDA launches on a "
-                            "wp.Tape is not supported yet (docs/gpu.md); run the adjoint with "
-                            "wp.launch(..., adjoint=True), or pass record_tape=False")
         args: list[Any] = [*inputs, *outputs]
         if getattr(kernel, "is_generic", False):
             kernel = kernel.specialize(args)
+        if any(is_device_foreign(a) for a in args):  # torch/cupy/DLPack device memory
+            args = adapt_device_args(kernel.key, kernel.params, args, dev)
+        adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
+        if record_cmd or ACTIVE_CAPTURE.get() is not None:
+            return _command(kernel, dim, args, adj if adjoint else None, dev, stream,
+                            max_blocks, block_dim, record_tape, record_cmd)
         handle = cuda_stream(dev, stream)
         if adjoint:
             prepared = prepared_for(kernel, "adjoint", dev)
-            adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
             args = with_device_gradients(kernel.key, args, adj)
-        else:
-            prepared = prepared_for(kernel, "forward", dev)
-        prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
+            prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
+            return None
+        prepared = prepared_for(kernel, "forward", dev)
+        tapes = ACTIVE_TAPES.get() if record_tape else ()
+        dims = _dims(dim)
+        records = [_begin(t, kernel, dims, args, prepared, max_blocks, block_dim)
+                   for t in tapes]
+        prepared.protect(args)
+        prepared.run(dims, args, handle, max_blocks, block_dim)
+        for tape, record in zip(tapes, records, strict=True):
+            tape.end_launch(record)
         return None
     except GradloomError as exc:
         raise user_traceback(exc) from None
+
+
+def _command(kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None, dev: Device,
+             stream: Any, max_blocks: int, block_dim: int, record_tape: bool,
+             record_cmd: bool) -> Any:
+    """`record_cmd=True`: the launch as a command (runtime/cuda_command.py). Inside a CPU
+    graph capture: that command, added to the graph (it runs when the graph runs)."""
+    from .cuda_command import CudaLaunch  # loaded with the first recorded command
+
+    cmd = CudaLaunch(kernel, dim, args, adj, dev, stream, max_blocks, block_dim, record_tape)
+    if record_cmd:
+        return cmd
+    if record_tape:
+        no_tape_while_capturing(f"wp.launch({kernel.key!r})")
+    graph = ACTIVE_CAPTURE.get()
+    assert graph is not None
+    graph.add(cmd)
+    return None
+
+
+def _begin(tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
+           prepared: CudaPrepared, max_blocks: int, block_dim: int) -> Any:
+    """A tape's record of the CUDA launch about to run (runtime/cuda_tape.py)."""
+    from .cuda_tape import CudaLaunchRecord  # loaded with the first recorded CUDA launch
+
+    make = functools.partial(CudaLaunchRecord, device=prepared.device, max_blocks=max_blocks,
+                             block_dim=block_dim)
+    return tape.begin_launch(kernel, dims, args, prepared, make)

@@ -1,5 +1,5 @@
-"""The launch block from Python: its header and error word, and the kernel arguments, checked
-against the parameter types and packed.
+"""The launch block's arguments from Python: checked against the parameter types and packed
+where abi.py says (the header's layout is abi.HEAD's).
 
 The plan (one `struct` format for the whole argument block, one value getter per parameter) is
 built once per compiled signature, so a launch packs with one `struct.pack_into` call.
@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..abi import BLOCK_ARGS, HEAD
 from ..errors import LaunchError
 from ..types import (
-    BLOCK_ARGS,
-    BLOCK_STATUS,
     ArrayType,
     IndexedArrayType,
     MatrixType,
@@ -36,18 +35,6 @@ _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uin
         "float64": "d", "ptr": "Q", "bfloat16": "H"}
 
 Getter = Callable[[Any, Any], list[Any]]
-
-#: dims (4 × int64), error word, padding, stack base and capacity, failed thread, start, end
-HEAD = struct.Struct("<4qi4xQqqqq")
-NO_ERROR = bytes(4)
-ERROR_WORD = slice(BLOCK_STATUS, BLOCK_STATUS + 4)
-
-
-def error_word(buf: bytearray) -> int:
-    """The status a launch block's entry left: 0, a bounds-check location + 1, or
-    types.STATUS_STACK_FULL."""
-    return int.from_bytes(buf[ERROR_WORD], "little", signed=True)
-
 
 class ArgError(Exception):
     """Internal: why one value does not fit one parameter."""
@@ -172,6 +159,11 @@ class Packer:
         self.types = [t for _, t in self.params]
         self.getters = [(_getter(t), t) for t in self.types]
         self.fmt, self.size = _block_format(self.types)
+        #: the whole launch block, header (abi.HEAD) and arguments, as one struct: a launch
+        #: packs with one call
+        self.whole = struct.Struct(HEAD.format + self.fmt[1:])
+        #: a launch block's size
+        self.block_bytes = BLOCK_ARGS + self.size
 
     def values(self, args: Sequence[Any]) -> list[Any]:
         """Every leaf value of the arguments, checked against the parameter types."""

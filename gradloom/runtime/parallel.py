@@ -27,13 +27,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import config
-from ..types import (
-    BLOCK_STATUS,
-    JOB_RUN,
-    JOB_SUM,
-    JOB_WAKE,
-    STATUS_STACK_FULL,
-)
+from ..abi import STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL
+from ..types import JOB_RUN, JOB_SUM, JOB_WAKE
 from .array import array
 from .checks import status_error
 from .chunking import Chunking, bounds, scatter_target
@@ -225,9 +220,10 @@ def _recover(prepared: Any, state: Chunking, block: tuple[bytearray, int],
         if err != STATUS_STACK_FULL:
             state.clear()
             buf = bytearray(block[0])
-            buf[BLOCK_STATUS:BLOCK_STATUS + 32] = record[:32]
+            buf[STATUS_RECORD] = record[:STATUS_BYTES]
             raise status_error(prepared, err, buf)
-    for w in sorted({int.from_bytes(r[32:40], "little") for _, r in stopped}):
+    for w in sorted({int.from_bytes(r[STATUS_BYTES:STATUS_BYTES + 8], "little")
+                     for _, r in stopped}):
         if w:  # the caller's stack grows as its chunks resume below
             prepared.grow_stack(w)
     buf, base = block
@@ -241,8 +237,7 @@ def _recover(prepared: Any, state: Chunking, block: tuple[bytearray, int],
         lo, hi = bounds(total, chunks, c)
         state.patch(buf, c)
         prepared.set_header(buf, dims, lo, hi)
-        buf[BLOCK_STATUS:BLOCK_STATUS + 4] = record[:4]
-        buf[BLOCK_STATUS + 24:BLOCK_STATUS + 32] = record[24:32]  # the thread that found it full
+        buf[STATUS_RECORD] = record[:STATUS_BYTES]  # the code, and the thread that found it full
         prepared.recover(buf, base, lo, hi, None)
     if state.run is not None:
         state.set_flags(JOB_SUM)

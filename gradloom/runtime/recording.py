@@ -36,14 +36,18 @@ class FuncRecord:
         return [(a, k >= self.written, k < self.written) for k, a in enumerate(self._arrays)]
 
 
-def record_op(backward: Callable[[], None], arrays: Sequence[Any]) -> None:
+def record_op(backward: Callable[[], None], arrays: Sequence[Any],
+              devices: bool = False) -> None:
     """Record an array operation's backward step on every active tape. `arrays`: the array the
     operation overwrites first, then the arrays it reads (their gradients are read when
-    `backward` runs, so a `.grad` replaced after recording is the one used)."""
+    `backward` runs, so a `.grad` replaced after recording is the one used). `devices`: the
+    backward step handles arrays in device memory (through `on_host`); other operations on
+    CUDA arrays are refused."""
     tapes = ACTIVE_TAPES.get()
-    if tapes and any(a.device.is_cuda for a in arrays):
-        raise TapeError("recording operations on CUDA arrays on a wp.Tape is not supported "
-                        "yet (docs/gpu.md)")
+    if tapes and not devices and any(a.device.is_cuda for a in arrays):
+        raise TapeError("recording this operation on CUDA arrays on a wp.Tape is not "
+                        "supported yet (docs/gpu.md): run it on CPU arrays, or outside the "
+                        "Tape")
     for tape in tapes:
         tape.record(FuncRecord(backward, arrays, written=1))
 
@@ -61,12 +65,32 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
         dg, sg = dest._grad, src._grad
         if dg is None or sg is None:
             return
-        taken = dg.numpy()[where]
-        target = sg.numpy()
+        if dg.device.is_cuda or sg.device.is_cuda:
+            from .device_grads import copy_step  # device memory: loaded on first use
+
+            if copy_step(dg, sg, where):
+                return
+        on_host([dg, sg], flow)
+
+    def flow(dg: Any, target: Any) -> None:
+        taken = dg[where]
         extra = taken.ndim - target.ndim
         summed = taken.sum(axis=tuple(range(extra))) if extra > 0 else taken
         axes = tuple(k for k, n in enumerate(target.shape) if n == 1 and summed.shape[k] != 1)
         target += summed.sum(axis=axes, keepdims=True) if axes else summed
-        dg.numpy()[where] = 0
+        dg[where] = 0
 
-    record_op(backward, [dest, src])
+    record_op(backward, [dest, src], devices=True)
+
+
+def on_host(grads: Sequence[Any], step: Callable[..., None]) -> None:
+    """Run a backward step on numpy views of gradient arrays: a host array's own memory, or
+    for an array in device memory a host copy, written back after the step (a round trip, for
+    what runtime/device_grads.py does not do on the device: docs/gpu.md)."""
+    views = [g.numpy() for g in grads]
+    step(*views)
+    for g, v in zip(grads, views, strict=True):
+        if g.device.is_cuda:
+            from .cuda_array import write_host  # device memory: loaded on first use
+
+            write_host(g, v)

@@ -6,16 +6,52 @@ pool (cuMemAllocAsync on a stream) and given back on that stream when the buffer
 (cuMemFreeAsync), so a free never overtakes work queued before it on the stream that allocated
 it. Devices without memory pools use cuMemAlloc / cuMemFree. Host memory is numpy's: a copy
 names it by address. Every operation is queued on the given stream; `to_host` waits for its copy.
+
+While a CUDA graph is being captured on a device (`CUDA_CAPTURE`, runtime/cuda_graph.py), the
+work queued on its stream is recorded, not run, so memory behaves as a graph needs:
+allocations on that device are plain cuMemAlloc memory owned by the graph (made with the
+thread's capture mode relaxed: they are not stream work), a host-to-device copy is staged
+through pinned memory the graph owns (its bytes are those of capture time, at every replay),
+and a device-to-host copy — which would need the results now — is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import weakref
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from ..errors import GradloomError
 from .cuda_driver import CudaError, Driver
+
+#: The CUDA graph being captured in this context, if any (a runtime/cuda_graph.Capture: its
+#: device `ordinal`, `keep(obj)` to own memory, `defer(fn)` to run once the capture ends).
+CUDA_CAPTURE: ContextVar[Any] = ContextVar("gradloom_cuda_capture", default=None)
+
+
+def capturing(ordinal: int) -> Any:
+    """The capture active on device `ordinal` in this context, or None."""
+    cap = CUDA_CAPTURE.get()
+    return cap if cap is not None and cap.ordinal == ordinal else None
+
+
+@contextlib.contextmanager
+def relaxed(driver: Driver) -> Iterator[None]:
+    """Inside a capture: let this thread make calls that are not stream work (allocations,
+    module loads) without invalidating the capture; elsewhere nothing."""
+    if CUDA_CAPTURE.get() is None:
+        yield
+        return
+    mode = driver.api.CUstreamCaptureMode
+    old = driver.call("cuThreadExchangeStreamCaptureMode",
+                      mode.CU_STREAM_CAPTURE_MODE_RELAXED)
+    try:
+        yield
+    finally:
+        driver.call("cuThreadExchangeStreamCaptureMode", old)
 
 
 class DeviceBuffer:
@@ -33,23 +69,31 @@ class DeviceBuffer:
             self._finalizer = None
             return
         driver.activate(ordinal)
-        pooled = pooled and driver.info(ordinal).mempool
+        cap = capturing(ordinal)
+        pooled = pooled and driver.info(ordinal).mempool and cap is None
         try:
             if pooled:
                 self.ptr = int(driver.call("cuMemAllocAsync", self.nbytes, stream.handle))
             else:
-                self.ptr = int(driver.call("cuMemAlloc", self.nbytes))
+                with relaxed(driver):
+                    self.ptr = int(driver.call("cuMemAlloc", self.nbytes))
         except CudaError as exc:
             raise GradloomError(f"cannot allocate {self.nbytes:,} bytes on cuda:{ordinal}: "
                                 f"{exc}") from None
         self._finalizer = weakref.finalize(self, _free, driver, ordinal, self.ptr,
                                            stream if pooled else None)
+        if cap is not None:
+            cap.keep(self)  # the graph's nodes use it at every replay
 
     def __repr__(self) -> str:
         return f"<DeviceBuffer cuda:{self.ordinal} {self.nbytes} bytes at {self.ptr:#x}>"
 
 
 def _free(driver: Driver, ordinal: int, ptr: int, stream: Any) -> None:
+    cap = CUDA_CAPTURE.get()
+    if cap is not None:  # collected during a capture: a free now would be captured (or refused)
+        cap.defer(lambda: _free(driver, ordinal, ptr, stream))
+        return
     try:
         driver.activate(ordinal)
         if stream is None:
@@ -78,16 +122,30 @@ class ExternalBuffer:
 
 def htod(driver: Driver, ordinal: int, dst: int, src_addr: int, nbytes: int, stream: Any) -> None:
     """Host memory at `src_addr` to device memory at `dst`. The host memory may be reused as
-    soon as this returns (the driver stages pageable memory before returning)."""
+    soon as this returns (the driver stages pageable memory before returning; a capture
+    stages it through pinned memory of its own)."""
     if nbytes:
         driver.activate(ordinal)
+        cap = capturing(ordinal)
+        if cap is not None:
+            staged = PinnedBuffer(driver, nbytes)
+            ctypes.memmove(staged.ptr, src_addr, nbytes)
+            cap.keep(staged)
+            src_addr = staged.ptr
         driver.call("cuMemcpyHtoDAsync", dst, src_addr, nbytes, stream)
 
 
 def dtoh(driver: Driver, ordinal: int, dst_addr: int, src: int, nbytes: int, stream: Any) -> None:
     """Device memory to host memory; returns when the bytes are there (the stream is
-    synchronized, so everything queued before the copy has finished too)."""
+    synchronized, so everything queued before the copy has finished too). Refused while a
+    graph is captured on the device: nothing has run yet."""
     if nbytes:
+        if capturing(ordinal) is not None:
+            raise GradloomError(
+                f"reading memory of cuda:{ordinal} to the host (.numpy(), a print, a host-side "
+                "utility, a write into a non-contiguous view, a debug check) cannot be captured "
+                "into a CUDA graph: nothing in the graph has run yet. Do it outside "
+                "wp.ScopedCapture, after wp.capture_launch")
         driver.activate(ordinal)
         driver.call("cuMemcpyDtoHAsync", dst_addr, src, nbytes, stream)
         driver.call("cuStreamSynchronize", stream)
@@ -144,3 +202,25 @@ def fill(driver: Driver, ordinal: int, dst: int, pattern: bytes, count: int,
         n = min(done, count - done)
         driver.call("cuMemcpyDtoDAsync", dst + done * size, dst, n * size, stream)
         done += n
+
+
+class PinnedBuffer:
+    """Page-locked host memory (cuMemHostAlloc): what a captured host-to-device copy reads
+    from at every replay of its graph."""
+
+    __slots__ = ("__weakref__", "_finalizer", "nbytes", "ptr")
+
+    def __init__(self, driver: Driver, nbytes: int) -> None:
+        self.nbytes = int(nbytes)
+        with relaxed(driver):
+            self.ptr = int(driver.call("cuMemHostAlloc", self.nbytes, 0))
+        self._finalizer = weakref.finalize(self, _free_host, driver, self.ptr)
+
+
+def _free_host(driver: Driver, ptr: int) -> None:
+    cap = CUDA_CAPTURE.get()
+    if cap is not None:
+        cap.defer(lambda: _free_host(driver, ptr))
+        return
+    with contextlib.suppress(Exception):  # at interpreter exit the driver may be gone
+        driver.call("cuMemFreeHost", ptr)

@@ -21,6 +21,7 @@ from .capturing import ACTIVE_CAPTURE, OpNode, capturing
 from .cuda_driver import current as cuda_driver
 from .cuda_stream import EventHandle, StreamHandle, check_same_device
 from .device import CPU, Device, ScopedDevice, get_device
+from .storage import CUDA_CAPTURE
 
 
 class StreamError(GradloomError, RuntimeError):
@@ -111,6 +112,10 @@ class Stream:
 
     @property
     def is_capturing(self) -> bool:
+        """Whether a graph is being captured from this stream (a CPU stream: any CPU capture)."""
+        if self._cuda is not None:
+            cap = CUDA_CAPTURE.get()
+            return cap is not None and cap.stream is self._cuda
         return capturing()
 
     def synchronize(self) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 from ..errors import TapeError, user_facing
 from . import readmarks
 from .adjoint import LaunchRecord
-from .array import NDArray, array
+from .array import array
 from .foreign import as_array
-from .recording import ACTIVE_TAPES, FuncRecord
+from .recording import ACTIVE_TAPES, FuncRecord, on_host
 from .structs import field_value
 from .tape_graph import tape_dot
 
@@ -52,8 +52,10 @@ class Tape:
     # -- recording ----------------------------------------------------------------------------
 
     def begin_launch(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
-                     compiled: Any) -> LaunchRecord:
-        record = LaunchRecord(kernel, dims, args, compiled)
+                     compiled: Any, make: Callable[..., LaunchRecord] = LaunchRecord
+                     ) -> LaunchRecord:
+        """A record of the launch about to run (`make`: a CUDA launch's record type)."""
+        record = make(kernel, dims, args, compiled)
         record.check_aliases(compiled)
         if ACTIVE_TAPES.get()[:1] == (self,):  # once per launch: on the outermost tape
             readmarks.check_launch(kernel, record.named_touches())
@@ -139,16 +141,17 @@ class Tape:
 
     def _seeded_backward(self) -> None:
         """backward() from the `.grad` contents: the seed buffers keep their values."""
-        kept = [(g, g.copy()) for g in self._seed_buffers() if g.any()]
+        kept = [(g, values) for g in self._seed_buffers()
+                if (values := g.numpy().copy()).any()]
         try:
             self._run()
         finally:
             for g, values in kept:
-                g[...] = values
+                on_host([g], lambda v, values=values: v.__setitem__(..., values))
 
-    def _seed_buffers(self) -> list[NDArray]:
-        """The gradients (numpy) of the arrays whose `.grad` an adjoint may consume: those the
-        tape overwrites before anything recorded reads their contents."""
+    def _seed_buffers(self) -> list[array]:
+        """The gradients of the arrays whose `.grad` an adjoint may consume: those the tape
+        overwrites before anything recorded reads their contents."""
         first_read: dict[int, bool] = {}  # memory -> its first recorded touch reads it
         written: dict[int, array] = {}
         for record in self.records:
@@ -156,7 +159,7 @@ class Tape:
                 first_read.setdefault(id(a._mem), reads)
                 if writes and a.grad is not None:
                     written.setdefault(id(a), a)
-        return [a.grad.numpy() for a in written.values()
+        return [a.grad for a in written.values()
                 if a.grad is not None and not first_read[id(a._mem)]]
 
     def visualize(self, filename: str | None = None, simplify_graph: bool = True,
@@ -251,6 +254,10 @@ def _seed(a: Any, seed: Any) -> None:
     if a.grad is None:
         a.requires_grad = True
     assert a.grad is not None
+    if isinstance(seed, array) and seed.device is a.device and seed.dtype == a.dtype and \
+            seed.shape == a.shape:
+        a.grad.assign(seed)  # a copy on the device (the seed is read, never written)
+        return
     a.grad.assign(_values(seed))
 
 

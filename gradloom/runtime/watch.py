@@ -49,14 +49,15 @@ class Watch:
 
     def __init__(self, a: Any) -> None:
         self.array = a
-        self.saved: NDArray | None = None
+        #: the contents kept (numpy; a device copy for a CUDA array: runtime/cuda_tape.py)
+        self.saved: Any = None
         a._mem.watchers.append(weakref.ref(self))
 
     def preserve(self) -> None:
         if self.saved is None:
             self.saved = copy_same_layout(self.array.numpy())
 
-    def contents(self) -> NDArray:
+    def contents(self) -> Any:
         """The contents as they were when the watch began."""
         return self.array.numpy() if self.saved is None else self.saved
 

@@ -81,11 +81,6 @@ from .composite import (
 
 # chunked-launch job layout (runtime/parallel.py, codegen/native_pool.py)
 from .layout import (
-    BLOCK_ARGS,
-    BLOCK_DIMS,
-    BLOCK_END,
-    BLOCK_START,
-    BLOCK_STATUS,
     GRID_CELL_ENDS,
     GRID_CELL_STARTS,
     GRID_DESCRIPTOR_SIZE,
@@ -124,8 +119,6 @@ from .layout import (
     JOB_TOTAL,
     JOB_WAKE,
     POOL_CONTROL_BYTES,
-    STATUS_INTERRUPTED,
-    STATUS_STACK_FULL,
     ArrayType,
     FixedArrayType,
     IndexedArrayType,

@@ -1,5 +1,5 @@
-"""Memory layout: struct, array, indexed-array and fixed-array types, scalar leaves, the packed
-argument block of a launch and the HashGrid descriptor's fields."""
+"""Memory layout: struct, array, indexed-array and fixed-array types, scalar leaves, the job of a
+chunked launch and the HashGrid descriptor's fields (the launch block itself: abi.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..abi import arg_offsets as arg_offsets  # the launch ABI owns the argument layout
+from ..abi import array_bytes, array_words
 from .composite import MatrixType, VectorType
 from .scalars import ScalarType, int64, ptr
 
@@ -76,7 +78,7 @@ class ArrayType:
 
     @property
     def size(self) -> int:
-        return 16 + 16 * self.ndim
+        return array_bytes(self.ndim)
 
     @property
     def alignment(self) -> int:
@@ -98,7 +100,7 @@ class IndexedArrayType:
 
     @property
     def size(self) -> int:
-        return 16 + 24 * self.ndim
+        return array_bytes(self.ndim, indexed=True)
 
     @property
     def alignment(self) -> int:
@@ -159,10 +161,8 @@ def leaves(t: Any, offset: int = 0) -> list[tuple[int, ScalarType]]:
             out.extend(leaves(ftype, offset + t.offsets[name]))
         return out
     if isinstance(t, (ArrayType, IndexedArrayType)):
-        n = t.ndim
-        words = [ptr, ptr] + [int64] * (2 * n) + [ptr] * (n if isinstance(t, IndexedArrayType)
-                                                            else 0)
-        return [(offset + 8 * i, w) for i, w in enumerate(words)]
+        return [(offset + at, ptr if kind == "ptr" else int64)
+                for at, kind in array_words(t.ndim, isinstance(t, IndexedArrayType))]
     raise TypeError(f"{t!r} has no memory layout")
 
 
@@ -173,18 +173,7 @@ def _resolve(obj: Any) -> Any:
 
     return resolve_annotation(obj)
 
-# The launch block: the one argument of a compiled entry (codegen/llvm.py reads it, the runtime
-# fills it; each worker thread of a split launch gets its own).
-BLOCK_DIMS = 0  # 4 x int64: the launch's dims, padded with 1s
-BLOCK_STATUS = 32  # int32 error word; stack base (ptr) at +8, capacity at +16, failed thread +24
-BLOCK_START = 64  # int64: the first linear thread index this call runs
-BLOCK_END = 72  # int64: one past the last
-BLOCK_ARGS = 80  # the kernel arguments, packed as arg_offsets lays them out
-#: the error word's code for "the adjoint stack is full" (other nonzero codes: 1 + the index of
-#: the source location whose bounds check failed)
-STATUS_STACK_FULL = -1
-#: the error word's code for "a SIGINT arrived while the launch ran" (codegen/signals.py)
-STATUS_INTERRUPTED = -2
+
 # The job of a chunked launch: the thread range cut into chunks that the calling thread and the
 # pool's workers claim one at a time (codegen/native_pool.py runs it, runtime/parallel.py fills
 # it). 8-byte words at these offsets:
@@ -207,24 +196,11 @@ JOB_CALLER_THREADS = 120  # the threads in them,
 JOB_CALLER_NS = 128  # and the nanoseconds they took
 JOB_STOPPED = 136  # out: chunks that stopped early (an error, a full stack, Ctrl-C)
 JOB_BYTES = 192  # (the words after JOB_STOPPED are the native run's own)
-JOB_RECORD = 64  # a record: the block's status words (32 bytes), then the thread's index
+JOB_RECORD = 64  # a record: the block's error record (abi.STATUS_BYTES), then the pool thread
 JOB_WAKE, JOB_RUN, JOB_SUM = 1, 2, 4
 JOB_SUM_F32, JOB_SUM_F64, JOB_SUM_I32, JOB_SUM_I64 = 1, 2, 3, 4
 #: a native pool's control memory (its layout: codegen/native_pool.py)
 POOL_CONTROL_BYTES = 256
-
-
-
-def arg_offsets(arg_types: list[Any]) -> tuple[list[int], int]:
-    """Byte offset of each kernel argument in the packed argument block, and its total size."""
-    offsets = []
-    pos = 0
-    for t in arg_types:
-        align = alignment_of(t)
-        pos = (pos + align - 1) // align * align
-        offsets.append(pos)
-        pos += size_of(t)
-    return offsets, (pos + 7) // 8 * 8
 
 
 # The HashGrid descriptor a `HashGrid.id` points to (runtime/hash_grid.py writes it, the

@@ -1,0 +1,90 @@
+"""`wp.launch(..., device="cuda", record_cmd=True)`: a CUDA launch kept as a command that
+`launch()` runs (again), with Warp's `Launch` methods to change its parameters and grid.
+
+Its arguments are checked against the kernel when it is made and when they change. Each
+`launch()` goes through `wp.launch` (runtime/launch_cuda.py), so it is recorded on active
+tapes, captured into a CUDA graph being captured on its device, and raises as a launch does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import GradloomError, LaunchError, user_traceback
+from .device import Device
+from .launch import _dims
+from .launch_cuda import launch as launch_cuda
+from .launch_cuda import prepared_for
+
+
+class CudaLaunch:
+    """A recorded CUDA launch (see the module docstring)."""
+
+    def __init__(self, kernel: Any, dim: Any, args: Sequence[Any], adj: list[Any] | None,
+                 device: Device, stream: Any, max_blocks: int, block_dim: int,
+                 record_tape: bool) -> None:
+        self.kernel, self.device, self.stream = kernel, device, stream
+        self.adjoint, self.record_tape = adj, record_tape
+        self.max_blocks, self.block_dim = max_blocks, block_dim
+        self.params = [name for name, _ in kernel.params]
+        self.args = list(args)
+        self.dims = _dims(dim)
+        self._check()
+
+    def _check(self) -> None:
+        """The arguments fit the kernel (LaunchError naming the one that does not)."""
+        variant = "forward" if self.adjoint is None else "adjoint"
+        prepared_for(self.kernel, variant, self.device).packer.values(self.args)
+
+    def set_dim(self, dim: Any) -> None:
+        self.dims = _dims(dim)
+
+    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.params)):
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index!r} "
+                              f"(it has {len(self.params)}: {', '.join(self.params)})")
+        if adjoint:
+            if self.adjoint is None:
+                raise LaunchError("this recorded launch is not an adjoint launch")
+            self.adjoint[index] = value
+            return
+        old = self.args[index]
+        self.args[index] = value
+        try:
+            self._check()
+        except GradloomError:
+            self.args[index] = old
+            raise
+
+    def set_param_by_name(self, name: str, value: Any, adjoint: bool = False) -> None:
+        if name not in self.params:
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter '{name}' "
+                              f"(parameters: {', '.join(self.params)})")
+        self.set_param_at_index(self.params.index(name), value, adjoint)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        old = self.args
+        self.args = list(values)
+        try:
+            self._check()
+        except GradloomError:
+            self.args = old
+            raise
+
+    def launch(self, stream: Any = None) -> None:
+        """Run the launch (on `stream`, else the stream it was recorded with, else the device's
+        current stream)."""
+        try:
+            launch_cuda(self.kernel, self.dims, self.args, [], self.adjoint, None, self.device,
+                        self.stream if stream is None else stream, self.adjoint is not None,
+                        self.record_tape, False, self.max_blocks, self.block_dim)
+        except GradloomError as exc:
+            raise user_traceback(exc) from None
+
+    def run(self) -> None:
+        """Run it now (a CPU graph's replay runs its nodes this way)."""
+        self.launch()
+
+    def __repr__(self) -> str:
+        return f"<gradloom CUDA Launch of {self.kernel.key!r} on {self.device}, dim={self.dims}>"

@@ -1,0 +1,88 @@
+"""CUDA launches on a `wp.Tape`: copy-on-write snapshots in device memory and the adjoint
+launched on the device.
+
+A recorded CUDA launch is a `LaunchRecord` (runtime/adjoint.py) whose watches keep device
+copies: when something is about to overwrite an array the adjoint will read, `before_write`
+(runtime/watch.py) makes each watch copy the array's byte span device-to-device, queued on the
+device's current stream ahead of the write. `backward()` launches the kernel's adjoint on the
+device against the contents the forward saw (the snapshots, or the arrays themselves when
+nothing overwrote them), with the arrays' own gradients; a full adjoint stack reruns the whole
+launch (runtime/launch_cuda.py restores what it wrote).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .adjoint import LaunchRecord, _replace
+from .cuda_array import CudaArray, copy_same_layout, with_grad
+from .device import Device
+from .launch import arg_array
+from .launch_cuda import prepared_for
+from .recording import on_host
+from .stream import cuda_stream
+from .watch import NDArray, Watch
+
+
+class DeviceWatch(Watch):
+    """A promise to keep a device array view's contents: a device copy when it is written."""
+
+    __slots__ = ()
+
+    def preserve(self) -> None:
+        if self.saved is None:
+            self.saved = copy_same_layout(self.array)
+
+    def contents(self) -> CudaArray:
+        """The contents as they were when the watch began, in device memory."""
+        return self.array if self.saved is None else self.saved  # type: ignore[no-any-return]
+
+    def host(self) -> NDArray:
+        """A host copy of those contents."""
+        return self.contents().numpy()
+
+
+class CudaLaunchRecord(LaunchRecord):
+    """A CUDA launch on a tape: its device, its grid, and device snapshots."""
+
+    watch = DeviceWatch
+
+    def __init__(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any], compiled: Any,
+                 device: Device, max_blocks: int = 0, block_dim: int = 256) -> None:
+        self.device, self.grid = device, (max_blocks, block_dim)
+        super().__init__(kernel, dims, args, compiled)
+
+    def backward(self) -> None:
+        prepared = prepared_for(self.kernel, "adjoint", self.device)
+        prepared.run(self.dims, self.device_args(), cuda_stream(self.device), *self.grid)
+        self._consume_replaced_minmax()
+
+    def device_args(self) -> list[Any]:
+        """The launch's arguments, each array's data replaced by the contents the adjoint must
+        see (a fresh device copy for arrays the kernel reads and writes), with its gradient."""
+        args = list(self.args)
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            if a is None:
+                continue
+            if "working" in flags:
+                data = copy_same_layout(self.before[key].contents())
+            elif key in self.after:
+                data = self.after[key].contents()
+            elif key in self.before:
+                data = self.before[key].contents()
+            else:
+                continue
+            _replace(args, key, with_grad(data, a.grad) if a.grad is not None
+                     else data._view(0, data.shape, data.strides))
+        return args
+
+    def _consume_replaced_minmax(self) -> None:
+        for key, watch in self.after.items():
+            a = arg_array(self.args, key)
+            if a is not None and a.grad is not None:
+                before = self.before[key]
+                assert isinstance(before, DeviceWatch) and isinstance(watch, DeviceWatch)
+                replaced = before.host() != watch.host()
+                on_host([a.grad], lambda g, r=replaced: g.__setitem__(r, 0))
