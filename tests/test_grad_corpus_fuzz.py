@@ -180,6 +180,47 @@ def aliased_read_other_write_own_program(a):
     return [c]
 
 
+@wp.kernel
+def write_then_read_alias_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
+                                 z: wp.array(dtype=f64)):
+    # fuzz 1:678: launched with the same array as `x` and `y`; each thread touches only its own
+    # element, but writes it through `y` before it reads it through `x`
+    tid = wp.tid()
+    y[tid] = f64(0.5)
+    y[tid] = (f64(0.5) + x[tid]) * z[tid]
+
+
+def aliased_write_then_read_program(a):
+    c = wp.clone(a[0])
+    launch(write_then_read_alias_kernel, 2, c, c, a[1])
+    return [c]
+
+
+@wp.kernel
+def dead_atomic_in_loop_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
+                               slots: wp.array(dtype=wp.int32)):
+    # fuzz 1:218: the unused result of an int atomic in a loop made the adjoint run threads in
+    # launch order; thread 1 reads y[0] after thread 0 overwrote it, so its gradient reaches
+    # x[0] only through thread 0's reverse, which must come after thread 1's
+    tid = wp.tid()
+    a = y[0]
+    b = x[tid]
+    for _j in range(4):
+        _k = wp.atomic_or(slots, tid, 3)
+    y[tid] = a + b
+
+
+@wp.kernel
+def used_atomic_and_overwritten_read_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64),
+                                            slots: wp.array(dtype=wp.int32)):
+    # the returned value of an atomic is used (threads replay in launch order) and threads read
+    # an element other threads overwrite (its gradient needs the reverse order): refused
+    tid = wp.tid()
+    a = y[0]
+    k = wp.atomic_add(slots, 0, 1)
+    y[tid] = a + x[tid] * f64(k + 1)
+
+
 # =============================================================================================
 # C': an int atomic changes an element another thread then reads (here outside any loop)
 
@@ -331,6 +372,8 @@ KNOWN_B = "B (issue 12): a thread reads an element another thread writes in the 
 KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that another "
            "thread's index read sees; the adjoint reads the final value")
 KNOWN_C_LOOP = "C (issue 12): int atomics (exch/cas/and/or/xor) inside loops"
+KNOWN_ORDER = ("an unused int atomic result carried by a loop put the adjoint's threads in "
+               "launch order (fuzz 1:218)")
 KNOWN_D = "D (issue 12): atomic_add as a statement inside a loop refused"
 KNOWN_E = "E (issue 12): array store in a loop nested in an if refused"
 
@@ -363,6 +406,15 @@ CASES = [
           args=[arr([0.3, -0.4])], wrt=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("aliased_read_other_write_own", program=aliased_read_other_write_own_program,
           args=[arr([0.3, -0.4, 0.9])], wrt=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
+    (Case("aliased_write_then_read", program=aliased_write_then_read_program,
+          args=[arr([-0.53, 0.79]), arr([-1.04, -0.19])], wrt=[0, 1],
+          warp_xfail=WARP_OVERWRITE), KNOWN_B),
+    (Case("dead_atomic_in_loop", kernel=dead_atomic_in_loop_kernel, dim=2,
+          args=[arr([1.06, 0.55]), arr([-0.17, 0.46]), arr([1, 1], wp.int32)], wrt=[0, 1],
+          outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_ORDER),
+    (Case("used_atomic_and_overwritten_read", kernel=used_atomic_and_overwritten_read_kernel,
+          dim=2, args=[arr([1.06, 0.55]), arr([-0.17, 0.46]), arr([0, 0], wp.int32)],
+          wrt=[0, 1], outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),
     (Case("int_atomic_then_index_read", kernel=xor_then_index_kernel, dim=2,
           args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
           outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),

@@ -19,6 +19,9 @@ class ArrayAccess:
     minmax: bool = False  # atomic_min / atomic_max
     result_used: bool = False  # an atomic's returned old value is used
     shared: bool = False  # some access's address may be another thread's element too
+    # in this kernel, every read of any array comes before every write (a kernel-wide fact,
+    # kept per array so that launches see it among each array's flags)
+    reads_first: bool = False
 
     @property
     def working(self) -> bool:
@@ -33,7 +36,7 @@ class ArrayAccess:
 
     @property
     def flags(self) -> frozenset[str]:
-        names = ("loads", "stores", "minmax", "result_used", "working", "shared")
+        names = ("loads", "stores", "minmax", "result_used", "working", "shared", "reads_first")
         return frozenset(n for n in names if getattr(self, n))
 
 
@@ -67,23 +70,76 @@ class KernelAccess:
         return self.arrays[self.root(p, loc)].working
 
 
-def _used_ids(b: Block, out: set[int]) -> None:
-    out.update(v.id for v in b.yields)
+def _live_ids(body: Block) -> set[int]:
+    """Ids of the variables something may read. A value that only a branch or a loop trip
+    yields counts only if its result (or, in a loop, the next trip's parameter) is read: a
+    variable assigned in a loop and never read again does not make an atomic's result used."""
+    live: set[int] = {v.id for v in body.yields}
+    while True:
+        before = len(live)
+        _mark_live(body, live)
+        if len(live) == before:
+            return live
+
+
+def _mark_live(b: Block, live: set[int]) -> None:
+    """One pass of `_live_ids` over a block (the caller repeats it to a fixpoint)."""
     for s in b.stmts:
         if isinstance(s, Op):
-            out.update(a.id for a in s.args)
+            live.update(a.id for a in s.args)
         elif isinstance(s, If):
-            out.add(s.cond.id)
-            _used_ids(s.then, out)
-            _used_ids(s.orelse, out)
+            live.add(s.cond.id)
+            for branch in (s.then, s.orelse):
+                live.update(y.id for y, r in zip(branch.yields, s.results, strict=True)
+                            if r.id in live)
+                _mark_live(branch, live)
         elif isinstance(s, Custom):
-            out.update(v.id for v in s.inputs)
-            _used_ids(s.body, out)
-            _used_ids(s.adjoint, out)
+            live.update(v.id for v in s.inputs)
+            live.update(v.id for v in s.adjoint.yields)
+            live.update(y.id for y, r in zip(s.body.yields, s.results, strict=True)
+                        if r.id in live)
+            _mark_live(s.body, live)
+            _mark_live(s.adjoint, live)
         else:
-            out.update(v.id for v in s.inits)
-            _used_ids(s.cond, out)
-            _used_ids(s.body, out)
+            carried = [p.id in live or r.id in live for p, r in zip(s.params, s.results,
+                                                                     strict=True)]
+            live.update(v.id for v, keep in zip(s.inits, carried, strict=True) if keep)
+            live.update(v.id for v in s.cond.yields)
+            live.update(v.id for v, keep in zip(s.body.yields, carried, strict=True) if keep)
+            _mark_live(s.cond, live)
+            _mark_live(s.body, live)
+
+
+def _spans(b: Block, at: list[int], out: list[tuple[Op, int, int]]) -> None:
+    """(op, first, last position it may run at) in program order; an op in a loop (or in a
+    @wp.func_grad region) may run anywhere in the loop's span."""
+    for s in b.stmts:
+        if isinstance(s, Op):
+            at[0] += 1
+            out.append((s, at[0], at[0]))
+        elif isinstance(s, If):
+            _spans(s.then, at, out)
+            _spans(s.orelse, at, out)
+        else:
+            inner: list[tuple[Op, int, int]] = []
+            start = at[0] + 1
+            for block in (s.body, s.adjoint) if isinstance(s, Custom) else (s.cond, s.body):
+                _spans(block, at, inner)
+            out += [(op, start, at[0]) for op, _, _ in inner]
+
+
+def _reads_first(ka: KernelAccess, kernel: KernelIR) -> bool:
+    """Every tracked read of array memory runs before every tracked write."""
+    spans: list[tuple[Op, int, int]] = []
+    _spans(kernel.body, [0], spans)
+    last_read, first_write = 0, 1 << 62
+    for op, first, last in spans:
+        if ka.tracked(op):
+            if Effect.WRITE in PRIMS[op.prim].effects:
+                first_write = min(first_write, first)
+            else:
+                last_read = max(last_read, last)
+    return last_read < first_write
 
 
 def _runtime_pointer(ka: KernelAccess, p: Var) -> bool:
@@ -96,8 +152,7 @@ def analyze(kernel: KernelIR) -> KernelAccess:
     ka = KernelAccess()
     ops = list(walk_ops(kernel.body))
     ka.defs = {op.result.id: op for op in ops if op.result is not None}
-    used: set[int] = set()
-    _used_ids(kernel.body, used)
+    used = _live_ids(kernel.body)
     addresses = Addresses(kernel)
     for op in ops:
         if not ka.tracked(op):
@@ -113,4 +168,7 @@ def analyze(kernel: KernelIR) -> KernelAccess:
         if Effect.ATOMIC in effects and op.result is not None and op.result.id in used:
             acc.result_used = True
         acc.shared = acc.shared or not addresses.own(op.args[1])
+    reads_first = _reads_first(ka, kernel)
+    for acc in ka.arrays.values():
+        acc.reads_first = reads_first
     return ka

@@ -64,6 +64,20 @@ def check_replay(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
                 todo.append(user)
 
 
+def check_thread_order(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
+    """Raise for an adjoint that must replay threads in launch order (the kernel uses a value an
+    atomic returns) when threads also read elements other threads overwrite: the gradients of
+    those elements pass from later threads to earlier ones, which needs the reverse order."""
+    for offset, loc in shared.items():
+        name = dict(adjoint.array_names).get(offset)
+        raise CompileError(
+            f"cannot differentiate this kernel: it uses a value an atomic operation returns, so "
+            f"its adjoint runs threads in launch order, and threads read elements of "
+            f"{f'{name!r}' if name else 'an array'} that other threads overwrite, whose "
+            f"gradients need the reverse order; write the new values to a separate array, or "
+            f"split the kernel into two launches", loc)
+
+
 def _is_pointer_load(op: Op) -> bool:
     """Reading an array pointer out of a struct in memory, not an element of array data."""
     return op.result is not None and op.result.type.kind == "p"

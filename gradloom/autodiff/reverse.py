@@ -20,7 +20,7 @@ from ..passes.substitute import substitute
 from ..types import int64
 from .access import KernelAccess, analyze
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
-from .replay import check_replay, shared_working_arrays
+from .replay import check_replay, check_thread_order, shared_working_arrays
 from .rule_reads import check_rule_reads
 from .scopes import BranchScope, LoopScope, Scope
 
@@ -68,7 +68,10 @@ class Reverse:
         forward_order = any(a.result_used for a in self.access.arrays.values())
         adjoint = KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides,
                            reverse_threads=not forward_order, array_names=k.array_names)
-        check_replay(adjoint, shared_working_arrays(k, self.access))
+        shared = shared_working_arrays(k, self.access)
+        if forward_order:
+            check_thread_order(adjoint, shared)
+        check_replay(adjoint, shared)
         return adjoint
 
     def _check_minmax(self) -> None:
@@ -94,7 +97,12 @@ class Reverse:
             if isinstance(s, Op):
                 effects = PRIMS[s.prim].effects
                 if Effect.WRITE in effects and not self.access.working(s.args[0], s.loc):
-                    continue  # its only effect is on memory that nothing here reads again
+                    # its only effect is on memory that nothing here reads again; an atomic's
+                    # result is then dead, but a loop may still carry it: any value will do
+                    if s.result is not None:
+                        zero = False if s.result.type.kind == "b" else 0
+                        self.em.cur.stmts.append(Op("const", (), s.result, s.loc, zero))
+                    continue
                 if Effect.IO in effects:
                     continue  # output belongs to the forward launch, not to its replay
                 self.em.cur.stmts.append(s)

@@ -76,15 +76,17 @@ class LaunchRecord:
 
     def thread_own(self) -> list[bool]:
         """Per array of `named_touches`: every access is at an element no other thread
-        touches."""
-        return ["shared" not in flags for key, flags in self.flags.items()
-                if arg_array(self.args, key) is not None]
+        touches, and the kernel reads all it reads before it writes anything (so two names for
+        one array read what one name would)."""
+        return ["shared" not in flags and "reads_first" in flags
+                for key, flags in self.flags.items() if arg_array(self.args, key) is not None]
 
     def check_aliases(self, compiled: Any) -> None:
         """Refuse two array arguments sharing memory where the kernel writes either: its
         adjoint (and the analysis behind it) takes them for separate arrays. Exact, and so
         allowed: the same view twice where every access through both is at the thread's own
-        element (then it is an in-place update, `y[i] = f(x[i])` with y = x)."""
+        element and every read comes before every write (then it is an in-place update,
+        `y[i] = f(x[i])` with y = x)."""
         plan = compiled.threads
         own = plan.serial is None and not plan.scatter
         touched = [(a, name, writes, thread_own) for (a, name, _, writes), thread_own
