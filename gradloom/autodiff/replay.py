@@ -64,18 +64,25 @@ def check_replay(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
                 todo.append(user)
 
 
-def check_thread_order(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
-    """Raise for an adjoint that must replay threads in launch order (the kernel uses a value an
-    atomic returns) when threads also read elements other threads overwrite: the gradients of
-    those elements pass from later threads to earlier ones, which needs the reverse order."""
-    for offset, loc in shared.items():
-        name = dict(adjoint.array_names).get(offset)
+def check_thread_order(kernel: KernelIR, shared: dict[int, SourceLoc]) -> None:
+    """Raise for a kernel whose adjoint must replay threads in launch order (it uses a value an
+    atomic returns) when threads also read float elements that other threads overwrite: the
+    gradients of those elements pass between threads, which needs the reverse order."""
+    defs = {op.result.id: op for op in walk_ops(kernel.body) if op.result is not None}
+    for op in walk_ops(kernel.body):
+        if op.prim != "load" or op.result is None or not op.result.type.is_float:
+            continue
+        root = pointer_root(defs, op.args[0])
+        offset = int(root.attr) if root is not None and root.prim == "arg" else None
+        if offset not in shared:
+            continue
+        name = dict(kernel.array_names).get(offset)
         raise CompileError(
             f"cannot differentiate this kernel: it uses a value an atomic operation returns, so "
             f"its adjoint runs threads in launch order, and threads read elements of "
             f"{f'{name!r}' if name else 'an array'} that other threads overwrite, whose "
             f"gradients need the reverse order; write the new values to a separate array, or "
-            f"split the kernel into two launches", loc)
+            f"split the kernel into two launches", shared[offset])
 
 
 def _is_pointer_load(op: Op) -> bool:

@@ -69,9 +69,9 @@ class Reverse:
         adjoint = KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides,
                            reverse_threads=not forward_order, array_names=k.array_names)
         shared = shared_working_arrays(k, self.access)
-        if forward_order:
-            check_thread_order(adjoint, shared)
         check_replay(adjoint, shared)
+        if forward_order:
+            check_thread_order(k, shared)
         return adjoint
 
     def _check_minmax(self) -> None:

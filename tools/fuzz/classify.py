@@ -28,6 +28,7 @@ DOCUMENTED_REFUSALS = (
     "on a float array is not differentiable",
     "returns on a float array: it depends on the order threads run in",
     "are the same array (or views of one), and the kernel writes",
+    "that other threads overwrite, whose gradients need the reverse order",
 )
 
 
