@@ -473,3 +473,26 @@ def test_while_loop_series():
             term = np.float32(term * xv / np.float32(k))
         ref_terms.append(k)
     np.testing.assert_array_equal(terms.numpy(), ref_terms)
+
+
+@wp.func
+def offset_after_returns(p: float) -> float:
+    # fuzz 1:601: a number bound between two early returns lives in a branch of its own
+    if p < 0.0:
+        return p
+    k = 0 + 2
+    if p > 1.0:
+        return p * 2.0
+    return p + float(k)
+
+
+@wp.kernel
+def offset_after_returns_kernel(x: wp.array(dtype=float)):
+    tid = wp.tid()
+    x[tid] = offset_after_returns(x[tid])
+
+
+def test_func_number_bound_between_early_returns():
+    x = wp.array(f32([-1.0, 0.5, 2.0]), dtype=float, device=DEVICE)
+    wp.launch(offset_after_returns_kernel, dim=3, inputs=[x], device=DEVICE)
+    np.testing.assert_allclose(x.numpy(), [-1.0, 2.5, 4.0], rtol=RTOL, atol=ATOL)

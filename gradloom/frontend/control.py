@@ -106,6 +106,9 @@ class ControlLowerer(ExprLowerer):
         yields = []
         for blk, env, other in ((then_blk, then_env, else_env), (else_blk, else_env, then_env)):
             self.b.reopen_block(blk)
+            for n in names:  # a number bound in a branch leaves it as a typed value
+                if isinstance(env.get(n), Literal):
+                    env[n] = materialize(self.ctx_at(loc), env[n])
             vals = [env[n] if n in env else zeros_of(self.ctx_at(loc), type_of(other[n]))
                     for n in names]
             flat = [v for val in vals for v in flatten(val)]
