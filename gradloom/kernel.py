@@ -33,6 +33,7 @@ from .modules import get_module, module_for, qualified_key
 from .native import install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
+from .passes.lanes import lane_plan
 from .passes.threads import ThreadPlan, thread_plan
 from .runtime import cache
 from .runtime.structs import array_fields, type_key
@@ -187,7 +188,7 @@ class Kernel:
     def cache_key(self, variant: str = "forward") -> str:
         h = hashlib.sha256()
         for part in (VERSION, variant, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
-                     str(self.opt_level), cpu.host_target().key,
+                     str(self.opt_level), cpu.host_target().key, f"lanes={cpu.lane_width()}",
                      ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
@@ -307,7 +308,10 @@ class Kernel:
         ir, access = self._kernel_ir(adjoint)
         target = cpu.host_target()
         plan = thread_plan(ir)
-        text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter)
+        arrays = self._array_layouts()
+        lanes = lane_plan(ir, plan, frozenset(arrays)) if cpu.lane_width() else None
+        text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
+                          cpu.lane_width(), arrays)
         if config.print_ir:
             print(format_kernel(ir), file=sys.stderr)
             print(text, file=sys.stderr)
@@ -315,7 +319,8 @@ class Kernel:
                       "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                       "reverse_threads": ir.reverse_threads,
                       "threads": (plan.serial, plan.scatter, plan.float_atomics,
-                                  plan.loops)}
+                                  plan.loops),
+                      "lanes": None if lanes is None else lanes.reason}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""
@@ -325,6 +330,13 @@ class Kernel:
             return None
         where = self._array_offsets()
         return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
+
+    def _array_layouts(self) -> dict[int, tuple[int, int]]:
+        """Argument-block offset of each array parameter's data pointer -> (ndim, element
+        size): what the SIMD loop's run-time overlap check reads (codegen/lanes.py)."""
+        offsets, _ = arg_offsets([t for _, t in self.params])
+        return {off: (t.ndim, int(t.dtype.size)) for (_, t), off in
+                zip(self.params, offsets, strict=True) if isinstance(t, ArrayType)}
 
     def _array_offsets(self) -> dict[int, tuple[int, str | None]]:
         """Argument-block offset of each array's data pointer → (param index, dotted struct field
