@@ -435,10 +435,10 @@ class LaneMemory(LaneOps):
             return
         if all(not e.conditional for e in self.log) and \
                 len(self.log) * self.width <= UNROLLED_FLUSH:
-            for lane in range(self.width):
+            for k in range(self.width):
                 for e in self.log:
-                    self.add_one(e.type, self.extract(e.ptrs, "ptr", lane),
-                                 self.extract(e.value, reg_type(e.type), lane))
+                    self.add_one(e.type, self.extract(e.ptrs, "ptr", k),
+                                 self.extract(e.value, reg_type(e.type), k))
             return
         for e in self.log:
             if not e.conditional:
