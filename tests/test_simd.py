@@ -14,7 +14,7 @@ from gradloom import config
 from gradloom.codegen import cpu
 from gradloom.runtime.launch import prepared_adjoint
 
-WIDTHS = (4, 16)
+WIDTHS = (4, 8, 16)
 
 
 @pytest.fixture(autouse=True)
@@ -202,9 +202,11 @@ def test_uniform_inner_loop(width):
 
 @wp.kernel
 def shared_adds(x: wp.array(dtype=float), idx: wp.array(dtype=int), total: wp.array(dtype=float),
-                bins: wp.array(dtype=float)):
+                bins: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
     v = x[i]
+    # enough arithmetic per thread that lanes pay for the logged additions (passes/lanes.py)
+    y[i] = wp.sin(v) * wp.cos(v) + wp.sqrt(wp.abs(v)) * (v * v - 1.0) / (v * v + 2.0) + v * 0.5
     wp.atomic_add(total, 0, v)
     if v > 0.0:  # under a branch: only the lanes that take it
         wp.atomic_add(bins, idx[i], v * 3.0)
@@ -230,7 +232,8 @@ def test_shared_adds_follow_thread_order(width):
     x = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n)).astype(np.float32)
     idx = g.integers(0, nbins, n).astype(np.int32)
     out = both(shared_adds, n, lambda: [wp.array(x), wp.array(idx), wp.zeros(1, dtype=float),
-                                        wp.zeros(nbins, dtype=float)], width)
+                                        wp.zeros(nbins, dtype=float), wp.zeros(n, dtype=float)],
+               width)
     total, bins = thread_order_sums(x, idx, nbins)
     assert out[2][0] == total and np.array_equal(out[3], bins)
     assert lanes_reason(shared_adds) is None
@@ -406,8 +409,15 @@ def scatter_store(x: wp.array(dtype=float), idx: wp.array(dtype=int), y: wp.arra
     y[idx[i]] = x[i]
 
 
+@wp.kernel
+def only_adds(x: wp.array(dtype=float), idx: wp.array(dtype=int), total: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(total, idx[i], x[i] * 2.0)
+
+
 def test_fallbacks_name_their_reason():
     config.simd, config.simd_width = True, 16
+    assert "faster one thread at a time" in lanes_reason(only_adds)
     assert "prints" in lanes_reason(prints)
     assert "inside a loop" in lanes_reason(loop_adds)
     assert "depend on each other" in lanes_reason(scatter_store)

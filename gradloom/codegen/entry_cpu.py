@@ -147,6 +147,22 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
         f.emit("%nonempty = icmp slt i64 %start, %end")
         f.emit("br i1 %nonempty, label %dispatch, label %exit")
         f.start_block("dispatch")
+        self.thread_loops()
+        f.start_block("interrupted")
+        f.emit(f"store i32 {STATUS_INTERRUPTED}, ptr %err, align 4")
+        f.emit("br label %exit")
+        f.start_block("exit")
+        f.emit("store atomic ptr null, ptr @gl_running monotonic, align 8")
+        f.emit("ret void")
+        f.lines[1:1] = self.lane_entry_allocas()
+        head = f"define void @{self.symbol}(ptr noalias nocapture %block) nounwind {{"
+        return "\n".join([head, *f.lines, "}"])
+
+    def thread_loops(self) -> None:
+        """The copies of the thread loop and the branch to the one this launch takes: the SIMD
+        copy (codegen/lanes.py) or the contiguous one when every array is contiguous, else the
+        strided one, which also runs the threads the SIMD copy leaves over."""
+        f = self.f
         arg_names = dict(self.names)
         unit = {**arg_names, **{v.id: str(size) for v, size in self.kernel.unit_strides}}
         begin = [("%start", "dispatch")]
@@ -162,15 +178,6 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
         else:
             f.emit("br label %s.pre")
         self.thread_loop("s.", arg_names, begin)
-        f.start_block("interrupted")
-        f.emit(f"store i32 {STATUS_INTERRUPTED}, ptr %err, align 4")
-        f.emit("br label %exit")
-        f.start_block("exit")
-        f.emit("store atomic ptr null, ptr @gl_running monotonic, align 8")
-        f.emit("ret void")
-        f.lines[1:1] = self.lane_entry_allocas()
-        head = f"define void @{self.symbol}(ptr noalias nocapture %block) nounwind {{"
-        return "\n".join([head, *f.lines, "}"])
 
     def enter(self) -> None:
         """Note the interrupt count (codegen/signals.py) and which kernel runs; every way out

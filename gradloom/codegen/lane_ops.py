@@ -18,6 +18,7 @@ class LaneOps(LaneValues):
     """The pure primitives' lane rules (a mixin of the CPU kernel emitter)."""
 
     math: dict[str, MathCall]
+    mask: str | None
     #: the SIMD loop's thread number of lane 0 (i64) and whether threads run last first
     lane_t0: str
     reverse: bool
@@ -159,7 +160,9 @@ class LaneOps(LaneValues):
             f = self.f
             is_zero, safe, q = f.fresh("%ldivz"), f.fresh("%ldivs"), f.fresh("%ldivq")
             f.emit(f"{is_zero} = icmp eq {vt} {y}, zeroinitializer")
-            f.emit(f"{safe} = select {self.vty('i1')} {is_zero}, {vt} splat ({reg_type(t)} 1), "
+            # lanes that are off divide by 1: what they hold need not be a valid division
+            unsafe = is_zero if self.mask is None else self.mask_or_off(is_zero)
+            f.emit(f"{safe} = select {self.vty('i1')} {unsafe}, {vt} splat ({reg_type(t)} 1), "
                    f"{vt} {y}")
             kind = ("u" if t.kind == "u" else "s") + ("div" if s.prim == "div" else "rem")
             f.emit(f"{q} = {kind} {vt} {x}, {safe}")
@@ -167,6 +170,13 @@ class LaneOps(LaneValues):
                    f"{vt} {q}")
         else:
             self.f.emit(f"{self.vres(s)} = {_IBIN[s.prim]} {vt} {x}, {y}")
+
+    def mask_or_off(self, cond: str) -> str:
+        """cond, or true where the lane is off."""
+        out = self.f.fresh("%loff")
+        m = self.vty("i1")
+        self.f.emit(f"{out} = select {m} {self.mask}, {m} {cond}, {m} splat (i1 true)")
+        return out
 
     def lane_shr(self, s: Op) -> None:
         t = s.args[0].type

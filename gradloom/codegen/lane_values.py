@@ -141,10 +141,13 @@ class LaneValues:
         return out
 
     def mask_and(self, a: str | None, b: str) -> str:
+        """Lanes on in both masks. A select, not an `and`: lanes that are off may hold poison
+        in b (what an exited lane computes), which `and` would pass on."""
         if a is None:
             return b
         out = self.f.fresh("%lmask")
-        self.f.emit(f"{out} = and {self.vty('i1')} {a}, {b}")
+        m = self.vty("i1")
+        self.f.emit(f"{out} = select {m} {a}, {m} {b}, {m} zeroinitializer")
         return out
 
     def mask_not(self, a: str) -> str:

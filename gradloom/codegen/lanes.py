@@ -13,11 +13,12 @@ lane's values frozen from the trip it left. Memory accesses under a mask are mas
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
 from ..ir.prims import PRIMS, Effect
-from .lane_memory import MEMORY_RULES, LaneMemory, LogEntry
+from .lane_log import MEMORY_RULES, LaneLog, LogEntry
 from .lane_ops import _AFFINE, PURE_RULES
 from .llvm_types import reg_type
 from .signals import POLL_THREADS, POLL_TRIPS
@@ -42,7 +43,7 @@ MAX_LANE_THREADS = 1 << 30
 _BY_LANE = Effect.WRITE | Effect.STACK | Effect.GRAD | Effect.ATOMIC
 
 
-class LaneEmitter(LaneMemory):
+class LaneEmitter(LaneLog):
     """The SIMD copy of the thread loop (a mixin of the CPU kernel emitter)."""
 
     kernel: KernelIR
@@ -196,10 +197,9 @@ class LaneEmitter(LaneMemory):
         outer = self.mask
         inits = [self.vec(i) for i in s.inits]
         pre = f.label
-        head, body, latch, poll, done = (f.fresh(k) for k in ("lhead", "lbody", "llatch",
-                                                                   "lpoll", "lend"))
-        f.emit(f"br label %{head}")
-        f.start_block(head)
+        labels = {k: f.fresh(k) for k in ("lhead", "lbody", "llatch", "lpoll", "lend")}
+        f.emit(f"br label %{labels['lhead']}")
+        f.start_block(labels["lhead"])
         phi_at = len(f.lines)
         for p in s.params:
             self.vdefine(p)
@@ -207,8 +207,29 @@ class LaneEmitter(LaneMemory):
         self.enter_scope(active)
         self.block(s.cond)
         live = self.mask_and(active, self.vec(s.cond.yields[0]))
-        f.emit(f"br i1 {self.any_lane(live)}, label %{body}, label %{done}")
-        f.start_block(body)
+        f.emit(f"br i1 {self.any_lane(live)}, label %{labels['lbody']}, label %{labels['lend']}")
+        f.start_block(labels["lbody"])
+        nexts = self.loop_trip(s, live)
+        self.leave_scope()
+        polled = self.loop_latch(trip, labels)
+        start = "splat (i1 true)" if outer is None else outer
+        ways = [(pre, start, "0"), (labels["llatch"], live, f"{trip}.next"),
+                (polled, live, f"{trip}.next")]
+        phis = [f"  {active} = phi {self.vty('i1')} " + _incoming((w[0], w[1]) for w in ways),
+                f"  {trip} = phi i64 " + _incoming((w[0], w[2]) for w in ways)]
+        for p, i, n in zip(s.params, inits, nexts, strict=True):
+            phis.append(f"  {self.vnames[p.id]} = phi {self.vty(p.type)} "
+                        + _incoming([(pre, i), (labels["llatch"], n), (polled, n)]))
+        f.lines[phi_at:phi_at] = phis
+        f.start_block(labels["lend"])
+        self.mask = outer
+        for r, p in zip(s.results, s.params, strict=True):
+            self.vnames[r.id] = self.vnames[p.id]
+
+    def loop_trip(self, s: Loop, live: str) -> list[str]:
+        """One trip's body under the live lanes; the next values (the old ones where a lane is
+        not live)."""
+        f = self.f
         self.mask = live
         self.memo.append({})
         self.block(s.body)
@@ -220,29 +241,20 @@ class LaneEmitter(LaneMemory):
                    f"{self.vnames[p.id]}")
             nexts.append(kept)
         self.memo.pop()
-        self.leave_scope()
-        f.emit(f"br label %{latch}")
-        f.start_block(latch)
+        return nexts
+
+    def loop_latch(self, trip: str, labels: dict[str, str]) -> str:
+        """Count the trip and poll for Ctrl-C every POLL_TRIPS trips; the poll's last label."""
+        f = self.f
+        f.emit(f"br label %{labels['llatch']}")
+        f.start_block(labels["llatch"])
         f.emit(f"{trip}.next = add nuw nsw i64 {trip}, 1")
         f.emit(f"{trip}.strip = and i64 {trip}.next, {POLL_TRIPS - 1}")
         f.emit(f"{trip}.poll = icmp eq i64 {trip}.strip, 0")
-        f.emit(f"br i1 {trip}.poll, label %{poll}, label %{head}")
-        f.start_block(poll)
-        self.poll(head)
-        polled = f.label
-        start = "splat (i1 true)" if outer is None else outer
-        phis = [f"  {active} = phi {self.vty('i1')} [{start}, %{pre}], [{live}, %{latch}], "
-                f"[{live}, %{polled}]",
-                f"  {trip} = phi i64 [0, %{pre}], [{trip}.next, %{latch}], "
-                f"[{trip}.next, %{polled}]"]
-        for p, i, n in zip(s.params, inits, nexts, strict=True):
-            phis.append(f"  {self.vnames[p.id]} = phi {self.vty(p.type)} [{i}, %{pre}], "
-                        f"[{n}, %{latch}], [{n}, %{polled}]")
-        f.lines[phi_at:phi_at] = phis
-        f.start_block(done)
-        self.mask = outer
-        for r, p in zip(s.results, s.params, strict=True):
-            self.vnames[r.id] = self.vnames[p.id]
+        f.emit(f"br i1 {trip}.poll, label %{labels['lpoll']}, label %{labels['lhead']}")
+        f.start_block(labels["lpoll"])
+        self.poll(labels["lhead"])
+        return f.label
 
     # -- hooks for LoopEmitter (a loop every lane runs alike) ---------------------------------
 
@@ -271,20 +283,7 @@ class LaneEmitter(LaneMemory):
         f.emit("%v.cless = icmp slt i64 %v.cnext, %v.vend")
         f.emit("%v.cend = select i1 %v.cless, i64 %v.cnext, i64 %v.vend")
         f.emit("br label %v.thread")
-        f.start_block("v.thread")
-        f.emit("%v.t = phi i64 [%v.c, %v.chunk], [%v.t.next, %v.latch]")
-        f.emit("%v.tid = " + ("sub i64 %last.thread, %v.t" if self.reverse else "add i64 %v.t, 0"))
-        if self.uses_stack:
-            f.emit(f"store {self.vty('i64')} zeroinitializer, ptr %lsp, align 64")
-        at = len(f.lines)
-        self.block(self.kernel.body)
-        self.clear_log_at(at)
-        self.flush_log("v.flush")
-        f.emit("br label %v.latch")
-        f.start_block("v.latch")
-        f.emit(f"%v.t.next = add nuw nsw i64 %v.t, {w}")
-        f.emit("%v.more = icmp slt i64 %v.t.next, %v.cend")
-        f.emit("br i1 %v.more, label %v.thread, label %v.chunk.end, !llvm.loop !0")
+        self.lane_vector()
         f.start_block("v.chunk.end")
         f.emit("%v.cmore = icmp slt i64 %v.cend, %v.vend")
         f.emit("br i1 %v.cmore, label %v.poll, label %v.tail")
@@ -296,6 +295,24 @@ class LaneEmitter(LaneMemory):
         f.emit("%v.left = icmp slt i64 %v.vend, %end")
         f.emit(f"br i1 %v.left, label %{tail}, label %exit")
         self.in_lanes = False
+
+    def lane_vector(self) -> None:
+        """One trip of the SIMD loop: W threads from %v.t, then their logged additions."""
+        f = self.f
+        f.start_block("v.thread")
+        f.emit("%v.t = phi i64 [%v.c, %v.chunk], [%v.t.next, %v.latch]")
+        f.emit("%v.tid = " + ("sub i64 %last.thread, %v.t" if self.reverse else "add i64 %v.t, 0"))
+        if self.uses_stack:
+            f.emit(f"store {self.vty('i64')} zeroinitializer, ptr %lsp, align 64")
+        at = len(f.lines)
+        self.block(self.kernel.body)
+        self.clear_log_at(at)
+        self.flush_log("v.flush")
+        f.emit("br label %v.latch")
+        f.start_block("v.latch")
+        f.emit(f"%v.t.next = add nuw nsw i64 %v.t, {self.width}")
+        f.emit("%v.more = icmp slt i64 %v.t.next, %v.cend")
+        f.emit("br i1 %v.more, label %v.thread, label %v.chunk.end, !llvm.loop !0")
 
     def clear_log_at(self, at: int) -> None:
         """Clear the conditional log entries at the top of each vector of threads."""
@@ -400,3 +417,8 @@ class LaneEmitter(LaneMemory):
             f.emit(f"{good} = xor i1 {bad}, true")
             ok = good if ok == "true" else self.and_(ok, good)
         return ok
+
+
+def _incoming(ways: Iterable[tuple[str, str]]) -> str:
+    """A phi's incoming list from (label, value) pairs."""
+    return ", ".join(f"[{value}, %{label}]" for label, value in ways)

@@ -58,7 +58,35 @@ def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int]) -> 
     shared = _shared_atomics(kernel, threads)
     if isinstance(shared, str):
         return LanePlan(shared)
+    reason = _unprofitable(kernel, threads)
+    if reason is not None:
+        return LanePlan(reason)
     return LanePlan(None, frozenset(varying_values(kernel.body)), roots, written, shared)
+
+
+#: what a gathered access and a logged shared addition cost in lanes, against one float
+#: operation done lane-wise instead of one thread at a time (measured: docs/performance.md)
+GATHER_COST, SHARED_ADD_COST = 1, 3
+
+
+def _unprofitable(kernel: KernelIR, threads: ThreadPlan) -> str | None:
+    """Why lanes would not pay: a kernel whose threads mostly gather from elements of other
+    threads and add into shared memory (done lane by lane after each vector) gains less from
+    its vector arithmetic than those cost."""
+    addr = Addresses(kernel)
+    flops = gathers = adds = 0
+    for op in walk_ops(kernel.body):
+        effects = PRIMS[op.prim].effects
+        if effects == Effect.NONE and op.result is not None and op.result.type.is_float:
+            flops += 1
+        elif Effect.ACCUMULATE in effects and addr.root(op.args[0]) in threads.scatter:
+            adds += 1
+        elif effects & _MEMORY and not (addr.own(op.args[1]) or addr.invariant(op.args[1])):
+            gathers += 1
+    if adds and flops <= SHARED_ADD_COST * adds + GATHER_COST * gathers:
+        return (f"{adds} additions into shared memory and {gathers} gathers per thread against "
+                f"{flops} float operations: faster one thread at a time")
+    return None
 
 
 def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | str:
