@@ -240,6 +240,34 @@ def test_shared_adds_follow_thread_order(width):
 
 
 @wp.kernel
+def single_adds(x: wp.array(dtype=float), idx: wp.array(dtype=int), total: wp.array(dtype=float),
+                hist: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = x[i]
+    y[i] = wp.sin(v) * wp.cos(v) + wp.sqrt(wp.abs(v)) * (v * v - 1.0) / (v * v + 2.0) + v * 0.5
+    if v > 0.0:  # the only addition into each array: done at once, lane by lane
+        wp.atomic_add(total, 0, v)  # one element for every lane: an ordered sum
+        wp.atomic_add(hist, idx[i], v)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_single_shared_adds_follow_thread_order(width):
+    n, nbins = 157, 3
+    g = np.random.default_rng(15)
+    x = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n)).astype(np.float32)
+    idx = g.integers(0, nbins, n).astype(np.int32)
+    out = both(single_adds, n, lambda: [wp.array(x), wp.array(idx), wp.zeros(1, dtype=float),
+                                        wp.zeros(nbins, dtype=float), wp.zeros(n, dtype=float)],
+               width)
+    total, hist = np.float32(0.0), np.zeros(nbins, np.float32)
+    for v, k in zip(x, idx, strict=True):
+        if v > 0:
+            total, hist[k] = np.float32(total + v), np.float32(hist[k] + v)
+    assert out[2][0] == total and np.array_equal(out[3], hist)
+    assert lanes_reason(single_adds) is None
+
+
+@wp.kernel
 def other_atomics(x: wp.array(dtype=int), lo: wp.array(dtype=int), hi: wp.array(dtype=float),
                   bits: wp.array(dtype=int), own: wp.array(dtype=float)):
     i = wp.tid()

@@ -7,10 +7,11 @@ holds the accesses no two lanes share."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ir.nodes import Op
 from ..ir.prims import PRIMS, Effect
-from ..types import ScalarType
+from ..types import ScalarType, float32
 from .lane_memory import LaneMemory
 from .llvm_types import literal, mem_type, reg_type
 
@@ -38,12 +39,17 @@ class LaneLog(LaneMemory):
     allocas: list[str]
     depth: int
     lane_by_lane: frozenset[int]
+    #: argument offset -> how many ops of the kernel add into memory lanes share through it
+    shared_add_count: dict[int, int]
+
+    if TYPE_CHECKING:
+        def address(self, s: Op) -> str: ...
 
     def lane_atomic(self, s: Op) -> None:
         root = self.root_offset(s.args[0])
         effects = PRIMS[s.prim].effects
         if Effect.ACCUMULATE in effects and root in self.private_adds:
-            self.defer_add(s)
+            self.shared_add(s)
         elif root in self.lane_by_lane:
             self.atomic_lane_by_lane(s)
         else:  # a thread-own element: no two lanes share it
@@ -82,6 +88,60 @@ class LaneLog(LaneMemory):
             self.vnames[s.result.id] = out
 
     # -- additions into shared memory, in thread order --------------------------------------
+
+    def shared_add(self, s: Op) -> None:
+        """An addition into memory lanes may share. The only one into its array: done here,
+        lane by lane (nothing else touches that memory). Otherwise logged (defer_add)."""
+        root = self.root_offset(s.args[0])
+        if root is None or self.shared_add_count.get(root, 0) > 1:
+            self.defer_add(s)
+        elif self.is_varying(s.args[0]) or self.is_varying(s.args[1]):
+            self.add_lane_by_lane(s)
+        else:
+            self.add_reduced(s)
+
+    def add_reduced(self, s: Op) -> None:
+        """Every lane adds into one element: a sum in lane order (an ordered reduction: no
+        reassociation), one load and one store. Lanes that are off add -0.0 (or 0), which
+        changes nothing."""
+        t = s.args[2].type
+        ty, vt, mt, f = reg_type(t), self.vty(t), mem_type(t), self.f
+        value = self.va(s, 2)
+        zero = "-0.0" if t.is_float else "0"
+        if self.mask is not None:
+            kept = f.fresh("%lred")
+            f.emit(f"{kept} = select {self.vty('i1')} {self.mask}, {vt} {value}, "
+                   f"{vt} splat ({ty} {zero})")
+            value = kept
+        p, old, new = self.address(s), f.fresh("%lred"), f.fresh("%lred")
+        suffix = f"v{self.width}{'f32' if t == float32 else 'f64' if t.is_float else ty}"
+        fn = self.intrinsic("vector.reduce.fadd" if t.is_float else "vector.reduce.add", suffix,
+                            ty, f"{ty}, {vt}" if t.is_float else vt)
+        f.emit(f"{old} = load {mt}, ptr {p}, align {t.size}")
+        args = f"{ty} {old}, {vt} {value}" if t.is_float else f"{vt} {value}"
+        f.emit(f"{new} = call {ty} @{fn}({args})")
+        if not t.is_float:
+            summed = f.fresh("%lred")
+            f.emit(f"{summed} = add {ty} {old}, {new}")
+            new = summed
+        f.emit(f"store {mt} {new}, ptr {p}, align {t.size}")
+
+    def add_lane_by_lane(self, s: Op) -> None:
+        """Each lane's addition in lane order, at once."""
+        t = s.args[2].type
+        ptrs, vals = self.pointers(s), self.va(s, 2)
+        for lane in range(self.width):
+            p, v = self.extract(ptrs, "ptr", lane), self.extract(vals, reg_type(t), lane)
+            if self.mask is None:
+                self.add_one(t, p, v)
+                continue
+            f = self.f
+            go, done = f.fresh("lgo"), f.fresh("ldone")
+            f.emit(f"br i1 {self.extract(self.mask, 'i1', lane)}, label %{go}, label %{done}")
+            f.start_block(go)
+            self.add_one(t, p, v)
+            f.emit(f"br label %{done}")
+            f.start_block(done)
 
     def defer_add(self, s: Op) -> None:
         """Log the lanes' addresses and values; `flush_log` adds them after the vector. An
@@ -174,7 +234,7 @@ class LaneLog(LaneMemory):
 
     def lane_adj_add(self, s: Op) -> None:
         if self.root_offset(s.args[0]) in self.private_adds:
-            self.defer_add(s)
+            self.shared_add(s)
         else:
             self.own_rmw(s)
 

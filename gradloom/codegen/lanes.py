@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
 from ..ir.prims import PRIMS, Effect
 from .lane_log import MEMORY_RULES, LaneLog, LogEntry
 from .lane_ops import _AFFINE, PURE_RULES
@@ -58,6 +58,7 @@ class LaneEmitter(LaneLog):
         def op(self, s: Op) -> None: ...
         def emit_if(self, s: If) -> None: ...
         def emit_loop(self, s: Loop) -> None: ...
+        def root_offset(self, p: Var) -> int | None: ...
         def emit_scalar_op(self, s: Op) -> None: ...
         def emit_scalar_loop(self, s: Loop) -> None: ...
 
@@ -74,6 +75,12 @@ class LaneEmitter(LaneLog):
         self.reverse = self.kernel.reverse_threads
         self.setup_values()
         self.alias_md = {}
+        self.shared_add_count = {}
+        for op in walk_ops(self.kernel.body):
+            if Effect.ACCUMULATE in PRIMS[op.prim].effects:
+                root = self.root_offset(op.args[0])
+                if root is not None and root in self.private_adds:
+                    self.shared_add_count[root] = self.shared_add_count.get(root, 0) + 1
         if self.lane_plan is not None:
             self.module_metadata = tuple(self.setup_alias_scopes(self.lane_plan.roots))
 
