@@ -31,13 +31,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
-import gradloom as wp  # noqa: E402
-from gradloom import config  # noqa: E402
-from gradloom.codegen.cpu import lane_width  # noqa: E402
-
 import host_data  # noqa: E402
 from kernels_src import KERNELS_SRC  # noqa: E402
 from specs import FULL, KERNELS, QUICK  # noqa: E402
+
+from gradloom import config  # noqa: E402
+from gradloom.codegen.cpu import lane_width  # noqa: E402
 
 
 def kernel_module() -> Any:
