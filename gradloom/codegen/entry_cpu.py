@@ -169,6 +169,7 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
         if self.lane_plan is not None:
             go = self.and_(self.all_contiguous(), self.lanes_allowed(
                 {off: ndim for off, (ndim, _) in self.arrays.items()}))
+            begin = [("%start", f.label)]
             f.emit(f"br i1 {go}, label %v.pre, label %s.pre")
             self.lane_thread_loop(unit, "s.pre")
             begin.append(("%v.vend", "v.tail"))

@@ -29,7 +29,7 @@ class LogEntry:
 
 
 #: a log of at most this many lane additions is flushed by straight-line code
-UNROLLED_FLUSH = 256
+UNROLLED_FLUSH = 96
 
 
 class LaneLog(LaneMemory):

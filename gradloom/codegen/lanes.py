@@ -82,7 +82,9 @@ class LaneEmitter(LaneLog):
                 if root is not None and root in self.private_adds:
                     self.shared_add_count[root] = self.shared_add_count.get(root, 0) + 1
         if self.lane_plan is not None:
-            self.module_metadata = tuple(self.setup_alias_scopes(self.lane_plan.roots))
+            self.module_metadata = ('!3 = distinct !{!3, !4}',
+                                    '!4 = !{!"llvm.loop.unroll.disable"}',
+                                    *self.setup_alias_scopes(self.lane_plan.roots))
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -345,13 +347,52 @@ class LaneEmitter(LaneLog):
         f = self.f
         ok = f.fresh("%lok")
         f.emit(f"{ok} = icmp sle i64 %end, {MAX_LANE_THREADS}")
-        spans = {r: self.span(r, arrays) for r in self.lane_plan.roots}
+        roots = self.lane_plan.roots
         for r in self.lane_plan.written:
             ok = self.and_(ok, self.not_self_overlapping(r, arrays))
-            for q in self.lane_plan.roots:
-                if q != r:
-                    ok = self.and_(ok, self.disjoint(spans[r], spans[q]))
-        return ok
+        pairs = [(roots.index(r), k) for r in self.lane_plan.written
+                 for k, q in enumerate(roots) if q != r]
+        if not pairs:
+            return ok
+        self.allocas.append(f"%lspans = alloca [{len(roots)} x [2 x i64]], align 16")
+        for k, r in enumerate(roots):
+            for half, value in enumerate(self.span(r, arrays)):
+                p = f.fresh("%lspp")
+                f.emit(f"{p} = getelementptr [2 x i64], ptr %lspans, i64 {k}, i64 {half}")
+                f.emit(f"store i64 {value}, ptr {p}, align 8")
+        return self.and_(ok, self.disjoint_pairs(pairs))
+
+    def disjoint_pairs(self, pairs: list[tuple[int, int]]) -> str:
+        """An i1: the spans of each pair (indices into %lspans) do not overlap. A loop over a
+        table of pairs, not a chain of compares: such chains take LLVM's instruction combiner
+        seconds on kernels with many arrays."""
+        f = self.f
+        table = ", ".join(f"i32 {a}, i32 {b}" for a, b in pairs)
+        self.declares.add(f"@gl.lane.pairs = private unnamed_addr constant "
+                          f"[{2 * len(pairs)} x i32] [{table}], align 4")
+        pre = f.label
+        f.emit("br label %lpairs")
+        f.start_block("lpairs")
+        f.emit(f"%lpk = phi i64 [0, %{pre}], [%lpk.next, %lpairs.next]")
+        sides = []
+        for half in (0, 1):
+            at, idx, lo, hi = (f.fresh("%lpq") for _ in range(4))
+            f.emit(f"{at} = getelementptr [2 x i32], ptr @gl.lane.pairs, i64 %lpk, i64 {half}")
+            f.emit(f"{idx} = load i32, ptr {at}, align 4")
+            for name, part in ((lo, 0), (hi, 1)):
+                q = f.fresh("%lpq")
+                f.emit(f"{q} = getelementptr [2 x i64], ptr %lspans, i32 {idx}, i64 {part}")
+                f.emit(f"{name} = load i64, ptr {q}, align 8")
+            sides.append((lo, hi))
+        apart = self.disjoint(sides[0], sides[1])
+        f.emit(f"br i1 {apart}, label %lpairs.next, label %lpairs.end")
+        f.start_block("lpairs.next")
+        f.emit("%lpk.next = add nuw nsw i64 %lpk, 1")
+        f.emit(f"%lpk.more = icmp ult i64 %lpk.next, {len(pairs)}")
+        f.emit("br i1 %lpk.more, label %lpairs, label %lpairs.end, !llvm.loop !3")
+        f.start_block("lpairs.end")
+        f.emit(f"%lpairs.ok = phi i1 [false, %lpairs], [true, %lpairs.next]")
+        return "%lpairs.ok"
 
     def and_(self, a: str, b: str) -> str:
         out = self.f.fresh("%lok")
