@@ -391,7 +391,7 @@ class LaneEmitter(LaneLog):
         f.emit(f"%lpk.more = icmp ult i64 %lpk.next, {len(pairs)}")
         f.emit("br i1 %lpk.more, label %lpairs, label %lpairs.end, !llvm.loop !3")
         f.start_block("lpairs.end")
-        f.emit(f"%lpairs.ok = phi i1 [false, %lpairs], [true, %lpairs.next]")
+        f.emit("%lpairs.ok = phi i1 [false, %lpairs], [true, %lpairs.next]")
         return "%lpairs.ok"
 
     def and_(self, a: str, b: str) -> str:
