@@ -359,6 +359,25 @@ def test_integer_float64_and_bool_lanes(width):
     assert lanes_reason(typed) is None
 
 
+@wp.kernel
+def special(a: wp.array(dtype=float), b: wp.array(dtype=float), lo: wp.array(dtype=float),
+            hi: wp.array(dtype=float), r: wp.array(dtype=float)):
+    i = wp.tid()
+    lo[i] = wp.min(a[i], b[i])
+    hi[i] = wp.max(a[i], b[i])
+    r[i] = (wp.round(a[i]) + wp.floor(b[i]) * wp.rint(a[i] * 3.0) + wp.trunc(a[i] * 7.0)
+            + wp.mod(a[i], b[i] + 0.5) + wp.atan2(a[i], b[i]) + wp.pow(wp.abs(a[i]), b[i]))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_signed_zeros_nans_and_infinities(width):
+    """min/max of ±0 and NaN, rounding, fmod, libm calls: the scalar loop's bits in lanes."""
+    vals = np.array([0.0, -0.0, np.nan, 1.0, -1.0, np.inf, -np.inf, 2.5, -2.5, 0.5], np.float32)
+    a, b = np.repeat(vals, len(vals)), np.tile(vals, len(vals))
+    both(special, len(a), lambda: [wp.array(a), wp.array(b)]
+         + [wp.zeros(len(a), dtype=float) for _ in range(3)], width)
+
+
 # ---- adjoints --------------------------------------------------------------------------------
 
 
