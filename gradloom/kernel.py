@@ -19,7 +19,7 @@ from .argtypes import launch_arg_type
 from .autodiff.access import analyze
 from .autodiff.reverse import adjoint_kernel
 from .codegen import cpu, native_pool, nvptx
-from .codegen.entry_cpu import cpu_module
+from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
 from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, KernelTypeError, LaunchError, SourceLoc
 from .frontend.func import annotated_params
@@ -33,7 +33,7 @@ from .modules import get_module, module_for, qualified_key
 from .native import install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
-from .passes.lanes import lane_plan
+from .passes.lanes import LanePlan, lane_plan
 from .passes.threads import ThreadPlan, thread_plan
 from .runtime import cache
 from .runtime.structs import array_fields, type_key
@@ -248,7 +248,9 @@ class Kernel:
         """Store the compiled object code in the cache and load it."""
         if config.verbose:
             suffix = "" if pending.variant == "forward" else f" {pending.variant}"
-            print(f"gradloom: compiled kernel {self.key}{suffix}", file=sys.stderr)
+            lanes = pending.facts.get("lanes")
+            how = f" (one thread at a time: {lanes})" if lanes else ""
+            print(f"gradloom: compiled kernel {self.key}{suffix}{how}", file=sys.stderr)
         entry = {**pending.facts, "object": obj}
         cache.store(pending.key, entry)
         return self._load(entry, pending.symbol)
@@ -320,7 +322,7 @@ class Kernel:
                       "reverse_threads": ir.reverse_threads,
                       "threads": (plan.serial, plan.scatter, plan.float_atomics,
                                   plan.loops),
-                      "lanes": None if lanes is None else lanes.reason}
+                      "lanes": _lane_reason(ir, lanes)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""
@@ -398,6 +400,16 @@ def native_pool_functions() -> tuple[int, int] | None:
     worker, run = cpu.object_loader().load_symbols(entry["object"],
                                                    ("gl_pool_worker", "gl_pool_run"))
     return worker, run
+
+
+def _lane_reason(ir: KernelIR, lanes: LanePlan | None) -> str | None:
+    """Why the entry's thread loop runs one thread at a time (None: it runs in SIMD lanes, or
+    SIMD is off)."""
+    if lanes is None:
+        return None
+    if lanes.reason is None and not contiguous_copy(ir):
+        return f"more than {CONTIGUOUS_MAX_OPS} operations (one thread loop only)"
+    return lanes.reason
 
 
 def _symbol_safe(name: str) -> str:

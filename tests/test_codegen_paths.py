@@ -63,5 +63,6 @@ def test_large_kernels_get_one_thread_loop(monkeypatch: pytest.MonkeyPatch) -> N
     assert ("\nc.pre:" in text or "\nv.pre:" in text) and "\ns.pre:" in text
     monkeypatch.setattr(entry_cpu, "CONTIGUOUS_MAX_OPS", 3)
     for symbol, adjoint in (("k_one", False), ("k_one_adj", True)):
-        text, _ = add_one._codegen(symbol, adjoint)
+        text, facts = add_one._codegen(symbol, adjoint)
         assert "\nc.pre:" not in text and "\nv.pre:" not in text and "\ns.pre:" in text
+        assert not wp.config.simd or "operations" in facts["lanes"]

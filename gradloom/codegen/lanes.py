@@ -350,8 +350,9 @@ class LaneEmitter(LaneLog):
         roots = self.lane_plan.roots
         for r in self.lane_plan.written:
             ok = self.and_(ok, self.not_self_overlapping(r, arrays))
-        pairs = [(roots.index(r), k) for r in self.lane_plan.written
-                 for k, q in enumerate(roots) if q != r]
+        written = self.lane_plan.written
+        pairs = [(roots.index(r), k) for r in written for k, q in enumerate(roots)
+                 if q != r and (q not in written or q > r)]  # each written pair once
         if not pairs:
             return ok
         self.allocas.append(f"%lspans = alloca [{len(roots)} x [2 x i64]], align 16")
