@@ -462,8 +462,15 @@ def only_adds(x: wp.array(dtype=float), idx: wp.array(dtype=int), total: wp.arra
     wp.atomic_add(total, idx[i], x[i] * 2.0)
 
 
+@wp.kernel
+def exchange_shared(x: wp.array(dtype=float), last: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_exch(last, 0, x[i])
+
+
 def test_fallbacks_name_their_reason():
     config.simd, config.simd_width = True, 16
+    assert "exchange" in lanes_reason(exchange_shared)
     assert "faster one thread at a time" in lanes_reason(only_adds)
     assert "prints" in lanes_reason(prints)
     assert "inside a loop" in lanes_reason(loop_adds)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
-from ..ir.prims import PRIMS, Effect
+from ..ir.prims import PRIMS, Effect, MemoryRule
 from .threads import Addresses, ThreadPlan
 
 #: effects whose ops always run lane by lane (their results, if any, differ between lanes)
@@ -94,7 +94,7 @@ def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | 
     threads.scatter lists), or why they cannot run lane by lane."""
     addr = Addresses(kernel)
     own: dict[int, bool] = {}
-    atomic: dict[int, set[str]] = {}
+    atomic: dict[int, set[MemoryRule | None]] = {}
     for op in walk_ops(kernel.body):
         effects = PRIMS[op.prim].effects
         if not effects & _MEMORY:
@@ -103,10 +103,10 @@ def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | 
         assert root is not None
         own[root] = own.get(root, True) and addr.own(op.args[1])
         if Effect.ATOMIC in effects:
-            atomic.setdefault(root, set()).add(op.prim)
-    shared = [r for r, prims in atomic.items() if not own[r] and r not in threads.scatter]
+            atomic.setdefault(root, set()).add(PRIMS[op.prim].memory_rule)
+    shared = [r for r, rules in atomic.items() if not own[r] and r not in threads.scatter]
     for r in shared:
-        if atomic[r] & {"atomic_exch", "atomic_cas"}:
+        if MemoryRule.ORDER in atomic[r]:  # exchange, compare-and-swap
             return "an atomic exchange on elements threads share (its result is thread order)"
     return tuple(sorted(shared))
 
