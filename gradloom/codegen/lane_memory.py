@@ -364,8 +364,12 @@ class LaneMemory(LaneOps):
         f.emit(f"br i1 {self.any_lane(self.mask_and(self.mask, over))}, label %{full}, "
                f"label %{ok}, !prof !2")
         f.start_block(full)
+        # the error word, and the thread the launch resumes at: the vector's first (the status
+        # block's word at +24, where the scalar push leaves the thread that found it full)
+        failed = f.fresh("%lfail")
         f.emit(f"store i32 {STATUS_STACK_FULL}, ptr %err, align 4")
-        f.emit(f"store i64 {self.tid0()}, ptr %failed.thread, align 8")
+        f.emit(f"{failed} = getelementptr i8, ptr %err, i64 24")
+        f.emit(f"store i64 {self.tid0()}, ptr {failed}, align 8")
         f.emit("br label %exit")
         f.start_block(ok)
         value = self.va(s, 0)
