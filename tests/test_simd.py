@@ -491,3 +491,56 @@ def test_cache_key_follows_the_lane_width():
         config.simd, config.simd_width = simd, width
         keys.add(saxpy.cache_key())
     assert len(keys) == 3
+
+
+# ---- Ctrl-C in lanes ---------------------------------------------------------------------------
+
+_SPIN_SCRIPT = """
+import json, sys
+import gradloom as wp
+
+@wp.kernel
+def spin_lanes(a: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    while a[i] >= float(n):  # a trip count per lane: never ends for these inputs
+        a[i] = a[i] + 1.0
+
+a = wp.zeros(32, dtype=float)
+wp.launch(spin_lanes, 32, [a, 1])  # compiled, and ends at once
+print("READY", flush=True)
+try:
+    wp.launch(spin_lanes, 32, [a, 0])
+    print(json.dumps({"error": None}))
+except KeyboardInterrupt:
+    print(json.dumps({"error": "KeyboardInterrupt", "moved": bool(a.numpy()[0] > 0)}))
+"""
+
+
+def test_ctrl_c_stops_a_lane_loop(tmp_path):
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    script = tmp_path / "spin.py"
+    script.write_text(_SPIN_SCRIPT)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "GRADLOOM_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(root),
+           "GRADLOOM_SIMD": "1", "GRADLOOM_SIMD_WIDTH": "16", "GRADLOOM_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert json.loads(out.splitlines()[-1]) == {"error": "KeyboardInterrupt", "moved": True}
