@@ -1,8 +1,9 @@
 """The one place gradloom's options live; environment variables are read here, once, at import.
 
 Only options are public here (`dir(wp.config)` lists them). Assigning an option checks its value;
-changing one that shapes compiled code (`mode`, `opt_level`, `verify_fp`) makes kernels built
-before use a new build at their next launch (a `wp.Launch` recorded earlier keeps its build).
+changing one that shapes compiled code (`mode`, `opt_level`, `verify_fp`, `simd`, `simd_width`)
+makes kernels built before use a new build at their next launch (a `wp.Launch` recorded earlier
+keeps its build).
 """
 
 from __future__ import annotations
@@ -95,6 +96,20 @@ num_threads: int = _default_threads()
 parallel_min_ns: int = _env_int("GRADLOOM_PARALLEL_MIN_NS", 40000, 0)
 
 
+#: Run each CPU kernel's thread loop in SIMD vector lanes, one thread per lane, where the kernel
+#: allows it (docs/performance.md): results are bit for bit those of the scalar loop. False: one
+#: thread at a time.
+simd: bool = _env_flag("GRADLOOM_SIMD", True)
+
+#: Threads per SIMD vector: 0 picks the host CPU's (16 with AVX-512, 8 with AVX2, else none);
+#: 4, 8 or 16 force a width.
+simd_width: int = _env_int("GRADLOOM_SIMD_WIDTH", 0, 0)
+if simd_width not in (0, 4, 8, 16):
+    _warnings.warn(f"gradloom: ignoring GRADLOOM_SIMD_WIDTH={simd_width} (expected 0, 4, 8 or "
+                   "16); using 0", stacklevel=1)
+    simd_width = 0
+
+
 class DeterministicMode(_IntEnum):
     """Warp's values for `deterministic` (any but NOT_GUARANTEED means True here)."""
 
@@ -131,6 +146,8 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
     "verbose": (lambda v: isinstance(v, bool), "a bool"),
     "num_threads": (lambda v: type(v) is int and v >= 1, "an int >= 1"),
     "parallel_min_ns": (lambda v: type(v) is int and v >= 0, "an int >= 0"),
+    "simd": (lambda v: isinstance(v, bool), "a bool"),
+    "simd_width": (lambda v: v in (0, 4, 8, 16) and type(v) is int, "0, 4, 8 or 16"),
     "deterministic": (lambda v: isinstance(v, (bool, DeterministicMode)),
                       "a bool or a DeterministicMode"),
     "verify_autograd_array_access": (lambda v: isinstance(v, bool), "a bool"),
@@ -139,7 +156,7 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
 }
 
 #: options whose change makes existing kernels build again (see `_on_rebuild`)
-_REBUILD = frozenset({"mode", "opt_level", "verify_fp"})
+_REBUILD = frozenset({"mode", "opt_level", "verify_fp", "simd", "simd_width"})
 
 #: Warp's options that gradloom accepts and ignores (so ported code runs unchanged), with Warp
 #: 1.19's defaults: reading one gives its value, assigning one changes nothing else.

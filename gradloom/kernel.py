@@ -21,7 +21,7 @@ from .argtypes import launch_arg_type
 from .autodiff.access import analyze
 from .autodiff.reverse import adjoint_kernel
 from .codegen import cpu, native_pool, nvptx
-from .codegen.entry_cpu import cpu_module
+from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
 from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, GradloomError, KernelTypeError, LaunchError, SourceLoc
 from .frontend.func import annotated_params
@@ -36,6 +36,7 @@ from .modules import discard_module, get_module, module_for, qualified_key
 from .native import install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
+from .passes.lanes import LanePlan, lane_plan
 from .passes.threads import ThreadPlan, thread_plan
 from .runtime import cache
 from .runtime.structs import array_fields, type_key
@@ -201,7 +202,7 @@ class Kernel:
     def cache_key(self, variant: str = "forward") -> str:
         h = hashlib.sha256()
         for part in (VERSION, variant, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
-                     str(self.opt_level), cpu.host_target().key,
+                     str(self.opt_level), cpu.host_target().key, f"lanes={cpu.lane_width()}",
                      ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
@@ -261,7 +262,9 @@ class Kernel:
         """Store the compiled object code in the cache and load it."""
         if config.verbose:
             suffix = "" if pending.variant == "forward" else f" {pending.variant}"
-            print(f"gradloom: compiled kernel {self.key}{suffix}", file=sys.stderr)
+            lanes = pending.facts.get("lanes")
+            how = f" (one thread at a time: {lanes})" if lanes else ""
+            print(f"gradloom: compiled kernel {self.key}{suffix}{how}", file=sys.stderr)
         entry = {**pending.facts, "object": obj}
         cache.store(pending.key, entry)
         return self._load(entry, pending.symbol)
@@ -321,7 +324,10 @@ class Kernel:
         ir, access = self._kernel_ir(adjoint)
         target = cpu.host_target()
         plan = thread_plan(ir)
-        text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter)
+        arrays = self._array_layouts()
+        lanes = lane_plan(ir, plan, frozenset(arrays)) if cpu.lane_width() else None
+        text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
+                          cpu.lane_width(), arrays)
         if config.print_ir:
             print(format_kernel(ir), file=sys.stderr)
             print(text, file=sys.stderr)
@@ -329,7 +335,8 @@ class Kernel:
                       "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                       "reverse_threads": ir.reverse_threads,
                       "threads": (plan.serial, plan.scatter, plan.float_atomics,
-                                  plan.loops)}
+                                  plan.loops),
+                      "lanes": _lane_reason(ir, lanes)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
         """How the kernel touches each array argument (what a Tape must keep for backward)."""
@@ -339,6 +346,13 @@ class Kernel:
             return None
         where = self._array_offsets()
         return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
+
+    def _array_layouts(self) -> dict[int, tuple[int, int]]:
+        """Argument-block offset of each array parameter's data pointer -> (ndim, element
+        size): what the SIMD loop's run-time overlap check reads (codegen/lanes.py)."""
+        offsets, _ = arg_offsets([t for _, t in self.params])
+        return {off: (t.ndim, int(t.dtype.size)) for (_, t), off in
+                zip(self.params, offsets, strict=True) if isinstance(t, ArrayType)}
 
     def _array_offsets(self) -> dict[int, tuple[int, str | None]]:
         """Argument-block offset of each array's data pointer → (param index, dotted struct field
@@ -400,6 +414,16 @@ def native_pool_functions() -> tuple[int, int] | None:
     worker, run = cpu.object_loader().load_symbols(entry["object"],
                                                    ("gl_pool_worker", "gl_pool_run"))
     return worker, run
+
+
+def _lane_reason(ir: KernelIR, lanes: LanePlan | None) -> str | None:
+    """Why the entry's thread loop runs one thread at a time (None: it runs in SIMD lanes, or
+    SIMD is off)."""
+    if lanes is None:
+        return None
+    if lanes.reason is None and not contiguous_copy(ir):
+        return f"more than {CONTIGUOUS_MAX_OPS} operations (one thread loop only)"
+    return lanes.reason
 
 
 def _symbol_safe(name: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
+from .. import config
 from .objfile import undefined_symbols
 from .signals import shared_words
 
@@ -58,27 +59,47 @@ def host_target() -> HostTarget:
                       llvm.get_host_cpu_features().flatten(), str(tm.target_data))
 
 
-def compile_to_object(ir_text: str, opt: int) -> bytes:
-    """Parse, verify, optimise and emit object code for one module."""
-    tm = _target_machine(opt)
-    module = llvm.parse_assembly(ir_text)
-    module.verify()
+def lane_width() -> int:
+    """Threads per SIMD vector of the CPU thread loop (codegen/lanes.py), 0 for none: the
+    config's `simd_width`, else 16 on AVX-512, 8 on AVX2; 0 when `config.simd` is off."""
+    if not config.simd:
+        return 0
+    if config.simd_width:
+        return config.simd_width
+    return _host_lanes()
+
+
+@functools.cache
+def _host_lanes() -> int:
+    features = set(llvm.get_host_cpu_features().flatten().split(","))
+    if "+avx512f" in features:
+        return 16
+    return 8 if "+avx2" in features else 0
+
+
+def _optimize(module: Any, tm: Any, opt: int) -> None:
     if opt > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(module, pb)
+
+
+def compile_to_object(ir_text: str, opt: int) -> bytes:
+    """Parse, verify, optimise and emit object code for one module."""
+    tm = _target_machine(opt)
+    module = llvm.parse_assembly(ir_text)
+    module.verify()
+    _optimize(module, tm, opt)
     return bytes(tm.emit_object(module))
 
 
 def optimized_ir(ir_text: str, opt: int) -> str:
-    """The module after optimisation, as text (for the debug printout)."""
+    """The module after the optimisation compile_to_object runs, as text."""
     tm = _target_machine(opt)
     module = llvm.parse_assembly(ir_text)
-    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(module, pb)
+    _optimize(module, tm, opt)
     return str(module)
 
 

@@ -18,7 +18,8 @@ from ..abi import (
     BLOCK_STATUS,
     STATUS_INTERRUPTED,
 )
-from ..ir.nodes import KernelIR, Op, walk_ops
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
+from .lanes import LaneEmitter, LaneFacts
 from .llvm import KernelEmitter, emit_module
 from .llvm_ops import MathCall, string_global
 from .signals import KERNEL_DECLARES, POLL_THREADS
@@ -45,11 +46,83 @@ def contiguous_copy(kernel: KernelIR) -> bool:
     return sum(1 for _ in walk_ops(kernel.body)) <= CONTIGUOUS_MAX_OPS
 
 
-class CpuKernelEmitter(KernelEmitter):
+class CpuKernelEmitter(KernelEmitter, LaneEmitter):
     """The CPU entry: `void entry(ptr block)` looping over its slice of the threads."""
 
     math = CPU_MATH
     module_declares = tuple(KERNEL_DECLARES)
+
+    def __init__(self, kernel: KernelIR, symbol: str, private_adds: tuple[int, ...] = (),
+                 lanes: LaneFacts | None = None, width: int = 0,
+                 arrays: dict[int, tuple[int, int]] | None = None) -> None:
+        super().__init__(kernel, symbol, private_adds)
+        self.arrays = arrays or {}
+        self.elem_sizes = {off + g: size for off, (_, size) in self.arrays.items()
+                           for g in (0, 8)}
+        use = lanes is not None and width > 1 and contiguous_copy(kernel)
+        self.setup_lanes(lanes if use else None, width)
+
+    # -- the SIMD copy's dispatch (codegen/lanes.py) -------------------------------------------
+
+    def op(self, s: Op) -> None:
+        if self.in_lanes:
+            self.lane_op(s)
+        else:
+            super().op(s)
+
+    def emit_scalar_op(self, s: Op) -> None:
+        super().op(s)
+
+    def block(self, b: Block) -> None:
+        if self.in_lanes:
+            self.lane_block(b)
+        else:
+            super().block(b)
+
+    def emit_if(self, s: If) -> None:
+        if self.in_lanes:
+            self.lane_if(s)
+        else:
+            super().emit_if(s)
+
+    def emit_loop(self, s: Loop) -> None:
+        if self.in_lanes:
+            self.lane_loop(s)
+        else:
+            super().emit_loop(s)
+
+    def emit_scalar_loop(self, s: Loop) -> None:
+        """A loop every lane runs alike: LoopEmitter's, with vector phis where values vary."""
+        for p, i in zip(s.params, s.inits, strict=True):
+            if self.is_varying(p):
+                self.vec(i)  # made before the loop, so the loop's phi can use it
+        self.memo.append({})
+        super().emit_loop(s)
+        self.memo.pop()
+
+    def name(self, v: Var) -> str:
+        if self.in_lanes and self.is_varying(v):
+            return self.vec(v)
+        return super().name(v)
+
+    def define(self, v: Var) -> str:
+        if self.in_lanes and self.is_varying(v):
+            return self.vdefine(v)
+        return super().define(v)
+
+    def loop_phi_type(self, p: Var) -> str:
+        return self.lane_phi_type(p) if self.in_lanes else super().loop_phi_type(p)
+
+    def loop_value(self, p: Var, v: Var) -> str:
+        if self.in_lanes:
+            return self.lane_value(v, self.is_varying(p))
+        return super().loop_value(p, v)
+
+    def loop_result(self, r: Var, p: Var) -> None:
+        if self.in_lanes and self.is_varying(r):
+            self.vnames[r.id] = self.vnames[p.id]
+        else:
+            super().loop_result(r, p)
 
     def emit_function(self) -> str:
         f = self.f
@@ -74,22 +147,38 @@ class CpuKernelEmitter(KernelEmitter):
         f.emit("%nonempty = icmp slt i64 %start, %end")
         f.emit("br i1 %nonempty, label %dispatch, label %exit")
         f.start_block("dispatch")
-        arg_names = dict(self.names)
-        if self.kernel.unit_strides and contiguous_copy(self.kernel):
-            f.emit(f"br i1 {self.all_contiguous()}, label %c.pre, label %s.pre")
-            self.thread_loop("c.", {**arg_names, **{v.id: str(size) for v, size in
-                                                     self.kernel.unit_strides}})
-        else:
-            f.emit("br label %s.pre")
-        self.thread_loop("s.", arg_names)
+        self.thread_loops()
         f.start_block("interrupted")
         f.emit(f"store i32 {STATUS_INTERRUPTED}, ptr %err, align 4")
         f.emit("br label %exit")
         f.start_block("exit")
         f.emit("store atomic ptr null, ptr @gl_running monotonic, align 8")
         f.emit("ret void")
+        f.lines[1:1] = self.lane_entry_allocas()
         head = f"define void @{self.symbol}(ptr noalias nocapture %block) nounwind {{"
         return "\n".join([head, *f.lines, "}"])
+
+    def thread_loops(self) -> None:
+        """The copies of the thread loop and the branch to the one this launch takes: the SIMD
+        copy (codegen/lanes.py) or the contiguous one when every array is contiguous, else the
+        strided one, which also runs the threads the SIMD copy leaves over."""
+        f = self.f
+        arg_names = dict(self.names)
+        unit = {**arg_names, **{v.id: str(size) for v, size in self.kernel.unit_strides}}
+        begin = [("%start", "dispatch")]
+        if self.lane_plan is not None:
+            go = self.and_(self.all_contiguous(), self.lanes_allowed(
+                {off: ndim for off, (ndim, _) in self.arrays.items()}))
+            begin = [("%start", f.label)]
+            f.emit(f"br i1 {go}, label %v.pre, label %s.pre")
+            self.lane_thread_loop(unit, "s.pre")
+            begin.append(("%v.vend", "v.tail"))
+        elif self.kernel.unit_strides and contiguous_copy(self.kernel):
+            f.emit(f"br i1 {self.all_contiguous()}, label %c.pre, label %s.pre")
+            self.thread_loop("c.", unit, [("%start", "dispatch")])
+        else:
+            f.emit("br label %s.pre")
+        self.thread_loop("s.", arg_names, begin)
 
     def enter(self) -> None:
         """Note the interrupt count (codegen/signals.py) and which kernel runs; every way out
@@ -114,18 +203,21 @@ class CpuKernelEmitter(KernelEmitter):
             acc = both
         return acc
 
-    def thread_loop(self, prefix: str, names: dict[int, str]) -> None:
+    def thread_loop(self, prefix: str, names: dict[int, str],
+                    begin: list[tuple[str, str]]) -> None:
         """One copy of the loop over thread indices, its SSA names and labels prefixed: chunks
         of POLL_THREADS threads, with an interrupt poll between chunks (the inner loop stays
-        free of it, so it still vectorises)."""
+        free of it, so it still vectorises). begin: (first thread, label) per way in."""
         f = self.f
         p = prefix
         self.prefix, self.names = prefix, names
         self.grads_known = prefix == "c."
         f.start_block(f"{p}pre")
+        ways = ", ".join(f"[{t}, %{label}]" for t, label in begin)
+        f.emit(f"%{p}begin = phi i64 {ways}")
         f.emit(f"br label %{p}chunk")
         f.start_block(f"{p}chunk")
-        f.emit(f"%{p}c = phi i64 [%start, %{p}pre], [%{p}cend, %{p}polled]")
+        f.emit(f"%{p}c = phi i64 [%{p}begin, %{p}pre], [%{p}cend, %{p}polled]")
         f.emit(f"%{p}cnext = add nuw nsw i64 %{p}c, {POLL_THREADS}")
         f.emit(f"%{p}cless = icmp slt i64 %{p}cnext, %end")
         f.emit(f"%{p}cend = select i1 %{p}cless, i64 %{p}cnext, i64 %end")
@@ -186,6 +278,10 @@ class CpuKernelEmitter(KernelEmitter):
 
 
 def cpu_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str,
-               private_adds: tuple[int, ...] = ()) -> str:
-    """The LLVM module of a kernel's CPU entry."""
-    return emit_module(CpuKernelEmitter(kernel, symbol, private_adds), triple, datalayout)
+               private_adds: tuple[int, ...] = (), lanes: LaneFacts | None = None,
+               width: int = 0, arrays: dict[int, tuple[int, int]] | None = None) -> str:
+    """The LLVM module of a kernel's CPU entry; with a lane plan (passes/lanes.py) and a vector
+    width, a SIMD copy of the thread loop (arrays: data-pointer argument offset -> (ndim,
+    element size) of each array parameter)."""
+    em = CpuKernelEmitter(kernel, symbol, private_adds, lanes, width, arrays)
+    return emit_module(em, triple, datalayout)

@@ -56,6 +56,18 @@ class LoopEmitter:
         in a block of its own, the one branching to go_on."""
         raise NotImplementedError
 
+    def loop_phi_type(self, p: Var) -> str:
+        """The LLVM type of a loop parameter's phi (a SIMD loop's varying values: vectors)."""
+        return reg_type(p.type)
+
+    def loop_value(self, p: Var, v: Var) -> str:
+        """v's name as a value of loop parameter p's phi type."""
+        return self.name(v)
+
+    def loop_result(self, r: Var, p: Var) -> None:
+        """A loop's result is its parameter's last value."""
+        self.names[r.id] = self.name(p)
+
     def emit_loop(self, s: Loop) -> None:
         """A while loop, strip-mined (see the module's docstring for the three shapes)."""
         counted = self.counted(s)
@@ -78,8 +90,8 @@ class LoopEmitter:
         f.start_block(labels["body"])
         self.block(s.body)
         back = f.label
-        phis = [f"  {self.name(p)} = phi {reg_type(p.type)} [{o}, %{labels['strip']}], "
-                f"[{self.name(y)}, %{back}]"
+        phis = [f"  {self.name(p)} = phi {self.loop_phi_type(p)} [{o}, %{labels['strip']}], "
+                f"[{self.loop_value(p, y)}, %{back}]"
                 for p, o, y in zip(s.params, outer, s.body.yields, strict=True)]
         if trip:
             f.emit(f"{trip}.next = add nuw nsw i64 {trip}, 1")
@@ -93,11 +105,12 @@ class LoopEmitter:
         f.start_block(labels["poll"])
         self.poll(labels["strip"])
         f.lines[outer_at:outer_at] = [
-            f"  {o} = phi {reg_type(p.type)} [{self.name(i)}, %{pre}], [{self.name(p)}, %{f.label}]"
+            f"  {o} = phi {self.loop_phi_type(p)} [{self.loop_value(p, i)}, %{pre}], "
+            f"[{self.name(p)}, %{f.label}]"
             for p, o, i in zip(s.params, outer, s.inits, strict=True)]
         f.start_block(labels["endloop"])
         for r, p in zip(s.results, s.params, strict=True):
-            self.names[r.id] = self.name(p)
+            self.loop_result(r, p)
 
     def strip_test(self, s: Loop, counted: Counted | None, impure: bool, limit: str,
                    labels: dict[str, str]) -> tuple[str, str]:

@@ -1,0 +1,410 @@
+"""Memory in the SIMD thread loop: loads and stores of W threads at once, read-modify-writes of
+elements no two lanes share, and the lane-wise adjoint stack (codegen/lanes.py runs the loop;
+codegen/lane_log.py handles memory lanes share).
+
+An access whose offset is an element index `tid + c` times the array's element size reads one
+window of consecutive elements (a plain or masked vector load, lanes picked out of it by a
+shuffle: `vec3` components from three consecutive floats per lane); any other access is a
+gather or scatter. Every access under a lane mask is masked, so an inactive lane touches
+nothing, as its thread would not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..abi import STATUS_STACK_FULL, STATUS_THREAD
+from ..ir.nodes import Op, Var
+from ..ir.prims import PRIMS, Effect
+from ..types import ScalarType
+from .lane_ops import LaneOps
+from .llvm_types import literal, mem_type, reg_type
+
+_MANGLE = {"float": "f32", "double": "f64", "half": "f16", "ptr": "p0"}
+
+
+def mangle(ty: str) -> str:
+    return _MANGLE.get(ty, ty)
+
+
+@dataclass(frozen=True)
+class Window:
+    """W lanes' elements inside one run of `n` consecutive values of the accessed type from
+    `start`; lane l's value is element `picks[l]`."""
+
+    start: str
+    n: int
+    per: int
+    picks: tuple[int, ...]
+    reverse: bool
+
+    def lane_of(self, e: int) -> int:
+        k = e // self.per
+        return self.n // self.per - 1 - k if self.reverse else k
+
+
+class LaneMemory(LaneOps):
+    """The memory primitives' lane rules (a mixin of the CPU kernel emitter)."""
+
+    mask: str | None
+    private_adds: frozenset[int]
+    #: argument offset of an array's data or gradient pointer -> its element size
+    elem_sizes: dict[int, int]
+
+    if TYPE_CHECKING:
+        def root_offset(self, p: Var) -> int | None: ...
+
+    def setup_alias_scopes(self, roots: tuple[int, ...]) -> list[str]:
+        """One alias scope per array pointer the SIMD loop accesses (the entry checked that
+        written arrays overlap nothing else): the metadata lines of the module."""
+        first = 10
+        scopes = {r: first + 1 + k for k, r in enumerate(roots)}
+        lines = [f'!{first} = distinct !{{!{first}, !"gl.lanes"}}']
+        lines += [f"!{n} = distinct !{{!{n}, !{first}}}" for n in scopes.values()]
+        nxt = first + 1 + len(roots)
+        self.alias_md: dict[int, str] = {}
+        for r, n in scopes.items():
+            others = ", ".join(f"!{m}" for q, m in scopes.items() if q != r)
+            lines.append(f"!{nxt} = !{{!{n}}}")
+            lines.append(f"!{nxt + 1} = !{{{others}}}")
+            self.alias_md[r] = f", !alias.scope !{nxt}, !noalias !{nxt + 1}"
+            nxt += 2
+        return lines
+
+    def scope_of(self, s: Op) -> str:
+        """The alias metadata of an access through the op's pointer ("" if none)."""
+        root = self.root_offset(s.args[0])
+        return self.alias_md.get(root, "") if root is not None else ""
+
+    # -- where W lanes access memory -------------------------------------------------------
+
+    def window(self, s: Op, t: ScalarType) -> Window | None:
+        base, off, z = s.args[0], s.args[1], t.size
+        aff = self.affine.get(off.id)
+        root = self.root_offset(base)
+        size = self.elem_sizes.get(root) if root is not None else None
+        if (aff is None or not aff.scaled or size is None or abs(aff.stride) != size
+                or self.is_varying(base) or size % z):
+            return None
+        comp = aff.const_off + int(s.attr or 0)
+        if comp < 0 or comp + z > size or comp % z:
+            return None
+        per, f = size // z, self.f
+        first = f.fresh("%lwin")
+        shift = -aff.const_off - (0 if aff.stride > 0 else (self.width - 1) * size)
+        f.emit(f"{first} = add i64 {aff.lane0}, {shift}")
+        start = f.fresh("%lwin")
+        f.emit(f"{start} = getelementptr i8, ptr {self.names[base.id]}, i64 {first}")
+        lanes = range(self.width) if aff.stride > 0 else range(self.width - 1, -1, -1)
+        return Window(start, per * self.width, per, tuple(k * per + comp // z for k in lanes),
+                      aff.stride < 0)
+
+    def pointers(self, s: Op) -> str:
+        """The W addresses of a gather or scatter."""
+        base, f = s.args[0], self.f
+        out = f.fresh("%lptr")
+        src = (f"{self.vty('ptr')} {self.vec(base)}" if self.is_varying(base)
+               else f"ptr {self.names[base.id]}")
+        f.emit(f"{out} = getelementptr i8, {src}, {self.vty('i64')} {self.va(s, 1)}")
+        if s.attr:
+            moved = f.fresh("%lptr")
+            f.emit(f"{moved} = getelementptr i8, {self.vty('ptr')} {out}, i64 {int(s.attr)}")
+            return moved
+        return out
+
+    def full_mask(self) -> str:
+        return self.mask or "splat (i1 true)"
+
+    def window_mask(self, w: Window, only: set[int] | None = None) -> str | None:
+        """The window's element mask: the lane mask spread over each lane's elements (`only`:
+        just the elements at these positions inside each lane's run)."""
+        n = w.n
+        if only is None:
+            if self.mask is None:
+                return None
+            picks = [w.lane_of(e) for e in range(n)]
+            return self.shuffle(self.mask, self.width, "i1", picks)
+        hits = "<" + ", ".join(f"i1 {'true' if e % w.per in only else 'false'}"
+                               for e in range(n)) + ">"
+        if self.mask is None:
+            return hits
+        spread = self.shuffle(self.mask, self.width, "i1", [w.lane_of(e) for e in range(n)])
+        out = self.f.fresh("%lwm")
+        self.f.emit(f"{out} = and <{n} x i1> {spread}, {hits}")
+        return out
+
+    # -- loads and stores ------------------------------------------------------------------
+
+    def lane_read(self, s: Op, t: ScalarType) -> str:
+        """The W values at the op's addresses (a vector of t's register type)."""
+        mt = mem_type(t)
+        w = self.window(s, t)
+        if w is None:
+            raw = self.gather(self.pointers(s), mt, t.size, self.scope_of(s))
+        else:
+            wide = self.window_load(w, mt, t.size, self.scope_of(s))
+            straight = w.per == 1 and list(w.picks) == list(range(self.width))
+            raw = wide if straight else self.shuffle(wide, w.n, mt, list(w.picks))
+        if t.kind != "b":
+            return raw
+        out = self.f.fresh("%lbool")
+        self.f.emit(f"{out} = icmp ne {self.vty('i8')} {raw}, zeroinitializer")
+        return out
+
+    def window_load(self, w: Window, mt: str, align: int, md: str) -> str:
+        """The whole window (masked to the active lanes' elements)."""
+        vt, f = f"<{w.n} x {mt}>", self.f
+        wide = f.fresh("%lwide")
+        m = self.window_mask(w)
+        if m is None:
+            f.emit(f"{wide} = load {vt}, ptr {w.start}, align {align}{md}")
+        else:
+            fn = self.intrinsic("masked.load", f"v{w.n}{mangle(mt)}.p0",
+                                vt, f"ptr, <{w.n} x i1>, {vt}")
+            f.emit(f"{wide} = call {vt} @{fn}(ptr align {align} {w.start}, "
+                   f"<{w.n} x i1> {m}, {vt} poison){md}")
+        return wide
+
+    def gather(self, ptrs: str, mt: str, align: int, md: str = "") -> str:
+        vt = self.vty(mt)
+        fn = self.intrinsic("masked.gather", f"v{self.width}{mangle(mt)}.v{self.width}p0",
+                            vt, f"{self.vty('ptr')}, {self.vty('i1')}, {vt}")
+        out = self.f.fresh("%lgath")
+        self.f.emit(f"{out} = call {vt} @{fn}({self.vty('ptr')} align {align} {ptrs}, "
+                    f"{self.vty('i1')} {self.full_mask()}, {vt} poison){md}")
+        return out
+
+    def lane_write(self, s: Op, t: ScalarType, value: str) -> None:
+        """Store W values (a vector of t's register type) at the op's addresses."""
+        mt = mem_type(t)
+        if t.kind == "b":
+            wide = self.f.fresh("%lstb")
+            self.f.emit(f"{wide} = zext {self.vty('i1')} {value} to {self.vty('i8')}")
+            value = wide
+        w = self.window(s, t)
+        if w is None:
+            self.scatter(value, self.pointers(s), mt, t.size, self.scope_of(s))
+            return
+        self.window_store(w, mt, t.size, [(w.picks[0] % w.per, value)], self.scope_of(s))
+
+    def window_store(self, w: Window, mt: str, align: int, parts: list[tuple[int, str]],
+                     md: str) -> None:
+        """Store lane vectors into the window: parts are (position inside each lane's run,
+        vector); the other positions keep their values."""
+        vt, f = f"<{w.n} x {mt}>", self.f
+        data = "poison"
+        for pos, value in parts:
+            picks = [-1] * w.n
+            for lane, e in enumerate(w.picks):
+                picks[e - w.picks[0] % w.per + pos] = lane
+            if data == "poison" and picks == list(range(self.width)):
+                data = value
+                continue
+            wide = self.shuffle(value, self.width, mt, list(range(self.width))
+                                + [-1] * (w.n - self.width)) if w.n > self.width else value
+            data = self.shuffle2(data, wide, w.n, mt,
+                                 [e if p < 0 else w.n + p for e, p in enumerate(picks)])
+        m = self.window_mask(w, None if len(parts) == w.per else {p for p, _ in parts})
+        if m is None:
+            f.emit(f"store {vt} {data}, ptr {w.start}, align {align}{md}")
+            return
+        fn = self.intrinsic("masked.store", f"v{w.n}{mangle(mt)}.p0",
+                            "void", f"{vt}, ptr, <{w.n} x i1>")
+        f.emit(f"call void @{fn}({vt} {data}, ptr align {align} {w.start}, "
+               f"<{w.n} x i1> {m}){md}")
+
+    def shuffle2(self, a: str, b: str, n: int, ty: str, picks: list[int]) -> str:
+        """Elements of a (indices < n) and b (indices >= n), two vectors of n elements."""
+        out = self.f.fresh("%lmix")
+        idx = "<" + ", ".join("i32 poison" if p < 0 else f"i32 {p}" for p in picks) + ">"
+        self.f.emit(f"{out} = shufflevector <{n} x {ty}> {a}, <{n} x {ty}> {b}, "
+                    f"<{len(picks)} x i32> {idx}")
+        return out
+
+    def scatter(self, value: str, ptrs: str, mt: str, align: int, md: str = "") -> None:
+        vt = self.vty(mt)
+        fn = self.intrinsic("masked.scatter", f"v{self.width}{mangle(mt)}.v{self.width}p0",
+                            "void", f"{vt}, {self.vty('ptr')}, {self.vty('i1')}")
+        self.f.emit(f"call void @{fn}({vt} {value}, {self.vty('ptr')} align {align} {ptrs}, "
+                    f"{self.vty('i1')} {self.full_mask()}){md}")
+
+    def intrinsic(self, base: str, suffix: str, ret: str, params: str) -> str:
+        """Declare an intrinsic (params: its parameter types, comma-separated)."""
+        fn = f"llvm.{base}.{suffix}"
+        self.declares.add(f"declare {ret} @{fn}({params})")
+        return fn
+
+    def lane_load(self, s: Op) -> None:
+        assert s.result is not None
+        self.vnames[s.result.id] = self.lane_read(s, s.result.type)
+
+    def lane_store(self, s: Op) -> None:
+        self.lane_write(s, s.args[2].type, self.va(s, 2))
+
+    # -- runs of accesses to the components of one element (a vec3's x, y, z) ---------------
+
+    def run_of(self, ops: list[Op]) -> list[Op]:
+        """The leading ops that access distinct components of one element through one window
+        the same way (stores, or adds into thread-own gradients, or gradient takes)."""
+        first = ops[0]
+        if first.prim not in _RUN_PRIMS or self.deferred(first):
+            return [first]
+        run, comps = [first], {int(first.attr or 0)}
+        for op in ops[1:]:
+            if (not isinstance(op, Op) or op.prim != first.prim or op.args[:2] != first.args[:2]
+                    or int(op.attr or 0) in comps or _value_type(op) != _value_type(first)):
+                break
+            run.append(op)
+            comps.add(int(op.attr or 0))
+        return run
+
+    def deferred(self, s: Op) -> bool:
+        """An addition into shared memory (logged, done after the vector: defer_add)."""
+        return (Effect.ACCUMULATE in PRIMS[s.prim].effects
+                and self.root_offset(s.args[0]) in self.private_adds)
+
+    def lane_run(self, run: list[Op]) -> bool:
+        """Emit a run of component accesses as one window access; False when they do not
+        share a window (the caller emits them one by one)."""
+        t = _value_type(run[0])
+        windows = [self.window(s, t) for s in run]
+        if len(run) < 2 or any(w is None for w in windows):
+            return False
+        w0 = windows[0]
+        assert w0 is not None
+        mt, md = mem_type(t), self.scope_of(run[0])
+        pos = [w.picks[0] % w.per for w in windows if w is not None]
+        if run[0].prim == "store":
+            parts = [(p, self.va(s, 2)) for p, s in zip(pos, run, strict=True)]
+        else:
+            wide = self.window_load(w0, mt, t.size, md)
+            olds = [self.shuffle(wide, w0.n, mt, list(w.picks)) for w in windows if w]
+            if run[0].prim == "adj_add":
+                parts = [(p, self.fadd(t, old, self.va(s, 2)))
+                         for p, old, s in zip(pos, olds, run, strict=True)]
+            else:  # adj_take: the values, then zeros
+                for s, old in zip(run, olds, strict=True):
+                    self.vnames[s.result.id] = old  # type: ignore[union-attr]
+                zero = f"splat ({reg_type(t)} {literal(0.0, t)})"
+                parts = [(p, zero) for p in pos]
+        self.window_store(w0, mt, t.size, parts, md)
+        return True
+
+    def fadd(self, t: ScalarType, a: str, b: str) -> str:
+        out = self.f.fresh("%lsum")
+        self.f.emit(f"{out} = fadd {self.vty(t)} {a}, {b}")
+        return out
+
+    # -- read-modify-writes ----------------------------------------------------------------
+
+    def own_rmw(self, s: Op) -> None:
+        t = s.args[2].type
+        old = self.lane_read(s, t)
+        new = self.combine(s, t, old)
+        self.lane_write(s, t, new)
+        if s.result is not None:
+            self.vnames[s.result.id] = old
+
+    def combine(self, s: Op, t: ScalarType, old: str) -> str:
+        """The value an atomic leaves in memory, lane by lane."""
+        base = "add" if s.prim == "adj_add" else s.prim.removeprefix("atomic_")
+        vt, f = self.vty(t), self.f
+        v, out = self.va(s, 2), f.fresh("%lrmw")
+        if base == "exch":
+            return v
+        if base == "cas":
+            it = self.vty(f"i{t.bits}")
+            a, b, same = f.fresh("%lcas"), f.fresh("%lcas"), f.fresh("%lcas")
+            f.emit(f"{a} = bitcast {vt} {old} to {it}")
+            f.emit(f"{b} = bitcast {vt} {v} to {it}")
+            f.emit(f"{same} = icmp eq {it} {a}, {b}")
+            f.emit(f"{out} = select {self.vty('i1')} {same}, {vt} {self.va(s, 3)}, {vt} {old}")
+            return out
+        if base in ("min", "max"):
+            if t.is_float:
+                name = "minnum" if base == "min" else "maxnum"
+                suffix = "f32" if t.bits == 32 else "f64"
+            else:
+                name = ("u" if t.kind == "u" else "s") + base
+                suffix = reg_type(t)
+            fn = self.intrinsic(name, f"v{self.width}{suffix}", vt, f"{vt}, {vt}")
+            f.emit(f"{out} = call {vt} @{fn}({vt} {old}, {vt} {v})")
+            return out
+        instr = "fadd" if base == "add" and t.is_float else base
+        f.emit(f"{out} = {instr} {vt} {old}, {v}")
+        return out
+
+    # -- gradients ------------------------------------------------------------------------
+
+    def lane_adj_read(self, s: Op) -> None:
+        assert s.result is not None
+        t = s.result.type
+        self.vnames[s.result.id] = self.lane_read(s, t)
+        if s.prim == "adj_take":
+            self.lane_write(s, t, f"splat ({reg_type(t)} {literal(0.0, t)})")
+
+    # -- the adjoint stack: lane l's slot k at base + (k·W + l)·8 ---------------------------
+
+    def stack_addresses(self, sp: str) -> str:
+        f, v64 = self.f, self.vty("i64")
+        scaled, idx, ptrs = f.fresh("%lsk"), f.fresh("%lsk"), f.fresh("%lsk")
+        f.emit(f"{scaled} = mul {v64} {sp}, splat (i64 {8 * self.width})")
+        f.emit(f"{idx} = add {v64} {scaled}, {self.steps('i64', 8)}")
+        f.emit(f"{ptrs} = getelementptr i8, ptr %stack.base, {v64} {idx}")
+        return ptrs
+
+    def lane_push(self, s: Op) -> None:
+        f, v64 = self.f, self.vty("i64")
+        t = s.args[0].type
+        sp, nsp, over = f.fresh("%lsp"), f.fresh("%lsp"), f.fresh("%lover")
+        f.emit(f"{sp} = load {v64}, ptr %lsp, align 64")
+        f.emit(f"{nsp} = add {v64} {sp}, splat (i64 1)")
+        f.emit(f"{over} = icmp ugt {v64} {nsp}, {self.splat('%lcap', 'i64')}")
+        full, ok = f.fresh("lstackfull"), f.fresh("lpushed")
+        f.emit(f"br i1 {self.any_lane(self.mask_and(self.mask, over))}, label %{full}, "
+               f"label %{ok}, !prof !2")
+        f.start_block(full)
+        # the error word, and the thread the launch resumes at: the vector's first (the error
+        # record's thread word, where the scalar push leaves the thread that found it full)
+        failed = f.fresh("%lfail")
+        f.emit(f"store i32 {STATUS_STACK_FULL}, ptr %err, align 4")
+        f.emit(f"{failed} = getelementptr i8, ptr %err, i64 {STATUS_THREAD}")
+        f.emit(f"store i64 {self.tid0()}, ptr {failed}, align 8")
+        f.emit("br label %exit")
+        f.start_block(ok)
+        value = self.va(s, 0)
+        if t.kind == "b":
+            wide = f.fresh("%lstb")
+            f.emit(f"{wide} = zext {self.vty('i1')} {value} to {self.vty('i8')}")
+            value = wide
+        self.scatter(value, self.stack_addresses(sp), mem_type(t), 8)
+        self.store_sp(sp, nsp)
+
+    def store_sp(self, sp: str, nsp: str) -> None:
+        v64 = self.vty("i64")
+        if self.mask is not None:
+            kept = self.f.fresh("%lsp")
+            self.f.emit(f"{kept} = select {self.vty('i1')} {self.mask}, {v64} {nsp}, {v64} {sp}")
+            nsp = kept
+        self.f.emit(f"store {v64} {nsp}, ptr %lsp, align 64")
+
+    def lane_pop(self, s: Op) -> None:
+        assert s.result is not None
+        f, v64, t = self.f, self.vty("i64"), s.result.type
+        sp, nsp = f.fresh("%lsp"), f.fresh("%lsp")
+        f.emit(f"{sp} = load {v64}, ptr %lsp, align 64")
+        f.emit(f"{nsp} = sub {v64} {sp}, splat (i64 1)")
+        raw = self.gather(self.stack_addresses(nsp), mem_type(t), 8)
+        if t.kind == "b":
+            f.emit(f"{self.vres(s)} = icmp ne {self.vty('i8')} {raw}, zeroinitializer")
+        else:
+            self.vnames[s.result.id] = raw
+        self.store_sp(sp, nsp)
+
+
+_RUN_PRIMS = frozenset({"store", "adj_add", "adj_take"})
+
+
+def _value_type(s: Op) -> ScalarType:
+    return s.result.type if s.prim == "adj_take" else s.args[2].type  # type: ignore[union-attr]

@@ -1,0 +1,225 @@
+"""Whether a kernel's threads can run side by side in the lanes of a vector, and which values
+differ between those lanes (the plan codegen/lanes.py follows).
+
+A SIMD thread loop runs W consecutive threads at once, one per vector lane, in lockstep: a value
+that is the same for every thread (an argument, a constant, what a counted loop over a kernel
+argument counts) stays one scalar, a value that depends on `wp.tid()` becomes a vector
+(*varying*). An `if` on a varying condition runs both branches under lane masks; a loop whose
+condition varies runs until no lane wants another trip. Lockstep changes the order in which
+threads' memory accesses interleave, so a kernel runs in lanes only when that cannot be seen:
+
+- no thread reads or overwrites what another thread writes (passes/threads.py: the plan is not
+  serial), and memory threads share is only added into (those adds are kept per lane and done
+  after each vector of threads, lane by lane, so every element receives its additions in thread
+  order, as in the scalar loop: bit for bit);
+- such shared additions are not inside a loop (their number per thread has no bound);
+- every array access goes through an array argument (or its gradient), so the entry can check at
+  run time that written arrays overlap no other (codegen/lanes.py), and no value is float16 or
+  bfloat16, and no loop's condition has side effects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
+from ..ir.prims import PRIMS, Effect, MemoryRule
+from .threads import Addresses, ThreadPlan
+
+#: effects whose ops always run lane by lane (their results, if any, differ between lanes)
+_LANEWISE = Effect.THREAD | Effect.STACK | Effect.ATOMIC | Effect.GRAD
+_MEMORY = Effect.READ | Effect.WRITE | Effect.GRAD
+
+
+@dataclass(frozen=True)
+class LanePlan:
+    """How one compiled entry runs in vector lanes (see the module doc)."""
+
+    #: why the entry runs one thread at a time; None when its thread loop runs in lanes
+    reason: str | None
+    #: ids of the values that differ between lanes
+    varying: frozenset[int] = frozenset()
+    #: argument offsets of the array data pointers the entry accesses, with the gradient
+    #: pointers (data offset + 8), and which of them it writes (for the run-time overlap check)
+    roots: tuple[int, ...] = ()
+    written: tuple[int, ...] = ()
+    #: pointers (argument offsets) into memory that lanes may share and update atomically
+    #: (min, max, bitwise): such atomics run lane by lane
+    shared_atomics: tuple[int, ...] = ()
+
+
+def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int]) -> LanePlan:
+    """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen; arrays:
+    the argument offsets of the data pointers of the kernel's array parameters."""
+    reason = _refusal(kernel, threads, arrays)
+    if reason is not None:
+        return LanePlan(reason)
+    roots, written = _roots(kernel)
+    shared = _shared_atomics(kernel, threads)
+    if isinstance(shared, str):
+        return LanePlan(shared)
+    reason = _unprofitable(kernel, threads)
+    if reason is not None:
+        return LanePlan(reason)
+    return LanePlan(None, frozenset(varying_values(kernel.body)), roots, written, shared)
+
+
+#: what a gathered access and a logged shared addition cost in lanes, against one float
+#: operation done lane-wise instead of one thread at a time (measured: docs/performance.md)
+GATHER_COST, SHARED_ADD_COST = 1, 3
+
+
+def _unprofitable(kernel: KernelIR, threads: ThreadPlan) -> str | None:
+    """Why lanes would not pay: a kernel whose threads mostly gather from elements of other
+    threads and add into shared memory (done lane by lane after each vector) gains less from
+    its vector arithmetic than those cost."""
+    addr = Addresses(kernel)
+    flops = gathers = adds = 0
+    for op in walk_ops(kernel.body):
+        effects = PRIMS[op.prim].effects
+        if effects == Effect.NONE and op.result is not None and op.result.type.is_float:
+            flops += 1
+        elif Effect.ACCUMULATE in effects and addr.root(op.args[0]) in threads.scatter:
+            adds += 1
+        elif effects & _MEMORY and not (addr.own(op.args[1]) or addr.invariant(op.args[1])):
+            gathers += 1
+    if adds and flops <= SHARED_ADD_COST * adds + GATHER_COST * gathers:
+        return (f"{adds} additions into shared memory and {gathers} gathers per thread against "
+                f"{flops} float operations: faster one thread at a time")
+    return None
+
+
+def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | str:
+    """Roots of atomics on elements several threads may reach (other than the additions
+    threads.scatter lists), or why they cannot run lane by lane."""
+    addr = Addresses(kernel)
+    own: dict[int, bool] = {}
+    atomic: dict[int, set[MemoryRule | None]] = {}
+    for op in walk_ops(kernel.body):
+        effects = PRIMS[op.prim].effects
+        if not effects & _MEMORY:
+            continue
+        root = addr.root(op.args[0])
+        assert root is not None
+        own[root] = own.get(root, True) and addr.own(op.args[1])
+        if Effect.ATOMIC in effects:
+            atomic.setdefault(root, set()).add(PRIMS[op.prim].memory_rule)
+    shared = [r for r, rules in atomic.items() if not own[r] and r not in threads.scatter]
+    for r in shared:
+        if MemoryRule.ORDER in atomic[r]:  # exchange, compare-and-swap
+            return "an atomic exchange on elements threads share (its result is thread order)"
+    return tuple(sorted(shared))
+
+
+def _refusal(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int]) -> str | None:
+    if threads.serial is not None:
+        return f"threads depend on each other ({threads.serial})"
+    ops = list(walk_ops(kernel.body))
+    for op in ops:
+        effects = PRIMS[op.prim].effects
+        if Effect.CHECK in effects:
+            return "debug-mode bounds checks"
+        if Effect.IO in effects:
+            return "the kernel prints"
+        types = [a.type for a in op.args] + ([op.result.type] if op.result else [])
+        if any(t.is_float and t.bits == 16 for t in types):
+            return "float16/bfloat16 values"
+    return _memory_refusal(kernel, arrays) or _loop_refusal(kernel.body, threads, kernel)
+
+
+def _root(defs: dict[int, Op], p: Var) -> int | None:
+    d = pointer_root(defs, p)
+    return int(d.attr) if d is not None and d.prim == "arg" else None
+
+
+def _defs(kernel: KernelIR) -> dict[int, Op]:
+    return {op.result.id: op for op in walk_ops(kernel.body) if op.result is not None}
+
+
+def _memory_refusal(kernel: KernelIR, arrays: frozenset[int]) -> str | None:
+    defs = _defs(kernel)
+    pointers = arrays | {off + 8 for off in arrays}  # data and gradient pointers
+    for op in walk_ops(kernel.body):
+        if not PRIMS[op.prim].effects & _MEMORY:
+            continue
+        if _root(defs, op.args[0]) not in pointers:
+            return ("memory reached through a pointer that is not an array parameter (a struct "
+                    "field, an indexed array, a hash grid)")
+    return None
+
+
+def _loop_refusal(b: Block, threads: ThreadPlan, kernel: KernelIR, depth: int = 0) -> str | None:
+    """Shared additions inside loops, loops whose condition has side effects."""
+    defs = _defs(kernel)
+    for s in b.stmts:
+        if isinstance(s, Op):
+            effects = PRIMS[s.prim].effects
+            if (depth and Effect.ACCUMULATE in effects
+                    and _root(defs, s.args[0]) in threads.scatter):
+                return "threads add into shared memory inside a loop"
+        elif isinstance(s, If):
+            why = (_loop_refusal(s.then, threads, kernel, depth)
+                   or _loop_refusal(s.orelse, threads, kernel, depth))
+            if why:
+                return why
+        elif isinstance(s, Loop):
+            if any(PRIMS[op.prim].side_effect for op in walk_ops(s.cond)):
+                return "a loop condition with side effects"
+            why = (_loop_refusal(s.cond, threads, kernel, depth + 1)
+                   or _loop_refusal(s.body, threads, kernel, depth + 1))
+            if why:
+                return why
+    return None
+
+
+def _roots(kernel: KernelIR) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    defs = _defs(kernel)
+    roots: set[int] = set()
+    written: set[int] = set()
+    for op in walk_ops(kernel.body):
+        effects = PRIMS[op.prim].effects
+        if not effects & _MEMORY:
+            continue
+        root = _root(defs, op.args[0])
+        assert root is not None  # _memory_refusal
+        roots.add(root)
+        if Effect.WRITE in effects:
+            written.add(root)
+    return tuple(sorted(roots)), tuple(sorted(written))
+
+
+def varying_values(body: Block) -> set[int]:
+    """Ids of the values that may differ between the threads of one vector of lanes."""
+    varying: set[int] = set()
+    while _mark(body, varying):
+        pass
+    return varying
+
+
+def _mark(b: Block, varying: set[int]) -> bool:
+    """One sweep marking varying values; whether it marked any new one."""
+    changed = False
+
+    def mark(vs: tuple[Var, ...] | list[Var], cond: bool) -> None:
+        nonlocal changed
+        for v in vs:
+            if cond and v.id not in varying:
+                varying.add(v.id)
+                changed = True
+
+    for s in b.stmts:
+        if isinstance(s, Op):
+            if s.result is not None:
+                mark([s.result], bool(PRIMS[s.prim].effects & _LANEWISE)
+                     or any(a.id in varying for a in s.args))
+        elif isinstance(s, If):
+            changed |= _mark(s.then, varying) | _mark(s.orelse, varying)
+            split = s.cond.id in varying
+            for r, y1, y2 in zip(s.results, s.then.yields, s.orelse.yields, strict=True):
+                mark([r], split or y1.id in varying or y2.id in varying)
+        elif isinstance(s, Loop):
+            changed |= _mark(s.cond, varying) | _mark(s.body, varying)
+            split = s.cond.yields[0].id in varying
+            for p, i, y, r in zip(s.params, s.inits, s.body.yields, s.results, strict=True):
+                mark([p, r], split or i.id in varying or y.id in varying or p.id in varying)
+    return changed
