@@ -131,6 +131,11 @@ class ArrayTypeError(GradloomError, TypeError):
     differs (a TypeError too, as Warp raises)."""
 
 
+class StructFieldError(GradloomError, TypeError):
+    """A value a `@wp.struct` field cannot hold, e.g. a number for a vector field or an array of
+    another dtype (a TypeError too, as Warp raises)."""
+
+
 class LaunchError(GradloomError, RuntimeError):
     """A launch whose arguments do not match the kernel; the message names the argument (a
     RuntimeError too, as Warp raises)."""

@@ -26,6 +26,9 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
 PRIVATE_ERRORS: tuple[tuple[str, str, str], ...] = (
     ("AttributeError", r"object has no attribute 'adj'$",
      "inspects Warp's code generator (Kernel.adj / Function.adj: Warp's Adjoint object)"),
+    ("AttributeError", r"'Module' object has no attribute '_get_live_kernels'$",
+     "drives Warp's C++/CUDA module builder (Module._get_live_kernels for ModuleHasher / "
+     "ModuleBuilder)"),
 )  # fmt: skip
 
 
