@@ -270,12 +270,12 @@ _typedocs.attach(globals())
 # -- custom gradients and the Tape (issue 13, h-cgrad): Warp's native-snippet functions
 # (accepted, not runnable), wp.grad(f) and the deterministic-mode enum
 from .config import DeterministicMode  # noqa: E402
-from .frontend.gradfn import grad  # noqa: E402
-from .frontend.native import func_native  # noqa: E402
 
 # -- kernel language and modules (h-clang): Warp's module build options (accepted, no effect),
 # the error of a struct field given a value it cannot hold
 from .errors import StructFieldError  # noqa: E402
+from .frontend.gradfn import grad  # noqa: E402
+from .frontend.native import func_native  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
 
 

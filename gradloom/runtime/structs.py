@@ -19,8 +19,8 @@ from ..types import (
     resolve_annotation,
 )
 from .array import array, struct_record
-from .indexedarray import indexedarray
 from .array_storage import storage_dtype, struct_dtype_spec
+from .indexedarray import indexedarray
 
 
 def _default(t: Any) -> Any:
