@@ -270,14 +270,14 @@ _typedocs.attach(globals())
 # -- custom gradients and the Tape (issue 13, h-cgrad): Warp's native-snippet functions
 # (accepted, not runnable), wp.grad(f) and the deterministic-mode enum
 from .config import DeterministicMode  # noqa: E402
+from .frontend.gradfn import grad  # noqa: E402
+from .frontend.native import func_native  # noqa: E402
 
+# isort: split
 # -- kernel language and modules (h-clang): Warp's module build options (accepted, no effect),
 # the error of a struct field given a value it cannot hold
 from .errors import StructFieldError  # noqa: E402
-from .frontend.gradfn import grad  # noqa: E402
-from .frontend.native import func_native  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
-
 
 def __getattr__(name: str) -> object:
     if name in ("torch", "optim", "fem"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value types
