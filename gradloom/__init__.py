@@ -279,6 +279,7 @@ from .frontend.native import func_native  # noqa: E402
 from .errors import StructFieldError  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
 
+
 def __getattr__(name: str) -> object:
     if name in ("torch", "optim", "fem"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value types
         # only), as in Warp; imported when used
