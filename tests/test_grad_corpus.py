@@ -1746,3 +1746,35 @@ CASES_CUSTOM_GRAD_ARRAYS = [
 @pytest.mark.parametrize("case", [_param(c) for c in CASES_CUSTOM_GRAD_ARRAYS])
 def test_issue13_custom_gradient_with_arrays_matches_fd(case):
     case.run()
+
+
+# =============================================================================================
+# --- array views in kernels (h-clang)
+# Slices of arrays with constant and run-time bounds (negative steps included) read and written
+# inside the kernel: the gradients reach the source arrays' elements the views select.
+
+
+@wp.kernel
+def array_views_kernel(a: wp.array2d(dtype=f64), x: wp.array(dtype=f64), start: int, step: int,
+                       y: wp.array(dtype=f64), z: wp.array(dtype=f64)):
+    i = wp.tid()
+    col = a[start::step, 1]  # rows start, start + step, ... of column 1
+    rev = x[::-1]
+    y[i] = col[i] * rev[i] + wp.sin(a[1:, :][i, 0]) * x[2:][i % 2]
+    tail = z[1:]
+    tail[i] = col[i] * col[i] + rev[i]
+
+
+CASES_ARRAY_VIEWS = [
+    Case("array_views_runtime_bounds", kernel=array_views_kernel, dim=3,
+         args=[arr(rnd((6, 3), seed=41)), arr(X4), 0, 2, arr(zeros(3)), arr(zeros(4))],
+         wrt=[0, 1], outputs=[4, 5]),
+    Case("array_views_negative_step", kernel=array_views_kernel, dim=3,
+         args=[arr(rnd((6, 3), seed=42)), arr(B4), 5, -2, arr(zeros(3)), arr(zeros(4))],
+         wrt=[0, 1], outputs=[4, 5]),
+]
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_ARRAY_VIEWS])
+def test_array_views_gradient_matches_fd(case):
+    case.run()
