@@ -276,7 +276,7 @@ from .frontend.native import func_native  # noqa: E402
 # isort: split
 # -- kernel language and modules (h-clang): Warp's module build options (accepted, no effect),
 # the error of a struct field given a value it cannot hold
-from .errors import StructFieldError  # noqa: E402
+from .errors import LaunchValueError, StructFieldError  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
 
 

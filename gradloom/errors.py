@@ -141,6 +141,11 @@ class LaunchError(GradloomError, RuntimeError):
     RuntimeError too, as Warp raises)."""
 
 
+class LaunchValueError(LaunchError, ValueError):
+    """A launch argument whose value cannot be converted to its parameter's type, e.g. None
+    for a vector (a ValueError too, as Warp raises)."""
+
+
 class KernelRuntimeError(GradloomError, RuntimeError):
     """A kernel reported an error while running (e.g. an out-of-bounds index in debug mode)."""
 

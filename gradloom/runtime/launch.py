@@ -25,6 +25,7 @@ from ..types import (
     ScalarType,
     StructType,
     VectorType,
+    make_composite_value,
 )
 from . import checks, parallel
 from .array import NDArray, array
@@ -297,7 +298,7 @@ def default_args(kernel: Any) -> list[Any]:
         if isinstance(t, ScalarType):
             out.append(t(0))
         elif isinstance(t, (VectorType, MatrixType)):
-            out.append(t())
+            out.append(make_composite_value(t, ()))  # zeros (a transform's too), as in Warp
         elif isinstance(t, StructType):
             out.append(t.cls())
         else:
@@ -430,7 +431,7 @@ class Launch:
     goes through `wp.launch` instead (recorded, copy-on-write respected, split).
 
     `wp.Launch(kernel, device, adjoint=False)` (Warp's constructor) makes one with every
-    parameter at its default (arrays None, numbers and vectors zero, structs default-built)
+    parameter at its default (arrays None, numbers, vectors, quaternions and transforms zero, structs default-built)
     and dim 0: set them with `set_param_*` and `set_dim`. `fwd_args` / `adj_args` give the
     arguments and the adjoint's gradient arrays (None: each array's own `.grad`) instead;
     `hooks`, `params`, `params_addr`, `max_blocks` and `block_dim` (CUDA launch details) are

@@ -54,7 +54,7 @@ class _CompositeAttrs:
     def __call__(self, *args: Any, **kwargs: Any) -> VecValue:
         from .values import make_composite_value, transform_value
 
-        if self.kind == "transform" and (kwargs or len(args) in (0, 2)):
+        if self.kind == "transform":
             return transform_value(self, args, kwargs)  # type: ignore[arg-type]
         if kwargs:
             raise TypeError(f"{self!r}() takes no keyword arguments")
