@@ -345,8 +345,8 @@ def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]
     for k in kwargs:
         if k not in ("p", "q"):
             raise TypeError(f"got an unexpected keyword argument '{k}'")
-    if len(args) > 2 or len(args) == 1 and not kwargs and np.ndim(args[0]) == 1 and \
-            np.size(args[0]) == 7:
+    if len(args) > 2 or (len(args) == 1 and not kwargs and np.ndim(args[0]) == 1 and \
+            np.size(args[0]) == 7):
         for k in kwargs:
             raise TypeError(f"multiple values for argument '{k}'")
         return make_composite_value(t, args)
