@@ -385,3 +385,75 @@ def test_structs_cannot_inherit():
         @wp.struct
         class Child(Fields):
             y: int
+
+
+# =============================================================================================
+# 6. launch arguments, wp.Launch defaults, Python-scope calls
+
+
+@wp.kernel
+def vec3_param(v: wp.vec3, out: wp.array(dtype=float)):
+    out[0] = v[0] + v[1] + v[2]
+
+
+def test_launch_refuses_single_values_and_none_for_vectors():
+    out = wp.zeros(1, dtype=float, device=DEVICE)
+    for value in (123, 1.5):
+        assert_raises_regex(RuntimeError, "argument 'v' expects vec3f but got a single value",
+                            run, vec3_param, 1, value, out)
+    assert_raises_regex(ValueError, "Failed to convert argument for param v to vec3f", run,
+                        vec3_param, 1, None, out)
+    for value in ((1.0, 2.0, 3.0), [1.0, 2.0, 3.0], np.array([1.0, 2.0, 3.0])):
+        run(vec3_param, 1, value, out)
+        assert out.numpy()[0] == 6.0
+
+
+@wp.kernel
+def composite_params(v: wp.vec3, q: wp.quat, t: wp.transform, out: wp.array(dtype=float)):
+    out[0] = v[0] + v[1] + v[2]
+    out[1] = q[0] + q[1] + q[2] + q[3]
+    out[2] = t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6]
+
+
+def test_a_default_constructed_launch_zeroes_composite_parameters():
+    out = wp.full(3, -1.0, dtype=float, device=DEVICE)
+    cmd = wp.Launch(composite_params, wp.get_device(DEVICE))
+    cmd.set_param_by_name("out", out)
+    cmd.set_dim(1)
+    cmd.launch()
+    np.testing.assert_array_equal(out.numpy(), [0.0, 0.0, 0.0])  # not identity rotations
+
+
+def _bit_count_of_float(value: float, out: wp.array(dtype=wp.int32)):
+    out[0] = wp.bit_count(value)
+
+
+def test_bit_count_of_a_non_integer_fits_no_overload():
+    assert_raises_regex(RuntimeError, "Couldn't find function overload for 'bit_count'", run,
+                        wp.kernel(_bit_count_of_float, module="unique"), 1, 1.0,
+                        wp.zeros(1, dtype=wp.int32, device=DEVICE))
+    for value in (wp.float32(0.0), wp.vec2i(0, 0)):
+        assert_raises_regex(RuntimeError, "Couldn't find a function 'bit_count' compatible",
+                            wp.bit_count, value)
+
+
+def test_python_scope_transform_constructor_forms():
+    comps = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    for t in (wp.transformf, wp.transformd):
+        assert [float(x) for x in t()] == [0.0] * 6 + [1.0]
+        assert [float(x) for x in t(1.5)] == [1.5] * 7
+        assert [float(x) for x in t(True)] == [1.0] * 7
+        assert [float(x) for x in t(*comps)] == comps
+        assert [float(x) for x in t((1.0, 2.0, 3.0))] == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+        assert [float(x) for x in t(p=comps[:3], q=comps[3:])] == comps
+        assert [float(x) for x in t(wp.transformd(*comps))] == comps
+        assert_raises_regex(TypeError, "Invalid argument in transformation constructor: expected "
+                            "a scalar value, got object", t, object())
+        assert_raises_regex(TypeError, "Invalid argument 'p' in transformation constructor: "
+                            "expected a sequence, got float", t, 1.5, 2.5)
+        assert_raises_regex(TypeError, "Invalid argument 'q' in transformation constructor: "
+                            "expected a sequence, got float", lambda t=t: t(q=1.0))
+        assert_raises_regex(TypeError, "^multiple values for argument 'q'$",
+                            lambda t=t: t(*comps, q=comps[3:]))
+        assert_raises_regex(TypeError, "^got an unexpected keyword argument 'pos'$",
+                            lambda t=t: t(pos=comps[:3]))
