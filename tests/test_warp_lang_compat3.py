@@ -457,3 +457,41 @@ def test_python_scope_transform_constructor_forms():
                             lambda t=t: t(*comps, q=comps[3:]))
         assert_raises_regex(TypeError, "^got an unexpected keyword argument 'pos'$",
                             lambda t=t: t(pos=comps[:3]))
+
+
+# =============================================================================================
+# 7. hash grids in graph captures
+
+
+@wp.kernel
+def count_neighbours(grid: wp.uint64, radius: float, pts: wp.array(dtype=wp.vec3),
+                     counts: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    n = int(0)
+    for index in wp.hash_grid_query(grid, pts[i], radius):
+        if wp.length(pts[index] - pts[i]) <= radius:
+            n += 1
+    counts[i] = n
+
+
+def test_a_captured_hash_grid_build_runs_again_on_each_replay():
+    radius = 0.25
+    points = wp.array([[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]], dtype=wp.vec3, device=DEVICE)
+    source = wp.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0]], dtype=wp.vec3, device=DEVICE)
+    counts = wp.zeros(2, dtype=wp.int32, device=DEVICE)
+    grid = wp.HashGrid(16, 16, 16, device=DEVICE)
+    grid.build(points, radius)
+    wp.load_module(device=DEVICE)
+    with wp.ScopedCapture(device=DEVICE, force_module_load=False) as capture:
+        wp.copy(points, source)
+        grid.build(points, radius)
+        wp.launch(count_neighbours, dim=2, inputs=[wp.uint64(grid.id), radius, points, counts],
+                  device=DEVICE)
+    wp.capture_launch(capture.graph)
+    np.testing.assert_array_equal(counts.numpy(), [2, 2])  # built from the copied points
+    source.assign([[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    wp.capture_launch(capture.graph)
+    np.testing.assert_array_equal(counts.numpy(), [1, 1])  # rebuilt from the new points
+    with pytest.raises(NotImplementedError, match="reserve before capture"):
+        with wp.ScopedCapture(device=DEVICE, force_module_load=False):
+            grid.reserve(8)
