@@ -495,3 +495,71 @@ def test_a_captured_hash_grid_build_runs_again_on_each_replay():
     with pytest.raises(NotImplementedError, match="reserve before capture"), \
             wp.ScopedCapture(device=DEVICE, force_module_load=False):
         grid.reserve(8)
+
+
+# =============================================================================================
+# 8. struct arrays: seeded gradients, component stores, arrays held in array elements
+
+
+@wp.struct
+class State:
+    position: wp.vec3
+    velocity: wp.vec3
+
+
+@wp.kernel
+def seed_state_grads(g: wp.array(dtype=State), pos: wp.vec3):
+    i = wp.tid()
+    s = State()
+    s.position = pos
+    g[i] = s
+
+
+@wp.kernel
+def write_positions(y: wp.array(dtype=State), p: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    y[i].position = 2.0 * p[i]
+
+
+def test_backward_seeded_through_struct_array_gradients():
+    # regression: backward() from user-set .grad of a struct array failed in numpy (`any()` of
+    # a structured array)
+    p = wp.array(np.ones((2, 3), dtype=np.float32), dtype=wp.vec3, requires_grad=True,
+                 device=DEVICE)
+    y = wp.zeros(2, dtype=State, requires_grad=True, device=DEVICE)
+    run(seed_state_grads, 2, y.grad, wp.vec3(1.0, 2.0, 3.0))
+    tape = wp.Tape()
+    with tape:
+        run(write_positions, 2, y, p)
+    tape.backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [[2.0, 4.0, 6.0]] * 2)
+
+
+def _vec_into_component(y: wp.array(dtype=wp.vec3), src: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    y[i].y = src[i]
+
+
+def test_a_component_store_of_another_type_is_refused_in_warps_words():
+    assert_raises_regex(TypeError, "Composite slot assignment expects value of type float32",
+                        launch1, wp.kernel(_vec_into_component, module="unique"),
+                        wp.zeros(1, dtype=wp.vec3, device=DEVICE),
+                        wp.zeros(1, dtype=wp.vec3, device=DEVICE))
+
+
+@wp.struct
+class Holder:
+    values: wp.array(dtype=wp.vec3)
+
+
+@wp.kernel
+def write_held_array(holders: wp.array(dtype=Holder), src: wp.array(dtype=float)):
+    holders[0].values[1].x = src[0]
+
+
+def test_stores_into_an_array_held_by_an_array_element():
+    holder = Holder()
+    holder.values = wp.zeros(2, dtype=wp.vec3, device=DEVICE)
+    holders = wp.array([holder], dtype=Holder, device=DEVICE)
+    run(write_held_array, 1, holders, wp.array([5.0], dtype=float, device=DEVICE))
+    np.testing.assert_array_equal(holder.values.numpy(), [[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])

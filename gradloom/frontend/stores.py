@@ -21,7 +21,7 @@ from ..builtins.values import (
     type_of,
 )
 from ..errors import CompileError, CompileValueError, KernelTypeError, UnsupportedSyntaxError
-from ..types import MatrixType, ScalarType, VectorType
+from ..types import ArrayType, IndexedArrayType, MatrixType, ScalarType, VectorType
 from .expr import ExprLowerer
 from .slices import constant_keys, has_slice, read_slice, write_slice
 
@@ -155,8 +155,17 @@ class StoreLowerer(ExprLowerer):
             elem = memory.load(ctx, place)
             memory.store(ctx, place, self.update(ctx, elem, rest, value, aug))
             return arr
-        for kind, key in rest:
+        for n, (kind, key) in enumerate(rest):
+            if isinstance(place.type, (ArrayType, IndexedArrayType)):  # `s[i].values[j] = `
+                self.update_array(ctx, memory.load(ctx, place), rest[n:], value, aug)  # type: ignore[arg-type]
+                return arr
             place = memory.component_place(ctx, place, self.place_key(ctx, place, kind, key))
+        if rest and aug is None:  # `a[i].y = v`: Warp's words for a value of another type
+            t = place.type
+            got = type_of(materialize(ctx, value, t if isinstance(t, ScalarType) else None))
+            if got != t:
+                raise KernelTypeError(f"Composite slot assignment expects value of type {t!r}, "
+                                      f"got {got!r}", ctx.loc)
         self.write_place(ctx, place, value, aug)
         return arr
 

@@ -6,6 +6,8 @@ from collections.abc import Callable, Sequence
 from contextvars import Token
 from typing import Any
 
+import numpy as np
+
 from ..errors import TapeError, user_facing
 from . import readmarks
 from .adjoint import LaunchRecord
@@ -139,7 +141,7 @@ class Tape:
 
     def _seeded_backward(self) -> None:
         """backward() from the `.grad` contents: the seed buffers keep their values."""
-        kept = [(g, g.copy()) for g in self._seed_buffers() if g.any()]
+        kept = [(g, g.copy()) for g in self._seed_buffers() if _nonzero(g)]
         try:
             self._run()
         finally:
@@ -265,3 +267,10 @@ def _gradient_of(a: Any, what: str) -> array:
 
 
 __all__ = ["FuncRecord", "Tape"]  # FuncRecord: re-exported from recording
+
+
+def _nonzero(g: NDArray) -> bool:
+    """Whether a gradient buffer holds anything (struct gradients compared byte-wise)."""
+    if g.dtype.names:
+        return bool(np.ascontiguousarray(g).view(np.uint8).any())
+    return bool(g.any())
