@@ -54,8 +54,14 @@ NOTES: dict[str, dict[str, str]] = {
     "matrix.test_mat": {
         "*.test_mat_slicing_assign_backward_*": _RIGHT + " (x.grad[1] counts a component the "
                                                 "kernel overwrites: 0, not 1)",
-        "*.test_determinant_float32_*": "float32 rounding of the determinant differs from Warp's "
-                                        "expansion",
+        "*.test_determinant_float32_*": "the test compares float32 finite differences (dx = "
+                                        "1e-4) with a 2e-3 tolerance; gradloom's float32 "
+                                        "derivative is within 1e-7 of the float64 one, but its "
+                                        "float32 determinant rounds differently from Warp's",
+    },
+    "test_quat": {
+        "*.test_scalar_division_float16_*": "one float16 unit in the last place from Warp's "
+                                            "result",
     },
     "test_special_values": {
         "*.test_atomic_minmax_adjoint_*": "gradloom refuses to differentiate an atomic_min/max on "
