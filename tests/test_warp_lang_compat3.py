@@ -8,6 +8,7 @@ through array views are in the gradient corpus (test_grad_corpus.py, "array view
 """
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -563,3 +564,36 @@ def test_stores_into_an_array_held_by_an_array_element():
     holders = wp.array([holder], dtype=Holder, device=DEVICE)
     run(write_held_array, 1, holders, wp.array([5.0], dtype=float, device=DEVICE))
     np.testing.assert_array_equal(holder.values.numpy(), [[0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+
+
+# =============================================================================================
+# 9. indexed arrays: generic kernels, wp.map, operators
+
+
+@wp.kernel
+def increment_2d(a: Any):
+    i, j = wp.tid()
+    a[i, j] = a[i, j] + 1
+
+
+def test_indexed_arrays_choose_a_generic_kernels_overload():
+    data = wp.zeros((3, 3), dtype=int, device=DEVICE)
+    idx = wp.array([0, 2], dtype=int, device=DEVICE)
+    view = wp.indexedarray(data, [idx, idx])
+    run(increment_2d, data.shape, data)
+    run(increment_2d, view.shape, view)
+    np.testing.assert_array_equal(data.numpy(), [[2, 1, 2], [1, 1, 1], [2, 1, 2]])
+
+
+def test_indexed_arrays_in_wp_map_and_operators():
+    base = wp.array(np.arange(10, dtype=np.float32), dtype=float, device=DEVICE)
+    view = wp.indexedarray1d(base, [wp.array([1, 3, 5], dtype=int, device=DEVICE)])
+    out = wp.map(lambda x: x * 10.0, view)
+    assert isinstance(out, wp.array)
+    np.testing.assert_array_equal(out.numpy(), [10.0, 30.0, 50.0])
+    wp.map(lambda x: x + 1.0, view, out=view)  # written through the indices
+    np.testing.assert_array_equal(base.numpy()[[1, 3, 5]], [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal((2.0 * view).numpy(), [4.0, 8.0, 12.0])
+    view += 1.0
+    assert isinstance(view, wp.indexedarray)
+    np.testing.assert_array_equal(base.numpy()[[0, 1, 2, 3]], [0.0, 3.0, 2.0, 5.0])
