@@ -49,6 +49,7 @@ from ..types import (
     int32,
     resolve_annotation,
 )
+from .attributes import array_attribute, shape_padding, struct_field
 from .constants import (
     construct_struct,
     language_name,
@@ -255,9 +256,10 @@ class ExprLowerer:
                 return python_constant(ctx, base[key])  # type: ignore[index]
             except (LookupError, TypeError) as exc:
                 raise CompileError(f"{type(base).__name__}[{key!r}]: {exc}", ctx.loc) from None
-        if isinstance(base, ShapeVal) and len(idx) == 1 and isinstance(idx[0], Literal) and \
-                len(base.items) <= idx[0].value < 4:
-            return ctx.const(0, int32)  # Warp's shapes have 4 entries
+        padding = shape_padding(ctx, base, idx[0]) if isinstance(base, ShapeVal) and \
+            len(idx) == 1 else None
+        if padding is not None:
+            return padding
         if isinstance(base, TupleVal) and len(idx) == 1 and (isinstance(idx[0], Literal) or len(
                 {repr(type_of(i)) for i in base.items}) == 1):  # a run-time index: one item type
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
@@ -525,26 +527,6 @@ class ExprLowerer:
     def inline_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
                     kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError  # provided by the statement lowerer
-
-
-def struct_field(ctx: Ctx, node: ast.Attribute, base: StructVal) -> Value:
-    if node.attr not in [n for n, _ in base.type.fields]:
-        where = f"{getattr(base.type.cls, '__module__', '')}.{base.type.name}".lstrip(".")
-        raise CompileAttributeError(
-            f"struct {base.type.name} has no field '{node.attr}': `{node.attr}` is not an "
-            f"attribute of '{ast.unparse(node.value)}' ({where})", ctx.loc)
-    return base.get(node.attr)
-
-
-def array_attribute(ctx: Ctx, base: ArrayVal, attr: str) -> Any:
-    """`a.shape`, `a.ndim`, `a.dtype` (the element type, e.g. to construct one: `a.dtype(1)`)."""
-    if attr == "shape":
-        return ShapeVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
-    if attr == "ndim":
-        return Literal(base.type.ndim)
-    if attr == "dtype":
-        return base.type.dtype
-    raise CompileError(f"arrays have no attribute '{attr}' in kernels", ctx.loc)
 
 
 def _as_type(obj: Any) -> Any:
