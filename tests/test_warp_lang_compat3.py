@@ -597,3 +597,21 @@ def test_indexed_arrays_in_wp_map_and_operators():
     view += 1.0
     assert isinstance(view, wp.indexedarray)
     np.testing.assert_array_equal(base.numpy()[[0, 1, 2, 3]], [0.0, 3.0, 2.0, 5.0])
+
+
+# =============================================================================================
+# 10. type factories and annotations
+
+
+def test_matrix_types_have_two_dimensions():
+    with pytest.raises(ValueError, match=r"Matrix shape must have exactly two dimensions, got 1 "
+                                         r"dimension in shape \(2,\)"):
+        wp.types.matrix((2,), wp.float32)
+
+
+def test_funcs_refuse_union_annotations():
+    with pytest.raises(RuntimeError, match="Union type annotations are only supported at Python "
+                                           "scope"):
+        @wp.func
+        def _union(a: int | float) -> float:
+            return 0.0

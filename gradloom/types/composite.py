@@ -188,6 +188,10 @@ def vector(length: int, dtype: Any = None) -> VectorType:
 
 def matrix(shape: tuple[int, int], dtype: Any = None) -> MatrixType:
     """`wp.matrix(shape=(3, 3), dtype=wp.float32)`: a matrix type."""
+    if len(shape) != 2:
+        n = len(shape)
+        raise ValueError(f"Matrix shape must have exactly two dimensions, got {n} "
+                         f"dimension{'s' if n != 1 else ''} in shape {tuple(shape)}")
     return _interned(MatrixType(shape[0], shape[1], _scalar(dtype)))  # type: ignore[no-any-return]
 
 
