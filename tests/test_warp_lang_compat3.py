@@ -615,3 +615,33 @@ def test_funcs_refuse_union_annotations():
         @wp.func
         def _union(a: int | float) -> float:
             return 0.0
+
+
+# =============================================================================================
+# 11. evaluation order of augmented assignments
+
+
+@wp.func
+def _bump_index(state: wp.array(dtype=wp.int32)) -> int:
+    i = state[0]
+    state[0] = 1
+    return i
+
+
+@wp.func
+def _read_state(state: wp.array(dtype=wp.int32)) -> float:
+    return float(state[0]) * 100.0
+
+
+@wp.kernel
+def target_before_value(dst: wp.array(dtype=wp.mat33), state: wp.array(dtype=wp.int32)):
+    dst[_bump_index(state)][1] += wp.vec3(_read_state(state), 0.0, 0.0)
+
+
+def test_an_augmented_assignment_evaluates_its_target_first():
+    dst = wp.zeros(2, dtype=wp.mat33, device=DEVICE)
+    state = wp.zeros(1, dtype=wp.int32, device=DEVICE)
+    run(target_before_value, 1, dst, state)
+    expected = np.zeros((2, 3, 3), dtype=np.float32)
+    expected[0, 1, 0] = 100.0  # index 0 taken first, then the value reads state == 1
+    np.testing.assert_array_equal(dst.numpy(), expected)

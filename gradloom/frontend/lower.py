@@ -192,19 +192,19 @@ class Lowerer(StoreLowerer, IterLowerer):
         if opname is None:
             raise UnsupportedSyntaxError(f"the operator {type(node.op).__name__}=",
                                          self.info.loc(node))
-        rhs = self.value(node.value)
-        if isinstance(node.target, ast.Name):
-            ctx = self.ctx(node)
-            check_rebind(ctx, node.target.id, self.env.get(node.target.id), None)
-            old = self.value(node.target)
-            new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
-            if type_of(new) != type_of(old):
-                raise KernelTypeError(f"'{node.target.id}' would change type from "
-                                      f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
-            self.env[node.target.id] = new
-            self.assign_locs[node.target.id] = ctx.loc
+        if not isinstance(node.target, ast.Name):
+            self.aug_store_path(node.target, node.value, opname)
             return
-        self.store_path(node.target, rhs, node, aug=opname)
+        rhs = self.value(node.value)
+        ctx = self.ctx(node)
+        check_rebind(ctx, node.target.id, self.env.get(node.target.id), None)
+        old = self.value(node.target)
+        new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
+        if type_of(new) != type_of(old):
+            raise KernelTypeError(f"'{node.target.id}' would change type from "
+                                  f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
+        self.env[node.target.id] = new
+        self.assign_locs[node.target.id] = ctx.loc
 
     def assign(self, target: ast.expr, value: Any, node: ast.stmt) -> None:
         ctx = self.ctx(target)

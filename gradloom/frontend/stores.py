@@ -51,7 +51,16 @@ class StoreLowerer(ExprLowerer):
 
     def store_path(self, target: ast.expr, value: Value, node: ast.stmt,
                    aug: str | None = None) -> None:
+        self.store_steps(target, *self.target_path(target), value, aug)
+
+    def aug_store_path(self, target: ast.expr, value_node: ast.expr, aug: str) -> None:
+        """`a[i].x += v`: the target's indices first, then v (Python's order, as in Warp: an
+        index with side effects that v reads)."""
         base_node, steps = self.target_path(target)
+        self.store_steps(target, base_node, steps, self.value(value_node), aug)
+
+    def store_steps(self, target: ast.expr, base_node: ast.Name, steps: list[Step],
+                    value: Value, aug: str | None) -> None:
         ctx = self.ctx(target)
         base = self.expr(base_node)
         new = self.update(ctx, base, steps, value, aug)
