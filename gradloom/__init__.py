@@ -273,6 +273,12 @@ from .config import DeterministicMode  # noqa: E402
 from .frontend.gradfn import grad  # noqa: E402
 from .frontend.native import func_native  # noqa: E402
 
+# isort: split
+# -- kernel language and modules (h-clang): Warp's module build options (accepted, no effect),
+# the error of a struct field given a value it cannot hold
+from .errors import LaunchValueError, StructFieldError  # noqa: E402
+from .modules import ModuleBuildOptions  # noqa: E402
+
 
 def __getattr__(name: str) -> object:
     if name in ("torch", "optim", "fem"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value types

@@ -10,7 +10,16 @@ import numpy as np
 from .errors import GradloomError, LaunchError
 from .runtime.array import array
 from .runtime.foreign import foreign_to_array
-from .types import ArrayType, VecValue, bool_, float32, int32, scalar_from_numpy
+from .runtime.indexedarray import indexedarray
+from .types import (
+    ArrayType,
+    IndexedArrayType,
+    VecValue,
+    bool_,
+    float32,
+    int32,
+    scalar_from_numpy,
+)
 
 
 def launch_arg_type(kernel_key: str, name: str, value: Any, template: Any) -> Any:
@@ -27,8 +36,8 @@ def launch_arg_type(kernel_key: str, name: str, value: Any, template: Any) -> An
     return t
 
 
-def _array_type(value: Any, name: str) -> ArrayType | None:
-    if isinstance(value, array):
+def _array_type(value: Any, name: str) -> ArrayType | IndexedArrayType | None:
+    if isinstance(value, (array, indexedarray)):
         return value.__gl_type__()  # type: ignore[no-any-return]
     if isinstance(value, (VecValue, np.generic)):
         return None

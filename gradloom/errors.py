@@ -131,9 +131,19 @@ class ArrayTypeError(GradloomError, TypeError):
     differs (a TypeError too, as Warp raises)."""
 
 
+class StructFieldError(GradloomError, TypeError):
+    """A value a `@wp.struct` field cannot hold, e.g. a number for a vector field or an array of
+    another dtype (a TypeError too, as Warp raises)."""
+
+
 class LaunchError(GradloomError, RuntimeError):
     """A launch whose arguments do not match the kernel; the message names the argument (a
     RuntimeError too, as Warp raises)."""
+
+
+class LaunchValueError(LaunchError, ValueError):
+    """A launch argument whose value cannot be converted to its parameter's type, e.g. None
+    for a vector (a ValueError too, as Warp raises)."""
 
 
 class KernelRuntimeError(GradloomError, RuntimeError):

@@ -11,6 +11,7 @@ import hashlib
 import re
 import sys
 import types
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import config
@@ -24,6 +25,44 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "block_dim": 256, "strip_hash": False, "compile_time_trace": False,
     "cpu_compiler_flags": None, "extra_build_options": None, "default_grid_stride": None,
 }
+
+
+@dataclass(kw_only=True)
+class ModuleBuildOptions:
+    """Warp's `wp.ModuleBuildOptions` (the `extra_build_options` module option): extra include
+    directories, preambles and dependencies of Warp's C++/CUDA builds. gradloom compiles through
+    LLVM and has no C++ step: they are accepted and kept, and change nothing."""
+
+    extra_cuda_include_dirs: list[Any] = field(default_factory=list)
+    extra_cpu_include_dirs: list[Any] = field(default_factory=list)
+    extra_cuda_preamble: str = ""
+    extra_cpu_preamble: str = ""
+    extra_build_dependencies: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for name in ("extra_cuda_preamble", "extra_cpu_preamble"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        for name in ("extra_cuda_include_dirs", "extra_cpu_include_dirs",
+                     "extra_build_dependencies"):
+            setattr(self, name, list(getattr(self, name) or []))
+
+    def merged(self, *others: ModuleBuildOptions) -> ModuleBuildOptions:
+        """These options followed by others': lists keep each entry's first occurrence,
+        preambles are joined by newlines."""
+        def union(name: str) -> list[Any]:
+            seen = [x for o in (self, *others) for x in getattr(o, name)]
+            return list(dict.fromkeys(seen))
+
+        def joined(name: str) -> str:
+            return "\n".join(p for o in (self, *others) if (p := getattr(o, name)))
+
+        return ModuleBuildOptions(
+            extra_cuda_include_dirs=union("extra_cuda_include_dirs"),
+            extra_cpu_include_dirs=union("extra_cpu_include_dirs"),
+            extra_cuda_preamble=joined("extra_cuda_preamble"),
+            extra_cpu_preamble=joined("extra_cpu_preamble"),
+            extra_build_dependencies=union("extra_build_dependencies"))
 
 
 def qualified_key(func: Any) -> str:
@@ -72,6 +111,20 @@ class Module:
         for key in sorted(self.kernels):
             h.update(f"{key}:{self.kernels[key].content_hash()};".encode())
         return h.digest()
+
+    def resolve_options(self, config_: Any = None, block_dim: int | None = None) -> dict[str, Any]:
+        """Warp's `Module.resolve_options(wp.config)`: a copy of the module's options with the
+        ones left at None (inherit) taken from the config (`mode`, `optimization_level`), and
+        block_dim replaced when given."""
+        cfg = config if config_ is None else config_
+        options = dict(self.options)
+        if block_dim is not None:
+            options["block_dim"] = block_dim
+        if options.get("mode") is None:
+            options["mode"] = cfg.mode
+        if options.get("optimization_level") is None:
+            options["optimization_level"] = getattr(cfg, "opt_level", config.opt_level)
+        return options
 
     def load(self, device: Any = None, block_dim: Any = None) -> bool:
         """Compile (or load from the cache) every kernel of the module now. Kernels compile on

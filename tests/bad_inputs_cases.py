@@ -270,8 +270,9 @@ _LAUNCH = [
     Case("launch-vec-str", "wp.launch(vec_k, 4, [V, 'abc'])", "LaunchError", "argument 'd'"),
     Case("launch-struct-wrong", "wp.launch(struct_k, 4, [1.0, B])", "LaunchError",
          "argument 'p'"),
+    # an array field of another dtype is refused when assigned (as in Warp)
     Case("launch-struct-field-wrong",
-         "p = Params(); p.k = 2.0; p.data = I\nwp.launch(struct_k, 4, [p, B])", "LaunchError",
+         "p = Params(); p.k = 2.0; p.data = I\nwp.launch(struct_k, 4, [p, B])", "StructFieldError",
          "field 'data'"),
     Case("launch-cuda-device", "wp.launch(add_one, 4, [A], device='cuda')", "GradloomError",
          "cuda"),

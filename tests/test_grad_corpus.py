@@ -1746,3 +1746,65 @@ CASES_CUSTOM_GRAD_ARRAYS = [
 @pytest.mark.parametrize("case", [_param(c) for c in CASES_CUSTOM_GRAD_ARRAYS])
 def test_issue13_custom_gradient_with_arrays_matches_fd(case):
     case.run()
+
+
+# =============================================================================================
+# --- array views in kernels (h-clang)
+# Slices of arrays with constant and run-time bounds (negative steps included) read and written
+# inside the kernel: the gradients reach the source arrays' elements the views select.
+
+
+@wp.kernel
+def array_views_kernel(a: wp.array2d(dtype=f64), x: wp.array(dtype=f64), start: int, step: int,
+                       y: wp.array(dtype=f64), z: wp.array(dtype=f64)):
+    i = wp.tid()
+    col = a[start::step, 1]  # rows start, start + step, ... of column 1
+    rev = x[::-1]
+    y[i] = col[i] * rev[i] + wp.sin(a[1:, :][i, 0]) * x[2:][i % 2]
+    tail = z[1:]
+    tail[i] = col[i] * col[i] + rev[i]
+
+
+CASES_ARRAY_VIEWS = [
+    Case("array_views_runtime_bounds", kernel=array_views_kernel, dim=3,
+         args=[arr(rnd((6, 3), seed=41)), arr(X4), 0, 2, arr(zeros(3)), arr(zeros(4))],
+         wrt=[0, 1], outputs=[4, 5]),
+    Case("array_views_negative_step", kernel=array_views_kernel, dim=3,
+         args=[arr(rnd((6, 3), seed=42)), arr(B4), 5, -2, arr(zeros(3)), arr(zeros(4))],
+         wrt=[0, 1], outputs=[4, 5]),
+]
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_ARRAY_VIEWS])
+def test_array_views_gradient_matches_fd(case):
+    case.run()
+
+
+# =============================================================================================
+# --- eig3 at repeated eigenvalues (h-clang)
+# Symmetric functions of the eigenvalues (their sum, sum of squares) are smooth where eigenvalues
+# repeat; a gradient bug: in float64 the Jacobi rotation of an already diagonal, degenerate pair
+# took its angle from rounding noise, and the sum's gradient was off by up to 4%.
+
+_ROT = np.array(((1.0, 2.0, 2.0), (2.0, 1.0, -2.0), (-2.0, 2.0, -1.0))) / 3.0
+EIG_MATRICES = np.array([_ROT @ np.diag([2.0, 2.0, 3.0]) @ _ROT.T,
+                         _ROT @ np.diag([-1.0, 0.5, 0.5]) @ _ROT.T,
+                         np.diag([1.0, 2.0, 3.5])])
+
+
+@wp.kernel
+def eig_spectral_kernel(a: wp.array(dtype=mat33d), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    _q, d = wp.eig3(a[i])
+    y[i] = d[0] + d[1] + d[2] + wp.dot(d, d) * f64(0.5)
+
+
+CASES_EIG_REPEATED = [
+    Case("eig3_spectral_sums_at_repeated_eigenvalues", kernel=eig_spectral_kernel, dim=3,
+         args=[arr(EIG_MATRICES, mat33d), arr(zeros(3))], wrt=[0], outputs=[1]),
+]
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_EIG_REPEATED])
+def test_eig3_repeated_eigenvalues_gradient_matches_fd(case):
+    case.run()

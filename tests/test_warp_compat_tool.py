@@ -221,3 +221,14 @@ def test_runner_pins_crash_or_hang_to_the_test(fake_wheel, tmp_path, monkeypatch
     assert run.tests["TestAbort.test_a_fine"].outcome == "pass"
     assert run.tests["TestAbort.test_b_dies"].exc_type == ("Timeout" if hang else "Crash")
     assert run.tests["TestAbort.test_c_never"].exc_type == "NotRun"
+
+
+def test_failing_tests_carry_their_notes():
+    from tools.warp_compat import notes, report
+
+    module, name = "test_tape", "TestTape.test_tape_no_nested_tapes"
+    assert "nested tapes" in notes.note_for(module, name)
+    assert notes.note_for(module, "TestTape.test_other") == ""
+    score = classify.FileScore(module, "ok", 1, [classify.Scored(name, "failed", "AssertionError")])
+    text = "\n".join(report._details([score], ("failed",), "Failing"))
+    assert f"`{name}` [failed]: AssertionError — *why:* " in text

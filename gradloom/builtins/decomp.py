@@ -31,6 +31,10 @@ SVD_SWEEPS = 5  # quadratic convergence: 4 sweeps reach float64 rounding on rand
 # the fifth is margin for the derivative, which converges about one sweep behind the values
 EIG_SWEEPS = 5
 SVD2_SWEEPS = 2  # one rotation diagonalises a 2x2 exactly; the second sweep polishes rounding
+#: a Jacobi pair whose off-diagonal and diagonal difference are within this many rounding units
+#: of its diagonal's magnitude is degenerate: it is not rotated (_jacobi_rotation)
+_DEGENERATE = 8
+_EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
 
 
 # -- matrices as rows of scalars ------------------------------------------------------------------
@@ -88,6 +92,12 @@ def _jacobi_rotation(ctx: Ctx, alpha: Var, beta: Var, gamma: Var) -> tuple[Var, 
     tau = ctx.op("sub", beta, alpha)
     two_g = ctx.op("add", gamma, gamma)
     pos, root = _sqrt_pos(ctx, ctx.op("add", ctx.op("mul", tau, tau), ctx.op("mul", two_g, two_g)))
+    # a pair already diagonal with equal diagonal entries, to rounding: no rotation. Its angle
+    # would be set by rounding noise, with a derivative of order 1 / noise; the functions of the
+    # pair that are differentiable there (sums of its eigenvalues, ...) do not depend on it
+    scale = ctx.op("add", ctx.op("abs", alpha), ctx.op("abs", beta))
+    noise = ctx.op("mul", scale, ctx.const(_DEGENERATE * _EPS[tau.type.name], tau.type))
+    pos = ctx.op("and", pos, ctx.op("gt", root, noise))
     zero, one = ctx.const(0, tau.type), ctx.const(1, tau.type)
     signed = ctx.op("select", ctx.op("ge", tau, zero), two_g, ctx.op("neg", two_g))
     t = ctx.op("select", pos, ctx.op("div", signed, ctx.op("add", ctx.op("abs", tau), root)), zero)

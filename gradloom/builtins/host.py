@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GradloomError, SourceLoc
+from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..ir.builder import Builder
 from ..ir.evaluate import HostUnavailableError, Prepared, evaluate, prepare, unavailable_ops
 from ..ir.nodes import Block, Var, walk_ops
@@ -249,6 +249,8 @@ class Call:
     loc: SourceLoc
     #: keyword arguments are plain Python values (builtins), not literals (funcs)
     plain_kwargs: bool = False
+    #: the builtin's name (`mul` for `*`) for Warp's words when the arguments fit no overload
+    builtin: str = ""
 
 
 def _lower(call: Call, probe: Callable[[int | str], float] | None) -> HostProgram:
@@ -256,7 +258,14 @@ def _lower(call: Call, probe: Callable[[int | str], float] | None) -> HostProgra
     conv = _Lowering(ctx, probe)
     vals = [conv.value(a, i) for i, a in enumerate(call.args)]
     kw = {k: conv.value(v, k, literal=not call.plain_kwargs) for k, v in call.kwargs.items()}
-    result = call.lower(ctx, vals, kw)
+    try:
+        result = call.lower(ctx, vals, kw)
+    except KernelTypeError as exc:
+        if not call.builtin:
+            raise
+        types = ", ".join(_type_word(a) for a in [*call.args, *call.kwargs.values()])
+        raise KernelTypeError(f"Couldn't find a function '{call.builtin}' compatible with the "
+                              f"arguments '{types}': {exc.bare_message}", call.loc) from None
     writes: tuple[tuple[int, Any], ...] = ()
     temporaries_ok = False
     if isinstance(result, OutArgs):
@@ -269,6 +278,16 @@ def _lower(call: Call, probe: Callable[[int | str], float] | None) -> HostProgra
                                    f"operation {reason}; call it inside a @wp.kernel")
     return HostProgram(block, prepare(block), tuple(conv.inputs), (), result, writes,
                        temporaries_ok)
+
+
+def _type_word(v: Any) -> str:
+    """A Python-scope argument's type as Warp's messages name it (`float32`, `vec2i`, `float`)."""
+    t = getattr(v, "gl_type", None)
+    if t is not None:
+        return repr(t)
+    if isinstance(v, np.generic):
+        return str(v.dtype)
+    return type(v).__name__
 
 
 class _Probe(float):
@@ -435,6 +454,7 @@ class _Operator:
     """One Python operator on host values: its lowering and its cache of programs."""
 
     def __init__(self, name: str) -> None:
+        self.name = name
         self.what = f"the operator '{_SYMBOLS[name]}'"
         self.lower = _lower_operator(name)
         self.cache = HostCache()
@@ -457,4 +477,5 @@ def host_operator(name: str, *operands: Any) -> Any:
         hosted = all(_typed(v) for v in operands)  # `v == 0` compares component-wise (numpy)
     if not hosted:
         return op.numpy(*(np.asarray(v) if isinstance(v, VecValue) else v for v in operands))
-    return host_call(op.cache, Call(op.what, op.lower, list(operands), {}, caller_loc(3)))
+    return host_call(op.cache, Call(op.what, op.lower, list(operands), {}, caller_loc(3),
+                                    builtin=op.name))

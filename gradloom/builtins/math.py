@@ -148,7 +148,8 @@ def copysign(ctx: Ctx, x: Value, y: Value) -> Value:
 def bit_count(ctx: Ctx, x: Value) -> Value:
     v = scalar(ctx, x)
     if not v.type.is_int:
-        raise ctx.error(f"wp.bit_count() needs an integer, got {v.type}")
+        raise ctx.error(f"Couldn't find function overload for 'bit_count' that matched inputs "
+                        f"with types: [{v.type}] (wp.bit_count() needs an integer)")
     return ctx.op("cast", ctx.op("popcount", v), type=int32)
 
 

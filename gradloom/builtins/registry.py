@@ -48,7 +48,8 @@ class Builtin:
         mismatch = call_mismatch(self, list(args), kwargs)
         if mismatch:
             raise KernelTypeError(mismatch, loc)
-        call = Call(f"wp.{self.name}()", self._lower, list(args), kwargs, loc, plain_kwargs=True)
+        call = Call(f"wp.{self.name}()", self._lower, list(args), kwargs, loc, plain_kwargs=True,
+                    builtin=self.name)
         return host_call(self.host_cache, call)
 
     def _lower(self, ctx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

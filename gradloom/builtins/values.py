@@ -82,6 +82,12 @@ class TupleVal:
 
 
 @dataclass(frozen=True)
+class ShapeVal(TupleVal):
+    """An array's `.shape` in a kernel: one int32 per dimension; as in Warp, constant indices
+    past the last dimension (up to 4 dimensions) read 0."""
+
+
+@dataclass(frozen=True)
 class FixedArrayVal:
     """A kernel-local fixed-size array: its elements' values, row-major (builtins/fixedarray.py)."""
 

@@ -10,7 +10,7 @@ import inspect
 from typing import Any
 
 from .. import types as types_module
-from ..builtins import fixedarray, lang, memory, ops
+from ..builtins import arrayview, fixedarray, lang, memory, ops
 from ..builtins.construct import construct_typed
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin, call_mismatch
@@ -23,6 +23,7 @@ from ..builtins.values import (
     KernelValue,
     Literal,
     OutArgs,
+    ShapeVal,
     StructVal,
     TupleVal,
     Value,
@@ -31,13 +32,13 @@ from ..builtins.values import (
     type_of,
 )
 from ..errors import (
+    CompileAttributeError,
     CompileError,
     GradloomError,
     KernelTypeError,
     SourceLoc,
     UnknownNameError,
     UnsupportedSyntaxError,
-    WarpCodegenAttributeError,
 )
 from ..ir.builder import Builder
 from ..types import (
@@ -48,6 +49,7 @@ from ..types import (
     int32,
     resolve_annotation,
 )
+from .attributes import array_attribute, shape_padding, struct_field
 from .constants import (
     construct_struct,
     language_name,
@@ -55,7 +57,14 @@ from .constants import (
     static_result,
 )
 from .logic import compare_operands, logical_and, logical_or, truth
-from .slices import array_slice_items, constant_slice, has_slice, read_slice, star_items
+from .slices import (
+    array_slice_items,
+    constant_keys,
+    has_slice,
+    read_slice,
+    slice_key,
+    star_items,
+)
 from .source import SourceInfo
 from .static import constant_names, static_locals
 
@@ -79,6 +88,11 @@ _UNSUPPORTED_EXPRS = {
     "Await": "await", "Yield": "yield", "YieldFrom": "yield from",
     "NamedExpr": "an assignment expression (:=)", "Starred": "a starred expression (*x)",
     "Slice": "a slice",
+}
+_WARP_WORDS = {
+    "List": "List constructs are not supported in kernels. Use vectors like `wp.vec3()` for small "
+            "fixed-size collections, or `wp.zeros(shape=N, dtype=...)` for stack-allocated arrays.",
+    "Dict": "a dict is not supported in kernels: Construct `ast.Dict` not supported in kernels.",
 }
 _PY_BUILTIN_ALIASES: dict[Any, str] = {
     abs: "abs", min: "min", max: "max", print: "print",
@@ -110,6 +124,8 @@ class ExprLowerer:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
             kind = type(node).__name__
+            if kind in _WARP_WORDS:  # Warp's own words (its tests match them)
+                raise UnsupportedSyntaxError(_WARP_WORDS[kind], self.info.loc(node))
             raise self.unsupported(node, _UNSUPPORTED_EXPRS.get(kind, f"the expression '{kind}'"))
         return method(node)
 
@@ -169,8 +185,9 @@ class ExprLowerer:
                 and not hasattr(base, node.attr):
             return getattr(builtins, node.attr)  # `wp.float(x)` in kernels, as in Warp
         if not hasattr(base, node.attr):
-            raise UnknownNameError(f"'{getattr(base, '__name__', base)}' has no attribute "
-                                   f"'{node.attr}'", ctx.loc)
+            raise CompileAttributeError(f"'{getattr(base, '__name__', base)}' has no attribute "
+                                        f"'{node.attr}': `{node.attr}` is not an attribute of "
+                                        f"'{ast.unparse(node.value)}'", ctx.loc)
         return python_constant(ctx, getattr(base, node.attr))
 
     def python_object(self, node: ast.expr) -> Any:
@@ -219,7 +236,7 @@ class ExprLowerer:
         base = self.expr(node.value)
         ctx = self.ctx(node)
         if isinstance(base, FixedArrayVal):  # builtins/fixedarray.py (slices allowed)
-            return fixedarray.subscript(ctx, base, self.indices(node.slice))
+            return fixedarray.subscript(ctx, base, constant_keys(ctx, self.indices(node.slice)))
         idx = self.indices(node.slice)
         if has_slice(idx):
             return self.sliced(ctx, base, idx)
@@ -239,6 +256,10 @@ class ExprLowerer:
                 return python_constant(ctx, base[key])  # type: ignore[index]
             except (LookupError, TypeError) as exc:
                 raise CompileError(f"{type(base).__name__}[{key!r}]: {exc}", ctx.loc) from None
+        padding = shape_padding(ctx, base, idx[0]) if isinstance(base, ShapeVal) and \
+            len(idx) == 1 else None
+        if padding is not None:
+            return padding
         if isinstance(base, TupleVal) and len(idx) == 1 and (isinstance(idx[0], Literal) or len(
                 {repr(type_of(i)) for i in base.items}) == 1):  # a run-time index: one item type
             return self.pick(ctx, list(base.items), idx[0], len(base.items))
@@ -249,9 +270,9 @@ class ExprLowerer:
         elts = node.elts if isinstance(node, ast.Tuple) else [node]
         return [self.slice_key(e) if isinstance(e, ast.Slice) else self.value(e) for e in elts]
 
-    def slice_key(self, node: ast.Slice) -> slice:
+    def slice_key(self, node: ast.Slice) -> Any:
         bounds = [None if b is None else self.value(b) for b in (node.lower, node.upper, node.step)]
-        return constant_slice(self.ctx(node), *bounds)
+        return slice_key(self.ctx(node), *bounds)
 
     def starred(self, node: ast.expr) -> list[Value]:
         """The arguments `*node` passes: components, rows, tuple items or array elements."""
@@ -262,9 +283,12 @@ class ExprLowerer:
         return star_items(self.ctx(node), self.value(node))
 
     def sliced(self, ctx: Ctx, base: Any, idx: list[Any]) -> Value:
-        """`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, j]`, `m[i, 1:]` (i at run time)."""
+        """`v[1:3]`, `m[0, 1:3]`, `m[1:]`, `m[:, j]`, `m[i, 1:]` (i at run time); array views
+        `a[i:j:k, n]` (builtins/arrayview.py)."""
+        if isinstance(base, ArrayVal):
+            return arrayview.view(ctx, base, idx)
         if not isinstance(base, Composite):
-            raise CompileError(f"{describe(base)} cannot be sliced (vectors and matrices can)",
+            raise CompileError(f"{describe(base)} cannot be sliced (vectors, matrices and arrays can)",
                                ctx.loc)
         if isinstance(base.type, MatrixType) and len(idx) == 2 and not isinstance(idx[0], slice) \
                 and not isinstance(idx[0], Literal):
@@ -368,6 +392,12 @@ class ExprLowerer:
             found = REGISTRY.get(node.id) or getattr(types_module, node.id, None)
             if isinstance(found, (Builtin, ScalarType, VectorType, MatrixType)):
                 return found
+        if isinstance(node, ast.Attribute) and node.attr not in ("float", "int"):
+            module = self.python_object(node.value)
+            if inspect.ismodule(module) and not hasattr(module, node.attr):
+                raise CompileAttributeError(f"Could not find function {ast.unparse(node)}: "
+                                            f"module '{module.__name__}' has no attribute "
+                                            f"'{node.attr}'", self.info.loc(node))
         return self.expr(node)
 
     def call(self, ctx: Ctx, node: ast.Call, callee: Any, args: list[Any],
@@ -497,26 +527,6 @@ class ExprLowerer:
     def inline_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
                     kwargs: dict[str, Any]) -> Any:
         raise NotImplementedError  # provided by the statement lowerer
-
-
-def struct_field(ctx: Ctx, node: ast.Attribute, base: StructVal) -> Value:
-    if node.attr not in [n for n, _ in base.type.fields]:
-        where = f"{getattr(base.type.cls, '__module__', '')}.{base.type.name}".lstrip(".")
-        raise WarpCodegenAttributeError(
-            f"struct {base.type.name} has no field '{node.attr}': `{node.attr}` is not an "
-            f"attribute of '{ast.unparse(node.value)}' ({where})", ctx.loc)
-    return base.get(node.attr)
-
-
-def array_attribute(ctx: Ctx, base: ArrayVal, attr: str) -> Any:
-    """`a.shape`, `a.ndim`, `a.dtype` (the element type, e.g. to construct one: `a.dtype(1)`)."""
-    if attr == "shape":
-        return TupleVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
-    if attr == "ndim":
-        return Literal(base.type.ndim)
-    if attr == "dtype":
-        return base.type.dtype
-    raise CompileError(f"arrays have no attribute '{attr}' in kernels", ctx.loc)
 
 
 def _as_type(obj: Any) -> Any:

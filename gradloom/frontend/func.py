@@ -6,6 +6,7 @@ import ast
 import contextlib
 import functools
 import inspect
+import types
 import typing
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -13,7 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 from ..builtins import fixedarray
 from ..builtins.host import Call, HostCache, caller_loc, host_call
 from ..builtins.values import Ctx, KernelValue, Literal, type_of
-from ..errors import GradloomError, KernelTypeError, SourceLoc
+from ..errors import CompileError, GradloomError, KernelTypeError, SourceLoc
 from ..types import ScalarType, resolve_annotation
 from .generic import is_generic, matches_template, tuple_template
 from .source import SourceInfo, parse_function, source_digest
@@ -220,6 +221,7 @@ def define(pyfunc: Any, name: str | None = None) -> Function:
 
 
 def _define(pyfunc: Any, name: str | None) -> Function:
+    _refuse_unions(pyfunc)
     if name is not None:
         fn = Function(pyfunc)
         fn.key = name
@@ -229,6 +231,16 @@ def _define(pyfunc: Any, name: str | None) -> Function:
         existing.add_overload(pyfunc)
         return existing
     return Function(pyfunc)
+
+
+def _refuse_unions(pyfunc: Any) -> None:
+    """`a: int | float` in a @wp.func: kernels have one type per value (Warp's words)."""
+    for pname, ann in getattr(pyfunc, "__annotations__", {}).items():
+        union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
+        if pname != "return" and union:
+            raise CompileError(f"@wp.func {pyfunc.__qualname__}: parameter '{pname}' is "
+                               f"annotated {ann}: Union type annotations are only supported at "
+                               "Python scope")
 
 
 def func_grad(forward: Function) -> Any:

@@ -8,6 +8,7 @@ import inspect
 from typing import Any
 
 from ..builtins import fixedarray, ops
+from ..builtins.registry import Builtin
 from ..builtins.values import (
     ArrayVal,
     Composite,
@@ -49,7 +50,9 @@ from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import GRADIENT_SCOPE, emit_custom_call
 from .expr import BINOPS
 from .generic import matches_template
+from .gradfn import GradFunction
 from .iterate import IterLowerer
+from .returns import check_return, declares_no_result
 from .source import SourceInfo
 from .static import literal_names
 from .stores import StoreLowerer
@@ -82,6 +85,8 @@ class Lowerer(StoreLowerer, IterLowerer):
     def lower_function(self, retval_type: Any = None) -> Any:
         body = self.info.tree.body
         loc = self.info.loc(self.info.tree)
+        if self.is_kernel:
+            self.check_kernel_annotation()
         tail_only = not contains_jump(body[:-1], (ast.Return,)) and not (
             body and not isinstance(body[-1], ast.Return)
             and contains_jump(body[-1:], (ast.Return,)))
@@ -143,6 +148,8 @@ class Lowerer(StoreLowerer, IterLowerer):
             value = self.tid(self.ctx(node), len(target0.elts))
         else:
             value = self.expr(node.value)
+        if isinstance(target0, ast.Name):
+            check_rebind(self.ctx(target0), target0.id, self.env.get(target0.id), value)
         if isinstance(value, Literal) and isinstance(target0, ast.Name) and \
                 len(node.targets) == 1 and target0.id in self.literal_names():
             self.env[target0.id] = value  # a constant variable: keeps its exact value
@@ -185,22 +192,24 @@ class Lowerer(StoreLowerer, IterLowerer):
         if opname is None:
             raise UnsupportedSyntaxError(f"the operator {type(node.op).__name__}=",
                                          self.info.loc(node))
-        rhs = self.value(node.value)
-        if isinstance(node.target, ast.Name):
-            ctx = self.ctx(node)
-            old = self.value(node.target)
-            new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
-            if type_of(new) != type_of(old):
-                raise KernelTypeError(f"'{node.target.id}' would change type from "
-                                      f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
-            self.env[node.target.id] = new
-            self.assign_locs[node.target.id] = ctx.loc
+        if not isinstance(node.target, ast.Name):
+            self.aug_store_path(node.target, node.value, opname)
             return
-        self.store_path(node.target, rhs, node, aug=opname)
+        rhs = self.value(node.value)
+        ctx = self.ctx(node)
+        check_rebind(ctx, node.target.id, self.env.get(node.target.id), None)
+        old = self.value(node.target)
+        new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
+        if type_of(new) != type_of(old):
+            raise KernelTypeError(f"'{node.target.id}' would change type from "
+                                  f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
+        self.env[node.target.id] = new
+        self.assign_locs[node.target.id] = ctx.loc
 
     def assign(self, target: ast.expr, value: Any, node: ast.stmt) -> None:
         ctx = self.ctx(target)
         if isinstance(target, ast.Name):
+            check_rebind(ctx, target.id, self.env.get(target.id), value)
             self.env[target.id] = bind_value(ctx, value)
             self.assign_locs[target.id] = ctx.loc
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -231,12 +240,18 @@ class Lowerer(StoreLowerer, IterLowerer):
     def stmt_Continue(self, node: ast.Continue) -> None:
         self.env[CONTINUE] = self.flag(True, self.info.loc(node))
 
+    def check_kernel_annotation(self) -> None:
+        """A kernel's return annotation may only say it returns nothing (`-> None`)."""
+        if not declares_no_result(self.info.pyfunc):
+            ann = self.info.tree.returns
+            raise KernelTypeError(KERNEL_RETURNS, self.info.loc(ann or self.info.tree))
+
     def stmt_Return(self, node: ast.Return) -> None:
         loc = self.info.loc(node)
         value = None
         if node.value is not None:
             if self.is_kernel:
-                raise KernelTypeError("kernels cannot return a value", loc)
+                raise KernelTypeError(KERNEL_RETURNS, loc)
             value = bind_value(self.ctx(node), self.value(node.value))
             self.return_types.append(type_of(value))
         if self.direct_return:
@@ -270,6 +285,7 @@ class Lowerer(StoreLowerer, IterLowerer):
                 retval_type = trial.return_types[0] if trial.return_types else None
             callee = Lowerer(self.b, info, env, scope, self.tid_arity, False)
             result = callee.lower_function(retval_type)
+            check_return(info.pyfunc, info.name, result, ctx.loc)
             final.update(callee.env)
             return result
 
@@ -299,6 +315,31 @@ class Lowerer(StoreLowerer, IterLowerer):
 def contains_return_in_loop(body: list[ast.stmt]) -> bool:
     return any(isinstance(n, (ast.For, ast.While)) and contains_jump(n.body, (ast.Return,))
                for s in body for n in ast.walk(s))
+
+
+#: Warp's words for a kernel that returns a value or is annotated to
+KERNEL_RETURNS = ("Warp kernels cannot return values. Write results to output arguments, and omit "
+                  "the return annotation or use `-> None`.")
+
+
+def check_rebind(ctx: Ctx, name: str, old: Any, new: Any) -> None:
+    """A local bound to a function (or to `wp.grad(f)`) names that function for good, as in
+    Warp, which has no function pointers: rebinding it is an error (Warp's words)."""
+    if isinstance(old, GradFunction):
+        raise CompileError(f"Cannot reassign local '{name}' after binding it to wp.grad(...): "
+                           "wp.grad(...) results are static function handles; use a different "
+                           "local variable for the new value", ctx.loc)
+    if not _is_function(old) or new is old:
+        return
+    what = "a different function" if _is_function(new) else "a non-function value"
+    raise CompileError(f"Error, rebinding function-valued local '{name}' to {what} is not "
+                       "supported: there are no function pointers in kernels, so a local bound "
+                       "to a function must refer to the same function throughout the kernel",
+                       ctx.loc)
+
+
+def _is_function(v: Any) -> bool:
+    return isinstance(v, Builtin) or (hasattr(v, "pyfunc") and hasattr(v, "param_types"))
 
 
 def bind_value(ctx: Ctx, value: Any) -> Any:

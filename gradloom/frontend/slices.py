@@ -2,7 +2,8 @@
 `*`-unpacking into calls (`wp.vec4(*v3, 1.0)`, `wp.vec3i(*a[:3])`), as in Warp.
 
 Slice bounds are compile-time constants; a slice picks a fixed set of components, so reading one
-gives a new vector or matrix value and writing one replaces those components.
+gives a new vector or matrix value and writing one replaces those components. Array slices
+(views, whose bounds may be known at run time only) are builtins/arrayview.py's.
 """
 
 from __future__ import annotations
@@ -10,29 +11,43 @@ from __future__ import annotations
 from typing import Any
 
 from ..builtins import memory
+from ..builtins.arrayview import RuntimeSlice, is_slice
 from ..builtins.values import ArrayVal, Composite, Ctx, Literal, TupleVal, Value, describe, flatten
-from ..errors import CompileError, KernelTypeError, WarpCodegenValueError
+from ..errors import CompileError, CompileValueError, KernelTypeError
+from ..ir.nodes import Var
 from ..types import MatrixType, VectorType
 
 Key = Any  # a Literal index, a runtime index (Var) or a Python slice
 
 
 def has_slice(keys: list[Key]) -> bool:
-    return any(isinstance(k, slice) for k in keys)
+    return any(is_slice(k) for k in keys)
 
 
-def constant_slice(ctx: Ctx, lower: Value | None, upper: Value | None,
-                   step: Value | None) -> slice:
-    parts = []
+def slice_key(ctx: Ctx, lower: Value | None, upper: Value | None, step: Value | None) -> Key:
+    """The key `lower:upper:step` gives: a Python slice when its bounds are constants, else a
+    RuntimeSlice (array views take one; builtins/arrayview.py)."""
+    if isinstance(step, Literal) and step.value == 0:
+        raise CompileValueError("Slice step cannot be zero", ctx.loc)
+    parts: list[int | None] = []
     for v in (lower, upper, step):
-        if v is not None and not (isinstance(v, Literal) and isinstance(v.value, int)
-                                  and not isinstance(v.value, bool)):
-            raise WarpCodegenValueError("Slice component must be a compile-time constant integer",
-                                        ctx.loc)
-        parts.append(None if v is None else int(v.value))
-    if parts[2] == 0:
-        raise CompileError("slice step must not be zero", ctx.loc)
+        if v is None or (isinstance(v, Literal) and isinstance(v.value, int) and \
+                not isinstance(v.value, bool)):
+            parts.append(None if v is None else int(v.value))
+        elif isinstance(v, Var) and v.type.is_int:
+            return RuntimeSlice(lower, upper, step)
+        else:
+            raise CompileValueError(f"Slice component must be an integer, got {describe(v)}",
+                                    ctx.loc)
     return slice(*parts)
+
+
+def constant_keys(ctx: Ctx, keys: list[Key]) -> list[Key]:
+    """keys, whose slices must have constant bounds (vectors, matrices, fixed arrays)."""
+    if any(isinstance(k, RuntimeSlice) for k in keys):
+        raise CompileValueError("Slice component must be a compile-time constant integer",
+                                ctx.loc)
+    return keys
 
 
 def _pick(ctx: Ctx, key: Key, n: int, what: str) -> list[int]:
@@ -49,6 +64,7 @@ def _pick(ctx: Ctx, key: Key, n: int, what: str) -> list[int]:
 def positions(ctx: Ctx, t: VectorType | MatrixType, keys: list[Key]) -> tuple[list[int], Any]:
     """The flat component positions `keys` select, and the type of the selection (None: one
     scalar)."""
+    constant_keys(ctx, keys)
     if isinstance(t, VectorType):
         if len(keys) != 1:
             raise CompileError(f"{t!r} takes one index, got {len(keys)}", ctx.loc)
@@ -101,18 +117,18 @@ def star_items(ctx: Ctx, value: Any) -> list[Value]:
 
 def array_slice_items(ctx: Ctx, arr: ArrayVal, keys: list[Key]) -> list[Value]:
     """`*a[i:j:k]` in a call: the elements of a 1-D array at constant, explicit indices."""
-    key = keys[0] if len(keys) == 1 else None
+    key = constant_keys(ctx, keys)[0] if len(keys) == 1 else None
     if arr.type.ndim != 1 or not isinstance(key, slice):
         raise CompileError("*-unpacking an array takes a slice of a 1-D array", ctx.loc)
     if key.stop is None:
-        raise WarpCodegenValueError("*-unpacking an array slice requires explicit upper bound "
+        raise CompileValueError("*-unpacking an array slice requires explicit upper bound "
                                     "(`*a[:3]`)", ctx.loc)
     start, step = key.start or 0, key.step or 1
     if step < 0:
-        raise WarpCodegenValueError("*-unpacking an array slice: the step cannot be negative",
+        raise CompileValueError("*-unpacking an array slice: the step cannot be negative",
                                     ctx.loc)
     if start < 0 or key.stop < 0:
-        raise WarpCodegenValueError("*-unpacking an array slice: bounds cannot be negative for "
+        raise CompileValueError("*-unpacking an array slice: bounds cannot be negative for "
                                     "arrays", ctx.loc)
     out: list[Value] = []
     for k in range(start, key.stop, step):

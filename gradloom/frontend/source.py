@@ -164,6 +164,8 @@ def source_digest(info: SourceInfo, visiting: set[int]) -> str:
     h.update(_module_attr_digest(info, visiting).encode())
     for value in info.statics.values():  # values `wp.static` gave at declaration
         h.update(f"static={fingerprint_value(value, visiting)};".encode())
+    returns = getattr(info.pyfunc, "__annotations__", {}).get("return")  # evaluated at def
+    h.update(f"returns={fingerprint_value(returns, visiting)};".encode())
     return h.hexdigest()
 
 

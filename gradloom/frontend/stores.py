@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..builtins import fixedarray, memory, ops
+from ..builtins import arrayview, fixedarray, memory, ops
 from ..builtins.transform import transform_part, with_part
 from ..builtins.values import (
     ArrayVal,
@@ -20,10 +20,10 @@ from ..builtins.values import (
     scalar,
     type_of,
 )
-from ..errors import CompileError, KernelTypeError, UnsupportedSyntaxError, WarpCodegenValueError
-from ..types import MatrixType, ScalarType, VectorType
+from ..errors import CompileError, CompileValueError, KernelTypeError, UnsupportedSyntaxError
+from ..types import ArrayType, IndexedArrayType, MatrixType, ScalarType, VectorType
 from .expr import ExprLowerer
-from .slices import has_slice, read_slice, write_slice
+from .slices import constant_keys, has_slice, read_slice, write_slice
 
 Step = tuple[str, Any]  # ("attr", name) or ("index", value)
 
@@ -51,7 +51,16 @@ class StoreLowerer(ExprLowerer):
 
     def store_path(self, target: ast.expr, value: Value, node: ast.stmt,
                    aug: str | None = None) -> None:
+        self.store_steps(target, *self.target_path(target), value, aug)
+
+    def aug_store_path(self, target: ast.expr, value_node: ast.expr, aug: str) -> None:
+        """`a[i].x += v`: the target's indices first, then v (Python's order, as in Warp: an
+        index with side effects that v reads)."""
         base_node, steps = self.target_path(target)
+        self.store_steps(target, base_node, steps, self.value(value_node), aug)
+
+    def store_steps(self, target: ast.expr, base_node: ast.Name, steps: list[Step],
+                    value: Value, aug: str | None) -> None:
         ctx = self.ctx(target)
         base = self.expr(base_node)
         new = self.update(ctx, base, steps, value, aug)
@@ -101,7 +110,7 @@ class StoreLowerer(ExprLowerer):
 
     def update_slice(self, ctx: Ctx, cur: Composite, steps: list[Step], value: Value,
                      aug: str | None) -> Composite:
-        key = steps[0][1]
+        key = constant_keys(ctx, steps[0][1])
         sub = read_slice(ctx, cur, key)
         if len(steps) == 1 and aug is None:
             check_vector_slice_value(ctx, sub, value)
@@ -150,20 +159,44 @@ class StoreLowerer(ExprLowerer):
 
     def update_array(self, ctx: Ctx, arr: ArrayVal, steps: list[Step], value: Value,
                      aug: str | None) -> ArrayVal:
-        n = arr.type.ndim
-        idx = [key for kind, key in steps[:n] if kind == "index"]
-        if len(idx) < n or any(kind != "index" for kind, _ in steps[:n]):
-            raise CompileError(f"assignment to a {n}-D array needs {n} indices", ctx.loc)
-        place = memory.index_array(ctx, arr, idx)
-        assert isinstance(place, memory.Place)
-        if any(kind == "slice" for kind, _ in steps[n:]):  # `a[i][1:3] = v`: read, update, write
+        place, rest = self.element_place(ctx, arr, steps)
+        if any(kind == "slice" for kind, _ in rest):  # `a[i][1:3] = v`: read, update, write
             elem = memory.load(ctx, place)
-            memory.store(ctx, place, self.update(ctx, elem, steps[n:], value, aug))
+            memory.store(ctx, place, self.update(ctx, elem, rest, value, aug))
             return arr
-        for kind, key in steps[n:]:
+        for n, (kind, key) in enumerate(rest):
+            if isinstance(place.type, (ArrayType, IndexedArrayType)):  # `s[i].values[j] = `
+                self.update_array(ctx, memory.load(ctx, place), rest[n:], value, aug)  # type: ignore[arg-type]
+                return arr
             place = memory.component_place(ctx, place, self.place_key(ctx, place, kind, key))
+        if rest and aug is None:  # `a[i].y = v`: Warp's words for a value of another type
+            t = place.type
+            got = type_of(materialize(ctx, value, t if isinstance(t, ScalarType) else None))
+            if got != t:
+                raise KernelTypeError(f"Composite slot assignment expects value of type {t!r}, "
+                                      f"got {got!r}", ctx.loc)
         self.write_place(ctx, place, value, aug)
         return arr
+
+    def element_place(self, ctx: Ctx, arr: ArrayVal,
+                      steps: list[Step]) -> tuple[memory.Place, list[Step]]:
+        """The array element the leading steps select (through views: `a[1:][i] = v`), and the
+        steps left for its parts."""
+        cur: ArrayVal | memory.Place = arr
+        while isinstance(cur, ArrayVal):
+            n = cur.type.ndim
+            if steps and steps[0][0] == "slice":
+                cur = arrayview.view(ctx, cur, steps[0][1])
+                steps = steps[1:]
+                continue
+            k = 0
+            while k < min(n, len(steps)) and steps[k][0] == "index":
+                k += 1
+            if k == 0:
+                raise CompileError(f"assignment to a {n}-D array needs {n} indices", ctx.loc)
+            cur = memory.index_array(ctx, cur, [key for _, key in steps[:k]])
+            steps = steps[k:]
+        return cur, steps
 
     def place_key(self, ctx: Ctx, place: memory.Place, kind: str, key: Any) -> Any:
         if kind == "attr" and isinstance(place.type, VectorType) and \
@@ -198,12 +231,12 @@ def check_vector_slice_value(ctx: Ctx, sub: Value, value: Value) -> None:
     n, dt = sub.type.length, sub.type.dtype
     if isinstance(value, Composite) and isinstance(value.type, VectorType):
         if value.type.length != n:
-            raise WarpCodegenValueError(f"The length of the provided vector ({value.type.length}) "
+            raise CompileValueError(f"The length of the provided vector ({value.type.length}) "
                                         f"isn't compatible with the given slice (expected {n}).",
                                         ctx.loc)
         if value.type.dtype != dt:
-            raise WarpCodegenValueError(f"The provided vector is expected to be of length {n} "
+            raise CompileValueError(f"The provided vector is expected to be of length {n} "
                                         f"with dtype {dt}.", ctx.loc)
     elif not isinstance(value, Literal):
-        raise WarpCodegenValueError(f"The provided value is expected to be a vector of length "
+        raise CompileValueError(f"The provided value is expected to be a vector of length "
                                     f"{n}, with dtype {dt}.", ctx.loc)

@@ -40,6 +40,7 @@ from ..types import (
 )
 from .array import NDArray, array
 from .array_protocols import aligned_zeros
+from .capturing import ACTIVE_CAPTURE, defer
 from .device import Device, get_device
 from .handles import Handle
 
@@ -102,13 +103,26 @@ class HashGrid:
                          np.zeros(cells, np.int32), None, num_points=0, ready=False)
         self.id = Handle(int(self._desc.ctypes.data), self, self._freeze)
 
+    def __del__(self) -> None:
+        """Nothing to free: the grid's memory is numpy's (Warp frees native memory here)."""
+
     @property
     def dims(self) -> tuple[int, int, int]:
         return self._dims
 
     def build(self, points: array, radius: float, groups: array | None = None) -> None:
         """Bucket `points` (an array of vec3 in the grid's precision) into cells of width
-        `radius`; with `groups` (int32, one per point), queries can be restricted to a group."""
+        `radius`; with `groups` (int32, one per point), queries can be restricted to a group.
+        Inside a graph capture the build is recorded: each replay rebuilds from the arrays'
+        contents then (a saveable capture, `apic=True`, cannot hold it)."""
+        graph = ACTIVE_CAPTURE.get()
+        if graph is not None:
+            if getattr(graph, "apic", False):
+                raise NotImplementedError("HashGrid serialization is not yet supported: build "
+                                          "the grid outside a saveable (apic=True) capture")
+            self._points(points)  # checked now, read when the graph runs
+            defer(lambda: self.build(points, radius, groups), "HashGrid.build")
+            return
         pts = self._points(points)
         if not float(radius) > 0.0:
             raise ValueError(f"Hash grid cell width must be positive, got {radius}")
@@ -139,6 +153,9 @@ class HashGrid:
 
     def reserve(self, num_points: int, with_groups: bool = False) -> None:
         """Make room for `num_points` points (builds allocate as needed anyway)."""
+        if ACTIVE_CAPTURE.get() is not None:
+            raise NotImplementedError("HashGrid.reserve() cannot be captured into a graph: "
+                                      "reserve before capture")
         n = operator.index(num_points)
         a = self._arrays
         keys = np.zeros(n, np.uint64) if with_groups else a.get("keys")

@@ -20,6 +20,7 @@ from ..errors import GradloomError
 from ..types import IndexedArrayType, int32
 from .array import MAX_DIMS, NDArray, _fill_value, array, fit_data, resolve_dtype, storage_dtype
 from .array_annotation import AnnotationProtocols, annotation_ndim
+from .array_arith import ArrayArithmetic
 
 
 class _GlType:
@@ -33,7 +34,7 @@ class _GlType:
         return lambda: t
 
 
-class indexedarray(AnnotationProtocols):
+class indexedarray(ArrayArithmetic, AnnotationProtocols):
     """An indexed view of an array (or, built without data, an annotation)."""
 
     _fixed_ndim: ClassVar[int | None] = None

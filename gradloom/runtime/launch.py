@@ -24,7 +24,15 @@ from ..abi import (
     header,
 )
 from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
-from ..types import ArrayType, IndexedArrayType, MatrixType, ScalarType, StructType, VectorType
+from ..types import (
+    ArrayType,
+    IndexedArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    VectorType,
+    make_composite_value,
+)
 from . import checks, parallel
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
@@ -295,7 +303,7 @@ def default_args(kernel: Any) -> list[Any]:
         if isinstance(t, ScalarType):
             out.append(t(0))
         elif isinstance(t, (VectorType, MatrixType)):
-            out.append(t())
+            out.append(make_composite_value(t, ()))  # zeros (a transform's too), as in Warp
         elif isinstance(t, StructType):
             out.append(t.cls())
         else:
@@ -428,7 +436,7 @@ class Launch:
     goes through `wp.launch` instead (recorded, copy-on-write respected, split).
 
     `wp.Launch(kernel, device, adjoint=False)` (Warp's constructor) makes one with every
-    parameter at its default (arrays None, numbers and vectors zero, structs default-built)
+    parameter at its default (arrays None, numbers, vectors, quaternions and transforms zero, structs default-built)
     and dim 0: set them with `set_param_*` and `set_dim`. `fwd_args` / `adj_args` give the
     arguments and the adjoint's gradient arrays (None: each array's own `.grad`) instead;
     `hooks`, `params`, `params_addr`, `max_blocks` and `block_dim` (CUDA launch details) are

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..abi import BLOCK_ARGS, HEAD
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchValueError
 from ..types import (
     ArrayType,
     IndexedArrayType,
@@ -38,6 +38,11 @@ Getter = Callable[[Any, Any], list[Any]]
 
 class ArgError(Exception):
     """Internal: why one value does not fit one parameter."""
+
+
+class ArgValueError(ArgError):
+    """An argument value that cannot be converted to its parameter's type (None for a vector):
+    Warp raises a ValueError there."""
 
 
 def describe(v: Any) -> str:
@@ -94,6 +99,9 @@ def flat_values(value: Any, t: Any) -> list[Any]:
     if isinstance(t, IndexedArrayType):
         return _indexed_words(value, t)
     if isinstance(t, (VectorType, MatrixType)):
+        if value is None:
+            raise ArgValueError(f"Failed to convert argument for param {{name}} to {t!r} (got "
+                                "None)")
         try:
             comps = np.asarray(value, dtype=t.dtype.host_dtype)
             if t.dtype.name == "bfloat16":
@@ -179,6 +187,9 @@ class Packer:
                 i += 1
         except ArgError as exc:
             name = self.params[i][0]
+            if isinstance(exc, ArgValueError):  # Warp's words (and a ValueError)
+                raise LaunchValueError(f"kernel '{self.kernel_key}' argument '{name}' (position "
+                                       f"{i}): {str(exc).format(name=name)}") from None
             if str(exc).startswith("expects "):  # Warp's wording
                 raise LaunchError(f"kernel '{self.kernel_key}' argument '{name}' {exc} "
                                   f"(position {i})") from None

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import StructFieldError
 from ..types import (
     ArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     StructType,
@@ -16,8 +18,9 @@ from ..types import (
     make_composite_value,
     resolve_annotation,
 )
-from .array import struct_record
+from .array import array, struct_record
 from .array_storage import storage_dtype, struct_dtype_spec
+from .indexedarray import indexedarray
 
 
 def _default(t: Any) -> Any:
@@ -32,6 +35,9 @@ def _default(t: Any) -> Any:
 
 def struct(cls: type) -> type:
     """Decorator: `@wp.struct` on a class whose annotations are the fields."""
+    if cls.__bases__ != (object,):
+        raise RuntimeError(f"@wp.struct {cls.__name__}: Warp structs must be defined as base "
+                           "classes")
     annotations = inspect.get_annotations(cls, eval_str=True)
     fields = []
     for name, ann in annotations.items():
@@ -40,17 +46,19 @@ def struct(cls: type) -> type:
         except TypeError as exc:
             raise TypeError(f"@wp.struct {cls.__name__}: field '{name}': {exc}") from None
     field_names = [n for n, _ in fields]
+    field_types = dict(fields)
 
     def __init__(self: Any, **kwargs: Any) -> None:
         for fname, ftype in fields:
-            object.__setattr__(self, fname, kwargs.pop(fname, _default(ftype)))
+            value = kwargs.pop(fname) if fname in kwargs else _default(ftype)
+            object.__setattr__(self, fname, assigned_value(fname, ftype, value))
         if kwargs:
             raise TypeError(f"{cls.__name__} has no fields {sorted(kwargs)}")
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if name not in field_names:
             raise AttributeError(f"{cls.__name__} has no field '{name}'")
-        object.__setattr__(self, name, value)
+        object.__setattr__(self, name, assigned_value(name, field_types[name], value))
 
     def __repr__(self: Any) -> str:
         inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in field_names)
@@ -64,10 +72,44 @@ def struct(cls: type) -> type:
     st = StructType(cls.__name__, tuple(fields), new_cls)
     new_cls.__gl_type__ = st  # type: ignore[attr-defined]
     new_cls.__gl_struct__ = True  # type: ignore[attr-defined]
+    if "cls" not in field_types:
+        new_cls.cls = new_cls  # type: ignore[attr-defined]  # Warp's `S.cls`: the class itself
     new_cls.__gl_fingerprint__ = staticmethod(  # type: ignore[attr-defined]
         lambda visiting: "struct:" + type_key(st))
     _add_numpy_views(new_cls, st)
     return new_cls
+
+
+def assigned_value(name: str, t: Any, value: Any) -> Any:
+    """What a struct field of type t holds when value is assigned (Warp's conversions and
+    errors): None resets a vector or matrix to zeros; a sequence converts to it; a single number
+    does not. An array field takes None or an array of its dtype and dimension count."""
+    if isinstance(t, (VectorType, MatrixType)):
+        if value is None:
+            return _default(t)
+        if isinstance(value, (bool, int, float, np.generic)):
+            raise StructFieldError(f"Struct field '{name}' expects {t!r} but got a single value "
+                                   f"({value!r}); give all {t.length} components")
+        return value if getattr(value, "gl_type", None) == t else t(value)
+    if isinstance(t, (ArrayType, IndexedArrayType)) and value is not None:
+        return _array_field(name, t, value)
+    return value
+
+
+def _array_field(name: str, t: ArrayType | IndexedArrayType, value: Any) -> Any:
+    indexed = isinstance(t, IndexedArrayType)
+    want = indexedarray if indexed else array
+    if not isinstance(value, want):
+        what = "a Warp indexed array" if indexed else "a Warp array"
+        raise StructFieldError(f"Struct field '{name}' expects {what}, got "
+                               f"{type(value).__name__}")
+    if value.dtype != t.dtype:
+        raise StructFieldError(f"Struct field '{name}' expects dtype {t.dtype}, got "
+                               f"{value.dtype}")
+    if value.ndim != t.ndim:
+        raise StructFieldError(f"Struct field '{name}' expects an array with {t.ndim} "
+                               f"dimension(s), got {value.ndim} dimension(s)")
+    return value
 
 
 def _add_numpy_views(cls: type, st: StructType) -> None:

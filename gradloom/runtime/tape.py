@@ -6,10 +6,12 @@ from collections.abc import Callable, Sequence
 from contextvars import Token
 from typing import Any
 
+import numpy as np
+
 from ..errors import TapeError, user_facing
 from . import readmarks
 from .adjoint import LaunchRecord
-from .array import array
+from .array import NDArray, array
 from .foreign import as_array
 from .recording import ACTIVE_TAPES, FuncRecord, on_host
 from .structs import field_value
@@ -142,7 +144,7 @@ class Tape:
     def _seeded_backward(self) -> None:
         """backward() from the `.grad` contents: the seed buffers keep their values."""
         kept = [(g, values) for g in self._seed_buffers()
-                if (values := g.numpy().copy()).any()]
+                if _nonzero(values := g.numpy().copy())]
         try:
             self._run()
         finally:
@@ -272,3 +274,10 @@ def _gradient_of(a: Any, what: str) -> array:
 
 
 __all__ = ["FuncRecord", "Tape"]  # FuncRecord: re-exported from recording
+
+
+def _nonzero(g: NDArray) -> bool:
+    """Whether a gradient buffer holds anything (struct gradients compared byte-wise)."""
+    if g.dtype.names:
+        return bool(np.ascontiguousarray(g).view(np.uint8).any())
+    return bool(g.any())

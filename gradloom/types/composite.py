@@ -54,7 +54,7 @@ class _CompositeAttrs:
     def __call__(self, *args: Any, **kwargs: Any) -> VecValue:
         from .values import make_composite_value, transform_value
 
-        if self.kind == "transform" and (kwargs or len(args) in (0, 2)):
+        if self.kind == "transform":
             return transform_value(self, args, kwargs)  # type: ignore[arg-type]
         if kwargs:
             raise TypeError(f"{self!r}() takes no keyword arguments")
@@ -188,6 +188,10 @@ def vector(length: int, dtype: Any = None) -> VectorType:
 
 def matrix(shape: tuple[int, int], dtype: Any = None) -> MatrixType:
     """`wp.matrix(shape=(3, 3), dtype=wp.float32)`: a matrix type."""
+    if len(shape) != 2:
+        n = len(shape)
+        raise ValueError(f"Matrix shape must have exactly two dimensions, got {n} "
+                         f"dimension{'s' if n != 1 else ''} in shape {tuple(shape)}")
     return _interned(MatrixType(shape[0], shape[1], _scalar(dtype)))  # type: ignore[no-any-return]
 
 

@@ -339,20 +339,42 @@ def make_composite_value(t: CompositeType, args: tuple[Any, ...]) -> VecValue:
 
 
 def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> VecValue:
-    """`wp.transform()`, `wp.transform(p, q)`, `wp.transform(p=..., q=...)` in Python: the
-    translation defaults to zeros, the rotation to the identity quaternion (as in Warp)."""
-    unknown = set(kwargs) - {"p", "q"}
-    if unknown or len(args) > 2:
-        raise TypeError(f"{t!r}() takes p and q (or 0, 1 or 7 components), got "
-                        f"{len(args)} positional and {sorted(kwargs)} keyword arguments")
-    given = dict(zip(("p", "q"), args))
+    """`wp.transform(...)` in Python, Warp's forms: no argument (the identity), one number
+    (every component), 7 components or a 7-sequence (a copy), p and q (positional or keywords;
+    p defaults to zeros, q to the identity quaternion), or a p sequence alone."""
     for k in kwargs:
+        if k not in ("p", "q"):
+            raise TypeError(f"got an unexpected keyword argument '{k}'")
+    if len(args) > 2 or (len(args) == 1 and not kwargs and np.ndim(args[0]) == 1 and \
+            np.size(args[0]) == 7):
+        for k in kwargs:
+            raise TypeError(f"multiple values for argument '{k}'")
+        return make_composite_value(t, args)
+    if len(args) == 1 and not kwargs and np.ndim(args[0]) == 0:
+        return make_composite_value(t, (_fill_value(args[0]),))
+    given = dict(zip(("p", "q"), args))
+    for k, v in kwargs.items():
         if k in given:
-            raise TypeError(f"{t!r}() got p or q twice")
-    given.update(kwargs)
+            raise TypeError(f"multiple values for argument '{k}'")
+        given[k] = v
+    for k, v in given.items():
+        if np.ndim(v) != 1:
+            raise TypeError(f"Invalid argument '{k}' in transformation constructor: expected a "
+                            f"sequence, got {type(v).__name__}")
     p = given.get("p", (0.0, 0.0, 0.0))
     q = given.get("q", (0.0, 0.0, 0.0, 1.0))
+    if np.size(p) != 3 or np.size(q) != 4:
+        raise ValueError(f"{t!r}(p, q): p takes 3 components and q 4, got {np.size(p)} and "
+                         f"{np.size(q)}")
     return make_composite_value(t, (p, q))
+
+
+def _fill_value(v: Any) -> Any:
+    """A value that fills every component: a number (a bool is 0 or 1)."""
+    if isinstance(v, (bool, int, float, np.generic)):
+        return v
+    raise TypeError(f"Invalid argument in transformation constructor: expected a scalar value, "
+                    f"got {type(v).__name__}")
 
 
 def _cast(data: Any, dtype: np.dtype[Any]) -> Any:

@@ -26,6 +26,7 @@ from ..frontend.func import define as make_func
 from ..kernel import Kernel, kernel
 from ..runtime.array import array
 from ..runtime.array_ops import empty
+from ..runtime.indexedarray import indexedarray
 from ..runtime.launch import launch
 from ..types import StructType, type_of_constant
 from ._common import scalar_of, type_name
@@ -210,7 +211,8 @@ map_cache: dict[tuple[Any, ...], Kernel] = {}
 
 def _map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ...], ndim: int
                 ) -> Kernel:
-    """inputs: per argument ("array", dtype, ndim, broadcast mask) or ("value", type)."""
+    """inputs: per argument ("array", dtype, ndim, broadcast mask, indexed) or ("value",
+    type); out_types: per output (dtype, indexed)."""
     key = (fn, inputs, out_types, ndim)
     cached = map_cache.get(key)
     if cached is None:
@@ -224,14 +226,16 @@ def _build_map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ..
     layout: list[tuple[int, ...] | None] = []
     for k, desc in enumerate(inputs):
         if desc[0] == "array":
-            _, dtype, n, mask = desc
-            namespace[f"_In{k}"] = array(dtype=_dtype_arg(dtype), ndim=n)
+            _, dtype, n, mask, indexed = desc
+            kind = indexedarray if indexed else array
+            namespace[f"_In{k}"] = kind(dtype=_dtype_arg(dtype), ndim=n)
             layout.append(mask)
         else:
             namespace[f"_In{k}"] = desc[1]
             layout.append(None)
-    for k, t in enumerate(out_types):
-        namespace[f"_Out{k}"] = array(dtype=_dtype_arg(t), ndim=ndim)
+    for k, (t, indexed) in enumerate(out_types):
+        kind = indexedarray if indexed else array
+        namespace[f"_Out{k}"] = kind(dtype=_dtype_arg(t), ndim=ndim)
     source = python_src.map_kernel(ndim, layout, len(out_types))
     return kernel(_compile(source, "map_kernel", namespace))  # type: ignore[no-any-return]
 
@@ -271,10 +275,11 @@ def map(func: Any, *inputs: Any, out: Any = None, return_kernel: bool = False,
     arg_types: list[Any] = []
     shapes: list[tuple[int, ...]] = []
     for value in inputs:
-        if isinstance(value, array):
+        if isinstance(value, (array, indexedarray)):
             shapes.append(value.shape)
             descs.append(("array", value.dtype, value.ndim,
-                          tuple(bool(n == 1) for n in value.shape)))
+                          tuple(bool(n == 1) for n in value.shape),
+                          isinstance(value, indexedarray)))
             arg_types.append(value.dtype)
         else:
             t = _value_type(value)
@@ -285,7 +290,8 @@ def map(func: Any, *inputs: Any, out: Any = None, return_kernel: bool = False,
     out_types = _result_types(fn, tuple(arg_types))
     shape = broadcast_shapes(shapes)
     outputs = _outputs(out, out_types, shape, inputs)
-    k = _map_kernel(fn, tuple(descs), out_types, len(shape))
+    kinds = tuple((t, isinstance(o, indexedarray)) for t, o in zip(out_types, outputs, strict=True))
+    k = _map_kernel(fn, tuple(descs), kinds, len(shape))
     if return_kernel:
         return k
     launch(k, dim=shape, inputs=[*inputs, *outputs], device=device)
@@ -293,12 +299,12 @@ def map(func: Any, *inputs: Any, out: Any = None, return_kernel: bool = False,
 
 
 def _outputs(out: Any, types: tuple[Any, ...], shape: tuple[int, ...],
-             inputs: Sequence[Any]) -> list[array]:
+             inputs: Sequence[Any]) -> list[Any]:
     if out is None:
         grad = any(isinstance(a, array) and a.requires_grad for a in inputs)
         return [empty(shape, dtype=_dtype_arg(t), requires_grad=grad and _differentiable(t))
                 for t in types]
-    if isinstance(out, array) and len(types) == 1:
+    if isinstance(out, (array, indexedarray)) and len(types) == 1:
         _check_output(out, types[0], shape, "")
         return [out]
     if len(types) > 1 and isinstance(out, (list, tuple)):
@@ -313,7 +319,7 @@ def _outputs(out: Any, types: tuple[Any, ...], shape: tuple[int, ...],
 
 
 def _check_output(o: Any, t: Any, shape: tuple[int, ...], which: str) -> None:
-    if not isinstance(o, array):
+    if not isinstance(o, (array, indexedarray)):
         raise TypeError(f"Output array{which} must be a gradloom array, got {type(o).__name__}")
     if o.dtype != t:
         raise TypeError(f"Output array{which} dtype {type_name(o.dtype)} does not match "

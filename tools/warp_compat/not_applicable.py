@@ -16,6 +16,10 @@ from fnmatch import fnmatchcase
 _CUDA_MEMORY = "CUDA-only feature: memory pools / peer access between CUDA devices"
 
 NOT_APPLICABLE: dict[str, dict[str, str]] = {
+    "test_struct": {
+        "*.test_struct_array_gc_replacement_clears_grad_keepalive*":
+            "reads Warp-private struct instance internals (the `_data_grad` keep-alive attribute)",
+    },
     "test_implicit_init": {
         "*.test_is_mempool_*": _CUDA_MEMORY,
         "*.test_is_peer_access_*": _CUDA_MEMORY,
@@ -26,6 +30,11 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
 PRIVATE_ERRORS: tuple[tuple[str, str, str], ...] = (
     ("AttributeError", r"object has no attribute 'adj'$",
      "inspects Warp's code generator (Kernel.adj / Function.adj: Warp's Adjoint object)"),
+    ("TypeError", r"^assertRaisesRegex\(\) arg 1 must be an exception type",
+     "expects an exception class of a Warp-private module (a shim placeholder here)"),
+    ("AttributeError", r"'Module' object has no attribute '_get_live_kernels'$",
+     "drives Warp's C++/CUDA module builder (Module._get_live_kernels for ModuleHasher / "
+     "ModuleBuilder)"),
 )  # fmt: skip
 
 

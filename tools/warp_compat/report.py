@@ -10,6 +10,7 @@ from typing import Any
 from . import catalog
 from .classify import FileScore, causes, score_file
 from .examples import RTOL, ExampleResult
+from .notes import note_for
 from .results import FileRun
 from .runner import REPO_ROOT
 from .shimlib import HARNESS_CONFIG_DEFAULTS
@@ -151,7 +152,9 @@ def _details(scores: list[FileScore], status: tuple[str, ...], title: str) -> li
         out += [f"<details><summary>{f.module} ({len(rows)})</summary>", ""]
         for t in rows:
             detail = f" — {_md(t.detail[:200])}" if t.detail and t.detail not in t.cause else ""
-            out.append(f"- `{t.test}` [{t.status}]: {_md(t.cause)}{detail}")
+            note = note_for(f.module, t.test) if t.status != "n/a" else ""
+            why = f" — *why:* {_md(note)}" if note else ""
+            out.append(f"- `{t.test}` [{t.status}]: {_md(t.cause)}{detail}{why}")
         out += ["", "</details>", ""]
     return out
 
@@ -195,5 +198,8 @@ def render(runs: dict[str, FileRun], base: Baseline, examples: list[ExampleResul
     if examples is not None:
         out += ["", "## Examples", "", *_example_table(examples)]
     out += ["", *_details(scores, ("n/a",), "Not applicable (reason per test)")]
-    out += _details(scores, ("failed", "errored"), "Failing tests and their causes")
+    failing = _details(scores, ("failed", "errored"), "Failing tests and their causes")
+    out += [*failing[:2], "A *why* note (tools/warp_compat/notes.py) says why a known failure "
+            "remains: most are deliberate differences (docs/differences.md) or Warp features "
+            "gradloom does not have.", "", *failing[2:]]
     return "\n".join(out).rstrip() + "\n"
