@@ -9,20 +9,12 @@ import shutil
 import subprocess
 
 import pytest
+from cuda_env import have_libdevice
 
 import gradloom as wp
 from gradloom import abi
-from gradloom.codegen import nvptx
 from gradloom.codegen.entry_cpu import cpu_module
 from gradloom.codegen.entry_nvptx import nvptx_module
-
-
-def _libdevice() -> bool:
-    try:
-        nvptx.libdevice_path()
-    except nvptx.LibdeviceNotFound:
-        return False
-    return True
 
 
 @wp.kernel
@@ -141,7 +133,7 @@ def test_cpu_entry_stores_the_error_record_plainly(monkeypatch):
     assert f"getelementptr i8, ptr %err, i64 {abi.STATUS_THREAD}" in text
 
 
-@pytest.mark.skipif(shutil.which("ptxas") is None or not _libdevice(),
+@pytest.mark.skipif(shutil.which("ptxas") is None or not have_libdevice(),
                     reason="needs ptxas and libdevice")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_ptx_claims_the_error_word_with_atom_cas(monkeypatch, tmp_path, arch):
@@ -310,7 +302,7 @@ def test_the_cuda_launch_packs_the_block_the_cpu_launch_packs():
 
     import numpy as np
 
-    if importlib.util.find_spec("cuda") is None or not _libdevice():
+    if importlib.util.find_spec("cuda") is None or not have_libdevice():
         pytest.skip("the fake driver needs cuda-bindings and libdevice")
     from fake_cuda import FakeCuda
 

@@ -9,23 +9,16 @@ needs threads to run in order are refused on CUDA: they must raise that clear er
 
 from __future__ import annotations
 
-import importlib.util
-
 import gradfd
 import numpy as np
 import pytest
 import test_grad_corpus as corpus
 import test_grad_corpus_fuzz as corpus_fuzz
 import test_grad_corpus_loops as corpus_loops
+from cuda_env import device_env, skip_unless_runnable
 
-import gradloom as wp
-from gradloom.codegen import nvptx
 from gradloom.errors import LaunchError
-from gradloom.runtime import cuda_driver
 
-HAS_GPU = wp.is_cuda_available()
-HAS_BINDINGS = importlib.util.find_spec("cuda") is not None and \
-    importlib.util.find_spec("cuda.bindings") is not None
 _MODULES = (gradfd, corpus, corpus_fuzz, corpus_loops)
 CASES = [*corpus.CASES, *corpus.H_TAPE_CASES, *corpus.CASES_ISSUE13,
          *corpus.CASES_ISSUE13_MORE, *corpus.CASES_CUSTOM_GRAD_ARRAYS,
@@ -33,32 +26,13 @@ CASES = [*corpus.CASES, *corpus.H_TAPE_CASES, *corpus.CASES_ISSUE13,
          *corpus_loops.CASES]
 
 
-def _libdevice() -> bool:
-    try:
-        nvptx.libdevice_path()
-    except nvptx.LibdeviceNotFound:
-        return False
-    return True
-
-
 @pytest.fixture(params=["fake", "gpu"])
 def on_cuda(request, monkeypatch):
     """The corpus's programs and harness launch on "cuda": the GPU, or the fake driver."""
-    if request.param == "gpu":
-        if not HAS_GPU:
-            pytest.skip("needs an NVIDIA GPU (cuda-bindings, a driver and a device)")
-    elif not HAS_BINDINGS or not _libdevice():
-        pytest.skip("the fake driver needs cuda-bindings and libdevice")
+    skip_unless_runnable(request.param)
     for module in _MODULES:
         monkeypatch.setattr(module, "DEVICE", "cuda")
-    if request.param == "gpu":
-        yield
-        wp.synchronize()
-        return
-    from fake_cuda import FakeCuda
-
-    with cuda_driver.using(FakeCuda()):
-        yield
+    yield from device_env(request.param)
 
 
 def _program(case):

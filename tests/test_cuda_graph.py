@@ -10,29 +10,15 @@ thread's capture mode is relaxed), copies from pageable memory and copies to the
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
+from cuda_env import device_env
 from test_cuda_tape import dot_loss, horner, program, square_in_place, wave
 
 import gradloom as wp
-from gradloom.codegen import nvptx
 from gradloom.errors import GradloomError, KernelRuntimeError, LaunchError
-from gradloom.runtime import cuda_driver
 
-HAS_GPU = wp.is_cuda_available()
-HAS_BINDINGS = importlib.util.find_spec("cuda") is not None and \
-    importlib.util.find_spec("cuda.bindings") is not None
 f64 = wp.float64
-
-
-def _libdevice() -> bool:
-    try:
-        nvptx.libdevice_path()
-    except nvptx.LibdeviceNotFound:
-        return False
-    return True
 
 
 @wp.kernel
@@ -52,19 +38,7 @@ KERNELS = [axpy, read_ahead, wave, horner, dot_loss, square_in_place]
 
 @pytest.fixture(params=["fake", "gpu"])
 def env(request):
-    if request.param == "gpu":
-        if not HAS_GPU:
-            pytest.skip("needs an NVIDIA GPU (cuda-bindings, a driver and a device)")
-        yield None
-        wp.synchronize()
-        return
-    if not HAS_BINDINGS or not _libdevice():
-        pytest.skip("the fake driver needs cuda-bindings and libdevice")
-    from fake_cuda import FakeCuda
-
-    fake = FakeCuda(kernels=KERNELS)
-    with cuda_driver.using(fake):
-        yield fake
+    yield from device_env(request.param, KERNELS)
 
 
 def darr(values):

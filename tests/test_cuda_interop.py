@@ -14,23 +14,11 @@ import importlib.util
 
 import numpy as np
 import pytest
+from cuda_env import HAS_GPU, device_env
 
 import gradloom as wp
-from gradloom.codegen import nvptx
 from gradloom.errors import LaunchError
-from gradloom.runtime import cuda_driver, dlpack_capsule
-
-HAS_GPU = wp.is_cuda_available()
-HAS_BINDINGS = importlib.util.find_spec("cuda") is not None and \
-    importlib.util.find_spec("cuda.bindings") is not None
-
-
-def _libdevice() -> bool:
-    try:
-        nvptx.libdevice_path()
-    except nvptx.LibdeviceNotFound:
-        return False
-    return True
+from gradloom.runtime import dlpack_capsule
 
 
 def _torch_cuda() -> bool:
@@ -58,19 +46,7 @@ KERNELS = [scale, norms]
 
 @pytest.fixture(params=["fake", "gpu"])
 def env(request):
-    if request.param == "gpu":
-        if not HAS_GPU:
-            pytest.skip("needs an NVIDIA GPU (cuda-bindings, a driver and a device)")
-        yield None
-        wp.synchronize()
-        return
-    if not HAS_BINDINGS or not _libdevice():
-        pytest.skip("the fake driver needs cuda-bindings and libdevice")
-    from fake_cuda import FakeCuda
-
-    fake = FakeCuda(kernels=KERNELS)
-    with cuda_driver.using(fake):
-        yield fake
+    yield from device_env(request.param, KERNELS)
 
 
 class Producer:

@@ -10,11 +10,11 @@ the launch block layout against what the NVPTX entry reads, the grid, the errors
 from __future__ import annotations
 
 import gc
-import importlib.util
 import struct
 
 import numpy as np
 import pytest
+from cuda_env import HAS_BINDINGS, HAS_GPU, device_env, have_libdevice
 
 import gradloom as wp
 from gradloom.abi import (
@@ -28,23 +28,9 @@ from gradloom.abi import (
     STACK_BASE,
     STACK_CAPACITY,
 )
-from gradloom.codegen import nvptx
 from gradloom.errors import GradloomError, KernelRuntimeError, LaunchError, TapeError
 from gradloom.runtime import cuda_driver
 from gradloom.runtime.launch_cuda import FIRST_STACK, MAX_GRID, grid_for, ptx_arch
-
-HAS_GPU = wp.is_cuda_available()
-HAS_BINDINGS = importlib.util.find_spec("cuda") is not None and \
-    importlib.util.find_spec("cuda.bindings") is not None
-
-
-def _libdevice() -> bool:
-    try:
-        nvptx.libdevice_path()
-    except nvptx.LibdeviceNotFound:
-        return False
-    return True
-
 
 # --------------------------------------------------------------------------------------------
 # kernels
@@ -109,20 +95,7 @@ KERNELS = [saxpy, grid2d, sin_times, horner, shifted_read, use_struct, shift_dow
 @pytest.fixture(params=["fake", "gpu"])
 def env(request):
     """Run the test on the GPU, or on the fake driver (yielded; None on the GPU)."""
-    if request.param == "gpu":
-        if not HAS_GPU:
-            pytest.skip("needs an NVIDIA GPU (cuda-bindings, a driver and a device)")
-        yield None
-        wp.synchronize()
-        return
-    if not HAS_BINDINGS or not _libdevice():
-        pytest.skip("the fake driver needs cuda-bindings and libdevice (pip install "
-                    "'gradloom[cuda]')")
-    from fake_cuda import FakeCuda
-
-    fake = FakeCuda(kernels=KERNELS)
-    with cuda_driver.using(fake):
-        yield fake
+    yield from device_env(request.param, KERNELS)
 
 
 def farr(values, dtype=np.float32):
@@ -235,7 +208,7 @@ def test_ptx_target_for_each_device():
     assert ptx_arch(100) == "sm_90" and ptx_arch(120) == "sm_90"  # the driver JITs sm_90 PTX
 
 
-@pytest.mark.skipif(not _libdevice(), reason="needs libdevice")
+@pytest.mark.skipif(not have_libdevice(), reason="needs libdevice")
 def test_ptx_is_cached_on_disk_per_architecture():
     from gradloom.cuda_build import entry_key
     from gradloom.runtime import cache
@@ -426,7 +399,7 @@ def test_driver_errors_name_the_call(env):
 
 def test_two_devices():
     """Peer copies and per-device launches (fake driver with two devices)."""
-    if not HAS_BINDINGS or not _libdevice():
+    if not HAS_BINDINGS or not have_libdevice():
         pytest.skip("the fake driver needs cuda-bindings and libdevice")
     from fake_cuda import FakeCuda
 

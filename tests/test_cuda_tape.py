@@ -9,47 +9,20 @@ entry, device memory is host memory, every driver call is type-checked by cuda-b
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
+from cuda_env import device_env
 
 import gradloom as wp
-from gradloom.codegen import nvptx
 from gradloom.errors import LaunchError, TapeError
-from gradloom.runtime import cuda_driver
 
-HAS_GPU = wp.is_cuda_available()
-HAS_BINDINGS = importlib.util.find_spec("cuda") is not None and \
-    importlib.util.find_spec("cuda.bindings") is not None
 f64 = wp.float64
-
-
-def _libdevice() -> bool:
-    try:
-        nvptx.libdevice_path()
-    except nvptx.LibdeviceNotFound:
-        return False
-    return True
 
 
 @pytest.fixture(params=["fake", "gpu"])
 def env(request):
     """Run on the GPU, or on the fake driver (yielded; None on the GPU)."""
-    if request.param == "gpu":
-        if not HAS_GPU:
-            pytest.skip("needs an NVIDIA GPU (cuda-bindings, a driver and a device)")
-        yield None
-        wp.synchronize()
-        return
-    if not HAS_BINDINGS or not _libdevice():
-        pytest.skip("the fake driver needs cuda-bindings and libdevice (pip install "
-                    "'gradloom[cuda]')")
-    from fake_cuda import FakeCuda
-
-    fake = FakeCuda(kernels=KERNELS)
-    with cuda_driver.using(fake):
-        yield fake
+    yield from device_env(request.param, KERNELS)
 
 
 # --------------------------------------------------------------------------------------------
