@@ -131,20 +131,28 @@ class LaunchRecord:
         working: list[tuple[NDArray, Watch]] = []
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
-            if a is None:
+            seen = None if a is None else self.adjoint_contents(key, flags, copy_same_layout)
+            if a is None or seen is None:
                 continue
-            if "working" in flags:
-                data = copy_same_layout(self.before[key].contents())
+            data, is_working = seen
+            if is_working:
                 working.append((data, self.before[key]))
-            elif key in self.after:
-                data = self.after[key].contents()
-            elif key in self.before:
-                data = self.before[key].contents()
-            else:
-                continue
             grad = None if a.grad is None else a.grad.numpy()
             _replace(args, key, array._wrap(data, a.dtype, a.device, grad))
         return args, working
+
+    def adjoint_contents(self, key: Key, flags: frozenset[str], copy: Callable[[Any], Any]
+                         ) -> tuple[Any, bool] | None:
+        """The contents of one array the adjoint must see, and whether they are a working copy
+        (made by `copy` from the pre-launch contents; the adjoint replays writes into it), or
+        None where the launch kept nothing of the array."""
+        if "working" in flags:
+            return copy(self.before[key].contents()), True
+        if key in self.after:
+            return self.after[key].contents(), False
+        if key in self.before:
+            return self.before[key].contents(), False
+        return None
 
     def _restarter(self, args: list[Any], working: list[tuple[NDArray, Watch]]
                    ) -> Callable[[], None]:

@@ -64,16 +64,10 @@ class CudaLaunchRecord(LaunchRecord):
         args = list(self.args)
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
-            if a is None:
+            seen = None if a is None else self.adjoint_contents(key, flags, copy_same_layout)
+            if a is None or seen is None:
                 continue
-            if "working" in flags:
-                data = copy_same_layout(self.before[key].contents())
-            elif key in self.after:
-                data = self.after[key].contents()
-            elif key in self.before:
-                data = self.before[key].contents()
-            else:
-                continue
+            data = seen[0]
             _replace(args, key, with_grad(data, a.grad) if a.grad is not None
                      else data._view(0, data.shape, data.strides))
         return args
