@@ -103,6 +103,32 @@ def test_vector_and_matrix_elements(width):
     np.testing.assert_array_equal(out[3][:, 1], g_v[:, 2] * np.float32(2.0))
 
 
+vec3_bool = wp.types.vector(3, wp.bool)
+
+
+@wp.kernel
+def bool_vectors(a: wp.array(dtype=vec3_bool), b: wp.array(dtype=vec3_bool), v: vec3_bool):
+    i = wp.tid()
+    a[i] = v  # a uniform value stored as one run of components (bytes in memory)
+    b[i] = vec3_bool(b[i][1], b[i][2], b[i][0])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_bool_vector_elements(width):
+    # Warp's test_generic_fill_overloads: a vec3 of bools stored in lanes was an LLVM IR error
+    n = 37
+    g = np.random.default_rng(5).integers(0, 2, (n, 3)).astype(np.bool_)
+
+    def make():
+        return [wp.zeros(n, dtype=vec3_bool), wp.array(g, dtype=vec3_bool),
+                vec3_bool(True, False, True)]
+
+    out = both(bool_vectors, n, make, width)
+    assert lanes_reason(bool_vectors) is None
+    np.testing.assert_array_equal(out[0], np.tile([True, False, True], (n, 1)))
+    np.testing.assert_array_equal(out[1], g[:, [1, 2, 0]])
+
+
 # ---- branches and loops ------------------------------------------------------------------------
 
 

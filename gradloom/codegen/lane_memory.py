@@ -178,15 +178,20 @@ class LaneMemory(LaneOps):
     def lane_write(self, s: Op, t: ScalarType, value: str) -> None:
         """Store W values (a vector of t's register type) at the op's addresses."""
         mt = mem_type(t)
-        if t.kind == "b":
-            wide = self.f.fresh("%lstb")
-            self.f.emit(f"{wide} = zext {self.vty('i1')} {value} to {self.vty('i8')}")
-            value = wide
+        value = self.stored_bits(t, value)
         w = self.window(s, t)
         if w is None:
             self.scatter(value, self.pointers(s), mt, t.size, self.scope_of(s))
             return
         self.window_store(w, mt, t.size, [(w.picks[0] % w.per, value)], self.scope_of(s))
+
+    def stored_bits(self, t: ScalarType, value: str) -> str:
+        """A lane vector as memory holds it: bools (i1 in registers) are bytes."""
+        if t.kind != "b":
+            return value
+        wide = self.f.fresh("%lstb")
+        self.f.emit(f"{wide} = zext {self.vty('i1')} {value} to {self.vty('i8')}")
+        return wide
 
     def window_store(self, w: Window, mt: str, align: int, parts: list[tuple[int, str]],
                      md: str) -> None:
@@ -276,7 +281,7 @@ class LaneMemory(LaneOps):
         mt, md = mem_type(t), self.scope_of(run[0])
         pos = [w.picks[0] % w.per for w in windows if w is not None]
         if run[0].prim == "store":
-            parts = [(p, self.va(s, 2)) for p, s in zip(pos, run, strict=True)]
+            parts = [(p, self.stored_bits(t, self.va(s, 2))) for p, s in zip(pos, run, strict=True)]
         else:
             wide = self.window_load(w0, mt, t.size, md)
             olds = [self.shuffle(wide, w0.n, mt, list(w.picks)) for w in windows if w]
