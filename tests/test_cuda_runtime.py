@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gc
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -601,3 +603,13 @@ def test_device_properties(env):
         assert wp.zeros(2).device is dev  # arrays go to the current device
     with pytest.raises(GradloomError, match="does not exist"):
         wp.get_device(f"cuda:{wp.get_cuda_device_count()}")
+
+
+def test_cpu_synchronize_does_not_load_the_cuda_driver():
+    # a CPU-only program never imports cuda-bindings (warp-lang's work_queue example calls
+    # wp.synchronize() on the CPU)
+    code = ("import sys, gradloom as wp; wp.synchronize(); "
+            "print('cuda.bindings' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "False"

@@ -219,6 +219,15 @@ def current() -> Driver:
     return d if d is not None else real_driver()
 
 
+def started() -> Driver | None:
+    """The driver in use if one exists yet: a program that never touched CUDA never imports
+    cuda-bindings (wp.synchronize() on the CPU)."""
+    d = _OVERRIDE.get()
+    if d is not None:
+        return d
+    return real_driver() if real_driver.cache_info().currsize else None
+
+
 @contextlib.contextmanager
 def using(api: Any) -> Iterator[Driver]:
     """Run the block against `api` (an object with cuda.bindings.driver's functions) instead of

@@ -238,7 +238,9 @@ def get_devices() -> list[Device]:
 
 def synchronize() -> None:
     """Wait for all devices: the CUDA devices gradloom has used (CPU work is synchronous)."""
-    driver = cuda_driver.current()
+    driver = cuda_driver.started()
+    if driver is None:
+        return
     for ordinal in driver.used_devices():
         driver.synchronize(ordinal)
 
