@@ -221,6 +221,24 @@ def used_atomic_and_overwritten_read_kernel(x: wp.array(dtype=f64), y: wp.array(
     y[tid] = a + x[tid] * f64(k + 1)
 
 
+@wp.func
+def number_between_returns(p: f64) -> f64:
+    # fuzz 1:601: a number bound between two early returns lives in a branch of its own (the
+    # frontend failed with an internal TypeError)
+    if p < f64(0.0):
+        return p * p
+    k = 0 + 2
+    if p > f64(1.0):
+        return wp.sin(p)
+    return p * f64(k)
+
+
+@wp.kernel
+def number_between_returns_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    tid = wp.tid()
+    y[tid] = number_between_returns(x[tid])
+
+
 # =============================================================================================
 # C': an int atomic changes an element another thread then reads (here outside any loop)
 
@@ -374,6 +392,7 @@ KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that 
 KNOWN_C_LOOP = "C (issue 12): int atomics (exch/cas/and/or/xor) inside loops"
 KNOWN_ORDER = ("an unused int atomic result carried by a loop put the adjoint's threads in "
                "launch order (fuzz 1:218)")
+KNOWN_LIT = "a number bound between a func's early returns: internal error (fuzz 1:601)"
 KNOWN_D = "D (issue 12): atomic_add as a statement inside a loop refused"
 KNOWN_E = "E (issue 12): array store in a loop nested in an if refused"
 
@@ -415,6 +434,8 @@ CASES = [
     (Case("used_atomic_and_overwritten_read", kernel=used_atomic_and_overwritten_read_kernel,
           dim=2, args=[arr([1.06, 0.55]), arr([-0.17, 0.46]), arr([0, 0], wp.int32)],
           wrt=[0, 1], outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),
+    (Case("number_between_early_returns", kernel=number_between_returns_kernel, dim=3,
+          args=[arr([-0.4, 0.3, 1.7]), arr(np.zeros(3))], wrt=[0], outputs=[1]), KNOWN_LIT),
     (Case("int_atomic_then_index_read", kernel=xor_then_index_kernel, dim=2,
           args=[arr([0.8, -0.5]), arr([0.1, 0.2]), arr([1, 0], wp.int32)], wrt=[0],
           outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_C),
