@@ -239,6 +239,20 @@ def number_between_returns_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)
     y[tid] = number_between_returns(x[tid])
 
 
+@wp.kernel
+def used_atomic_and_shared_store_kernel(x: wp.array(dtype=f64), q: wp.array(dtype=wp.quatd),
+                                        slots: wp.array(dtype=wp.int32)):
+    # fuzz 2:738 (--avoid B), shrunk: every thread stores q[0] (the last store wins) and the
+    # value an atomic returns is used, so the adjoint runs threads in launch order and sends
+    # q[0]'s gradient to the first thread's x (open: a static rule must not refuse one-thread
+    # launches such as exch_in_loop in test_grad_corpus_loops.py, nor slot-counter stores)
+    tid = wp.tid()
+    q[0] = wp.quatd(f64(1.1), x[tid], f64(0.5), f64(1.1))
+    k = wp.atomic_cas(slots, tid, tid, tid)
+    if k < 3:
+        x[tid] = x[tid] * f64(1.0)
+
+
 # =============================================================================================
 # C': an int atomic changes an element another thread then reads (here outside any loop)
 
@@ -485,3 +499,19 @@ def test_fuzz_undefined_replay_is_a_clear_error(case):
 def test_case_ids_unique():
     ids = [c.id for c, _ in CASES]
     assert len(ids) == len(set(ids))
+
+
+KNOWN_ORDER_STORE = ("open (fuzz 2:738): threads store one element, the last store wins, and an "
+                     "atomic's used result puts the adjoint's threads in launch order")
+
+
+@pytest.mark.skipif(BACKEND != "gradloom", reason="gradloom's thread order")
+@pytest.mark.xfail(strict=True, reason=KNOWN_ORDER_STORE)
+def test_used_atomic_and_shared_store_is_right_or_refused():
+    case = Case("used_atomic_and_shared_store", kernel=used_atomic_and_shared_store_kernel,
+                dim=2, args=[arr([-0.06, -0.64]), arr(rnd((2, 4), seed=6), wp.quatd),
+                             arr([0, 1], wp.int32)], wrt=[0], outputs=[1])
+    try:
+        case.run()
+    except wp.CompileError as e:
+        assert "other threads overwrite" in str(e)
