@@ -68,12 +68,12 @@ def check_thread_order(kernel: KernelIR, shared: dict[int, SourceLoc]) -> None:
     """Raise for a kernel whose adjoint must replay threads in launch order (it uses a value an
     atomic returns) when threads also read float elements that other threads overwrite: the
     gradients of those elements pass between threads, which needs the reverse order."""
-    defs = {op.result.id: op for op in walk_ops(kernel.body) if op.result is not None}
+    addr = Addresses(kernel)
     for op in walk_ops(kernel.body):
-        if op.prim != "load" or op.result is None or not op.result.type.is_float:
+        reads = PRIMS[op.prim].effects & (Effect.READ | Effect.WRITE) == Effect.READ
+        if not reads or op.result is None or not op.result.type.is_float:
             continue
-        root = pointer_root(defs, op.args[0])
-        offset = int(root.attr) if root is not None and root.prim == "arg" else None
+        offset = addr.root(op.args[0])
         if offset not in shared:
             continue
         name = dict(kernel.array_names).get(offset)
