@@ -243,9 +243,9 @@ def number_between_returns_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)
 def used_atomic_and_shared_store_kernel(x: wp.array(dtype=f64), q: wp.array(dtype=wp.quatd),
                                         slots: wp.array(dtype=wp.int32)):
     # fuzz 2:738 (--avoid B), shrunk: every thread stores q[0] (the last store wins) and the
-    # value an atomic returns is used, so the adjoint runs threads in launch order and sends
-    # q[0]'s gradient to the first thread's x (open: a static rule must not refuse one-thread
-    # launches such as exch_in_loop in test_grad_corpus_loops.py, nor slot-counter stores)
+    # value an atomic returns is used, so the adjoint runs threads in launch order and sent
+    # q[0]'s gradient to the first thread's x. Refused at record time for more than one thread
+    # (one-thread launches such as exch_in_loop in test_grad_corpus_loops.py stay allowed)
     tid = wp.tid()
     q[0] = wp.quatd(f64(1.1), x[tid], f64(0.5), f64(1.1))
     k = wp.atomic_cas(slots, tid, tid, tid)
@@ -501,17 +501,19 @@ def test_case_ids_unique():
     assert len(ids) == len(set(ids))
 
 
-KNOWN_ORDER_STORE = ("open (fuzz 2:738): threads store one element, the last store wins, and an "
-                     "atomic's used result puts the adjoint's threads in launch order")
+def used_atomic_and_shared_store_case(dim: int) -> Case:
+    return Case("used_atomic_and_shared_store", kernel=used_atomic_and_shared_store_kernel,
+                dim=dim, args=[arr([-0.06, -0.64][:dim]), arr(rnd((2, 4), seed=6), wp.quatd),
+                               arr([0, 1][:dim], wp.int32)], wrt=[0], outputs=[1])
 
 
 @pytest.mark.skipif(BACKEND != "gradloom", reason="gradloom's thread order")
-@pytest.mark.xfail(strict=True, reason=KNOWN_ORDER_STORE)
-def test_used_atomic_and_shared_store_is_right_or_refused():
-    case = Case("used_atomic_and_shared_store", kernel=used_atomic_and_shared_store_kernel,
-                dim=2, args=[arr([-0.06, -0.64]), arr(rnd((2, 4), seed=6), wp.quatd),
-                             arr([0, 1], wp.int32)], wrt=[0], outputs=[1])
-    try:
-        case.run()
-    except wp.CompileError as e:
-        assert "other threads overwrite" in str(e)
+def test_used_atomic_and_shared_store_is_refused_on_several_threads():
+    # fuzz 2:738: the launch-order adjoint sent q[0]'s gradient to the first writer
+    with pytest.raises(wp.errors.TapeError, match="same element of 'q'"):
+        used_atomic_and_shared_store_case(2).run()
+
+
+def test_used_atomic_and_shared_store_on_one_thread():
+    # one thread: launch order is the only order, so the gradient is defined and must be right
+    used_atomic_and_shared_store_case(1).run()

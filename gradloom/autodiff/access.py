@@ -22,6 +22,9 @@ class ArrayAccess:
     # in this kernel, every read of any array comes before every write (a kernel-wide fact,
     # kept per array so that launches see it among each array's flags)
     reads_first: bool = False
+    # a plain float store at an element other threads may store too (not at a slot an
+    # atomic_add handed out): the last store wins, so its gradient belongs to the last thread
+    contested_store: bool = False
 
     @property
     def working(self) -> bool:
@@ -36,7 +39,8 @@ class ArrayAccess:
 
     @property
     def flags(self) -> frozenset[str]:
-        names = ("loads", "stores", "minmax", "result_used", "working", "shared", "reads_first")
+        names = ("loads", "stores", "minmax", "result_used", "working", "shared", "reads_first",
+                 "contested_store")
         return frozenset(n for n in names if getattr(self, n))
 
 
@@ -148,12 +152,27 @@ def _runtime_pointer(ka: KernelAccess, p: Var) -> bool:
     return d is None or d.prim != "arg"
 
 
+def _from_counters(ops: list[Op]) -> set[int]:
+    """Ids of values computed from what an atomic_add/sub returned (slot counters: each thread
+    gets its own slot), followed through ops in program order."""
+    out: set[int] = set()
+    for op in ops:
+        if op.result is None:
+            continue
+        counter = Effect.ATOMIC in PRIMS[op.prim].effects and \
+            PRIMS[op.prim].memory_rule is MemoryRule.ACCUMULATE
+        if counter or any(a.id in out for a in op.args):
+            out.add(op.result.id)
+    return out
+
+
 def analyze(kernel: KernelIR) -> KernelAccess:
     ka = KernelAccess()
     ops = list(walk_ops(kernel.body))
     ka.defs = {op.result.id: op for op in ops if op.result is not None}
     used = _live_ids(kernel.body)
     addresses = Addresses(kernel)
+    counted = _from_counters(ops)
     for op in ops:
         if not ka.tracked(op):
             continue
@@ -167,7 +186,11 @@ def analyze(kernel: KernelIR) -> KernelAccess:
             acc.minmax = True
         if Effect.ATOMIC in effects and op.result is not None and op.result.id in used:
             acc.result_used = True
-        acc.shared = acc.shared or not addresses.own(op.args[1])
+        own = addresses.own(op.args[1])
+        acc.shared = acc.shared or not own
+        acc.contested_store = acc.contested_store or (
+            PRIMS[op.prim].memory_rule is MemoryRule.OVERWRITE and not own
+            and op.args[2].type.is_float and op.args[1].id not in counted)
     reads_first = _reads_first(ka, kernel)
     for acc in ka.arrays.values():
         acc.reads_first = reads_first

@@ -102,6 +102,22 @@ class LaunchRecord:
                         f"'{name if writes else other}': its gradient would treat them as two "
                         f"arrays; pass a copy (wp.clone) as one of them")
 
+    def check_thread_order(self) -> None:
+        """Refuse a launch of more than one thread whose adjoint runs threads in launch order
+        (it uses a value an atomic returns) where threads store floats into the same element:
+        the last store wins, but launch order hands its gradient to the first thread."""
+        flags = [f for key, f in self.flags.items() if arg_array(self.args, key) is not None]
+        if int(np.prod(self.dims)) <= 1 or not any("result_used" in f for f in flags):
+            return
+        for (_, name, _, _), f in zip(self.named_touches(), flags, strict=True):
+            if "contested_store" in f:
+                raise TapeError(
+                    f"kernel '{self.kernel.key}': cannot differentiate this launch: the kernel "
+                    f"uses a value an atomic operation returns, so its adjoint runs threads in "
+                    f"launch order, and threads may store into the same element of '{name}', "
+                    f"whose gradient belongs to the last store; store each thread's value at "
+                    f"its own element, or split the kernel into two launches")
+
     def arrays(self) -> list[array]:
         """Every array the launch was given, struct fields (nested too) included."""
         return [a for key in self.keys if (a := arg_array(self.args, key)) is not None]

@@ -59,6 +59,7 @@ class Tape:
         """A record of the launch about to run (`make`: a CUDA launch's record type)."""
         record = make(kernel, dims, args, compiled)
         record.check_aliases(compiled)
+        record.check_thread_order()
         if ACTIVE_TAPES.get()[:1] == (self,):  # once per launch: on the outermost tape
             readmarks.check_launch(kernel, record.named_touches())
         return record

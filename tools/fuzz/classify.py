@@ -29,6 +29,7 @@ DOCUMENTED_REFUSALS = (
     "returns on a float array: it depends on the order threads run in",
     "are the same array (or views of one), and the kernel writes",
     "that other threads overwrite, whose gradients need the reverse order",
+    "whose gradient belongs to the last store",
 )
 
 
