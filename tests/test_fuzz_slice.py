@@ -120,17 +120,17 @@ import gradloom as wp
 
 
 @wp.func
-def g(x: wp.float64) -> wp.float64:
+def g(x: wp.{dtype}) -> wp.{dtype}:
     return wp.sin(x)
 
 
 @wp.func_grad(g)
-def adj_g(x: wp.float64, adj_ret: wp.float64):
-    wp.adjoint[x] += adj_ret * wp.cos(x) * wp.float64({factor})
+def adj_g(x: wp.{dtype}, adj_ret: wp.{dtype}):
+    wp.adjoint[x] += adj_ret * wp.cos(x) * wp.{dtype}({factor})
 
 
 @wp.kernel
-def k(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+def k(x: wp.array(dtype=wp.{dtype}), y: wp.array(dtype=wp.{dtype})):
     tid = wp.tid()
     y[tid] = g(x[tid]) * x[tid]
 
@@ -144,18 +144,41 @@ def program(a, tr=None):
 def test_checker_catches_a_wrong_gradient(tmp_path, factor, expected):
     import gradloom as wp
     from tools.fuzz.check import check
+
+    mod = _wrong_grad_module(tmp_path, "float64", factor)
+    progs = {"main": mod.program, "traced": mod.program, "twin": mod.program}
+    result = check(wp, _selftest_case("float64"), progs)
+    assert result["status"] == expected, result
+
+
+@pytest.mark.parametrize("twin_factor,expected", [("1.0", "rejected"), ("1.1", "grad")])
+def test_float32_miss_is_rounding_only_where_the_float64_twin_matches(tmp_path, twin_factor,
+                                                                      expected):
+    """A float32 Tape gradient off by 10% counts as a mismatch unless the float64 twin's
+    gradient matches the finite differences (then it is float32 rounding, fuzz 2:830)."""
+    import gradloom as wp
+    from tools.fuzz.check import check
+
+    main = _wrong_grad_module(tmp_path, "float32", "1.1")
+    twin = _wrong_grad_module(tmp_path, "float64", twin_factor)
+    progs = {"main": main.program, "traced": main.program, "twin": twin.program}
+    result = check(wp, _selftest_case("float32"), progs)
+    assert result["status"] == expected, result
+
+
+def _wrong_grad_module(tmp_path, dtype, factor):
     from tools.fuzz.evaluate import load_module
 
-    path = tmp_path / f"wrong_grad_{factor.replace('.', '_')}.py"
-    path.write_text(_WRONG_GRAD_MODULE.format(factor=factor))
-    mod = load_module(str(path), path.stem)
+    path = tmp_path / f"wrong_grad_{dtype}_{factor.replace('.', '_')}.py"
+    path.write_text(_WRONG_GRAD_MODULE.format(dtype=dtype, factor=factor))
+    return load_module(str(path), path.stem)
+
+
+def _selftest_case(dtype):
     rng = np.random.default_rng(0)
-    case = Case("selftest", "float64", 3, [ArrayDef("x0", "F", rng.uniform(-1, 1, 3)),
-                                          ArrayDef("x1", "F", rng.uniform(-1, 1, 3))],
+    return Case("selftest", dtype, 3, [ArrayDef("x0", "F", rng.uniform(-1, 1, 3)),
+                                       ArrayDef("x1", "F", rng.uniform(-1, 1, 3))],
                 {"nt": 3}, [], [], [], origin="selftest")
-    progs = {"main": mod.program, "traced": mod.program, "twin": mod.program}
-    result = check(wp, case, progs)
-    assert result["status"] == expected, result
 
 
 def test_crash_and_hang_are_pinned_to_their_case():

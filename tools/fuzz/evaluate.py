@@ -95,9 +95,9 @@ def weights_for(case: Case) -> dict[str, np.ndarray]:
             for n in float_names(case)}
 
 
-def tape_grads(wp: Any, program: Any, case: Case, weights: dict[str, np.ndarray]
-               ) -> dict[str, np.ndarray]:
-    arrays = build(wp, case, {}, case.dtype, requires_grad=True)
+def tape_grads(wp: Any, program: Any, case: Case, weights: dict[str, np.ndarray],
+               values: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    arrays = build(wp, case, values or {}, case.dtype, requires_grad=True)
     initial = dict(arrays)
     tape = wp.Tape()
     with tape:
