@@ -238,6 +238,19 @@ class Kernel:
             self._adjoint = self._build("adjoint")
         return self._adjoint
 
+    def adjoint_reads(self) -> frozenset[tuple[int, str | None]] | None:
+        """The arrays (keyed as `CompiledKernel.access`) whose contents before a launch the
+        adjoint reads; a Tape keeps no copy of the others. None where the adjoint cannot be
+        built (backward then says why): keep everything."""
+        try:
+            ir, _ = self._kernel_ir(adjoint=True)
+        except GradloomError:
+            return None
+        if ir.contents_read is None:
+            return None
+        where = self._array_offsets()
+        return frozenset(where[off] for off in ir.contents_read if off in where)
+
     def _build(self, variant: str = "forward") -> CompiledKernel:
         pending = self.start_build(variant)
         if isinstance(pending, CompiledKernel):

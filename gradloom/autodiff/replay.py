@@ -49,7 +49,7 @@ def check_replay(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
     """Raise when a value loaded from a shared working array reaches what the adjoint uses."""
     if not shared:
         return
-    graph = _Graph(adjoint)
+    graph = FlowGraph(adjoint)
     seen: set[Node] = set()
     for origin in shared:
         todo: list[Node] = [("mem", origin)]
@@ -103,7 +103,7 @@ def _refuse(kernel: KernelIR, offset: int, loc: SourceLoc) -> None:
 Node = int | tuple[str, int] | str
 
 
-class _Graph:
+class FlowGraph:
     """Which nodes each node's value flows into, over a whole adjoint kernel."""
 
     def __init__(self, kernel: KernelIR) -> None:

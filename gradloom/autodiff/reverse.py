@@ -19,6 +19,7 @@ from ..passes.custom import custom_as_if, has_effects, inline_block, retarget_gr
 from ..passes.substitute import substitute
 from ..types import int64
 from .access import KernelAccess, analyze
+from .contents import drop_unread_writes
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
 from .replay import check_replay, check_thread_order, shared_working_arrays
 from .rule_reads import check_rule_reads
@@ -72,7 +73,8 @@ class Reverse:
         check_replay(adjoint, shared)
         if forward_order:
             check_thread_order(k, shared)
-        return adjoint
+        working = frozenset(off for off, a in self.access.arrays.items() if a.working)
+        return drop_unread_writes(adjoint, working)
 
     def _check_minmax(self) -> None:
         for op in walk_ops(self.kernel.body):

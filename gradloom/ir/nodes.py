@@ -104,6 +104,9 @@ class KernelIR:
     #: (byte offset of its data pointer in the arguments, parameter name) per array parameter,
     #: so that passes can name the array an error is about
     array_names: tuple[tuple[int, str], ...] = ()
+    #: adjoints: the argument offsets of the arrays whose pre-launch contents the adjoint reads
+    #: (autodiff/contents.py); a Tape keeps no copy of the others. None for forward kernels
+    contents_read: frozenset[int] | None = None
 
 
 def pointer_root(defs: dict[int, Op], p: Var) -> Op | None:

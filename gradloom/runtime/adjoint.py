@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import TapeError
 from .array import NDArray, array
 from .handles import frozen
-from .launch import arg_array, array_keys, prepared_adjoint
+from .launch import adjoint_reads, arg_array, array_keys, prepared_adjoint
 from .watch import Watch, copy_same_layout
 
 Key = tuple[int, str | None]
@@ -35,9 +35,12 @@ class LaunchRecord:
         self.flags: dict[Key, frozenset[str]] = dict(access)
         self.before: dict[Key, Watch] = {}
         self.after: dict[Key, Watch] = {}
+        # arrays whose contents the adjoint never uses need no snapshot (autodiff/contents.py)
+        reads = adjoint_reads(kernel) if hasattr(kernel, "adjoint_reads") else None
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
-            if a is not None and flags & {"loads", "result_used", "minmax"}:
+            needed = reads is None or key in reads or "minmax" in flags
+            if a is not None and flags & {"loads", "result_used", "minmax"} and needed:
                 self.before[key] = self.watch(a)
 
     def finish(self) -> None:
@@ -162,7 +165,7 @@ class LaunchRecord:
         """The contents of one array the adjoint must see, and whether they are a working copy
         (made by `copy` from the pre-launch contents; the adjoint replays writes into it), or
         None where the launch kept nothing of the array."""
-        if "working" in flags:
+        if "working" in flags and key in self.before:
             return copy(self.before[key].contents()), True
         if key in self.after:
             return self.after[key].contents(), False

@@ -281,6 +281,15 @@ def prepared_adjoint(kernel: Any) -> Prepared:
     return prepared  # type: ignore[no-any-return]
 
 
+def adjoint_reads(kernel: Any) -> frozenset[tuple[int, str | None]] | None:
+    """kernel.adjoint_reads(), once per kernel and build options (a Tape asks at every
+    recorded launch)."""
+    if "_gl_adjoint_reads" not in kernel.__dict__:
+        kernel._gl_adjoint_reads = kernel.adjoint_reads()
+        _PREPARED.add(kernel)
+    return kernel._gl_adjoint_reads  # type: ignore[no-any-return]
+
+
 #: kernels holding Prepared entries, dropped when an option that shapes their build changes
 _PREPARED: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -289,6 +298,7 @@ def _forget_prepared() -> None:
     for kernel in list(_PREPARED):
         kernel.__dict__.pop("_gl_prepared", None)
         kernel.__dict__.pop("_gl_adjoint_prepared", None)
+        kernel.__dict__.pop("_gl_adjoint_reads", None)
     _PREPARED.clear()
 
 
