@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import GradloomError, LaunchError, user_traceback
+from ..errors import GradloomError, user_traceback
 from .device import Device
 from .launch import _dims
 from .launch_cuda import launch as launch_cuda
 from .launch_cuda import prepared_for
+from .recorded import RecordedParams
 
 
-class CudaLaunch:
+class CudaLaunch(RecordedParams):
     """A recorded CUDA launch (see the module docstring)."""
 
     def __init__(self, kernel: Any, dim: Any, args: Sequence[Any], adj: list[Any] | None,
@@ -40,32 +41,10 @@ class CudaLaunch:
     def set_dim(self, dim: Any) -> None:
         self.dims = _dims(dim)
 
-    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
-        if not (isinstance(index, int) and 0 <= index < len(self.params)):
-            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index!r} "
-                              f"(it has {len(self.params)}: {', '.join(self.params)})")
-        if adjoint:
-            if self.adjoint is None:
-                raise LaunchError("this recorded launch is not an adjoint launch")
-            self.adjoint[index] = value
-            return
-        old = self.args[index]
-        self.args[index] = value
-        try:
-            self._check()
-        except GradloomError:
-            self.args[index] = old
-            raise
-
-    def set_param_by_name(self, name: str, value: Any, adjoint: bool = False) -> None:
-        if name not in self.params:
-            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter '{name}' "
-                              f"(parameters: {', '.join(self.params)})")
-        self.set_param_at_index(self.params.index(name), value, adjoint)
-
-    def set_params(self, values: Sequence[Any]) -> None:
+    def _set_args(self, values: list[Any]) -> None:
+        """Take new arguments if they fit the kernel; else keep the old ones and raise."""
         old = self.args
-        self.args = list(values)
+        self.args = values
         try:
             self._check()
         except GradloomError:

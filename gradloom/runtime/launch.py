@@ -39,6 +39,7 @@ from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_cap
 from .device import CPU, current_device, get_device
 from .foreign import adapt_args, array_slots
 from .packing import Packer, describe
+from .recorded import RecordedParams
 from .recording import ACTIVE_TAPES
 from .structs import array_fields, field_value
 from .watch import before_write
@@ -439,7 +440,7 @@ def _capture(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any
     graph.add(cmd)
 
 
-class Launch:
+class Launch(RecordedParams):
     """A launch recorded by `wp.launch(..., record_cmd=True)`, run by `launch()` as often as
     wanted. Its arguments are checked and packed once, so a small launch replays in about a
     microsecond; while a Tape records, or when it is large enough to split across threads, it
@@ -502,27 +503,11 @@ class Launch:
         self.dims = _dims(dim)
         self._pack()
 
-    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
-        if not (isinstance(index, int) and 0 <= index < len(self.params)):
-            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index!r} "
-                              f"(it has {len(self.params)}: {', '.join(self.params)})")
-        if adjoint:
-            if self.adjoint is None:
-                raise LaunchError("this recorded launch is not an adjoint launch")
-            self.adjoint[index] = value
-        else:
-            self.args[index] = value
-            self.args = list(adapt_args(self.kernel.key, self.prepared.array_slots, self.args))
+    def _set_args(self, values: list[Any]) -> None:
+        self.args = list(adapt_args(self.kernel.key, self.prepared.array_slots, values))
         self._pack()
 
-    def set_param_by_name(self, name: str, value: Any, adjoint: bool = False) -> None:
-        if name not in self.params:
-            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter '{name}' "
-                              f"(parameters: {', '.join(self.params)})")
-        self.set_param_at_index(self.params.index(name), value, adjoint)
-
-    def set_params(self, values: Sequence[Any]) -> None:
-        self.args = list(adapt_args(self.kernel.key, self.prepared.array_slots, list(values)))
+    def _adjoint_changed(self) -> None:
         self._pack()
 
     def launch(self, stream: Any = None) -> None:
