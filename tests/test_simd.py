@@ -561,9 +561,19 @@ def test_ctrl_c_stops_a_lane_loop(tmp_path):
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "READY"
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        # a SIGINT that lands before the launch's entry starts only raises after the launch
+        # (docs/errors.md): on a loaded machine that window can last past any fixed sleep, so
+        # interrupt again, as a user would, until the process ends
+        for _ in range(20):
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            try:
+                out, err = proc.communicate(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            raise AssertionError("the lane loop did not stop on SIGINT")
     finally:
         if proc.poll() is None:
             proc.kill()

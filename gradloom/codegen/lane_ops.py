@@ -12,6 +12,7 @@ from ..types import ScalarType
 from .lane_values import TID_OFFSET_MAX, Affine, LaneValues, int_literal
 from .llvm_ops import _FBIN, _FCMP, _IBIN, _ICMP, _UCMP, MathCall, _cast_kind, _float_suffix
 from .llvm_types import literal, reg_type
+from .tid_split import split_index
 
 
 class LaneOps(LaneValues):
@@ -23,6 +24,8 @@ class LaneOps(LaneValues):
     lane_t0: str
     reverse: bool
     launch_ndim: int
+    #: emits `%fresh = text`, returns %fresh (codegen/llvm_ops.py)
+    emit_fresh: Callable[[str], str]
 
     def lane_tid(self, s: Op) -> None:
         k, n = s.attr
@@ -32,18 +35,11 @@ class LaneOps(LaneValues):
             self.f.emit(f"{lane0} = trunc i64 {self.tid0()} to i32")
             self.affine[s.result.id] = Affine(lane0, -1 if self.reverse else 1, tid_offset=0)
             return
-        f = self.f
-        stride = "1"
-        for d in range(k + 1, n):
-            nxt = f.fresh("%tid_stride")
-            f.emit(f"{nxt} = mul i64 {stride}, %dim{d}")
-            stride = nxt
         t = self.affine_vector(Affine(self.tid0(), -1 if self.reverse else 1), "i64")
-        q, r = f.fresh("%ltid_q"), f.fresh("%ltid_r")
-        v64 = self.vty("i64")
-        f.emit(f"{q} = udiv {v64} {t}, {self.splat(stride, 'i64')}")
-        f.emit(f"{r} = urem {v64} {q}, {self.splat(f'%dim{k}', 'i64')}")
-        f.emit(f"{self.vres(s)} = trunc {v64} {r} to {self.vty('i32')}")
+        dims = [self.splat(f"%dim{d}", "i64") for d in range(n)]
+        value = split_index(self.emit_fresh, t, dims, k, self.vty("i64"), self.vty("double"),
+                            "splat (double 5.000000e-01)", "splat (double 1.000000e+00)")
+        self.f.emit(f"{self.vres(s)} = trunc {self.vty('i64')} {value} to {self.vty('i32')}")
 
     def tid0(self) -> str:
         """The thread index of lane 0 (i64)."""

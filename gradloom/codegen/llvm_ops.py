@@ -11,6 +11,7 @@ from ..types import ScalarType, float16, float32
 from .llvm_adjoint import AdjointEmitter
 from .llvm_bf16 import ROUNDED, is_bf16
 from .llvm_types import literal, mem_type, reg_type
+from .tid_split import split_index
 
 if TYPE_CHECKING:
     from .llvm import FunctionText
@@ -75,19 +76,18 @@ class OpEmitter(AdjointEmitter):
 
     def tid(self, s: Op) -> None:
         k, n = s.attr
-        f = self.f
         value = f"%{self.prefix}tid"
         if n > 1:
-            stride = "1"
-            for d in range(k + 1, n):
-                nxt = f.fresh("%tid_stride")
-                f.emit(f"{nxt} = mul i64 {stride}, %dim{d}")
-                stride = nxt
-            q, r = f.fresh("%tid_q"), f.fresh("%tid_r")
-            f.emit(f"{q} = udiv i64 %{self.prefix}tid, {stride}")
-            f.emit(f"{r} = urem i64 {q}, %dim{k}")
-            value = r
-        f.emit(f"{self.res(s)} = trunc i64 {value} to i32")
+            dims = [f"%dim{d}" for d in range(n)]
+            value = split_index(self.emit_fresh, value, dims, k, "i64", "double",
+                                "5.000000e-01", "1.000000e+00")
+        self.f.emit(f"{self.res(s)} = trunc i64 {value} to i32")
+
+    def emit_fresh(self, text: str) -> str:
+        """Emit `%name = text` under a fresh name; the name."""
+        out = self.f.fresh("%ix")
+        self.f.emit(f"{out} = {text}")
+        return out
 
     def arg(self, s: Op) -> None:
         raise AssertionError("arg ops are hoisted by the kernel emitter")
