@@ -97,3 +97,33 @@ def test_division_in_double_is_exact_below_2_to_50():
             inv = np.float64(1.0) / np.float64(d)
             got = ((x.astype(np.float64) + 0.5) * inv).astype(np.uint64)
             np.testing.assert_array_equal(got, x // d)
+
+
+@wp.kernel
+def masked_rows(x: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    if j % 3 != 0:  # a lane mask over consecutive elements: masked vector load and store
+        out[i, j] = x[i, j] * 2.0
+
+
+@wp.kernel
+def clamped_stencil(p: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    n, m = p.shape[0], p.shape[1]
+    s = p[wp.clamp(i - 1, 0, n - 1), j] + p[wp.clamp(i + 1, 0, n - 1), j]
+    s += p[i, wp.clamp(j - 1, 0, m - 1)] + p[i, wp.clamp(j + 1, 0, m - 1)]
+    out[i, j] = s * 0.25
+
+
+@pytest.mark.parametrize("shape", [(4, 40), (33, 16), (3, 5)])
+def test_masked_and_clamped_accesses_along_rows(simd, shape):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    out = wp.zeros(shape, dtype=float)
+    wp.launch(masked_rows, shape, inputs=[wp.array(x), out])
+    want = np.where(np.indices(shape)[1] % 3 != 0, x * 2, 0)
+    np.testing.assert_array_equal(out.numpy(), want)
+    wp.launch(clamped_stencil, shape, inputs=[wp.array(x), out])
+    pad = np.pad(x, 1, mode="edge")
+    want = ((pad[:-2, 1:-1] + pad[2:, 1:-1]) + (pad[1:-1, :-2] + pad[1:-1, 2:])) * np.float32(0.25)
+    np.testing.assert_array_equal(out.numpy(), want)

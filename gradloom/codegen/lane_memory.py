@@ -22,6 +22,8 @@ from .lane_ops import LaneOps
 from .llvm_types import literal, mem_type, reg_type
 
 _MANGLE = {"float": "f32", "double": "f64", "half": "f16", "ptr": "p0"}
+#: bytes of each memory type a lane access moves
+_BYTES = {"i8": 1, "i16": 2, "half": 2, "i32": 4, "float": 4, "i64": 8, "double": 8, "ptr": 8}
 
 
 def mangle(ty: str) -> str:
@@ -167,13 +169,52 @@ class LaneMemory(LaneOps):
         return wide
 
     def gather(self, ptrs: str, mt: str, align: int, md: str = "") -> str:
-        vt = self.vty(mt)
+        """The W values at ptrs: one vector load where the active lanes' addresses turn out
+        to be consecutive elements (a 2-D launch's row, a stencil's neighbours), else a
+        gather (one element per lane: many times slower)."""
+        vt, f = self.vty(mt), self.f
+        first, straight = self.consecutive(ptrs, mt)
+        load, gath, done = f.fresh("lcl"), f.fresh("lgt"), f.fresh("lgd")
+        f.emit(f"br i1 {straight}, label %{load}, label %{gath}")
+        f.start_block(load)
+        loaded = f.fresh("%lcv")
+        if self.mask is None:
+            f.emit(f"{loaded} = load {vt}, ptr {first}, align {align}{md}")
+        else:
+            fn = self.intrinsic("masked.load", f"v{self.width}{mangle(mt)}.p0",
+                                vt, f"ptr, {self.vty('i1')}, {vt}")
+            f.emit(f"{loaded} = call {vt} @{fn}(ptr align {align} {first}, "
+                   f"{self.vty('i1')} {self.mask}, {vt} poison){md}")
+        f.emit(f"br label %{done}")
+        f.start_block(gath)
         fn = self.intrinsic("masked.gather", f"v{self.width}{mangle(mt)}.v{self.width}p0",
                             vt, f"{self.vty('ptr')}, {self.vty('i1')}, {vt}")
-        out = self.f.fresh("%lgath")
-        self.f.emit(f"{out} = call {vt} @{fn}({self.vty('ptr')} align {align} {ptrs}, "
-                    f"{self.vty('i1')} {self.full_mask()}, {vt} poison){md}")
+        gathered = f.fresh("%lgath")
+        f.emit(f"{gathered} = call {vt} @{fn}({self.vty('ptr')} align {align} {ptrs}, "
+               f"{self.vty('i1')} {self.full_mask()}, {vt} poison){md}")
+        f.emit(f"br label %{done}")
+        f.start_block(done)
+        out = f.fresh("%lgv")
+        f.emit(f"{out} = phi {vt} [{loaded}, %{load}], [{gathered}, %{gath}]")
         return out
+
+    def consecutive(self, ptrs: str, mt: str) -> tuple[str, str]:
+        """(lane 0's address, an i1: every active lane l addresses lane 0's element + l)."""
+        f, w = self.f, self.width
+        first, expect, eq, ok = (f.fresh("%lcs") for _ in range(4))
+        f.emit(f"{first} = extractelement {self.vty('ptr')} {ptrs}, i64 0")
+        steps = self.steps("i64", _BYTES[mt])
+        f.emit(f"{expect} = getelementptr i8, ptr {first}, {self.vty('i64')} {steps}")
+        f.emit(f"{eq} = icmp eq {self.vty('ptr')} {ptrs}, {expect}")
+        if self.mask is not None:  # inactive lanes may hold any address
+            m = self.vty("i1")
+            f.emit(f"{ok} = select {m} {self.mask}, {m} {eq}, {m} splat (i1 true)")
+            eq = ok
+        every = f.fresh("%lcs")
+        fn = f"llvm.vector.reduce.and.v{w}i1"
+        self.declares.add(f"declare i1 @{fn}({self.vty('i1')})")
+        f.emit(f"{every} = call i1 @{fn}({self.vty('i1')} {eq})")
+        return first, every
 
     def lane_write(self, s: Op, t: ScalarType, value: str) -> None:
         """Store W values (a vector of t's register type) at the op's addresses."""
@@ -228,11 +269,28 @@ class LaneMemory(LaneOps):
         return out
 
     def scatter(self, value: str, ptrs: str, mt: str, align: int, md: str = "") -> None:
-        vt = self.vty(mt)
+        """Store W values at ptrs: one vector store where the active lanes' addresses are
+        consecutive elements (see `gather`), else a scatter."""
+        vt, f = self.vty(mt), self.f
+        first, straight = self.consecutive(ptrs, mt)
+        store, scat, done = f.fresh("lcs"), f.fresh("lsc"), f.fresh("lsd")
+        f.emit(f"br i1 {straight}, label %{store}, label %{scat}")
+        f.start_block(store)
+        if self.mask is None:
+            f.emit(f"store {vt} {value}, ptr {first}, align {align}{md}")
+        else:
+            fn = self.intrinsic("masked.store", f"v{self.width}{mangle(mt)}.p0",
+                                "void", f"{vt}, ptr, {self.vty('i1')}")
+            f.emit(f"call void @{fn}({vt} {value}, ptr align {align} {first}, "
+                   f"{self.vty('i1')} {self.mask}){md}")
+        f.emit(f"br label %{done}")
+        f.start_block(scat)
         fn = self.intrinsic("masked.scatter", f"v{self.width}{mangle(mt)}.v{self.width}p0",
                             "void", f"{vt}, {self.vty('ptr')}, {self.vty('i1')}")
-        self.f.emit(f"call void @{fn}({vt} {value}, {self.vty('ptr')} align {align} {ptrs}, "
-                    f"{self.vty('i1')} {self.full_mask()}){md}")
+        f.emit(f"call void @{fn}({vt} {value}, {self.vty('ptr')} align {align} {ptrs}, "
+               f"{self.vty('i1')} {self.full_mask()}){md}")
+        f.emit(f"br label %{done}")
+        f.start_block(done)
 
     def intrinsic(self, base: str, suffix: str, ret: str, params: str) -> str:
         """Declare an intrinsic (params: its parameter types, comma-separated)."""
