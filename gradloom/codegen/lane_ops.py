@@ -160,12 +160,36 @@ class LaneOps(LaneValues):
             unsafe = is_zero if self.mask is None else self.mask_or_off(is_zero)
             f.emit(f"{safe} = select {self.vty('i1')} {unsafe}, {vt} splat ({reg_type(t)} 1), "
                    f"{vt} {y}")
-            kind = ("u" if t.kind == "u" else "s") + ("div" if s.prim == "div" else "rem")
-            f.emit(f"{q} = {kind} {vt} {x}, {safe}")
+            if t.bits <= 32:
+                q = self.divide_in_double(t, x, safe, s.prim == "div")
+            else:
+                kind = ("u" if t.kind == "u" else "s") + ("div" if s.prim == "div" else "rem")
+                f.emit(f"{q} = {kind} {vt} {x}, {safe}")
             f.emit(f"{self.vres(s)} = select {self.vty('i1')} {is_zero}, {vt} zeroinitializer, "
                    f"{vt} {q}")
         else:
             self.f.emit(f"{self.vres(s)} = {_IBIN[s.prim]} {vt} {x}, {y}")
+
+    def divide_in_double(self, t: ScalarType, x: str, y: str, quotient: bool) -> str:
+        """x / y (or x % y) of 32-bit or narrower integer lanes, y != 0, as C computes them
+        (truncating): there is no SIMD integer division, and dividing lane by lane costs
+        16 hardware divisions per vector. The double quotient is exact: |x| < 2⁵³, and a
+        correctly rounded x/y is off by less than |x/y|·2⁻⁵³ < 1/|y|, the least distance of a
+        non-integer x/y from an integer, so truncating it gives C's quotient."""
+        f, vt = self.f, self.vty(t)
+        dt = self.vty("double")
+        to, back = ("uitofp", "fptoui") if t.kind == "u" else ("sitofp", "fptosi")
+        xd, yd, qd, q = (f.fresh("%ldd") for _ in range(4))
+        f.emit(f"{xd} = {to} {vt} {x} to {dt}")
+        f.emit(f"{yd} = {to} {vt} {y} to {dt}")
+        f.emit(f"{qd} = fdiv {dt} {xd}, {yd}")
+        f.emit(f"{q} = {back} {dt} {qd} to {vt}")
+        if quotient:
+            return q
+        qy, r = f.fresh("%ldd"), f.fresh("%ldd")
+        f.emit(f"{qy} = mul {vt} {q}, {y}")
+        f.emit(f"{r} = sub {vt} {x}, {qy}")
+        return r
 
     def mask_or_off(self, cond: str) -> str:
         """cond, or true where the lane is off."""
