@@ -244,7 +244,7 @@ class Kernel:
         built (backward then says why): keep everything."""
         try:
             ir, _ = self._kernel_ir(adjoint=True)
-        except Exception:  # noqa: BLE001 (backward builds it again and raises what it raises)
+        except Exception:  # backward builds it again and raises what it raises
             return None
         if ir.contents_read is None:
             return None
