@@ -101,6 +101,15 @@ print(json.dumps(out), flush=True)
 """
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT at its default, as in a terminal. A shell starts background jobs
+    with SIGINT ignored, which the child would inherit, and then Python (and gradloom) leave
+    Ctrl-C ignored."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_scenario(tmp_path: Path, scenario: str, delay: float = 0.4) -> dict:
     script = tmp_path / "interrupt_script.py"
     script.write_text(SCRIPT)
@@ -108,7 +117,8 @@ def run_scenario(tmp_path: Path, scenario: str, delay: float = 0.4) -> dict:
            "GRADLOOM_NUM_THREADS": "2"}
     env.pop("GRADLOOM_MODE", None)
     proc = subprocess.Popen([sys.executable, str(script), scenario], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

@@ -542,6 +542,15 @@ except KeyboardInterrupt:
 """
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT at its default, as in a terminal. A shell starts background jobs
+    with SIGINT ignored, which the child would inherit, and then Python (and gradloom) leave
+    Ctrl-C ignored."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_a_lane_loop(tmp_path):
     import json
     import os
@@ -557,7 +566,8 @@ def test_ctrl_c_stops_a_lane_loop(tmp_path):
     env = {**os.environ, "GRADLOOM_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(root),
            "GRADLOOM_SIMD": "1", "GRADLOOM_SIMD_WIDTH": "16", "GRADLOOM_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "READY"
