@@ -143,3 +143,33 @@ def arg_offsets(arg_types: Sequence[Any]) -> tuple[list[int], int]:
         offsets.append(pos)
         pos += int(t.size)
     return offsets, (pos + 7) // 8 * 8
+
+
+# The job of a chunked launch: the thread range cut into chunks that the calling thread and the
+# pool's workers claim one at a time (codegen/native_pool.py runs it, runtime/parallel.py fills
+# it). 8-byte words at these offsets:
+class JOB:
+    """Byte offsets of the job's words, the record size, the flags and the sum codes."""
+
+    FN = 0  # the entry function
+    CHUNKS = 8  # how many chunks
+    TOTAL = 16  # threads in the launch
+    BLOCKS = 24  # pointer to one launch block per pool thread (index 0: the caller's)
+    THREADS = 32  # how many blocks there
+    NSCATTER = 40  # pointer slots that threads add through (passes/threads.py `scatter`)
+    OFFSETS = 48  # pointer to their byte offsets in a launch block
+    PTRS = 56  # pointer to chunks x nscatter pointers: row c is what chunk c adds into
+    RECORDS = 64  # pointer to one RECORD-byte record per chunk: its status if it stopped
+    BLOCK_BYTES = 72  # size of a launch block (what is copied from the caller's)
+    NREDUCE = 80  # entries in the reduce table
+    REDUCE = 88  # pointer to (slot, count, SUM_* code) triples: what the run sums
+    FLAGS = 96  # WAKE | RUN | SUM
+    SPIN_NS = 104  # how long the caller spins for a worker's last chunk before sleeping
+    CALLER_CHUNKS = 112  # out: chunks the calling thread ran,
+    CALLER_THREADS = 120  # the threads in them,
+    CALLER_NS = 128  # and the nanoseconds they took
+    STOPPED = 136  # out: chunks that stopped early (an error, a full stack, Ctrl-C)
+    BYTES = 192  # (the words after STOPPED are the native run's own)
+    RECORD = 64  # a record: the block's error record (abi.STATUS_BYTES), then the pool thread
+    WAKE, RUN, SUM = 1, 2, 4
+    SUM_F32, SUM_F64, SUM_I32, SUM_I64 = 1, 2, 3, 4

@@ -1,6 +1,6 @@
 """LLVM IR of the native worker pool that runs chunked launches (x86-64 Linux).
 
-A chunked launch cuts its thread range into chunks (a job: types.JOB_*). The calling thread and
+A chunked launch cuts its thread range into chunks (a job: abi.JOB). The calling thread and
 the pool's workers claim chunks one at a time from one atomic counter, so a worker that is late or
 descheduled leaves its chunks to the caller instead of holding it up, and each chunk adds into
 its own row of pointers (runtime/parallel.py: chunk 0 into the real arrays, chunk c > 0 into
@@ -12,7 +12,7 @@ which.
 Each worker thread enters `gl_pool_worker` once, through ctypes (which releases the GIL for good),
 and lives in native code (in the idle scheduling class: runtime/pool.py): after a job it spins
 for a while (yielding its core to anything else that wants it), then sleeps on a futex. `gl_pool_run(ctl, job)` is one ctypes call per launch:
-it posts the job (or, without JOB_WAKE, runs every chunk itself on a counter of its own), runs
+it posts the job (or, without JOB.WAKE, runs every chunk itself on a counter of its own), runs
 chunks, waits for the workers' last chunks (spinning briefly, then sleeping on a futex), sums.
 
 Control memory of a pool (types.POOL_CONTROL_BYTES, each word on its own cache line): the claim
@@ -31,37 +31,10 @@ from ..abi import (
     BLOCK_END,
     BLOCK_START,
     BLOCK_STATUS,
+    JOB,
     MAX_DIMS,
     STATUS_BYTES,
     STATUS_THREAD,
-)
-from ..types import (
-    JOB_BLOCK_BYTES,
-    JOB_BLOCKS,
-    JOB_CALLER_CHUNKS,
-    JOB_CALLER_NS,
-    JOB_CALLER_THREADS,
-    JOB_CHUNKS,
-    JOB_FLAGS,
-    JOB_FN,
-    JOB_NREDUCE,
-    JOB_NSCATTER,
-    JOB_OFFSETS,
-    JOB_PTRS,
-    JOB_RECORD,
-    JOB_RECORDS,
-    JOB_REDUCE,
-    JOB_RUN,
-    JOB_SPIN_NS,
-    JOB_STOPPED,
-    JOB_SUM,
-    JOB_SUM_F32,
-    JOB_SUM_F64,
-    JOB_SUM_I32,
-    JOB_SUM_I64,
-    JOB_THREADS,
-    JOB_TOTAL,
-    JOB_WAKE,
 )
 
 CTL_CLAIM, CTL_DONE, CTL_WAITING, CTL_POSTED, CTL_SLEEPERS, CTL_JOB = 0, 64, 68, 128, 132, 192
@@ -155,9 +128,9 @@ claim:
   br i1 %have, label %run, label %out
 run:
   %job = load ptr, ptr %jobpp, align 8
-  {_field("fn", JOB_FN, "ptr")}
-  {_field("total", JOB_TOTAL)}
-  {_field("blocks", JOB_BLOCKS, "ptr")}
+  {_field("fn", JOB.FN, "ptr")}
+  {_field("total", JOB.TOTAL)}
+  {_field("blocks", JOB.BLOCKS, "ptr")}
   %bp = getelementptr ptr, ptr %blocks, i64 %w
   %b = load ptr, ptr %bp, align 8
   %q = udiv i64 %total, %k
@@ -173,9 +146,9 @@ run:
   store i64 %lo, ptr %startp, align 8
   %endp = getelementptr i8, ptr %b, i64 {BLOCK_END}
   store i64 %hi, ptr %endp, align 8
-  {_field("ns", JOB_NSCATTER)}
-  {_field("offs", JOB_OFFSETS, "ptr")}
-  {_field("ptrs", JOB_PTRS, "ptr")}
+  {_field("ns", JOB.NSCATTER)}
+  {_field("offs", JOB.OFFSETS, "ptr")}
+  {_field("ptrs", JOB.PTRS, "ptr")}
   %row = mul i64 %c, %ns
   br label %patch
 patch:
@@ -205,14 +178,14 @@ go:
 clock1:
   %t1 = call i64 @gl_now()
   %dt = sub i64 %t1, %t0
-  %st.nsp = getelementptr i8, ptr %stats, i64 {JOB_CALLER_NS - JOB_CALLER_CHUNKS}
+  %st.nsp = getelementptr i8, ptr %stats, i64 {JOB.CALLER_NS - JOB.CALLER_CHUNKS}
   %st.ns = load i64, ptr %st.nsp, align 8
   %st.ns1 = add i64 %st.ns, %dt
   store i64 %st.ns1, ptr %st.nsp, align 8
   %st.n = load i64, ptr %stats, align 8
   %st.n1 = add i64 %st.n, 1
   store i64 %st.n1, ptr %stats, align 8
-  %st.thp = getelementptr i8, ptr %stats, i64 {JOB_CALLER_THREADS - JOB_CALLER_CHUNKS}
+  %st.thp = getelementptr i8, ptr %stats, i64 {JOB.CALLER_THREADS - JOB.CALLER_CHUNKS}
   %st.th = load i64, ptr %st.thp, align 8
   %st.th1 = add i64 %st.th, %len
   store i64 %st.th1, ptr %st.thp, align 8
@@ -222,8 +195,8 @@ check:
   %bad = icmp ne i32 %err, 0
   br i1 %bad, label %record, label %finish
 record:
-  {_field("records", JOB_RECORDS, "ptr")}
-  %roff = mul i64 %c, {JOB_RECORD}
+  {_field("records", JOB.RECORDS, "ptr")}
+  %roff = mul i64 %c, {JOB.RECORD}
   %rec = getelementptr i8, ptr %records, i64 %roff
   call void @llvm.memcpy.p0.p0.i64(ptr %rec, ptr %status, i64 {STATUS_BYTES}, i1 false)
   %recw = getelementptr i8, ptr %rec, i64 {STATUS_BYTES}
@@ -231,7 +204,7 @@ record:
   store i64 0, ptr %status, align 8
   %failp = getelementptr i8, ptr %status, i64 {STATUS_THREAD}
   store i64 0, ptr %failp, align 8
-  %stoppedp = getelementptr i8, ptr %job, i64 {JOB_STOPPED}
+  %stoppedp = getelementptr i8, ptr %job, i64 {JOB.STOPPED}
   %st = atomicrmw add ptr %stoppedp, i64 1 seq_cst, align 8
   br label %finish
 finish:
@@ -312,14 +285,14 @@ define i64 @gl_pool_run(ptr %ctl, ptr %job) nounwind {{
 entry:
   %jobpp = alloca ptr, align 8
   store ptr %job, ptr %jobpp, align 8
-  {_field("flags", JOB_FLAGS)}
-  {_field("k", JOB_CHUNKS)}
-  {_field("blocks", JOB_BLOCKS, "ptr")}
-  {_field("ns", JOB_NSCATTER)}
-  {_field("offs", JOB_OFFSETS, "ptr")}
-  {_field("ptrs", JOB_PTRS, "ptr")}
+  {_field("flags", JOB.FLAGS)}
+  {_field("k", JOB.CHUNKS)}
+  {_field("blocks", JOB.BLOCKS, "ptr")}
+  {_field("ns", JOB.NSCATTER)}
+  {_field("offs", JOB.OFFSETS, "ptr")}
+  {_field("ptrs", JOB.PTRS, "ptr")}
   %b0 = load ptr, ptr %blocks, align 8
-  %runs = and i64 %flags, {JOB_RUN}
+  %runs = and i64 %flags, {JOB.RUN}
   %running = icmp ne i64 %runs, 0
   br i1 %running, label %row0, label %sums
 row0:
@@ -336,15 +309,15 @@ row0.one:
   %s1 = add i64 %s, 1
   br label %row0
 prepared:
-  %stats = getelementptr i8, ptr %job, i64 {JOB_CALLER_CHUNKS}
+  %stats = getelementptr i8, ptr %job, i64 {JOB.CALLER_CHUNKS}
   call void @llvm.memset.p0.i64(ptr %stats, i8 0, i64 32, i1 false)
   %word = shl i64 %k, 32
-  %wakes = and i64 %flags, {JOB_WAKE}
+  %wakes = and i64 %flags, {JOB.WAKE}
   %waking = icmp ne i64 %wakes, 0
   br i1 %waking, label %copy, label %own
 copy:
-  {_field("n", JOB_THREADS)}
-  {_field("bytes", JOB_BLOCK_BYTES)}
+  {_field("n", JOB.THREADS)}
+  {_field("bytes", JOB.BLOCK_BYTES)}
   %argbytes = sub i64 %bytes, {BLOCK_ARGS}
   %b0args = getelementptr i8, ptr %b0, i64 {BLOCK_ARGS}
   br label %copy.loop
@@ -394,7 +367,7 @@ go:
   %donep = phi ptr [%cdone, %post], [%cdone, %wake], [%odone, %own]
   %waitp = phi ptr [%cwait, %post], [%cwait, %wake], [%owait, %own]
   call void @gl_chunks(ptr %jobpp, ptr %claimp, ptr %donep, ptr %waitp, i64 0, ptr %stats)
-  {_field("spin", JOB_SPIN_NS)}
+  {_field("spin", JOB.SPIN_NS)}
   %k32 = trunc i64 %k to i32
   %since = call i64 @gl_now()
   br label %check
@@ -442,9 +415,9 @@ restore.one:
   %rs1 = add i64 %rs, 1
   br label %restore
 sums:
-  %stoppedp = getelementptr i8, ptr %job, i64 {JOB_STOPPED}
+  %stoppedp = getelementptr i8, ptr %job, i64 {JOB.STOPPED}
   %stopped = load atomic i64, ptr %stoppedp seq_cst, align 8
-  %sumflag = and i64 %flags, {JOB_SUM}
+  %sumflag = and i64 %flags, {JOB.SUM}
   %wantsum = icmp ne i64 %sumflag, 0
   %clean = icmp eq i64 %stopped, 0
   %dosum = and i1 %wantsum, %clean
@@ -458,11 +431,11 @@ exit:
 
 define internal void @gl_sum_all(ptr %job) nounwind {{
 entry:
-  {_field("k", JOB_CHUNKS)}
-  {_field("ns", JOB_NSCATTER)}
-  {_field("ptrs", JOB_PTRS, "ptr")}
-  {_field("nr", JOB_NREDUCE)}
-  {_field("table", JOB_REDUCE, "ptr")}
+  {_field("k", JOB.CHUNKS)}
+  {_field("ns", JOB.NSCATTER)}
+  {_field("ptrs", JOB.PTRS, "ptr")}
+  {_field("nr", JOB.NREDUCE)}
+  {_field("table", JOB.REDUCE, "ptr")}
   br label %entries
 entries:
   %r = phi i64 [0, %entry], [%r1, %next]
@@ -492,10 +465,10 @@ chunk:
   br i1 %nosrc, label %chunk.next, label %dispatch
 dispatch:
   switch i64 %code, label %chunk.next [
-    i64 {JOB_SUM_F32}, label %f32
-    i64 {JOB_SUM_F64}, label %f64
-    i64 {JOB_SUM_I32}, label %i32
-    i64 {JOB_SUM_I64}, label %i64
+    i64 {JOB.SUM_F32}, label %f32
+    i64 {JOB.SUM_F64}, label %f64
+    i64 {JOB.SUM_I32}, label %i32
+    i64 {JOB.SUM_I64}, label %i64
   ]
 f32:
   call void @gl_sum_f32(ptr %dst, ptr %src, i64 %count)

@@ -17,36 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import BLOCK_ARGS, BLOCK_STACK, STATUS_BYTES, STATUS_RECORD, error_word
-from ..types import (
-    JOB_BLOCK_BYTES,
-    JOB_BLOCKS,
-    JOB_BYTES,
-    JOB_CALLER_CHUNKS,
-    JOB_CHUNKS,
-    JOB_FLAGS,
-    JOB_FN,
-    JOB_NREDUCE,
-    JOB_NSCATTER,
-    JOB_OFFSETS,
-    JOB_PTRS,
-    JOB_RECORD,
-    JOB_RECORDS,
-    JOB_REDUCE,
-    JOB_STOPPED,
-    JOB_SUM_F32,
-    JOB_SUM_F64,
-    JOB_SUM_I32,
-    JOB_SUM_I64,
-    JOB_THREADS,
-)
+from ..abi import BLOCK_ARGS, BLOCK_STACK, JOB, STATUS_BYTES, STATUS_RECORD, error_word
 from .array import NDArray, array, zeros_same_layout
 from .pool import NativePool, native_pool, native_run, worker_pool
 from .structs import field_value
 
-_SUM_CODES = {np.dtype(np.float32): JOB_SUM_F32, np.dtype(np.float64): JOB_SUM_F64,
-              np.dtype(np.int32): JOB_SUM_I32, np.dtype(np.uint32): JOB_SUM_I32,
-              np.dtype(np.int64): JOB_SUM_I64, np.dtype(np.uint64): JOB_SUM_I64}
+_SUM_CODES = {np.dtype(np.float32): JOB.SUM_F32, np.dtype(np.float64): JOB.SUM_F64,
+              np.dtype(np.int32): JOB.SUM_I32, np.dtype(np.uint32): JOB.SUM_I32,
+              np.dtype(np.int64): JOB.SUM_I64, np.dtype(np.uint64): JOB.SUM_I64}
 _WORD = struct.Struct("<Q")
 _ONE, _TWO, _THREE = (struct.Struct(f"<{n}q") for n in (1, 2, 3))
 _STACK = struct.Struct("<Qq")  # the adjoint stack's words: base, capacity
@@ -85,9 +63,9 @@ class Chunking:
         self._functions = compiled.pool_functions
         #: gl_pool_run (codegen/native_pool.py), or None: the chunks run on Python threads
         self.run = None if self._functions is None else native_run(self._functions[1])
-        self._job = np.zeros(JOB_BYTES + 64, np.uint8)
+        self._job = np.zeros(JOB.BYTES + 64, np.uint8)
         self.job = -(-self._job.ctypes.data // 64) * 64
-        self.mem = (ctypes.c_char * JOB_BYTES).from_address(self.job)
+        self.mem = (ctypes.c_char * JOB.BYTES).from_address(self.job)
         self.blocks = [prepared.block() for _ in range(threads - 1)]  # threads 1..n-1
         self.table = (ctypes.c_uint64 * threads)(0, *(base for _, base in self.blocks))
         self.stack_changes = -1
@@ -96,7 +74,7 @@ class Chunking:
         self.nscatter = ns = len(offsets)
         self.offsets = (ctypes.c_int64 * max(ns, 1))(*offsets)
         self.ptrs = (ctypes.c_uint64 * max(max_chunks * ns, 1))()
-        self.records = np.zeros(max_chunks * JOB_RECORD, np.uint8)
+        self.records = np.zeros(max_chunks * JOB.RECORD, np.uint8)
         self.sums = (ctypes.c_int64 * max(3 * ns, 1))()
         #: per scatter slot: (layout, private buffers, their addresses)
         self.privates: list[tuple[Any, list[NDArray], list[int]]] = [(None, [], [])] * ns
@@ -105,13 +83,13 @@ class Chunking:
         self._last: Any = None
         self._slow_bufs: list[list[NDArray] | None] = []
         self._chunk_blocks: list[tuple[bytearray, int]] = []
-        for offset, value in ((JOB_FN, compiled.address), (JOB_BLOCKS, ctypes.addressof(self.table)),
-                              (JOB_THREADS, threads), (JOB_NSCATTER, ns),
-                              (JOB_OFFSETS, ctypes.addressof(self.offsets)),
-                              (JOB_PTRS, ctypes.addressof(self.ptrs)),
-                              (JOB_RECORDS, self.records.ctypes.data),
-                              (JOB_BLOCK_BYTES, BLOCK_ARGS + prepared.packer.size),
-                              (JOB_REDUCE, ctypes.addressof(self.sums))):
+        for offset, value in ((JOB.FN, compiled.address), (JOB.BLOCKS, ctypes.addressof(self.table)),
+                              (JOB.THREADS, threads), (JOB.NSCATTER, ns),
+                              (JOB.OFFSETS, ctypes.addressof(self.offsets)),
+                              (JOB.PTRS, ctypes.addressof(self.ptrs)),
+                              (JOB.RECORDS, self.records.ctypes.data),
+                              (JOB.BLOCK_BYTES, BLOCK_ARGS + prepared.packer.size),
+                              (JOB.REDUCE, ctypes.addressof(self.sums))):
             _WORD.pack_into(self.mem, offset, value)
 
     @property
@@ -123,17 +101,17 @@ class Chunking:
     def post(self, chunks: int, total: int, flags: int, spin_ns: int, block: int) -> None:
         """This launch's words of the job: its chunks, threads, flags, the caller's spin, and
         the caller's launch block."""
-        _TWO.pack_into(self.mem, JOB_CHUNKS, chunks, total)
-        _TWO.pack_into(self.mem, JOB_FLAGS, flags, spin_ns)
+        _TWO.pack_into(self.mem, JOB.CHUNKS, chunks, total)
+        _TWO.pack_into(self.mem, JOB.FLAGS, flags, spin_ns)
         self.table[0] = block
 
     def set_flags(self, flags: int) -> None:
-        _ONE.pack_into(self.mem, JOB_FLAGS, flags)
-        _ONE.pack_into(self.mem, JOB_STOPPED, 0)
+        _ONE.pack_into(self.mem, JOB.FLAGS, flags)
+        _ONE.pack_into(self.mem, JOB.STOPPED, 0)
 
     def caller_stats(self) -> tuple[int, int, int]:
         """(chunks, threads, nanoseconds) the calling thread ran in the last run."""
-        return _THREE.unpack_from(self.mem, JOB_CALLER_CHUNKS)  # type: ignore[return-value]
+        return _THREE.unpack_from(self.mem, JOB.CALLER_CHUNKS)  # type: ignore[return-value]
 
     def follow_stacks(self, prepared: Any) -> None:
         """Point the workers' launch blocks at their adjoint stacks, if any changed (grew)
@@ -175,7 +153,7 @@ class Chunking:
                     slow_bufs[-1] = bufs
             for c in range(1, chunks):
                 self.ptrs[c * ns + s] = addrs[c - 1]
-        _ONE.pack_into(self.mem, JOB_NREDUCE, sums)
+        _ONE.pack_into(self.mem, JOB.NREDUCE, sums)
         self._slow_bufs = slow_bufs
         self.slow = [(t, b) for t, b in zip(targets, slow_bufs, strict=True) if b is not None]
 
@@ -216,10 +194,10 @@ class Chunking:
     def stopped_chunks(self, chunks: int) -> list[tuple[int, bytes]]:
         """(chunk, record) of each chunk that stopped early, in chunk order; the records are
         cleared."""
-        errs = self.records.view(np.int32)[: chunks * JOB_RECORD // 4 : JOB_RECORD // 4]
-        out = [(int(c), self.records[c * JOB_RECORD:(c + 1) * JOB_RECORD].tobytes())
+        errs = self.records.view(np.int32)[: chunks * JOB.RECORD // 4 : JOB.RECORD // 4]
+        out = [(int(c), self.records[c * JOB.RECORD:(c + 1) * JOB.RECORD].tobytes())
                for c in np.flatnonzero(errs)]
-        self.records[: chunks * JOB_RECORD] = 0
+        self.records[: chunks * JOB.RECORD] = 0
         return out
 
     def patch(self, buf: bytearray, c: int) -> None:
@@ -249,7 +227,7 @@ class Chunking:
             worker_pool(self.threads).run(tasks)
         else:
             tasks[0]()
-        _THREE.pack_into(self.mem, JOB_CALLER_CHUNKS, *stats[:3])
+        _THREE.pack_into(self.mem, JOB.CALLER_CHUNKS, *stats[:3])
         return stats[3]
 
     def _python_chunk(self, prepared: Any, first: bytearray, dims: tuple[int, ...], total: int,
@@ -265,7 +243,7 @@ class Chunking:
             stats[0:3] = [stats[0] + 1, stats[1] + hi - lo,
                           stats[2] + time.perf_counter_ns() - t0]
         if error_word(buf):
-            at = c * JOB_RECORD
+            at = c * JOB.RECORD
             self.records[at:at + STATUS_BYTES] = np.frombuffer(buf[STATUS_RECORD], np.uint8)
             self.records[at + STATUS_BYTES:at + STATUS_BYTES + 8] = np.frombuffer(
                 w.to_bytes(8, "little"), np.uint8)

@@ -27,8 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import config
-from ..abi import STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL
-from ..types import JOB_RUN, JOB_SUM, JOB_WAKE
+from ..abi import JOB, STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL
 from .array import array
 from .checks import status_error
 from .chunking import Chunking, bounds, scatter_target
@@ -185,14 +184,14 @@ def _execute(prepared: Any, state: Chunking, block: tuple[bytearray, int],
     """Run every chunk (and the native sums); the number of chunks that stopped early."""
     cost = prepared.ns_per_thread or 0.0
     spin = int(min(max(2 * cost * total / chunks, 5000), 200_000))
-    state.post(chunks, total, JOB_RUN | JOB_SUM | (JOB_WAKE if wake else 0), spin, block[1])
+    state.post(chunks, total, JOB.RUN | JOB.SUM | (JOB.WAKE if wake else 0), spin, block[1])
     if state.run is None:
         return state.run_python(prepared, block, dims, total, chunks, wake)
     if wake:
         stopped = state.pool.run(state.job)
         if stopped is not None:
             return stopped
-        state.set_flags(JOB_RUN | JOB_SUM)  # the pool is busy: run every chunk here
+        state.set_flags(JOB.RUN | JOB.SUM)  # the pool is busy: run every chunk here
     return state.run(None, state.job)
 
 
@@ -240,6 +239,6 @@ def _recover(prepared: Any, state: Chunking, block: tuple[bytearray, int],
         buf[STATUS_RECORD] = record[:STATUS_BYTES]  # the code, and the thread that found it full
         prepared.recover(buf, base, lo, hi, None)
     if state.run is not None:
-        state.set_flags(JOB_SUM)
+        state.set_flags(JOB.SUM)
         state.run(None, state.job)
     return False

@@ -111,7 +111,7 @@ class NativePool:
                              name="gradloom-worker", daemon=True).start()
 
     def run(self, job: int) -> int | None:
-        """Run a job (types.JOB_*) with the workers' help; the number of chunks that stopped
+        """Run a job (abi.JOB) with the workers' help; the number of chunks that stopped
         early, or None (nothing run) when another Python thread's launch holds the pool."""
         if not self._busy.acquire(blocking=False):
             return None
@@ -139,7 +139,7 @@ def _idle_worker(loop: Callable[[int], None], arg: int) -> None:
 @functools.cache
 def native_run(run: int) -> Callable[[int | None, int], int]:
     """`gl_pool_run(ctl, job)` as a Python callable: with a null `ctl` (a job without
-    JOB_WAKE) the calling thread runs every chunk itself."""
+    JOB.WAKE) the calling thread runs every chunk itself."""
     return _RUN_CTYPE(run)  # type: ignore[no-any-return]
 
 

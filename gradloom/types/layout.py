@@ -174,31 +174,6 @@ def _resolve(obj: Any) -> Any:
     return resolve_annotation(obj)
 
 
-# The job of a chunked launch: the thread range cut into chunks that the calling thread and the
-# pool's workers claim one at a time (codegen/native_pool.py runs it, runtime/parallel.py fills
-# it). 8-byte words at these offsets:
-JOB_FN = 0  # the entry function
-JOB_CHUNKS = 8  # how many chunks
-JOB_TOTAL = 16  # threads in the launch
-JOB_BLOCKS = 24  # pointer to one launch block per pool thread (index 0: the caller's)
-JOB_THREADS = 32  # how many blocks there
-JOB_NSCATTER = 40  # pointer slots that threads add through (passes/threads.py `scatter`)
-JOB_OFFSETS = 48  # pointer to their byte offsets in a launch block
-JOB_PTRS = 56  # pointer to chunks x nscatter pointers: row c is what chunk c adds into
-JOB_RECORDS = 64  # pointer to one JOB_RECORD-byte record per chunk: its status if it stopped
-JOB_BLOCK_BYTES = 72  # size of a launch block (what is copied from the caller's)
-JOB_NREDUCE = 80  # entries in the reduce table
-JOB_REDUCE = 88  # pointer to (slot, count, JOB_SUM_* code) triples: what the run sums
-JOB_FLAGS = 96  # JOB_WAKE | JOB_RUN | JOB_SUM
-JOB_SPIN_NS = 104  # how long the caller spins for a worker's last chunk before sleeping
-JOB_CALLER_CHUNKS = 112  # out: chunks the calling thread ran,
-JOB_CALLER_THREADS = 120  # the threads in them,
-JOB_CALLER_NS = 128  # and the nanoseconds they took
-JOB_STOPPED = 136  # out: chunks that stopped early (an error, a full stack, Ctrl-C)
-JOB_BYTES = 192  # (the words after JOB_STOPPED are the native run's own)
-JOB_RECORD = 64  # a record: the block's error record (abi.STATUS_BYTES), then the pool thread
-JOB_WAKE, JOB_RUN, JOB_SUM = 1, 2, 4
-JOB_SUM_F32, JOB_SUM_F64, JOB_SUM_I32, JOB_SUM_I64 = 1, 2, 3, 4
 #: a native pool's control memory (its layout: codegen/native_pool.py)
 POOL_CONTROL_BYTES = 256
 
