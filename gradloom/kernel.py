@@ -291,7 +291,7 @@ class Kernel:
             # adds into memory no argument key names (an indexed array inside a struct): the
             # adds are plain load-add-stores, so the launch must stay serial
             plan = ThreadPlan("threads add into an array held inside a struct", (),
-                              plan.float_atomics, plan.loops)
+                              plan.float_atomics, plan.loops, plan.work)
         # an array's gradient pointer is GRAD_SLOT bytes after its data pointer (abi.py)
         scatter = tuple((where[off], False) if off in where else (where[off - GRAD_SLOT], True)
                         for off in plan.scatter)
@@ -348,7 +348,7 @@ class Kernel:
                       "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                       "reverse_threads": ir.reverse_threads,
                       "threads": (plan.serial, plan.scatter, plan.float_atomics,
-                                  plan.loops),
+                                  plan.loops, plan.work),
                       "lanes": _lane_reason(ir, lanes)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:

@@ -38,9 +38,9 @@ def threads(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(parallel, "run_split", counting)
     monkeypatch.setattr(config, "parallel_min_ns", 0)
     # launches that add into shared memory split at any size here
-    for name in ("SCATTER_MIN_CHUNK", "SCATTER_MIN_CHUNK_LOOPS"):
+    for name in ("SCATTER_CHUNK_WORK", "SCATTER_MIN_CHUNK_LOOPS"):
         monkeypatch.setattr(parallel, name, 1)
-    for name in ("SCATTER_BYTES_PER_THREAD", "SCATTER_BYTES_PER_THREAD_LOOPS"):
+    for name in ("SCATTER_BYTES_PER_WORK", "SCATTER_BYTES_PER_THREAD_LOOPS"):
         monkeypatch.setattr(parallel, name, 1e9)
 
     def use(n: int) -> list[int]:
@@ -600,9 +600,9 @@ def test_chunked_sum_is_the_chunk_order_sum_whatever_the_threads(threads, monkey
     # magnitudes over 12 decades: any other grouping of the adds rounds differently
     rng = np.random.default_rng(11)
     xv = rng.normal(size=20011) * 10.0 ** rng.integers(-6, 6, 20011)
-    monkeypatch.setattr(parallel, "SCATTER_MAX_CHUNKS", 5)
-    expected = _chunk_reference(0.5, xv * xv, 5)
-    assert expected != _chunk_reference(0.5, xv * xv, 4)  # the data tells chunkings apart
+    monkeypatch.setattr(parallel, "SCATTER_MAX_CHUNKS", 4)
+    expected = _chunk_reference(0.5, xv * xv, 4)
+    assert expected != _chunk_reference(0.5, xv * xv, 2)  # the data tells chunkings apart
     got = []
     for n in (2, 3, 4):
         calls = threads(n)
@@ -681,12 +681,18 @@ def test_a_split_that_gains_nothing_makes_the_next_launches_serial(monkeypatch) 
 
 def test_scatter_chunk_counts_follow_the_launch_only() -> None:
     big, small = 1 << 22, 8
-    assert parallel.scatter_chunks(1 << 20, small, False) == parallel.SCATTER_MAX_CHUNKS
-    assert parallel.scatter_chunks(1 << 20, big, False) == 1  # its private buffers cost too much
-    assert parallel.scatter_chunks(1000, small, False) == 1  # too short to cut
-    assert parallel.scatter_chunks(4096, 1 << 16, True) > 1  # long threads: n-body's adjoint
-    assert parallel.scatter_chunks(1 << 20, small, False) == parallel.scatter_chunks(
-        1 << 20, small, False)
+    chunks = parallel.scatter_chunks
+    assert chunks(1 << 20, small, False, 4) == parallel.SCATTER_MAX_CHUNKS
+    assert chunks(1 << 20, big, False, 4) == 1  # its private buffers cost too much
+    assert chunks(1000, small, False, 4) == 1  # too short to cut
+    assert chunks(4096, 1 << 16, True, 4) > 1  # long threads: n-body's adjoint
+    assert chunks(1 << 20, small, False, 4) == chunks(1 << 20, small, False, 4)
+    # warp-lang's 128² cloth: springs (55 operations) split into private force buffers, a
+    # random scatter of vec3s into a quarter as many bins (19 operations) does not
+    assert chunks(97026, 16384 * 12, False, 55) == 2
+    assert chunks(1 << 20, (1 << 18) * 12, False, 19) == 1
+    # a power of two, so that chunks share out evenly over the cores
+    assert all(c & (c - 1) == 0 for c in (chunks(n, 4096, False, 30) for n in range(1, 10**6, 9973)))
 
 
 def test_chunk_bounds_cover_the_launch() -> None:

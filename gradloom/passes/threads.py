@@ -23,7 +23,7 @@ The plan it returns says, for one compiled entry:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
@@ -40,6 +40,9 @@ class ThreadPlan:
     scatter: tuple[int, ...] = ()
     float_atomics: bool = False
     loops: bool = False
+    #: float operations and memory accesses in the body (loops counted once): how much work a
+    #: thread does, a fact of the code alone (runtime/parallel.py sizes chunks by it)
+    work: int = 0
 
 
 @dataclass
@@ -137,7 +140,9 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
                                               and op.args[2].type.is_float)
             acc.result_used = acc.result_used or (op.result is not None
                                                   and op.result.id in addr.used)
-    return _plan(roots, _has_loop(kernel.body))
+    work = sum(1 for op in ops if PRIMS[op.prim].effects & _MEMORY
+               or (op.result is not None and op.result.type.is_float))
+    return replace(_plan(roots, _has_loop(kernel.body)), work=work)
 
 
 def _has_loop(b: Block) -> bool:

@@ -39,13 +39,17 @@ _UNTIMED_SPLIT = 1 << 16
 #: a split launch without shared additions: chunks per pool thread, and their least length (ns)
 CHUNKS_PER_THREAD = 4
 CHUNK_NS = 4000
-#: a launch with shared additions: chunks of at least SCATTER_MIN_CHUNK threads, at most
-#: SCATTER_MAX_CHUNKS of them, and private buffers of at most SCATTER_BYTES_PER_THREAD bytes per
-#: thread of the launch in all (a thread adding at random into a large buffer that is not in
-#: cache costs a cache miss, as much as a cheap thread's work); for kernels whose threads run
-#: loops (their cost has no bound: an n-body loop) the _LOOPS values
-SCATTER_MIN_CHUNK, SCATTER_MIN_CHUNK_LOOPS = 65536, 64
-SCATTER_BYTES_PER_THREAD, SCATTER_BYTES_PER_THREAD_LOOPS = 0.25, 64.0
+#: a launch with shared additions: chunks of at least SCATTER_CHUNK_WORK operations (the
+#: threads' ThreadPlan.work summed: a chunk's fixed cost is a few µs), at most
+#: SCATTER_MAX_CHUNKS of them, and private buffers of at most SCATTER_BYTES_PER_WORK bytes per
+#: thread for each operation a thread does (ThreadPlan.work). Each chunk zeroes its buffer and
+#: the launch sums them: a cost in bytes that the threads' work must outweigh even when no
+#: worker helps (a busy core), so cheap threads adding into a large buffer stay serial (a
+#: random scatter of vec3s: 19 operations, 3 bytes per thread), while cloth springs split
+#: (55 operations, 2-3 bytes per thread; 7.4 -> 4.2 ms per 128² frame on 2 cores). Kernels whose
+#: threads run loops (their cost has no bound: an n-body loop) use the _LOOPS values.
+SCATTER_CHUNK_WORK, SCATTER_MIN_CHUNK_LOOPS = 1 << 18, 64
+SCATTER_BYTES_PER_WORK, SCATTER_BYTES_PER_THREAD_LOOPS = 0.1, 64.0
 SCATTER_MAX_CHUNKS = 8
 #: a split that takes longer than this fraction of the serial estimate did not pay
 GAIN = 0.95
@@ -67,28 +71,35 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
         return _SERIAL
     targets: list[Any] = []
     if compiled.scatter:
-        if total < 2 * (SCATTER_MIN_CHUNK_LOOPS if threads.loops else SCATTER_MIN_CHUNK):
-            return _SERIAL
+        if total < 2 * (SCATTER_MIN_CHUNK_LOOPS if threads.loops
+                         else SCATTER_CHUNK_WORK // (threads.work or 1)):
+            return _SERIAL  # least_chunk, inline: this runs at every launch
         targets = [scatter_target(args, key, grad) for key, grad in compiled.scatter]
         if any(t is False for t in targets) or _overlapping(args):
             return _SERIAL  # a gradient laid out unlike its data: the adds must stay serial
         nbytes = sum(t.nbytes for t in targets if t is not None)
         if nbytes:
-            chunks = scatter_chunks(total, nbytes, threads.loops)
+            chunks = scatter_chunks(total, nbytes, threads.loops, threads.work)
             return (chunks, _wake(prepared, total), targets) if chunks > 1 else _SERIAL
     if not _wake(prepared, total) or _overlapping(args):
         return _SERIAL
     return _free_chunks(prepared, total, n), True, targets
 
 
-def scatter_chunks(total: int, nbytes: int, loops: bool) -> int:
+def least_chunk(loops: bool, work: int) -> int:
+    """The fewest threads a chunk of a launch with shared additions may have."""
+    return SCATTER_MIN_CHUNK_LOOPS if loops else max(1, SCATTER_CHUNK_WORK // max(work, 1))
+
+
+def scatter_chunks(total: int, nbytes: int, loops: bool, work: int) -> int:
     """The chunks of a launch of `total` threads that adds into `nbytes` of shared memory (its
-    threads running loops or not): from these alone, so that its result does not depend on
-    timing."""
-    least = SCATTER_MIN_CHUNK_LOOPS if loops else SCATTER_MIN_CHUNK
-    budget = SCATTER_BYTES_PER_THREAD_LOOPS if loops else SCATTER_BYTES_PER_THREAD
+    threads running loops or not, doing `work` operations each): from these alone, so that its
+    result does not depend on timing nor on the machine. A power of two, so that the chunks
+    share out evenly over 2, 4 or 8 cores (3 chunks on 2 cores take 2/3 of the serial time)."""
+    least = least_chunk(loops, work)
+    budget = SCATTER_BYTES_PER_THREAD_LOOPS if loops else SCATTER_BYTES_PER_WORK * work
     chunks = min(SCATTER_MAX_CHUNKS, total // least, 1 + int(budget * total / max(nbytes, 1)))
-    return max(chunks, 1)
+    return 1 << (max(chunks, 1).bit_length() - 1)
 
 
 def _wake(prepared: Any, total: int) -> bool:
