@@ -11,7 +11,7 @@ shuffled order, for the same number of steps (at least --min-ms of work, at leas
 the table shows the median ms per step over the rounds. Before timing, each column runs
 --check-steps steps and its state is compared with warp-lang's (max |a - b| <= 1e-3 max |b|
 per array); after timing, every column has run the same number of steps and the final states
-are compared again. A column whose states do not match is printed as WRONG, not as a time.
+are compared again (max |a - b| <= 1e-2 max |b|: FINAL_RTOL says why). A column whose states do not match is printed as WRONG, not as a time.
 `--busy 0,1` runs the whole table twice: idle, then with a background `python -c "while True:
 pass"` spinning on one core. The steps:
 
@@ -120,12 +120,21 @@ def run_steps(col: Column, sim: Sim, steps: int) -> float:
     return (time.perf_counter() - t) / steps * 1e3
 
 
-def check_all(cols: list[Column], sims: list[Sim], when: str) -> None:
+#: the final states' tolerance: over hundreds of steps the cloth is chaotic enough that summing
+#: its spring forces in another order (a split launch adds per-chunk buffers) moves its state by
+#: ~2e-3 of its largest value (measured at 105-116 steps of the 64² cloth); a wrong step shows
+#: after --check-steps steps, which keep the 1e-3 tolerance
+FINAL_RTOL = 1e-2
+
+
+def check_all(cols: list[Column], sims: list[Sim], when: str,
+              rtol: float = float_checks.EXAMPLE_RTOL) -> None:
     """Compare every column's state with the last column's (warp-lang); record the result."""
     ref = sims[-1].state()
     for col, sim in zip(cols, sims):
         col.activate()
-        res = float_checks.compare(sim.state(), ref) if sim is not sims[-1] else {"ok": True}
+        res = (float_checks.compare(sim.state(), ref, rtol) if sim is not sims[-1]
+               else {"ok": True})
         col.checks.append({"when": when, **res})
 
 
@@ -148,7 +157,7 @@ def bench_example(name: str, cols: list[Column], factories: list[Callable[[], Si
         for col, sim in order:
             col.samples.append(run_steps(col, sim, steps))
     total = args.check_steps + 1 + args.rounds * steps
-    check_all(cols, sims, f"after {total} steps")
+    check_all(cols, sims, f"after {total} steps", FINAL_RTOL)
 
 
 def columns(warp: Any, default: int) -> list[Column]:
