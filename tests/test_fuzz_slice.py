@@ -206,3 +206,20 @@ def test_shrinker_keeps_the_failure_and_minimises():
     assert has_loop(small) and is_valid(small)
     assert count_stmts(small) < count_stmts(case)
     assert sum(isinstance(s, Launch) for s in small.steps) == 1
+
+
+def test_disagreeing_differences_are_rejected_whatever_the_reverse_says():
+    """fuzz 7:330: sin of a 6.7e5 argument; the Tape's 7e13 is right, no step resolves the
+    oscillation, and the two differences (7e5, -3e7) disagree. Judged against a scale holding
+    the reverse value they passed as agreeing, and a right gradient counted as a mismatch."""
+    from tools.fuzz.check import _compare_direction
+    from tools.fuzz.evaluate import TOL
+
+    rev, d = {"x": np.array([7.2e13])}, {"x": np.array([1.0])}
+    ok, why, _ = _compare_direction(rev, d, [7.1e5, -3.07e7], 1.0, TOL["float64"])
+    assert why == "finite differences at two step sizes disagree"
+    ok, why, _ = _compare_direction({"x": np.array([2.0])}, d, [2.0, 2.0 + 1e-9], 1.0,
+                                    TOL["float64"])
+    assert why is None and ok
+    ok, why, _ = _compare_direction({"x": np.array([2.5])}, d, [2.0, 2.0], 1.0, TOL["float64"])
+    assert why is None and not ok
