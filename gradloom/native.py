@@ -18,6 +18,7 @@ def install_signal_handlers() -> None:
     """Compile (or load) the SIGINT and fatal-signal handlers and install them (once)."""
     target = cpu.host_target()
     words = native_signals.shared_words()
+    runtime_signals.share_words(words)
     if not native_signals.supported(target.triple):
         return
     text = native_signals.support_module(target.triple, target.datalayout)

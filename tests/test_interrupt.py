@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import gradloom as wp
@@ -236,3 +237,34 @@ def test_strip_mined_loops_compute_what_the_loops_compute():
             40000 * 39999 // 2, sum(range(-3, n, 5)), 0]
     assert out.numpy().tolist() == want
     assert counter.numpy()[0] == n + 1
+
+
+@wp.kernel
+def long_sum(out: wp.array(dtype=float), n: int):
+    s = float(0.0)
+    for k in range(n):
+        s += wp.sin(float(k))
+    out[wp.tid()] = s
+
+
+def test_ctrl_c_while_python_prepares_the_launch_stops_its_kernel(monkeypatch):
+    """A SIGINT counted after the launch began but before its entry started (here: while the
+    launch plans its split) must stop the kernel. Entries used to read the count at their start,
+    so such a Ctrl-C was only raised when the launch ended (never, for a runaway one)."""
+    from gradloom.runtime import parallel
+    from gradloom.runtime.signals import launch_words
+
+    out = wp.zeros(2, dtype=float)
+    wp.launch(long_sum, 2, [out, 10])  # compiled and loaded
+    real_plan = parallel.plan
+
+    def plan_then_sigint(*args, **kwargs):  # the count a SIGINT leaves, without Python's part
+        launch_words().gl_interrupts += 1
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "plan", plan_then_sigint)
+    with pytest.raises(KeyboardInterrupt):
+        wp.launch(long_sum, 2, [out, 1 << 22])
+    monkeypatch.setattr(parallel, "plan", real_plan)
+    wp.launch(long_sum, 2, [out, 10])  # the next launch is not affected
+    assert abs(float(out.numpy()[0]) - float(np.sum(np.sin(np.arange(10, dtype=np.float32))))) < 1e-5

@@ -184,7 +184,7 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
         """Note the interrupt count (codegen/signals.py) and which kernel runs; every way out
         of the entry goes through the `exit` block, which clears the second."""
         name = string_global(self.declares, f"'{self.kernel.name}'")
-        self.f.emit("%interrupts = load atomic i64, ptr @gl_interrupts monotonic, align 8")
+        self.f.emit("%interrupts = load atomic i64, ptr @gl_launch_base monotonic, align 8")
         self.f.emit(f"store atomic ptr {name}, ptr @gl_running monotonic, align 8")
 
     def all_contiguous(self) -> str:

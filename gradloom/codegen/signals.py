@@ -6,9 +6,14 @@ The shared words live in memory allocated here and are published to the JIT link
 `llvm.add_symbol` before any kernel object is loaded (codegen/cpu.py), so cached object code
 links against them in every process:
 
-- `gl_interrupts` (i64): how many SIGINTs arrived. An entry reads it once at its start, then
-  again every `POLL_TRIPS` trips of each loop and every `POLL_THREADS` threads; a change stops
+- `gl_interrupts` (i64): how many SIGINTs arrived. Every `POLL_TRIPS` trips of each loop and
+  every `POLL_THREADS` threads an entry compares it with `gl_launch_base`; a difference stops
   the launch with `types.STATUS_INTERRUPTED` in the error word.
+- `gl_launch_base` (i64): `gl_interrupts` as the runtime saw it when the launch began (in
+  Python, right after the call that starts it: a SIGINT before that raises KeyboardInterrupt
+  there, one after it stops the kernel). An entry reads it once, at its start. Reading
+  `gl_interrupts` itself at the start lost a Ctrl-C that landed while Python prepared the
+  launch: Python raised it only when the launch ended, and a runaway one never did.
 - `gl_running` (ptr): the name of the kernel whose entry is running (set at its start, cleared
   at its end; the slices of a split launch share it, so the first to finish clears it): a fatal
   signal (a release-mode out-of-bounds access) prints it.
@@ -38,7 +43,7 @@ GUARD_TICKS = 64
 _SIGACTION_BYTES, _SA_FLAGS_AT = 152, 136
 _SA_ADD, _SA_DROP = 0x4 | 0x08000000 | 0x10000000, 0x80000000  # SIGINFO|ONSTACK|RESTART, RESETHAND
 
-_WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next", "gl_tick_fn")
+_WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next", "gl_tick_fn", "gl_launch_base")
 _FATAL_SLOTS = 32
 
 
@@ -61,6 +66,7 @@ def shared_words() -> SharedWords:
 
 #: external globals every kernel module declares
 KERNEL_DECLARES = ("@gl_interrupts = external global i64",
+                   "@gl_launch_base = external global i64",
                    "@gl_running = external global ptr",
                    "@gl_tick_fn = external global ptr",
                    "define private void @gl.noop() nounwind {\n  ret void\n}")

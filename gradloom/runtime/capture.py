@@ -23,6 +23,7 @@ from .array import array
 from .capturing import ACTIVE_CAPTURE, Node, OpNode
 from .device import get_device
 from .recording import ACTIVE_TAPES
+from .signals import launch_words
 from .stream import Stream
 from .watch import before_write
 
@@ -54,6 +55,8 @@ class Graph:
             return
         if self._plan is None or len(self._plan) != len(self.nodes):
             self._plan = [_step(node) for node in self.nodes]
+        w = launch_words()  # a Ctrl-C from here on stops the kernel running (codegen/signals.py)
+        w.gl_launch_base = w.gl_interrupts
         for entry, addr, block, written, node in self._plan:
             if entry is None:
                 node.run()

@@ -41,6 +41,7 @@ from .foreign import adapt_args, array_slots
 from .packing import Packer, describe
 from .recorded import RecordedParams
 from .recording import ACTIVE_TAPES
+from .signals import launch_words
 from .structs import array_fields, field_value
 from .watch import before_write
 
@@ -75,6 +76,8 @@ class Prepared:
         self.kernel = kernel
         self.compiled = kernel.compiled() if compiled is None else compiled
         self.entry = self.compiled.entry
+        #: the words kernels share with the SIGINT handler (codegen/signals.py)
+        self.words = launch_words()
         self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
         # the header and the arguments in one format, so a serial launch packs with one call
@@ -175,6 +178,8 @@ class Prepared:
         When an adjoint's stack fills up, it grows and the launch resumes at the thread that
         found it full — or, given `restart` (which must undo what the launch did so far), starts
         over."""
+        w = self.words  # a Ctrl-C from here on stops the kernel (codegen/signals.py)
+        w.gl_launch_base = w.gl_interrupts
         if ACTIVE_CAPTURE.get() is not None:  # a Tape's backward pass inside a capture
             refuse_while_capturing("Tape.backward()")
         if self.launch_ndim > len(dims):
@@ -518,6 +523,8 @@ class Launch(RecordedParams):
             launch(self.kernel, self.dims, self.args, adj_inputs=self.adjoint,
                    adjoint=self.adjoint is not None, record_tape=self.record_tape)
             return
+        w = self.prepared.words  # a Ctrl-C from here on stops the kernel
+        w.gl_launch_base = w.gl_interrupts
         for a in self._watched:
             if a._mem.watchers:
                 before_write(a)

@@ -25,6 +25,7 @@ import ctypes
 import signal
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 _SA_SIGINFO, _SA_ONSTACK, _SA_RESTART = 0x4, 0x08000000, 0x10000000
 _SA_RESETHAND = 0x80000000
@@ -52,6 +53,28 @@ class Handlers:
 
 
 _installed: list[Handlers] = []  # at most one: the process's handlers, once installed
+
+
+class _NoWords:
+    """Stands in for the shared words before any kernel is loaded (nothing reads them then)."""
+
+    gl_interrupts = 0
+    gl_launch_base = 0
+
+
+#: the words kernels share with the handlers (codegen/signals.py `SharedWords`), one per process
+_words: list[Any] = [_NoWords()]
+
+
+def share_words(words: Any) -> None:
+    """Called by native.py, which may import codegen/ (runtime/ may not)."""
+    _words[0] = words
+
+
+def launch_words() -> Any:
+    """The shared words: a launch sets `gl_launch_base = gl_interrupts` as it begins, so that a
+    Ctrl-C from then on stops its kernel (codegen/signals.py)."""
+    return _words[0]
 
 
 def _libc() -> ctypes.CDLL:
