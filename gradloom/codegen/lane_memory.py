@@ -156,17 +156,32 @@ class LaneMemory(LaneOps):
 
     def window_load(self, w: Window, mt: str, align: int, md: str) -> str:
         """The whole window (masked to the active lanes' elements)."""
-        vt, f = f"<{w.n} x {mt}>", self.f
-        wide = f.fresh("%lwide")
-        m = self.window_mask(w)
-        if m is None:
-            f.emit(f"{wide} = load {vt}, ptr {w.start}, align {align}{md}")
-        else:
-            fn = self.intrinsic("masked.load", f"v{w.n}{mangle(mt)}.p0",
-                                vt, f"ptr, <{w.n} x i1>, {vt}")
-            f.emit(f"{wide} = call {vt} @{fn}(ptr align {align} {w.start}, "
-                   f"<{w.n} x i1> {m}, {vt} poison){md}")
-        return wide
+        return self.vector_load(w.start, w.n, mt, align, self.window_mask(w), md)
+
+    def vector_load(self, p: str, n: int, mt: str, align: int, mask: str | None,
+                    md: str) -> str:
+        """n consecutive values at p: a plain load, or a masked one under an <n x i1> mask."""
+        vt, f = f"<{n} x {mt}>", self.f
+        out = f.fresh("%lwide")
+        if mask is None:
+            f.emit(f"{out} = load {vt}, ptr {p}, align {align}{md}")
+            return out
+        fn = self.intrinsic("masked.load", f"v{n}{mangle(mt)}.p0", vt, f"ptr, <{n} x i1>, {vt}")
+        f.emit(f"{out} = call {vt} @{fn}(ptr align {align} {p}, <{n} x i1> {mask}, "
+               f"{vt} poison){md}")
+        return out
+
+    def vector_store(self, data: str, p: str, n: int, mt: str, align: int, mask: str | None,
+                     md: str) -> None:
+        """Store n consecutive values at p: a plain store, or a masked one."""
+        vt = f"<{n} x {mt}>"
+        if mask is None:
+            self.f.emit(f"store {vt} {data}, ptr {p}, align {align}{md}")
+            return
+        fn = self.intrinsic("masked.store", f"v{n}{mangle(mt)}.p0", "void",
+                            f"{vt}, ptr, <{n} x i1>")
+        self.f.emit(f"call void @{fn}({vt} {data}, ptr align {align} {p}, <{n} x i1> {mask})"
+                    f"{md}")
 
     def gather(self, ptrs: str, mt: str, align: int, md: str = "") -> str:
         """The W values at ptrs: one vector load where the active lanes' addresses turn out
@@ -177,14 +192,7 @@ class LaneMemory(LaneOps):
         load, gath, done = f.fresh("lcl"), f.fresh("lgt"), f.fresh("lgd")
         f.emit(f"br i1 {straight}, label %{load}, label %{gath}")
         f.start_block(load)
-        loaded = f.fresh("%lcv")
-        if self.mask is None:
-            f.emit(f"{loaded} = load {vt}, ptr {first}, align {align}{md}")
-        else:
-            fn = self.intrinsic("masked.load", f"v{self.width}{mangle(mt)}.p0",
-                                vt, f"ptr, {self.vty('i1')}, {vt}")
-            f.emit(f"{loaded} = call {vt} @{fn}(ptr align {align} {first}, "
-                   f"{self.vty('i1')} {self.mask}, {vt} poison){md}")
+        loaded = self.vector_load(first, self.width, mt, align, self.mask, md)
         f.emit(f"br label %{done}")
         f.start_block(gath)
         fn = self.intrinsic("masked.gather", f"v{self.width}{mangle(mt)}.v{self.width}p0",
@@ -238,7 +246,6 @@ class LaneMemory(LaneOps):
                      md: str) -> None:
         """Store lane vectors into the window: parts are (position inside each lane's run,
         vector); the other positions keep their values."""
-        vt, f = f"<{w.n} x {mt}>", self.f
         data = "poison"
         for pos, value in parts:
             picks = [-1] * w.n
@@ -252,13 +259,7 @@ class LaneMemory(LaneOps):
             data = self.shuffle2(data, wide, w.n, mt,
                                  [e if p < 0 else w.n + p for e, p in enumerate(picks)])
         m = self.window_mask(w, None if len(parts) == w.per else {p for p, _ in parts})
-        if m is None:
-            f.emit(f"store {vt} {data}, ptr {w.start}, align {align}{md}")
-            return
-        fn = self.intrinsic("masked.store", f"v{w.n}{mangle(mt)}.p0",
-                            "void", f"{vt}, ptr, <{w.n} x i1>")
-        f.emit(f"call void @{fn}({vt} {data}, ptr align {align} {w.start}, "
-               f"<{w.n} x i1> {m}){md}")
+        self.vector_store(data, w.start, w.n, mt, align, m, md)
 
     def shuffle2(self, a: str, b: str, n: int, ty: str, picks: list[int]) -> str:
         """Elements of a (indices < n) and b (indices >= n), two vectors of n elements."""
@@ -276,13 +277,7 @@ class LaneMemory(LaneOps):
         store, scat, done = f.fresh("lcs"), f.fresh("lsc"), f.fresh("lsd")
         f.emit(f"br i1 {straight}, label %{store}, label %{scat}")
         f.start_block(store)
-        if self.mask is None:
-            f.emit(f"store {vt} {value}, ptr {first}, align {align}{md}")
-        else:
-            fn = self.intrinsic("masked.store", f"v{self.width}{mangle(mt)}.p0",
-                                "void", f"{vt}, ptr, {self.vty('i1')}")
-            f.emit(f"call void @{fn}({vt} {value}, ptr align {align} {first}, "
-                   f"{self.vty('i1')} {self.mask}){md}")
+        self.vector_store(value, first, self.width, mt, align, self.mask, md)
         f.emit(f"br label %{done}")
         f.start_block(scat)
         fn = self.intrinsic("masked.scatter", f"v{self.width}{mangle(mt)}.v{self.width}p0",
