@@ -30,6 +30,13 @@ def drop_unread_writes(adjoint: KernelIR, working: frozenset[int]) -> KernelIR:
     return replace(adjoint, body=dropper.block(adjoint.body), contents_read=read)
 
 
+def dead_value(op: Op) -> Op:
+    """A constant standing in for the result of a dropped write (an atomic's old value that
+    nothing reads): any value will do for what still names it, a loop that carries it."""
+    assert op.result is not None
+    return Op("const", (), op.result, op.loc, False if op.result.type.kind == "b" else 0)
+
+
 def _reaches_sink(graph: FlowGraph, origin: Node) -> bool:
     seen: set[Node] = set()
     todo = [origin]
@@ -65,10 +72,8 @@ class _Dropper:
                 return [s]
             if s.result is None:
                 return []
-            # an atomic's old value that nothing uses (else the array would be read): any
-            # value will do for what still names it
-            zero = False if s.result.type.kind == "b" else 0
-            return [Op("const", (), s.result, s.loc, zero)]
+            # an atomic's old value that nothing uses (else the array would be read)
+            return [dead_value(s)]
         if isinstance(s, If):
             return [replace(s, then=self.block(s.then), orelse=self.block(s.orelse))]
         if isinstance(s, Loop):

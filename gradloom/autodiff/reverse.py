@@ -19,7 +19,7 @@ from ..passes.custom import custom_as_if, has_effects, inline_block, retarget_gr
 from ..passes.substitute import substitute
 from ..types import int64
 from .access import KernelAccess, analyze
-from .contents import drop_unread_writes
+from .contents import dead_value, drop_unread_writes
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
 from .replay import check_replay, check_thread_order, shared_working_arrays
 from .rule_reads import check_rule_reads
@@ -99,11 +99,9 @@ class Reverse:
             if isinstance(s, Op):
                 effects = PRIMS[s.prim].effects
                 if Effect.WRITE in effects and not self.access.working(s.args[0], s.loc):
-                    # its only effect is on memory that nothing here reads again; an atomic's
-                    # result is then dead, but a loop may still carry it: any value will do
+                    # its only effect is on memory that nothing here reads again
                     if s.result is not None:
-                        zero = False if s.result.type.kind == "b" else 0
-                        self.em.cur.stmts.append(Op("const", (), s.result, s.loc, zero))
+                        self.em.cur.stmts.append(dead_value(s))
                     continue
                 if Effect.IO in effects:
                     continue  # output belongs to the forward launch, not to its replay
