@@ -15,7 +15,8 @@ processes' noise). `--busy 0,1` runs
 the whole table twice: on its own, then with one background process spinning on a core (`python
 -c "while True: pass"`), the normal state of a user's machine. The kernels: saxpy, integrate (vec3),
 a scatter (`wp.atomic_add` of vec3 values into a quarter as many bins), a sum into one element,
-and the cloth step of warp-lang's own cloth benchmark (warp/examples/benchmarks/, run from the
+a sum of a matrix product's trace into 16 elements of an n-element `wp.zeros` array (the rest never written, so its pages
+stay the kernel's shared zero page), and the cloth step of warp-lang's own cloth benchmark (warp/examples/benchmarks/, run from the
 installed warp-lang: `eval_springs` + `integrate_particles`, 16 substeps per frame; ms per
 frame). With `--warp`, warp-lang's CPU time for the same cloth frame is measured too, in the
 same rounds. See benchmarks/README.md.
@@ -75,6 +76,13 @@ def total(x: wp.array(dtype=float), e: wp.array(dtype=float)):
     wp.atomic_add(e, 0, x[i] * x[i])
 
 
+@wp.kernel
+def sparse(x: wp.array(dtype=float), e: wp.array(dtype=float)):
+    i = wp.tid()
+    f = wp.mat33(x[i], 1.0, 0.0, 0.0, 1.0, x[i], x[i], 0.0, 1.0)
+    wp.atomic_add(e, i % 16, wp.trace(wp.transpose(f) @ f))
+
+
 def kernel_cases(n: int) -> dict[str, Callable[[], None]]:
     """One launch of each kernel at n threads, as a closure."""
     rng = np.random.default_rng(0)
@@ -85,11 +93,13 @@ def kernel_cases(n: int) -> dict[str, Callable[[], None]]:
     bins = wp.array(rng.integers(0, max(n // 4, 1), n).astype(np.int32), dtype=int)
     f = wp.zeros(max(n // 4, 1), dtype=wp.vec3)
     e = wp.zeros(1, dtype=float)
+    wide = wp.zeros(n, dtype=float)  # 16 elements ever written: the rest stays the zero page
     return {
         "saxpy": lambda: wp.launch(saxpy, n, inputs=[0.5, x, y]),
         "integrate": lambda: wp.launch(integrate, n, inputs=[p, v, 1e-6]),
         "scatter": lambda: wp.launch(scatter, n, inputs=[bins, v, f]),
         "sum": lambda: wp.launch(total, n, inputs=[x, e]),
+        "sparse": lambda: wp.launch(sparse, n, inputs=[x, wide]),
     }
 
 
@@ -173,7 +183,7 @@ def main() -> None:
     ap.add_argument("--busy", default="0,1", help="0: idle, 1: one busy core; e.g. 0,1")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--warp", action="store_true", help="warp-lang's cloth frame alongside")
-    ap.add_argument("--kernels", default="saxpy,integrate,scatter,sum,cloth")
+    ap.add_argument("--kernels", default="saxpy,integrate,scatter,sum,sparse,cloth")
     args = ap.parse_args()
     full = config.num_threads
     threads = [1, full] if full > 1 else [1]

@@ -11,7 +11,7 @@ import inspect
 import sys
 import textwrap
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -290,8 +290,8 @@ class Kernel:
         if any(off not in where and off - GRAD_SLOT not in where for off in plan.scatter):
             # adds into memory no argument key names (an indexed array inside a struct): the
             # adds are plain load-add-stores, so the launch must stay serial
-            plan = ThreadPlan("threads add into an array held inside a struct", (),
-                              plan.float_atomics, plan.loops, plan.work)
+            plan = replace(plan, serial="threads add into an array held inside a struct",
+                           scatter=())
         # an array's gradient pointer is GRAD_SLOT bytes after its data pointer (abi.py)
         scatter = tuple((where[off], False) if off in where else (where[off - GRAD_SLOT], True)
                         for off in plan.scatter)
@@ -338,9 +338,11 @@ class Kernel:
         target = cpu.host_target()
         plan = thread_plan(ir)
         arrays = self._array_layouts()
-        lanes = lane_plan(ir, plan, frozenset(arrays)) if cpu.lane_width() else None
+        verdict = lane_plan(ir, plan, frozenset(arrays))
+        lanes = verdict if cpu.lane_width() else None
         text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
                           cpu.lane_width(), arrays)
+        in_lanes = verdict.reason is None and contiguous_copy(ir)
         if config.print_ir:
             print(format_kernel(ir), file=sys.stderr)
             print(text, file=sys.stderr)
@@ -348,7 +350,7 @@ class Kernel:
                       "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                       "reverse_threads": ir.reverse_threads,
                       "threads": (plan.serial, plan.scatter, plan.float_atomics,
-                                  plan.loops, plan.work),
+                                  plan.loops, plan.work, in_lanes),
                       "lanes": _lane_reason(ir, lanes)}
 
     def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:

@@ -745,3 +745,92 @@ def test_many_split_launches_of_changing_sizes(threads) -> None:  # type: ignore
         e = wp.zeros(1, dtype=f64)
         wp.launch(energy, n, inputs=[wp.array(xv, dtype=f64), e])
         assert e.numpy()[0] == pytest.approx(np.sum(xv * xv), rel=1e-12)
+
+
+@wp.kernel
+def add_at(idx: wp.array(dtype=int), v: wp.array(dtype=f64), out: wp.array(dtype=f64)):
+    i = wp.tid()
+    wp.atomic_add(out, idx[i], v[i])
+
+
+@wp.kernel
+def add_at_f32(idx: wp.array(dtype=int), v: wp.array(dtype=wp.float32),
+               out: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    wp.atomic_add(out, idx[i], v[i])
+
+
+@wp.kernel
+def add_at_i32(idx: wp.array(dtype=int), v: wp.array(dtype=wp.int32),
+               out: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    wp.atomic_add(out, idx[i], v[i])
+
+
+@wp.kernel
+def add_at_i64(idx: wp.array(dtype=int), v: wp.array(dtype=wp.int64),
+               out: wp.array(dtype=wp.int64)):
+    i = wp.tid()
+    wp.atomic_add(out, idx[i], v[i])
+
+
+@pytest.mark.parametrize("kernel,dtype", [(add_at, np.float64), (add_at_f32, np.float32),
+                                          (add_at_i32, np.int32), (add_at_i64, np.int64)])
+def test_private_sums_skip_untouched_blocks_and_keep_their_values(threads, kernel, dtype) -> None:  # type: ignore[no-untyped-def]
+    # the native sum skips 64-byte blocks a chunk never added into: touched elements at block
+    # edges, blocks left alone, and a tail shorter than a block (1013 elements) must all come
+    # out as numpy's sum; untouched float elements keep -0.0 and NaN
+    calls = threads(2)
+    m = 1013
+    touched = np.array([0, 15, 16, 31, 47, 200, 201, 511, 512, 999, 1000, 1005, 1012])
+    rng = np.random.default_rng(16)
+    idx = rng.choice(touched, 3000).astype(np.int32)
+    v = rng.integers(1, 50, 3000).astype(dtype)  # exact in every order
+    init = np.zeros(m, dtype)
+    untouched = np.setdiff1d(np.arange(m), touched)
+    if init.dtype.kind == "f":
+        init[untouched[::2]] = -0.0
+        init[untouched[1::7]] = np.nan
+    init[touched[::3]] = 7
+    out = wp.array(init.copy())
+    wp.launch(kernel, 3000, inputs=[wp.array(idx), wp.array(v), out])
+    assert calls == [2]
+    expected = init.copy()
+    np.add.at(expected, idx, v)
+    got = out.numpy()
+    np.testing.assert_array_equal(got, expected)
+    assert np.array_equal(np.signbit(got), np.signbit(expected))
+    state = prepared_forward(kernel).chunkings[0]
+    assert all(not b.any() for _, bufs, _ in state.privates for b in bufs)  # cleared again
+
+
+@wp.kernel
+def trace_into_16(x: wp.array(dtype=float), e: wp.array(dtype=float)):
+    i = wp.tid()
+    f = wp.mat33(x[i], 1.0, 0.0, 0.0, 1.0, x[i], x[i], 0.0, 1.0)
+    wp.atomic_add(e, i % 16, wp.trace(wp.transpose(f) @ f))
+
+
+@wp.kernel
+def spring_gather(si: wp.array(dtype=int), x: wp.array(dtype=wp.vec3),
+                  f: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    d = x[si[2 * i]] - x[si[2 * i + 1]]
+    wp.atomic_add(f, si[2 * i], d * wp.length(d))
+
+
+@pytest.mark.parametrize("simd", [False, True])
+def test_chunks_count_a_thread_in_lanes_at_a_share_of_its_work(monkeypatch, simd: bool) -> None:  # type: ignore[no-untyped-def]
+    # whether the thread loop runs in lanes is a fact of the code: the same with SIMD off, so
+    # a launch is cut into the same chunks (and sums the same) on every machine and setting
+    monkeypatch.setattr(config, "simd", simd)
+    lanes = prepared_forward(trace_into_16).compiled.threads
+    scalar = prepared_forward(spring_gather).compiled.threads
+    assert lanes.lanes and not scalar.lanes
+    assert parallel.chunk_work(lanes) == max(1, lanes.work // parallel.LANE_WORK_SHARE)
+    assert parallel.chunk_work(scalar) == scalar.work
+    n = 2 * parallel.least_chunk(False, scalar.work)
+    monkeypatch.setattr(config, "num_threads", 2)
+    x = wp.zeros(n, dtype=float)
+    e = wp.zeros(16, dtype=float)
+    assert parallel.plan(prepared_forward(trace_into_16), n, [x, e])[0] == 1

@@ -46,6 +46,8 @@ _WAIT, _WAKE = 128, 129  # FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
 #: it awake); it yields its core every _YIELD_EVERY pauses, so a busy machine loses little
 WORKER_SPIN_NS = 300_000
 _YIELD_EVERY = 64
+#: the block a private buffer's sum skips when its source is all zero (one AVX-512 vector)
+_SUM_BYTES = 64
 
 _HELPERS = f"""
 @gl.timeout = private constant {{i64, i64}} {{i64 0, i64 10000000}}
@@ -72,29 +74,65 @@ define internal void @gl_futex(ptr %word, i64 %op, i64 %value, ptr %timeout) nou
 def _sum_function(name: str, ty: str, add: str, zero: str, skip_zero: bool) -> str:
     """dst[i] += src[i]; src[i] = 0 for i < n: one private buffer summed into its array and
     cleared. Float adds skip zeros, so an element no thread of the chunk touched keeps its
-    exact value (a -0.0 stays -0.0)."""
-    body = f"%c = {add} {ty} %a, %b"
-    if skip_zero:
-        body = (f"%sum = {add} {ty} %a, %b\n  %z = fcmp oeq {ty} %b, {zero}\n"
-                f"  %c = select i1 %z, {ty} %a, {ty} %sum")
-    align = 8 if ty in ("double", "i64") else 4
+    exact value (a -0.0 stays -0.0). A block of _SUM_BYTES whose source is all zero is skipped
+    whole, stores included: a private buffer is mostly zero, and a masked store with no lane
+    active into a page never written (the kernel's shared zero page, as `wp.zeros` leaves a
+    large array) costs a microcode assist of ~1,000 cycles at every launch (measured: a 100k
+    element target made a 2-chunk launch 4.7x slower than serial)."""
+    lanes = _SUM_BYTES // (8 if ty in ("double", "i64") else 4)
+    vt, align = f"<{lanes} x {ty}>", (8 if ty in ("double", "i64") else 4)
+    cmp = "fcmp une" if skip_zero else "icmp ne"
+    vzero = "zeroinitializer"
+
+    def combine(v: str, a: str, b: str, t: str, nz: str) -> str:
+        if not skip_zero:
+            return f"%{v} = {add} {t} {a}, {b}"
+        return f"%{v}.s = {add} {t} {a}, {b}\n  %{v} = select {nz}, {t} %{v}.s, {t} {a}"
     return f"""
 define internal void @{name}(ptr noalias %dst, ptr noalias %src, i64 %n) nounwind {{
 entry:
-  %any = icmp sgt i64 %n, 0
-  br i1 %any, label %loop, label %exit
-loop:
-  %i = phi i64 [0, %entry], [%i1, %loop]
-  %dp = getelementptr {ty}, ptr %dst, i64 %i
+  %nb = and i64 %n, -{lanes}
+  br label %block
+block:
+  %i = phi i64 [0, %entry], [%i1, %block.next]
+  %bmore = icmp ult i64 %i, %nb
+  br i1 %bmore, label %block.load, label %tail
+block.load:
   %sp = getelementptr {ty}, ptr %src, i64 %i
-  %a = load {ty}, ptr %dp, align {align}
-  %b = load {ty}, ptr %sp, align {align}
-  {body}
-  store {ty} %c, ptr %dp, align {align}
-  store {ty} {zero}, ptr %sp, align {align}
-  %i1 = add nuw nsw i64 %i, 1
-  %more = icmp slt i64 %i1, %n
-  br i1 %more, label %loop, label %exit
+  %b = load {vt}, ptr %sp, align {align}
+  %nz = {cmp} {vt} %b, {vzero}
+  %bits = bitcast <{lanes} x i1> %nz to i{lanes}
+  %touched = icmp ne i{lanes} %bits, 0
+  br i1 %touched, label %block.add, label %block.next
+block.add:
+  %dp = getelementptr {ty}, ptr %dst, i64 %i
+  %a = load {vt}, ptr %dp, align {align}
+  {combine("c", "%a", "%b", vt, f"<{lanes} x i1> %nz")}
+  store {vt} %c, ptr %dp, align {align}
+  store {vt} {vzero}, ptr %sp, align {align}
+  br label %block.next
+block.next:
+  %i1 = add nuw i64 %i, {lanes}
+  br label %block
+tail:
+  %j = phi i64 [%nb, %block], [%j1, %tail.next]
+  %tmore = icmp ult i64 %j, %n
+  br i1 %tmore, label %tail.load, label %exit
+tail.load:
+  %tsp = getelementptr {ty}, ptr %src, i64 %j
+  %tb = load {ty}, ptr %tsp, align {align}
+  %tnz = {cmp} {ty} %tb, {zero}
+  br i1 %tnz, label %tail.add, label %tail.next
+tail.add:
+  %tdp = getelementptr {ty}, ptr %dst, i64 %j
+  %ta = load {ty}, ptr %tdp, align {align}
+  %tc = {add} {ty} %ta, %tb
+  store {ty} %tc, ptr %tdp, align {align}
+  store {ty} {zero}, ptr %tsp, align {align}
+  br label %tail.next
+tail.next:
+  %j1 = add nuw i64 %j, 1
+  br label %tail
 exit:
   ret void
 }}

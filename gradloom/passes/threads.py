@@ -43,6 +43,10 @@ class ThreadPlan:
     #: float operations and memory accesses in the body (loops counted once): how much work a
     #: thread does, a fact of the code alone (runtime/parallel.py sizes chunks by it)
     work: int = 0
+    #: the thread loop runs in SIMD lanes wherever the CPU has them (passes/lanes.py accepts
+    #: it, and it gets the contiguous copy): a fact of the code, not of the machine, so that
+    #: chunks sized with it stay the same on every CPU and with `config.simd` off
+    lanes: bool = False
 
 
 @dataclass

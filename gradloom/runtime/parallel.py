@@ -51,6 +51,11 @@ CHUNK_NS = 4000
 SCATTER_CHUNK_WORK, SCATTER_MIN_CHUNK_LOOPS = 1 << 18, 64
 SCATTER_BYTES_PER_WORK, SCATTER_BYTES_PER_THREAD_LOOPS = 0.1, 64.0
 SCATTER_MAX_CHUNKS = 8
+#: a thread loop in SIMD lanes does each operation for 8 or 16 threads at once, so for the
+#: sizes above its work counts 1/LANE_WORK_SHARE (neo-Hookean: 86 operations, 2.4 ns per thread
+#: in lanes, 5.6 one thread at a time; a 3x3 matrix product into 16 sums: 57 operations,
+#: 0.64 ns, whose 16k-thread launch split in 2 chunks took 1.30x its serial time)
+LANE_WORK_SHARE = 8
 #: a split that takes longer than this fraction of the serial estimate did not pay
 GAIN = 0.95
 #: after a split that did not pay, the next 1, 3, 7, ... (at most MAX_BACKOFF) launches of the
@@ -71,19 +76,30 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
         return _SERIAL
     targets: list[Any] = []
     if compiled.scatter:
-        if total < 2 * (SCATTER_MIN_CHUNK_LOOPS if threads.loops
-                         else SCATTER_CHUNK_WORK // (threads.work or 1)):
-            return _SERIAL  # least_chunk, inline: this runs at every launch
+        work = chunk_work(threads)
+        if total < 2 * least_chunk(threads.loops, work):
+            return _SERIAL
         targets = [scatter_target(args, key, grad) for key, grad in compiled.scatter]
-        if any(t is False for t in targets) or _overlapping(args):
-            return _SERIAL  # a gradient laid out unlike its data: the adds must stay serial
-        nbytes = sum(t.nbytes for t in targets if t is not None)
+        nbytes = 0
+        for t in targets:
+            if t is False:
+                return _SERIAL  # a gradient laid out unlike its data: the adds stay serial
+            if t is not None:
+                nbytes += t.nbytes
+        if _overlapping(args):
+            return _SERIAL
         if nbytes:
-            chunks = scatter_chunks(total, nbytes, threads.loops, threads.work)
+            chunks = scatter_chunks(total, nbytes, threads.loops, work)
             return (chunks, _wake(prepared, total), targets) if chunks > 1 else _SERIAL
     if not _wake(prepared, total) or _overlapping(args):
         return _SERIAL
     return _free_chunks(prepared, total, n), True, targets
+
+
+def chunk_work(threads: Any) -> int:
+    """The work (ThreadPlan.work, at least 1) a thread of the entry counts for in sizing its
+    chunks."""
+    return max(1, threads.work // LANE_WORK_SHARE if threads.lanes else threads.work)
 
 
 def least_chunk(loops: bool, work: int) -> int:
