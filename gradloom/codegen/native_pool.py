@@ -77,8 +77,9 @@ def _sum_function(name: str, ty: str, add: str, zero: str, skip_zero: bool) -> s
     exact value (a -0.0 stays -0.0). A block of _SUM_BYTES whose source is all zero is skipped
     whole, stores included: a private buffer is mostly zero, and a masked store with no lane
     active into a page never written (the kernel's shared zero page, as `wp.zeros` leaves a
-    large array) costs a microcode assist of ~1,000 cycles at every launch (measured: a 100k
-    element target made a 2-chunk launch 4.7x slower than serial)."""
+    large array) costs a microcode assist at every launch (measured: neo-Hookean's 1M threads
+    adding into one element of a 100k-element `wp.zeros` array, 8 chunks run by the caller:
+    11.7 ms, against 3.8 ms serial and 2.5 ms once the array's pages had been written)."""
     lanes = _SUM_BYTES // (8 if ty in ("double", "i64") else 4)
     vt, align = f"<{lanes} x {ty}>", (8 if ty in ("double", "i64") else 4)
     cmp = "fcmp une" if skip_zero else "icmp ne"
