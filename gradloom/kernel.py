@@ -203,6 +203,7 @@ class Kernel:
         h = hashlib.sha256()
         for part in (VERSION, variant, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
                      str(self.opt_level), cpu.host_target().key, f"lanes={cpu.lane_width()}",
+                     f"ordered={bool(config.deterministic)}",
                      ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
@@ -338,7 +339,7 @@ class Kernel:
         target = cpu.host_target()
         plan = thread_plan(ir)
         arrays = self._array_layouts()
-        verdict = lane_plan(ir, plan, frozenset(arrays))
+        verdict = lane_plan(ir, plan, frozenset(arrays), ordered=bool(config.deterministic))
         lanes = verdict if cpu.lane_width() else None
         text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
                           cpu.lane_width(), arrays)

@@ -473,7 +473,22 @@ def prints(x: wp.array(dtype=float)):
 def loop_adds(x: wp.array(dtype=float), total: wp.array(dtype=float), n: int):
     i = wp.tid()
     for k in range(n):
-        wp.atomic_add(total, k, x[i])
+        wp.atomic_add(total, (i + k) % 7, x[i])
+
+
+@wp.kernel
+def loop_adds_affine(x: wp.array(dtype=float), total: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    for k in range(n):
+        v = x[i] * float(k + 1)
+        wp.atomic_add(total, k % 2, (v * 2.0 - v) * 4.0 - v * 2.0 - v)  # v, exactly
+
+
+@wp.kernel
+def loop_adds_shared(x: wp.array(dtype=float), total: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    for k in range(n):
+        wp.atomic_add(total, k, wp.sin(x[i]) * wp.cos(x[i] * float(k)) + x[i] * x[i])
 
 
 @wp.kernel
@@ -499,7 +514,13 @@ def test_fallbacks_name_their_reason():
     assert "exchange" in lanes_reason(exchange_shared)
     assert "faster one thread at a time" in lanes_reason(only_adds)
     assert "prints" in lanes_reason(prints)
-    assert "inside a loop" in lanes_reason(loop_adds)
+    assert "inside a loop, where lanes differ" in lanes_reason(loop_adds)
+    assert lanes_reason(loop_adds_shared) is None  # every lane adds into total[k] at trip k
+    config.deterministic = True
+    try:
+        assert "inside a loop (deterministic)" in lanes_reason(loop_adds_shared)
+    finally:
+        config.deterministic = False
     assert "depend on each other" in lanes_reason(scatter_store)
     config.mode = "debug"
     try:
@@ -590,3 +611,110 @@ def test_ctrl_c_stops_a_lane_loop(tmp_path):
             proc.wait()
     assert proc.returncode == 0, err
     assert json.loads(out.splitlines()[-1]) == {"error": "KeyboardInterrupt", "moved": True}
+
+
+# -- shared additions inside a loop: trip by trip, in lane order ---------------------------------
+
+
+@wp.kernel
+def pair_forces(pos: wp.array(dtype=wp.vec3d), mass: wp.array(dtype=wp.float64),
+                acc: wp.array(dtype=wp.vec3d), n: int):
+    i = wp.tid()
+    p = pos[i]
+    a = wp.vec3d()
+    for j in range(n):
+        d = pos[j] - p
+        inv_r = wp.float64(1.0) / wp.sqrt(wp.dot(d, d) + wp.float64(0.01))
+        a = a + d * (mass[j] * inv_r * inv_r * inv_r)
+    acc[i] = a
+
+
+def _pair_force_grads(simd: bool, pos0, mass0, seed):  # type: ignore[no-untyped-def]
+    config.simd, config.simd_width = simd, 16
+    n = len(mass0)
+    pos = wp.array(pos0, dtype=wp.vec3d, requires_grad=True)
+    mass = wp.array(mass0, dtype=wp.float64, requires_grad=True)
+    acc = wp.zeros(n, dtype=wp.vec3d, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(pair_forces, n, inputs=[pos, mass, acc, n])
+    tape.backward(grads={acc: wp.array(seed, dtype=wp.vec3d)})
+    return pos.grad.numpy().copy(), mass.grad.numpy().copy()
+
+
+def test_pair_forces_adjoint_runs_in_lanes_with_correct_deterministic_gradients():
+    config.simd, config.simd_width = True, 16
+    assert lanes_reason(pair_forces, adjoint=True) is None  # pos.grad[j] += ... in the j loop
+    rng = np.random.default_rng(31)
+    n = 37  # two full vectors and a masked tail
+    pos0, mass0 = rng.normal(size=(n, 3)), rng.uniform(0.5, 1.5, n)
+    seed = rng.normal(size=(n, 3))
+    gpos, gmass = _pair_force_grads(True, pos0, mass0, seed)
+    again = _pair_force_grads(True, pos0, mass0, seed)
+    assert_bitwise([gpos, gmass], list(again))  # the same bits every run
+
+    def loss(p: np.ndarray, m: np.ndarray) -> float:
+        d = p[None, :, :] - p[:, None, :]
+        inv_r = 1.0 / np.sqrt((d * d).sum(-1) + 0.01)
+        return float(((d * (m[None, :] * inv_r**3)[..., None]).sum(1) * seed).sum())
+    h = 1e-6
+    for k in rng.choice(n, 5, replace=False):
+        for c in range(3):
+            e = np.zeros_like(pos0)
+            e[k, c] = h
+            fd = (loss(pos0 + e, mass0) - loss(pos0 - e, mass0)) / (2 * h)
+            assert gpos[k, c] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+        e = np.zeros_like(mass0)
+        e[k] = h
+        fd = (loss(pos0, mass0 + e) - loss(pos0, mass0 - e)) / (2 * h)
+        assert gmass[k] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    scalar = _pair_force_grads(False, pos0, mass0, seed)
+    np.testing.assert_allclose(gpos, scalar[0], rtol=1e-12, atol=1e-12)  # other rounding only
+    np.testing.assert_allclose(gmass, scalar[1], rtol=1e-12, atol=1e-12)
+
+
+def test_deterministic_mode_keeps_shared_additions_in_loops_in_thread_order():
+    rng = np.random.default_rng(32)
+    n = 21
+    pos0, mass0, seed = rng.normal(size=(n, 3)), rng.uniform(0.5, 1.5, n), rng.normal(size=(n, 3))
+    config.deterministic = True
+    try:
+        config.simd, config.simd_width = True, 16
+        assert "deterministic" in lanes_reason(pair_forces, adjoint=True)
+        assert_bitwise(list(_pair_force_grads(True, pos0, mass0, seed)),
+                       list(_pair_force_grads(False, pos0, mass0, seed)))
+    finally:
+        config.deterministic = False
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_loop_additions_reach_memory_trip_by_trip_in_lane_order(width):
+    # element k % 2 gets trips k of every thread; float32 values of both signs over nine
+    # decades, so another order of the additions rounds differently
+    n, trips = 3 * width + 3, 5
+    rng = np.random.default_rng(33)
+    x0 = (rng.standard_normal(n) * 10.0 ** (2 * (np.arange(n) % 5))).astype(np.float32)
+    lanes = run(loop_adds_affine, n, lambda: [wp.array(x0), wp.zeros(2, dtype=float), trips],
+                True, width)[1]
+
+    def value(t: int, k: int) -> np.float32:
+        return x0[t] * np.float32(k + 1)
+    trip_major = np.zeros(2, np.float32)
+    full = n - n % width
+    for start in range(0, full, width):  # each vector of threads, each trip, lanes in order
+        for k in range(trips):
+            for t in range(start, start + width):
+                trip_major[k % 2] += value(t, k)
+    for t in range(full, n):  # the scalar tail: one thread at a time
+        for k in range(trips):
+            trip_major[k % 2] += value(t, k)
+    thread_major = np.zeros(2, np.float32)
+    for t in range(n):
+        for k in range(trips):
+            thread_major[k % 2] += value(t, k)
+    assert not np.array_equal(trip_major, thread_major)  # the data tells the orders apart
+    assert lanes_reason(loop_adds_affine) is None
+    np.testing.assert_array_equal(lanes, trip_major)
+    scalar = run(loop_adds_affine, n, lambda: [wp.array(x0), wp.zeros(2, dtype=float), trips],
+                 False)[1]
+    np.testing.assert_array_equal(scalar, thread_major)

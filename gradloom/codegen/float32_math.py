@@ -117,7 +117,7 @@ def _log_body(t: _Types) -> str:
 
 def _exp_body(t: _Types) -> str:
     f, d, b, q = t.f, t.d, t.b, t.q
-    rint = f"llvm.rint.{'v%df64' % t.width if t.width else 'f64'}"
+    rint = _rint(t.width)
     lines = [
         f"%xd = fpext {f} %x to {d}",
         f"%hi = fcmp ogt {d} %xd, {t.dbl(EXP_CLAMP)}",
@@ -148,7 +148,10 @@ def declarations(base: str, width: int) -> list[str]:
     calls."""
     lines = [definition(base, width)]
     if base == "exp":
-        dt = f"<{width} x double>" if width else "double"
-        suffix = f"v{width}f64" if width else "f64"
-        lines.append(f"declare {dt} @llvm.rint.{suffix}({dt})")
+        dt = _Types(width).d
+        lines.append(f"declare {dt} @{_rint(width)}({dt})")
     return lines
+
+
+def _rint(width: int) -> str:
+    return f"llvm.rint.v{width}f64" if width else "llvm.rint.f64"

@@ -38,6 +38,7 @@ class LaneLog(LaneMemory):
     log: list[LogEntry]
     allocas: list[str]
     depth: int
+    loop_depth: int
     lane_by_lane: frozenset[int]
     #: argument offset -> how many ops of the kernel add into memory lanes share through it
     shared_add_count: dict[int, int]
@@ -91,9 +92,13 @@ class LaneLog(LaneMemory):
 
     def shared_add(self, s: Op) -> None:
         """An addition into memory lanes may share. The only one into its array: done here,
-        lane by lane (nothing else touches that memory). Otherwise logged (defer_add)."""
+        lane by lane (nothing else touches that memory). Otherwise logged (defer_add). Inside
+        a loop (at an address all lanes share: passes/lanes.py): each trip's additions at
+        once, in lane order."""
         root = self.root_offset(s.args[0])
-        if root is None or self.shared_add_count.get(root, 0) > 1:
+        if self.loop_depth:
+            self.add_reduced(s)
+        elif root is None or self.shared_add_count.get(root, 0) > 1:
             self.defer_add(s)
         elif self.is_varying(s.args[0]) or self.is_varying(s.args[1]):
             self.add_lane_by_lane(s)

@@ -72,6 +72,7 @@ class LaneEmitter(LaneLog):
         self.log: list[LogEntry] = []
         self.allocas: list[str] = []
         self.depth = 0
+        self.loop_depth = 0  # loops around the op being emitted
         self.reverse = self.kernel.reverse_threads
         self.setup_values()
         self.alias_md = {}
@@ -199,6 +200,13 @@ class LaneEmitter(LaneLog):
 
     def lane_loop(self, s: Loop) -> None:
         """Trips while some lane is live; a lane leaves for good when its condition fails."""
+        self.loop_depth += 1
+        try:
+            self.lane_loop_trips(s)
+        finally:
+            self.loop_depth -= 1
+
+    def lane_loop_trips(self, s: Loop) -> None:
         if not self.is_varying(s.cond.yields[0]):
             self.emit_scalar_loop(s)  # every lane makes the same trips (LoopEmitter, hooked)
             return

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from . import float32_math
 from ..types import ScalarType, bf16_bits_to_float32, bf16_round, float32_to_bf16_bits
+from . import float32_math
 
 #: A host rule: (operand values, result type or None, the op's attr) -> the result value.
 HostRule = Callable[[list[Any], ScalarType | None, Any], Any]
@@ -181,7 +181,7 @@ def own_float32(name: str) -> HostRule:
         dt = args[0].dtype
         if dt.itemsize == 8:
             return double(args, rt, attr)
-        return dt.type(fn(np.float32(args[0]))[()])
+        return dt.type(fn(np.asarray(args[0], np.float32))[()])
     return rule
 
 

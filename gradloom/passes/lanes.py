@@ -12,7 +12,12 @@ threads' memory accesses interleave, so a kernel runs in lanes only when that ca
   serial), and memory threads share is only added into (those adds are kept per lane and done
   after each vector of threads, lane by lane, so every element receives its additions in thread
   order, as in the scalar loop: bit for bit);
-- such shared additions are not inside a loop (their number per thread has no bound);
+- such shared additions inside a loop (their number per thread has no bound, so they cannot be
+  kept) go to an address every lane shares at each trip (n-body's `pos.grad[j]`), and are done
+  at once, trip by trip, in lane order: deterministic, but an element that also receives a
+  later trip's or another addition of the same threads gets them in another order than the
+  scalar loop's (other rounding). With `ordered` (`config.deterministic`) such a kernel keeps
+  the scalar loop;
 - every array access goes through an array argument (or its gradient), so the entry can check at
   run time that written arrays overlap no other (codegen/lanes.py), and no value is float16 or
   bfloat16, and no loop's condition has side effects.
@@ -48,10 +53,12 @@ class LanePlan:
     shared_atomics: tuple[int, ...] = ()
 
 
-def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int]) -> LanePlan:
+def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
+              ordered: bool = False) -> LanePlan:
     """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen; arrays:
-    the argument offsets of the data pointers of the kernel's array parameters."""
-    reason = _refusal(kernel, threads, arrays)
+    the argument offsets of the data pointers of the kernel's array parameters; ordered: every
+    shared addition must reach memory in the scalar loop's order (`config.deterministic`)."""
+    reason = _refusal(kernel, threads, arrays, ordered)
     if reason is not None:
         return LanePlan(reason)
     roots, written = _roots(kernel)
@@ -111,7 +118,8 @@ def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | 
     return tuple(sorted(shared))
 
 
-def _refusal(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int]) -> str | None:
+def _refusal(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
+             ordered: bool) -> str | None:
     if threads.serial is not None:
         return f"threads depend on each other ({threads.serial})"
     ops = list(walk_ops(kernel.body))
@@ -124,7 +132,7 @@ def _refusal(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int]) -> s
         types = [a.type for a in op.args] + ([op.result.type] if op.result else [])
         if any(t.is_float and t.bits == 16 for t in types):
             return "float16/bfloat16 values"
-    return _memory_refusal(kernel, arrays) or _loop_refusal(kernel.body, threads, kernel)
+    return _memory_refusal(kernel, arrays) or _loop_refusal(kernel, threads, ordered)
 
 
 def _root(defs: dict[int, Op], p: Var) -> int | None:
@@ -148,28 +156,32 @@ def _memory_refusal(kernel: KernelIR, arrays: frozenset[int]) -> str | None:
     return None
 
 
-def _loop_refusal(b: Block, threads: ThreadPlan, kernel: KernelIR, depth: int = 0) -> str | None:
-    """Shared additions inside loops, loops whose condition has side effects."""
-    defs = _defs(kernel)
-    for s in b.stmts:
-        if isinstance(s, Op):
-            effects = PRIMS[s.prim].effects
-            if (depth and Effect.ACCUMULATE in effects
-                    and _root(defs, s.args[0]) in threads.scatter):
-                return "threads add into shared memory inside a loop"
-        elif isinstance(s, If):
-            why = (_loop_refusal(s.then, threads, kernel, depth)
-                   or _loop_refusal(s.orelse, threads, kernel, depth))
-            if why:
-                return why
-        elif isinstance(s, Loop):
-            if any(PRIMS[op.prim].side_effect for op in walk_ops(s.cond)):
-                return "a loop condition with side effects"
-            why = (_loop_refusal(s.cond, threads, kernel, depth + 1)
-                   or _loop_refusal(s.body, threads, kernel, depth + 1))
-            if why:
-                return why
-    return None
+def _loop_refusal(kernel: KernelIR, threads: ThreadPlan, ordered: bool) -> str | None:
+    """Shared additions inside loops (at an address that differs between lanes, or any when
+    `ordered`), loops whose condition has side effects."""
+    defs, varying = _defs(kernel), varying_values(kernel.body)
+
+    def refusal(b: Block, depth: int) -> str | None:
+        for s in b.stmts:
+            if isinstance(s, Op):
+                if (depth and Effect.ACCUMULATE in PRIMS[s.prim].effects
+                        and _root(defs, s.args[0]) in threads.scatter):
+                    if ordered:
+                        return "threads add into shared memory inside a loop (deterministic)"
+                    if s.args[0].id in varying or s.args[1].id in varying:
+                        return "threads add into shared memory inside a loop, where lanes differ"
+            elif isinstance(s, If):
+                why = refusal(s.then, depth) or refusal(s.orelse, depth)
+                if why:
+                    return why
+            elif isinstance(s, Loop):
+                if any(PRIMS[op.prim].side_effect for op in walk_ops(s.cond)):
+                    return "a loop condition with side effects"
+                why = refusal(s.cond, depth + 1) or refusal(s.body, depth + 1)
+                if why:
+                    return why
+        return None
+    return refusal(kernel.body, 0)
 
 
 def _roots(kernel: KernelIR) -> tuple[tuple[int, ...], tuple[int, ...]]:
