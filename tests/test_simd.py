@@ -1,5 +1,6 @@
 """SIMD thread loops (codegen/lanes.py): every kernel here runs with `config.simd` on and off and
-the results must agree bit for bit (float sums in thread order included); gradients also agree
+the results must agree bit for bit (float sums in thread order included; additions inside loops
+reach memory trip by trip, checked against a model of that order); gradients also agree
 with float64 central differences. Widths 4 and 16 are forced with `config.simd_width`, so the
 lanes, their masks and the scalar tail all run on small launches."""
 
