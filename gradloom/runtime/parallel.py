@@ -52,9 +52,11 @@ SCATTER_CHUNK_WORK, SCATTER_MIN_CHUNK_LOOPS = 1 << 18, 64
 SCATTER_BYTES_PER_WORK, SCATTER_BYTES_PER_THREAD_LOOPS = 0.1, 64.0
 SCATTER_MAX_CHUNKS = 8
 #: a thread loop in SIMD lanes does each operation for 8 or 16 threads at once, so for the
-#: sizes above its work counts 1/LANE_WORK_SHARE (neo-Hookean: 86 operations, 2.4 ns per thread
-#: in lanes, 5.6 one thread at a time; a 3x3 matrix product into 16 sums: 57 operations,
-#: 0.64 ns, whose 16k-thread launch split in 2 chunks took 1.30x its serial time)
+#: least chunk length its work counts 1/LANE_WORK_SHARE (neo-Hookean: 86 operations, 2.4 ns per
+#: thread in lanes, 5.6 one thread at a time; a 3x3 matrix product into 16 sums: 57 operations,
+#: 0.64 ns, whose 16k-thread launch split in 2 chunks took 1.30x its serial time). The private
+#: buffers' budget keeps the whole work: counting lanes there too left the cloth step's adjoint
+#: serial (fwd+bwd 12 -> 17 ms at 512², benchmarks/bench_core.py)
 LANE_WORK_SHARE = 8
 #: a split that takes longer than this fraction of the serial estimate did not pay
 GAIN = 0.95
@@ -76,8 +78,8 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
         return _SERIAL
     targets: list[Any] = []
     if compiled.scatter:
-        work = chunk_work(threads)
-        if total < 2 * least_chunk(threads.loops, work):
+        least = least_chunk(threads.loops, chunk_work(threads))
+        if total < 2 * least:
             return _SERIAL
         targets = [scatter_target(args, key, grad) for key, grad in compiled.scatter]
         nbytes = 0
@@ -89,7 +91,7 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
         if _overlapping(args):
             return _SERIAL
         if nbytes:
-            chunks = scatter_chunks(total, nbytes, threads.loops, work)
+            chunks = scatter_chunks(total, nbytes, threads.loops, threads.work, least)
             return (chunks, _wake(prepared, total), targets) if chunks > 1 else _SERIAL
     if not _wake(prepared, total) or _overlapping(args):
         return _SERIAL
@@ -97,8 +99,8 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
 
 
 def chunk_work(threads: Any) -> int:
-    """The work (ThreadPlan.work, at least 1) a thread of the entry counts for in sizing its
-    chunks."""
+    """The work (ThreadPlan.work, at least 1) a thread of the entry counts for in the least
+    length of its chunks."""
     return max(1, threads.work // LANE_WORK_SHARE if threads.lanes else threads.work)
 
 
@@ -107,12 +109,15 @@ def least_chunk(loops: bool, work: int) -> int:
     return SCATTER_MIN_CHUNK_LOOPS if loops else max(1, SCATTER_CHUNK_WORK // max(work, 1))
 
 
-def scatter_chunks(total: int, nbytes: int, loops: bool, work: int) -> int:
+def scatter_chunks(total: int, nbytes: int, loops: bool, work: int,
+                   least: int | None = None) -> int:
     """The chunks of a launch of `total` threads that adds into `nbytes` of shared memory (its
-    threads running loops or not, doing `work` operations each): from these alone, so that its
-    result does not depend on timing nor on the machine. A power of two, so that the chunks
-    share out evenly over 2, 4 or 8 cores (3 chunks on 2 cores take 2/3 of the serial time)."""
-    least = least_chunk(loops, work)
+    threads running loops or not, doing `work` operations each, chunks of at least `least`
+    threads: least_chunk's by default): from these alone, so that its result does not depend on
+    timing nor on the machine. A power of two, so that the chunks share out evenly over 2, 4 or
+    8 cores (3 chunks on 2 cores take 2/3 of the serial time)."""
+    if least is None:
+        least = least_chunk(loops, work)
     budget = SCATTER_BYTES_PER_THREAD_LOOPS if loops else SCATTER_BYTES_PER_WORK * work
     chunks = min(SCATTER_MAX_CHUNKS, total // least, 1 + int(budget * total / max(nbytes, 1)))
     return 1 << (max(chunks, 1).bit_length() - 1)
