@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from ..types import ScalarType, bf16_bits_to_float32, bf16_round, float32_to_bf16_bits
-from . import float32_math
 
 #: A host rule: (operand values, result type or None, the op's attr) -> the result value.
 HostRule = Callable[[list[Any], ScalarType | None, Any], Any]
@@ -116,8 +115,7 @@ def _popcount(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
 
 # -- the C math library ---------------------------------------------------------------------------
 # Kernels call libm's sinf / sin / ... (LLVM lowers its math intrinsics to them); the host calls
-# the very same functions through ctypes, so float32 results agree bit for bit. float32 log and
-# exp are gradloom's own (ir/float32_math.py), on the host as in kernels.
+# the very same functions through ctypes, so float32 results agree bit for bit.
 
 
 def _libm() -> Any:
@@ -171,24 +169,10 @@ def _numpy_unary(fn: Callable[[Any], Any]) -> HostRule:
     return rule
 
 
-def own_float32(name: str) -> HostRule:
-    """gradloom's own float32 function (ir/float32_math.py; half and bfloat16 values go through
-    float32), the C library's for float64: as kernels compute it on the CPU."""
-    double = libm(name)
-    fn = {"log": float32_math.log_f32, "exp": float32_math.exp_f32}[name]
-
-    def rule(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
-        dt = args[0].dtype
-        if dt.itemsize == 8:
-            return double(args, rt, attr)
-        return dt.type(fn(np.asarray(args[0], np.float32))[()])
-    return rule
-
-
 UNARY_FLOAT: dict[str, HostRule] = {
     **{n: libm(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-                            "tanh", "exp2", "log2", "log10", "cbrt", "erf", "erfc", "round")},
-    "log": own_float32("log"), "exp": own_float32("exp"),
+                            "tanh", "exp", "exp2", "log", "log2", "log10", "cbrt", "erf",
+                            "erfc", "round")},
     "sqrt": _numpy_unary(np.sqrt), "floor": _numpy_unary(np.floor),
     "ceil": _numpy_unary(np.ceil), "rint": _numpy_unary(np.rint),
     "trunc": _numpy_unary(np.trunc),
