@@ -1,14 +1,17 @@
 """Native support code shared by every kernel, compiled once per process and cached on disk like
-a kernel: the signal handlers of codegen/signals.py, installed by runtime/signals.py."""
+a kernel: the signal handlers of codegen/signals.py, installed by runtime/signals.py; gradloom's
+own float32 math functions (codegen/float32_math.py) for Python-scope calls."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
 import hashlib
+from collections.abc import Callable
 
-from .codegen import cpu
+from .codegen import cpu, float32_math
 from .codegen import signals as native_signals
+from .ir import hostops
 from .runtime import cache
 from .runtime import signals as runtime_signals
 
@@ -34,3 +37,24 @@ def install_signal_handlers() -> None:
     runtime_signals.install(runtime_signals.Handlers(
         on_sigint, on_fatal, base + shared.gl_sigint_next.offset,
         base + shared.gl_fatal_next.offset, tick, base + shared.gl_tick_fn.offset))
+
+
+@functools.cache
+def own_float32_functions() -> dict[str, Callable[[float], float]]:
+    """gradloom's own float32 log/exp/sin/cos as the scalar thread loop computes them, callable
+    from Python (compiled once per process, cached on disk)."""
+    target = cpu.host_target()
+    text = float32_math.host_module(target.triple, target.datalayout)
+    key = hashlib.sha256(f"float32-math|{target.key}|{text}".encode()).hexdigest()
+    entry = cache.load(key)
+    if entry is None:
+        entry = {"object": cpu.compile_to_object(text, 2)}
+        cache.store(key, entry)
+    names = float32_math.OWN_FLOAT32
+    addresses = cpu.object_loader().load_symbols(entry["object"],
+                                                 tuple(f"gl_host_{b}f" for b in names))
+    proto = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)
+    return {b: proto(a) for b, a in zip(names, addresses, strict=True)}
+
+
+hostops.use_own_float32(own_float32_functions)

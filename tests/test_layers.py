@@ -31,7 +31,7 @@ ALLOWED = {
     "frontend": _BASE | {"ir", "builtins"},
     "autodiff": _BASE | {"ir", "passes"},
     "argtypes": _BASE | {"runtime"},
-    "native": _BASE | {"codegen", "runtime"},
+    "native": _BASE | {"ir", "codegen", "runtime"},
     # Module.load() compiles its kernels through loading.py (a function-level import)
     "modules": _BASE | {"loading"},
     "cuda_build": _BASE | {"ir", "passes", "codegen", "runtime"},

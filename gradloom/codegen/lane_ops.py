@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..ir.nodes import Op
-from ..types import ScalarType
+from ..types import ScalarType, float32
+from . import float32_math
 from .lane_values import TID_OFFSET_MAX, Affine, LaneValues, int_literal
 from .llvm_ops import _FBIN, _FCMP, _IBIN, _ICMP, _UCMP, MathCall, _cast_kind, _float_suffix
 from .llvm_types import literal, reg_type
@@ -230,7 +231,13 @@ class LaneOps(LaneValues):
     def lane_math(self, s: Op) -> None:
         nargs = len(s.args)
         kind, base = self.math[s.prim]
-        if kind == "intrinsic":
+        if kind == "own" and s.args[0].type == float32:
+            fn = float32_math.function_name(base, self.width)
+            self.declares.update(float32_math.declarations(base, self.width))
+            vt = self.vty(float32)
+            self.f.emit(f"{self.vres(s)} = call {vt} @{fn}({vt} {self.va(s, 0)})")
+            return
+        if kind in ("intrinsic", "own"):
             self.lane_intrinsic(s, base, nargs)
             return
         t = s.args[0].type

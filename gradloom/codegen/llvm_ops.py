@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.nodes import Op, Var
 from ..types import ScalarType, float16, float32
+from . import float32_math
 from .llvm_adjoint import AdjointEmitter
 from .llvm_bf16 import ROUNDED, is_bf16
 from .llvm_types import literal, mem_type, reg_type
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
     from .llvm import FunctionText
 
 #: How a target computes a float math primitive: ("intrinsic", "sin") calls llvm.sin.f32;
-#: ("libm", "cbrt") the C library's cbrtf/cbrt; ("libdevice", "sin") CUDA's __nv_sinf/__nv_sin.
+#: ("libm", "cbrt") the C library's cbrtf/cbrt; ("libdevice", "sin") CUDA's __nv_sinf/__nv_sin;
+#: ("own", "log") gradloom's own float32 function (codegen/float32_math.py), the intrinsic for
+#: float64.
 #: Each target's emitter holds one table covering every float math primitive (entry_*.py).
 MathCall = tuple[str, str]
 # No `contract` flag: every float operation rounds on its own, as in Warp's CPU build and the
@@ -147,10 +150,28 @@ class OpEmitter(AdjointEmitter):
     def call_math(self, s: Op, nargs: int) -> None:
         """A float math primitive, as the target's table says."""
         kind, base = self.math[s.prim]
+        if kind == "own" and s.args[0].type.bits == 64:
+            kind = "intrinsic"  # gradloom's own functions are float32 ones
         if kind == "intrinsic":
             self.call_intrinsic(s, base, nargs)
+        elif kind == "own":
+            self.call_own(s, base)
         else:
             self.call_libm(s, base, nargs, "__nv_" if kind == "libdevice" else "")
+
+    def call_own(self, s: Op, base: str) -> None:
+        """gradloom's own float32 function (codegen/float32_math.py); half values go through
+        float."""
+        t, f = s.args[0].type, self.f
+        self.declares.update(float32_math.declarations(base, 0))
+        x, fn = self.a(s, 0), float32_math.function_name(base, 0)
+        if reg_type(t) == "float":
+            f.emit(f"{self.res(s)} = call float @{fn}(float {x})")
+            return
+        ext, tmp = f.fresh("%hext"), f.fresh("%hres")
+        f.emit(f"{ext} = fpext {reg_type(t)} {x} to float")
+        f.emit(f"{tmp} = call float @{fn}(float {ext})")
+        f.emit(f"{self.res(s)} = fptrunc float {tmp} to {reg_type(t)}")
 
     def call_libm(self, s: Op, base: str, nargs: int, prefix: str = "") -> None:
         """A math library call (C's, or libdevice's with prefix __nv_); half values go

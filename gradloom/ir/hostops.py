@@ -115,7 +115,8 @@ def _popcount(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
 
 # -- the C math library ---------------------------------------------------------------------------
 # Kernels call libm's sinf / sin / ... (LLVM lowers its math intrinsics to them); the host calls
-# the very same functions through ctypes, so float32 results agree bit for bit.
+# the very same functions through ctypes, so float32 results agree bit for bit. float32 log and
+# exp are gradloom's own (ir/float32_math.py), on the host as in kernels.
 
 
 def _libm() -> Any:
@@ -169,10 +170,34 @@ def _numpy_unary(fn: Callable[[Any], Any]) -> HostRule:
     return rule
 
 
+#: where Python-scope calls find gradloom's own float32 functions: the scalar code kernels
+#: inline, compiled (native.py sets the loader when gradloom is imported; a function of this
+#: bottom layer cannot import the code generator)
+_OWN_FLOAT32: list[Callable[[], dict[str, Callable[[float], float]]]] = []
+
+
+def use_own_float32(loader: Callable[[], dict[str, Callable[[float], float]]]) -> None:
+    _OWN_FLOAT32[:] = [loader]
+
+
+def own_float32(name: str) -> HostRule:
+    """gradloom's own float32 function (codegen/float32_math.py; half and bfloat16 values go
+    through float32), the C library's for float64: as kernels compute it on the CPU."""
+    double = libm(name)
+
+    def rule(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
+        dt = args[0].dtype
+        if dt.itemsize == 8:
+            return double(args, rt, attr)
+        fn = _OWN_FLOAT32[0]()[name]
+        return dt.type(np.float32(fn(float(np.float32(args[0])))))
+    return rule
+
+
 UNARY_FLOAT: dict[str, HostRule] = {
-    **{n: libm(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-                            "tanh", "exp", "exp2", "log", "log2", "log10", "cbrt", "erf",
-                            "erfc", "round")},
+    **{n: libm(n) for n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp2",
+                            "log", "log2", "log10", "cbrt", "erf", "erfc", "round")},
+    **{n: own_float32(n) for n in ("exp", "sin", "cos")},
     "sqrt": _numpy_unary(np.sqrt), "floor": _numpy_unary(np.floor),
     "ceil": _numpy_unary(np.ceil), "rint": _numpy_unary(np.rint),
     "trunc": _numpy_unary(np.trunc),
