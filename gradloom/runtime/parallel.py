@@ -78,7 +78,10 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
         return _SERIAL
     targets: list[Any] = []
     if compiled.scatter:
-        least = least_chunk(threads.loops, chunk_work(threads))
+        # least_chunk(threads.loops, chunk_work(threads)), inline: this runs at every launch
+        work = threads.work // LANE_WORK_SHARE if threads.lanes else threads.work
+        least = (SCATTER_MIN_CHUNK_LOOPS if threads.loops
+                 else SCATTER_CHUNK_WORK // (work if work > 1 else 1) or 1)
         if total < 2 * least:
             return _SERIAL
         targets = [scatter_target(args, key, grad) for key, grad in compiled.scatter]
