@@ -33,7 +33,7 @@ from .ir.nodes import KernelIR, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
 from .modules import discard_module, get_module, module_for, qualified_key
-from .native import install_signal_handlers
+from .native import compiled_symbols, install_signal_handlers
 from .passes.custom import inline_custom
 from .passes.invariant import drop_invariant_params
 from .passes.lanes import LanePlan, lane_plan
@@ -422,13 +422,8 @@ def native_pool_functions() -> tuple[int, int] | None:
     if not native_pool.supported(target.triple):
         return None
     text = native_pool.pool_module(target.triple, target.datalayout)
-    key = hashlib.sha256(f"{VERSION}|pool|{target.key}|{text}".encode()).hexdigest()
-    entry = cache.load(key)
-    if entry is None:
-        entry = {"object": cpu.compile_to_object(text, 2)}
-        cache.store(key, entry)
-    worker, run = cpu.object_loader().load_symbols(entry["object"],
-                                                   ("gl_pool_worker", "gl_pool_run"))
+    worker, run = compiled_symbols(f"{VERSION}|pool|{target.key}", text,
+                                   ("gl_pool_worker", "gl_pool_run"))
     return worker, run
 
 

@@ -16,6 +16,17 @@ from .runtime import cache
 from .runtime import signals as runtime_signals
 
 
+def compiled_symbols(tag: str, text: str, names: tuple[str, ...]) -> tuple[int, ...]:
+    """The addresses of `names` in the LLVM module `text`, compiled (or loaded from the disk
+    cache under `tag` and the text) and loaded into this process."""
+    key = hashlib.sha256(f"{tag}|{text}".encode()).hexdigest()
+    entry = cache.load(key)
+    if entry is None:
+        entry = {"object": cpu.compile_to_object(text, 2)}
+        cache.store(key, entry)
+    return tuple(cpu.object_loader().load_symbols(entry["object"], names))
+
+
 @functools.cache
 def install_signal_handlers() -> None:
     """Compile (or load) the SIGINT and fatal-signal handlers and install them (once)."""
@@ -25,13 +36,8 @@ def install_signal_handlers() -> None:
     if not native_signals.supported(target.triple):
         return
     text = native_signals.support_module(target.triple, target.datalayout)
-    key = hashlib.sha256(f"signals|{target.key}|{text}".encode()).hexdigest()
-    entry = cache.load(key)
-    if entry is None:
-        entry = {"object": cpu.compile_to_object(text, 2)}
-        cache.store(key, entry)
-    on_sigint, on_fatal, tick = cpu.object_loader().load_symbols(
-        entry["object"], ("gl_on_sigint", "gl_on_fatal", "gl_tick"))
+    on_sigint, on_fatal, tick = compiled_symbols(f"signals|{target.key}", text,
+                                                 ("gl_on_sigint", "gl_on_fatal", "gl_tick"))
     base = ctypes.addressof(words)
     shared = native_signals.SharedWords
     runtime_signals.install(runtime_signals.Handlers(
@@ -41,18 +47,13 @@ def install_signal_handlers() -> None:
 
 @functools.cache
 def own_float32_functions() -> dict[str, Callable[[float], float]]:
-    """gradloom's own float32 log/exp/sin/cos as the scalar thread loop computes them, callable
+    """gradloom's own float32 exp/sin/cos as the scalar thread loop computes them, callable
     from Python (compiled once per process, cached on disk)."""
     target = cpu.host_target()
     text = float32_math.host_module(target.triple, target.datalayout)
-    key = hashlib.sha256(f"float32-math|{target.key}|{text}".encode()).hexdigest()
-    entry = cache.load(key)
-    if entry is None:
-        entry = {"object": cpu.compile_to_object(text, 2)}
-        cache.store(key, entry)
     names = float32_math.OWN_FLOAT32
-    addresses = cpu.object_loader().load_symbols(entry["object"],
-                                                 tuple(f"gl_host_{b}f" for b in names))
+    addresses = compiled_symbols(f"float32-math|{target.key}", text,
+                                 tuple(f"gl_host_{b}f" for b in names))
     proto = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)
     return {b: proto(a) for b, a in zip(names, addresses, strict=True)}
 
