@@ -11,13 +11,19 @@ import re
 from collections.abc import Callable
 
 from ..ir import float32_math as m
-from ..types import float32, float64
+from ..types import ScalarType, float32, float64
 from .llvm_types import literal
 
 #: the primitives this module implements
 OWN_FLOAT32 = ("exp", "sin", "cos")
 _SHIFT = float.fromhex("0x1.8p52")  # adding it rounds to an integer, read from the low bits
 _TABLES = {"exp": ("gl_exp_tbl", m.EXP_TABLE)}
+
+
+def covers(t: ScalarType) -> bool:
+    """Whether these functions compute a value of type t: float32, and the 16-bit floats
+    through float32; float64 keeps LLVM's intrinsic (the C library)."""
+    return t.is_float and t.bits <= 32
 
 
 def function_name(base: str, width: int) -> str:
@@ -227,11 +233,6 @@ def _sincos_body(t: _Types, want_sin: bool) -> str:
                   f"%own1 = select {b} %iz, {f} %x, {f} %own"]
     own = "%own1" if want_sin else "%own"
     return _lines(lines) + _far_lanes(t, own, "sinf" if want_sin else "cosf")
-
-
-def _pair(t: _Types, out: str, c0: str, c1: str) -> list[str]:
-    """%out = c0 + c1·z (in that order, as the numpy reference adds)."""
-    return [f"%{out}.m = fmul {t.d} {c1}, %z", f"%{out} = fadd {t.d} {c0}, %{out}.m"]
 
 
 def _far_lanes(t: _Types, own: str, libm: str) -> str:

@@ -231,7 +231,7 @@ class LaneOps(LaneValues):
     def lane_math(self, s: Op) -> None:
         nargs = len(s.args)
         kind, base = self.math[s.prim]
-        if kind == "own" and s.args[0].type == float32:
+        if kind == "own" and float32_math.covers(s.args[0].type):  # float32: no 16-bit lanes
             fn = float32_math.function_name(base, self.width)
             self.declares.update(float32_math.declarations(base, self.width))
             vt = self.vty(float32)

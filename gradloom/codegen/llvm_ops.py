@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: How a target computes a float math primitive: ("intrinsic", "sin") calls llvm.sin.f32;
 #: ("libm", "cbrt") the C library's cbrtf/cbrt; ("libdevice", "sin") CUDA's __nv_sinf/__nv_sin;
-#: ("own", "log") gradloom's own float32 function (codegen/float32_math.py), the intrinsic for
+#: ("own", "exp") gradloom's own float32 function (codegen/float32_math.py), the intrinsic for
 #: float64.
 #: Each target's emitter holds one table covering every float math primitive (entry_*.py).
 MathCall = tuple[str, str]
@@ -150,8 +150,8 @@ class OpEmitter(AdjointEmitter):
     def call_math(self, s: Op, nargs: int) -> None:
         """A float math primitive, as the target's table says."""
         kind, base = self.math[s.prim]
-        if kind == "own" and s.args[0].type.bits == 64:
-            kind = "intrinsic"  # gradloom's own functions are float32 ones
+        if kind == "own" and not float32_math.covers(s.args[0].type):
+            kind = "intrinsic"
         if kind == "intrinsic":
             self.call_intrinsic(s, base, nargs)
         elif kind == "own":
