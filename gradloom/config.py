@@ -1,8 +1,8 @@
 """The one place gradloom's options live; environment variables are read here, once, at import.
 
 Only options are public here (`dir(wp.config)` lists them). Assigning an option checks its value;
-changing one that shapes compiled code (`mode`, `opt_level`, `verify_fp`, `simd`, `simd_width`)
-makes kernels built before use a new build at their next launch (a `wp.Launch` recorded earlier
+changing one that shapes compiled code (`mode`, `opt_level`, `verify_fp`, `simd`, `simd_width`,
+`deterministic`) makes kernels built before use a new build at their next launch (a `wp.Launch` recorded earlier
 keeps its build).
 """
 
@@ -118,9 +118,10 @@ class DeterministicMode(_IntEnum):
     GPU_TO_GPU = 2
 
 
-#: Run launches whose kernels add floats atomically on one thread, so their results are
-#: bit-for-bit the same from run to run (float addition is not associative). Warp's
-#: `DeterministicMode` values are accepted too.
+#: Run launches whose kernels add floats atomically on one thread, and in the scalar loop's
+#: order inside SIMD lanes (no tree sums of the lanes' additions into one element), so their
+#: results are bit-for-bit those of one thread, thread after thread (float addition is not
+#: associative). Warp's `DeterministicMode` values are accepted too.
 deterministic: bool | DeterministicMode = _env_flag("GRADLOOM_DETERMINISTIC", False)
 
 #: While a Tape records, print a warning to stderr when a launch or an array copy writes an
@@ -156,7 +157,7 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
 }
 
 #: options whose change makes existing kernels build again (see `_on_rebuild`)
-_REBUILD = frozenset({"mode", "opt_level", "verify_fp", "simd", "simd_width"})
+_REBUILD = frozenset({"mode", "opt_level", "verify_fp", "simd", "simd_width", "deterministic"})
 
 #: Warp's options that gradloom accepts and ignores (so ported code runs unchanged), with Warp
 #: 1.19's defaults: reading one gives its value, assigning one changes nothing else.

@@ -1,6 +1,7 @@
 """SIMD thread loops (codegen/lanes.py): every kernel here runs with `config.simd` on and off and
-the results must agree bit for bit (float sums in thread order included; additions inside loops
-reach memory trip by trip, checked against a model of that order); gradients also agree
+the results must agree bit for bit (float sums in thread order included), except where every lane
+adds into one element: the lanes' values are summed as a tree first (inside loops trip by trip),
+checked against a model of that order; gradients also agree
 with float64 central differences. Widths 4 and 16 are forced with `config.simd_width`, so the
 lanes, their masks and the scalar tail all run on small launches."""
 
@@ -252,18 +253,57 @@ def thread_order_sums(x, idx, nbins):
     return total, bins
 
 
+def halving_sum(lanes: np.ndarray) -> np.floating:
+    """W lanes' values summed as the SIMD loop sums them into one element: upper half onto
+    lower half, until one value is left (in the values' own precision)."""
+    while len(lanes) > 1:
+        half = len(lanes) // 2
+        lanes = lanes[:half] + lanes[half:]
+    return lanes[0]
+
+
+def lane_tree_total(values: np.ndarray, width: int) -> np.floating:
+    """An addition every lane makes into one element: each full vector of threads adds its
+    lanes' halving sum; the tail (the scalar loop) adds thread by thread. Values of lanes
+    that skip the addition are -0.0."""
+    total = values.dtype.type(0.0)
+    full = len(values) - len(values) % width
+    for start in range(0, full, width):
+        total = total + halving_sum(values[start:start + width])
+    for v in values[full:]:
+        total = total + v
+    return total
+
+
+def shared_add_args(x, idx, nbins, n):
+    return lambda: [wp.array(x), wp.array(idx), wp.zeros(1, dtype=float),
+                    wp.zeros(nbins, dtype=float), wp.zeros(n, dtype=float)]
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_shared_adds_follow_thread_order(width):
     n, nbins = 203, 5
     g = np.random.default_rng(7)
     x = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n)).astype(np.float32)
     idx = g.integers(0, nbins, n).astype(np.int32)
-    out = both(shared_adds, n, lambda: [wp.array(x), wp.array(idx), wp.zeros(1, dtype=float),
-                                        wp.zeros(nbins, dtype=float), wp.zeros(n, dtype=float)],
-               width)
+    scalar = run(shared_adds, n, shared_add_args(x, idx, nbins, n), False)
+    lanes = run(shared_adds, n, shared_add_args(x, idx, nbins, n), True, width)
     total, bins = thread_order_sums(x, idx, nbins)
-    assert out[2][0] == total and np.array_equal(out[3], bins)
+    assert scalar[2][0] == total and np.array_equal(scalar[3], bins)
+    # logged additions (two into `bins`) in thread order; `total[0]`, where every lane adds,
+    # by vectors of threads, each summed as a tree
+    assert np.array_equal(lanes[3], bins) and np.array_equal(lanes[4], scalar[4])
+    tree = lane_tree_total(x, width)
+    assert tree != total  # the data tells the orders apart
+    assert lanes[2][0] == tree
     assert lanes_reason(shared_adds) is None
+    config.deterministic = True
+    try:  # the way back to thread order, still in lanes
+        ordered = run(shared_adds, n, shared_add_args(x, idx, nbins, n), True, width)
+        assert_bitwise(scalar, ordered)
+        assert lanes_reason(shared_adds) is None
+    finally:
+        config.deterministic = False
 
 
 @wp.kernel
@@ -273,7 +313,7 @@ def single_adds(x: wp.array(dtype=float), idx: wp.array(dtype=int), total: wp.ar
     v = x[i]
     y[i] = wp.sin(v) * wp.cos(v) + wp.sqrt(wp.abs(v)) * (v * v - 1.0) / (v * v + 2.0) + v * 0.5
     if v > 0.0:  # the only addition into each array: done at once, lane by lane
-        wp.atomic_add(total, 0, v)  # one element for every lane: an ordered sum
+        wp.atomic_add(total, 0, v)  # one element for every lane: a tree, then one addition
         wp.atomic_add(hist, idx[i], v)
 
 
@@ -283,14 +323,16 @@ def test_single_shared_adds_follow_thread_order(width):
     g = np.random.default_rng(15)
     x = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n)).astype(np.float32)
     idx = g.integers(0, nbins, n).astype(np.int32)
-    out = both(single_adds, n, lambda: [wp.array(x), wp.array(idx), wp.zeros(1, dtype=float),
-                                        wp.zeros(nbins, dtype=float), wp.zeros(n, dtype=float)],
-               width)
+    scalar = run(single_adds, n, shared_add_args(x, idx, nbins, n), False)
+    lanes = run(single_adds, n, shared_add_args(x, idx, nbins, n), True, width)
     total, hist = np.float32(0.0), np.zeros(nbins, np.float32)
     for v, k in zip(x, idx, strict=True):
         if v > 0:
             total, hist[k] = np.float32(total + v), np.float32(hist[k] + v)
-    assert out[2][0] == total and np.array_equal(out[3], hist)
+    assert scalar[2][0] == total and np.array_equal(scalar[3], hist)
+    assert np.array_equal(lanes[3], hist) and np.array_equal(lanes[4], scalar[4])
+    tree = lane_tree_total(np.where(x > 0, x, np.float32(-0.0)), width)
+    assert lanes[2][0] == tree
     assert lanes_reason(single_adds) is None
 
 
@@ -689,7 +731,7 @@ def test_deterministic_mode_keeps_shared_additions_in_loops_in_thread_order():
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_loop_additions_reach_memory_trip_by_trip_in_lane_order(width):
+def test_loop_additions_reach_memory_trip_by_trip_as_lane_trees(width):
     # element k % 2 gets trips k of every thread; float32 values of both signs over nine
     # decades, so another order of the additions rounds differently
     n, trips = 3 * width + 3, 5
@@ -702,10 +744,10 @@ def test_loop_additions_reach_memory_trip_by_trip_in_lane_order(width):
         return x0[t] * np.float32(k + 1)
     trip_major = np.zeros(2, np.float32)
     full = n - n % width
-    for start in range(0, full, width):  # each vector of threads, each trip, lanes in order
+    for start in range(0, full, width):  # each vector of threads, each trip: the lanes' tree
         for k in range(trips):
-            for t in range(start, start + width):
-                trip_major[k % 2] += value(t, k)
+            lanes_k = np.array([value(t, k) for t in range(start, start + width)], np.float32)
+            trip_major[k % 2] += halving_sum(lanes_k)
     for t in range(full, n):  # the scalar tail: one thread at a time
         for k in range(trips):
             trip_major[k % 2] += value(t, k)

@@ -1,7 +1,8 @@
 """Memory threads share, in the SIMD thread loop: additions into shared elements are logged per
 lane and done after each vector of threads, lane by lane, so every element receives its additions
-in thread order (bit for bit the scalar loop's sums); other atomics on shared elements run lane by
-lane at once (min, max and bitwise operations do not depend on order). codegen/lane_memory.py
+in thread order (bit for bit the scalar loop's sums), except where every lane adds into one
+element: those lanes' values are summed as a tree first (add_reduced); other atomics on shared
+elements run lane by lane at once (min, max and bitwise operations do not depend on order). codegen/lane_memory.py
 holds the accesses no two lanes share."""
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class LaneLog(LaneMemory):
     allocas: list[str]
     depth: int
     loop_depth: int
+    #: additions into one element in lane order, not as a tree (config.deterministic)
+    ordered: bool
     lane_by_lane: frozenset[int]
     #: argument offset -> how many ops of the kernel add into memory lanes share through it
     shared_add_count: dict[int, int]
@@ -106,9 +109,10 @@ class LaneLog(LaneMemory):
             self.add_reduced(s)
 
     def add_reduced(self, s: Op) -> None:
-        """Every lane adds into one element: a sum in lane order (an ordered reduction: no
-        reassociation), one load and one store. Lanes that are off add -0.0 (or 0), which
-        changes nothing."""
+        """Every lane adds into one element: the lanes' values summed, then added to it (one
+        load and one store). The sum is a tree of halves (lanes l and l + W/2, then ...: a
+        chain of log2(W) additions, not W), or, when `ordered`, lane after lane into the old
+        value (the scalar loop's order). Lanes that are off add -0.0 (or 0): no change."""
         t = s.args[2].type
         ty, vt, mt, f = reg_type(t), self.vty(t), mem_type(t), self.f
         value = self.va(s, 2)
@@ -119,17 +123,30 @@ class LaneLog(LaneMemory):
                    f"{vt} splat ({ty} {zero})")
             value = kept
         p, old, new = self.address(s), f.fresh("%lred"), f.fresh("%lred")
-        suffix = f"v{self.width}{'f32' if t == float32 else 'f64' if t.is_float else ty}"
-        fn = self.intrinsic("vector.reduce.fadd" if t.is_float else "vector.reduce.add", suffix,
-                            ty, f"{ty}, {vt}" if t.is_float else vt)
         f.emit(f"{old} = load {mt}, ptr {p}, align {t.size}")
-        args = f"{ty} {old}, {vt} {value}" if t.is_float else f"{vt} {value}"
-        f.emit(f"{new} = call {ty} @{fn}({args})")
-        if not t.is_float:
-            summed = f.fresh("%lred")
-            f.emit(f"{summed} = add {ty} {old}, {new}")
-            new = summed
+        if t.is_float and self.ordered:
+            suffix = f"v{self.width}{'f32' if t == float32 else 'f64'}"
+            fn = self.intrinsic("vector.reduce.fadd", suffix, ty, f"{ty}, {vt}")
+            f.emit(f"{new} = call {ty} @{fn}({ty} {old}, {vt} {value})")
+        else:
+            op = "fadd" if t.is_float else "add"
+            f.emit(f"{new} = {op} {ty} {old}, {self.halving_sum(ty, value, op)}")
         f.emit(f"store {mt} {new}, ptr {p}, align {t.size}")
+
+    def halving_sum(self, ty: str, value: str, op: str) -> str:
+        """The W lanes' sum as a tree: each step adds the upper half of the lanes to the lower
+        half, lane by lane (the order is this code's, so the bits are the same everywhere)."""
+        n, f = self.width, self.f
+        while n > 1:
+            half = n // 2
+            low = self.shuffle(value, n, ty, list(range(half)))
+            high = self.shuffle(value, n, ty, list(range(half, n)))
+            value = f.fresh("%lhalf")
+            f.emit(f"{value} = {op} <{half} x {ty}> {low}, {high}")
+            n = half
+        out = f.fresh("%lhalf")
+        f.emit(f"{out} = extractelement <1 x {ty}> {value}, i64 0")
+        return out
 
     def add_lane_by_lane(self, s: Op) -> None:
         """Each lane's addition in lane order, at once."""

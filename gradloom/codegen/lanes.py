@@ -37,6 +37,8 @@ class LaneFacts(Protocol):
     def written(self) -> tuple[int, ...]: ...
     @property
     def shared_atomics(self) -> tuple[int, ...]: ...
+    @property
+    def ordered(self) -> bool: ...
 
 #: launches of more threads than this run the scalar loop (see lane_values.TID_OFFSET_MAX)
 MAX_LANE_THREADS = 1 << 30
@@ -68,6 +70,7 @@ class LaneEmitter(LaneLog):
         self.varying = self.lane_plan.varying if self.lane_plan else frozenset()
         self.lane_by_lane = frozenset(self.lane_plan.shared_atomics) if self.lane_plan \
             else frozenset()
+        self.ordered = bool(self.lane_plan and self.lane_plan.ordered)
         self.mask = None
         self.log: list[LogEntry] = []
         self.allocas: list[str] = []

@@ -51,6 +51,9 @@ class LanePlan:
     #: pointers (argument offsets) into memory that lanes may share and update atomically
     #: (min, max, bitwise): such atomics run lane by lane
     shared_atomics: tuple[int, ...] = ()
+    #: additions every lane makes into one element reach it in lane order (`ordered`), not
+    #: summed as a tree first
+    ordered: bool = False
 
 
 def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
@@ -68,7 +71,7 @@ def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
     reason = _unprofitable(kernel, threads)
     if reason is not None:
         return LanePlan(reason)
-    return LanePlan(None, frozenset(varying_values(kernel.body)), roots, written, shared)
+    return LanePlan(None, frozenset(varying_values(kernel.body)), roots, written, shared, ordered)
 
 
 #: what a gathered access and a logged shared addition cost in lanes, against one float
