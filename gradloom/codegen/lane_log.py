@@ -39,7 +39,6 @@ class LaneLog(LaneMemory):
     log: list[LogEntry]
     allocas: list[str]
     depth: int
-    loop_depth: int
     #: additions into one element in lane order, not as a tree (config.deterministic)
     ordered: bool
     lane_by_lane: frozenset[int]

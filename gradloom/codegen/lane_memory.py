@@ -23,6 +23,8 @@ from .llvm_types import literal, mem_type, reg_type
 
 _MANGLE = {"float": "f32", "double": "f64", "half": "f16", "ptr": "p0"}
 #: bytes of each memory type a lane access moves
+#: bytes of one cache line (x86-64 and AArch64 CPUs alike): prefetches go line by line
+CACHE_LINE = 64
 _BYTES = {"i8": 1, "i16": 2, "half": 2, "i32": 4, "float": 4, "i64": 8, "double": 8, "ptr": 8}
 
 
@@ -40,6 +42,8 @@ class Window:
     per: int
     picks: tuple[int, ...]
     reverse: bool
+    #: what names the window's place: its array, lane 0's offset (an SSA name) and the shift
+    place: tuple[int, str, int] = (0, "", 0)
 
     def lane_of(self, e: int) -> int:
         k = e // self.per
@@ -50,6 +54,10 @@ class LaneMemory(LaneOps):
     """The memory primitives' lane rules (a mixin of the CPU kernel emitter)."""
 
     mask: str | None
+    loop_depth: int
+    #: how many vectors of threads ahead windows prefetch (0: none); window places prefetched
+    prefetch_vectors: int
+    prefetched: set[tuple[int, str, int]]
     private_adds: frozenset[int]
     #: argument offset of an array's data or gradient pointer -> its element size
     elem_sizes: dict[int, int]
@@ -100,7 +108,7 @@ class LaneMemory(LaneOps):
         f.emit(f"{start} = getelementptr i8, ptr {self.names[base.id]}, i64 {first}")
         lanes = range(self.width) if aff.stride > 0 else range(self.width - 1, -1, -1)
         return Window(start, per * self.width, per, tuple(k * per + comp // z for k in lanes),
-                      aff.stride < 0)
+                      aff.stride < 0, (base.id, aff.lane0, shift))
 
     def pointers(self, s: Op) -> str:
         """The W addresses of a gather or scatter."""
@@ -156,6 +164,7 @@ class LaneMemory(LaneOps):
 
     def window_load(self, w: Window, mt: str, align: int, md: str) -> str:
         """The whole window (masked to the active lanes' elements)."""
+        self.prefetch(w, align, write=False)
         return self.vector_load(w.start, w.n, mt, align, self.window_mask(w), md)
 
     def vector_load(self, p: str, n: int, mt: str, align: int, mask: str | None,
@@ -259,7 +268,25 @@ class LaneMemory(LaneOps):
             data = self.shuffle2(data, wide, w.n, mt,
                                  [e if p < 0 else w.n + p for e, p in enumerate(picks)])
         m = self.window_mask(w, None if len(parts) == w.per else {p for p, _ in parts})
+        self.prefetch(w, align, write=True)
         self.vector_store(data, w.start, w.n, mt, align, m, md)
+
+    def prefetch(self, w: Window, size: int, write: bool) -> None:
+        """Ask for the cache lines this window will cover `prefetch_vectors` vectors of
+        threads later (windows move by their own length per vector, backwards when reversed):
+        in a long loop body the CPU's out-of-order window does not reach the next vectors'
+        loads, so without this every vector waits for memory (docs/performance.md). Once per
+        window place; not inside loops, where the window does not move with the vector."""
+        if not self.prefetch_vectors or self.loop_depth or w.place in self.prefetched:
+            return
+        self.prefetched.add(w.place)
+        fn = self.intrinsic("prefetch", "p0", "void", "ptr, i32, i32, i32")
+        span = w.n * size
+        ahead = (-1 if w.reverse else 1) * self.prefetch_vectors * span
+        for line in range(0, span, CACHE_LINE):
+            p = self.f.fresh("%lpf")
+            self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {ahead + line}")
+            self.f.emit(f"call void @{fn}(ptr {p}, i32 {int(write)}, i32 3, i32 1)")
 
     def shuffle2(self, a: str, b: str, n: int, ty: str, picks: list[int]) -> str:
         """Elements of a (indices < n) and b (indices >= n), two vectors of n elements."""
