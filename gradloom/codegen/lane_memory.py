@@ -153,19 +153,53 @@ class LaneMemory(LaneOps):
         if w is None:
             raw = self.gather(self.pointers(s), mt, t.size, self.scope_of(s))
         else:
-            wide = self.window_load(w, mt, t.size, self.scope_of(s))
-            straight = w.per == 1 and list(w.picks) == list(range(self.width))
-            raw = wide if straight else self.shuffle(wide, w.n, mt, list(w.picks))
+            chunks = self.window_chunks(w, mt, t.size, self.scope_of(s))
+            raw = self.pick(chunks, mt, list(w.picks))
         if t.kind != "b":
             return raw
         out = self.f.fresh("%lbool")
         self.f.emit(f"{out} = icmp ne {self.vty('i8')} {raw}, zeroinitializer")
         return out
 
-    def window_load(self, w: Window, mt: str, align: int, md: str) -> str:
-        """The whole window (masked to the active lanes' elements)."""
+    def window_chunks(self, w: Window, mt: str, align: int, md: str) -> list[str]:
+        """The whole window as vectors of W values each (masked to the active lanes'
+        elements): one load per vector register, where a single wide load would leave LLVM
+        to split the shuffles that pick the lanes out of it (`pick`), which it did with
+        scalar inserts through the stack in long kernels (neo-Hookean)."""
         self.prefetch(w, align, write=False)
-        return self.vector_load(w.start, w.n, mt, align, self.window_mask(w), md)
+        out, width = [], self.width
+        for k in range(w.n // width):
+            p = self.f.fresh("%lchunk")
+            self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {k * width * align}")
+            mask = None if self.mask is None else self.shuffle(
+                self.mask, width, "i1", [w.lane_of(e) for e in range(k * width, (k + 1) * width)])
+            out.append(self.vector_load(p, width, mt, align, mask, md))
+        return out
+
+    def pick(self, chunks: list[str], ty: str, picks: list[int]) -> str:
+        """Lane l gets element picks[l] of the chunks (W values each, in order): each pair of
+        neighbouring chunks gives its lanes with one two-source shuffle (a single permute
+        instruction), then blends merge those partial vectors, pairwise."""
+        width = self.width
+        if picks == list(range(width)):
+            return chunks[0]
+        parts: list[tuple[str, set[int]]] = []
+        for pair in sorted({e // (2 * width) for e in picks}):
+            lo = 2 * pair * width
+            idx = [e - lo if e // (2 * width) == pair else -1 for e in picks]
+            if max(idx) < width:
+                part = self.shuffle(chunks[2 * pair], width, ty, idx)
+            else:
+                part = self.shuffle2(chunks[2 * pair], chunks[2 * pair + 1], width, ty, idx)
+            parts.append((part, {lane for lane, e in enumerate(idx) if e >= 0}))
+        while len(parts) > 1:
+            merged = []
+            for (a, in_a), (b, in_b) in zip(parts[::2], parts[1::2], strict=False):
+                blend = [lane if lane in in_a else width + lane if lane in in_b else -1
+                         for lane in range(width)]
+                merged.append((self.shuffle2(a, b, width, ty, blend), in_a | in_b))
+            parts = merged + parts[len(merged) * 2:]
+        return parts[0][0]
 
     def vector_load(self, p: str, n: int, mt: str, align: int, mask: str | None,
                     md: str) -> str:
@@ -363,8 +397,8 @@ class LaneMemory(LaneOps):
         if run[0].prim == "store":
             parts = [(p, self.stored_bits(t, self.va(s, 2))) for p, s in zip(pos, run, strict=True)]
         else:
-            wide = self.window_load(w0, mt, t.size, md)
-            olds = [self.shuffle(wide, w0.n, mt, list(w.picks)) for w in windows if w]
+            chunks = self.window_chunks(w0, mt, t.size, md)
+            olds = [self.pick(chunks, mt, list(w.picks)) for w in windows if w]
             if run[0].prim == "adj_add":
                 parts = [(p, self.fadd(t, old, self.va(s, 2)))
                          for p, old, s in zip(pos, olds, run, strict=True)]
