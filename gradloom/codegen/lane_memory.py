@@ -126,22 +126,21 @@ class LaneMemory(LaneOps):
     def full_mask(self) -> str:
         return self.mask or "splat (i1 true)"
 
-    def window_mask(self, w: Window, only: set[int] | None = None) -> str | None:
-        """The window's element mask: the lane mask spread over each lane's elements (`only`:
-        just the elements at these positions inside each lane's run)."""
-        n = w.n
+    def chunk_mask(self, w: Window, k: int, only: set[int] | None = None) -> str | None:
+        """The mask of the window's k-th run of W values: the lane mask spread over each
+        lane's elements (`only`: just the elements at these positions inside each lane's
+        run); None when every element is on."""
+        elems = range(k * self.width, (k + 1) * self.width)
+        spread = None if self.mask is None else self.shuffle(
+            self.mask, self.width, "i1", [w.lane_of(e) for e in elems])
         if only is None:
-            if self.mask is None:
-                return None
-            picks = [w.lane_of(e) for e in range(n)]
-            return self.shuffle(self.mask, self.width, "i1", picks)
+            return spread
         hits = "<" + ", ".join(f"i1 {'true' if e % w.per in only else 'false'}"
-                               for e in range(n)) + ">"
-        if self.mask is None:
+                               for e in elems) + ">"
+        if spread is None:
             return hits
-        spread = self.shuffle(self.mask, self.width, "i1", [w.lane_of(e) for e in range(n)])
         out = self.f.fresh("%lwm")
-        self.f.emit(f"{out} = and <{n} x i1> {spread}, {hits}")
+        self.f.emit(f"{out} = and {self.vty('i1')} {spread}, {hits}")
         return out
 
     # -- loads and stores ------------------------------------------------------------------
@@ -171,22 +170,20 @@ class LaneMemory(LaneOps):
         for k in range(w.n // width):
             p = self.f.fresh("%lchunk")
             self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {k * width * align}")
-            mask = None if self.mask is None else self.shuffle(
-                self.mask, width, "i1", [w.lane_of(e) for e in range(k * width, (k + 1) * width)])
-            out.append(self.vector_load(p, width, mt, align, mask, md))
+            out.append(self.vector_load(p, width, mt, align, self.chunk_mask(w, k), md))
         return out
 
     def pick(self, chunks: list[str], ty: str, picks: list[int]) -> str:
-        """Lane l gets element picks[l] of the chunks (W values each, in order): each pair of
-        neighbouring chunks gives its lanes with one two-source shuffle (a single permute
-        instruction), then blends merge those partial vectors, pairwise."""
+        """Lane l gets element picks[l] of the chunks (W values each, in order; -1: none):
+        each pair of neighbouring chunks gives its lanes with one two-source shuffle (a
+        single permute instruction), then blends merge those partial vectors, pairwise."""
         width = self.width
         if picks == list(range(width)):
             return chunks[0]
         parts: list[tuple[str, set[int]]] = []
-        for pair in sorted({e // (2 * width) for e in picks}):
+        for pair in sorted({e // (2 * width) for e in picks if e >= 0}):
             lo = 2 * pair * width
-            idx = [e - lo if e // (2 * width) == pair else -1 for e in picks]
+            idx = [e - lo if e >= 0 and e // (2 * width) == pair else -1 for e in picks]
             if max(idx) < width:
                 part = self.shuffle(chunks[2 * pair], width, ty, idx)
             else:
@@ -288,22 +285,24 @@ class LaneMemory(LaneOps):
     def window_store(self, w: Window, mt: str, align: int, parts: list[tuple[int, str]],
                      md: str) -> None:
         """Store lane vectors into the window: parts are (position inside each lane's run,
-        vector); the other positions keep their values."""
-        data = "poison"
-        for pos, value in parts:
-            picks = [-1] * w.n
+        vector); the other positions keep their values. One store per run of W values, its
+        values picked out of the parts' vectors (see window_chunks)."""
+        source = [-1] * w.n  # element -> index into the parts' lanes (part·W + lane)
+        for k, (pos, _) in enumerate(parts):
             for lane, e in enumerate(w.picks):
-                picks[e - w.picks[0] % w.per + pos] = lane
-            if data == "poison" and picks == list(range(self.width)):
-                data = value
-                continue
-            wide = self.shuffle(value, self.width, mt, list(range(self.width))
-                                + [-1] * (w.n - self.width)) if w.n > self.width else value
-            data = self.shuffle2(data, wide, w.n, mt,
-                                 [e if p < 0 else w.n + p for e, p in enumerate(picks)])
-        m = self.window_mask(w, None if len(parts) == w.per else {p for p, _ in parts})
+                source[e - w.picks[0] % w.per + pos] = k * self.width + lane
+        values = [v for _, v in parts]
+        only = None if len(parts) == w.per else {p for p, _ in parts}
         self.prefetch(w, align, write=True)
-        self.vector_store(data, w.start, w.n, mt, align, m, md)
+        width = self.width
+        for k in range(w.n // width):
+            idx = source[k * width:(k + 1) * width]
+            if max(idx) < 0:
+                continue
+            p = self.f.fresh("%lchunk")
+            self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {k * width * align}")
+            self.vector_store(self.pick(values, mt, idx), p, width, mt, align,
+                              self.chunk_mask(w, k, only), md)
 
     def prefetch(self, w: Window, size: int, write: bool) -> None:
         """Ask for the cache lines this window will cover `prefetch_vectors` vectors of
