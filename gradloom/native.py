@@ -47,7 +47,7 @@ def install_signal_handlers() -> None:
 
 @functools.cache
 def own_float32_functions() -> dict[str, Callable[[float], float]]:
-    """gradloom's own float32 exp/sin/cos as the scalar thread loop computes them, callable
+    """gradloom's own float32 exp/log/sin/cos as the scalar thread loop computes them, callable
     from Python (compiled once per process, cached on disk)."""
     target = cpu.host_target()
     text = float32_math.host_module(target.triple, target.datalayout)

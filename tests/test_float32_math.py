@@ -1,4 +1,4 @@
-"""gradloom's own float32 exp, sin and cos (codegen/float32_math.py): within half an ulp
+"""gradloom's own float32 exp, log, sin and cos (codegen/float32_math.py): within half an ulp
 of the exact value (float64 numpy) in the scalar thread loop, in SIMD lanes of every width and
 in Python scope, with the same bits in all three, and the special values C gives."""
 
@@ -10,7 +10,7 @@ import pytest
 import gradloom as wp
 from gradloom import config
 
-FUNCS = {"exp": np.exp, "sin": np.sin, "cos": np.cos}
+FUNCS = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos}
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, -1e-45, 1.1754942e-38,
                     1.1754944e-38, 3.4028235e38, 88.72283, 88.722839, 89.0, -87.33654,
                     -103.27893, -103.972084, -104.0, 0.5, 2.0, 0.99999994, 1.0000001, 1e-7,
@@ -31,15 +31,17 @@ def _inputs(seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     bits = rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
     near = np.concatenate([rng.uniform(-10, 10, 200_000), rng.uniform(0, 3, 100_000),
-                           rng.uniform(-104, 89, 100_000), rng.uniform(-5e5, 5e5, 100_000)])
+                           rng.uniform(-104, 89, 100_000), rng.uniform(-5e5, 5e5, 100_000),
+                           rng.uniform(0.99, 1.01, 100_000)])  # log's cancellation near 1
     return np.concatenate([SPECIAL, bits, near.astype(np.float32)])
 
 
 @wp.kernel
-def three(x: wp.array(dtype=float), ex: wp.array(dtype=float), sn: wp.array(dtype=float),
-          cs: wp.array(dtype=float)):
+def four(x: wp.array(dtype=float), ex: wp.array(dtype=float), lg: wp.array(dtype=float),
+         sn: wp.array(dtype=float), cs: wp.array(dtype=float)):
     i = wp.tid()
     ex[i] = wp.exp(x[i])
+    lg[i] = wp.log(x[i])
     sn[i] = wp.sin(x[i])
     cs[i] = wp.cos(x[i])
 
@@ -47,8 +49,8 @@ def three(x: wp.array(dtype=float), ex: wp.array(dtype=float), sn: wp.array(dtyp
 def _run(xs: np.ndarray, simd: bool, width: int = 0) -> dict[str, np.ndarray]:
     config.simd, config.simd_width = simd, width
     x = wp.array(xs)
-    outs = [wp.zeros(len(xs), dtype=float) for _ in range(3)]
-    wp.launch(three, len(xs), inputs=[x, *outs])
+    outs = [wp.zeros(len(xs), dtype=float) for _ in range(4)]
+    wp.launch(four, len(xs), inputs=[x, *outs])
     return {name: o.numpy() for name, o in zip(FUNCS, outs, strict=True)}
 
 
@@ -81,6 +83,8 @@ def test_special_values() -> None:
     got = _run(xs, True, 16)
     inf, nan = np.inf, np.nan
     assert got["exp"][5] == np.float32(np.exp(-1.0))
+    np.testing.assert_array_equal(got["log"], [-inf, -inf, inf, nan, nan, nan,
+                                               np.float32(np.log(100.0)), nan, nan])
     np.testing.assert_array_equal(got["exp"][:5], [1.0, 1.0, inf, 0.0, nan])
     assert got["exp"][6] == inf and got["exp"][7] == 0.0
     assert np.signbit(got["sin"][1]) and got["sin"][0] == 0.0 and got["cos"][1] == 1.0

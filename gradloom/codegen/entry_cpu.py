@@ -26,10 +26,10 @@ from .llvm_ops import MathCall, string_global
 from .signals import KERNEL_DECLARES, POLL_THREADS
 
 _INTRINSICS = ("sqrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-               "exp2", "log", "log2", "log10", "floor", "ceil", "round", "rint", "trunc", "pow")
+               "exp2", "log2", "log10", "floor", "ceil", "round", "rint", "trunc", "pow")
 #: LLVM's intrinsics, which become calls of the C library where the CPU has no instruction;
-#: the C library for what LLVM has no intrinsic for; gradloom's own float32 exp, sin and cos, which
-#: SIMD lanes compute as vectors (codegen/float32_math.py)
+#: the C library for what LLVM has no intrinsic for; gradloom's own float32 exp, log, sin and
+#: cos, which SIMD lanes compute as vectors (codegen/float32_math.py)
 CPU_MATH: dict[str, MathCall] = {
     **{n: ("intrinsic", n) for n in _INTRINSICS},
     **{n: ("libm", n) for n in ("cbrt", "erf", "erfc", "atan2")},

@@ -1,9 +1,9 @@
-"""LLVM IR of gradloom's own float32 `exp`, `sin` and `cos` (ir/float32_math.py: the
+"""LLVM IR of gradloom's own float32 `exp`, `log`, `sin` and `cos` (ir/float32_math.py: the
 algorithms, constants and table), for one value or a vector of W lanes, so the SIMD thread loop
 computes W lanes at once instead of calling the C library lane by lane; the scalar loop and
 Python-scope calls (host_module) run the same operations, fused multiply-adds included, so all
-three give the same bits. A branch skips the handling of special inputs (inf, NaN, |x| past the
-reductions' range) when no lane has one."""
+three give the same bits. A branch skips the handling of special inputs (zero, subnormal,
+negative, inf, NaN, |x| past the reductions' range) when no lane has one."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..types import ScalarType, float32, float64
 from .llvm_types import literal
 
 #: the primitives this module implements
-OWN_FLOAT32 = ("exp", "sin", "cos")
+OWN_FLOAT32 = ("exp", "log", "sin", "cos")
 _SHIFT = float.fromhex("0x1.8p52")  # adding it rounds to an integer, read from the low bits
 _TABLES = {"exp": ("gl_exp_tbl", m.EXP_TABLE)}
 
@@ -49,7 +49,7 @@ def declarations(base: str, width: int) -> list[str]:
     """Module lines function_name(base, width) needs: its definition, the tables, intrinsics
     and C functions it uses."""
     t = _Types(width)
-    body = {"exp": _exp_body, "sin": _sin_body, "cos": _cos_body}[base](t)
+    body = {"exp": _exp_body, "log": _log_body, "sin": _sin_body, "cos": _cos_body}[base](t)
     lines = [f"define internal {t.f} @{function_name(base, width)}({t.f} %x) "
              f"nounwind willreturn inlinehint {{\nentry:\n{body}}}"]
     for table in {"exp": ("exp",)}.get(base, ()):
@@ -59,7 +59,7 @@ def declarations(base: str, width: int) -> list[str]:
                      f"[{items}]")
     if width and base == "exp":
         lines.append(f"declare {t.d} @{_gather(width)}(<{width} x ptr>, i32, {t.b}, {t.d})")
-    if base != "exp":
+    if base in ("sin", "cos"):
         lines.append(f"declare {t.d} @{_intrinsic('rint', width)}({t.d})")
     lines.append(f"declare {t.d} @{_intrinsic('fma', width)}({t.d}, {t.d}, {t.d})")
     if base == "exp":
@@ -184,6 +184,67 @@ def _exp_core(t: _Types) -> list[str]:
 
 def _fabs32(width: int) -> str:
     return f"llvm.fabs.v{width}f32" if width else "llvm.fabs.f32"
+
+
+def _log_body(t: _Types) -> str:
+    f, i, b = t.f, t.i, t.b
+    check = [f"%bits = bitcast {f} %x to {i}",  # positive, normal and finite: ordinary
+             f"%u = sub {i} %bits, {t.int(0x00800000)}",
+             f"%ord = icmp ult {i} %u, {t.int(0x7F000000)}"]
+    fast = [f"%ix = bitcast {f} %x to {i}", *_log_core(t, None), f"ret {f} %rf"]
+    slow = [f"%bits0 = bitcast {f} %x to {i}",
+            f"%sub = icmp ult {i} %bits0, {t.int(0x00800000)}",  # +0, positive subnormals
+            f"%xs = fmul {f} %x, {t.flt(m.TWO_23)}",
+            f"%x1 = select {b} %sub, {f} %xs, {f} %x",
+            f"%ix = bitcast {f} %x1 to {i}",
+            *_log_core(t, "%sub"),
+            f"%isinf = fcmp oeq {f} %x, {t.flt(float('inf'))}",
+            f"%o1 = select {b} %isinf, {f} %x, {f} %rf",
+            f"%iszero = fcmp oeq {f} %x, {t.flt(0.0)}",
+            f"%o2 = select {b} %iszero, {f} {t.flt(float('-inf'))}, {f} %o1",
+            f"%neg = fcmp olt {f} %x, {t.flt(0.0)}",
+            f"%o3 = select {b} %neg, {f} {t.flt(float('nan'))}, {f} %o2",
+            f"%isnan = fcmp uno {f} %x, %x",
+            f"%o4 = select {b} %isnan, {f} %x, {f} %o3",
+            f"ret {f} %o4"]
+    return _lines(_fast_slow(t, check, fast, slow))
+
+
+def _log_core(t: _Types, scaled: str | None) -> list[str]:
+    """%rf = log of the positive normal float whose bits are %ix (divided by 2^23 where
+    `scaled`, an i1, holds)."""
+    f, d, i, b = t.f, t.d, t.i, t.b
+    c = m.LOG_C
+    lines = [
+        f"%tmp = sub {i} %ix, {t.int(m.LOG_OFF)}",
+        f"%e0 = ashr {i} %tmp, {t.int(23)}",
+        f"%top = and {i} %tmp, {t.int(-0x00800000)}",
+        f"%mb = sub {i} %ix, %top",
+        f"%mf = bitcast {i} %mb to {f}",
+        f"%md = fpext {f} %mf to {d}",
+        f"%num = fsub {d} %md, {t.dbl(1.0)}",
+        f"%den = fadd {d} %md, {t.dbl(1.0)}",
+        f"%s = fdiv {d} %num, %den",
+        f"%z = fmul {d} %s, %s",
+        f"%z2 = fmul {d} %z, %z",
+        _fma(t, "pa", t.dbl(c[1]), "%z", t.dbl(c[0])),
+        _fma(t, "pb", t.dbl(c[3]), "%z", t.dbl(c[2])),
+        _fma(t, "pc", t.dbl(c[5]), "%z", t.dbl(c[4])),
+        _fma(t, "pd", "%z2", t.dbl(c[6]), "%pc"),
+        _fma(t, "pe", "%z2", "%pd", "%pb"),
+        _fma(t, "p", "%z2", "%pe", "%pa"),
+        f"%tw = fadd {d} %s, %s",
+        f"%twz = fmul {d} %tw, %z",
+        _fma(t, "lm", "%twz", "%p", "%tw"),
+    ]
+    if scaled is None:
+        lines.append(f"%e = add {i} %e0, {t.int(0)}")
+    else:
+        lines += [f"%eadj = select {b} {scaled}, {i} {t.int(23)}, {i} {t.int(0)}",
+                  f"%e = sub {i} %e0, %eadj"]
+    lines += [f"%ed = sitofp {i} %e to {d}", _fma(t, "r", "%ed", t.dbl(m.LN2), "%lm"),
+              f"%rf = fptrunc {d} %r to {f}"]
+    return lines
 
 
 def _sin_body(t: _Types) -> str:

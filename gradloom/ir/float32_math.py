@@ -1,18 +1,21 @@
-"""gradloom's own float32 `exp`, `sin` and `cos`: the algorithms, their constants and
+"""gradloom's own float32 `exp`, `log`, `sin` and `cos`: the algorithms, their constants and
 table (codegen/float32_math.py builds the code; kernels, their SIMD lanes and Python-scope
 calls run the same operations, so they agree bit for bit).
 
-Why not the C library's `expf`/`sinf`/`cosf`: a SIMD thread loop can only call them one lane at a
-time, and every call spills the vector registers (docs/performance.md). These vectorise like any
+Why not the C library's `expf`/`logf`/`sinf`/`cosf`: a SIMD thread loop can only call them one
+lane at a time, and every call spills the vector registers (docs/performance.md). These vectorise like any
 arithmetic: evaluated in float64 with fused multiply-adds, a 64-entry table and short polynomials
 (Estrin's scheme: few dependent steps), to within 0.5 ulp of float32 on every input tested;
-special inputs (inf, NaN, |x| past a reduction's range) are handled on a branch taken only when
-some lane has one (the scalar `exp` has no branch, so LLVM can still vectorise a loop of it). (`log` stays the C library's: the same design needs two table lookups per
-value, and AMD's gather instructions made neo-Hookean's forward slower in lanes, 3.6 → 4.4 ms.)
+special inputs (zero, subnormal, negative, inf, NaN, |x| past a reduction's range) are handled
+on a branch taken only when some lane has one (the scalar `exp` has no branch, so LLVM can still
+vectorise a loop of it). `log` has no table: two lookups per value made neo-Hookean's forward
+slower in lanes on AMD's gather instructions (3.6 → 4.4 ms); it divides once instead.
 
 exp(x) = 2^e · T[j] · p(r): k = round(x·64/ln2) = 64e + j (adding 1.5·2^52 rounds it, and its
 bits are k), r = x − k·ln2/64 (|r| ≤ ln2/128),
 T[j] = 2^(j/64), p the degree-4 Taylor polynomial (truncation < 4e-14).
+log(x): e and m from the bits (LOG_OFF below), s = (m − 1)/(m + 1) (|s| ≤ 0.172), the atanh
+series of log(m) to s¹⁵ (truncation < 2^-39 relative), then e·ln2 added in one fused step.
 sin/cos(x), |x| < SINCOS_LIMIT: k = rint(x·2/π), r = x − k·(P1 + P2 + P3) (π/2 in three parts,
 the first two of 33 bits, so k·P1 and k·P2 are exact), |r| ≤ π/4; sin r to r¹¹ and cos r to
 r¹², picked and signed by k mod 4. Larger |x|, inf and NaN: the C library's (whose reduction is
@@ -23,12 +26,19 @@ from __future__ import annotations
 
 import math
 
+LN2 = math.log(2.0)
 EXP_N_OVER_LN2 = 64.0 / math.log(2.0)
 EXP_LN2_OVER_N = math.log(2.0) / 64.0
 #: exp's argument is clamped to ±EXP_CLAMP (float32 results are 0 or inf well before)
 EXP_CLAMP = 200.0
 #: exp: p(r) = (1 + r) + r²·((1/2 + r/6) + r²/24)
 EXP_C2, EXP_C3, EXP_C4 = 1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0
+#: log(x) = e·ln2 + 2s + 2s·s²·P(s²), s = (m − 1)/(m + 1), x = m·2^e with m in [1/√2, √2):
+#: P(z) = (L0 + L1·z) + z²·((L2 + L3·z) + z²·((L4 + L5·z) + z²·L6)), L_j = 1/(2j + 3)
+LOG_C = tuple(1.0 / (2 * j + 3) for j in range(7))
+#: the float32 bits of 1/√2 (rounded down): subtracting them puts m in [1/√2, √2)
+LOG_OFF = 0x3F3504F3
+TWO_23 = 8388608.0  # scales a subnormal to a normal float exactly
 #: sin/cos: below this |x| (|k| < 2^19) the three-part reduction is exact enough
 SINCOS_LIMIT = 524288.0
 TWO_OVER_PI = 2.0 / math.pi

@@ -115,8 +115,8 @@ def _popcount(args: list[Any], rt: ScalarType | None, attr: Any) -> Any:
 
 # -- the C math library ---------------------------------------------------------------------------
 # Kernels call libm's sinf / sin / ... (LLVM lowers its math intrinsics to them); the host calls
-# the very same functions through ctypes, so float32 results agree bit for bit. float32 log and
-# exp are gradloom's own (ir/float32_math.py), on the host as in kernels.
+# the very same functions through ctypes, so float32 results agree bit for bit. float32 exp, log,
+# sin and cos are gradloom's own (ir/float32_math.py), on the host as in kernels.
 
 
 def _libm() -> Any:
@@ -196,8 +196,8 @@ def own_float32(name: str) -> HostRule:
 
 UNARY_FLOAT: dict[str, HostRule] = {
     **{n: libm(n) for n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp2",
-                            "log", "log2", "log10", "cbrt", "erf", "erfc", "round")},
-    **{n: own_float32(n) for n in ("exp", "sin", "cos")},
+                            "log2", "log10", "cbrt", "erf", "erfc", "round")},
+    **{n: own_float32(n) for n in ("exp", "log", "sin", "cos")},
     "sqrt": _numpy_unary(np.sqrt), "floor": _numpy_unary(np.floor),
     "ceil": _numpy_unary(np.ceil), "rint": _numpy_unary(np.rint),
     "trunc": _numpy_unary(np.trunc),
