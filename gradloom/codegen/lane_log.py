@@ -90,13 +90,14 @@ class LaneLog(LaneMemory):
         if s.result is not None:
             self.vnames[s.result.id] = out
 
-    # -- additions into shared memory, in thread order --------------------------------------
+    # -- additions into shared memory: thread order, or lane sums --------------------------
 
     def shared_add(self, s: Op) -> None:
         """An addition into memory lanes may share. The only one into its array: done here,
-        lane by lane (nothing else touches that memory). Otherwise logged (defer_add). Inside
-        a loop (at an address all lanes share: passes/lanes.py): each trip's additions at
-        once, in lane order."""
+        lane by lane (nothing else touches that memory), or as one sum where every lane adds
+        into one element (add_reduced). Otherwise logged (defer_add). Inside a loop (at an
+        address all lanes share: passes/lanes.py): each trip's additions at once, as one
+        sum."""
         root = self.root_offset(s.args[0])
         if self.loop_depth:
             self.add_reduced(s)

@@ -11,13 +11,12 @@ threads' memory accesses interleave, so a kernel runs in lanes only when that ca
 - no thread reads or overwrites what another thread writes (passes/threads.py: the plan is not
   serial), and memory threads share is only added into (those adds are kept per lane and done
   after each vector of threads, lane by lane, so every element receives its additions in thread
-  order, as in the scalar loop: bit for bit);
+  order, as in the scalar loop: bit for bit), except where every lane adds into one element:
+  the lanes' values are summed as a tree first (deterministic, other rounding than the scalar
+  loop's; with `ordered`, `config.deterministic`, lane after lane instead);
 - such shared additions inside a loop (their number per thread has no bound, so they cannot be
   kept) go to an address every lane shares at each trip (n-body's `pos.grad[j]`), and are done
-  at once, trip by trip, in lane order: deterministic, but an element that also receives a
-  later trip's or another addition of the same threads gets them in another order than the
-  scalar loop's (other rounding). With `ordered` (`config.deterministic`) such a kernel keeps
-  the scalar loop;
+  at once, trip by trip, as such a tree. With `ordered` such a kernel keeps the scalar loop;
 - every array access goes through an array argument (or its gradient), so the entry can check at
   run time that written arrays overlap no other (codegen/lanes.py), and no value is float16 or
   bfloat16, and no loop's condition has side effects.
