@@ -13,6 +13,7 @@ from ..errors import TapeError
 from .array import NDArray, array
 from .handles import frozen
 from .launch import adjoint_reads, arg_array, array_keys, prepared_adjoint
+from .memops import copy_into
 from .watch import Watch, copy_same_layout
 
 Key = tuple[int, str | None]
@@ -182,9 +183,9 @@ class LaunchRecord:
 
         def restart() -> None:
             for g, s in zip(grads, saved, strict=True):
-                g.numpy()[...] = s
+                copy_into(g.numpy(), s)
             for data, watch in working:
-                np.copyto(data, watch.contents())
+                copy_into(data, watch.contents())
 
         return restart
 

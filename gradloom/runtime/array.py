@@ -36,6 +36,7 @@ from gradloom.runtime.array_storage import storage_dtype as storage_dtype
 from gradloom.runtime.array_storage import zeros_same_layout as zeros_same_layout
 from gradloom.runtime.capturing import deferrable
 from gradloom.runtime.device import CPU, Device, get_device
+from gradloom.runtime.memops import copy_into, fill
 from gradloom.runtime.readmarks import ReadMarks
 from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
@@ -327,7 +328,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         storage = self._concrete()
         self._overwrite()
         try:
-            storage[...] = _fill_value(self.dtype, value)
+            fill(storage, _fill_value(self.dtype, value))
         except (TypeError, ValueError) as e:
             raise GradloomError(
                 f"cannot fill an array of {self.dtype!r} with {value!r}: {e}"
@@ -337,7 +338,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     def zero_(self) -> None:
         storage = self._concrete()
         self._overwrite()
-        storage[...] = 0
+        fill(storage, 0)
 
     @deferrable("array.assign()")
     def assign(self, src: Any) -> None:
@@ -358,7 +359,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
                 f" does not match the array's shape {self.shape} (dtype {self.dtype!r})"
             )
         self._overwrite()
-        storage[...] = data
+        copy_into(storage, data)
 
     def list(self) -> list[Any]:
         """The elements in order, flattened (vector/matrix elements as their value type)."""

@@ -18,6 +18,7 @@ from gradloom.runtime.array import (
 from gradloom.runtime.capturing import capturing, defer
 from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
+from gradloom.runtime.memops import copy_into
 from gradloom.runtime.readmarks import check_copy
 from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
 from gradloom.runtime.watch import before_write
@@ -399,7 +400,7 @@ def _copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int
     _check_range(d, s, dest_offset, src_offset, count)
     es = size_of(s.dtype)
     dst_bytes = _flat_bytes(d.numpy())[dest_offset * es : (dest_offset + count) * es]
-    dst_bytes[...] = _flat_bytes(s.numpy())[src_offset * es : (src_offset + count) * es]
+    copy_into(dst_bytes, _flat_bytes(s.numpy())[src_offset * es : (src_offset + count) * es])
 
 
 def _check_range(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from gradloom.errors import ArrayTypeError, ArrayValueError, GradloomError
 from gradloom.runtime.array_protocols import aligned_copy, aligned_zeros
 from gradloom.runtime.device import CPU
+from gradloom.runtime.memops import copy_into
 from gradloom.types import (
     ArrayType,
     IndexedArrayType,
@@ -241,14 +242,14 @@ def copy_storage(dest: Any, src: Any) -> None:
         return
     d, s = dest.numpy(), src.numpy()
     if d.dtype == s.dtype and d.shape == s.shape:
-        d[...] = s
+        copy_into(d, s)
         return
     if d.itemsize * d.size != s.itemsize * s.size:
         raise GradloomError(
             f"incompatible array element types: destination {dest.dtype!r}, source {src.dtype!r}"
         )
     raw = np.ascontiguousarray(s).reshape(-1).view(np.uint8)
-    d[...] = raw.view(d.dtype).reshape(d.shape)
+    copy_into(d, raw.view(d.dtype).reshape(d.shape))
 
 
 

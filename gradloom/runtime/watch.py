@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .memops import copy_into
+
 NDArray = npt.NDArray[Any]
 
 
@@ -33,12 +35,14 @@ class Memory:
 def copy_same_layout(a: NDArray) -> NDArray:
     """A copy of `a` with its exact shape and strides (gradients share the data's layout)."""
     if a.flags.c_contiguous or a.size == 0:
-        return a.copy()
+        whole = np.empty_like(a)
+        copy_into(whole, a)
+        return whole
     lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True) if s < 0)
     hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True) if s > 0) + a.itemsize
     buf = np.empty(hi - lo, dtype=np.uint8)
     out: NDArray = np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
-    out[...] = a
+    copy_into(out, a)
     return out
 
 

@@ -1,0 +1,110 @@
+"""Host copies and fills split into pieces across threads (runtime/memops.py): every element
+lands where one numpy assignment puts it, overlaps and errors included, through the public API
+too (assign, zero_, fill_, wp.copy, wp.clone, a Tape's seeds and saved copies)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradloom as wp
+from gradloom.runtime import memops
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split arrays of 4 KiB and more, in pieces of 1 KiB: many pieces, a ragged last one."""
+    monkeypatch.setattr(memops, "SPLIT_BYTES", 4096)
+    monkeypatch.setattr(memops, "PIECE_BYTES", 1000)
+    monkeypatch.setattr(wp.config, "num_threads", 2)
+
+
+def test_piece_rows_cover_a_piece_of_bytes() -> None:
+    assert memops.piece_rows(4) == memops.PIECE_BYTES // 4
+    assert memops.piece_rows(12) == memops.PIECE_BYTES // 12
+    assert memops.piece_rows(memops.PIECE_BYTES * 3) == 1  # a row larger than a piece
+
+
+@pytest.mark.usefixtures("small_pieces")
+@pytest.mark.parametrize("shape", [(10_007,), (3_001, 3), (501, 3, 3), (2, 4096)])
+def test_split_copy_and_fill_match_numpy(shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(1)
+    src = rng.random(shape, dtype=np.float32)
+    dst = np.full(shape, -1.0, np.float32)
+    memops.copy_into(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    element = np.arange(shape[-1], dtype=np.float32) if len(shape) > 1 else np.float32(7.5)
+    memops.fill(dst, element[None] if len(shape) == 1 else element)
+    np.testing.assert_array_equal(dst, np.broadcast_to(element, shape))
+
+
+@pytest.mark.usefixtures("small_pieces")
+def test_split_copy_into_a_strided_view_and_with_a_cast() -> None:
+    src = np.arange(8_000, dtype=np.float64)
+    big = np.zeros(16_000, np.float32)
+    memops.copy_into(big[::2], src)
+    np.testing.assert_array_equal(big[::2], src.astype(np.float32))
+    assert not big[1::2].any()
+
+
+@pytest.mark.usefixtures("small_pieces")
+def test_overlapping_copy_is_one_assignment() -> None:
+    a = np.arange(20_000, dtype=np.float32)
+    expected = a.copy()
+    expected[100:] = expected[:-100].copy()
+    memops.copy_into(a[100:], a[:-100])
+    np.testing.assert_array_equal(a, expected)
+
+
+@pytest.mark.usefixtures("small_pieces")
+def test_an_error_in_a_piece_is_raised_and_stops_the_claims() -> None:
+    src = np.full(20_000, 1.0, dtype=object)
+    src[15_000] = "not a number"
+    dst = np.zeros(20_000, np.float32)
+    with pytest.raises(ValueError):
+        memops.copy_into(dst, src)
+    assert dst[:1000].all()  # pieces before the bad one were copied
+
+
+@pytest.mark.usefixtures("small_pieces")
+def test_array_methods_and_copies_through_the_split() -> None:
+    rng = np.random.default_rng(2)
+    values = rng.random((4_000, 3), dtype=np.float32)
+    a = wp.zeros(4_000, dtype=wp.vec3)
+    a.assign(wp.array(values, dtype=wp.vec3))
+    np.testing.assert_array_equal(a.numpy(), values)
+    a.fill_(wp.vec3(1.0, 2.0, 3.0))
+    np.testing.assert_array_equal(a.numpy(), np.broadcast_to([1.0, 2.0, 3.0], (4_000, 3)))
+    b = wp.clone(a)
+    a.zero_()
+    assert not a.numpy().any()
+    np.testing.assert_array_equal(b.numpy()[:, 2], np.full(4_000, 3.0, np.float32))
+    wp.copy(a, b, dest_offset=10, src_offset=0, count=3_000)
+    np.testing.assert_array_equal(a.numpy()[10:3_010], b.numpy()[:3_000])
+    assert not a.numpy()[:10].any() and not a.numpy()[3_010:].any()
+
+
+@wp.kernel
+def _scale_in_place(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a * x[i] * y[i]
+
+
+@pytest.mark.usefixtures("small_pieces")
+def test_tape_seeds_and_saved_copies_through_the_split() -> None:
+    """The adjoint reads y's old values (a saved copy) and the seed is copied into y.grad: the
+    gradients against the analytic ones, in float64."""
+    n = 5_000
+    rng = np.random.default_rng(3)
+    x0, y0 = rng.random(n), rng.random(n)
+    seed = rng.random(n)
+    x = wp.array(x0, dtype=float, requires_grad=True)
+    y = wp.array(y0, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_scale_in_place, n, inputs=[2.0, x, y])
+    tape.backward(grads={y: wp.array(seed, dtype=float)})
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * y0 * seed, rtol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy(), 2.0 * x0 * seed, rtol=1e-6)
+    tape.zero()
+    assert not x.grad.numpy().any() and not y.grad.numpy().any()
