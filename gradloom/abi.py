@@ -173,3 +173,8 @@ class JOB:
     RECORD = 64  # a record: the block's error record (abi.STATUS_BYTES), then the pool thread
     WAKE, RUN, SUM = 1, 2, 4
     SUM_F32, SUM_F64, SUM_I32, SUM_I64 = 1, 2, 3, 4
+
+
+#: the line of the native streamed fill and copy (codegen/native_memory.py, used by
+#: runtime/memops.py): each store writes this many bytes; destinations and lengths are multiples
+STREAM_LINE = 64

@@ -1,6 +1,7 @@
 """Native support code shared by every kernel, compiled once per process and cached on disk like
 a kernel: the signal handlers of codegen/signals.py, installed by runtime/signals.py; gradloom's
-own float32 math functions (codegen/float32_math.py) for Python-scope calls."""
+own float32 math functions (codegen/float32_math.py) for Python-scope calls; the streamed fill
+and copy of large host arrays (codegen/native_memory.py, used by runtime/memops.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import functools
 import hashlib
 from collections.abc import Callable
 
-from .codegen import cpu, float32_math
+from .codegen import cpu, float32_math, native_memory
 from .codegen import signals as native_signals
 from .ir import hostops
-from .runtime import cache
+from .runtime import cache, memops
 from .runtime import signals as runtime_signals
 
 
@@ -58,4 +59,14 @@ def own_float32_functions() -> dict[str, Callable[[float], float]]:
     return {b: proto(a) for b, a in zip(names, addresses, strict=True)}
 
 
+@functools.cache
+def stream_functions() -> memops.Streams:
+    """The streamed fill and copy (compiled once per process, cached on disk)."""
+    target = cpu.host_target()
+    text = native_memory.memory_module(target.triple, target.datalayout)
+    fill, copy = compiled_symbols(f"memory|{target.key}", text, native_memory.FUNCTIONS)
+    return memops.stream_functions(fill, copy)
+
+
 hostops.use_own_float32(own_float32_functions)
+memops.use_streams(stream_functions)

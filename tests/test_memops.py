@@ -4,6 +4,8 @@ too (assign, zero_, fill_, wp.copy, wp.clone, a Tape's seeds and saved copies)."
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,73 @@ def test_tape_seeds_and_saved_copies_through_the_split() -> None:
     np.testing.assert_allclose(y.grad.numpy(), 2.0 * x0 * seed, rtol=1e-6)
     tape.zero()
     assert not x.grad.numpy().any() and not y.grad.numpy().any()
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch, small_pieces: None) -> list[int]:
+    """Stream destinations of 4 KiB and more; the list counts the streamed calls."""
+    from gradloom import native
+
+    calls: list[int] = []
+    real = native.stream_functions()
+
+    def fill(*a: int) -> None:
+        calls.append(1)
+        real.fill(*a)
+
+    def copy(*a: int) -> None:
+        calls.append(1)
+        real.copy(*a)
+
+    monkeypatch.setattr(memops, "STREAM_BYTES", 4096)
+    monkeypatch.setattr(memops, "PIECE_BYTES", 1024)
+    monkeypatch.setattr(memops, "_STREAMS", [lambda: memops.Streams(fill, copy)])
+    return calls
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3, 16])
+@pytest.mark.parametrize("tail", [0, 1, 5])
+@pytest.mark.parametrize("row", [(), (3,), (3, 3), (2,)])
+def test_streamed_fill_at_any_alignment_and_phase(streamed: list[int], offset: int, tail: int,
+                                                  row: tuple[int, ...]) -> None:
+    """Destinations that start and end off the 64-byte lines, rows whose bytes (4, 12, 36, 8)
+    do not divide 64: every element gets the value, nothing around it changes."""
+    n = 3_000 + tail
+    buf = np.full((n + offset + 4, *row), -5.0, np.float32)
+    value = np.arange(1.0, 1.0 + math.prod(row), dtype=np.float32).reshape(row)
+    dst = buf[offset:offset + n]
+    memops.fill(dst, value)
+    assert streamed
+    np.testing.assert_array_equal(dst, np.broadcast_to(value, dst.shape))
+    assert (buf[:offset] == -5.0).all() and (buf[offset + n:] == -5.0).all()
+
+
+@pytest.mark.parametrize(("d_off", "s_off"), [(0, 0), (1, 0), (0, 3), (5, 2)])
+def test_streamed_copy_at_any_alignment(streamed: list[int], d_off: int, s_off: int) -> None:
+    rng = np.random.default_rng(4)
+    src_buf = rng.random(5_000, dtype=np.float32)
+    dst_buf = np.full(5_000, -5.0, np.float32)
+    n = 4_001
+    memops.copy_into(dst_buf[d_off:d_off + n], src_buf[s_off:s_off + n])
+    assert streamed
+    np.testing.assert_array_equal(dst_buf[d_off:d_off + n], src_buf[s_off:s_off + n])
+    assert (dst_buf[:d_off] == -5.0).all() and (dst_buf[d_off + n:] == -5.0).all()
+
+
+def test_streamed_fill_keeps_numpy_casting_and_falls_back(streamed: list[int]) -> None:
+    ints = np.zeros(5_000, np.int32)
+    memops.fill(ints, 2.75)  # numpy's unsafe cast: 2
+    assert (ints == 2).all() and streamed
+    streamed.clear()
+    wide = np.zeros((8, 1_025), np.float32)  # a 4,100-byte row: a pattern too long to stream
+    memops.fill(wide, np.arange(1_025, dtype=np.float32))
+    np.testing.assert_array_equal(wide, np.broadcast_to(np.arange(1_025), (8, 1_025)))
+    assert not streamed
+
+
+def test_a_read_only_destination_is_refused_not_streamed(streamed: list[int]) -> None:
+    frozen = np.zeros(5_000, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        memops.fill(frozen, 1.0)
+    assert not frozen.any() and not streamed

@@ -1241,3 +1241,32 @@ def test_record_scopes_as_warp_records_them():
     np.testing.assert_allclose(grad(x), 2 * X5 * W5, rtol=1e-15)
     tape.reset()
     assert tape.scopes == [] and tape.launches == []
+
+
+@wp.kernel
+def _double_into(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
+
+
+def test_a_replaced_gradient_receives_the_next_backward() -> None:
+    """Launches pack an array's words once per gradient (runtime/packing.py): a gradient set
+    with `a.grad = ...` or `requires_grad` after a launch is the one the next adjoint fills."""
+    x = wp.array(np.arange(4.0), dtype=float, requires_grad=True)
+    y = wp.zeros(4, dtype=float, requires_grad=True)
+    seed = wp.array(np.ones(4), dtype=float)
+    for step in range(3):
+        tape = wp.Tape()
+        with tape:
+            wp.launch(_double_into, 4, inputs=[x, y])
+        first = x.grad
+        if step == 1:
+            x.grad = wp.zeros(4, dtype=float)
+        elif step == 2:
+            x.requires_grad = False
+            x.requires_grad = True
+        tape.backward(grads={y: seed})
+        np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 2.0))
+        if step:
+            assert x.grad is not first and not first.numpy().any()
+        x.grad.zero_()

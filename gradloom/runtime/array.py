@@ -78,6 +78,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     _grad: array | None
     _requires_grad: bool
     _mem: Memory  # shared by the views of one allocation (see watch.py)
+    #: (the gradient array, the launch words) last packed for this array (runtime/packing.py);
+    #: the words change only with the gradient (pointer, shape and strides never change)
+    _words: tuple[array | None, tuple[int, ...]] | None = None
 
     def __init__(
         self,
@@ -194,6 +197,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         storage = self._concrete()
+        self._words = None  # drop the old gradient's launch words (and the reference to it)
         if value and self._grad is None:
             self._grad = array._wrap(zeros_same_layout(storage), self.dtype, self.device)
         elif not value:
@@ -207,6 +211,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     @grad.setter
     def grad(self, value: Any) -> None:
         storage = self._concrete()
+        self._words = None  # drop the old gradient's launch words (and the reference to it)
         if value is None:
             self._grad, self._requires_grad = None, False
             return

@@ -34,7 +34,7 @@ _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uin
         "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
         "float64": "d", "ptr": "Q", "bfloat16": "H"}
 
-Getter = Callable[[Any, Any], list[Any]]
+Getter = Callable[[Any, Any], Sequence[Any]]
 
 class ArgError(Exception):
     """Internal: why one value does not fit one parameter."""
@@ -54,14 +54,20 @@ def describe(v: Any) -> str:
     return type(v).__name__
 
 
-def array_words(value: Any, t: ArrayType) -> list[Any]:
+def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
     """data pointer, gradient pointer, shape, strides: an array argument's words (None is an
     empty array, as in Warp: `if not arr:` holds in the kernel)."""
     if value is None:
         return [0] * (2 + 2 * t.ndim)
     if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
         grad = value._grad
-        return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
+        known = value._words
+        if known is not None and known[0] is grad:
+            return known[1]
+        words = (value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape,
+                 *value.strides)
+        value._words = (grad, words)
+        return words
     if not isinstance(value, array):
         raise ArgError(f"expects an array of type {type_repr(t)}, but passed value has type "
                        f"{describe(value)}")  # Warp's words
@@ -90,7 +96,7 @@ def scalar_words(value: Any, t: ScalarType) -> list[Any]:
     raise ArgError(f"expected a {t} value, got {describe(value)} {value!r}")
 
 
-def flat_values(value: Any, t: Any) -> list[Any]:
+def flat_values(value: Any, t: Any) -> Sequence[Any]:
     """The scalar leaves of one argument, in layout order (see types.leaves)."""
     if isinstance(t, ScalarType):
         return scalar_words(value, t)
