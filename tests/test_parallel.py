@@ -680,6 +680,31 @@ def test_a_split_that_gains_nothing_makes_the_next_launches_serial(monkeypatch) 
     np.testing.assert_array_equal(y.numpy(), 2.0)
 
 
+def test_backoff_doubles_while_splits_fail_and_starts_over_after_a_pause(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Failures one after another skip 1, 3, 7, ... launches; once RETRY_NS have passed the
+    next failure skips one launch again (the first launch after a pause finds the workers
+    asleep: counting it as one more failure kept a burst of cloth steps serial)."""
+    clock = [0]
+    monkeypatch.setattr(parallel.time, "perf_counter_ns", lambda: clock[0])
+    b = parallel.Backoff()
+
+    def skipped_after_failure() -> int:
+        b.record(False)
+        n = 0
+        while not b.ready():
+            n += 1
+        return n
+
+    assert [skipped_after_failure() for _ in range(4)] == [1, 3, 7, 15]
+    b.record(False)
+    assert not b.ready()
+    clock[0] += parallel.RETRY_NS  # a pause: the retry comes early, and from a clean slate
+    assert b.ready()
+    assert skipped_after_failure() == 1
+    b.record(True)
+    assert skipped_after_failure() == 1
+
+
 def test_scatter_chunk_counts_follow_the_launch_only() -> None:
     big, small = 1 << 22, 8
     chunks = parallel.scatter_chunks

@@ -150,7 +150,10 @@ class Backoff:
         if not self.skip:
             return True
         if time.perf_counter_ns() >= self.until:
-            self.skip = 0
+            # a fresh start: a launch after a pause finds the workers asleep and gains nothing
+            # (waking one on a VM takes longer than a short launch), so failures only count
+            # towards a longer back-off while they come one after another
+            self.skip = self.last = 0
             return True
         self.skip -= 1
         return False
