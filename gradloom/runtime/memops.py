@@ -28,7 +28,8 @@ from .pool import worker_pool
 
 NDArray = npt.NDArray[Any]
 
-#: below this many bytes written, one numpy call (a helper's wake-up costs tens of µs)
+#: below this many bytes written, one numpy call (a helper's wake-up costs tens of µs); at most
+#: STREAM_BYTES
 SPLIT_BYTES = 1 << 22
 #: the bytes of one piece (~0.1 ms of copying); a multiple of LINE
 PIECE_BYTES = 1 << 20
@@ -56,6 +57,9 @@ def use_streams(loader: Callable[[], Streams | None]) -> None:
 
 def copy_into(dst: NDArray, src: Any) -> None:
     """dst[...] = src (numpy's broadcasting and casting rules), split where that pays."""
+    if dst.nbytes < SPLIT_BYTES:  # first: small copies are the common case (~1 µs each)
+        dst[...] = src
+        return
     if isinstance(src, np.ndarray) and np.may_share_memory(dst, src):
         dst[...] = src  # numpy copies through a temporary where the two overlap
         return
@@ -80,15 +84,15 @@ def copy_into(dst: NDArray, src: Any) -> None:
     share(-(-rows // step), part)
 
 
-def fill(dst: NDArray, value: Any) -> None:
-    """dst[...] = value (an element, broadcast over the trailing axes), split where that pays."""
-    copy_into(dst, value)
+#: dst[...] = value, an element broadcast over the trailing axes (one call less than a wrapper:
+#: `zero_` on small arrays is hot in simulation loops)
+fill = copy_into
 
 
 def _rows(dst: NDArray) -> int | None:
     """How many rows (first-axis entries) a split copy into dst cuts into pieces; None where
     it is not split."""
-    if dst.ndim == 0 or dst.nbytes < SPLIT_BYTES or config.num_threads < 2:
+    if dst.ndim == 0 or config.num_threads < 2:
         return None
     return int(dst.shape[0]) if dst.shape[0] >= 2 else None
 
