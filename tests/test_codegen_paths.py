@@ -54,6 +54,21 @@ def test_cache_key_covers_the_compiler_itself(monkeypatch: pytest.MonkeyPatch) -
     assert add_one.cache_key() != before
 
 
+@wp.kernel
+def _curl4(p: wp.array(dtype=wp.vec4), out: wp.array(dtype=wp.vec3), seed: int):
+    i = wp.tid()
+    s = wp.rand_init(seed)
+    out[i] = wp.curlnoise(s, p[i], wp.uint32(2), 2.0, 0.5)
+
+
+def test_noise_sized_kernels_keep_the_fast_loop() -> None:
+    """curlnoise on vec4 (6,004 operations, its adjoint 16,042) keeps the contiguous or SIMD
+    copy: in lanes it runs 4.8x faster (benchmarks/bench_compile.py), within the compile target."""
+    for symbol, adjoint in (("k_curl", False), ("k_curl_adj", True)):
+        text, _ = _curl4._codegen(symbol, adjoint)
+        assert ("\nc.pre:" in text or "\nv.pre:" in text) and "\ns.pre:" in text
+
+
 def test_large_kernels_get_one_thread_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past entry_cpu.CONTIGUOUS_MAX_OPS primitive operations a kernel is compiled with the
     general loop only (the second copy would double LLVM's time on it)."""
