@@ -142,3 +142,65 @@ def test_prefetching_kernels_compute_the_same(n):
     e, grad = energies_and_grads(F0)
     np.testing.assert_allclose(out.numpy(), e, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(F.grad.numpy(), grad, rtol=1e-4, atol=1e-4)
+
+
+@wp.kernel
+def weighted_components(a2: wp.array(dtype=wp.vec2), a4: wp.array(dtype=wp.vec4),
+                        a6: wp.array(dtype=wp.spatial_vector), a7: wp.array(dtype=wp.transform),
+                        a9: wp.array(dtype=wp.mat33), a16: wp.array(dtype=wp.mat44),
+                        out: wp.array(dtype=float)):
+    i = wp.tid()
+    s = float(0.0)
+    for k in range(2):
+        s += float(k + 1) * a2[i][k]
+    for k in range(4):
+        s += float(k + 3) * a4[i][k]
+    for k in range(6):
+        s += float(k + 7) * a6[i][k]
+    t = a7[i]
+    p = wp.transform_get_translation(t)
+    q = wp.transform_get_rotation(t)
+    s += 13.0 * p[0] + 14.0 * p[1] + 15.0 * p[2] + 16.0 * q[0] + 17.0 * q[1] + 18.0 * q[2]
+    s += 19.0 * q[3]
+    m = a9[i]
+    for r in range(3):
+        for c in range(3):
+            s += float(20 + 3 * r + c) * m[r, c]
+    m4 = a16[i]
+    for r in range(4):
+        for c in range(4):
+            s += float(29 + 4 * r + c) * m4[r, c]
+    out[i] = s
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_every_element_size_is_taken_apart_lane_by_lane(width):
+    """Windows of 2, 4, 6, 7, 9 and 16 floats per element (their strides taken apart one prime
+    factor at a time: codegen/lane_memory.deinterleave): each component reaches its lane, in
+    full vectors and in the masked tail, against numpy in float64."""
+    config.simd_width = width
+    n = 5 * width + 3
+    rng = np.random.default_rng(width + 100)
+    data = {k: rng.standard_normal((n, k)).astype(np.float32) for k in (2, 4, 6, 7, 9, 16)}
+    dtypes = {2: wp.vec2, 4: wp.vec4, 6: wp.spatial_vector, 7: wp.transform, 9: wp.mat33,
+              16: wp.mat44}
+    arrays = [wp.array(data[k] if k not in (9, 16) else data[k].reshape(n, *(3, 3) if k == 9
+                                                                          else (4, 4)),
+                       dtype=dtypes[k]) for k in (2, 4, 6, 7, 9, 16)]
+    out = wp.zeros(n, dtype=float)
+    wp.launch(weighted_components, n, inputs=[*arrays, out])
+    weights = np.arange(1, 45, dtype=np.float64)
+    flat = np.concatenate([data[k].astype(np.float64) for k in (2, 4, 6, 7, 9, 16)], axis=1)
+    np.testing.assert_allclose(out.numpy(), flat @ weights, rtol=1e-5, atol=1e-4)
+    _, facts = weighted_components._codegen("gl_test_sizes", False)
+    assert facts["lanes"] is None  # the loop ran in lanes
+
+
+def test_mat33_components_take_36_permutes():
+    """The 9 components of W mat33s: two rounds of stride-3 steps, shared between the components
+    (each round 9 chunks x 2 permutes), where picking each component on its own took ~80."""
+    optimized = cpu.optimized_ir(long_body._codegen("gl_test_permutes", False)[0], 3)
+    lanes_loop = optimized[optimized.index("v.pre"):] if "v.pre" in optimized else optimized
+    shuffles = re.findall(r"shufflevector <16 x float> %\S+, <16 x float> %\S+, <16 x i32>",
+                          lanes_loop)
+    assert len(shuffles) <= 40

@@ -180,6 +180,9 @@ class LaneMemory(LaneOps):
         width = self.width
         if picks == list(range(width)):
             return chunks[0]
+        per = len(chunks)
+        if per > 1 and picks[0] < per and picks == [per * lane + picks[0] for lane in range(width)]:
+            return self.deinterleave(chunks, ty, picks[0])
         parts: list[tuple[str, set[int]]] = []
         for pair in sorted({e // (2 * width) for e in picks if e >= 0}):
             lo = 2 * pair * width
@@ -197,6 +200,35 @@ class LaneMemory(LaneOps):
                 merged.append((self.shuffle2(a, b, width, ty, blend), in_a | in_b))
             parts = merged + parts[len(merged) * 2:]
         return parts[0][0]
+
+    def deinterleave(self, chunks: list[str], ty: str, c: int) -> str:
+        """Component c of W elements of len(chunks) components each, stored one after the
+        other in the chunks (a forward window): the stride is taken apart one prime factor at
+        a time (`every`), so the components share the steps before their last one (LLVM merges
+        the identical shuffles): 36 two-source permutes for the 9 components of W mat33s,
+        where picking each component on its own took about 80."""
+        stride = len(chunks)
+        while stride > 1:
+            a = _smallest_factor(stride)
+            chunks = self.every(chunks, ty, a, c % a)
+            stride, c = stride // a, c // a
+        return chunks[0]
+
+    def every(self, chunks: list[str], ty: str, a: int, k: int) -> list[str]:
+        """The chunks of the values at a*t + k (t = 0, 1, ...) of the sequence the chunks hold:
+        each output chunk gathers from a consecutive input chunks, with a - 1 two-source
+        permutes (each adds one chunk's values to the lanes gathered so far)."""
+        width, out = self.width, []
+        for g in range(len(chunks) // a):
+            src = [divmod(a * (g * width + t) + k - a * g * width, width) for t in range(width)]
+            part = self.shuffle2(chunks[a * g], chunks[a * g + 1], width, ty,
+                                 [j * width + e if j < 2 else -1 for j, e in src])
+            for j in range(2, a):
+                part = self.shuffle2(part, chunks[a * g + j], width, ty,
+                                     [t if i < j else width + e if i == j else -1
+                                      for t, (i, e) in enumerate(src)])
+            out.append(part)
+        return out
 
     def vector_load(self, p: str, n: int, mt: str, align: int, mask: str | None,
                     md: str) -> str:
@@ -522,6 +554,10 @@ class LaneMemory(LaneOps):
 
 
 _RUN_PRIMS = frozenset({"store", "adj_add", "adj_take"})
+
+
+def _smallest_factor(n: int) -> int:
+    return next(d for d in range(2, n + 1) if n % d == 0)
 
 
 def _value_type(s: Op) -> ScalarType:
