@@ -204,3 +204,36 @@ def test_mat33_components_take_36_permutes():
     shuffles = re.findall(r"shufflevector <16 x float> %\S+, <16 x float> %\S+, <16 x i32>",
                           lanes_loop)
     assert len(shuffles) <= 40
+
+
+@wp.kernel
+def scaled_copies(a4: wp.array(dtype=wp.vec4), a6: wp.array(dtype=wp.spatial_vector),
+                  a9: wp.array(dtype=wp.mat33), a16: wp.array(dtype=wp.mat44),
+                  o4: wp.array(dtype=wp.vec4), o6: wp.array(dtype=wp.spatial_vector),
+                  o9: wp.array(dtype=wp.mat33), o16: wp.array(dtype=wp.mat44)):
+    i = wp.tid()
+    o4[i] = 2.0 * a4[i]
+    o6[i] = 3.0 * a6[i]
+    o9[i] = wp.transpose(a9[i])
+    o16[i] = wp.transpose(a16[i]) * 0.5
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_whole_element_stores_are_woven_back_in_order(width):
+    """Stores of every component of an element (vec4, spatial_vector, mat33, mat44): the
+    components' vectors woven back one prime factor at a time (codegen/lane_memory.interleave),
+    in full vectors and the masked tail, equal to numpy's."""
+    config.simd_width = width
+    n = 4 * width + 3
+    rng = np.random.default_rng(width + 200)
+    shapes = {4: (4,), 6: (6,), 9: (3, 3), 16: (4, 4)}
+    types = {4: wp.vec4, 6: wp.spatial_vector, 9: wp.mat33, 16: wp.mat44}
+    data = {k: rng.standard_normal((n, *s)).astype(np.float32) for k, s in shapes.items()}
+    ins = [wp.array(data[k], dtype=types[k]) for k in shapes]
+    outs = [wp.zeros(n, dtype=types[k]) for k in shapes]
+    wp.launch(scaled_copies, n, inputs=[*ins, *outs])
+    np.testing.assert_array_equal(outs[0].numpy(), 2.0 * data[4])
+    np.testing.assert_array_equal(outs[1].numpy(), 3.0 * data[6])
+    np.testing.assert_array_equal(outs[2].numpy(), np.transpose(data[9], (0, 2, 1)))
+    np.testing.assert_array_equal(outs[3].numpy(), np.transpose(data[16], (0, 2, 1)) * 0.5)
+    assert scaled_copies._codegen("gl_test_weave", False)[1]["lanes"] is None

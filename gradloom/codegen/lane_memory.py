@@ -3,10 +3,10 @@ elements no two lanes share, and the lane-wise adjoint stack (codegen/lanes.py r
 codegen/lane_log.py handles memory lanes share).
 
 An access whose offset is an element index `tid + c` times the array's element size reads one
-window of consecutive elements (a plain or masked vector load, lanes picked out of it by a
-shuffle: `vec3` components from three consecutive floats per lane); any other access is a
-gather or scatter. Every access under a lane mask is masked, so an inactive lane touches
-nothing, as its thread would not have.
+window of consecutive elements (a plain or masked vector load, lanes picked out of it by
+shuffles, codegen/lane_shuffles.py: `vec3` components from three consecutive floats per lane);
+any other access is a gather or scatter. Every access under a lane mask is masked, so an
+inactive lane touches nothing, as its thread would not have.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..abi import STATUS_STACK_FULL, STATUS_THREAD
 from ..ir.nodes import Op, Var
 from ..ir.prims import PRIMS, Effect
 from ..types import ScalarType
-from .lane_ops import LaneOps
+from .lane_shuffles import LaneShuffles
 from .llvm_types import literal, mem_type, reg_type
 
 _MANGLE = {"float": "f32", "double": "f64", "half": "f16", "ptr": "p0"}
@@ -50,7 +50,7 @@ class Window:
         return self.n // self.per - 1 - k if self.reverse else k
 
 
-class LaneMemory(LaneOps):
+class LaneMemory(LaneShuffles):
     """The memory primitives' lane rules (a mixin of the CPU kernel emitter)."""
 
     mask: str | None
@@ -173,63 +173,6 @@ class LaneMemory(LaneOps):
             out.append(self.vector_load(p, width, mt, align, self.chunk_mask(w, k), md))
         return out
 
-    def pick(self, chunks: list[str], ty: str, picks: list[int]) -> str:
-        """Lane l gets element picks[l] of the chunks (W values each, in order; -1: none):
-        each pair of neighbouring chunks gives its lanes with one two-source shuffle (a
-        single permute instruction), then blends merge those partial vectors, pairwise."""
-        width = self.width
-        if picks == list(range(width)):
-            return chunks[0]
-        per = len(chunks)
-        if per > 1 and picks[0] < per and picks == [per * lane + picks[0] for lane in range(width)]:
-            return self.deinterleave(chunks, ty, picks[0])
-        parts: list[tuple[str, set[int]]] = []
-        for pair in sorted({e // (2 * width) for e in picks if e >= 0}):
-            lo = 2 * pair * width
-            idx = [e - lo if e >= 0 and e // (2 * width) == pair else -1 for e in picks]
-            if max(idx) < width:
-                part = self.shuffle(chunks[2 * pair], width, ty, idx)
-            else:
-                part = self.shuffle2(chunks[2 * pair], chunks[2 * pair + 1], width, ty, idx)
-            parts.append((part, {lane for lane, e in enumerate(idx) if e >= 0}))
-        while len(parts) > 1:
-            merged = []
-            for (a, in_a), (b, in_b) in zip(parts[::2], parts[1::2], strict=False):
-                blend = [lane if lane in in_a else width + lane if lane in in_b else -1
-                         for lane in range(width)]
-                merged.append((self.shuffle2(a, b, width, ty, blend), in_a | in_b))
-            parts = merged + parts[len(merged) * 2:]
-        return parts[0][0]
-
-    def deinterleave(self, chunks: list[str], ty: str, c: int) -> str:
-        """Component c of W elements of len(chunks) components each, stored one after the
-        other in the chunks (a forward window): the stride is taken apart one prime factor at
-        a time (`every`), so the components share the steps before their last one (LLVM merges
-        the identical shuffles): 36 two-source permutes for the 9 components of W mat33s,
-        where picking each component on its own took about 80."""
-        stride = len(chunks)
-        while stride > 1:
-            a = _smallest_factor(stride)
-            chunks = self.every(chunks, ty, a, c % a)
-            stride, c = stride // a, c // a
-        return chunks[0]
-
-    def every(self, chunks: list[str], ty: str, a: int, k: int) -> list[str]:
-        """The chunks of the values at a*t + k (t = 0, 1, ...) of the sequence the chunks hold:
-        each output chunk gathers from a consecutive input chunks, with a - 1 two-source
-        permutes (each adds one chunk's values to the lanes gathered so far)."""
-        width, out = self.width, []
-        for g in range(len(chunks) // a):
-            src = [divmod(a * (g * width + t) + k - a * g * width, width) for t in range(width)]
-            part = self.shuffle2(chunks[a * g], chunks[a * g + 1], width, ty,
-                                 [j * width + e if j < 2 else -1 for j, e in src])
-            for j in range(2, a):
-                part = self.shuffle2(part, chunks[a * g + j], width, ty,
-                                     [t if i < j else width + e if i == j else -1
-                                      for t, (i, e) in enumerate(src)])
-            out.append(part)
-        return out
-
     def vector_load(self, p: str, n: int, mt: str, align: int, mask: str | None,
                     md: str) -> str:
         """n consecutive values at p: a plain load, or a masked one under an <n x i1> mask."""
@@ -319,6 +262,16 @@ class LaneMemory(LaneOps):
         """Store lane vectors into the window: parts are (position inside each lane's run,
         vector); the other positions keep their values. One store per run of W values, its
         values picked out of the parts' vectors (see window_chunks)."""
+        width = self.width
+        if (len(parts) == w.per > 1 and sorted(p for p, _ in parts) == list(range(w.per))
+                and w.picks == tuple(w.per * lane + w.picks[0] for lane in range(width))):
+            self.prefetch(w, align, write=True)
+            comps = [v for _, v in sorted(parts)]
+            for k, chunk in enumerate(self.interleave(comps, mt)):
+                p = self.f.fresh("%lchunk")
+                self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {k * width * align}")
+                self.vector_store(chunk, p, width, mt, align, self.chunk_mask(w, k), md)
+            return
         source = [-1] * w.n  # element -> index into the parts' lanes (part·W + lane)
         for k, (pos, _) in enumerate(parts):
             for lane, e in enumerate(w.picks):
@@ -326,7 +279,6 @@ class LaneMemory(LaneOps):
         values = [v for _, v in parts]
         only = None if len(parts) == w.per else {p for p, _ in parts}
         self.prefetch(w, align, write=True)
-        width = self.width
         for k in range(w.n // width):
             idx = source[k * width:(k + 1) * width]
             if max(idx) < 0:
@@ -352,14 +304,6 @@ class LaneMemory(LaneOps):
             p = self.f.fresh("%lpf")
             self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {ahead + line}")
             self.f.emit(f"call void @{fn}(ptr {p}, i32 {int(write)}, i32 3, i32 1)")
-
-    def shuffle2(self, a: str, b: str, n: int, ty: str, picks: list[int]) -> str:
-        """Elements of a (indices < n) and b (indices >= n), two vectors of n elements."""
-        out = self.f.fresh("%lmix")
-        idx = "<" + ", ".join("i32 poison" if p < 0 else f"i32 {p}" for p in picks) + ">"
-        self.f.emit(f"{out} = shufflevector <{n} x {ty}> {a}, <{n} x {ty}> {b}, "
-                    f"<{len(picks)} x i32> {idx}")
-        return out
 
     def scatter(self, value: str, ptrs: str, mt: str, align: int, md: str = "") -> None:
         """Store W values at ptrs: one vector store where the active lanes' addresses are
@@ -554,10 +498,6 @@ class LaneMemory(LaneOps):
 
 
 _RUN_PRIMS = frozenset({"store", "adj_add", "adj_take"})
-
-
-def _smallest_factor(n: int) -> int:
-    return next(d for d in range(2, n + 1) if n % d == 0)
 
 
 def _value_type(s: Op) -> ScalarType:
