@@ -41,9 +41,9 @@ CPU_MATH: dict[str, MathCall] = {
 #: kernels of more primitive operations than this get one thread loop, not two: the second
 #: copy (the SIMD lanes, or the contiguous scalar loop) doubles LLVM's optimisation time. Up to
 #: here it pays: curlnoise on vec4 with 2 octaves (6,004 operations, its adjoint 16,042) runs
-#: 4.8x faster in lanes (65,536 points on one core: 50.9 -> 10.7 ms, backward 58.7 -> 12.8 ms)
-#: and compiles in 1.20 s (adjoint 1.83 s) against 0.80 (1.15) with one loop
-#: (benchmarks/bench_compile.py); the cap was 2,000 before the lanes existed
+#: 5x faster in lanes (65,536 points on one core: 54.8 -> 11.0 ms, backward 62.6 -> 13.3 ms)
+#: and compiles in 1.26 s (adjoint 1.96 s) against 0.84 (1.22) with one loop
+#: (benchmarks/bench_compile.py, docs/performance.md); the cap was 2,000 before the lanes existed
 CONTIGUOUS_MAX_OPS = 16384
 
 

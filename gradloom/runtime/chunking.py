@@ -9,17 +9,16 @@ Private buffers are zero between launches: the sum that adds one into its array 
 from __future__ import annotations
 
 import ctypes
-import itertools
 import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..abi import BLOCK_ARGS, BLOCK_STACK, JOB, STATUS_BYTES, STATUS_RECORD, error_word
 from .array import NDArray, array, zeros_same_layout
-from .pool import NativePool, native_pool, native_run, worker_pool
+from .pool import NativePool, native_pool, native_run, share
 from .structs import field_value
 
 _SUM_CODES = {np.dtype(np.float32): JOB.SUM_F32, np.dtype(np.float64): JOB.SUM_F64,
@@ -213,20 +212,10 @@ class Chunking:
         self.read_row0(block[0])
         while len(self._chunk_blocks) < chunks:
             self._chunk_blocks.append(prepared.block())
-        claim = itertools.count()
         stats = [0, 0, 0, 0]  # caller's chunks, threads, ns; chunks stopped
-
-        def task(w: int) -> Callable[[], None]:
-            def run() -> None:
-                while (c := next(claim)) < chunks:
-                    self._python_chunk(prepared, block[0], dims, total, chunks, c, w, stats)
-            return run
-
-        tasks = [task(w) for w in range(self.threads if wake else 1)]
-        if wake:
-            worker_pool(self.threads).run(tasks)
-        else:
-            tasks[0]()
+        share(self.threads if wake else 1, chunks,
+              lambda c, w: self._python_chunk(prepared, block[0], dims, total, chunks, c, w,
+                                              stats))
         _THREE.pack_into(self.mem, JOB.CALLER_CHUNKS, *stats[:3])
         return stats[3]
 

@@ -14,7 +14,6 @@ destination and one configured thread take one numpy call as before (or one stre
 from __future__ import annotations
 
 import ctypes
-import itertools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -24,7 +23,7 @@ import numpy.typing as npt
 
 from .. import config
 from ..abi import STREAM_LINE as LINE
-from .pool import worker_pool
+from .pool import share
 
 NDArray = npt.NDArray[Any]
 
@@ -71,7 +70,7 @@ def copy_into(dst: NDArray, src: Any) -> None:
         return
     step = piece_rows(dst.nbytes // rows)
     if isinstance(src, np.ndarray) and src.shape == dst.shape:
-        def part(k: int) -> None:
+        def part(k: int, _: int) -> None:
             dst[k * step:(k + 1) * step] = src[k * step:(k + 1) * step]
     else:
         value = np.asarray(src)
@@ -79,9 +78,9 @@ def copy_into(dst: NDArray, src: Any) -> None:
             dst[...] = src
             return
 
-        def part(k: int) -> None:
+        def part(k: int, _: int) -> None:
             dst[k * step:(k + 1) * step] = value
-    share(-(-rows // step), part)
+    share(config.num_threads, -(-rows // step), part)
 
 
 #: dst[...] = value, an element broadcast over the trailing axes (one call less than a wrapper:
@@ -100,31 +99,6 @@ def _rows(dst: NDArray) -> int | None:
 def piece_rows(row_bytes: int) -> int:
     """Rows per piece: about PIECE_BYTES each, at least one row."""
     return max(1, PIECE_BYTES // max(row_bytes, 1))
-
-
-def share(pieces: int, part: Callable[[int], None]) -> None:
-    """Run part(k) for k in [0, pieces), claimed from one counter by the caller and the pool's
-    threads; the first error (or Ctrl-C) stops the claims and is raised once every thread has
-    let go of its piece."""
-    claims = itertools.count()  # next() is atomic under the GIL
-    stop: list[bool] = []
-
-    def claim_loop() -> None:
-        while not stop:
-            k = next(claims)
-            if k >= pieces:
-                return
-            try:
-                part(k)
-            except BaseException:
-                stop.append(True)
-                raise
-
-    threads = min(config.num_threads, pieces)
-    if threads < 2:
-        claim_loop()
-        return
-    worker_pool(config.num_threads).run([claim_loop] * threads)
 
 
 # ---- streamed stores ------------------------------------------------------------------------
@@ -186,18 +160,18 @@ def _row_bytes(dst: NDArray, value: Any) -> NDArray | None:
 def _stream_bytes(flat: NDArray, edge: Callable[[int, int], None],
                   body: Callable[[int, int], None]) -> None:
     """Write the bytes of flat: edge(a, b) for the bytes before the first and after the last
-    whole LINE, body(address, n) for the lines between, in pieces shared out by `share`."""
+    whole LINE, body(address, n) for the lines between, in pieces shared out by `pool.share`."""
     head = min(-flat.ctypes.data % LINE, flat.size)
     lines = (flat.size - head) // LINE * LINE
     edge(0, head)
     edge(head + lines, flat.size)
     start = flat.ctypes.data + head
 
-    def part(k: int) -> None:
+    def part(k: int, _: int) -> None:
         lo = k * PIECE_BYTES
         body(start + lo, min(PIECE_BYTES, lines - lo))
 
-    share(-(-lines // PIECE_BYTES), part)
+    share(config.num_threads, -(-lines // PIECE_BYTES), part)
 
 
 def stream_functions(fill_address: int, copy_address: int) -> Streams:

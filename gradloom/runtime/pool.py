@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -83,6 +84,33 @@ class WorkerPool:
             first = first or worker.error
         if first is not None:
             raise first
+
+
+def share(threads: int, pieces: int, part: Callable[[int, int], None]) -> None:
+    """Run part(k, w) for k in [0, pieces), each piece claimed from one counter by whichever of
+    `threads` threads is free (w = 0 the calling thread, 1.. the pool's workers), so a late
+    worker costs at most the piece it holds. The first error (or Ctrl-C) stops the claims and
+    is raised once every thread has let go of its piece."""
+    claims = itertools.count()  # next() is atomic under the GIL
+    stop: list[bool] = []
+
+    def claim_loop(w: int) -> Task:
+        def run() -> None:
+            while not stop:
+                k = next(claims)
+                if k >= pieces:
+                    return
+                try:
+                    part(k, w)
+                except BaseException:
+                    stop.append(True)
+                    raise
+        return run
+
+    if min(threads, pieces) < 2:
+        claim_loop(0)()
+        return
+    worker_pool(threads).run([claim_loop(w) for w in range(min(threads, pieces))])
 
 
 _WORKER_CTYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
