@@ -21,10 +21,16 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wp.config, "num_threads", 2)
 
 
-def test_piece_rows_cover_a_piece_of_bytes() -> None:
-    assert memops.piece_rows(4) == memops.PIECE_BYTES // 4
-    assert memops.piece_rows(12) == memops.PIECE_BYTES // 12
-    assert memops.piece_rows(memops.PIECE_BYTES * 3) == 1  # a row larger than a piece
+@pytest.mark.parametrize("row_bytes", [1, 4, 12, 36, 4096, 3 << 20])
+def test_pieces_hold_whole_rows_up_to_a_piece_of_bytes(row_bytes: int) -> None:
+    """At least one row per piece; several rows only while they fit in PIECE_BYTES, and then
+    close to it (within one row), so a piece is ~0.1 ms of copying whatever the row size."""
+    rows = memops.piece_rows(row_bytes)
+    assert rows >= 1
+    if row_bytes <= memops.PIECE_BYTES:
+        assert memops.PIECE_BYTES - row_bytes < rows * row_bytes <= memops.PIECE_BYTES
+    else:
+        assert rows == 1  # a row larger than a piece
 
 
 @pytest.mark.usefixtures("small_pieces")

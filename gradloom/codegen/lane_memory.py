@@ -260,33 +260,28 @@ class LaneMemory(LaneShuffles):
     def window_store(self, w: Window, mt: str, align: int, parts: list[tuple[int, str]],
                      md: str) -> None:
         """Store lane vectors into the window: parts are (position inside each lane's run,
-        vector); the other positions keep their values. One store per run of W values, its
-        values picked out of the parts' vectors (see window_chunks)."""
-        width = self.width
+        vector); the other positions keep their values. One store per run of W values: every
+        component of a forward window's elements woven back together (`interleave`), else
+        each run's values picked out of the parts' vectors (see window_chunks)."""
+        width, only = self.width, None
+        self.prefetch(w, align, write=True)
         if (len(parts) == w.per > 1 and sorted(p for p, _ in parts) == list(range(w.per))
                 and w.picks == tuple(w.per * lane + w.picks[0] for lane in range(width))):
-            self.prefetch(w, align, write=True)
-            comps = [v for _, v in sorted(parts)]
-            for k, chunk in enumerate(self.interleave(comps, mt)):
-                p = self.f.fresh("%lchunk")
-                self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {k * width * align}")
-                self.vector_store(chunk, p, width, mt, align, self.chunk_mask(w, k), md)
-            return
-        source = [-1] * w.n  # element -> index into the parts' lanes (part·W + lane)
-        for k, (pos, _) in enumerate(parts):
-            for lane, e in enumerate(w.picks):
-                source[e - w.picks[0] % w.per + pos] = k * self.width + lane
-        values = [v for _, v in parts]
-        only = None if len(parts) == w.per else {p for p, _ in parts}
-        self.prefetch(w, align, write=True)
-        for k in range(w.n // width):
-            idx = source[k * width:(k + 1) * width]
-            if max(idx) < 0:
-                continue
+            stores = list(enumerate(self.interleave([v for _, v in sorted(parts)], mt)))
+        else:
+            source = [-1] * w.n  # element -> index into the parts' lanes (part·W + lane)
+            for k, (pos, _) in enumerate(parts):
+                for lane, e in enumerate(w.picks):
+                    source[e - w.picks[0] % w.per + pos] = k * width + lane
+            values = [v for _, v in parts]
+            only = None if len(parts) == w.per else {p for p, _ in parts}
+            idxs = [source[k * width:(k + 1) * width] for k in range(w.n // width)]
+            stores = [(k, self.pick(values, mt, idx)) for k, idx in enumerate(idxs)
+                      if max(idx) >= 0]
+        for k, chunk in stores:
             p = self.f.fresh("%lchunk")
             self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {k * width * align}")
-            self.vector_store(self.pick(values, mt, idx), p, width, mt, align,
-                              self.chunk_mask(w, k, only), md)
+            self.vector_store(chunk, p, width, mt, align, self.chunk_mask(w, k, only), md)
 
     def prefetch(self, w: Window, size: int, write: bool) -> None:
         """Ask for the cache lines this window will cover `prefetch_vectors` vectors of

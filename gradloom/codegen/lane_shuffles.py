@@ -61,7 +61,7 @@ class LaneShuffles(LaneOps):
         permutes (each adds one chunk's values to the lanes gathered so far)."""
         width, out = self.width, []
         for g in range(len(chunks) // a):
-            src = [divmod(a * (g * width + t) + k - a * g * width, width) for t in range(width)]
+            src = [divmod(a * t + k, width) for t in range(width)]  # (chunk - a*g, lane)
             part = self.shuffle2(chunks[a * g], chunks[a * g + 1], width, ty,
                                  [j * width + e if j < 2 else -1 for j, e in src])
             for j in range(2, a):
