@@ -60,9 +60,9 @@ done:
 """
 
 #: the functions the module defines: `gl_stream_fill(dst, n, pattern, plen)` writes n bytes
-#: (a multiple of STREAM_LINE, dst aligned to it) repeating the plen-byte pattern (a multiple of STREAM_LINE);
-#: `gl_stream_copy(dst, src, n)` copies n bytes (src at any alignment). Both end with a fence, so
-#: the lines are in memory before the call returns.
+#: (a multiple of STREAM_LINE, dst aligned to it) repeating the plen-byte pattern (a multiple
+#: of STREAM_LINE); `gl_stream_copy(dst, src, n)` copies n bytes (src at any alignment). Both
+#: end with a fence, so the lines are in memory before the call returns.
 FUNCTIONS = ("gl_stream_fill", "gl_stream_copy")
 
 
