@@ -4,7 +4,9 @@
 (codegen/native_pool.py: they spin for a while, then sleep on a futex), so a split launch costs
 one ctypes call and a few microseconds. `WorkerPool` is the portable fallback: Python threads that
 call the entry through ctypes (which releases the GIL); waking one through a lock costs ~30 µs on
-a virtual machine. runtime/parallel.py decides when a launch is worth splitting.
+a virtual machine. runtime/parallel.py decides when a launch is worth splitting. `share` hands
+pieces of any work to the Python threads from one counter (chunks without a native pool, the
+pieces of large host copies: runtime/memops.py).
 """
 
 from __future__ import annotations
