@@ -78,9 +78,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     _grad: array | None
     _requires_grad: bool
     _mem: Memory  # shared by the views of one allocation (see watch.py)
-    #: (the gradient array, the launch words) last packed for this array (runtime/packing.py);
-    #: the words change only with the gradient (pointer, shape and strides never change)
-    _words: tuple[array | None, tuple[int, ...]] | None = None
+    #: the launch words last packed for this array (runtime/packing.py): they change only
+    #: with the gradient (pointer, shape and strides never change), whose setters drop them
+    _words: tuple[int, ...] | None = None
 
     def __init__(
         self,

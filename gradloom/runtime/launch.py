@@ -80,9 +80,7 @@ class Prepared:
         self.words = launch_words()
         self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
-        # the header and the arguments in one format, so a serial launch packs with one call
-        self._pack_whole = self.packer.whole.pack_into
-        self._values = self.packer.values
+        self._fill = self.packer.fill
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
         self.stacks: list[NDArray] = []
@@ -185,13 +183,13 @@ class Prepared:
         if self.launch_ndim > len(dims):
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
-        values = self._values(args)
         total = dims[0] if len(dims) == 1 else math.prod(dims)
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:
-            self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS,
-                             *self._stack_words[0], 0, total, *values)
+            self._fill(buf, args)
+            _pack_head(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS, *self._stack_words[0], 0,
+                       total)
             chunks, wake, targets = parallel.plan(self, total, args) if total > 1 else _ONE
             if chunks > 1:
                 parallel.run_split(self, block, dims, total, args, chunks, wake, targets,
@@ -340,6 +338,7 @@ def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
     return out
 
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
+_pack_head = HEAD.pack_into
 _ONE: tuple[int, bool, list[Any]] = (1, False, [])
 
 

@@ -142,6 +142,8 @@ def _device_getter(device: Device, t: Any) -> Getter:
 class DevicePacker(Packer):
     """Packs arguments as Packer does, with array words checked to be on `device`."""
 
+    RECALLS = False  # a CPU launch's words of an array say nothing of where it lives
+
     def __init__(self, kernel_key: str, params: Sequence[tuple[str, Any]], device: Device):
         super().__init__(kernel_key, params)
         self.getters = [(_device_getter(device, t), t) for t in self.types]

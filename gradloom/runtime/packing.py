@@ -1,12 +1,16 @@
 """The launch block's arguments from Python: checked against the parameter types and packed
 where abi.py says (the header's layout is abi.HEAD's).
 
-The plan (one `struct` format for the whole argument block, one value getter per parameter) is
-built once per compiled signature, so a launch packs with one `struct.pack_into` call.
+The plan (one `struct` format for the argument block, one value getter per parameter) is built
+once per compiled signature, so a launch packs its arguments with one `struct.pack_into` call.
+A launch given the same arrays as the kernel's last one (Warp code launches the same arrays
+substep after substep) copies that launch's packed bytes and packs only its numbers
+(`Packer.fill`).
 """
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -60,13 +64,13 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
     if value is None:
         return [0] * (2 + 2 * t.ndim)
     if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
+        known = value._words  # dropped by the gradient's setters
+        if known is not None:
+            return known
         grad = value._grad
-        known = value._words
-        if known is not None and known[0] is grad:
-            return known[1]
         words = (value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape,
                  *value.strides)
-        value._words = (grad, words)
+        value._words = words
         return words
     if not isinstance(value, array):
         raise ArgError(f"expects an array of type {type_repr(t)}, but passed value has type "
@@ -167,6 +171,10 @@ def _block_format(types: Sequence[Any]) -> tuple[str, int]:
 class Packer:
     """Packs a kernel's arguments into its argument block, per its compiled signature."""
 
+    #: whether a launch with the last one's arrays may reuse its values (`recall`): not where
+    #: the getters differ (a device's packer checks where each array lives)
+    RECALLS = True
+
     def __init__(self, kernel_key: str, params: Sequence[tuple[str, Any]]) -> None:
         self.kernel_key = kernel_key
         self.params = list(params)
@@ -178,9 +186,67 @@ class Packer:
         self.whole = struct.Struct(HEAD.format + self.fmt[1:])
         #: a launch block's size
         self.block_bytes = BLOCK_ARGS + self.size
+        self._plan_recall()
+
+    def _plan_recall(self) -> None:
+        """Which arguments `fill` looks at to recall the last launch's: only kernels whose
+        parameters are all arrays and numbers (vectors, matrices and structs are passed as
+        objects that may change in place), at least one of them an array."""
+        arrays = [i for i, t in enumerate(self.types) if isinstance(t, ArrayType)]
+        self._recalls = self.RECALLS and bool(arrays) and all(
+            isinstance(t, (ArrayType, ScalarType)) for t in self.types)
+        # twice over for one array: itemgetter returns a tuple only for two or more
+        self._arrays = operator.itemgetter(*(arrays if len(arrays) > 1 else arrays * 2))
+        offsets, _ = arg_offsets(self.types)
+        #: per number: its position, offset in the block, type, struct, and whether a Python
+        #: float packs as itself
+        self._numbers = [(i, BLOCK_ARGS + off, t, struct.Struct("<" + _FMT[t.name]),
+                          t.is_float and t.name != "bfloat16")
+                         for i, (t, off) in enumerate(zip(self.types, offsets, strict=True))
+                         if isinstance(t, ScalarType)]
+        #: the last launch's arrays' launch words (compared by identity) and packed arguments
+        self._last: tuple[list[Any], bytes] | None = None
 
     def values(self, args: Sequence[Any]) -> list[Any]:
         """Every leaf value of the arguments, checked against the parameter types."""
+        return self._convert(args)
+
+    def fill(self, buf: bytearray, args: Sequence[Any]) -> None:
+        """Pack the arguments into the launch block `buf` (after its header). A launch with
+        the last one's arrays, none given a new gradient since (which drops its words), copies
+        that launch's bytes and packs only its numbers."""
+        words = None
+        if self._recalls and len(args) == len(self.types):
+            try:  # noqa: SIM105 (contextlib.suppress costs a third of a launch's packing)
+                words = [a._words for a in self._arrays(args)]
+            except AttributeError:  # an array argument that is not a gradloom array
+                pass
+            last = self._last
+            if words is not None and last is not None and all(map(operator.is_, words,
+                                                                   last[0])):
+                buf[BLOCK_ARGS:] = last[1]
+                if not self._numbers or self._pack_numbers(buf, args):
+                    return
+        struct.pack_into(self.fmt, buf, BLOCK_ARGS, *self._convert(args))
+        # every array launched before (its words known): a kernel relaunched with them; arrays
+        # wrapped afresh for each launch (a Tape's adjoint) are not worth remembering
+        if words is not None and None not in words:
+            self._last = words, bytes(buf[BLOCK_ARGS:])
+
+    def _pack_numbers(self, buf: bytearray, args: Sequence[Any]) -> bool:
+        """Pack the numbers among the arguments; False where one does not convert (`_convert`
+        then says why)."""
+        try:
+            for i, offset, t, packer, plain in self._numbers:
+                value = args[i]
+                packer.pack_into(buf, offset,
+                                 value if plain and type(value) is float else scalar_words(value, t)[0])
+        except ArgError:
+            return False
+        return True
+
+    def _convert(self, args: Sequence[Any]) -> list[Any]:
+        """Every leaf value, each argument converted by its parameter type's getter."""
         if len(args) != len(self.params):
             names = ", ".join(n for n, _ in self.params)
             raise LaunchError(f"kernel '{self.kernel_key}' takes {len(self.params)} arguments "
