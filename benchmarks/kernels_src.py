@@ -248,4 +248,10 @@ import __BACKEND__ as wp
 def bump(a: wp.array(dtype=float)):
     i = wp.tid()
     a[i] = a[i] + 1.0
+
+
+@wp.kernel
+def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
 """

@@ -155,7 +155,34 @@ def task_launch(wp: Any, args: argparse.Namespace, sync: Any) -> dict[str, Any]:
             out["prepared_error"] = f"wrong result: a[0] = {value:g}, expected {expected}"
     except Exception as e:
         out["prepared_error"] = f"{type(e).__name__}: {e}"
+    try:
+        out.update(time_recorded(wp, bench_launch.double, per_batch, sync))
+    except Exception as e:
+        out["recorded_error"] = f"{type(e).__name__}: {e}"
     return out
+
+
+def time_recorded(wp: Any, kernel: Any, per_batch: int, sync: Any) -> dict[str, Any]:
+    """µs per launch of `kernel` (two arrays) recorded on a Tape, and per launch of that tape's
+    backward (a differentiable simulation records every substep's launches)."""
+    x = wp.ones(1, dtype=float, device="cpu", requires_grad=True)
+    y = wp.zeros(1, dtype=float, device="cpu", requires_grad=True)
+
+    def recorded() -> None:
+        wp.launch(kernel, dim=1, inputs=[x, y], device="cpu")
+
+    tape = wp.Tape()
+    with tape:
+        for _ in range(WARMUP_LAUNCHES):
+            recorded()
+        batches = time_batches(recorded, per_batch, sync)
+    launches = WARMUP_LAUNCHES + BATCHES * per_batch
+    t = time.perf_counter()
+    tape.backward(grads={y: wp.ones(1, dtype=float, device="cpu")})
+    sync()
+    backward_us = (time.perf_counter() - t) / launches * 1e6
+    return {"recorded_us": statistics.median(batches), "recorded_us_batches": batches,
+            "backward_launch_us": backward_us}
 
 
 def time_case(case: Any, runs: int, sync: Any) -> dict[str, Any]:

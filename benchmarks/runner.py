@@ -193,6 +193,14 @@ class Bench:
         if "prepared_error" in data:
             v.errors["prepared"] = data["prepared_error"]
             say(f"prepared launch failed: {data['prepared_error']}")
+        if "recorded_us" in data:
+            v.add("recorded", data["recorded_us"])
+            v.add("backward_launch", data["backward_launch_us"])
+            say(f"recorded launch {data['recorded_us']:.2f} µs, its backward "
+                f"{data['backward_launch_us']:.2f} µs")
+        if "recorded_error" in data:
+            v.errors["recorded"] = v.errors["backward_launch"] = data["recorded_error"]
+            say(f"recorded launch failed: {data['recorded_error']}")
 
     def measure_throughput(self, v: Variant, cache: Path, say: Callable[[str], None]) -> None:
         """ms per launch (cloth: per step) of every kernel, at the default thread count."""

@@ -30,6 +30,8 @@ ROWS = [  # metric, label, unit, target
     ("warm_in", "warm start, in-process", "s", ""),
     ("launch", "launch overhead", "µs", f"<={TARGET_LAUNCH_US:g} µs"),
     ("prepared", "prepared launch (cmd.launch())", "µs", f"<={TARGET_PREPARED_US:g} µs"),
+    ("recorded", "launch recorded on a Tape", "µs", ""),
+    ("backward_launch", "backward, per recorded launch", "µs", ""),
     *[(k, k, "ms", f"g/warp <={TARGET_RATIO}") for k in COMPUTE_BOUND],
     *[(k, k, "ms", f">={TARGET_COPY_FRACTION:.0%} of copy") for k in MEMORY_BOUND],
 ]

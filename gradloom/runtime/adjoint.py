@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import copy
-import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from ..errors import TapeError
 from .array import NDArray, array
@@ -29,61 +27,48 @@ class LaunchRecord:
                  compiled: Any) -> None:
         # handles (a HashGrid's id) are frozen: the adjoint sees the grid this launch used
         self.kernel, self.dims, self.args = kernel, dims, frozen(args)
-        self.keys = array_keys(compiled.params)
-        access = compiled.access
-        if access is None:  # not analysable: keep everything as read and written
-            access = {k: frozenset({"loads", "stores", "working"}) for k in self.keys}
-        self.flags: dict[Key, frozenset[str]] = dict(access)
+        self.keys, self.names, self.flags, reads = _plan(kernel, compiled)
+        #: (key, flags, array) of each array argument the launch was given
+        self.given = [(key, flags, a) for key, flags in self.flags.items()
+                      if (a := arg_array(self.args, key)) is not None]
+        self._named: list[tuple[array, str, bool, bool]] | None = None
         self.before: dict[Key, Watch] = {}
         self.after: dict[Key, Watch] = {}
-        # arrays whose contents the adjoint never uses need no snapshot (autodiff/contents.py)
-        reads = adjoint_reads(kernel) if hasattr(kernel, "adjoint_reads") else None
-        for key, flags in self.flags.items():
-            a = arg_array(self.args, key)
+        for key, flags, a in self.given:
             needed = reads is None or key in reads or "minmax" in flags
-            if a is not None and flags & {"loads", "result_used", "minmax"} and needed:
+            if flags & {"loads", "result_used", "minmax"} and needed:
                 self.before[key] = self.watch(a)
 
     def finish(self) -> None:
         """After the launch: atomic_min/max targets are needed as the launch left them."""
-        for key, flags in self.flags.items():
-            a = arg_array(self.args, key)
-            if a is not None and "minmax" in flags:
+        for key, flags, a in self.given:
+            if "minmax" in flags:
                 self.after[key] = self.watch(a)
 
     def touches(self) -> list[tuple[array, bool, bool]]:
         """(array, reads its contents, writes it) for each array the launch accesses."""
-        out = []
-        for key, flags in self.flags.items():
-            a = arg_array(self.args, key)
-            if a is not None:
-                out.append((a, bool(flags & {"loads", "result_used"}),
-                            bool(flags & {"stores", "minmax"})))
-        return out
+        return [(a, bool(flags & {"loads", "result_used"}), bool(flags & {"stores", "minmax"}))
+                for _, flags, a in self.given]
 
     def named_touches(self) -> list[tuple[array, str, bool, bool]]:
-        """(array, its parameter's name, reads, writes) for each array the launch accesses."""
-        try:
-            names = list(inspect.signature(self.kernel.func).parameters)
-        except (AttributeError, TypeError, ValueError):
-            names = []
+        """(array, its parameter's name, reads, writes) for each array the launch accesses
+        (worked out once: the launch's arguments are fixed)."""
+        if self._named is not None:
+            return self._named
         out = []
-        for key, flags in self.flags.items():
-            a = arg_array(self.args, key)
-            if a is not None:
-                i, field = key
-                name = names[i] if i < len(names) else f"#{i}"
-                out.append((a, name if field is None else f"{name}.{field}",
-                            bool(flags & {"loads", "result_used"}),
-                            bool(flags & {"stores", "minmax"})))
+        for (i, field), flags, a in self.given:
+            name = self.names[i] if i < len(self.names) else f"#{i}"
+            out.append((a, name if field is None else f"{name}.{field}",
+                        bool(flags & {"loads", "result_used"}),
+                        bool(flags & {"stores", "minmax"})))
+        self._named = out
         return out
 
     def thread_own(self) -> list[bool]:
         """Per array of `named_touches`: every access is at an element no other thread
         touches, and the kernel reads all it reads before it writes anything (so two names for
         one array read what one name would)."""
-        return ["shared" not in flags and "reads_first" in flags
-                for key, flags in self.flags.items() if arg_array(self.args, key) is not None]
+        return ["shared" not in flags and "reads_first" in flags for _, flags, _ in self.given]
 
     def check_aliases(self, compiled: Any) -> None:
         """Refuse two array arguments sharing memory where the kernel writes either: its
@@ -110,8 +95,8 @@ class LaunchRecord:
         """Refuse a launch of more than one thread whose adjoint runs threads in launch order
         (it uses a value an atomic returns) where threads store floats into the same element:
         the last store wins, but launch order hands its gradient to the first thread."""
-        flags = [f for key, f in self.flags.items() if arg_array(self.args, key) is not None]
-        if int(np.prod(self.dims)) <= 1 or not any("result_used" in f for f in flags):
+        flags = [f for _, f, _ in self.given]
+        if math.prod(self.dims) <= 1 or not any("result_used" in f for f in flags):
             return
         for (_, name, _, _), f in zip(self.named_touches(), flags, strict=True):
             if "contested_store" in f:
@@ -188,6 +173,25 @@ class LaunchRecord:
                 copy_into(data, watch.contents())
 
         return restart
+
+
+def _plan(kernel: Any, compiled: Any) -> tuple[list[Key], list[str], dict[Key, frozenset[str]],
+                                               frozenset[Key] | None]:
+    """A kernel's array keys, parameter names, per-array access flags and the arrays its
+    adjoint reads (None: all), worked out once per compiled entry (a Tape records the same
+    kernel at every step). The flags are shared by its records: never changed."""
+    cached = getattr(kernel, "__dict__", {}).get("_gl_record_plan")
+    if cached is not None and cached[0] is compiled:
+        return cached[1]  # type: ignore[no-any-return]
+    keys = array_keys(compiled.params)
+    access = compiled.access
+    if access is None:  # not analysable: keep everything as read and written
+        access = {k: frozenset({"loads", "stores", "working"}) for k in keys}
+    # arrays whose contents the adjoint never uses need no snapshot (autodiff/contents.py)
+    reads = adjoint_reads(kernel) if hasattr(kernel, "adjoint_reads") else None
+    plan = keys, [name for name, _ in compiled.params], dict(access), reads
+    kernel._gl_record_plan = (compiled, plan)
+    return plan
 
 
 def _replace(args: list[Any], key: Key, value: array) -> None:

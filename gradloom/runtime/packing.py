@@ -191,12 +191,14 @@ class Packer:
     def _plan_recall(self) -> None:
         """Which arguments `fill` looks at to recall the last launch's: only kernels whose
         parameters are all arrays and numbers (vectors, matrices and structs are passed as
-        objects that may change in place), at least one of them an array."""
+        objects that may change in place), two arrays or more (a launch of one array packs in
+        ~0.1 µs less than the check costs; two: 2.90 -> 2.70 µs, seven: 4.1 -> 3.5 µs)."""
         arrays = [i for i, t in enumerate(self.types) if isinstance(t, ArrayType)]
-        self._recalls = self.RECALLS and bool(arrays) and all(
+        self._recalls = self.RECALLS and len(arrays) >= 2 and all(
             isinstance(t, (ArrayType, ScalarType)) for t in self.types)
-        # twice over for one array: itemgetter returns a tuple only for two or more
-        self._arrays = operator.itemgetter(*(arrays if len(arrays) > 1 else arrays * 2))
+        #: the array arguments of a launch, as a tuple (unused where `_recalls` is False)
+        self._arrays: Callable[[Sequence[Any]], Any] = (
+            operator.itemgetter(*arrays) if self._recalls else tuple)
         offsets, _ = arg_offsets(self.types)
         #: per number: its position, offset in the block, type, struct, and whether a Python
         #: float packs as itself
