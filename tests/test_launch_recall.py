@@ -1,5 +1,6 @@
-"""Relaunching a kernel with the arrays of its last launch (runtime/packing.py `Packer.fill`):
-the packed bytes are reused, and the results, errors and gradients are those of a fresh pack."""
+"""Relaunching a kernel with the arrays of a recent launch (runtime/packing.py `Packer.fill`,
+kernels of packing.RECALL_ARRAYS arrays or more): the packed bytes are reused, and the results,
+errors and gradients are those of a fresh pack."""
 
 from __future__ import annotations
 
@@ -16,30 +17,35 @@ from gradloom.runtime import packing
 
 @wp.kernel
 def affine(a: float, n: int, flag: bool, h: wp.float16, x: wp.array(dtype=float),
-           y: wp.array(dtype=float)):
+           y: wp.array(dtype=float), w: wp.array(dtype=float)):
     i = wp.tid()
     extra = float(0.0)
     if flag:
         extra = 100.0
-    y[i] = x[i] * a + float(n) + extra + float(h)
+    y[i] = x[i] * a * w[0] + float(n) + extra + float(h)
 
 
 @wp.kernel
-def copy_scaled(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+def copy_scaled(x: wp.array(dtype=float), y: wp.array(dtype=float), s: wp.array(dtype=float)):
     i = wp.tid()
-    y[i] = 2.0 * x[i]
+    y[i] = s[0] * x[i]
 
 
 @wp.kernel
-def copy_ints(x: wp.array(dtype=wp.int32), y: wp.array(dtype=wp.int32)):
+def copy_ints(x: wp.array(dtype=wp.int32), y: wp.array(dtype=wp.int32),
+              z: wp.array(dtype=wp.int32)):
     i = wp.tid()
-    y[i] = x[i]
+    y[i] = x[i] + z[0]
 
 
 @wp.kernel
-def square_sum(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+def square_sum(x: wp.array(dtype=float), out: wp.array(dtype=float),
+               w: wp.array(dtype=float)):
     i = wp.tid()
-    wp.atomic_add(out, 0, x[i] * x[i])
+    wp.atomic_add(out, 0, w[0] * x[i] * x[i])
+
+ONE = wp.array(np.ones(1, np.float32))
+TWO = wp.array(np.full(1, 2.0, np.float32))
 
 
 def test_numbers_change_between_launches_of_the_same_arrays() -> None:
@@ -47,31 +53,49 @@ def test_numbers_change_between_launches_of_the_same_arrays() -> None:
     x, y = wp.array(xs), wp.zeros(37, dtype=float)
     for a, n, flag, h in [(1.5, 2, False, 0.5), (-3.0, 7, True, 0.25), (0.0, -4, False, 8.0),
                           (2.5, 2, True, -1.0)]:
-        wp.launch(affine, 37, inputs=[a, n, flag, h, x, y])
+        wp.launch(affine, 37, inputs=[a, n, flag, h, x, y, ONE])
         expect = xs.astype(np.float64) * a + n + (100.0 if flag else 0.0) + h
         np.testing.assert_allclose(y.numpy(), expect, rtol=1e-6, atol=1e-5)
 
 
 def test_a_relaunch_packs_only_its_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
     x, y = wp.zeros(4, dtype=float), wp.zeros(4, dtype=float)
-    wp.launch(affine, 4, inputs=[1.0, 1, False, 0.0, x, y])
-    wp.launch(affine, 4, inputs=[1.0, 1, False, 0.0, x, y])  # the arrays' words now known
+    wp.launch(affine, 4, inputs=[1.0, 1, False, 0.0, x, y, ONE])
+    wp.launch(affine, 4, inputs=[1.0, 1, False, 0.0, x, y, ONE])  # the arrays' words now known
     converted = []
     original = packing.Packer._convert
     monkeypatch.setattr(packing.Packer, "_convert",
                         lambda self, args: converted.append(1) or original(self, args))
-    wp.launch(affine, 4, inputs=[3.0, 5, True, 2.0, x, y])
+    wp.launch(affine, 4, inputs=[3.0, 5, True, 2.0, x, y, ONE])
     assert converted == []
     np.testing.assert_allclose(y.numpy(), [107.0] * 4)
-    wp.launch(affine, 4, inputs=[3.0, 5, True, 2.0, y, x])  # other arrays: converted afresh
+    wp.launch(affine, 4, inputs=[3.0, 5, True, 2.0, y, x, ONE])  # other arrays: converted afresh
     assert converted == [1]
     np.testing.assert_allclose(x.numpy(), [3 * 107.0 + 107.0] * 4)
+
+
+def test_alternating_states_are_recalled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warp code swaps two states every substep: both argument sets stay recalled."""
+    a = wp.array(np.arange(6, dtype=np.float32))
+    b = wp.zeros(6, dtype=float)
+    for src, dst in [(a, b), (b, a)] * 2:  # the first round packs the arrays' words
+        wp.launch(copy_scaled, 6, inputs=[src, dst, TWO])
+    converted = []
+    original = packing.Packer._convert
+    monkeypatch.setattr(packing.Packer, "_convert",
+                        lambda self, args: converted.append(1) or original(self, args))
+    for _ in range(3):
+        for src, dst in [(a, b), (b, a)]:
+            wp.launch(copy_scaled, 6, inputs=[src, dst, TWO])
+    assert converted == []
+    np.testing.assert_array_equal(a.numpy(), np.arange(6) * 4.0 ** 5)  # five round trips
 
 
 @pytest.mark.parametrize("position,value", [(1, 2.5), (2, "yes"), (0, "1.0"), (3, None)])
 def test_a_wrong_number_on_a_relaunch_is_refused_as_on_a_first_launch(position: int,
                                                                         value: object) -> None:
-    args: list[object] = [1.0, 1, False, 0.5, wp.zeros(3, dtype=float), wp.zeros(3, dtype=float)]
+    args: list[object] = [1.0, 1, False, 0.5, wp.zeros(3, dtype=float), wp.zeros(3, dtype=float),
+                          ONE]
     bad = list(args)
     bad[position] = value
     with pytest.raises(Exception) as first:
@@ -86,12 +110,13 @@ def test_a_wrong_number_on_a_relaunch_is_refused_as_on_a_first_launch(position: 
 
 def test_a_view_of_another_dtype_is_refused_after_its_array_was_launched() -> None:
     x, y = wp.array(np.arange(8, dtype=np.float32)), wp.zeros(8, dtype=float)
-    wp.launch(copy_scaled, 8, inputs=[x, y])
-    wp.launch(copy_scaled, 8, inputs=[x, y])
+    wp.launch(copy_scaled, 8, inputs=[x, y, TWO])
+    wp.launch(copy_scaled, 8, inputs=[x, y, TWO])
     as_ints = x.view(wp.int32)  # the same memory, shape and strides: equal launch words
-    wp.launch(copy_ints, 8, inputs=[as_ints, wp.zeros(8, dtype=wp.int32)])
+    wp.launch(copy_ints, 8, inputs=[as_ints, wp.zeros(8, dtype=wp.int32),
+                                    wp.zeros(1, dtype=wp.int32)])
     with pytest.raises(LaunchError, match="argument 'x'"):
-        wp.launch(copy_scaled, 8, inputs=[as_ints, y])
+        wp.launch(copy_scaled, 8, inputs=[as_ints, y, TWO])
 
 
 def test_each_launch_writes_the_arrays_it_was_given() -> None:
@@ -99,12 +124,12 @@ def test_each_launch_writes_the_arrays_it_was_given() -> None:
              for k in range(3)]
     for x, y in [*pairs, pairs[0], pairs[2], pairs[2], pairs[1]]:
         y.zero_()
-        wp.launch(copy_scaled, 5, inputs=[x, y])
+        wp.launch(copy_scaled, 5, inputs=[x, y, TWO])
         np.testing.assert_array_equal(y.numpy(), 2.0 * x.numpy())
     for _ in range(5):  # arrays freed and new ones made, perhaps at the same addresses
         x = wp.array(np.random.default_rng(1).random(5, dtype=np.float32))
         y = wp.zeros(5, dtype=float)
-        wp.launch(copy_scaled, 5, inputs=[x, y])
+        wp.launch(copy_scaled, 5, inputs=[x, y, TWO])
         np.testing.assert_array_equal(y.numpy(), 2.0 * x.numpy())
 
 
@@ -116,11 +141,11 @@ def test_a_relaunched_adjoint_adds_into_a_replaced_gradient() -> None:
     out = wp.zeros(1, dtype=float, requires_grad=True)
     out.grad.fill_(1.0)
     for _ in range(2):
-        wp.launch(square_sum, 3, inputs=[x, out], adjoint=True)
+        wp.launch(square_sum, 3, inputs=[x, out, ONE], adjoint=True)
     old = x.grad
     np.testing.assert_allclose(old.numpy(), 2 * 2.0 * xs)
     x.grad = wp.zeros(3, dtype=float)
-    wp.launch(square_sum, 3, inputs=[x, out], adjoint=True)
+    wp.launch(square_sum, 3, inputs=[x, out, ONE], adjoint=True)
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * xs)  # d(sum x²)/dx
     np.testing.assert_allclose(old.numpy(), 2 * 2.0 * xs)  # untouched
 
@@ -128,7 +153,7 @@ def test_a_relaunched_adjoint_adds_into_a_replaced_gradient() -> None:
 def test_the_last_launch_keeps_no_array_alive() -> None:
     x, y = wp.zeros(1000, dtype=float), wp.zeros(1000, dtype=float)
     for _ in range(2):
-        wp.launch(copy_scaled, 1000, inputs=[x, y])
+        wp.launch(copy_scaled, 1000, inputs=[x, y, TWO])
     refs = [weakref.ref(x), weakref.ref(y)]
     del x, y
     gc.collect()

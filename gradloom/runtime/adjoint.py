@@ -76,6 +76,9 @@ class LaunchRecord:
         allowed: the same view twice where every access through both is at the thread's own
         element and every read comes before every write (then it is an in-place update,
         `y[i] = f(x[i])` with y = x)."""
+        memories = {id(a._mem) for _, _, a in self.given}
+        if len(memories) == len(self.given):
+            return  # no two arrays share memory
         plan = compiled.threads
         own = plan.serial is None and not plan.scatter
         touched = [(a, name, writes, thread_own) for (a, name, _, writes), thread_own

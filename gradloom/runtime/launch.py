@@ -80,7 +80,8 @@ class Prepared:
         self.words = launch_words()
         self.launch_ndim = self.compiled.launch_ndim
         self.packer = Packer(kernel.key, self.compiled.params)
-        self._fill = self.packer.fill
+        self._recalls, self._fill = self.packer.recalls, self.packer.fill
+        self._pack_whole, self._values = self.packer.whole.pack_into, self.packer.values
         self._free: list[tuple[bytearray, int]] = []
         #: one adjoint stack per worker thread (index 0: the launching thread)
         self.stacks: list[NDArray] = []
@@ -187,9 +188,13 @@ class Prepared:
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:
-            self._fill(buf, args)
-            _pack_head(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS, *self._stack_words[0], 0,
-                       total)
+            if self._recalls:  # the arguments' bytes, then the header (runtime/packing.py)
+                self._fill(buf, args)
+                _pack_head(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS,
+                           *self._stack_words[0], 0, total)
+            else:  # header and arguments in one call
+                self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS,
+                                 *self._stack_words[0], 0, total, *self._values(args))
             chunks, wake, targets = parallel.plan(self, total, args) if total > 1 else _ONE
             if chunks > 1:
                 parallel.run_split(self, block, dims, total, args, chunks, wake, targets,

@@ -39,6 +39,13 @@ _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uin
         "float64": "d", "ptr": "Q", "bfloat16": "H"}
 
 Getter = Callable[[Any, Any], Sequence[Any]]
+#: argument sets a kernel's packer remembers (Warp code often alternates two or three states:
+#: `integrate(state_0, state_1)`, then the two swapped)
+RECALLED = 4
+#: the fewest array parameters a kernel recalls packed arguments for: with fewer, packing them
+#: afresh costs less than looking them up (one process, µs per launch, packed afresh ->
+#: recalled: 2 arrays 2.64 -> 2.78, 4 arrays and a float 3.70 -> 3.27, 7 arrays 3.73 -> 3.30)
+RECALL_ARRAYS = 3
 
 class ArgError(Exception):
     """Internal: why one value does not fit one parameter."""
@@ -189,16 +196,15 @@ class Packer:
         self._plan_recall()
 
     def _plan_recall(self) -> None:
-        """Which arguments `fill` looks at to recall the last launch's: only kernels whose
+        """Which kernels `fill` recalls recent launches' arguments for: only kernels whose
         parameters are all arrays and numbers (vectors, matrices and structs are passed as
-        objects that may change in place), two arrays or more (a launch of one array packs in
-        ~0.1 µs less than the check costs; two: 2.90 -> 2.70 µs, seven: 4.1 -> 3.5 µs)."""
+        objects that may change in place), of RECALL_ARRAYS arrays or more."""
         arrays = [i for i, t in enumerate(self.types) if isinstance(t, ArrayType)]
-        self._recalls = self.RECALLS and len(arrays) >= 2 and all(
+        self.recalls = self.RECALLS and len(arrays) >= RECALL_ARRAYS and all(
             isinstance(t, (ArrayType, ScalarType)) for t in self.types)
-        #: the array arguments of a launch, as a tuple (unused where `_recalls` is False)
+        #: the array arguments of a launch, as a tuple (unused where `recalls` is False)
         self._arrays: Callable[[Sequence[Any]], Any] = (
-            operator.itemgetter(*arrays) if self._recalls else tuple)
+            operator.itemgetter(*arrays) if self.recalls else tuple)
         offsets, _ = arg_offsets(self.types)
         #: per number: its position, offset in the block, type, struct, and whether a Python
         #: float packs as itself
@@ -206,8 +212,9 @@ class Packer:
                           t.is_float and t.name != "bfloat16")
                          for i, (t, off) in enumerate(zip(self.types, offsets, strict=True))
                          if isinstance(t, ScalarType)]
-        #: the last launch's arrays' launch words (compared by identity) and packed arguments
-        self._last: tuple[list[Any], bytes] | None = None
+        #: packed arguments of recent launches, keyed by the identities of their arrays' launch
+        #: words (kept alive here, so an identity cannot be reused while its entry lasts)
+        self._recalled: dict[tuple[int, ...], tuple[list[Any], bytes]] = {}
 
     def values(self, args: Sequence[Any]) -> list[Any]:
         """Every leaf value of the arguments, checked against the parameter types."""
@@ -215,25 +222,28 @@ class Packer:
 
     def fill(self, buf: bytearray, args: Sequence[Any]) -> None:
         """Pack the arguments into the launch block `buf` (after its header). A launch with
-        the last one's arrays, none given a new gradient since (which drops its words), copies
-        that launch's bytes and packs only its numbers."""
-        words = None
-        if self._recalls and len(args) == len(self.types):
+        the arrays of one of the last RECALLED launches, none given a new gradient since (which
+        drops its words), copies that launch's bytes and packs only its numbers."""
+        words = key = None
+        if len(args) == len(self.types):
             try:  # noqa: SIM105 (contextlib.suppress costs a third of a launch's packing)
                 words = [a._words for a in self._arrays(args)]
             except AttributeError:  # an array argument that is not a gradloom array
                 pass
-            last = self._last
-            if words is not None and last is not None and all(map(operator.is_, words,
-                                                                   last[0])):
-                buf[BLOCK_ARGS:] = last[1]
+        if words is not None:
+            key = tuple(map(id, words))
+            known = self._recalled.get(key)
+            if known is not None:
+                buf[BLOCK_ARGS:] = known[1]
                 if not self._numbers or self._pack_numbers(buf, args):
                     return
         struct.pack_into(self.fmt, buf, BLOCK_ARGS, *self._convert(args))
         # every array launched before (its words known): a kernel relaunched with them; arrays
         # wrapped afresh for each launch (a Tape's adjoint) are not worth remembering
-        if words is not None and None not in words:
-            self._last = words, bytes(buf[BLOCK_ARGS:])
+        if words is not None and key is not None and None not in words:
+            if len(self._recalled) >= RECALLED:
+                del self._recalled[next(iter(self._recalled))]  # the oldest
+            self._recalled[key] = words, bytes(memoryview(buf)[BLOCK_ARGS:])
 
     def _pack_numbers(self, buf: bytearray, args: Sequence[Any]) -> bool:
         """Pack the numbers among the arguments; False where one does not convert (`_convert`

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..errors import TapeError, user_facing
 from . import readmarks
 from .adjoint import LaunchRecord
@@ -60,7 +61,8 @@ class Tape:
         record = make(kernel, dims, args, compiled)
         record.check_aliases(compiled)
         record.check_thread_order()
-        if ACTIVE_TAPES.get()[:1] == (self,):  # once per launch: on the outermost tape
+        # once per launch: on the outermost tape; the names only when they may be printed
+        if config.verify_autograd_array_access and ACTIVE_TAPES.get()[:1] == (self,):
             readmarks.check_launch(kernel, record.named_touches())
         return record
 
