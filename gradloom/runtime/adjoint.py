@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import TapeError
 from .array import NDArray, array
+from .capturing import ACTIVE_CAPTURE, refuse_while_capturing
 from .handles import frozen
 from .launch import adjoint_reads, arg_array, array_keys, prepared_adjoint
 from .memops import copy_into
@@ -115,6 +116,8 @@ class LaunchRecord:
         return [a for key in self.keys if (a := arg_array(self.args, key)) is not None]
 
     def backward(self) -> None:
+        if ACTIVE_CAPTURE.get() is not None:
+            refuse_while_capturing("Tape.backward()")
         prepared = prepared_adjoint(self.kernel)
         args, working = self.adjoint_args()
         restart: Callable[[], None] | None = None

@@ -35,7 +35,7 @@ from ..types import (
 )
 from . import checks, parallel
 from .array import NDArray, array
-from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing, refuse_while_capturing
+from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
 from .device import CPU, current_device, get_device
 from .foreign import adapt_args, array_slots
 from .packing import Packer, describe
@@ -179,8 +179,6 @@ class Prepared:
         over."""
         w = self.words  # a Ctrl-C from here on stops the kernel (codegen/signals.py)
         w.gl_launch_base = w.gl_interrupts
-        if ACTIVE_CAPTURE.get() is not None:  # a Tape's backward pass inside a capture
-            refuse_while_capturing("Tape.backward()")
         if self.launch_ndim > len(dims):
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
