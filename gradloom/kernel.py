@@ -18,26 +18,16 @@ from typing import Any
 from . import config
 from .abi import GRAD_SLOT
 from .argtypes import launch_arg_type
-from .autodiff.access import analyze
-from .autodiff.reverse import adjoint_kernel
-from .codegen import cpu, native_pool, nvptx
-from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
-from .codegen.entry_nvptx import nvptx_module
+from .codegen import cpu, native_pool
 from .errors import CompileError, GradloomError, KernelTypeError, LaunchError, SourceLoc
 from .frontend.func import annotated_params
 from .frontend.generic import describe_type, is_generic, matches_template
-from .frontend.lower import lower_kernel
 from .frontend.source import SourceInfo, source_digest
 from .frontend.static import parse_declared
-from .ir.nodes import KernelIR, walk_ops
-from .ir.printer import format_kernel
-from .ir.verify import verify
+from .ir.nodes import KernelIR
 from .modules import discard_module, get_module, module_for, qualified_key
 from .native import compiled_symbols, install_signal_handlers
-from .passes.custom import inline_custom
-from .passes.invariant import drop_invariant_params
-from .passes.lanes import LanePlan, lane_plan
-from .passes.threads import ThreadPlan, thread_plan
+from .passes.threads import ThreadPlan
 from .runtime import cache
 from .runtime.structs import array_fields, type_key
 from .types import ArrayType, IndexedArrayType, StructType, arg_offsets, resolve_annotation
@@ -249,7 +239,7 @@ class Kernel:
             return None
         if ir.contents_read is None:
             return None
-        where = self._array_offsets()
+        where = self.array_offsets()
         return frozenset(where[off] for off in ir.contents_read if off in where)
 
     def _build(self, variant: str = "forward") -> CompiledKernel:
@@ -287,7 +277,7 @@ class Kernel:
         install_signal_handlers()
         addr = cpu.object_loader().load(entry["object"], symbol)
         plan = ThreadPlan(*entry["threads"])
-        where = self._array_offsets()
+        where = self.array_offsets()
         if any(off not in where and off - GRAD_SLOT not in where for off in plan.scatter):
             # adds into memory no argument key names (an indexed array inside a struct): the
             # adds are plain load-add-stores, so the launch must stay serial
@@ -315,62 +305,31 @@ class Kernel:
         changing the kernel); lowering again is deterministic and only happens on this error path.
         """
         if self._locs is None:
-            self._locs = lower_kernel(self.info, list(self.params)).locs
+            from . import pipeline  # the compile pipeline, loaded at the first compile
+
+            self._locs = pipeline.lowered(self).locs
         return self._locs[index]
 
     def _kernel_ir(self, adjoint: bool) -> tuple[KernelIR, Any]:
         """The IR of the forward kernel or its adjoint, verified, and the access facts."""
-        if getattr(self, "is_generic", False):
-            raise KernelTypeError(f"kernel '{self.key}' is generic: compile one of its "
-                                  f"overloads (wp.overload) instead", self.info.loc(self.info.tree))
-        ir = drop_invariant_params(lower_kernel(self.info, list(self.params)))
-        verify(ir)
-        self._locs = ir.locs
-        access = self._access(ir)
-        # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
-        # replaces regions itself, the forward kernel runs their bodies inline
-        ir = adjoint_kernel(ir) if adjoint else inline_custom(ir)
-        verify(ir)
-        return ir, access
+        from . import pipeline  # the compile pipeline, loaded at the first compile
+
+        return pipeline.kernel_ir(self, adjoint)
 
     def _codegen(self, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
         """LLVM IR text of the CPU entry, and the facts a launch needs about it."""
-        ir, access = self._kernel_ir(adjoint)
-        target = cpu.host_target()
-        plan = thread_plan(ir)
-        arrays = self._array_layouts()
-        verdict = lane_plan(ir, plan, frozenset(arrays), ordered=bool(config.deterministic))
-        lanes = verdict if cpu.lane_width() else None
-        text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
-                          cpu.lane_width(), arrays)
-        in_lanes = verdict.reason is None and contiguous_copy(ir)
-        if config.print_ir:
-            print(format_kernel(ir), file=sys.stderr)
-            print(text, file=sys.stderr)
-        return text, {"launch_ndim": ir.launch_ndim, "access": access,
-                      "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
-                      "reverse_threads": ir.reverse_threads,
-                      "threads": (plan.serial, plan.scatter, plan.float_atomics,
-                                  plan.loops, plan.work, in_lanes),
-                      "lanes": _lane_reason(ir, lanes)}
+        from . import pipeline
 
-    def _access(self, ir: Any) -> dict[tuple[int, str | None], frozenset[str]] | None:
-        """How the kernel touches each array argument (what a Tape must keep for backward)."""
-        try:
-            arrays = analyze(ir).arrays
-        except CompileError:
-            return None
-        where = self._array_offsets()
-        return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
+        return pipeline.cpu_codegen(self, symbol, adjoint)
 
-    def _array_layouts(self) -> dict[int, tuple[int, int]]:
+    def array_layouts(self) -> dict[int, tuple[int, int]]:
         """Argument-block offset of each array parameter's data pointer -> (ndim, element
         size): what the SIMD loop's run-time overlap check reads (codegen/lanes.py)."""
         offsets, _ = arg_offsets([t for _, t in self.params])
         return {off: (t.ndim, int(t.dtype.size)) for (_, t), off in
                 zip(self.params, offsets, strict=True) if isinstance(t, ArrayType)}
 
-    def _array_offsets(self) -> dict[int, tuple[int, str | None]]:
+    def array_offsets(self) -> dict[int, tuple[int, str | None]]:
         """Argument-block offset of each array's data pointer → (param index, dotted struct field
         path or None)."""
         offsets, _ = arg_offsets([t for _, t in self.params])
@@ -425,16 +384,6 @@ def native_pool_functions() -> tuple[int, int] | None:
     worker, run = compiled_symbols(f"{VERSION}|pool|{target.key}", text,
                                    ("gl_pool_worker", "gl_pool_run"))
     return worker, run
-
-
-def _lane_reason(ir: KernelIR, lanes: LanePlan | None) -> str | None:
-    """Why the entry's thread loop runs one thread at a time (None: it runs in SIMD lanes, or
-    SIMD is off)."""
-    if lanes is None:
-        return None
-    if lanes.reason is None and not contiguous_copy(ir):
-        return f"more than {CONTIGUOUS_MAX_OPS} operations (one thread loop only)"
-    return lanes.reason
 
 
 def _symbol_safe(name: str) -> str:
@@ -588,6 +537,6 @@ def codegen_ptx(kernel: Kernel, arch: str = "sm_90", adjoint: bool = False) -> s
     `"sm_90"`, ...), compiled in-process by LLVM's NVPTX backend with libdevice linked in
     (needs libdevice.10.bc: `pip install gradloom[cuda]` or a CUDA toolkit). The entry
     function is named `gl_<kernel>`; PTX ISA 7.8, so CUDA 11.8 drivers and newer load it."""
-    ir, _ = kernel._kernel_ir(adjoint)
-    symbol = "gl_" + "".join(c if c.isalnum() else "_" for c in ir.name)
-    return nvptx.compile_to_ptx(nvptx_module(ir, symbol), (symbol,), arch, config.opt_level)
+    from . import pipeline  # the compile pipeline, loaded at the first compile
+
+    return pipeline.ptx(kernel, arch, adjoint)

@@ -35,8 +35,11 @@ ALLOWED = {
     # Module.load() compiles its kernels through loading.py (a function-level import)
     "modules": _BASE | {"loading"},
     "cuda_build": _BASE | {"ir", "passes", "codegen", "runtime"},
+    # the compile pipeline (source -> IR -> passes -> LLVM IR text or PTX), below kernel.py,
+    # which imports it at a kernel's first compile (function level)
+    "pipeline": _BASE | {"ir", "passes", "codegen", "frontend", "autodiff"},
     "kernel": _BASE | {"ir", "builtins", "passes", "codegen", "runtime", "frontend", "autodiff",
-                       "argtypes", "native", "modules", "cuda_build"},
+                       "argtypes", "native", "modules", "cuda_build", "pipeline"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
     "autograd": _BASE | {"runtime", "kernel"},
     "optim": _BASE | {"runtime", "kernel"},

@@ -1,0 +1,97 @@
+"""A kernel's compile pipeline: source → IR → passes → the CPU entry's LLVM IR text with the facts
+a launch needs, or PTX. Imported by kernel.py at a kernel's first compile, not at `import
+gradloom`: a process whose kernels all come from the cache never loads the frontend's lowering,
+autodiff, the passes or codegen's entry emitters (a fifth of the import time)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import config
+from .autodiff.access import analyze
+from .autodiff.reverse import adjoint_kernel
+from .codegen import cpu, nvptx
+from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
+from .codegen.entry_nvptx import nvptx_module
+from .errors import CompileError, KernelTypeError
+from .frontend.lower import lower_kernel
+from .ir.nodes import KernelIR, walk_ops
+from .ir.printer import format_kernel
+from .ir.verify import verify
+from .passes.custom import inline_custom
+from .passes.invariant import drop_invariant_params
+from .passes.lanes import LanePlan, lane_plan
+from .passes.threads import thread_plan
+
+Access = dict[tuple[int, str | None], frozenset[str]]
+
+
+def lowered(kernel: Any) -> KernelIR:
+    """The kernel's IR as the frontend lowers it (its `locs` name the user's source lines)."""
+    return lower_kernel(kernel.info, list(kernel.params))
+
+
+def kernel_ir(kernel: Any, adjoint: bool) -> tuple[KernelIR, Access | None]:
+    """The IR of the forward kernel or its adjoint, verified, and the access facts."""
+    if getattr(kernel, "is_generic", False):
+        raise KernelTypeError(f"kernel '{kernel.key}' is generic: compile one of its overloads "
+                              f"(wp.overload) instead", kernel.info.loc(kernel.info.tree))
+    ir = drop_invariant_params(lowered(kernel))
+    verify(ir)
+    kernel._locs = ir.locs
+    access = access_facts(kernel, ir)
+    # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
+    # replaces regions itself, the forward kernel runs their bodies inline
+    ir = adjoint_kernel(ir) if adjoint else inline_custom(ir)
+    verify(ir)
+    return ir, access
+
+
+def cpu_codegen(kernel: Any, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
+    """LLVM IR text of the CPU entry, and the facts a launch needs about it."""
+    ir, access = kernel_ir(kernel, adjoint)
+    target = cpu.host_target()
+    plan = thread_plan(ir)
+    arrays = kernel.array_layouts()
+    verdict = lane_plan(ir, plan, frozenset(arrays), ordered=bool(config.deterministic))
+    lanes = verdict if cpu.lane_width() else None
+    text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
+                      cpu.lane_width(), arrays)
+    in_lanes = verdict.reason is None and contiguous_copy(ir)
+    if config.print_ir:
+        print(format_kernel(ir), file=sys.stderr)
+        print(text, file=sys.stderr)
+    return text, {"launch_ndim": ir.launch_ndim, "access": access,
+                  "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
+                  "reverse_threads": ir.reverse_threads,
+                  "threads": (plan.serial, plan.scatter, plan.float_atomics,
+                              plan.loops, plan.work, in_lanes),
+                  "lanes": lane_reason(ir, lanes)}
+
+
+def access_facts(kernel: Any, ir: KernelIR) -> Access | None:
+    """How the kernel touches each array argument (what a Tape must keep for backward)."""
+    try:
+        arrays = analyze(ir).arrays
+    except CompileError:
+        return None
+    where = kernel.array_offsets()
+    return {where[off]: acc.flags for off, acc in arrays.items() if off in where}
+
+
+def lane_reason(ir: KernelIR, lanes: LanePlan | None) -> str | None:
+    """Why the entry's thread loop runs one thread at a time (None: it runs in SIMD lanes, or
+    SIMD is off)."""
+    if lanes is None:
+        return None
+    if lanes.reason is None and not contiguous_copy(ir):
+        return f"more than {CONTIGUOUS_MAX_OPS} operations (one thread loop only)"
+    return lanes.reason
+
+
+def ptx(kernel: Any, arch: str, adjoint: bool) -> str:
+    """The PTX of a kernel or its adjoint for one GPU architecture (wp.codegen_ptx)."""
+    ir, _ = kernel_ir(kernel, adjoint)
+    symbol = "gl_" + "".join(c if c.isalnum() else "_" for c in ir.name)
+    return nvptx.compile_to_ptx(nvptx_module(ir, symbol), (symbol,), arch, config.opt_level)
