@@ -42,7 +42,7 @@ from gradloom.passes.invariant import drop_invariant_params
 from gradloom.runtime.launch import prepared_adjoint
 from gradloom.types import SCALAR_TYPES, ptr
 
-kernel_module = importlib.import_module("gradloom.kernel")  # wp.kernel is the decorator
+pipeline = importlib.import_module("gradloom.pipeline")  # lowers kernels at their first compile
 
 f64 = wp.float64
 F64 = wp.array(dtype=wp.float64)
@@ -50,7 +50,7 @@ F32 = wp.array(dtype=wp.float32)
 
 
 def primal_ir(k: Any) -> KernelIR:
-    """The IR a kernel's adjoint is built from (the pipeline of gradloom/kernel.py)."""
+    """The IR a kernel's adjoint is built from (the pipeline of gradloom/pipeline.py)."""
     return drop_invariant_params(lower_kernel(k.info, list(k.params)))
 
 
@@ -447,17 +447,17 @@ class _SwapPrimKernel(wp.Kernel):
         return super().cache_key(f"{variant}|swap {self.swap[0]}->{self.swap[1]}")
 
     def _codegen(self, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
-        original = kernel_module.lower_kernel
+        original = pipeline.lower_kernel
 
         def lower(info: Any, params: Any) -> KernelIR:
             ir = original(info, params)
             return dc_replace(ir, body=_swap_block(ir.body, *self.swap))
 
-        kernel_module.lower_kernel = lower
+        pipeline.lower_kernel = lower
         try:
             return super()._codegen(symbol, adjoint)
         finally:
-            kernel_module.lower_kernel = original
+            pipeline.lower_kernel = original
 
     def lowered(self) -> KernelIR:
         ir = primal_ir(self)
