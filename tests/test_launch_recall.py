@@ -63,8 +63,8 @@ def test_a_relaunch_packs_only_its_numbers(monkeypatch: pytest.MonkeyPatch) -> N
     wp.launch(affine, 4, inputs=[1.0, 1, False, 0.0, x, y, ONE])
     wp.launch(affine, 4, inputs=[1.0, 1, False, 0.0, x, y, ONE])  # the arrays' words now known
     converted = []
-    original = packing.Packer._convert
-    monkeypatch.setattr(packing.Packer, "_convert",
+    original = packing.Packer.values
+    monkeypatch.setattr(packing.Packer, "values",
                         lambda self, args: converted.append(1) or original(self, args))
     wp.launch(affine, 4, inputs=[3.0, 5, True, 2.0, x, y, ONE])
     assert converted == []
@@ -81,8 +81,8 @@ def test_alternating_states_are_recalled(monkeypatch: pytest.MonkeyPatch) -> Non
     for src, dst in [(a, b), (b, a)] * 2:  # the first round packs the arrays' words
         wp.launch(copy_scaled, 6, inputs=[src, dst, TWO])
     converted = []
-    original = packing.Packer._convert
-    monkeypatch.setattr(packing.Packer, "_convert",
+    original = packing.Packer.values
+    monkeypatch.setattr(packing.Packer, "values",
                         lambda self, args: converted.append(1) or original(self, args))
     for _ in range(3):
         for src, dst in [(a, b), (b, a)]:

@@ -178,8 +178,8 @@ def _block_format(types: Sequence[Any]) -> tuple[str, int]:
 class Packer:
     """Packs a kernel's arguments into its argument block, per its compiled signature."""
 
-    #: whether a launch with the last one's arrays may reuse its values (`recall`): not where
-    #: the getters differ (a device's packer checks where each array lives)
+    #: whether launches given recent launches' arrays may reuse their packed bytes (`fill`):
+    #: not where the getters differ (a device's packer checks where each array lives)
     RECALLS = True
 
     def __init__(self, kernel_key: str, params: Sequence[tuple[str, Any]]) -> None:
@@ -216,10 +216,6 @@ class Packer:
         #: words (kept alive here, so an identity cannot be reused while its entry lasts)
         self._recalled: dict[tuple[int, ...], tuple[list[Any], bytes]] = {}
 
-    def values(self, args: Sequence[Any]) -> list[Any]:
-        """Every leaf value of the arguments, checked against the parameter types."""
-        return self._convert(args)
-
     def fill(self, buf: bytearray, args: Sequence[Any]) -> None:
         """Pack the arguments into the launch block `buf` (after its header). A launch with
         the arrays of one of the last RECALLED launches, none given a new gradient since (which
@@ -237,7 +233,7 @@ class Packer:
                 buf[BLOCK_ARGS:] = known[1]
                 if not self._numbers or self._pack_numbers(buf, args):
                     return
-        struct.pack_into(self.fmt, buf, BLOCK_ARGS, *self._convert(args))
+        struct.pack_into(self.fmt, buf, BLOCK_ARGS, *self.values(args))
         # every array launched before (its words known): a kernel relaunched with them; arrays
         # wrapped afresh for each launch (a Tape's adjoint) are not worth remembering
         if words is not None and key is not None and None not in words:
@@ -246,19 +242,20 @@ class Packer:
             self._recalled[key] = words, bytes(memoryview(buf)[BLOCK_ARGS:])
 
     def _pack_numbers(self, buf: bytearray, args: Sequence[Any]) -> bool:
-        """Pack the numbers among the arguments; False where one does not convert (`_convert`
+        """Pack the numbers among the arguments; False where one does not convert (`values`
         then says why)."""
         try:
             for i, offset, t, packer, plain in self._numbers:
                 value = args[i]
-                packer.pack_into(buf, offset,
-                                 value if plain and type(value) is float else scalar_words(value, t)[0])
+                if not (plain and type(value) is float):
+                    value = scalar_words(value, t)[0]
+                packer.pack_into(buf, offset, value)
         except ArgError:
             return False
         return True
 
-    def _convert(self, args: Sequence[Any]) -> list[Any]:
-        """Every leaf value, each argument converted by its parameter type's getter."""
+    def values(self, args: Sequence[Any]) -> list[Any]:
+        """Every leaf value of the arguments, checked against the parameter types."""
         if len(args) != len(self.params):
             names = ", ".join(n for n, _ in self.params)
             raise LaunchError(f"kernel '{self.kernel_key}' takes {len(self.params)} arguments "
