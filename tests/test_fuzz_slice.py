@@ -166,10 +166,30 @@ def test_float32_miss_is_rounding_only_where_the_float64_twin_matches(tmp_path, 
     assert result["status"] == expected, result
 
 
+@pytest.mark.parametrize("twin_factor,expected", [("1.0", "rejected"), ("1.1", "grad")])
+def test_a_nan_float32_gradient_is_overflow_only_where_the_float64_twin_matches(
+        tmp_path, twin_factor, expected):
+    """fuzz 14:71: a float32 intermediate overflowed to inf and was then overwritten, so the
+    adjoint's 0 * inf made the gradient NaN: the float64 twin's gradient is judged on its own
+    scale (the float32 one is NaN too), so a matching twin rejects the sample."""
+    import gradloom as wp
+    from tools.fuzz.check import check
+
+    nan = "(1e30 * x * 1e30) - (1e30 * x * 1e30) + 1.0"  # inf - inf in float32
+    main = _wrong_grad_module(tmp_path, "float32", nan)
+    twin = _wrong_grad_module(tmp_path, "float64", twin_factor)
+    progs = {"main": main.program, "traced": main.program, "twin": twin.program}
+    result = check(wp, _selftest_case("float32"), progs)
+    assert result.get("nonfinite_grad") == "x0"
+    assert result["status"] == expected, result
+    if expected == "rejected":
+        assert result["reason"].startswith("float32 overflow"), result
+
+
 def _wrong_grad_module(tmp_path, dtype, factor):
     from tools.fuzz.evaluate import load_module
 
-    path = tmp_path / f"wrong_grad_{dtype}_{factor.replace('.', '_')}.py"
+    path = tmp_path / f"wrong_grad_{dtype}_{abs(hash(factor))}.py"
     path.write_text(_WRONG_GRAD_MODULE.format(dtype=dtype, factor=factor))
     return load_module(str(path), path.stem)
 
