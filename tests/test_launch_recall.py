@@ -5,6 +5,7 @@ errors and gradients are those of a fresh pack."""
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -158,3 +159,26 @@ def test_the_last_launch_keeps_no_array_alive() -> None:
     del x, y
     gc.collect()
     assert [r() for r in refs] == [None, None]
+
+
+def test_threads_launching_one_kernel_each_get_their_own_arrays() -> None:
+    """Python threads launching the same kernel, each cycling through more argument sets of
+    its own than the packer remembers: every launch writes the arrays it was given."""
+    errors: list[str] = []
+
+    def work(offset: int) -> None:
+        sets = [(wp.array(np.full(64, float(10 * offset + k), np.float32)),
+                 wp.zeros(64, dtype=float)) for k in range(packing.RECALLED + 3)]
+        for step in range(300):
+            x, y = sets[step % len(sets)]
+            y.zero_()
+            wp.launch(copy_scaled, 64, inputs=[x, y, TWO])
+            if not np.array_equal(y.numpy(), 2.0 * x.numpy()):
+                errors.append(f"thread {offset}, set {step % len(sets)}: {y.numpy()[:2]}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -238,7 +238,7 @@ class Packer:
         # wrapped afresh for each launch (a Tape's adjoint) are not worth remembering
         if words is not None and key is not None and None not in words:
             if len(self._recalled) >= RECALLED:
-                del self._recalled[next(iter(self._recalled))]  # the oldest
+                self._recalled.clear()  # start over (one call: other threads may launch too)
             self._recalled[key] = words, bytes(memoryview(buf)[BLOCK_ARGS:])
 
     def _pack_numbers(self, buf: bytearray, args: Sequence[Any]) -> bool:
