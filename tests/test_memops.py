@@ -4,6 +4,7 @@ too (assign, zero_, fill_, wp.copy, wp.clone, a Tape's seeds and saved copies)."
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -116,6 +117,43 @@ def test_tape_seeds_and_saved_copies_through_the_split() -> None:
     np.testing.assert_allclose(y.grad.numpy(), 2.0 * x0 * seed, rtol=1e-6)
     tape.zero()
     assert not x.grad.numpy().any() and not y.grad.numpy().any()
+
+
+def test_many_small_arrays_are_zeroed_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """zero_all: arrays below SPLIT_BYTES that add up to it go out to the threads in pieces;
+    every element of each is zero, and memory around a strided view is untouched."""
+    monkeypatch.setattr(memops, "SPLIT_BYTES", 4096)
+    monkeypatch.setattr(memops, "PIECE_BYTES", 1000)
+    monkeypatch.setattr(wp.config, "num_threads", 2)
+    parts: list[int] = []
+    real_share = memops.share
+    monkeypatch.setattr(memops, "share",
+                        lambda n, pieces, part: parts.append(pieces) or real_share(n, pieces, part))
+    rng = np.random.default_rng(4)
+    base = rng.random((300, 4))
+    arrays = [rng.random(s) for s in [(100,), (83, 3), (1,), (), (2, 2, 2)]]
+    arrays += [base[::3, 1:3], rng.random(5000)]  # a strided view; one array of SPLIT_BYTES+
+    outside = base.copy()
+    memops.zero_all(arrays)
+    assert all(not a.any() for a in arrays)
+    outside[::3, 1:3] = 0
+    np.testing.assert_array_equal(base, outside)
+    assert parts and parts[-1] > len(arrays)  # the small ones were cut into pieces
+
+
+@pytest.mark.usefixtures("small_pieces")
+def test_tape_zero_zeroes_every_gradient_together() -> None:
+    """Gradients below SPLIT_BYTES each, above it together: zeroed in shared pieces."""
+    n = 300
+    xs = [wp.array(np.ones(n), dtype=float, requires_grad=True) for _ in range(4)]
+    tape = wp.Tape()
+    with tape:
+        for a, b in itertools.pairwise(xs):
+            wp.launch(_scale_in_place, n, inputs=[2.0, a, b])
+    tape.backward(grads={xs[-1]: wp.array(np.ones(n), dtype=float)})
+    assert all(a.grad.numpy().any() for a in xs)
+    tape.zero()
+    assert not any(a.grad.numpy().any() for a in xs)
 
 
 @pytest.fixture

@@ -88,6 +88,36 @@ def copy_into(dst: NDArray, src: Any) -> None:
 fill = copy_into
 
 
+def zero_all(dsts: list[NDArray]) -> None:
+    """Zero every array: each large one as `fill` zeroes it, the others together, in pieces
+    the threads share once they add up to SPLIT_BYTES (a Tape's gradients after a backward
+    pass: tens of arrays of a few MiB each, each below what one `fill` would split)."""
+    small = []
+    for d in dsts:
+        if d.nbytes >= SPLIT_BYTES:
+            fill(d, 0)
+        else:
+            small.append(d)
+    if config.num_threads < 2 or sum(d.nbytes for d in small) < SPLIT_BYTES:
+        for d in small:
+            d[...] = 0
+        return
+    pieces = []
+    for d in small:
+        rows = _rows(d) or 1
+        step = piece_rows(d.nbytes // rows)
+        pieces += [(d, lo, lo + step) for lo in range(0, rows, step)] if rows > 1 else [(d, 0, 0)]
+
+    def part(k: int, _: int) -> None:
+        d, lo, hi = pieces[k]
+        if hi:
+            d[lo:hi] = 0
+        else:
+            d[...] = 0
+
+    share(config.num_threads, len(pieces), part)
+
+
 def _rows(dst: NDArray) -> int | None:
     """How many rows (first-axis entries) a split copy into dst cuts into pieces; None where
     it is not split."""
