@@ -139,10 +139,12 @@ def _float64_twin_agrees(wp: Any, case: Case, twin: Any, weights: dict[str, np.n
                      twin64, weights)
     tol = TOL["float64"].rtol
     for info, d in bad:
-        # the twin's own scale: the float32 one is NaN where its gradient is (fuzz 14:71: an
-        # intermediate that overflows to inf in float32 and is then overwritten: 0 * inf)
         along = float(sum(np.sum(rev[n] * d[n]) for n in d))
-        scale = float(sum(np.sum(np.abs(rev[n] * d[n])) for n in d)) + abs(info["fd"]) + 1e-12
+        scale = info["scale"]
+        if not np.isfinite(scale):
+            # the twin's own scale where the float32 gradient is not finite (fuzz 14:71: an
+            # intermediate that overflows to inf in float32 and is then overwritten: 0 * inf)
+            scale = float(sum(np.sum(np.abs(rev[n] * d[n])) for n in d)) + abs(info["fd"]) + 1e-12
         if not abs(along - info["fd"]) <= tol * scale:
             return False
     return True
