@@ -306,6 +306,66 @@ def test_shared_adds_follow_thread_order(width):
         config.deterministic = False
 
 
+@wp.func
+def spring_like_force(x: wp.array(dtype=wp.vec3), i: int, j: int) -> wp.vec3:
+    d = x[j] - x[i]
+    length = wp.length(d)
+    u = d / (length + 1.0)
+    fs = u * (wp.sin(length) * wp.cos(length) + wp.sqrt(length) * (length * length - 1.0))
+    for _r in range(3):  # arithmetic enough that the lanes pay for the flush (passes/lanes.py)
+        fs = fs * (wp.exp(-length) + wp.log(1.0 + length) * 0.5) + wp.cross(fs, u) * 0.125
+    return fs
+
+
+@wp.kernel
+def vector_shared_adds(x: wp.array(dtype=wp.vec3), ij: wp.array(dtype=int),
+                       f: wp.array(dtype=wp.vec3), g: wp.array(dtype=wp.vec3)):
+    # springs-like: vec3 additions into the elements of two particles neighbouring threads share
+    s = wp.tid()
+    i = ij[2 * s]
+    j = ij[2 * s + 1]
+    fs = spring_like_force(x, i, j)
+    wp.atomic_add(f, i, fs)
+    wp.atomic_sub(f, j, fs)
+    wp.atomic_add(g, i, fs * 2.0)
+    wp.atomic_add(g, j, fs * 0.5)
+
+
+@wp.kernel
+def more_vector_shared_adds(x: wp.array(dtype=wp.vec3), ij: wp.array(dtype=int),
+                            f: wp.array(dtype=wp.vec3), g: wp.array(dtype=wp.vec3)):
+    # 15 logged components: past UNROLLED_FLUSH at 16 lanes (the flush goes through memory)
+    s = wp.tid()
+    i = ij[2 * s]
+    j = ij[2 * s + 1]
+    fs = spring_like_force(x, i, j)
+    wp.atomic_add(f, i, fs)
+    wp.atomic_sub(f, j, fs)
+    wp.atomic_add(g, i, fs * 2.0)
+    wp.atomic_add(g, j, fs * 0.5)
+    wp.atomic_add(g, (i + 1) % 9, fs * 0.25)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("kernel", [vector_shared_adds, more_vector_shared_adds])
+def test_vector_shared_adds_follow_thread_order(width, kernel):
+    """The components of one vec3 addition share their lane's address in a straight-line
+    flush (12 or 15 logged components; 15 at 16 lanes flush through memory): every element
+    receives its additions in thread order, bit for bit the scalar loop's."""
+    n = 157
+    g = np.random.default_rng(11)
+    x = g.standard_normal((9, 3)).astype(np.float32)
+    ij = np.stack([np.arange(n) % 9, (np.arange(n) // 2 + 3) % 9], axis=1).astype(np.int32)
+
+    def args():
+        return [wp.array(x, dtype=wp.vec3), wp.array(ij.reshape(-1)), wp.zeros(9, dtype=wp.vec3),
+                wp.zeros(9, dtype=wp.vec3)]
+
+    out = both(kernel, n, args, width)
+    assert np.abs(out[2]).max() > 0 and np.abs(out[3]).max() > 0
+    assert lanes_reason(kernel) is None
+
+
 @wp.kernel
 def single_adds(x: wp.array(dtype=float), idx: wp.array(dtype=int), total: wp.array(dtype=float),
                 hist: wp.array(dtype=float), y: wp.array(dtype=float)):

@@ -112,16 +112,22 @@ class LaneMemory(LaneShuffles):
 
     def pointers(self, s: Op) -> str:
         """The W addresses of a gather or scatter."""
+        element, offset = self.element_pointers(s)
+        if offset:
+            moved = self.f.fresh("%lptr")
+            self.f.emit(f"{moved} = getelementptr i8, {self.vty('ptr')} {element}, i64 {offset}")
+            return moved
+        return element
+
+    def element_pointers(self, s: Op) -> tuple[str, int]:
+        """The W addresses of an access without its constant byte offset (a vector's
+        component), and that offset: the components of one element share the first."""
         base, f = s.args[0], self.f
         out = f.fresh("%lptr")
         src = (f"{self.vty('ptr')} {self.vec(base)}" if self.is_varying(base)
                else f"ptr {self.names[base.id]}")
         f.emit(f"{out} = getelementptr i8, {src}, {self.vty('i64')} {self.va(s, 1)}")
-        if s.attr:
-            moved = f.fresh("%lptr")
-            f.emit(f"{moved} = getelementptr i8, {self.vty('ptr')} {out}, i64 {int(s.attr)}")
-            return moved
-        return out
+        return out, int(s.attr or 0)
 
     def full_mask(self) -> str:
         return self.mask or "splat (i1 true)"
