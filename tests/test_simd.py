@@ -317,11 +317,11 @@ def spring_like_force(x: wp.array(dtype=wp.vec3), i: int, j: int) -> wp.vec3:
     return fs
 
 
-@wp.kernel
-def vector_shared_adds(x: wp.array(dtype=wp.vec3), ij: wp.array(dtype=int),
-                       f: wp.array(dtype=wp.vec3), g: wp.array(dtype=wp.vec3)):
-    # springs-like: vec3 additions into the elements of two particles neighbouring threads share
-    s = wp.tid()
+@wp.func
+def add_spring_like(x: wp.array(dtype=wp.vec3), ij: wp.array(dtype=int), s: int,
+                    f: wp.array(dtype=wp.vec3), g: wp.array(dtype=wp.vec3)) -> int:
+    """vec3 additions into the elements of two particles neighbouring threads share (springs);
+    returns the first particle."""
     i = ij[2 * s]
     j = ij[2 * s + 1]
     fs = spring_like_force(x, i, j)
@@ -329,6 +329,13 @@ def vector_shared_adds(x: wp.array(dtype=wp.vec3), ij: wp.array(dtype=int),
     wp.atomic_sub(f, j, fs)
     wp.atomic_add(g, i, fs * 2.0)
     wp.atomic_add(g, j, fs * 0.5)
+    return i
+
+
+@wp.kernel
+def vector_shared_adds(x: wp.array(dtype=wp.vec3), ij: wp.array(dtype=int),
+                       f: wp.array(dtype=wp.vec3), g: wp.array(dtype=wp.vec3)):
+    add_spring_like(x, ij, wp.tid(), f, g)
 
 
 @wp.kernel
@@ -336,14 +343,8 @@ def more_vector_shared_adds(x: wp.array(dtype=wp.vec3), ij: wp.array(dtype=int),
                             f: wp.array(dtype=wp.vec3), g: wp.array(dtype=wp.vec3)):
     # 15 logged components: past UNROLLED_FLUSH at 16 lanes (the flush goes through memory)
     s = wp.tid()
-    i = ij[2 * s]
-    j = ij[2 * s + 1]
-    fs = spring_like_force(x, i, j)
-    wp.atomic_add(f, i, fs)
-    wp.atomic_sub(f, j, fs)
-    wp.atomic_add(g, i, fs * 2.0)
-    wp.atomic_add(g, j, fs * 0.5)
-    wp.atomic_add(g, (i + 1) % 9, fs * 0.25)
+    i = add_spring_like(x, ij, s, f, g)
+    wp.atomic_add(g, (i + 1) % 9, spring_like_force(x, i, i) + wp.vec3(0.25))
 
 
 @pytest.mark.parametrize("width", WIDTHS)
