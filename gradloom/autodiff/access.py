@@ -178,7 +178,7 @@ def analyze(kernel: KernelIR) -> KernelAccess:
             continue
         effects = PRIMS[op.prim].effects
         acc = ka.arrays.setdefault(ka.root(op.args[0], op.loc), ArrayAccess())
-        if not effects & Effect.WRITE:
+        if not PRIMS[op.prim].has(Effect.WRITE):
             acc.loads = True
         elif PRIMS[op.prim].memory_rule is not MemoryRule.PICK:
             acc.stores = True

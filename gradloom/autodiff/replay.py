@@ -70,7 +70,8 @@ def check_thread_order(kernel: KernelIR, shared: dict[int, SourceLoc]) -> None:
     gradients of those elements pass between threads, which needs the reverse order."""
     addr = Addresses(kernel)
     for op in walk_ops(kernel.body):
-        reads = PRIMS[op.prim].effects & (Effect.READ | Effect.WRITE) == Effect.READ
+        prim = PRIMS[op.prim]
+        reads = prim.has(Effect.READ) and not prim.has(Effect.WRITE)
         if not reads or op.result is None or not op.result.type.is_float:
             continue
         offset = addr.root(op.args[0])
@@ -118,14 +119,14 @@ class FlowGraph:
         return ("mem", int(root.attr)) if root is not None and root.prim == "arg" else "sink"
 
     def _op(self, op: Op) -> Iterator[tuple[Node, Node]]:
-        effects = PRIMS[op.prim].effects
-        if PRIMS[op.prim].memory and not _is_pointer_load(op):
+        prim = PRIMS[op.prim]
+        if prim.memory and not _is_pointer_load(op):
             mem = self._memory(op.args[0])
             yield from ((a.id, "sink") for a in op.args[:2])  # where: an address
             yield from ((a.id, mem) for a in op.args[2:])  # what: a value written there
             if op.result is not None:
                 yield mem, op.result.id
-        elif effects & _SINKS:
+        elif prim.has(_SINKS):
             yield from ((a.id, "sink") for a in op.args)
         elif op.result is not None:
             yield from ((a.id, op.result.id) for a in op.args)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 #: the only effect an op recomputed in the reverse loop may have (and only for loads of arrays
 #: that nothing writes during the launch); anything else is pushed in the forward loop
 _RECOMPUTABLE = Effect.READ
+_NOT_RECOMPUTABLE = ~_RECOMPUTABLE
 
 
 class Scope:
@@ -141,7 +142,7 @@ class LoopScope(Scope):
 
     def _recompute(self, v: Var) -> Var | None:
         d = self.ad.access.defs.get(v.id)
-        if d is None or d.result is not v or PRIMS[d.prim].effects & ~_RECOMPUTABLE:
+        if d is None or d.result is not v or PRIMS[d.prim].has(_NOT_RECOMPUTABLE):
             return None
         if Effect.READ in PRIMS[d.prim].effects and not self.ad.recomputable_load(d):
             return None

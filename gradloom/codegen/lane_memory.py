@@ -11,6 +11,7 @@ inactive lane touches nothing, as its thread would not have.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -339,14 +340,15 @@ class LaneMemory(LaneShuffles):
 
     # -- runs of accesses to the components of one element (a vec3's x, y, z) ---------------
 
-    def run_of(self, ops: list[Op]) -> list[Op]:
-        """The leading ops that access distinct components of one element through one window
-        the same way (stores, or adds into thread-own gradients, or gradient takes)."""
-        first = ops[0]
+    def run_of(self, ops: list[Op], start: int = 0) -> list[Op]:
+        """The ops from ops[start] on that access distinct components of one element through
+        one window the same way (stores, or adds into thread-own gradients, or gradient
+        takes). An index, not a slice: a block of 16,000 ops would be copied 16,000 times."""
+        first = ops[start]
         if first.prim not in _RUN_PRIMS or self.deferred(first):
             return [first]
         run, comps = [first], {int(first.attr or 0)}
-        for op in ops[1:]:
+        for op in itertools.islice(ops, start + 1, None):
             if (not isinstance(op, Op) or op.prim != first.prim or op.args[:2] != first.args[:2]
                     or int(op.attr or 0) in comps or _value_type(op) != _value_type(first)):
                 break

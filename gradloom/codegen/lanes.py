@@ -101,8 +101,7 @@ class LaneEmitter(LaneLog):
     # -- dispatch ----------------------------------------------------------------------------
 
     def lane_op(self, s: Op) -> None:
-        effects = PRIMS[s.prim].effects
-        lanewise = bool(effects & _BY_LANE) or (s.result is not None and self.is_varying(s.result))
+        lanewise = PRIMS[s.prim].has(_BY_LANE) or (s.result is not None and self.is_varying(s.result))
         if not lanewise:
             self.emit_scalar_op(s)
         elif s.prim in MEMORY_RULES:
@@ -116,7 +115,7 @@ class LaneEmitter(LaneLog):
         while k < len(stmts):
             s = stmts[k]
             if isinstance(s, Op):
-                run = self.run_of(stmts[k:])  # type: ignore[arg-type]
+                run = self.run_of(stmts, k)  # type: ignore[arg-type]
                 if len(run) > 1 and self.lane_run(run):
                     k += len(run)
                     continue

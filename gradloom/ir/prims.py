@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,24 +97,40 @@ class Prim:
     #: memory primitives (array data): their reverse rule, applied by autodiff/reverse.py
     memory_rule: MemoryRule | None = None
 
-    @property
+    # cached: every pass asks these of every op, and each operation on an enum.Flag builds a
+    # member (a kernel of 16,000 ops spent a sixth of its compile in enum.py)
+
+    @functools.cached_property
     def pure(self) -> bool:
         """The result depends on the operands alone, and computing it changes nothing."""
         return self.effects == Effect.NONE
 
-    @property
+    @functools.cached_property
     def side_effect(self) -> bool:
         """Running it changes state that someone can observe (memory, output, the stack)."""
         return bool(self.effects & OBSERVABLE)
 
-    @property
+    @functools.cached_property
     def memory(self) -> bool:
         """It reads or writes array data: its adjoint reads or writes gradient memory."""
         return bool(self.effects & (Effect.READ | Effect.WRITE)) and Effect.GRAD not in self.effects
 
-    @property
+    @functools.cached_property
     def writes(self) -> bool:
         return bool(self.effects & Effect.WRITE)
+
+    def has(self, effects: Effect) -> bool:
+        """Whether the primitive has any of `effects` (remembered per set asked about, keyed by
+        identity: a flag value is one enum member for good, and hashing one runs Python code)."""
+        try:
+            return self._has[id(effects)]
+        except KeyError:
+            self._has[id(effects)] = answer = bool(self.effects & effects)
+            return answer
+
+    @functools.cached_property
+    def _has(self) -> dict[int, bool]:
+        return {}
     #: how the host computes it (ir/evaluate.py runs Python-scope calls with these rules), or
     #: why it cannot run there; None only for a primitive not yet given one (a test fails)
     host: HostRule | Unavailable | None = None

@@ -90,7 +90,8 @@ def _unprofitable(kernel: KernelIR, threads: ThreadPlan) -> str | None:
             flops += 1
         elif Effect.ACCUMULATE in effects and addr.root(op.args[0]) in threads.scatter:
             adds += 1
-        elif effects & _MEMORY and not (addr.own(op.args[1]) or addr.invariant(op.args[1])):
+        elif PRIMS[op.prim].has(_MEMORY) and not (addr.own(op.args[1])
+                                                  or addr.invariant(op.args[1])):
             gathers += 1
     if adds and flops <= SHARED_ADD_COST * adds + GATHER_COST * gathers:
         return (f"{adds} additions into shared memory and {gathers} gathers per thread against "
@@ -106,7 +107,7 @@ def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | 
     atomic: dict[int, set[MemoryRule | None]] = {}
     for op in walk_ops(kernel.body):
         effects = PRIMS[op.prim].effects
-        if not effects & _MEMORY:
+        if not PRIMS[op.prim].has(_MEMORY):
             continue
         root = addr.root(op.args[0])
         assert root is not None
@@ -150,7 +151,7 @@ def _memory_refusal(kernel: KernelIR, arrays: frozenset[int]) -> str | None:
     defs = _defs(kernel)
     pointers = arrays | {off + 8 for off in arrays}  # data and gradient pointers
     for op in walk_ops(kernel.body):
-        if not PRIMS[op.prim].effects & _MEMORY:
+        if not PRIMS[op.prim].has(_MEMORY):
             continue
         if _root(defs, op.args[0]) not in pointers:
             return ("memory reached through a pointer that is not an array parameter (a struct "
@@ -192,7 +193,7 @@ def _roots(kernel: KernelIR) -> tuple[tuple[int, ...], tuple[int, ...]]:
     written: set[int] = set()
     for op in walk_ops(kernel.body):
         effects = PRIMS[op.prim].effects
-        if not effects & _MEMORY:
+        if not PRIMS[op.prim].has(_MEMORY):
             continue
         root = _root(defs, op.args[0])
         assert root is not None  # _memory_refusal
@@ -224,7 +225,7 @@ def _mark(b: Block, varying: set[int]) -> bool:
     for s in b.stmts:
         if isinstance(s, Op):
             if s.result is not None:
-                mark([s.result], bool(PRIMS[s.prim].effects & _LANEWISE)
+                mark([s.result], PRIMS[s.prim].has(_LANEWISE)
                      or any(a.id in varying for a in s.args))
         elif isinstance(s, If):
             changed |= _mark(s.then, varying) | _mark(s.orelse, varying)

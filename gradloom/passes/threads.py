@@ -129,7 +129,7 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
         return ThreadPlan(serial="the kernel prints")
     for op in ops:
         effects = PRIMS[op.prim].effects
-        if not effects & _MEMORY or (op.prim == "load" and op.result is not None
+        if not PRIMS[op.prim].has(_MEMORY) or (op.prim == "load" and op.result is not None
                                      and op.result.type.kind == "p"):
             continue
         acc = roots.setdefault(addr.root(op.args[0]), _Root())
@@ -144,7 +144,7 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
                                               and op.args[2].type.is_float)
             acc.result_used = acc.result_used or (op.result is not None
                                                   and op.result.id in addr.used)
-    work = sum(1 for op in ops if PRIMS[op.prim].effects & _MEMORY
+    work = sum(1 for op in ops if PRIMS[op.prim].has(_MEMORY)
                or (op.result is not None and op.result.type.is_float))
     return replace(_plan(roots, _has_loop(kernel.body)), work=work)
 
