@@ -34,9 +34,9 @@ from gradloom.runtime.array_storage import normalize_shape as normalize_shape
 from gradloom.runtime.array_storage import resolve_dtype as resolve_dtype
 from gradloom.runtime.array_storage import storage_dtype as storage_dtype
 from gradloom.runtime.array_storage import zeros_same_layout as zeros_same_layout
-from gradloom.runtime.capturing import deferrable
+from gradloom.runtime.capturing import ACTIVE_CAPTURE, deferrable
 from gradloom.runtime.device import CPU, Device, get_device
-from gradloom.runtime.memops import copy_into, fill
+from gradloom.runtime.memops import copy_into, fill, zero_all
 from gradloom.runtime.readmarks import ReadMarks
 from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
@@ -458,6 +458,24 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
 
     def __str__(self) -> str:
         return repr(self) if self._annotation else str(self._np)
+
+
+def zero_arrays(arrays: list[Any]) -> None:
+    """`zero_()` on every array, the host ones together (`memops.zero_all` shares many small
+    ones out to the threads: a Tape's gradients); device arrays one by one; inside a graph
+    capture each `zero_` is deferred, as always."""
+    if ACTIVE_CAPTURE.get() is not None:
+        for a in arrays:
+            a.zero_()
+        return
+    host = []
+    for a in arrays:
+        if type(a) is array:
+            host.append(a._concrete())
+            a._overwrite()  # what tapes still need of it is kept first, as zero_() does
+        else:  # device memory
+            a.zero_()
+    zero_all(host)
 
 
 def _storage_from_data(

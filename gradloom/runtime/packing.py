@@ -3,9 +3,9 @@ where abi.py says (the header's layout is abi.HEAD's).
 
 The plan (one `struct` format for the argument block, one value getter per parameter) is built
 once per compiled signature, so a launch packs its arguments with one `struct.pack_into` call.
-A launch given the same arrays as the kernel's last one (Warp code launches the same arrays
-substep after substep) copies that launch's packed bytes and packs only its numbers
-(`Packer.fill`).
+A launch given the same arrays as one of the kernel's recent launches (Warp code launches the
+same arrays substep after substep) copies that launch's packed bytes and packs only its
+numbers (`Packer.fill`).
 """
 
 from __future__ import annotations

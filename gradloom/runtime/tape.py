@@ -12,10 +12,8 @@ from .. import config
 from ..errors import TapeError, user_facing
 from . import readmarks
 from .adjoint import LaunchRecord
-from .array import NDArray, array
-from .capturing import ACTIVE_CAPTURE
+from .array import NDArray, array, zero_arrays
 from .foreign import as_array
-from .memops import zero_all
 from .recording import ACTIVE_TAPES, FuncRecord, on_host
 from .structs import field_value
 from .tape_graph import tape_dot
@@ -215,7 +213,7 @@ class Tape:
 
     def zero(self) -> None:
         """Zero the gradients of every array the tape recorded (struct fields included)."""
-        zero_gradients([a.grad for a in self._arrays() if a.grad is not None])
+        zero_arrays([a.grad for a in self._arrays() if a.grad is not None])
 
     def reset(self) -> None:
         """Zero the gradients, then forget everything recorded."""
@@ -225,24 +223,6 @@ class Tape:
         self.records.clear()
         self.scopes.clear()
         self.loss = None
-
-
-def zero_gradients(grads: list[Any]) -> None:
-    """Zero gradient arrays (`Tape.zero`): host arrays together (`memops.zero_all` shares
-    many small ones out to the threads), device arrays one by one; inside a graph capture each
-    `zero_` is deferred, as always."""
-    if ACTIVE_CAPTURE.get() is not None:
-        for g in grads:
-            g.zero_()
-        return
-    host = []
-    for g in grads:
-        if type(g) is array:
-            g._overwrite()  # what tapes still need of it is kept first, as zero_() does
-            host.append(g.numpy())
-        else:  # device memory
-            g.zero_()
-    zero_all(host)
 
 
 def _struct_gradients(value: Any) -> Any:
