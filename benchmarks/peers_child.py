@@ -9,7 +9,8 @@ float64; then it builds the case that is timed, runs it once in each mode and wo
 calls make one sample (>= MIN_SAMPLE_S of work). It prints one line MARK + JSON (files, first
 call times, calls per sample, errors) and then answers commands read from stdin, one JSON object
 per line: {"case": NAME, "mode": "fwd" | "fwdbwd"} -> MARK + {"ms": ms per call, "first_ms": ms}
-(one sample: one call timed apart as first_ms, then the sample's calls back to back),
+(one sample: one call timed apart as first_ms, untimed calls up to WARM_S, then the
+sample's calls back to back),
 {"op": "quit"} -> exit.
 
 A case offers `fwd()` (the forward launches, finished), `fwdbwd()` (forward and backward to the
@@ -35,6 +36,11 @@ sys.path.insert(0, str(HERE))
 from specs import MARK  # noqa: E402
 
 MIN_SAMPLE_S = 0.02  # one sample runs a case for at least this long
+#: untimed calls, for at least this long, between a sample's first call and its timed calls: the
+#: framework that ran before may still be spinning its pool (Dr.Jit's threads spin for 20-30 ms
+#: of CPU after a call), and the second core of this VM takes ~50 ms of work to reach full speed
+#: (gradloom's integrate on 2 threads: 5.0 ms per call, falling to 3.0 over 12 calls)
+WARM_S = 0.06
 # where each case's outputs are among the launch inputs of kernels_src.make_grad_case:
 # output name -> (launch index, input index)
 WP_OUTPUTS = {
@@ -164,6 +170,8 @@ def serve(cases: dict[str, Any], infos: dict[str, Any]) -> None:
         t = time.perf_counter()
         fn()  # not in the sample: the other cases ran since this one's last (caches, allocator)
         first_ms = (time.perf_counter() - t) * 1e3
+        while time.perf_counter() - t < WARM_S:
+            fn()
         t = time.perf_counter()
         for _ in range(calls):
             fn()

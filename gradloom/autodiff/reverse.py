@@ -24,6 +24,7 @@ from .emit import Emitter, MBlock, MIf, MLoop, freeze
 from .replay import check_replay, check_thread_order, shared_working_arrays
 from .rule_reads import check_rule_reads
 from .scopes import BranchScope, LoopScope, Scope
+from .take_back import fold_take_back
 
 
 def adjoint_kernel(kernel: KernelIR) -> KernelIR:
@@ -74,7 +75,7 @@ class Reverse:
         if forward_order:
             check_thread_order(k, shared)
         working = frozenset(off for off, a in self.access.arrays.items() if a.working)
-        return drop_unread_writes(adjoint, working)
+        return fold_take_back(drop_unread_writes(adjoint, working))
 
     def _check_minmax(self) -> None:
         for op in walk_ops(self.kernel.body):
