@@ -21,10 +21,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Stmt, Var, walk_ops
-from ..ir.prims import PRIMS
+from ..ir.prims import PRIMS, Effect
 
-#: the primitives that read or write gradient memory at (pointer, offset) + attr
-_GRADIENT_ACCESS = frozenset(("adj_add", "adj_take", "adj_read"))
 #: how deep `_same_value` compares the operations two offsets are computed by
 _DEPTH = 8
 
@@ -72,7 +70,7 @@ class _Folder:
                 return None
             if PRIMS[s.prim].pure:
                 continue
-            if s.prim not in _GRADIENT_ACCESS:
+            if not PRIMS[s.prim].has(Effect.GRAD):  # gradient memory at (pointer, offset) + attr
                 return None
             if s.args[0] is take.args[0]:
                 if (s.prim == "adj_add" and s.args[2] is take.result and s.attr == take.attr
