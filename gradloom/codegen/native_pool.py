@@ -7,7 +7,7 @@ its own row of pointers (runtime/parallel.py: chunk 0 into the real arrays, chun
 private zeroed buffers), whichever thread runs it. After the last chunk the caller puts its
 own block's pointers back, sums the private buffers into the arrays in chunk order — and zeroes
 them for the next launch — so the result depends on the chunks, never on which thread ran
-which.
+which (the sums, which visit only the pages the kernel wrote: codegen/native_sums.py).
 
 Each worker thread enters `gl_pool_worker` once, through ctypes (which releases the GIL for good),
 and lives in native code (in the idle scheduling class: runtime/pool.py): after a job it spins
@@ -36,6 +36,7 @@ from ..abi import (
     STATUS_BYTES,
     STATUS_THREAD,
 )
+from . import native_sums
 
 CTL_CLAIM, CTL_DONE, CTL_WAITING, CTL_POSTED, CTL_SLEEPERS, CTL_JOB = 0, 64, 68, 128, 132, 192
 #: a caller-only job counts on words of its own, after the job's public fields
@@ -46,9 +47,6 @@ _WAIT, _WAKE = 128, 129  # FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
 #: it awake); it yields its core every _YIELD_EVERY pauses, so a busy machine loses little
 WORKER_SPIN_NS = 300_000
 _YIELD_EVERY = 64
-#: the block a private buffer's sum skips when its source is all zero (one AVX-512 vector)
-_SUM_BYTES = 64
-
 _HELPERS = f"""
 @gl.timeout = private constant {{i64, i64}} {{i64 0, i64 10000000}}
 
@@ -69,85 +67,6 @@ define internal void @gl_futex(ptr %word, i64 %op, i64 %value, ptr %timeout) nou
   ret void
 }}
 """
-
-
-def _sum_function(name: str, ty: str, add: str, zero: str, skip_zero: bool) -> str:
-    """dst[i] += src[i]; src[i] = 0 for i < n: one private buffer summed into its array and
-    cleared. Float adds skip zeros, so an element no thread of the chunk touched keeps its
-    exact value (a -0.0 stays -0.0). A block of _SUM_BYTES whose source is all zero is skipped
-    whole, stores included: a private buffer is mostly zero, and a masked store with no lane
-    active into a page never written (the kernel's shared zero page, as `wp.zeros` leaves a
-    large array) costs a microcode assist at every launch (measured: neo-Hookean's 1M threads
-    adding into one element of a 100k-element `wp.zeros` array, 8 chunks run by the caller:
-    11.7 ms, against 3.8 ms serial and 2.5 ms once the array's pages had been written)."""
-    size = 8 if ty in ("double", "i64") else 4
-    cmp = "fcmp une" if skip_zero else "icmp ne"
-    return (f"\ndefine internal void @{name}(ptr noalias %dst, ptr noalias %src, i64 %n) "
-            f"nounwind {{\nentry:\n  %nb = and i64 %n, -{_SUM_BYTES // size}\n"
-            f"  br label %block\n{_sum_blocks(ty, add, cmp, size, skip_zero)}"
-            f"{_sum_tail(ty, add, cmp, zero, size)}exit:\n  ret void\n}}\n")
-
-
-def _sum_blocks(ty: str, add: str, cmp: str, size: int, skip_zero: bool) -> str:
-    """The sum's loop over whole blocks: a block whose source is all zero is skipped."""
-    lanes = _SUM_BYTES // size
-    vt = f"<{lanes} x {ty}>"
-    combine = f"%c = {add} {vt} %a, %b"
-    if skip_zero:  # lanes whose source is zero keep the destination's value
-        combine = (f"%s = {add} {vt} %a, %b\n"
-                   f"  %c = select <{lanes} x i1> %nz, {vt} %s, {vt} %a")
-    return f"""block:
-  %i = phi i64 [0, %entry], [%i1, %block.next]
-  %bmore = icmp ult i64 %i, %nb
-  br i1 %bmore, label %block.load, label %tail
-block.load:
-  %sp = getelementptr {ty}, ptr %src, i64 %i
-  %b = load {vt}, ptr %sp, align {size}
-  %nz = {cmp} {vt} %b, zeroinitializer
-  %bits = bitcast <{lanes} x i1> %nz to i{lanes}
-  %touched = icmp ne i{lanes} %bits, 0
-  br i1 %touched, label %block.add, label %block.next
-block.add:
-  %dp = getelementptr {ty}, ptr %dst, i64 %i
-  %a = load {vt}, ptr %dp, align {size}
-  {combine}
-  store {vt} %c, ptr %dp, align {size}
-  store {vt} zeroinitializer, ptr %sp, align {size}
-  br label %block.next
-block.next:
-  %i1 = add nuw i64 %i, {lanes}
-  br label %block
-"""
-
-
-def _sum_tail(ty: str, add: str, cmp: str, zero: str, size: int) -> str:
-    """The sum's last elements, after the whole blocks, one at a time (zeros skipped)."""
-    return f"""tail:
-  %j = phi i64 [%nb, %block], [%j1, %tail.next]
-  %tmore = icmp ult i64 %j, %n
-  br i1 %tmore, label %tail.load, label %exit
-tail.load:
-  %tsp = getelementptr {ty}, ptr %src, i64 %j
-  %tb = load {ty}, ptr %tsp, align {size}
-  %tnz = {cmp} {ty} %tb, {zero}
-  br i1 %tnz, label %tail.add, label %tail.next
-tail.add:
-  %tdp = getelementptr {ty}, ptr %dst, i64 %j
-  %ta = load {ty}, ptr %tdp, align {size}
-  %tc = {add} {ty} %ta, %tb
-  store {ty} %tc, ptr %tdp, align {size}
-  store {ty} {zero}, ptr %tsp, align {size}
-  br label %tail.next
-tail.next:
-  %j1 = add nuw i64 %j, 1
-  br label %tail
-"""
-
-
-_SUMS = (_sum_function("gl_sum_f32", "float", "fadd", "0.0", True)
-         + _sum_function("gl_sum_f64", "double", "fadd", "0.0", True)
-         + _sum_function("gl_sum_i32", "i32", "add", "0", False)
-         + _sum_function("gl_sum_i64", "i64", "add", "0", False))
 
 
 def _field(name: str, offset: int, ty: str = "i64", base: str = "%job") -> str:
@@ -479,6 +398,7 @@ entry:
   {_field("ptrs", JOB.PTRS, "ptr")}
   {_field("nr", JOB.NREDUCE)}
   {_field("table", JOB.REDUCE, "ptr")}
+  {_field("pagemap", JOB.PAGEMAP)}
   br label %entries
 entries:
   %r = phi i64 [0, %entry], [%r1, %next]
@@ -507,23 +427,7 @@ chunk:
   %nosrc = icmp eq ptr %src, null
   br i1 %nosrc, label %chunk.next, label %dispatch
 dispatch:
-  switch i64 %code, label %chunk.next [
-    i64 {JOB.SUM_F32}, label %f32
-    i64 {JOB.SUM_F64}, label %f64
-    i64 {JOB.SUM_I32}, label %i32
-    i64 {JOB.SUM_I64}, label %i64
-  ]
-f32:
-  call void @gl_sum_f32(ptr %dst, ptr %src, i64 %count)
-  br label %chunk.next
-f64:
-  call void @gl_sum_f64(ptr %dst, ptr %src, i64 %count)
-  br label %chunk.next
-i32:
-  call void @gl_sum_i32(ptr %dst, ptr %src, i64 %count)
-  br label %chunk.next
-i64:
-  call void @gl_sum_i64(ptr %dst, ptr %src, i64 %count)
+  call void @gl_sum_paged(i64 %code, ptr %dst, ptr %src, i64 %count, i64 %pagemap)
   br label %chunk.next
 chunk.next:
   %c1 = add i64 %c, 1
@@ -544,8 +448,8 @@ def pool_module(triple: str, datalayout: str) -> str:
              "declare i64 @syscall(i64, ...)", "declare i32 @sched_yield()",
              "declare i32 @clock_gettime(i32, ptr)", "declare void @llvm.x86.sse2.pause()",
              "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
-             "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
-             _HELPERS, _SUMS, _CHUNKS, _WORKER, _RUN]
+             "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)", *native_sums.DECLARATIONS,
+             _HELPERS, native_sums.SUMS, _CHUNKS, _WORKER, _RUN]
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,11 @@ Private buffers are zero between launches: the sum that adds one into its array 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
+import mmap
+import os
 import struct
 import time
 from collections.abc import Sequence
@@ -16,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import BLOCK_ARGS, BLOCK_STACK, JOB, STATUS_BYTES, STATUS_RECORD, error_word
+from ..abi import (
+    BLOCK_ARGS,
+    BLOCK_STACK,
+    JOB,
+    PAGED_SUM_BYTES,
+    STATUS_BYTES,
+    STATUS_RECORD,
+    error_word,
+)
 from .array import NDArray, array, zeros_same_layout
 from .pool import NativePool, native_pool, native_run, share
 from .structs import field_value
@@ -50,6 +62,32 @@ def scatter_target(args: Sequence[Any], key: tuple[int, str | None], grad: bool)
     if value.grad is None:
         return None
     return value.grad.numpy() if value.grad.strides == value.strides else False
+
+
+def private_zeros(target: NDArray) -> NDArray:
+    """A zeroed private buffer with the target's layout. Large contiguous ones are fresh
+    anonymous memory, in 4 KiB pages, so the pages no thread writes stay out of the page table
+    and the native sum skips them (codegen/native_sums.py)."""
+    if target.nbytes < PAGED_SUM_BYTES or not target.flags.c_contiguous:
+        return zeros_same_layout(target)
+    memory = mmap.mmap(-1, target.nbytes)
+    with contextlib.suppress(AttributeError, OSError):  # a huge page would count 2 MiB written
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(memory, dtype=target.dtype).reshape(target.shape)
+
+
+def pagemap() -> int:
+    """A descriptor of this process's page map (/proc/PID/pagemap), or -1 where it cannot be
+    read; a forked child opens its own."""
+    return _pagemap(os.getpid())
+
+
+@functools.cache
+def _pagemap(pid: int) -> int:
+    try:
+        return os.open(f"/proc/{pid}/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
 
 
 class Chunking:
@@ -102,6 +140,7 @@ class Chunking:
         the caller's launch block."""
         _TWO.pack_into(self.mem, JOB.CHUNKS, chunks, total)
         _TWO.pack_into(self.mem, JOB.FLAGS, flags, spin_ns)
+        _ONE.pack_into(self.mem, JOB.PAGEMAP, pagemap())
         self.table[0] = block
 
     def set_flags(self, flags: int) -> None:
@@ -163,7 +202,7 @@ class Chunking:
         if kept != layout:
             bufs, addrs = [], []
         while len(bufs) < n:
-            bufs.append(zeros_same_layout(target))
+            bufs.append(private_zeros(target))
             addrs.append(bufs[-1].ctypes.data)
         self.privates[s] = (layout, bufs, addrs)
         return bufs[:n], addrs[:n]
