@@ -85,9 +85,32 @@ def pagemap() -> int:
 @functools.cache
 def _pagemap(pid: int) -> int:
     try:
-        return os.open(f"/proc/{pid}/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(f"/proc/{pid}/pagemap", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return -1
+    if _pages_in_use(fd, _probe()) != (True, False):
+        os.close(fd)  # a page map that does not tell written pages apart would lose sums
+        return -1
+    return fd
+
+
+def _probe() -> mmap.mmap:
+    """Two fresh pages, the first written."""
+    probe = mmap.mmap(-1, 2 * mmap.PAGESIZE)
+    probe[0] = 1
+    return probe
+
+
+def _pages_in_use(fd: int, memory: mmap.mmap) -> tuple[bool, ...]:
+    """Per page of `memory`: whether the page map says it is present or swapped out."""
+    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    pages = len(memory) // mmap.PAGESIZE
+    try:
+        raw = os.pread(fd, 8 * pages, address // mmap.PAGESIZE * 8)
+    except OSError:
+        return ()
+    entries = struct.unpack(f"<{len(raw) // 8}Q", raw)
+    return tuple(bool(e >> 62) for e in entries)
 
 
 class Chunking:
