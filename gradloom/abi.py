@@ -170,6 +170,8 @@ class JOB:
     CALLER_NS = 128  # and the nanoseconds they took
     STOPPED = 136  # out: chunks that stopped early (an error, a full stack, Ctrl-C)
     PAGEMAP = 160  # a descriptor of /proc/self/pagemap, or -1 (codegen/native_sums.py)
+    PAGES_LOOKED_UP = 168  # out: pages the sums looked up in it,
+    PAGES_IN_USE = 176  # and how many of them were in use
     BYTES = 192  # (the words after STOPPED are the native run's own)
     RECORD = 64  # a record: the block's error record (abi.STATUS_BYTES), then the pool thread
     WAKE, RUN, SUM = 1, 2, 4
@@ -178,7 +180,7 @@ class JOB:
 
 #: private buffers of at least this many bytes are summed page by page, skipping pages never
 #: written (codegen/native_sums.py), and so are made of fresh anonymous pages (runtime/chunking.py)
-PAGED_SUM_BYTES = 1 << 16
+PAGED_SUM_BYTES = 1 << 20
 
 #: the line of the native streamed fill and copy (codegen/native_memory.py, used by
 #: runtime/memops.py): each store writes this many bytes; destinations and lengths are multiples

@@ -399,6 +399,7 @@ entry:
   {_field("nr", JOB.NREDUCE)}
   {_field("table", JOB.REDUCE, "ptr")}
   {_field("pagemap", JOB.PAGEMAP)}
+  %tally = getelementptr i8, ptr %job, i64 {JOB.PAGES_LOOKED_UP}
   br label %entries
 entries:
   %r = phi i64 [0, %entry], [%r1, %next]
@@ -427,7 +428,8 @@ chunk:
   %nosrc = icmp eq ptr %src, null
   br i1 %nosrc, label %chunk.next, label %dispatch
 dispatch:
-  call void @gl_sum_paged(i64 %code, ptr %dst, ptr %src, i64 %count, i64 %pagemap)
+  call void @gl_sum_paged(i64 %code, ptr %dst, ptr %src, i64 %count, i64 %pagemap,
+                          ptr %tally)
   br label %chunk.next
 chunk.next:
   %c1 = add i64 %c, 1

@@ -1,6 +1,7 @@
 """LLVM IR of the sums of a chunked launch's private buffers into their arrays (x86-64 Linux):
-`gl_sum_paged(code, dst, src, n, pagemap)` adds a buffer of n elements into its array and
-zeroes it, and visits only the pages the kernel may have written.
+`gl_sum_paged(code, dst, src, n, pagemap, tally)` adds a buffer of n elements into its array
+and zeroes it, and visits only the pages the kernel may have written (adding the pages it
+looked up and those in use to the two words at `tally`).
 
 A private buffer (runtime/chunking.py) starts as fresh anonymous memory, so a page that no
 thread of its chunk added into was never written: the page table has no page for it. Reading
@@ -8,7 +9,8 @@ such pages is not free (22 µs per MiB, each a TLB miss onto the shared zero pag
 whose threads add into a few elements of a large array paid it for the whole array at every
 launch. So a buffer of PAGED_SUM_BYTES or more is summed page by page, after reading its entries
 in /proc/self/pagemap (`pagemap`: an open descriptor, or -1 where there is none): a page that is
-neither present nor swapped out holds only zeros and is skipped. Smaller buffers, and any group
+neither present nor swapped out holds only zeros and is skipped; each run of pages in use is
+summed in one call. Smaller buffers, and any group
 of pages whose entries cannot be read, are summed whole.
 """
 
@@ -16,9 +18,10 @@ from __future__ import annotations
 
 from ..abi import JOB, PAGED_SUM_BYTES
 
-PAGE_BYTES = 4096
-#: pagemap entries read by one pread (on the stack: 2 KiB)
-_GROUP = 256
+#: x86-64 Linux's base page: 4 KiB
+_PAGE_SHIFT = 12
+#: pagemap entries read by one pread (on the stack: 4 KiB)
+_GROUP = 512
 #: a pagemap entry's bits 63 (present) and 62 (swapped out)
 _IN_USE = 3 << 62
 
@@ -130,10 +133,12 @@ exit:
   ret void
 }}
 
-; the elements of bytes [lo, hi) of the buffer starting at address %s (clamped to it: %e is its end)
-define internal void @gl_sum_range(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
-                                   i64 %lo, i64 %hi) nounwind {{
+; the elements in pages [first, last) of the buffer at addresses [%s, %e)
+define internal void @gl_sum_pages(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
+                                   i64 %first, i64 %last) nounwind {{
 entry:
+  %lo = shl i64 %first, {_PAGE_SHIFT}
+  %hi = shl i64 %last, {_PAGE_SHIFT}
   %a = call i64 @llvm.umax.i64(i64 %lo, i64 %s)
   %b = call i64 @llvm.umin.i64(i64 %hi, i64 %e)
   %off = sub i64 %a, %s
@@ -147,7 +152,8 @@ entry:
 """
 
 _PAGED = f"""
-define internal void @gl_sum_paged(i64 %code, ptr %dst, ptr %src, i64 %n, i64 %fd) nounwind {{
+define internal void @gl_sum_paged(i64 %code, ptr %dst, ptr %src, i64 %n, i64 %fd,
+                                   ptr %tally) nounwind {{
 entry:
   %wide = icmp eq i64 %code, {JOB.SUM_F64}
   %wide2 = icmp eq i64 %code, {JOB.SUM_I64}
@@ -166,9 +172,9 @@ walk:
   %fd32 = trunc i64 %fd to i32
   %s = ptrtoint ptr %src to i64
   %e = add i64 %s, %bytes
-  %first = lshr i64 %s, 12
+  %first = lshr i64 %s, {_PAGE_SHIFT}
   %e1 = sub i64 %e, 1
-  %last = lshr i64 %e1, 12
+  %last = lshr i64 %e1, {_PAGE_SHIFT}
   br label %group
 group:
   %g = phi i64 [%first, %walk], [%g1, %group.next]
@@ -182,34 +188,58 @@ read:
   %at = shl i64 %g, 3
   %got = call i64 @pread(i32 %fd32, ptr %entries, i64 %len, i64 %at)
   %ok = icmp eq i64 %got, %len
-  %glo = shl i64 %g, 12
   br i1 %ok, label %page, label %unread
 unread:
   %gend = add i64 %g, %cnt
-  %ghi = shl i64 %gend, 12
-  call void @gl_sum_range(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
-                          i64 %glo, i64 %ghi)
+  call void @gl_sum_pages(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
+                          i64 %g, i64 %gend)
   br label %group.next
 page:
   %p = phi i64 [0, %read], [%p1, %page.next]
+  %run = phi i64 [-1, %read], [%run1, %page.next]
+  %nused = phi i64 [0, %read], [%nused1, %page.next]
   %pmore = icmp ult i64 %p, %cnt
-  br i1 %pmore, label %page.look, label %group.next
+  br i1 %pmore, label %page.look, label %group.end
 page.look:
   %ep = getelementptr i64, ptr %entries, i64 %p
   %pme = load i64, ptr %ep, align 8
   %flags = and i64 %pme, {_IN_USE}
   %used = icmp ne i64 %flags, 0
-  br i1 %used, label %page.sum, label %page.next
-page.sum:
-  %pg = add i64 %g, %p
-  %plo = shl i64 %pg, 12
-  %phigh = add i64 %plo, {PAGE_BYTES}
-  call void @gl_sum_range(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
-                          i64 %plo, i64 %phigh)
+  %inrun = icmp sge i64 %run, 0
+  br i1 %used, label %page.used, label %page.unused
+page.used:
+  %started = select i1 %inrun, i64 %run, i64 %p
+  br label %page.next
+page.unused:
+  br i1 %inrun, label %page.flush, label %page.next
+page.flush:
+  %rlo = add i64 %g, %run
+  %rhi = add i64 %g, %p
+  call void @gl_sum_pages(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
+                          i64 %rlo, i64 %rhi)
   br label %page.next
 page.next:
+  %run1 = phi i64 [%started, %page.used], [-1, %page.unused], [-1, %page.flush]
+  %one = phi i64 [1, %page.used], [0, %page.unused], [0, %page.flush]
+  %nused1 = add i64 %nused, %one
   %p1 = add i64 %p, 1
   br label %page
+group.end:
+  %walked0 = load i64, ptr %tally, align 8
+  %walked = add i64 %walked0, %cnt
+  store i64 %walked, ptr %tally, align 8
+  %usedp = getelementptr i64, ptr %tally, i64 1
+  %inuse0 = load i64, ptr %usedp, align 8
+  %inuse = add i64 %inuse0, %nused
+  store i64 %inuse, ptr %usedp, align 8
+  %tail = icmp sge i64 %run, 0
+  br i1 %tail, label %group.flush, label %group.next
+group.flush:
+  %tlo = add i64 %g, %run
+  %thi = add i64 %g, %cnt
+  call void @gl_sum_pages(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
+                          i64 %tlo, i64 %thi)
+  br label %group.next
 group.next:
   %g1 = add i64 %g, %cnt
   br label %group
