@@ -20,6 +20,7 @@ from .ir.nodes import KernelIR, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.custom import inline_custom
+from .passes.dead import drop_dead
 from .passes.invariant import drop_invariant_params
 from .passes.lanes import LanePlan, lane_plan
 from .passes.threads import thread_plan
@@ -43,7 +44,7 @@ def kernel_ir(kernel: Any, adjoint: bool) -> tuple[KernelIR, Access | None]:
     access = access_facts(kernel, ir)
     # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
     # replaces regions itself, the forward kernel runs their bodies inline
-    ir = adjoint_kernel(ir) if adjoint else inline_custom(ir)
+    ir = drop_dead(adjoint_kernel(ir) if adjoint else inline_custom(ir))
     verify(ir)
     return ir, access
 
