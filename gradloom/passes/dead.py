@@ -8,7 +8,8 @@ a whole array from memory for nothing (integrate's adjoint read 100 MB more than
 dead code goes before codegen: operations, and the results of `if` regions and the carried
 values of loops that nothing reads (a value assigned in a branch or a loop becomes one). An
 operation with an observable effect (`OBSERVABLE` in ir/prims.py: writes, output, checks, the
-adjoint stack, gradient memory) always stays, and so do the conditions of regions and
+adjoint stack, gradient memory) always stays, and so do parameters (codegen finds arrays'
+strides and the contiguous loop's facts through them), the conditions of regions and
 everything in `@wp.func_grad` regions.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Stmt, walk_ops
-from ..ir.prims import PRIMS
+from ..ir.prims import PRIMS, Effect
 
 
 def drop_dead(kernel: KernelIR) -> KernelIR:
@@ -37,10 +38,15 @@ def _live(body: Block) -> set[int]:
             return live
 
 
+def _kept(op: Op) -> bool:
+    """Whether an operation stays whatever uses its result."""
+    return PRIMS[op.prim].side_effect or PRIMS[op.prim].has(Effect.PARAM)
+
+
 def _mark(b: Block, live: set[int]) -> None:
     for s in reversed(b.stmts):
         if isinstance(s, Op):
-            if PRIMS[s.prim].side_effect or (s.result is not None and s.result.id in live):
+            if _kept(s) or (s.result is not None and s.result.id in live):
                 live.update(a.id for a in s.args)
         elif isinstance(s, If):
             for k, r in enumerate(s.results):
@@ -68,7 +74,7 @@ def _prune(b: Block, live: set[int]) -> Block:
     stmts: list[Stmt] = []
     for s in b.stmts:
         if isinstance(s, Op):
-            if s.result is None or s.result.id in live or PRIMS[s.prim].side_effect:
+            if s.result is None or s.result.id in live or _kept(s):
                 stmts.append(s)
         elif isinstance(s, If):
             keep = [k for k, r in enumerate(s.results) if r.id in live]
