@@ -12,7 +12,7 @@ from test_parallel import threads  # noqa: F401 (a fixture)
 
 import gradloom as wp
 from gradloom.abi import PAGED_SUM_BYTES
-from gradloom.runtime import chunking
+from gradloom.runtime import chunking, page_map
 
 N = 1 << 18  # threads, and elements of the array they add into (1 MiB of float32)
 PAGE = mmap.PAGESIZE
@@ -75,11 +75,11 @@ def _private_buffers() -> list[np.ndarray]:
 def test_split_sums_are_the_serial_sums(threads, monkeypatch, tmp_path, request,  # noqa: F811
                                         pagemap) -> None:
     if pagemap == "none":
-        monkeypatch.setattr(chunking, "pagemap", lambda: -1)  # every buffer summed whole
+        monkeypatch.setattr(page_map, "descriptor", lambda: -1)  # every buffer summed whole
     elif pagemap == "unreadable":  # pread gives fewer bytes than asked: each group summed whole
         (tmp_path / "empty").write_bytes(b"")
         f = open(tmp_path / "empty", "rb")  # noqa: SIM115 (closed when the test ends)
-        monkeypatch.setattr(chunking, "pagemap", f.fileno)
+        monkeypatch.setattr(page_map, "descriptor", f.fileno)
         request.addfinalizer(f.close)
     values = np.random.default_rng(0).integers(-8, 9, N).astype(np.float32)
     v = wp.array(values)
@@ -140,14 +140,14 @@ def test_small_and_strided_buffers_are_ordinary_memory() -> None:
 def test_a_page_map_that_cannot_tell_written_pages_is_not_used(monkeypatch) -> None:
     """A page map that says nothing is in use (an emulated /proc) would make sums skip pages
     threads wrote: it is checked on a probe (one page written, one not) before use."""
-    assert chunking.pagemap() >= 0  # this machine's page map passes the check
+    assert page_map.descriptor() >= 0  # this machine's page map passes the check
     for answer in [(False, False), (True, True), ()]:
-        monkeypatch.setattr(chunking, "_pages_in_use", lambda fd, memory, a=answer: a)
-        chunking._pagemap.cache_clear()
-        assert chunking.pagemap() == -1
+        monkeypatch.setattr(page_map, "pages_in_use", lambda fd, memory, a=answer: a)
+        page_map._open.cache_clear()
+        assert page_map.descriptor() == -1
     monkeypatch.undo()
-    chunking._pagemap.cache_clear()
-    assert chunking.pagemap() >= 0
+    page_map._open.cache_clear()
+    assert page_map.descriptor() >= 0
 
 
 @wp.kernel

@@ -10,8 +10,8 @@ whose threads add into a few elements of a large array paid it for the whole arr
 launch. So a buffer of PAGED_SUM_BYTES or more is summed page by page, after reading its entries
 in /proc/self/pagemap (`pagemap`: an open descriptor, or -1 where there is none): a page that is
 neither present nor swapped out holds only zeros and is skipped; each run of pages in use is
-summed in one call. Smaller buffers, and any group
-of pages whose entries cannot be read, are summed whole.
+summed in one call (the page after a group's last counts as not in use, which ends its run).
+Smaller buffers, and any group of pages whose entries cannot be read, are summed whole.
 """
 
 from __future__ import annotations
@@ -198,14 +198,17 @@ page:
   %p = phi i64 [0, %read], [%p1, %page.next]
   %run = phi i64 [-1, %read], [%run1, %page.next]
   %nused = phi i64 [0, %read], [%nused1, %page.next]
-  %pmore = icmp ult i64 %p, %cnt
+  %pmore = icmp ule i64 %p, %cnt
   br i1 %pmore, label %page.look, label %group.end
 page.look:
+  %inrun = icmp sge i64 %run, 0
+  %inside = icmp ult i64 %p, %cnt
+  br i1 %inside, label %page.read, label %page.unused
+page.read:
   %ep = getelementptr i64, ptr %entries, i64 %p
   %pme = load i64, ptr %ep, align 8
   %flags = and i64 %pme, {_IN_USE}
   %used = icmp ne i64 %flags, 0
-  %inrun = icmp sge i64 %run, 0
   br i1 %used, label %page.used, label %page.unused
 page.used:
   %started = select i1 %inrun, i64 %run, i64 %p
@@ -232,13 +235,6 @@ group.end:
   %inuse0 = load i64, ptr %usedp, align 8
   %inuse = add i64 %inuse0, %nused
   store i64 %inuse, ptr %usedp, align 8
-  %tail = icmp sge i64 %run, 0
-  br i1 %tail, label %group.flush, label %group.next
-group.flush:
-  %tlo = add i64 %g, %run
-  %thi = add i64 %g, %cnt
-  call void @gl_sum_pages(i64 %code, ptr %dst, ptr %src, i64 %s, i64 %e, i64 %size,
-                          i64 %tlo, i64 %thi)
   br label %group.next
 group.next:
   %g1 = add i64 %g, %cnt

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import mmap
-import os
 import struct
 import time
 from collections.abc import Sequence
@@ -29,6 +27,7 @@ from ..abi import (
     STATUS_RECORD,
     error_word,
 )
+from . import page_map
 from .array import NDArray, array, zeros_same_layout
 from .pool import NativePool, native_pool, native_run, share
 from .structs import field_value
@@ -79,43 +78,6 @@ def private_zeros(target: NDArray) -> NDArray:
     with contextlib.suppress(AttributeError, OSError):  # a huge page would count 2 MiB written
         memory.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(memory, dtype=target.dtype).reshape(target.shape)
-
-
-def pagemap() -> int:
-    """A descriptor of this process's page map (/proc/PID/pagemap), or -1 where it cannot be
-    read; a forked child opens its own."""
-    return _pagemap(os.getpid())
-
-
-@functools.cache
-def _pagemap(pid: int) -> int:
-    try:
-        fd = os.open(f"/proc/{pid}/pagemap", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return -1
-    if _pages_in_use(fd, _probe()) != (True, False):
-        os.close(fd)  # a page map that does not tell written pages apart would lose sums
-        return -1
-    return fd
-
-
-def _probe() -> mmap.mmap:
-    """Two fresh pages, the first written."""
-    probe = mmap.mmap(-1, 2 * mmap.PAGESIZE)
-    probe[0] = 1
-    return probe
-
-
-def _pages_in_use(fd: int, memory: mmap.mmap) -> tuple[bool, ...]:
-    """Per page of `memory`: whether the page map says it is present or swapped out."""
-    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-    pages = len(memory) // mmap.PAGESIZE
-    try:
-        raw = os.pread(fd, 8 * pages, address // mmap.PAGESIZE * 8)
-    except OSError:
-        return ()
-    entries = struct.unpack(f"<{len(raw) // 8}Q", raw)
-    return tuple(bool(e >> 62) for e in entries)
 
 
 class Chunking:
@@ -171,7 +133,7 @@ class Chunking:
         _TWO.pack_into(self.mem, JOB.CHUNKS, chunks, total)
         _TWO.pack_into(self.mem, JOB.FLAGS, flags, spin_ns)
         self._follow_density()
-        _ONE.pack_into(self.mem, JOB.PAGEMAP, -1 if self.whole else pagemap())
+        _ONE.pack_into(self.mem, JOB.PAGEMAP, -1 if self.whole else page_map.descriptor())
         self.table[0] = block
 
     def _follow_density(self) -> None:
