@@ -102,34 +102,24 @@ tail.next:
 """
 
 
-_ELEMENT_SUMS = (_sum_function("gl_sum_f32", "float", "fadd", "0.0", True)
-         + _sum_function("gl_sum_f64", "double", "fadd", "0.0", True)
-         + _sum_function("gl_sum_i32", "i32", "add", "0", False)
-         + _sum_function("gl_sum_i64", "i64", "add", "0", False))
-
+#: per sum code: the name's suffix, the element type, its add, its zero, whether zeros are skipped
+_KINDS = ((JOB.SUM_F32, "f32", "float", "fadd", "0.0", True),
+          (JOB.SUM_F64, "f64", "double", "fadd", "0.0", True),
+          (JOB.SUM_I32, "i32", "i32", "add", "0", False),
+          (JOB.SUM_I64, "i64", "i64", "add", "0", False))
+_ELEMENT_SUMS = "".join(_sum_function(f"gl_sum_{name}", ty, add, zero, skip)
+                        for _, name, ty, add, zero, skip in _KINDS)
+_CASES = "\n".join(f"    i64 {code}, label %{name}" for code, name, *_ in _KINDS)
+_CALLS = "".join(f"{name}:\n  call void @gl_sum_{name}(ptr %dst, ptr %src, i64 %n)\n"
+                 f"  br label %exit\n" for _, name, *_ in _KINDS)
 
 _DISPATCH = f"""
 define internal void @gl_sum_code(i64 %code, ptr %dst, ptr %src, i64 %n) nounwind {{
 entry:
   switch i64 %code, label %exit [
-    i64 {JOB.SUM_F32}, label %f32
-    i64 {JOB.SUM_F64}, label %f64
-    i64 {JOB.SUM_I32}, label %i32
-    i64 {JOB.SUM_I64}, label %i64
+{_CASES}
   ]
-f32:
-  call void @gl_sum_f32(ptr %dst, ptr %src, i64 %n)
-  br label %exit
-f64:
-  call void @gl_sum_f64(ptr %dst, ptr %src, i64 %n)
-  br label %exit
-i32:
-  call void @gl_sum_i32(ptr %dst, ptr %src, i64 %n)
-  br label %exit
-i64:
-  call void @gl_sum_i64(ptr %dst, ptr %src, i64 %n)
-  br label %exit
-exit:
+{_CALLS}exit:
   ret void
 }}
 
