@@ -182,3 +182,32 @@ def test_threads_launching_one_kernel_each_get_their_own_arrays() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+@wp.kernel
+def bump(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] + 1.0
+
+
+def test_a_kernel_of_one_array_recalls_its_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = wp.zeros(4, dtype=float)
+    for _ in range(2):  # the second launch finds the array's words
+        wp.launch(bump, 4, inputs=[a])
+    converted = []
+    original = packing.Packer.values
+    monkeypatch.setattr(packing.Packer, "values",
+                        lambda self, args: converted.append(1) or original(self, args))
+    wp.launch(bump, 4, inputs=[a])
+    assert converted == []
+    np.testing.assert_array_equal(a.numpy(), [3.0] * 4)
+
+
+def test_a_recalled_block_runs_the_grid_it_is_launched_over() -> None:
+    """The recalled block holds the header too: the same arrays over another grid run it."""
+    a = wp.zeros(6, dtype=float)
+    expect = np.zeros(6, np.float32)
+    for dim in [6, 6, 2, 6, 4, 2, 0, 6, (2,), 5]:
+        wp.launch(bump, dim, inputs=[a])
+        expect[:dim[0] if isinstance(dim, tuple) else dim] += 1.0
+        np.testing.assert_array_equal(a.numpy(), expect)

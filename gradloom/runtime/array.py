@@ -81,6 +81,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     #: the launch words last packed for this array (runtime/packing.py): they change only
     #: with the gradient (pointer, shape and strides never change), whose setters drop them
     _words: tuple[int, ...] | None = None
+    #: (dtype, the words): what a launch block recalled for this array depends on
+    #: (runtime/packing.py `Packer.fill`), dropped with the words
+    _launch_key: tuple[Any, tuple[int, ...]] | None = None
 
     def __init__(
         self,
@@ -197,7 +200,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         storage = self._concrete()
-        self._words = None  # drop the old gradient's launch words (and the reference to it)
+        self._words = self._launch_key = None  # the old gradient's launch words
         if value and self._grad is None:
             self._grad = array._wrap(zeros_same_layout(storage), self.dtype, self.device)
         elif not value:
@@ -211,7 +214,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     @grad.setter
     def grad(self, value: Any) -> None:
         storage = self._concrete()
-        self._words = None  # drop the old gradient's launch words (and the reference to it)
+        self._words = self._launch_key = None  # the old gradient's launch words
         if value is None:
             self._grad, self._requires_grad = None, False
             return

@@ -79,6 +79,7 @@ class Prepared:
         #: the words kernels share with the SIGINT handler (codegen/signals.py)
         self.words = launch_words()
         self.launch_ndim = self.compiled.launch_ndim
+        self._scatter = bool(self.compiled.scatter)
         self.packer = Packer(kernel.key, self.compiled.params)
         self._recalls, self._fill = self.packer.recalls, self.packer.fill
         self._pack_whole, self._values = self.packer.whole.pack_into, self.packer.values
@@ -186,14 +187,18 @@ class Prepared:
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:
-            if self._recalls:  # the arguments' bytes, then the header (runtime/packing.py)
-                self._fill(buf, args)
-                _pack_head(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS,
-                           *self._stack_words[0], 0, total)
+            if self._recalls:  # a recent launch's block, or header and arguments packed
+                self._fill(buf, args, dims, self._stack_words[0])
             else:  # header and arguments in one call
                 self._pack_whole(buf, 0, *dims, *_ONES[len(dims)], *CLEAR_STATUS,
                                  *self._stack_words[0], 0, total, *self._values(args))
-            chunks, wake, targets = parallel.plan(self, total, args) if total > 1 else _ONE
+            cost = self.ns_per_thread
+            # a launch of a kernel without shared additions whose measured cost is below
+            # config.parallel_min_ns runs serially (parallel.plan would say so, at a cost)
+            chunks, wake, targets = (
+                parallel.plan(self, total, args)
+                if total > 1 and (self._scatter or cost is None
+                                  or cost * total >= config.parallel_min_ns) else _ONE)
             if chunks > 1:
                 parallel.run_split(self, block, dims, total, args, chunks, wake, targets,
                                    restart)
@@ -341,7 +346,6 @@ def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
     return out
 
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
-_pack_head = HEAD.pack_into
 _ONE: tuple[int, bool, list[Any]] = (1, False, [])
 
 

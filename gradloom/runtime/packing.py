@@ -3,9 +3,9 @@ where abi.py says (the header's layout is abi.HEAD's).
 
 The plan (one `struct` format for the argument block, one value getter per parameter) is built
 once per compiled signature, so a launch packs its arguments with one `struct.pack_into` call.
-A launch given the same arrays as one of the kernel's recent launches (Warp code launches the
-same arrays substep after substep) copies that launch's packed bytes and packs only its
-numbers (`Packer.fill`).
+A launch given the same arrays and grid as one of the kernel's recent launches (Warp code
+launches the same arrays substep after substep) copies that launch's whole block, header and
+arguments, and packs only its numbers (`Packer.fill`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import BLOCK_ARGS, HEAD
+from ..abi import BLOCK_ARGS, HEAD, header
 from ..errors import LaunchError, LaunchValueError
 from ..types import (
     ArrayType,
@@ -42,10 +42,22 @@ Getter = Callable[[Any, Any], Sequence[Any]]
 #: argument sets a kernel's packer remembers (Warp code often alternates two or three states:
 #: `integrate(state_0, state_1)`, then the two swapped)
 RECALLED = 4
-#: the fewest array parameters a kernel recalls packed arguments for: with fewer, packing them
-#: afresh costs less than looking them up (one process, µs per launch, packed afresh ->
-#: recalled: 2 arrays 2.64 -> 2.78, 4 arrays and a float 3.70 -> 3.27, 7 arrays 3.73 -> 3.30)
-RECALL_ARRAYS = 3
+#: the fewest array parameters a kernel recalls launch blocks for. Since a recalled block holds
+#: the header too, the look-up pays from one array on (µs per launch, best of 9 x 5,000, packed
+#: afresh -> recalled: 1 array 3.12-3.29 -> 2.81-3.24, 2 arrays 3.46-3.79 -> 2.80-3.37, a
+#: float and 2 arrays 4.24-4.48 -> 3.18-3.47; with the arguments' bytes alone, 2 arrays took
+#: 2.64 -> 2.78)
+RECALL_ARRAYS = 1
+#: an array's dtype and launch words (array_words), None until its first launch
+_LAUNCH_KEY = operator.attrgetter("_launch_key")
+
+def _count(dims: tuple[int, ...]) -> int:
+    """The threads of a launch over dims."""
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
 
 class ArgError(Exception):
     """Internal: why one value does not fit one parameter."""
@@ -77,7 +89,7 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
         grad = value._grad
         words = (value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape,
                  *value.strides)
-        value._words = words
+        value._words, value._launch_key = words, (value.dtype, words)
         return words
     if not isinstance(value, array):
         raise ArgError(f"expects an array of type {type_repr(t)}, but passed value has type "
@@ -202,9 +214,11 @@ class Packer:
         arrays = [i for i, t in enumerate(self.types) if isinstance(t, ArrayType)]
         self.recalls = self.RECALLS and len(arrays) >= RECALL_ARRAYS and all(
             isinstance(t, (ArrayType, ScalarType)) for t in self.types)
-        #: the array arguments of a launch, as a tuple (unused where `recalls` is False)
+        #: the array arguments of a launch, as a sequence (unused where `recalls` is False; a
+        #: slice for one array, where itemgetter would return the array itself)
         self._arrays: Callable[[Sequence[Any]], Any] = (
-            operator.itemgetter(*arrays) if self.recalls else tuple)
+            tuple if not self.recalls else operator.itemgetter(*arrays) if len(arrays) > 1
+            else operator.itemgetter(slice(arrays[0], arrays[0] + 1)))
         offsets, _ = arg_offsets(self.types)
         #: per number: its position, offset in the block, type, struct, and whether a Python
         #: float packs as itself
@@ -212,34 +226,38 @@ class Packer:
                           t.is_float and t.name != "bfloat16")
                          for i, (t, off) in enumerate(zip(self.types, offsets, strict=True))
                          if isinstance(t, ScalarType)]
-        #: packed arguments of recent launches, keyed by the identities of their arrays' launch
-        #: words (kept alive here, so an identity cannot be reused while its entry lasts)
-        self._recalled: dict[tuple[int, ...], tuple[list[Any], bytes]] = {}
+        #: whole launch blocks of recent launches, keyed by their arrays' launch words, dims and
+        #: stack (`fill`)
+        self._recalled: dict[tuple[Any, ...], bytes] = {}
 
-    def fill(self, buf: bytearray, args: Sequence[Any]) -> None:
-        """Pack the arguments into the launch block `buf` (after its header). A launch with
-        the arrays of one of the last RECALLED launches, none given a new gradient since (which
-        drops its words), copies that launch's bytes and packs only its numbers."""
-        words = key = None
+    def fill(self, buf: bytearray, args: Sequence[Any], dims: tuple[int, ...],
+             stack: tuple[int, int]) -> None:
+        """Pack the header of a launch over `dims` (its adjoint stack's (base, capacity):
+        `stack`; the thread range: all of it) and the arguments into the launch block `buf`. A
+        launch with the arrays (by dtype and words: none given a new gradient since, which drops
+        its words), dims and stack of one of the last RECALLED launches copies that launch's
+        whole block and packs only its numbers: the block is a function of these values alone,
+        and the dtypes were checked when the block was packed."""
+        key = None
         if len(args) == len(self.types):
             try:  # noqa: SIM105 (contextlib.suppress costs a third of a launch's packing)
-                words = [a._words for a in self._arrays(args)]
+                key = tuple(map(_LAUNCH_KEY, self._arrays(args))), dims, stack
             except AttributeError:  # an array argument that is not a gradloom array
                 pass
-        if words is not None:
-            key = tuple(map(id, words))
+        if key is not None:
             known = self._recalled.get(key)
             if known is not None:
-                buf[BLOCK_ARGS:] = known[1]
+                buf[:] = known
                 if not self._numbers or self._pack_numbers(buf, args):
                     return
+        HEAD.pack_into(buf, 0, *header(dims, stack, 0, _count(dims)))
         struct.pack_into(self.fmt, buf, BLOCK_ARGS, *self.values(args))
         # every array launched before (its words known): a kernel relaunched with them; arrays
         # wrapped afresh for each launch (a Tape's adjoint) are not worth remembering
-        if words is not None and key is not None and None not in words:
+        if key is not None and None not in key[0]:
             if len(self._recalled) >= RECALLED:
                 self._recalled.clear()  # start over (one call: other threads may launch too)
-            self._recalled[key] = words, bytes(memoryview(buf)[BLOCK_ARGS:])
+            self._recalled[key] = bytes(buf)
 
     def _pack_numbers(self, buf: bytearray, args: Sequence[Any]) -> bool:
         """Pack the numbers among the arguments; False where one does not convert (`values`
