@@ -10,6 +10,7 @@ arguments, and packs only its numbers (`Packer.fill`).
 
 from __future__ import annotations
 
+import math
 import operator
 import struct
 from collections.abc import Callable, Sequence
@@ -50,13 +51,6 @@ RECALLED = 4
 RECALL_ARRAYS = 1
 #: an array's dtype and launch words (array_words), None until its first launch
 _LAUNCH_KEY = operator.attrgetter("_launch_key")
-
-def _count(dims: tuple[int, ...]) -> int:
-    """The threads of a launch over dims."""
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 class ArgError(Exception):
@@ -250,7 +244,7 @@ class Packer:
                 buf[:] = known
                 if not self._numbers or self._pack_numbers(buf, args):
                     return
-        HEAD.pack_into(buf, 0, *header(dims, stack, 0, _count(dims)))
+        HEAD.pack_into(buf, 0, *header(dims, stack, 0, math.prod(dims)))
         struct.pack_into(self.fmt, buf, BLOCK_ARGS, *self.values(args))
         # every array launched before (its words known): a kernel relaunched with them; arrays
         # wrapped afresh for each launch (a Tape's adjoint) are not worth remembering
