@@ -73,7 +73,11 @@ def _compile(kernel: Any, arch: str, adjoint: bool) -> dict[str, Any]:
         print(f"gradloom: compiled kernel {kernel.key} to PTX for {arch}"
               + (" (adjoint)" if adjoint else ""), file=sys.stderr)
     plan = thread_plan(forward_ir)
+    # arrays each launch checks (no thread reads or writes an element another thread writes)
+    # do not make the adjoint's threads depend on their order
+    check = ir.launch_check if adjoint else None
+    checked = frozenset(off for off, _ in check.kinds) if check is not None else frozenset()
     return {"ptx": ptx, "symbol": symbol, "launch_ndim": ir.launch_ndim, "access": access,
             "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
-            "order_dependent": plan.serial if adjoint else None,
-            "threads": (plan.serial, tuple(plan.scatter))}
+            "order_dependent": thread_plan(forward_ir, checked).serial if adjoint else None,
+            "threads": (plan.serial, tuple(plan.scatter)), "launch_check": check}

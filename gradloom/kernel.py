@@ -56,6 +56,9 @@ class CompiledKernel:
     #: (codegen/native_pool.py; None where unsupported) that run its slices
     address: int = 0
     pool_functions: tuple[int, int] | None = None
+    #: adjoints: what each launch checks of its threads' addresses before it runs
+    #: (passes/overlap.py `LaunchCheck`), or None
+    launch_check: Any = None
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,7 @@ class Kernel:
         return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
                               entry.get("access"), entry.get("uses_stack", False),
                               entry.get("reverse_threads", False), plan, scatter, addr,
-                              native_pool_functions())
+                              native_pool_functions(), entry.get("launch_check"))
 
     def cuda_entry(self, arch: str, variant: str = "forward") -> dict[str, Any]:
         """The PTX of the forward or adjoint entry for a GPU architecture ("sm_90") and the

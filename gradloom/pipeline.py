@@ -66,6 +66,7 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool) -> tuple[str, dict[str,
     return text, {"launch_ndim": ir.launch_ndim, "access": access,
                   "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                   "reverse_threads": ir.reverse_threads,
+                  "launch_check": ir.launch_check,
                   "threads": (plan.serial, plan.scatter, plan.float_atomics,
                               plan.loops, plan.work, in_lanes),
                   "lanes": lane_reason(ir, lanes)}

@@ -6,8 +6,11 @@ another thread of the launch overwrites read it before or after that write in th
 the replay may see the other version. That is harmless while the value read only feeds values
 the reverse sweep never uses (`x[i] = 2 * x[i + 1]`: the derivative needs no primal), and a
 wrong gradient otherwise. This pass follows every value a load of such an array gives through
-the finished adjoint and refuses the kernel when one reaches a gradient, an address, a branch,
-a loop's trip count or the adjoint stack.
+the finished adjoint to find the arrays where one reaches a gradient, an address, a branch, a
+loop's trip count or the adjoint stack. Whether threads of a launch really read what others
+overwrite there depends on the launch (its arguments and grid), so the adjoint carries a check
+each launch makes (passes/overlap.py); a kernel whose addresses cannot be computed ahead of a
+launch is refused here.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Iterator
 from ..errors import CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
+from ..passes.overlap import ORDER, REPLAY, LaunchCheck, address_program, hazard_message
 from ..passes.threads import Addresses
 from .access import KernelAccess
 
@@ -45,12 +49,13 @@ def shared_working_arrays(kernel: KernelIR, access: KernelAccess) -> dict[int, S
     return {k: v for k, v in shared.items() if k in plain}
 
 
-def check_replay(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
-    """Raise when a value loaded from a shared working array reaches what the adjoint uses."""
+def replay_hazards(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> set[int]:
+    """The shared working arrays a value loaded from reaches what the adjoint uses."""
     if not shared:
-        return
+        return set()
     graph = FlowGraph(adjoint)
     seen: set[Node] = set()
+    found: set[int] = set()
     for origin in shared:
         todo: list[Node] = [("mem", origin)]
         while todo:
@@ -60,44 +65,47 @@ def check_replay(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> None:
             seen.add(node)
             for user in graph.users.get(node, ()):
                 if user == "sink":
-                    _refuse(adjoint, origin, shared[origin])
+                    found.add(origin)
                 todo.append(user)
+    return found
 
 
-def check_thread_order(kernel: KernelIR, shared: dict[int, SourceLoc]) -> None:
-    """Raise for a kernel whose adjoint must replay threads in launch order (it uses a value an
-    atomic returns) when threads also read float elements that other threads overwrite: the
-    gradients of those elements pass between threads, which needs the reverse order."""
+def order_hazards(kernel: KernelIR, shared: dict[int, SourceLoc]) -> set[int]:
+    """For a kernel whose adjoint must replay threads in launch order (it uses a value an
+    atomic returns): the shared arrays threads read float elements of, whose gradients would
+    pass between threads, which needs the reverse order."""
     addr = Addresses(kernel)
+    found: set[int] = set()
     for op in walk_ops(kernel.body):
         prim = PRIMS[op.prim]
         reads = prim.has(Effect.READ) and not prim.has(Effect.WRITE)
         if not reads or op.result is None or not op.result.type.is_float:
             continue
         offset = addr.root(op.args[0])
-        if offset not in shared:
-            continue
-        name = dict(kernel.array_names).get(offset)
-        raise CompileError(
-            f"cannot differentiate this kernel: it uses a value an atomic operation returns, so "
-            f"its adjoint runs threads in launch order, and threads read elements of "
-            f"{f'{name!r}' if name else 'an array'} that other threads overwrite, whose "
-            f"gradients need the reverse order; write the new values to a separate array, or "
-            f"split the kernel into two launches", shared[offset])
+        if offset in shared:
+            found.add(offset)
+    return found
+
+
+def launch_check(kernel: KernelIR, shared: dict[int, SourceLoc], replay: set[int],
+                 order: set[int]) -> LaunchCheck | None:
+    """The check each launch of the adjoint makes instead of refusing the kernel (None: no
+    hazard); raises where the addresses cannot be computed at launch."""
+    hazards = replay | order
+    if not hazards:
+        return None
+    kinds = {off: ORDER if off in order else REPLAY for off in hazards}
+    program = address_program(kernel, frozenset(hazards))
+    if program is None:
+        origin = min(hazards)
+        name = dict(kernel.array_names).get(origin)
+        raise CompileError(hazard_message(kinds[origin], name), shared[origin])
+    return LaunchCheck(program, tuple(sorted(kinds.items())), kernel.array_names)
 
 
 def _is_pointer_load(op: Op) -> bool:
     """Reading an array pointer out of a struct in memory, not an element of array data."""
     return op.result is not None and op.result.type.kind == "p"
-
-
-def _refuse(kernel: KernelIR, offset: int, loc: SourceLoc) -> None:
-    name = dict(kernel.array_names).get(offset)
-    raise CompileError(
-        f"cannot differentiate this kernel: threads of one launch read elements of "
-        f"{f'{name!r}' if name else 'an array'} that other threads overwrite, so the adjoint "
-        f"cannot know which value each thread read; write the new values to a separate array, "
-        f"or split the kernel into two launches", loc)
 
 
 #: a variable (its id), an array's memory ("mem", argument offset), or "sink"

@@ -11,6 +11,8 @@ and zero) it, so an element overwritten later passes no gradient through the ear
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..abi import GRAD_SLOT
 from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
@@ -21,7 +23,7 @@ from ..types import int64
 from .access import KernelAccess, analyze
 from .contents import dead_value, drop_unread_writes
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
-from .replay import check_replay, check_thread_order, shared_working_arrays
+from .replay import launch_check, order_hazards, replay_hazards, shared_working_arrays
 from .rule_reads import check_rule_reads
 from .scopes import BranchScope, LoopScope, Scope
 from .take_back import fold_take_back
@@ -71,11 +73,10 @@ class Reverse:
         adjoint = KernelIR(k.name + "_adjoint", body, k.launch_ndim, k.locs, k.unit_strides,
                            reverse_threads=not forward_order, array_names=k.array_names)
         shared = shared_working_arrays(k, self.access)
-        check_replay(adjoint, shared)
-        if forward_order:
-            check_thread_order(k, shared)
+        check = launch_check(k, shared, replay_hazards(adjoint, shared),
+                             order_hazards(k, shared) if forward_order else set())
         working = frozenset(off for off, a in self.access.arrays.items() if a.working)
-        return fold_take_back(drop_unread_writes(adjoint, working))
+        return replace(fold_take_back(drop_unread_writes(adjoint, working)), launch_check=check)
 
     def _check_minmax(self) -> None:
         for op in walk_ops(self.kernel.body):

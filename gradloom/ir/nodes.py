@@ -107,6 +107,9 @@ class KernelIR:
     #: adjoints: the argument offsets of the arrays whose pre-launch contents the adjoint reads
     #: (autodiff/contents.py); a Tape keeps no copy of the others. None for forward kernels
     contents_read: frozenset[int] | None = None
+    #: adjoints: what each launch checks before it runs (a passes/overlap.py `LaunchCheck`:
+    #: no thread reads an element of certain arrays that another thread writes); None: nothing
+    launch_check: Any = None
 
 
 def pointer_root(defs: dict[int, Op], p: Var) -> Op | None:

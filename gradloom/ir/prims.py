@@ -13,6 +13,8 @@ from ..types import FLOAT_TYPES, ScalarType, bool_, int32, int64, ptr
 from . import hostops
 from .hostops import HostRule, Unavailable
 from .nodes import Op, Var
+from .thread_rules import RULES as _THREADS
+from .thread_rules import ThreadsRule
 
 TypeRule = Callable[[tuple[ScalarType, ...], ScalarType | None], ScalarType | None]
 
@@ -134,6 +136,11 @@ class Prim:
     #: how the host computes it (ir/evaluate.py runs Python-scope calls with these rules), or
     #: why it cannot run there; None only for a primitive not yet given one (a test fails)
     host: HostRule | Unavailable | None = None
+    #: how the host computes it for every thread of a launch at once, on integers and bools
+    #: (ir/thread_rules.py: launch-time address checks); None for primitives that never compute
+    #: an integer from integers (float math, memory, the thread index and parameters, which
+    #: the checks read from the launch)
+    host_threads: ThreadsRule | None = None
 
 
 def _same(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -452,44 +459,57 @@ _RMW = Effect.READ | Effect.WRITE | Effect.ATOMIC
 _M = MemoryRule
 
 _TABLE: list[Prim] = [
-    Prim("const", 0, _given, _N, host=hostops.CONST, doc="a constant; attr is its Python value"),
+    Prim("const", 0, _given, _N, host=hostops.CONST,
+         host_threads=_THREADS["const"], doc="a constant; attr is its Python value"),
     Prim("arg", 0, _given, Effect.PARAM, host=hostops.THREAD,
          doc="a kernel parameter leaf; attr is its byte offset in the args"),
     Prim("tid", 0, _tid, Effect.THREAD, host=hostops.THREAD,
          doc="this thread's index along launch dimension attr"),
-    Prim("neg", 1, _num_same, _N, vjp=_neg_vjp, host=hostops.NEG),
-    Prim("abs", 1, _num_same, _N, vjp=_abs_vjp, host=hostops.ABS),
+    Prim("neg", 1, _num_same, _N, vjp=_neg_vjp, host=hostops.NEG, host_threads=_THREADS["neg"]),
+    Prim("abs", 1, _num_same, _N, vjp=_abs_vjp, host=hostops.ABS, host_threads=_THREADS["abs"]),
     *(Prim(n, 1, _float_same, _N, vjp=_UNARY_VJP[n], host=hostops.UNARY_FLOAT[n])
       for n in _UNARY_FLOAT),
-    Prim("add", 2, _num_same, _N, vjp=_add_vjp, host=hostops.ARITH["add"]),
-    Prim("sub", 2, _num_same, _N, vjp=_sub_vjp, host=hostops.ARITH["sub"]),
-    Prim("mul", 2, _num_same, _N, vjp=_mul_vjp, host=hostops.ARITH["mul"]),
+    Prim("add", 2, _num_same, _N, vjp=_add_vjp, host=hostops.ARITH["add"],
+         host_threads=_THREADS["add"]),
+    Prim("sub", 2, _num_same, _N, vjp=_sub_vjp, host=hostops.ARITH["sub"],
+         host_threads=_THREADS["sub"]),
+    Prim("mul", 2, _num_same, _N, vjp=_mul_vjp, host=hostops.ARITH["mul"],
+         host_threads=_THREADS["mul"]),
     Prim("div", 2, _num_same, _N, vjp=_div_vjp, host=hostops.ARITH["div"],
+         host_threads=_THREADS["div"],
          doc="float division, or C-style truncating integer division"),
     Prim("mod", 2, _num_same, _N, vjp=_mod_vjp, host=hostops.ARITH["mod"],
+         host_threads=_THREADS["mod"],
          doc="C-style remainder (sign of the dividend)"),
-    Prim("min", 2, _num_same, _N, vjp=_pick("le"), host=hostops.ARITH["min"]),
-    Prim("max", 2, _num_same, _N, vjp=_pick("ge"), host=hostops.ARITH["max"]),
+    Prim("min", 2, _num_same, _N, vjp=_pick("le"), host=hostops.ARITH["min"],
+         host_threads=_THREADS["min"]),
+    Prim("max", 2, _num_same, _N, vjp=_pick("ge"), host=hostops.ARITH["max"],
+         host_threads=_THREADS["max"]),
     Prim("pow", 2, _float_same, _N, vjp=_pow_vjp, host=hostops.ARITH["pow"]),
     Prim("atan2", 2, _float_same, _N, vjp=_atan2_vjp, host=hostops.ARITH["atan2"]),
     Prim("copysign", 2, _float_same, _N, vjp=_copysign_vjp, host=hostops.ARITH["copysign"],
          doc="the magnitude of the first operand with the sign bit of the second"),
     Prim("popcount", 1, _count_bits, _N, host=hostops.POPCOUNT,
+         host_threads=_THREADS["popcount"],
          doc="the number of set bits (same integer type)"),
-    *(Prim(n, 2, _compare, _N, host=hostops.COMPARE[n])
+    *(Prim(n, 2, _compare, _N, host=hostops.COMPARE[n], host_threads=_THREADS[n])
       for n in ("eq", "ne", "lt", "le", "gt", "ge")),
-    *(Prim(n, 2, _int_same, _N, host=hostops.BITWISE[n]) for n in ("and", "or", "xor")),
-    Prim("not", 1, _int_same, _N, host=hostops.NOT,
+    *(Prim(n, 2, _int_same, _N, host=hostops.BITWISE[n],
+          host_threads=_THREADS[n]) for n in ("and", "or", "xor")),
+    Prim("not", 1, _int_same, _N, host=hostops.NOT, host_threads=_THREADS["not"],
          doc="logical not for bool, bitwise not for integers"),
-    Prim("shl", 2, _int_same, _N, host=hostops.SHL),
-    Prim("shr", 2, _int_same, _N, host=hostops.SHR),
-    Prim("isnan", 1, lambda ts, r: bool_, _N, host=hostops.ISNAN),
-    Prim("isinf", 1, lambda ts, r: bool_, _N, host=hostops.ISINF),
+    Prim("shl", 2, _int_same, _N, host=hostops.SHL, host_threads=_THREADS["shl"]),
+    Prim("shr", 2, _int_same, _N, host=hostops.SHR, host_threads=_THREADS["shr"]),
+    Prim("isnan", 1, lambda ts, r: bool_, _N, host=hostops.ISNAN,
+         host_threads=_THREADS["isnan"]),
+    Prim("isinf", 1, lambda ts, r: bool_, _N, host=hostops.ISINF,
+         host_threads=_THREADS["isinf"]),
     Prim("select", 3, _select, _N, vjp=_select_vjp, host=hostops.SELECT,
+         host_threads=_THREADS["select"],
          doc="select(cond, if_true, if_false)"),
-    Prim("cast", 1, _given, _N, vjp=_cast_vjp, host=hostops.CAST,
+    Prim("cast", 1, _given, _N, vjp=_cast_vjp, host=hostops.CAST, host_threads=_THREADS["cast"],
          doc="numeric conversion to the result type"),
-    Prim("bitcast", 1, _bitcast, _N, host=hostops.BITCAST,
+    Prim("bitcast", 1, _bitcast, _N, host=hostops.BITCAST, host_threads=_THREADS["bitcast"],
          doc="the same bits read as the result type (no derivative)"),
     Prim("ptr_add", 2, _gep, _N, host=hostops.MEMORY, doc="pointer plus a byte offset"),
     Prim("load", 2, _load, Effect.READ, memory_rule=_M.GATHER, host=hostops.MEMORY,

@@ -119,8 +119,10 @@ class Addresses:
         return len(counts) == 1 and len(seen) == counts.pop()
 
 
-def thread_plan(kernel: KernelIR) -> ThreadPlan:
-    """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen."""
+def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset()) -> ThreadPlan:
+    """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen; accesses
+    of the arrays at the argument offsets `checked` count as thread-own (each launch checks
+    that threads touch distinct elements of them: passes/overlap.py)."""
     addr = Addresses(kernel)
     roots: dict[int | None, _Root] = {}
     ops = list(walk_ops(kernel.body))
@@ -138,7 +140,7 @@ def thread_plan(kernel: KernelIR) -> ThreadPlan:
         acc.loads = acc.loads or effects & (Effect.READ | Effect.WRITE) == Effect.READ
         acc.stores = acc.stores or (Effect.WRITE in effects
                                     and not effects & (Effect.ATOMIC | Effect.GRAD))
-        acc.all_own = acc.all_own and addr.own(op.args[1])
+        acc.all_own = acc.all_own and (addr.root(op.args[0]) in checked or addr.own(op.args[1]))
         if Effect.ATOMIC in effects:
             acc.float_add = acc.float_add or (Effect.ACCUMULATE in effects
                                               and op.args[2].type.is_float)

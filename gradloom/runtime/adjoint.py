@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import math
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import TapeError
+from ..errors import CompileError, TapeError
 from .array import NDArray, array
 from .capturing import ACTIVE_CAPTURE, refuse_while_capturing
 from .handles import frozen
@@ -119,12 +120,26 @@ class LaunchRecord:
         if ACTIVE_CAPTURE.get() is not None:
             refuse_while_capturing("Tape.backward()")
         prepared = prepared_adjoint(self.kernel)
+        self.check_overlap(prepared.compiled, prepared.packer)
         args, working = self.adjoint_args()
         restart: Callable[[], None] | None = None
         if working and prepared.compiled.uses_stack:
             restart = self._restarter(args, working)
         prepared.run(self.dims, args, restart)
         self._consume_replaced_minmax()
+
+    def check_overlap(self, compiled: Any, packer: Any, exclusive: bool = False) -> None:
+        """Refuse the launch where its threads read elements of an array that other threads
+        write and the adjoint needs them not to: decided from this launch's arguments and
+        grid (passes/overlap.py). `exclusive`: threads writing one element overlap too."""
+        check = compiled.launch_check
+        if check is None:
+            return
+        block = bytearray(packer.size)
+        struct.pack_into(packer.fmt, block, 0, *packer.values(self.args))
+        found = check.error(bytes(block), self.dims, exclusive)
+        if found is not None:
+            raise CompileError(*found)
 
     def _consume_replaced_minmax(self) -> None:
         """Where a thread's value replaced an atomic_min/max target's earlier value, that earlier

@@ -55,6 +55,8 @@ class CudaLaunchRecord(LaunchRecord):
 
     def backward(self) -> None:
         prepared = prepared_for(self.kernel, "adjoint", self.device)
+        # the GPU runs threads in no set order: two threads writing one element overlap too
+        self.check_overlap(prepared, prepared.packer, exclusive=True)
         prepared.run(self.dims, self.device_args(), cuda_stream(self.device), *self.grid)
         self._consume_replaced_minmax()
 

@@ -216,6 +216,8 @@ class CudaPrepared:
         #: what a Tape reads (runtime/adjoint.py): how the kernel touches each array (None:
         #: not analysable), and how its threads share memory
         self.access = entry.get("access")
+        #: adjoints: what each launch checks of its threads' addresses (passes/overlap.py)
+        self.launch_check = entry.get("launch_check")
         self.threads = ThreadFacts(*entry["threads"])
         keys = array_keys(params)
         access = self.access
