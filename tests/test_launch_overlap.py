@@ -129,3 +129,73 @@ def test_vector_state_and_parameter_gradients_match_fd():
 
     check_program(program, [arr(rng.uniform(-1, 1, (S * T, B, 3)), wp.vec3d),
                             arr(rng.uniform(0.1, 0.3, B))], wrt=[0, 1], name="vec rollout")
+
+
+@wp.kernel
+def component_loop_kernel(q: wp.array3d(dtype=f64), t: int, T: int):
+    # the components written in a loop: addresses computed from the loop's counter
+    s, b = wp.tid()
+    row = s * T + t
+    n = f64(0.0)
+    for c in range(3):
+        n += q[row, b, c] * q[row, b, c]
+    for c in range(3):
+        q[row + 1, b, c] = q[row, b, c] * wp.cos(n)
+
+
+def test_addresses_from_a_loop_counter_match_fd():
+    S, B, T = 2, 2, 3  # noqa: N806
+    rng = np.random.default_rng(11)
+
+    def program(a):
+        (q,) = a
+        for t in range(T - 1):
+            wp.launch(component_loop_kernel, dim=(S, B), inputs=[q, t, T], device=DEVICE)
+        return [q]
+
+    check_program(program, [arr(rng.uniform(-1, 1, (S * T, B, 3)))], wrt=[0], name="loop")
+
+
+@GRADLOOM_ONLY
+def test_addresses_from_a_loop_counter_that_meet_are_an_error():
+    S, B = 3, 2  # noqa: N806
+    q = wp.array(np.full((S + 1, B, 3), 0.5), dtype=f64, device=DEVICE, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(component_loop_kernel, dim=(S, B), inputs=[q, 0, 1], device=DEVICE)
+    with pytest.raises(wp.CompileError, match="'q' that other threads overwrite"):
+        tape.backward(grads={q: wp.ones_like(q)})
+
+
+@wp.kernel
+def mirrored_kernel(x: wp.array(dtype=f64), half: int, flip: int):
+    # the element written is chosen by a branch on the launch's arguments
+    i = wp.tid()
+    j = i + half
+    if flip != 0:
+        j = half - 1 - i
+    x[j] = wp.sin(x[i]) + x[j]
+
+
+@pytest.mark.parametrize("flip", [0, 1])
+def test_address_chosen_by_a_branch_matches_fd(flip):
+    # flip 0: threads 0..3 write 4..7; flip 1: they write 3..0, each the element of another
+    # thread, which reads it (refused), so only flip 0 is differentiable
+    x0 = np.linspace(0.1, 0.8, 8)
+
+    def program(a):
+        (x,) = a
+        wp.launch(mirrored_kernel, dim=4, inputs=[x, 4, flip], device=DEVICE)
+        return [x]
+
+    if flip == 0:
+        check_program(program, [arr(x0)], wrt=[0], name="mirrored")
+        return
+    if BACKEND != "gradloom":
+        pytest.skip("gradloom's error text")
+    x = wp.array(x0, dtype=f64, device=DEVICE, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        program([x])
+    with pytest.raises(wp.CompileError, match=r"thread 0 reads an element thread 3 writes"):
+        tape.backward(grads={x: wp.ones_like(x)})

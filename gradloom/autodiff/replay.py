@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from ..errors import CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
-from ..passes.overlap import ORDER, REPLAY, LaunchCheck, address_program, hazard_message
+from ..passes.address_program import address_program
+from ..passes.overlap import ORDER, REPLAY, LaunchCheck, hazard_message
 from ..passes.threads import Addresses
 from .access import KernelAccess
 
@@ -96,11 +97,12 @@ def launch_check(kernel: KernelIR, shared: dict[int, SourceLoc], replay: set[int
         return None
     kinds = {off: ORDER if off in order else REPLAY for off in hazards}
     program = address_program(kernel, frozenset(hazards))
+    origin = min(hazards)
     if program is None:
-        origin = min(hazards)
         name = dict(kernel.array_names).get(origin)
         raise CompileError(hazard_message(kinds[origin], name), shared[origin])
-    return LaunchCheck(program, tuple(sorted(kinds.items())), kernel.array_names)
+    return LaunchCheck(program, tuple(sorted(kinds.items())), kernel.array_names,
+                       shared[origin])
 
 
 def _is_pointer_load(op: Op) -> bool:
