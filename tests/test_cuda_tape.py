@@ -70,7 +70,15 @@ def shift_down(x: wp.array(dtype=f64)):
     x[i] = x[i + 1] * f64(2.0)
 
 
-KERNELS = [wave, horner, square_in_place, dot_loss, running_max, shift_down]
+@wp.kernel
+def time_step(q: wp.array2d(dtype=f64), t: int, T: int):
+    """Trajectories of T steps one after another: threads meet only when T = 1."""
+    s, i = wp.tid()
+    k = s * T + t
+    q[k + 1, i] = wp.sin(q[k, i]) * f64(2.0)
+
+
+KERNELS = [wave, horner, square_in_place, dot_loss, running_max, shift_down, time_step]
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,3 +299,27 @@ def test_what_cannot_be_recorded_is_refused_clearly(env):
         wp.utils.array_sum(g, out=wp.zeros(1, device="cuda", requires_grad=True))
     with wp.Tape(), pytest.raises(TapeError, match="same array"):
         wp.launch(wave, 4, inputs=[x, x[::-1]], device="cuda")
+
+
+def _rollout(device: str, q0: np.ndarray, S: int, T: int):  # noqa: N803
+    q = wp.array(q0, dtype=f64, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        for t in range(max(T - 1, 1)):
+            wp.launch(time_step, (S, q0.shape[1]), inputs=[q, t, T], device=device)
+    tape.backward(grads={q: wp.array(np.ones_like(q0), dtype=f64, device=device)})
+    return q.grad.numpy()
+
+
+def test_time_indexed_launches_differentiate_as_on_the_cpu(env):
+    # each launch is checked on the host: threads never meet while T > 1
+    S, T = 3, 4  # noqa: N806
+    q0 = np.random.default_rng(2).uniform(-1.0, 1.0, (S * T, 2))
+    np.testing.assert_allclose(_rollout("cuda", q0, S, T), _rollout("cpu", q0, S, T),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_time_indexed_launch_whose_threads_meet_is_refused(env):
+    q0 = np.full((4, 2), 0.5)
+    with pytest.raises(wp.CompileError, match=r"'q' that other threads overwrite.*\(1, 0\)"):
+        _rollout("cuda", q0, 3, 1)
