@@ -6,6 +6,8 @@ import functools
 import itertools
 import linecache
 import os
+import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +158,18 @@ class TapeError(GradloomError, RuntimeError):
 
 class GradloomWarning(UserWarning):
     """Base class of the warnings gradloom issues."""
+
+
+def warn_caller(message: str, category: type[Warning] = GradloomWarning) -> None:
+    """Warn, attributing the warning to the first frame outside gradloom (the user's line),
+    however deep inside gradloom the warning is issued."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    level = 2  # warn()'s stacklevel of that frame
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class CacheWarning(GradloomWarning):

@@ -209,7 +209,10 @@ def _plan(kernel: Any, compiled: Any) -> tuple[list[Key], list[str], dict[Key, f
     if access is None:  # not analysable: keep everything as read and written
         access = {k: frozenset({"loads", "stores", "working"}) for k in keys}
     # arrays whose contents the adjoint never uses need no snapshot (autodiff/contents.py)
-    reads = adjoint_reads(kernel) if hasattr(kernel, "adjoint_reads") else None
+    if getattr(kernel, "enable_backward", None) is False:
+        reads: frozenset[Key] | None = frozenset()  # no adjoint: it reads nothing
+    else:
+        reads = adjoint_reads(kernel) if hasattr(kernel, "adjoint_reads") else None
     plan = keys, [name for name, _ in compiled.params], dict(access), reads
     kernel._gl_record_plan = (compiled, plan)
     return plan

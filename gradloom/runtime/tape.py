@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..errors import TapeError, user_facing
+from ..errors import TapeError, user_facing, warn_caller
 from . import readmarks
 from .adjoint import LaunchRecord
 from .array import NDArray, array, zero_arrays
@@ -141,6 +141,9 @@ class Tape:
 
     def _run(self) -> None:
         for record in reversed(self.records):
+            if isinstance(record, LaunchRecord) and record.kernel.enable_backward is False:
+                _warn_no_backward(record.kernel)
+                continue
             record.backward()
         readmarks.clear(self._arrays())  # the reads are consumed (Warp's access check)
 
@@ -223,6 +226,13 @@ class Tape:
         self.records.clear()
         self.scopes.clear()
         self.loss = None
+
+
+def _warn_no_backward(kernel: Any) -> None:
+    """Warp's behaviour for a recorded kernel without an adjoint: a warning, no gradient."""
+    warn_caller(f"Tape.backward(): kernel '{kernel.key}' was defined with "
+                "enable_backward=False (on the kernel or its module), so no gradient flows "
+                "through its recorded launch; gradients of what it reads may be incomplete")
 
 
 def _struct_gradients(value: Any) -> Any:
