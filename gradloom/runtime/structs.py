@@ -65,6 +65,7 @@ def struct(cls: type) -> type:
         return f"{cls.__name__}({inner})"
 
     new_cls = type(cls.__name__, (), {
+        **_python_scope(cls, field_names),
         "__init__": __init__, "__setattr__": __setattr__, "__repr__": __repr__,
         "__module__": cls.__module__, "__qualname__": cls.__qualname__,
         "__doc__": cls.__doc__,
@@ -78,6 +79,15 @@ def struct(cls: type) -> type:
         lambda visiting: "struct:" + type_key(st))
     _add_numpy_views(new_cls, st)
     return new_cls
+
+
+def _python_scope(cls: type, fields: list[str]) -> dict[str, Any]:
+    """What instances keep of the user's class, as Warp's do: its methods, static and class
+    methods, properties and class attributes (kernels see the fields only). Dunder names (a
+    user `__init__` included: Warp never calls it) and class-level values of fields (Warp
+    starts every field at its type's default) are left out."""
+    return {name: value for name, value in vars(cls).items()
+            if not (name.startswith("__") and name.endswith("__")) and name not in fields}
 
 
 def assigned_value(name: str, t: Any, value: Any) -> Any:
