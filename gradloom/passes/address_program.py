@@ -103,6 +103,8 @@ class _Slicer:
     def __init__(self, kernel: KernelIR) -> None:
         self.defs = {op.result.id: op for op in walk_ops(kernel.body) if op.result is not None}
         self.deps: dict[int, tuple[int, ...]] = {}
+        #: the values some op, branch or loop reads
+        self.used = {a.id for op in walk_ops(kernel.body) for a in op.args} | _yielded(kernel.body)
         self._collect(kernel.body)
         self.known = self._fixpoint()
         self.needed: set[int] = set()
@@ -214,7 +216,10 @@ class _Slicer:
         if root in arrays:
             value = s.result if s.result is not None else s.args[2]
             prim = PRIMS[s.prim]
-            return [Access(root, prim.has(Effect.READ), prim.has(Effect.WRITE),
+            # an atomic whose old value nothing uses only writes, for what others read
+            reads = prim.has(Effect.READ) and (not prim.has(Effect.WRITE) or (
+                s.result is not None and s.result.id in self.used))
+            return [Access(root, reads, prim.has(Effect.WRITE),
                            tuple(t.id for t in terms), int(s.attr or 0), value.type.size, s.loc)]
         if s.result is not None and s.result.id in self.needed:
             return [OpStep(s.result.id, s.prim, tuple(a.id for a in s.args), s.attr,
@@ -261,3 +266,16 @@ def _conditions(s: If | Loop | Custom) -> tuple[int, ...]:
 
 def _has_access(slicer: _Slicer, blocks: tuple[Block, ...], arrays: frozenset[int]) -> bool:
     return any(slicer.access_terms(op)[0] in arrays for b in blocks for op in walk_ops(b))
+
+
+def _yielded(b: Block) -> set[int]:
+    """The ids of every value a block or a nested one yields (and so passes on)."""
+    out = {v.id for v in b.yields}
+    for s in b.stmts:
+        if isinstance(s, If):
+            out |= _yielded(s.then) | _yielded(s.orelse) | {s.cond.id}
+        elif isinstance(s, Loop):
+            out |= _yielded(s.cond) | _yielded(s.body) | {v.id for v in s.inits}
+        elif isinstance(s, Custom):
+            out |= _yielded(s.body) | _yielded(s.adjoint) | {v.id for v in s.inputs}
+    return out

@@ -17,6 +17,7 @@ from .render import case_module
 from .report import canonical, summary_line, write_failure
 from .session import Outcome, Session
 from .shrink import shrink
+from .timeline_check import main as timeline_main
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--shrink", metavar="CASE.pkl", nargs="+",
                    help="shrink saved failing case(s) and write them to --out")
     p.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    p.add_argument("--pattern", choices=["random", "time"], default="random",
+                   help="time: time-indexed state arrays (tools/fuzz/timeline.py), checked by "
+                        "tools/fuzz/timeline_check.py")
     p.add_argument("-q", "--quiet", action="store_true")
     return p
 
@@ -145,6 +149,8 @@ def _shrink_saved(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.pattern == "time":
+        return timeline_main(args.seed, args.start, args.count, args.show)
     size = SIZES[args.size]
     if args.show:
         seed, index = (int(v) for v in args.show.split(":"))
