@@ -33,6 +33,7 @@ from ..types import (
     VecValue,
     scalar_from_numpy,
 )
+from ..types.values import HOST_OPERATOR
 from . import ops
 from .values import (
     ArrayVal,
@@ -468,6 +469,7 @@ def _typed(v: Any) -> bool:
     return isinstance(v, VecValue) and v.gl_type is not None
 
 
+@HOST_OPERATOR.fill
 def host_operator(name: str, *operands: Any) -> Any:
     """A Python operator on vector/matrix values (VecValue's dunder methods): the kernel's
     definition where every operand is a gradloom value or a number, numpy's otherwise."""

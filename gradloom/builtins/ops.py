@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..hooks import Hook
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, VectorType, bool_
 from .values import Composite, Ctx, Literal, Value, describe, scalar, type_of
@@ -210,13 +211,17 @@ def _composite_binary(ctx: Ctx, opname: str, a: Value, b: Value) -> Value:
 _COMPONENTWISE = ("mod", "bitand", "bitor", "bitxor", "lshift", "rshift")
 
 
-def _rotation_product(ctx: Ctx, a: Composite, b: Composite) -> Composite:
-    """quat * quat is the Hamilton product, transform * transform their composition (Warp)."""
-    from . import quat, transform  # imported here: these feature modules sit above this one
+#: quat * quat is the Hamilton product, transform * transform their composition (Warp): the
+#: feature modules that define them sit above this one and fill these
+QUAT_PRODUCT: Hook[Callable[[Ctx, Composite, Value], Composite]] = Hook(
+    "quat * quat", "gradloom.builtins.quat")
+TRANSFORM_PRODUCT: Hook[Callable[[Ctx, Composite, Value], Composite]] = Hook(
+    "transform * transform", "gradloom.builtins.transform")
 
-    if a.type.kind == "quat":
-        return quat.hamilton(ctx, a, b)
-    return transform.multiply_op(ctx, a, b)
+
+def _rotation_product(ctx: Ctx, a: Composite, b: Composite) -> Composite:
+    product = QUAT_PRODUCT if a.type.kind == "quat" else TRANSFORM_PRODUCT
+    return product.get()(ctx, a, b)
 
 
 def unary(ctx: Ctx, opname: str, a: Value) -> Value:

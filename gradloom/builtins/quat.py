@@ -13,6 +13,7 @@ from typing import Any
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, VectorType, float32, resolve_annotation
 from .construct import cast_scalar
+from .ops import QUAT_PRODUCT
 from .registry import builtin
 from .values import Composite, Ctx, Literal, OutArgs, TupleVal, Value, describe
 
@@ -526,6 +527,7 @@ def quat_twist_angle_signed(ctx: Ctx, axis: Value, q: Value) -> Value:
 
 # -- operators (called from ops.py) ---------------------------------------------------------------
 
+@QUAT_PRODUCT.fill
 def hamilton(ctx: Ctx, a: Composite, b: Value) -> Composite:
     """`a * b` for a quaternion a: the Hamilton product with a quaternion b."""
     if not (isinstance(b, Composite) and isinstance(b.type, VectorType) and b.type.kind == "quat"):

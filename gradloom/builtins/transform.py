@@ -11,6 +11,7 @@ from typing import Any
 
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, VectorType, float32
+from .ops import TRANSFORM_PRODUCT
 from .quat import (
     Emit,
     as_quat,
@@ -289,6 +290,7 @@ def transform_decompose(ctx: Ctx, m: Value) -> Value:
 
 # -- operators (called from ops.py) ---------------------------------------------------------------
 
+@TRANSFORM_PRODUCT.fill
 def multiply_op(ctx: Ctx, a: Composite, b: Value) -> Composite:
     """`a * b` for a transform a: transform_multiply with a transform b."""
     if not is_transform(b):

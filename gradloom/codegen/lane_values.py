@@ -5,14 +5,11 @@ as one scalar until something needs the vector (codegen/lanes.py runs the loop).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..ir.nodes import Op, Var
 from ..types import ScalarType
+from .function_text import FunctionText
 from .llvm_types import reg_type
-
-if TYPE_CHECKING:
-    from .llvm import FunctionText
 
 #: |c| bound for tracking `wp.tid() + c` exactly: with launches of at most 2**30 threads
 #: (checked where the SIMD loop is entered) such a value never wraps around int32, so widening

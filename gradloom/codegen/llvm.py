@@ -7,33 +7,12 @@ library function computes sin, pow, ...): codegen/entry_cpu.py, codegen/entry_nv
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
+from .function_text import FunctionText
 from .llvm_ops import OpEmitter
 from .llvm_types import reg_type
 from .loops import LoopEmitter
-
-
-@dataclass
-class FunctionText:
-    """Lines of one LLVM function under construction, and the label being appended to."""
-
-    lines: list[str] = field(default_factory=list)
-    label: str = "entry"
-    counter: int = 0
-
-    def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("  " + line)
-
-    def start_block(self, label: str) -> None:
-        self.lines.append(f"{label}:")
-        self.label = label
 
 
 class KernelEmitter(OpEmitter, LoopEmitter):

@@ -5,7 +5,6 @@ adjoints and debug-mode checks use)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ..abi import (
     BLOCK_STACK,
@@ -19,11 +18,9 @@ from ..abi import (
 )
 from ..ir.nodes import Op, Var
 from ..types import ScalarType
+from .function_text import FunctionText
 from .llvm_bf16 import Bf16Emitter, is_bf16
 from .llvm_types import literal, mem_type, reg_type
-
-if TYPE_CHECKING:
-    from .llvm import FunctionText
 
 
 class AdjointEmitter(Bf16Emitter):

@@ -5,13 +5,9 @@ target (and the in-process JIT, which has no compiler-rt helpers) can run it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..ir.nodes import Op
 from ..types import ScalarType, bfloat16
-
-if TYPE_CHECKING:
-    from .llvm import FunctionText
+from .function_text import FunctionText
 
 #: float -> the nearest bfloat16 (as a float, or as its bits); a NaN keeps its sign and stays
 #: a quiet NaN

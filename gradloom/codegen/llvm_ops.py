@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ..ir.nodes import Op, Var
 from ..types import ScalarType, float16, float32
 from . import float32_math
+from .function_text import FunctionText
 from .llvm_adjoint import AdjointEmitter
 from .llvm_bf16 import ROUNDED, is_bf16
 from .llvm_types import literal, mem_type, reg_type
 from .tid_split import split_index
-
-if TYPE_CHECKING:
-    from .llvm import FunctionText
 
 #: How a target computes a float math primitive: ("intrinsic", "sin") calls llvm.sin.f32;
 #: ("libm", "cbrt") the C library's cbrtf/cbrt; ("libdevice", "sin") CUDA's __nv_sinf/__nv_sin;

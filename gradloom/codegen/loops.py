@@ -14,15 +14,12 @@ Three shapes, chosen per loop:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..ir.nodes import Block, Loop, Op, Var, walk_ops
 from ..ir.prims import PRIMS
+from .function_text import FunctionText
 from .llvm_types import reg_type
 from .signals import POLL_TRIPS
-
-if TYPE_CHECKING:
-    from .llvm import FunctionText
 
 
 @dataclass(frozen=True)

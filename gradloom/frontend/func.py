@@ -15,10 +15,19 @@ from ..builtins import fixedarray
 from ..builtins.host import Call, HostCache, caller_loc, host_call
 from ..builtins.values import Ctx, KernelValue, Literal, type_of
 from ..errors import CompileError, GradloomError, KernelTypeError, SourceLoc
+from ..hooks import Hook
 from ..types import ScalarType, resolve_annotation
 from .generic import is_generic, matches_template, tuple_template
 from .source import SourceInfo, parse_function, source_digest
 from .static import parse_declared
+
+#: a lowerer of function bodies into a builder, for calls from Python (frontend/lower.py
+#: fills these: the kernel lowerer sits above the functions it inlines)
+LOWERER: Hook[Callable[[Any, SourceInfo], Any]] = Hook("the function lowerer",
+                                                       "gradloom.frontend.lower")
+#: a call's arguments bound to a function's parameters, as lowered values
+BIND_ARGUMENTS: Hook[Callable[..., dict[str, Any]]] = Hook("argument binding",
+                                                            "gradloom.frontend.lower")
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -147,11 +156,8 @@ class Function:
                                                loc))
 
     def _lower(self, ctx: Ctx, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        from .lower import Lowerer  # lower.py imports this module (through custom.py)
-
         node = ast.Call(ast.Name(self.key), [], [])  # the call site: Python, not source
-        return Lowerer(ctx.b, self.info, {}, [], [], False).inline_call(ctx, node, self, args,
-                                                                        kwargs)
+        return LOWERER.get()(ctx.b, self.info).inline_call(ctx, node, self, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<gradloom func {self.key}>"

@@ -24,6 +24,7 @@ from ..ir.nodes import Block, Custom, If, Loop, Op, Var
 from ..ir.prims import PRIMS
 from ..types import ScalarType
 from .custom import GRADIENT_SCOPE
+from .func import BIND_ARGUMENTS, LOWERER
 from .source import fingerprint_value, parse_function
 
 #: per float value: its tangent along each input component (None: zero)
@@ -63,10 +64,8 @@ class GradFunction:
                                                {}, caller_loc(1)))
 
     def _host_lower(self, ctx: Ctx, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        from .lower import Lowerer  # lower.py is above this module (it lowers kernels)
-
         info = getattr(self.func, "info", None) or parse_function(grad)
-        lowerer = Lowerer(ctx.b, info, {}, [], [], False)
+        lowerer = LOWERER.get()(ctx.b, info)
         return lower_gradient(lowerer, ctx, ast.Call(ast.Name(self.key), [], []), self.func,
                               args)
 
@@ -135,10 +134,8 @@ def _inputs(ctx: Ctx, func: Any, args: list[Any]) -> list[Value]:
     """The arguments as typed values (literals take the parameter's type, else their own)."""
     if isinstance(func, Builtin):
         return [materialize(ctx, a) for a in args]
-    from .lower import bind_arguments  # lower.py is above this module
-
     overload = func.resolve(args, {}, ctx.loc)
-    env = bind_arguments(ctx, overload, args, {})
+    env = BIND_ARGUMENTS.get()(ctx, overload, args, {})
     return [env[name] for name, _ in overload.param_types()]
 
 

@@ -49,6 +49,7 @@ from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import GRADIENT_SCOPE, emit_custom_call
 from .expr import BINOPS
+from .func import BIND_ARGUMENTS, LOWERER
 from .generic import matches_template
 from .gradfn import GradFunction
 from .iterate import IterLowerer
@@ -363,6 +364,7 @@ def unpack(ctx: Ctx, value: Any, n: int) -> list[Any]:
     return items
 
 
+@BIND_ARGUMENTS.fill
 def bind_arguments(ctx: Ctx, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     params = fn.param_types()
     sig = inspect.signature(fn.pyfunc)
@@ -444,3 +446,8 @@ def env_params(env: dict[str, Any], params: list[tuple[str, Any]]) -> list[Array
     return [env[name] for name, t in params
             if isinstance(t, ArrayType) and isinstance(env.get(name), ArrayVal)]
 
+
+@LOWERER.fill
+def _host_lowerer(b: Builder, info: SourceInfo) -> Lowerer:
+    """A lowerer for a function called from Python (no kernel around it)."""
+    return Lowerer(b, info, {}, [], [], False)

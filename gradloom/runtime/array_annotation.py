@@ -7,7 +7,8 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from gradloom.types import MatrixType, ScalarType, StructType, VectorType, type_repr
+from .. import types
+from ..types import MatrixType, ScalarType, StructType, VectorType, type_repr
 
 
 def annotation_ndim(n: Any) -> int:
@@ -26,10 +27,8 @@ def _dtype_text(t: Any) -> str:
     if isinstance(t, ScalarType):
         return f"wp.{'bool' if t.name == 'bool' else t.name}"
     if isinstance(t, (VectorType, MatrixType)):
-        import gradloom  # the public aliases (wp.vec3f, wp.mat44f) are named there
-
-        name = repr(t)
-        return f"wp.{name}" if getattr(gradloom, name, None) is t else type_repr(t)
+        name = repr(t)  # a public alias (wp.vec3f, wp.mat44f): types names them all
+        return f"wp.{name}" if getattr(types, name, None) is t else type_repr(t)
     return type_repr(t)
 
 

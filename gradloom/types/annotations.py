@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from .composite import MatrixType, VectorType
-from .layout import ArrayType, FixedArrayType, IndexedArrayType, StructType
+from .composite import TO_SCALAR, MatrixType, VectorType
+from .layout import RESOLVE, ArrayType, FixedArrayType, IndexedArrayType, StructType
 from .scalars import ScalarType, bool_, float32, int32, scalar_from_numpy
 from .tiles import TileAnnotation, tile
 from .values import VecValue
 
 
+@TO_SCALAR.fill
 def to_scalar(obj: Any) -> ScalarType:
     t = resolve_annotation(obj)
     if not isinstance(t, ScalarType):
@@ -22,6 +23,7 @@ def to_scalar(obj: Any) -> ScalarType:
     return t
 
 
+@RESOLVE.fill
 def resolve_annotation(obj: Any) -> Any:
     """Turn what a user writes in an annotation or `dtype=` into a gradloom type."""
     if obj is builtins.float:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..hooks import Hook
 from .scalars import (
     ScalarType,
     float16,
@@ -24,8 +25,11 @@ from .scalars import (
     uint64,
 )
 
-if TYPE_CHECKING:
-    from .values import VecValue
+#: a value of a composite type, built by calling the type (types/values.py fills it: values
+#: sit above the types they are values of)
+CONSTRUCT: Hook[Any] = Hook("vector and matrix values", "gradloom.types.values")
+#: the scalar type a `dtype=` argument names (types/annotations.py fills it)
+TO_SCALAR: Hook[Any] = Hook("dtype arguments", "gradloom.types.annotations")
 
 
 class _CompositeAttrs:
@@ -51,20 +55,15 @@ class _CompositeAttrs:
     def _wp_generic_type_str_(self) -> str:
         return _GENERIC.get(self.kind, "vec_t") if isinstance(self, VectorType) else "mat_t"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> VecValue:
-        from .values import make_composite_value, transform_value
-
-        if self.kind == "transform":
-            return transform_value(self, args, kwargs)  # type: ignore[arg-type]
-        if kwargs:
-            raise TypeError(f"{self!r}() takes no keyword arguments")
-        return make_composite_value(self, args)  # type: ignore[arg-type]
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A value of this type (a types/values.py `VecValue`)."""
+        return CONSTRUCT.get()(self, args, kwargs)
 
     def __instancecheck__(self, obj: Any) -> bool:
         """`isinstance(v, wp.vec3)`: v is a Python-scope value of this type."""
         return getattr(obj, "gl_type", None) == self
 
-    def from_ptr(self, address: int) -> VecValue:
+    def from_ptr(self, address: int) -> Any:
         """A value copied from memory at an address (Warp's `vec3.from_ptr`)."""
         if not address:
             raise RuntimeError("NULL pointer exception")
@@ -167,9 +166,7 @@ CompositeType = VectorType | MatrixType
 
 
 def _scalar(dtype: Any) -> ScalarType:
-    from .annotations import to_scalar
-
-    return to_scalar(dtype if dtype is not None else float32)
+    return TO_SCALAR.get()(dtype if dtype is not None else float32)  # type: ignore[no-any-return]
 
 
 #: one object per composite type, so the factories return Warp's named aliases themselves

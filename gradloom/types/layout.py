@@ -9,6 +9,7 @@ from typing import Any
 
 from ..abi import arg_offsets as arg_offsets  # the launch ABI owns the argument layout
 from ..abi import array_bytes, array_words
+from ..hooks import Hook
 from .composite import MatrixType, VectorType
 from .scalars import ScalarType, int64, ptr
 
@@ -168,10 +169,12 @@ def leaves(t: Any, offset: int = 0) -> list[tuple[int, ScalarType]]:
 
 
 
-def _resolve(obj: Any) -> Any:
-    from .annotations import resolve_annotation
+#: the type an annotation or `dtype=` names (types/annotations.py fills it)
+RESOLVE: Hook[Any] = Hook("type annotations", "gradloom.types.annotations")
 
-    return resolve_annotation(obj)
+
+def _resolve(obj: Any) -> Any:
+    return RESOLVE.get()(obj)
 
 
 #: a native pool's control memory (its layout: codegen/native_pool.py)

@@ -10,8 +10,14 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from .composite import CompositeType, MatrixType, VectorType, quaternion
+from ..hooks import Hook
+from .composite import CONSTRUCT, CompositeType, MatrixType, VectorType, quaternion
 from .scalars import bf16_round, scalar_from_numpy
+
+#: a Python operator on vector/matrix values computes what the kernel library defines it as
+#: (builtins/host.py fills it)
+HOST_OPERATOR: Hook[Any] = Hook("the operators of vector and matrix values",
+                                "gradloom.builtins.host")
 
 
 class VecValue(np.ndarray):  # type: ignore[type-arg]
@@ -192,9 +198,7 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     # -- operators: the kernel's definitions, evaluated on the host ----------------------------
 
     def _op(self, name: str, *operands: Any) -> Any:
-        from ..builtins.host import host_operator  # the builtin library sits above this module
-
-        return host_operator(name, *operands)
+        return HOST_OPERATOR.get()(name, *operands)
 
     def __add__(self, o: Any) -> Any:
         return self._op("add", self, o)
@@ -313,6 +317,16 @@ def _is_number(v: Any) -> bool:
 def _type_name(v: Any) -> str:
     t = getattr(v, "gl_type", None)
     return repr(t) if t is not None else type(v).__name__
+
+
+@CONSTRUCT.fill
+def construct(t: CompositeType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> VecValue:
+    """Calling a composite type: `wp.vec3(1, 2, 3)`, `wp.transform(p=..., q=...)`."""
+    if t.kind == "transform":
+        return transform_value(t, args, kwargs)  # type: ignore[arg-type]
+    if kwargs:
+        raise TypeError(f"{t!r}() takes no keyword arguments")
+    return make_composite_value(t, args)
 
 
 def make_composite_value(t: CompositeType, args: tuple[Any, ...]) -> VecValue:

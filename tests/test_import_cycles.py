@@ -1,0 +1,184 @@
+"""No import cycles among gradloom's files (docs/design.md §3): every import counts — module
+level, inside functions, under `TYPE_CHECKING`, and `import gradloom` / `from .. import x`
+inside the package — because a deferred import is still a dependency: it hides a cycle from
+the interpreter, it does not remove it.
+
+Allowed: cycles of at most 2 files, at most 6 files in cycles in all, and, until the runtime is
+split into backends (the open architecture work), the files of the one runtime cycle listed in
+RUNTIME_CYCLE. That list may only shrink: a file that leaves the cycle must leave the list.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "gradloom"
+
+MAX_CYCLE = 2
+MAX_IN_CYCLES = 6
+#: the runtime's import cycle as it stands (module names under gradloom, "" for the package)
+RUNTIME_CYCLE = frozenset((
+    '', 'argtypes', 'autograd', 'interop.dlpack', 'interop.jax', 'interop.numpy', 'interop.torch',
+    'kernel', 'loading', 'modules', 'runtime.adjoint', 'runtime.array', 'runtime.array_arith',
+    'runtime.array_ops', 'runtime.array_storage', 'runtime.capture', 'runtime.capturing',
+    'runtime.checks', 'runtime.chunking', 'runtime.cuda_array', 'runtime.cuda_command',
+    'runtime.cuda_graph', 'runtime.cuda_tape', 'runtime.device', 'runtime.device_grads',
+    'runtime.foreign', 'runtime.foreign_cuda', 'runtime.hash_grid', 'runtime.indexedarray',
+    'runtime.launch', 'runtime.launch_cuda', 'runtime.packing', 'runtime.parallel',
+    'runtime.recording', 'runtime.stream', 'runtime.structs', 'runtime.tape',
+    'runtime.tape_graph', 'runtime.timing', 'utils', 'utils._common', 'utils.cast',
+    'utils.mapping', 'utils.reduce', 'utils.sorting', 'utils.transforms',
+))
+
+Edges = dict[str, dict[str, int]]  # module -> {imported module: line of the first import}
+
+
+def _modules() -> dict[str, Path]:
+    """Module name under gradloom ("" for the package itself, "runtime" for its __init__) ->
+    file."""
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _targets(mods: dict[str, Path], current: str, node: ast.AST) -> list[str]:
+    """The gradloom modules an import statement imports (a name imported from a package counts
+    as its submodule where it is one, else as the package)."""
+    is_package = mods[current].name == "__init__.py"
+    package = current if is_package else current.rpartition(".")[0]
+    if isinstance(node, ast.Import):
+        return [_strip(a.name) for a in node.names
+                if a.name.split(".")[0] == "gradloom" and _strip(a.name) in mods]
+    assert isinstance(node, ast.ImportFrom)
+    if node.level:
+        base = package.split(".") if package else []
+        base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+        module = ".".join(base + ([node.module] if node.module else []))
+    elif node.module and node.module.split(".")[0] == "gradloom":
+        module = _strip(node.module)
+    else:
+        return []
+    out = []
+    for alias in node.names:
+        sub = f"{module}.{alias.name}" if module else alias.name
+        out.append(sub if sub in mods else module)
+    return [m for m in out if m in mods]
+
+
+def _strip(dotted: str) -> str:
+    return dotted.partition(".")[2]
+
+
+def _graph() -> Edges:
+    mods = _modules()
+    edges: Edges = {m: {} for m in mods}
+    for m, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for t in _targets(mods, m, node):
+                    if t != m:
+                        edges[m].setdefault(t, node.lineno)
+    return edges
+
+
+def _components(edges: Edges) -> list[list[str]]:
+    """Strongly connected components of more than one module (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def _cycle_path(edges: Edges, comp: list[str]) -> str:
+    """One cycle through the component's first module, as file:line hops."""
+    inside = set(comp)
+    start = comp[0]
+    parent: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(edges[v]):
+            if w not in inside:
+                continue
+            if w == start:
+                hops = [v]
+                while hops[-1] != start:
+                    hops.append(parent[hops[-1]])
+                hops.reverse()
+                hops.append(start)
+                return " -> ".join(f"{a or 'gradloom'} (line {edges[a][b]})"
+                                   for a, b in itertools.pairwise(hops)) + f" -> {start}"
+            if w not in parent:
+                parent[w] = v
+                todo.append(w)
+    return "?"
+
+
+def test_no_import_cycles_beyond_the_known_runtime_one() -> None:
+    edges = _graph()
+    problems = []
+    in_cycles = 0
+    for comp in _components(edges):
+        if set(comp) <= RUNTIME_CYCLE:
+            continue
+        in_cycles += len(comp)
+        if len(comp) > MAX_CYCLE:
+            problems.append(f"a cycle of {len(comp)} files {comp}: {_cycle_path(edges, comp)}")
+    assert not problems, "\n".join(problems)
+    assert in_cycles <= MAX_IN_CYCLES, f"{in_cycles} files in small cycles"
+
+
+def test_the_runtime_allowance_only_shrinks() -> None:
+    cyclic = {m for comp in _components(_graph()) for m in comp}
+    stale = RUNTIME_CYCLE - cyclic
+    assert not stale, f"no longer in a cycle, remove from RUNTIME_CYCLE: {sorted(stale)}"
+
+
+def test_the_checker_sees_every_kind_of_import() -> None:
+    edges = _graph()
+    assert "hooks" in edges["types.values"]  # module level, relative
+    assert "" in edges["utils.mapping"]  # `import gradloom` inside a function
+    assert "builtins.registry" in edges["builtins.quat"]
+    cycle = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
+    assert _components(cycle) == [["a", "b", "c"]]
+    assert _cycle_path(cycle, ["a", "b", "c"]).startswith("a (line 1) -> b (line 2)")
