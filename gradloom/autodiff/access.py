@@ -32,10 +32,6 @@ class ArrayAccess:
         because the kernel reads values that it (or its own atomics) wrote."""
         return (self.loads or self.result_used) and self.stores
 
-    @property
-    def needs_before(self) -> bool:
-        """The adjoint reads the array's contents from before the launch."""
-        return self.loads or self.result_used
 
     @property
     def flags(self) -> frozenset[str]:

@@ -324,11 +324,6 @@ def quat_identity(ctx: Ctx, dtype: Any = None) -> Value:
     return Composite(quat_type(dt), (zero, zero, zero, ctx.const(1.0, dt)))
 
 
-def identity_comps(e: Emit) -> tuple[Var, ...]:
-    zero = e.c(0.0)
-    return zero, zero, zero, e.c(1.0)
-
-
 # -- rotations ------------------------------------------------------------------------------------
 
 @builtin("quat_inverse", "the conjugate (-x, -y, -z, w): the inverse of a unit quaternion",

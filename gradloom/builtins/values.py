@@ -220,10 +220,6 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
     raise ctx.error(f"cannot make a zero value of type {t!r}")
 
 
-def map_scalars(fn: Callable[[Var], Var], v: Composite) -> Composite:
-    return Composite(v.type, tuple(fn(c) for c in v.comps))
-
-
 def if_values(ctx: Ctx, cond: Var, then: Callable[[], list[Var]],
               orelse: Callable[[], list[Var]]) -> list[Var]:
     """An IR if-region: the values the branch taken computes (each branch returns a list)."""

@@ -126,8 +126,6 @@ class LaneValues:
             self.memo[-1][key] = got
         return got
 
-    def lane_constant(self, values: list[int], ty: str = "i32") -> str:
-        return "<" + ", ".join(f"{ty} {v}" for v in values) + ">"
 
     def any_lane(self, mask: str) -> str:
         """An i1: some lane of the mask is on."""

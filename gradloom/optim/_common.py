@@ -6,7 +6,8 @@ from typing import Any
 
 from ..errors import GradloomError
 from ..runtime.array import array
-from ..types import MatrixType, ScalarType, VectorType, float16, float32, float64
+from ..types import VectorType, float16, float32, float64
+from ..types.query import type_name
 
 
 class OptimRuntimeError(GradloomError, RuntimeError):
@@ -22,10 +23,6 @@ class OptimValueError(GradloomError, ValueError):
 
 
 FLOAT_SCALARS = (float16, float32, float64)
-
-
-def type_name(t: Any) -> str:
-    return getattr(t, "__name__", None) or str(t)
 
 
 def float_vector(t: Any) -> bool:
@@ -54,8 +51,3 @@ def as_1d(a: array, what: str) -> array:
     return a.flatten()
 
 
-def scalar_of(t: Any) -> ScalarType:
-    if isinstance(t, ScalarType):
-        return t
-    assert isinstance(t, (VectorType, MatrixType))
-    return t.dtype

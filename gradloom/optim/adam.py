@@ -14,15 +14,9 @@ from ..runtime.array import array
 from ..runtime.array_ops import zeros
 from ..runtime.launch import launch
 from ..types import float16, float32
+from ..types.query import scalar_of
 from . import _kernels
-from ._common import (
-    FLOAT_SCALARS,
-    OptimRuntimeError,
-    as_1d,
-    check_gradient,
-    float_vector,
-    scalar_of,
-)
+from ._common import FLOAT_SCALARS, OptimRuntimeError, as_1d, check_gradient, float_vector
 
 
 def _moment_dtype(param_dtype: Any) -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 from ..runtime.array import array
 from ..runtime.array_ops import zeros_like
 from ..runtime.launch import launch
+from ..types.query import scalar_of, type_name
 from . import _kernels
 from ._common import (
     FLOAT_SCALARS,
@@ -17,8 +18,6 @@ from ._common import (
     as_1d,
     check_gradient,
     float_vector,
-    scalar_of,
-    type_name,
 )
 
 

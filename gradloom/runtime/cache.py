@@ -101,12 +101,6 @@ def store(key: str, entry: dict[str, Any]) -> None:
             os.unlink(tmp)
 
 
-def entry_files() -> list[Path]:
-    """Every entry file in the cache directory (what `python -m gradloom` counts)."""
-    root = Path(config.cache_dir) / "kernels"
-    return sorted(root.glob("*/*.bin")) if root.is_dir() else []
-
-
 def clear() -> None:
     """Delete every cached kernel on disk (`wp.clear_kernel_cache()`); kernels this process has
     already loaded stay usable."""

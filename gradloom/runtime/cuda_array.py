@@ -39,7 +39,7 @@ from .array import (
 )
 from .array_storage import to_numpy
 from .capturing import deferrable
-from .cuda_driver import Driver, current
+from .cuda_driver import current
 from .cuda_stream import order_streams
 from .device import CPU, Device
 from .dlpack_capsule import DLPACK_CUDA, export
@@ -131,9 +131,6 @@ class CudaArray(array):
                             f"array is on {self.device}: use .numpy() for a host copy, or "
                             ".to('cpu')")
 
-    @property
-    def _driver(self) -> Driver:
-        return current()
 
     def _stream(self) -> Any:
         return cuda_stream(self.device).handle

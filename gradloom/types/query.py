@@ -209,3 +209,17 @@ def type_repr(t: Any) -> str:
     if gl is not None and gl is not t:
         return type_repr(gl)
     return getattr(t, "__name__", repr(t))
+
+
+def type_name(t: Any) -> str:
+    """Warp's spelling of a type in messages: float32, vec3f, mat22d, ..."""
+    return getattr(t, "__name__", None) or str(t)
+
+
+def scalar_of(t: Any) -> ScalarType | None:
+    """The scalar type of a scalar, vector or matrix element type (None for structs)."""
+    if isinstance(t, ScalarType):
+        return t
+    if isinstance(t, (VectorType, MatrixType)):
+        return t.dtype
+    return None

@@ -11,7 +11,7 @@ from ..runtime.array import NDArray, array, elem_shape
 from ..runtime.capturing import defer
 from ..runtime.recording import ACTIVE_TAPES
 from ..runtime.watch import before_write
-from ..types import MatrixType, ScalarType, VectorType, float32, float64, size_of
+from ..types import float32, float64, size_of
 
 
 class UtilsRuntimeError(GradloomError, RuntimeError):
@@ -35,20 +35,6 @@ class UtilsCaptureError(GradloomError, NotImplementedError):
 
 
 FLOATS = (float32, float64)
-
-
-def type_name(t: Any) -> str:
-    """Warp's spelling of a type in messages: float32, vec3f, mat22d, ..."""
-    return getattr(t, "__name__", None) or str(t)
-
-
-def scalar_of(t: Any) -> ScalarType | None:
-    """The scalar type of a scalar, vector or matrix element type (None for structs)."""
-    if isinstance(t, ScalarType):
-        return t
-    if isinstance(t, (VectorType, MatrixType)):
-        return t.dtype
-    return None
 
 
 def check_array(a: Any, what: str) -> array:

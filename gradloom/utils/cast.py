@@ -17,12 +17,12 @@ from ..runtime.array_ops import copy
 from ..runtime.recording import record_op
 from ..runtime.watch import before_write
 from ..types import float16, float32, float64
+from ..types.query import scalar_of
 from ._common import (
     UtilsRuntimeError,
     captured,
     check_array,
     check_same_device,
-    scalar_of,
     taping,
     write,
 )

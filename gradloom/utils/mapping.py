@@ -29,7 +29,7 @@ from ..runtime.array_ops import empty
 from ..runtime.indexedarray import indexedarray
 from ..runtime.launch import launch
 from ..types import StructType, type_of_constant
-from ._common import scalar_of, type_name
+from ..types.query import scalar_of, type_name
 
 # --------------------------------------------------------------------------------------------
 # Functions from Python callables

@@ -17,6 +17,7 @@ from ..runtime.array_ops import empty
 from ..runtime.capturing import capturing
 from ..runtime.recording import record_op
 from ..runtime.watch import Watch
+from ..types.query import scalar_of, type_name
 from ._common import (
     FLOATS,
     UtilsCaptureError,
@@ -27,9 +28,7 @@ from ._common import (
     check_array,
     check_same_device,
     flat_index,
-    scalar_of,
     taping,
-    type_name,
     write,
 )
 

@@ -19,6 +19,7 @@ from ..runtime.capturing import capturing
 from ..runtime.recording import record_op
 from ..runtime.watch import before_write
 from ..types import float32, float64, int32, int64, size_of, uint32, uint64
+from ..types.query import scalar_of, type_name
 from ._common import (
     UtilsCaptureError,
     UtilsRuntimeError,
@@ -30,9 +31,7 @@ from ._common import (
     contiguous,
     flat,
     flat_index,
-    scalar_of,
     taping,
-    type_name,
     write,
 )
 
