@@ -9,7 +9,7 @@ start) so that the two frameworks never share a process. Forward: start-up, comp
 overhead (plain and prepared), throughput, bandwidth of the memory-bound kernels against numpy's
 copy, gradloom on 1 and on 2 threads (also with one core kept busy by another process, warp
 alongside); backward: forward + `tape.backward` on a `wp.Tape`, with a
-check that both sides' input gradients agree. Ends with the "Done when" summary of issue 6. See
+check that both sides' input gradients agree. Ends with a summary against the targets in specs.py. See
 benchmarks/README.md.
 """
 

@@ -54,7 +54,7 @@ from gradloom import config
 CLOTH_DIMS = (32, 64, 128)
 QUICK_CLOTH_DIMS = (32, 64)
 RESULTS = Path(__file__).resolve().parent / "results"
-# issue 17's targets: every step >= 2x faster than warp-lang, with and without a busy core;
+# the example targets: every step >= 2x faster than warp-lang, with and without a busy core;
 # gradloom's default never more than 10% slower than its own serial path
 TARGET_SPEEDUP, TARGET_SPLIT = 2.0, 1.10
 
@@ -267,7 +267,7 @@ def main() -> None:
                 cols = columns(warp, default)
                 if label == cases[0][0]:
                     print(f"{'step':10s}" + "".join(f"{c.label:>20s}" for c in cols)
-                          + f"{'warp / gl':>12s}{'gl / 1 thr':>12s}   issue 17")  # fmt: skip
+                          + f"{'warp / gl':>12s}{'gl / 1 thr':>12s}   targets")  # fmt: skip
                 cloth = make_cloth(cloth_cls, dim)
                 fac = [sim_factory(name, mods[(name, c.backend.__name__)], cloth) for c in cols]
                 bench_example(name, cols, fac, args)
@@ -283,7 +283,7 @@ def save(out: dict[str, Any]) -> None:
     path.write_text(json.dumps(out, indent=1))
     print(f"\nwarp / gl: warp-lang's time / gradloom's at its default thread count (> 1: gradloom "
           f"faster); gl / 1 thr: gradloom default / gradloom serial (<= 1.10: the split never "
-          f"loses). Targets (issue 17): warp / gl >= {TARGET_SPEEDUP}, gl / 1 thr <= "
+          f"loses). Targets: warp / gl >= {TARGET_SPEEDUP}, gl / 1 thr <= "
           f"{TARGET_SPLIT}.\nresults: {path}")
 
 

@@ -50,7 +50,7 @@ BWD_MAX_REPS = 25
 # sums in different orders; n-body sums 4096 terms of both signs per element)
 GRAD_RTOL, GRAD_ATOL = 1e-3, 1e-4
 
-# "Done when" targets (issue 6)
+# the core benchmark's targets
 TARGET_RATIO = 0.556  # gradloom time / warp time on compute-bound kernels (>= 1.8x throughput)
 TARGET_COPY_FRACTION = 0.70  # memory-bound kernels: gradloom GB/s / numpy copy GB/s
 TARGET_LAUNCH_US = 3.0

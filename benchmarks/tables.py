@@ -1,5 +1,5 @@
 """Printing of the benchmark's results: the forward, backward, bandwidth and scaling tables and the
-"Done when" summary of issue 6 (every number a median over the variant's samples)."""
+summary against the core targets (every number a median over the variant's samples)."""
 
 import argparse
 import os
@@ -283,7 +283,7 @@ def target_row(
 def done_when_rows(
     variants: Variants, sizes: dict[str, int], copy_gbs: float | None, grads: dict[str, Any]
 ) -> list[Row]:
-    """Every "Done when" target of issue 6, then the correctness line."""
+    """Every core target, then the correctness line."""
     g, w = variants.get("gradloom"), variants.get("warp")
     rows = []
 
@@ -335,7 +335,7 @@ def report_done_when(
     """The "Done when" summary: every target with the measured value and PASS / FAIL."""
     rows = done_when_rows(variants, sizes, copy_gbs, grads)
     print()
-    print("Done when (issue 6): gradloom at its default thread count unless --threads")
+    print("Targets: gradloom at its default thread count unless --threads")
     fmt = "{:<56}{:>22}  {:<10}{}"
     print(fmt.format("target", "measured", "needs", ""))
     for what, measured, target, ok in rows:

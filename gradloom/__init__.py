@@ -19,8 +19,8 @@ from .errors import (
     UnsupportedSyntaxError,
 )
 from .frontend.func import Function, func, func_grad
-from .frontend.generic import Float, Int, Scalar  # issue 13 (h-lang): generic annotations
-from .frontend.replay import func_replay  # issue 13 (h-lang)
+from .frontend.generic import Float, Int, Scalar  # generic annotations
+from .frontend.replay import func_replay
 from .interop.dlpack import from_dlpack, to_dlpack
 from .interop.jax import (
     device_from_jax,
@@ -42,7 +42,7 @@ from .interop.torch import (
 from .kernel import VERSION as __version__
 from .kernel import Kernel, codegen_ptx, kernel, overload
 from .loading import compile_kernels, force_load, load_module
-from .modules import Module, get_module, get_module_options, set_module_options  # issue 13
+from .modules import Module, get_module, get_module_options, set_module_options
 from .runtime.array import array
 from .runtime.array_ops import (
     array1d,
@@ -267,7 +267,7 @@ from . import typedocs as _typedocs  # noqa: E402
 
 _typedocs.attach(globals())
 
-# -- custom gradients and the Tape (issue 13, h-cgrad): Warp's native-snippet functions
+# -- custom gradients and the Tape: Warp's native-snippet functions
 # (accepted, not runnable), wp.grad(f) and the deterministic-mode enum
 from .config import DeterministicMode  # noqa: E402
 from .frontend.gradfn import grad  # noqa: E402

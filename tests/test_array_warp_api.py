@@ -1,4 +1,4 @@
-"""Warp 1.19's array API details (issue 13): views as another dtype, None for an array argument,
+"""Warp 1.19's array API details: views as another dtype, None for an array argument,
 struct arrays through numpy (`numpy_dtype`, `numpy_value`, fills, array fields), empty
 arrays, and Warp's exception types for bad shapes.
 

@@ -1,4 +1,4 @@
-"""bfloat16 end to end (issue 13): storage as bits, kernel arithmetic through float32 with each
+"""bfloat16 end to end: storage as bits, kernel arithmetic through float32 with each
 result rounded to the nearest bfloat16 (ties to even), atomics, casts, scalar arguments,
 gradients and Python-scope values.
 

@@ -1,7 +1,7 @@
-"""@wp.func_grad rules on functions that take arrays, wp.grad(f), wp.func_native stubs (issue 13).
+"""@wp.func_grad rules on functions that take arrays, wp.grad(f), wp.func_native stubs.
 
 Gradients of such rules are checked against finite differences in the gradient corpus
-(tests/test_grad_corpus.py, "issue 13 custom gradients"); this file checks what the corpus
+(tests/test_grad_corpus.py, "custom gradients"); this file checks what the corpus
 cannot: side effects of a rule, a rule that sets a gradient element, errors, and wp.grad.
 """
 

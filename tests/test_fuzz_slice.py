@@ -5,7 +5,7 @@ in a worker subprocess, Tape gradients against float64 central differences, no w
 compile time is too long for the suite; long runs compare forward values with it):
 
 * ``PLAIN`` cases of seed ``SEED`` (``python -m tools.fuzz --seed 7 --count 150 --size small
-  --no-warp``). Those in ``KNOWN`` fail today because of bugs listed in issue 12 (the letters are
+  --no-warp``). Those in ``KNOWN`` fail today because of bugs listed in docs/fuzzing.md (the letters are
   the known-bug patterns each kernel contains, tools/fuzz/patterns.py); they are strict xfails,
   so fixing a bug flips them and the entry must then be removed.
 * ``CLEAN`` cases of seed ``SEED + 1`` generated with ``--avoid ABCDE`` (the known bugs' patterns
@@ -40,7 +40,7 @@ SEED = 7
 PLAIN = 150
 CLEAN = 150
 AVOID = "ABCDE"
-# PLAIN case index -> known-bug patterns it contains (issue 12 letters); strict xfails below
+# PLAIN case index -> known-bug patterns it contains (known-bug letters); strict xfails below
 KNOWN: dict[int, str] = {}  # every issue-12 bug the slice found is fixed (history: git log)
 
 

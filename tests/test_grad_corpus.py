@@ -1147,7 +1147,7 @@ def test_overwritten_component_exact_gradient():
     np.testing.assert_allclose(result.reverse[0], [9.0, 9.0, 9.0], rtol=1e-12)
 
 
-# --- issue 12 F/G/H (h-tape) ----------------------------------------------------------------
+# --- the Tape: structs made in funcs, arrays in structs, overwrites ----------------------
 # F: a struct with an array member made inside a @wp.func. G: arrays held in nested structs
 # (their contents kept for the adjoint when overwritten later; zero() reaches them).
 # H: backward() seeded from the .grad arrays the user filled, and array operations whose
@@ -1285,7 +1285,7 @@ def test_h_tape_backward_from_grad_matches_fd(program, replace, wrt):
 
 
 # =============================================================================================
-# --- issue 13 language (h-lang)
+# --- language forms
 # Warp 1.19 kernel-language forms: names first set in a loop used after it, a for loop's name
 # after the loop, reversed(range()), vector/matrix slices (read and write), conditional
 # expressions that must run one branch, struct constructors with arguments, generic kernels,
@@ -1449,8 +1449,8 @@ def test_issue13_short_circuit_gradient_matches_fd(case):
     case.run()
 
 
-# --- issue 13 language 2 (h-clang) ----------------------------------------------------------
-# Gradients of the constructs made Warp-compatible by issue 13: slerp as Warp defines it
+# --- language forms, part 2 ----------------------------------------------------------------
+# Gradients of the constructs made Warp-compatible: slerp as Warp defines it
 # (off the unit sphere too), Euler angles with run-time axes, transforms built with keywords
 # and written through `xforms[i].p`, struct operators through user funcs, reversed(range())
 # with a run-time step, quaternion normalize.
@@ -1592,7 +1592,7 @@ def test_issue13_h_clang_grad_builtin_matches_fd(case):
 
 
 # =============================================================================================
-# --- issue 13 custom gradients (h-cgrad)
+# --- custom gradients
 # @wp.func_grad rules of functions that take arrays: `wp.adjoint[a]` is array a's gradient
 # (read, `+=` on elements and vector elements); a function that returns nothing (its rule
 # reads the adjoint of the array it wrote); a rule that calls its own function; struct-field
@@ -1749,7 +1749,7 @@ def test_issue13_custom_gradient_with_arrays_matches_fd(case):
 
 
 # =============================================================================================
-# --- array views in kernels (h-clang)
+# --- array views in kernels
 # Slices of arrays with constant and run-time bounds (negative steps included) read and written
 # inside the kernel: the gradients reach the source arrays' elements the views select.
 
@@ -1781,7 +1781,7 @@ def test_array_views_gradient_matches_fd(case):
 
 
 # =============================================================================================
-# --- eig3 at repeated eigenvalues (h-clang)
+# --- eig3 at repeated eigenvalues
 # Symmetric functions of the eigenvalues (their sum, sum of squares) are smooth where eigenvalues
 # repeat; a gradient bug: in float64 the Jacobi rotation of an already diagonal, degenerate pair
 # took its angle from rounding noise, and the sum's gradient was off by up to 4%.

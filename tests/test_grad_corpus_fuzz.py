@@ -3,7 +3,7 @@
 Each kernel is the shrunk form of a fuzz failure (``python -m tools.fuzz``, docs/fuzzing.md),
 tidied by hand, checked like tests/test_grad_corpus.py: reverse mode against float64 central
 differences of a weighted sum of the outputs (tests/gradfd.py). A case that fails on gradloom
-today is a strict xfail naming the bug (issue 12 letters), so the fix flips it to a pass and the
+today is a strict xfail naming the bug (known-bug letters), so the fix flips it to a pass and the
 mark must go. A refused kernel (gradloom raises where warp-lang compiles it) counts as failing.
 """
 
@@ -395,20 +395,20 @@ def test_fuzz_backward_does_not_crash(check):
 
 # =============================================================================================
 
-KNOWN_A = "A (issue 12): loop-carried variable that starts as a plain copy of another"
-KNOWN_A_ARG = ("A (issue 12) through a @wp.func argument: a parameter starts as a plain copy "
+KNOWN_A = "A: loop-carried variable that starts as a plain copy of another"
+KNOWN_A_ARG = ("A through a @wp.func argument: a parameter starts as a plain copy "
                "of a variable (found with --avoid ABCDE)")
-KNOWN_A_SRC = ("A (issue 12) seen from the source: a copy of a component of the loop-carried "
+KNOWN_A_SRC = ("A seen from the source: a copy of a component of the loop-carried "
                "variable, taken before the loop (found with --avoid ABCDE)")
-KNOWN_B = "B (issue 12): a thread reads an element another thread writes in the same launch"
-KNOWN_C = ("C (issue 12, outside a loop): an int atomic changes an element that another "
+KNOWN_B = "B: a thread reads an element another thread writes in the same launch"
+KNOWN_C = ("C (outside a loop): an int atomic changes an element that another "
            "thread's index read sees; the adjoint reads the final value")
-KNOWN_C_LOOP = "C (issue 12): int atomics (exch/cas/and/or/xor) inside loops"
+KNOWN_C_LOOP = "C: int atomics (exch/cas/and/or/xor) inside loops"
 KNOWN_ORDER = ("an unused int atomic result carried by a loop put the adjoint's threads in "
                "launch order (fuzz 1:218)")
 KNOWN_LIT = "a number bound between a func's early returns: internal error (fuzz 1:601)"
-KNOWN_D = "D (issue 12): atomic_add as a statement inside a loop refused"
-KNOWN_E = "E (issue 12): array store in a loop nested in an if refused"
+KNOWN_D = "D: atomic_add as a statement inside a loop refused"
+KNOWN_E = "E: array store in a loop nested in an if refused"
 
 WARP_OVERWRITE = "warp-lang's adjoint re-reads memory that the forward overwrote"
 X4 = np.array([0.3, -0.4, 0.9, 0.2])

@@ -1,5 +1,5 @@
 """Gradient corpus, part 2: aliases carried by loops, primitives with effects inside loops, and
-in-place updates in nested regions (issue 12 A, C, D, E). Checked like tests/test_grad_corpus.py:
+in-place updates in nested regions (known bugs A, C, D, E of docs/fuzzing.md). Checked like tests/test_grad_corpus.py:
 Tape gradients of a random weighted sum of the outputs against float64 central differences.
 """
 

@@ -1,5 +1,5 @@
 """The JIT loader refuses object code that needs a symbol the process lacks, instead of binding
-it to address 0 (a kernel then crashed on its first use: issue 12, fuzz 200:43)."""
+it to address 0 (a kernel then crashed on its first use: fuzz case 200:43)."""
 
 from __future__ import annotations
 

@@ -1020,7 +1020,7 @@ def test_slot_counter_compaction_replays_the_slots():
 
 
 # =============================================================================================
-# issue 12 F/G/H, issue 13 (h-tape): structs made in funcs, arrays in (nested) structs,
+# structs made in funcs, arrays in (nested) structs,
 # backward() seeded from .grad, record_func, record_scope_begin/end
 
 

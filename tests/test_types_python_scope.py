@@ -1,4 +1,4 @@
-"""Warp 1.19's Python-scope type API (issue 13): type objects' class attributes, the
+"""Warp 1.19's Python-scope type API: type objects' class attributes, the
 introspection functions of `wp.types`, vector/matrix values' checks, array arithmetic
 operators, Warp's config options and error classes, constants, and IEEE constant folding.
 

@@ -1,9 +1,9 @@
-"""Warp 1.19 kernel-language and kernel-object forms (issue 13) behave as in warp-lang.
+"""Warp 1.19 kernel-language and kernel-object forms behave as in warp-lang.
 
 Runs on gradloom by default and on warp-lang with GL_TEST_BACKEND=warp (wpcompat.py), which
 checks the expectations themselves; tests of deliberate differences (docs/differences.md) run
 on gradloom only. Gradients of these forms are in the gradient corpus (test_grad_corpus.py,
-section "issue 13 language").
+section "language forms").
 """
 
 # ruff: noqa: UP018

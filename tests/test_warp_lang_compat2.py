@@ -1,9 +1,9 @@
-"""Warp 1.19 kernel-language forms of issue 13, part 2: constructors, compile errors, wp.static,
+"""Warp 1.19 kernel-language forms, part 2: constructors, compile errors, wp.static,
 wp.Launch, special values, Euler axes, numerics that must agree with warp-lang bit for bit.
 
 Runs on gradloom by default and on warp-lang with GL_TEST_BACKEND=warp (wpcompat.py), which
 checks the expectations themselves; tests of gradloom-only behaviour are marked. Gradients of
-these forms are in the gradient corpus (test_grad_corpus.py, "issue 13 language 2 (h-clang)").
+these forms are in the gradient corpus (test_grad_corpus.py, "language forms, part 2").
 """
 
 # ruff: noqa: UP018

@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["float64", "float32"], default=None,
                    help="only this float width (default: 3/4 float64, 1/4 float32)")
     p.add_argument("--avoid", default="", metavar="LETTERS",
-                   help="leave out the patterns of known bugs (letters of issue 12, e.g. ABCDE)")
+                   help="leave out the patterns of known bugs (known-bug letters, e.g. ABCDE)")
     p.add_argument("--batch", type=int, default=40, help="cases per worker batch")
     p.add_argument("--no-warp", action="store_true", help="skip the forward check vs warp-lang")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds before a case is a hang")

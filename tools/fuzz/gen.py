@@ -228,7 +228,7 @@ KNOWN_BUGS = "ABCDE"
 def generate(seed: int, index: int, size: Size = MEDIUM, dtype: str | None = None,
              avoid: str = "") -> Case:
     """The case number ``index`` of run ``seed``; ``avoid``: letters of known bugs to leave out
-    (issue 12: A copy-then-loop, B cross-thread read of an overwritten element, C int atomics in
+    (A copy-then-loop, B cross-thread read of an overwritten element, C int atomics in
     loops, D float atomics in loops, E array stores in a constant loop nested in a loop or if).
     """
     flags = frozenset(avoid)

@@ -1,4 +1,4 @@
-"""Which known-bug patterns (issue 12 letters) a case contains: a hint attached to each failure.
+"""Which known-bug patterns (known-bug letters) a case contains: a hint attached to each failure.
 
 A  a plain copy ``s = t`` / ``s = v[1]`` of a float value, also as a func argument or inside a
    vec / quat constructor (``vec3(a, b, p[2])``);

@@ -198,7 +198,7 @@ KINDS: dict[str, Callable[[Body, int, int], list]] = {
 
 
 def _avoided(b: Body, kind: str) -> bool:
-    """Known bugs C, D, E (issue 12): array effects the generator may be told to leave out."""
+    """Known bugs C, D, E: array effects the generator may be told to leave out."""
     if kind == "intatomic" and "C" in b.avoid:
         return b.loops > 0
     if kind == "atomic" and "D" in b.avoid:
