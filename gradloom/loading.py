@@ -22,7 +22,7 @@ from . import config
 from .codegen.cpu import compile_to_object
 from .errors import user_facing
 from .kernel import CompiledKernel, Kernel, PendingBuild
-from .modules import Module, get_module
+from .modules import COMPILE_KERNELS, Module, get_module
 
 
 def kernels_of(module: Any) -> list[Kernel]:
@@ -38,6 +38,7 @@ def kernels_of(module: Any) -> list[Kernel]:
     return list(dict.fromkeys(found + list(get_module(module.__name__).kernels.values())))
 
 
+@COMPILE_KERNELS.fill
 @user_facing
 def compile_kernels(kernels: Iterable[Kernel], adjoint: bool = False,
                     threads: int | None = None) -> None:

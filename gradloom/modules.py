@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import config
+from .hooks import Hook
+
+#: compiles kernels now, in parallel (loading.py fills it: it builds on kernels, which live in
+#: modules)
+COMPILE_KERNELS: Hook[Any] = Hook("Module.load()", "gradloom.loading")
 
 #: Options every module starts with (Warp's names). Honoured here: `enable_backward` (a kernel
 #: that does not set its own follows its module's) and `optimization_level` (LLVM's -O level;
@@ -130,8 +135,7 @@ class Module:
         """Compile (or load from the cache) every kernel of the module now. Kernels compile on
         their own here, so one that fails does not stop the others: it raises its error when
         launched, and `load` returns False."""
-        from .loading import compile_kernels  # loading.py builds on kernels, which use modules
-
+        compile_kernels = COMPILE_KERNELS.get()
         try:
             compile_kernels(self.live_kernels())
             return True

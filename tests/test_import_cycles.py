@@ -18,18 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent / "gradloom"
 
 MAX_CYCLE = 2
 MAX_IN_CYCLES = 6
-#: the runtime's import cycle as it stands (module names under gradloom, "" for the package)
+#: the runtime's import cycle as it stands (module names under gradloom): arrays, launches,
+#: the Tape and capture, CPU and CUDA, until the runtime is split into device backends
 RUNTIME_CYCLE = frozenset((
-    '', 'argtypes', 'autograd', 'interop.dlpack', 'interop.jax', 'interop.numpy', 'interop.torch',
-    'kernel', 'loading', 'modules', 'runtime.adjoint', 'runtime.array', 'runtime.array_arith',
-    'runtime.array_ops', 'runtime.array_storage', 'runtime.capture', 'runtime.capturing',
-    'runtime.checks', 'runtime.chunking', 'runtime.cuda_array', 'runtime.cuda_command',
-    'runtime.cuda_graph', 'runtime.cuda_tape', 'runtime.device', 'runtime.device_grads',
-    'runtime.foreign', 'runtime.foreign_cuda', 'runtime.hash_grid', 'runtime.indexedarray',
-    'runtime.launch', 'runtime.launch_cuda', 'runtime.packing', 'runtime.parallel',
-    'runtime.recording', 'runtime.stream', 'runtime.structs', 'runtime.tape',
-    'runtime.tape_graph', 'runtime.timing', 'utils', 'utils._common', 'utils.cast',
-    'utils.mapping', 'utils.reduce', 'utils.sorting', 'utils.transforms',
+    'runtime.adjoint', 'runtime.array', 'runtime.array_ops', 'runtime.array_storage',
+    'runtime.capture', 'runtime.capturing', 'runtime.checks', 'runtime.chunking',
+    'runtime.cuda_array', 'runtime.cuda_command', 'runtime.cuda_graph', 'runtime.cuda_tape',
+    'runtime.device', 'runtime.device_grads', 'runtime.foreign', 'runtime.foreign_cuda',
+    'runtime.indexedarray', 'runtime.launch', 'runtime.launch_cuda', 'runtime.packing',
+    'runtime.parallel', 'runtime.recording', 'runtime.stream', 'runtime.structs',
 ))
 
 Edges = dict[str, dict[str, int]]  # module -> {imported module: line of the first import}
@@ -177,7 +174,8 @@ def test_the_runtime_allowance_only_shrinks() -> None:
 def test_the_checker_sees_every_kind_of_import() -> None:
     edges = _graph()
     assert "hooks" in edges["types.values"]  # module level, relative
-    assert "" in edges["utils.mapping"]  # `import gradloom` inside a function
+    assert "" in edges["optim._kernels"]  # `import gradloom` (kernel source)
+    assert "loading" in edges["__main__"] or "" in edges["__main__"]  # inside a function
     assert "builtins.registry" in edges["builtins.quat"]
     cycle = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
     assert _components(cycle) == [["a", "b", "c"]]

@@ -8,6 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from ..hooks import Hook
+
+#: apply the builtin named `name` element by element (`wp.map` of it): an array operator means
+#: what the builtin library says; utils/mapping.py, which sits above the runtime, fills it
+ELEMENTWISE: Hook[Any] = Hook("array operators", "gradloom.utils.mapping")
+
 _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
           "floordiv": np.floor_divide, "mod": np.fmod, "pow": np.power}
 
@@ -28,16 +34,11 @@ class ArrayArithmetic:
         raise NotImplementedError
 
     def _map(self, name: str, *operands: Any, out: Any = None) -> Any:
-        # an operator means what the builtin library says (function-level imports: the
-        # builtins and wp.map sit above the runtime)
-        from ..builtins.registry import REGISTRY
-        from ..utils.mapping import map as map_
-
         if any(_numpy_operand(v) for v in operands) and out is None:
             values = [v.numpy() if v is self or isinstance(v, ArrayArithmetic) else v
                       for v in operands]
             return _NUMPY[name](*values)
-        return map_(REGISTRY[name], *operands, out=out)
+        return ELEMENTWISE.get()(name, *operands, out=out)
 
     def __add__(self, o: Any) -> Any:
         return self._map("add", self, o)

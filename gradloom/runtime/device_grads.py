@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .array_arith import ELEMENTWISE
 from .cuda_array import CudaArray, elem_bytes, fill_bytes, index_view
 
 
@@ -38,11 +39,9 @@ def zero(view: CudaArray) -> None:
 
 def add_into(target: CudaArray, source: CudaArray) -> None:
     """target += source, element by element, on target's device."""
-    from ..builtins.registry import REGISTRY  # the add builtin and wp.map sit above the runtime
-    from ..utils.mapping import map as map_
     from .launch_cuda import launch
 
-    k = map_(REGISTRY["add"], target, source, out=target, return_kernel=True)
+    k = ELEMENTWISE.get()("add", target, source, out=target, return_kernel=True)
     launch(k, target.shape, [target, source], [target], None, None, target.device, None, False,
            False, False, 0, 256)
 

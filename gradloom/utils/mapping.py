@@ -15,16 +15,19 @@ import hashlib
 import inspect
 import linecache
 import textwrap
+import types
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..builtins.registry import REGISTRY
 from ..codegen import python_src
 from ..errors import CompileError
 from ..frontend.func import Function
 from ..frontend.func import define as make_func
 from ..kernel import Kernel, kernel
 from ..runtime.array import array
+from ..runtime.array_arith import ELEMENTWISE
 from ..runtime.array_ops import empty
 from ..runtime.indexedarray import indexedarray
 from ..runtime.launch import launch
@@ -222,7 +225,7 @@ def _map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ...], nd
 
 def _build_map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ...], ndim: int
                       ) -> Kernel:
-    namespace: dict[str, Any] = {"wp": _gradloom(), "_fn": fn}
+    namespace: dict[str, Any] = {"wp": _KERNEL_NAMES, "_fn": fn}
     layout: list[tuple[int, ...] | None] = []
     for k, desc in enumerate(inputs):
         if desc[0] == "array":
@@ -240,10 +243,8 @@ def _build_map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ..
     return kernel(_compile(source, "map_kernel", namespace))  # type: ignore[no-any-return]
 
 
-def _gradloom() -> Any:
-    import gradloom
-
-    return gradloom
+#: what the generated kernels' source calls through `wp.` (codegen/python_src.py)
+_KERNEL_NAMES = types.SimpleNamespace(tid=REGISTRY["tid"])
 
 
 def _resolve(fn: Any) -> Any:
@@ -334,4 +335,7 @@ def _differentiable(t: Any) -> bool:
     return st is not None and st.is_float
 
 
-
+@ELEMENTWISE.fill
+def map_builtin(name: str, *operands: Any, out: Any = None, return_kernel: bool = False) -> Any:
+    """`wp.map` of the builtin called `name` (what an array operator such as `a + b` means)."""
+    return map(REGISTRY[name], *operands, out=out, return_kernel=return_kernel)
