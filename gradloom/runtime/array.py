@@ -42,6 +42,17 @@ from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, recor
 from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType
 
+from ..hooks import Hook
+from .array_storage import ARRAY_CLASS
+from .backend import CUDA
+
+#: what this module's class calls of modules built on it, which fill these when imported:
+#: `a.to(device)` copies as wp.clone (array_ops.py); `a[I]` with index arrays is an indexed view,
+#: and an indexed array in a struct packs its words (indexedarray.py)
+CLONE: Hook[Any] = Hook("array.to()", "gradloom.runtime.array_ops")
+INDEX_VIEW: Hook[Any] = Hook("indexing with arrays", "gradloom.runtime.indexedarray")
+INDEXED_WORDS: Hook[Any] = Hook("indexed arrays in structs", "gradloom.runtime.indexedarray")
+
 # --------------------------------------------------------------------------------------------
 # The array class
 
@@ -57,6 +68,7 @@ class _GlType:
         return lambda: gl
 
 
+@ARRAY_CLASS.fill
 class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     """A Warp-style array of 1-4 dimensions (or, built with only dtype/ndim, an annotation)."""
 
@@ -109,9 +121,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         dev = get_device(device)
         dims = None if shape is None else normalize_shape(shape)
         if dev is not CPU:  # device memory: runtime/cuda_array.py (loaded on first use)
-            from .cuda_array import init_device_array
-
-            init_device_array(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
+            CUDA.get("init_device_array")(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
                               requires_grad, deleter)
             return
         if ptr is not None:
@@ -252,9 +262,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         dev = get_device(device)
         self._concrete()
         if dev is not self.device:  # a copy on the other device, as wp.clone makes
-            from .array_ops import clone
-
-            return clone(self, device=dev)
+            return CLONE.get()(self, device=dev)
         return self
 
     def contiguous(self) -> array:
@@ -322,11 +330,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
                 grad = self._grad  # the gradient at backward time (the user may replace it)
                 if grad is None:
                     return
-                if grad.device.is_cuda:
-                    from .device_grads import overwrite_step  # device memory: on first use
-
-                    if overwrite_step(grad, where):
-                        return
+                if grad.device.is_cuda and CUDA.get("overwrite_step")(grad, where):
+                    return
                 on_host([grad], lambda g: g.__setitem__(where, 0))
 
             record_op(backward, [self], devices=True)
@@ -404,9 +409,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         storage = self._concrete()
         keys = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, array) for k in keys):  # `a[I]`: an indexed view, as in Warp
-            from .indexedarray import index_view
-
-            return index_view(self, keys)
+            return INDEX_VIEW.get()(self, keys)
         idx = self._index(key)
         if len(idx) == self.ndim and all(isinstance(k, int) for k in idx):
             value = element_value(self.dtype, storage[idx])
@@ -521,9 +524,7 @@ def _array_field_words(v: Any, t: ArrayType | IndexedArrayType) -> list[int]:
     if v is None:
         return [0] * (t.size // 8)
     if isinstance(t, IndexedArrayType):
-        from .indexedarray import indexed_words  # indexed arrays are built on this module
-
-        return [int(w) for w in indexed_words(v, t)]
+        return [int(w) for w in INDEXED_WORDS.get()(v, t)]
     grad = v.grad
     return [v.ptr or 0, 0 if grad is None else grad.ptr or 0, *v.shape, *v.strides]
 

@@ -35,6 +35,9 @@ from gradloom.types import bool_ as _bool
 from gradloom.types import float32 as _float32
 from gradloom.types import int32 as _int32
 
+from .array import CLONE
+from .backend import CUDA
+
 
 class array1d(array):
     """`wp.array1d(...)`: an array (or annotation) with ndim fixed to 1."""
@@ -244,6 +247,7 @@ def full_like(
     return out
 
 
+@CLONE.fill
 def clone(
     src: array,
     device: Any = None,
@@ -326,10 +330,8 @@ def copy(
         if d.device is CPU and s.device is CPU:
             _copy_flat(d, s, dest_offset, src_offset, count)
         else:  # device memory: runtime/cuda_array.py
-            from gradloom.runtime.cuda_array import copy_flat
-
             _check_range(d, s, dest_offset, src_offset, count)
-            copy_flat(d, s, dest_offset, src_offset, count)
+            CUDA.get("copy_flat")(d, s, dest_offset, src_offset, count)
     else:
         _copy_strided(d, s, dest_offset, src_offset, count)
     if ACTIVE_TAPES.get():
@@ -380,11 +382,9 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
         if dg is None:
             return
         flows = sg is not None and d.dtype == s.dtype
-        if dg.device.is_cuda:
-            from .device_grads import range_step  # device memory: loaded on first use
-
-            if range_step(dg, sg if flows else None, dest_offset, src_offset, count):
-                return
+        if dg.device.is_cuda and CUDA.get("range_step")(dg, sg if flows else None, dest_offset,
+                                                        src_offset, count):
+            return
         on_host([dg, sg] if flows else [dg], flow)
 
     def flow(dg: NDArray, sg: NDArray | None = None) -> None:

@@ -30,6 +30,12 @@ from gradloom.types import (
     type_repr,
 )
 
+from ..hooks import Hook
+from .backend import CUDA
+
+#: the array class, built on this module (runtime/array.py fills it)
+ARRAY_CLASS: Hook[Any] = Hook("arrays held in structs", "gradloom.runtime.array")
+
 NDArray = npt.NDArray[Any]
 
 #: Arrays have 1 to MAX_DIMS dimensions, as in Warp.
@@ -236,9 +242,7 @@ def strided_zeros(dims: tuple[int, ...], t: Any, strides: Any) -> NDArray:
 def copy_storage(dest: Any, src: Any) -> None:
     """Copy the elements of `src` into `dest` (same shape), bit for bit as Warp does."""
     if dest.device is not CPU or src.device is not CPU:
-        from .cuda_array import copy_arrays  # device memory: loaded on first use
-
-        copy_arrays(dest, src)
+        CUDA.get("copy_arrays")(dest, src)
         return
     d, s = dest.numpy(), src.numpy()
     if d.dtype == s.dtype and d.shape == s.shape:
@@ -282,10 +286,8 @@ def _array_from_words(t: ArrayType, words: list[int]) -> Any:
     None for a null pointer)."""
     if not words[0]:
         return None
-    from gradloom.runtime.array import array  # the array class is built on this module
-
     n = t.ndim
-    return array(ptr=words[0], dtype=t.dtype, shape=tuple(words[2:2 + n]),
+    return ARRAY_CLASS.get()(ptr=words[0], dtype=t.dtype, shape=tuple(words[2:2 + n]),
                  strides=tuple(words[2 + n:2 + 2 * n]))
 
 

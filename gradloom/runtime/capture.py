@@ -20,6 +20,7 @@ from ..abi import ERROR_WORD, NO_ERROR
 from ..errors import GradloomError
 from ..types import int32
 from .array import array
+from .backend import CUDA
 from .capturing import ACTIVE_CAPTURE, Node, OpNode
 from .device import get_device
 from .recording import ACTIVE_TAPES
@@ -106,9 +107,7 @@ def capture_begin(device: Any = None, stream: Stream | None = None,
     if ACTIVE_CAPTURE.get() is not None:
         raise CaptureError("Graph capture already in progress")
     if dev.is_cuda:
-        from . import cuda_graph  # loaded with the first CUDA capture
-
-        cuda_graph.begin(dev, stream, capture_mode)
+        CUDA.get("begin_capture")(dev, stream, capture_mode)
         return
     graph = Graph(dev)
     graph.capture_id = id(graph)
@@ -120,18 +119,13 @@ def capture_end(device: Any = None, stream: Stream | None = None) -> Graph:
     """Stop recording; returns the Graph to run with `wp.capture_launch`."""
     dev = stream.device if isinstance(stream, Stream) else (
         get_device(device) if device is not None else None)
-    if (dev is None or dev.is_cuda) and ACTIVE_CAPTURE.get() is None:
-        from .storage import CUDA_CAPTURE
-
-        if CUDA_CAPTURE.get() is not None:
-            from . import cuda_graph
-
-            cap = cuda_graph.active(dev)
-            if cap is None:
-                raise CaptureError(f"no graph capture is active on {dev}")
-            return cuda_graph.end(cap)
+    if (dev is None or dev.is_cuda) and ACTIVE_CAPTURE.get() is None and CUDA.get("capturing")():
+        cap = CUDA.get("active_capture")(dev)
+        if cap is None:
+            raise CaptureError(f"no graph capture is active on {dev}")
+        return CUDA.get("end_capture")(cap)  # type: ignore[no-any-return]
     graph = ACTIVE_CAPTURE.get()
-    if graph is None:
+    if not isinstance(graph, Graph):
         raise CaptureError("Graph capture is not active (call wp.capture_begin() first)")
     try:
         ACTIVE_CAPTURE.reset(graph._token)  # type: ignore[attr-defined]
@@ -207,7 +201,7 @@ def _body(body: Callable[..., Any] | Graph, kwargs: dict[str, Any]) -> Graph:
         raise TypeError(f"a capture_if/capture_while body must be a callable or a Graph, got "
                         f"{type(body).__name__}")
     outer = ACTIVE_CAPTURE.get()
-    sub = Graph(outer.device if outer is not None else get_device(), 0)
+    sub = Graph(outer.device if isinstance(outer, Graph) else get_device(), 0)
     token = ACTIVE_CAPTURE.set(sub)
     try:
         body(**kwargs)

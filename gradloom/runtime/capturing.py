@@ -13,15 +13,12 @@ import copy
 import functools
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..errors import GradloomError
 from .recording import ACTIVE_TAPES
-
-if TYPE_CHECKING:
-    from .capture import Graph
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,8 +44,14 @@ class OpNode:
         return f"<{self.what}>"
 
 
+class Recording(Protocol):
+    """A graph being captured (runtime/capture.py `Graph`): recorded steps are added to it."""
+
+    def add(self, node: Node) -> None: ...
+
+
 #: The graph being captured in this context, if any (Warp's CaptureMode.THREAD_LOCAL).
-ACTIVE_CAPTURE: ContextVar[Graph | None] = ContextVar("gradloom_active_capture", default=None)
+ACTIVE_CAPTURE: ContextVar[Recording | None] = ContextVar("gradloom_active_capture", default=None)
 
 
 def capturing() -> bool:

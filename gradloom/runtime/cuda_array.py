@@ -37,11 +37,12 @@ from .array import (
     resolve_dtype,
     storage_dtype,
 )
+from .array_ops import clone
 from .array_storage import to_numpy
 from .capturing import deferrable
 from .cuda_driver import current
 from .cuda_stream import order_streams
-from .device import CPU, Device
+from .device import CPU, Device, get_device
 from .dlpack_capsule import DLPACK_CUDA, export
 from .recording import record_copy
 from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
@@ -315,9 +316,6 @@ class CudaArray(array):
         return out
 
     def to(self, device: Any) -> array:
-        from .array_ops import clone
-        from .device import get_device
-
         dev = get_device(device)
         return self if dev is self.device else clone(self, device=dev)
 

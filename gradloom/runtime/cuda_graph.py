@@ -23,6 +23,7 @@ from typing import Any
 
 from ..abi import STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL, error_word
 from ..errors import GradloomError, KernelRuntimeError
+from . import checks
 from .capture import CaptureError, CaptureMode, Graph
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
@@ -91,8 +92,6 @@ class CudaGraph(Graph):
                     "backward pass once outside wp.ScopedCapture (the stack grows), then "
                     "capture again")
             if err:
-                from . import checks
-
                 raise checks.status_error(prepared, err, buf)
 
     def __del__(self) -> None:

@@ -16,6 +16,12 @@ from gradloom.errors import GradloomError
 from gradloom.runtime import cuda_driver
 from gradloom.runtime.capturing import capturing
 
+from ..hooks import Hook
+
+#: a device's current stream, and setting it: runtime/stream.py, built on this module, fills them
+GET_STREAM: Hook[Any] = Hook("Device.stream", "gradloom.runtime.stream")
+SET_STREAM: Hook[Any] = Hook("Device.set_stream", "gradloom.runtime.stream")
+
 
 class Device:
     """A compute device: the CPU, or CUDA device number `ordinal` (alias "cuda:N")."""
@@ -85,14 +91,10 @@ class Device:
     @property
     def stream(self) -> Any:
         """The device's current stream (runtime/stream.py: CPU streams are synchronous)."""
-        from . import stream  # stream.py builds on this module
-
-        return stream.get_stream(self)
+        return GET_STREAM.get()(self)
 
     def set_stream(self, stream: Any, sync: bool = True) -> None:
-        from . import stream as streams
-
-        streams.set_stream(stream, self, sync)
+        SET_STREAM.get()(stream, self, sync)
 
     @property
     def has_stream(self) -> bool:

@@ -30,6 +30,8 @@ from gradloom.runtime.device import CPU
 from gradloom.runtime.watch import Memory
 from gradloom.types import ArrayType, ScalarType, scalar_from_numpy
 
+from .backend import CUDA
+
 _MEMORY: weakref.WeakValueDictionary[int, Memory] = weakref.WeakValueDictionary()
 
 
@@ -164,9 +166,7 @@ def wrap_tensor(t: Any, dtype: Any = None, requires_grad: bool | None = None,
     tensor's `.grad` (created if None) when `requires_grad` (default: the tensor's). A CUDA
     tensor gives a CUDA array (runtime/foreign_cuda.py)."""
     if t.device.type == "cuda":
-        from .foreign_cuda import wrap_torch_cuda  # device memory: loaded on first use
-
-        return wrap_torch_cuda(t, dtype, requires_grad, grad, what)
+        return CUDA.get("wrap_torch_cuda")(t, dtype, requires_grad, grad, what)
     data = tensor_numpy(t, what)
     el = scalar_dtype_of(data.dtype, what) if dtype is None else resolve_dtype(dtype)
     wants_grad = bool(t.requires_grad) if requires_grad is None else bool(requires_grad)

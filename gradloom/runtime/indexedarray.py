@@ -18,7 +18,17 @@ import numpy as np
 
 from ..errors import GradloomError
 from ..types import IndexedArrayType, int32
-from .array import MAX_DIMS, NDArray, _fill_value, array, fit_data, resolve_dtype, storage_dtype
+from .array import (
+    INDEX_VIEW,
+    INDEXED_WORDS,
+    MAX_DIMS,
+    NDArray,
+    _fill_value,
+    array,
+    fit_data,
+    resolve_dtype,
+    storage_dtype,
+)
 from .array_annotation import AnnotationProtocols, annotation_ndim
 from .array_arith import ArrayArithmetic
 
@@ -197,6 +207,7 @@ def _check_indices(idx: Any, data: array) -> None:
                             f"array's ({data.device})")
 
 
+@INDEXED_WORDS.fill
 def indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
     """data, grad, indexed shape, data strides, index pointers: an indexed array argument."""
     if not isinstance(value, indexedarray) or value.data is None:
@@ -209,6 +220,7 @@ def indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
     return [d.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *d.strides, *ptrs]
 
 
+@INDEX_VIEW.fill
 def index_view(a: array, keys: tuple[Any, ...]) -> indexedarray:
     """`a[keys]` where some keys are index arrays: slices and integers first, then indices."""
     plain = tuple(k if not isinstance(k, array) else slice(None) for k in keys)

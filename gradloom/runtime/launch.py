@@ -35,6 +35,7 @@ from ..types import (
 )
 from . import checks, parallel
 from .array import NDArray, array
+from .backend import CUDA
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
 from .device import CPU, current_device, get_device
 from .foreign import adapt_args, array_slots
@@ -388,9 +389,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     restored to what they were before the launch). See docs/errors.md.
     """
     if (current_device() is not CPU) if device is None else (device is not CPU and device != "cpu"):
-        from .launch_cuda import launch as launch_cuda  # loaded on the first CUDA launch
-
-        return launch_cuda(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device,
+        return CUDA.get("launch")(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device,
                            stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
     try:
         args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs

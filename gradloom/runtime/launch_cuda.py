@@ -41,6 +41,7 @@ from ..types import ArrayType, IndexedArrayType
 from ..types import StructType as _StructType
 from . import checks
 from .array import array
+from .backend import CUDA
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
 from .cuda_array import CudaArray, address, elem_bytes, span, with_grad
 from .cuda_driver import Driver, current
@@ -48,6 +49,7 @@ from .cuda_stream import StreamHandle
 from .device import Device, get_device
 from .foreign_cuda import adapt_device_args, is_device_foreign
 from .launch import _dims, arg_array, array_keys
+from .launch import launch as launch_any
 from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
 from .storage import DeviceBuffer, address_of, capturing, dtod, host_bytes, htod, relaxed
@@ -423,8 +425,6 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
     try:
         dev = get_device(device)
         if dev.is_cpu:  # a spelling of "cpu" launch.py does not test for ("CPU ")
-            from .launch import launch as launch_any
-
             return launch_any(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, dev,
                               stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
         args: list[Any] = [*inputs, *outputs]
@@ -461,9 +461,7 @@ def _command(kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None, dev:
              record_cmd: bool) -> Any:
     """`record_cmd=True`: the launch as a command (runtime/cuda_command.py). Inside a CPU
     graph capture: that command, added to the graph (it runs when the graph runs)."""
-    from .cuda_command import CudaLaunch  # loaded with the first recorded command
-
-    cmd = CudaLaunch(kernel, dim, args, adj, dev, stream, max_blocks, block_dim, record_tape)
+    cmd = CUDA.get("command")(kernel, dim, args, adj, dev, stream, max_blocks, block_dim, record_tape)
     if record_cmd:
         return cmd
     if record_tape:
@@ -477,8 +475,6 @@ def _command(kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None, dev:
 def _begin(tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
            prepared: CudaPrepared, max_blocks: int, block_dim: int) -> Any:
     """A tape's record of the CUDA launch about to run (runtime/cuda_tape.py)."""
-    from .cuda_tape import CudaLaunchRecord  # loaded with the first recorded CUDA launch
-
-    make = functools.partial(CudaLaunchRecord, device=prepared.device, max_blocks=max_blocks,
+    make = functools.partial(CUDA.get("tape_record"), device=prepared.device, max_blocks=max_blocks,
                              block_dim=block_dim)
     return tape.begin_launch(kernel, dims, args, prepared, make)

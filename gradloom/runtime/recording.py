@@ -7,6 +7,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..errors import TapeError
+from .backend import CUDA
 from .readmarks import check_copy
 
 #: Every Tape whose `with` block is active, outermost first; each records every operation.
@@ -65,11 +66,8 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
         dg, sg = dest._grad, src._grad
         if dg is None or sg is None:
             return
-        if dg.device.is_cuda or sg.device.is_cuda:
-            from .device_grads import copy_step  # device memory: loaded on first use
-
-            if copy_step(dg, sg, where):
-                return
+        if (dg.device.is_cuda or sg.device.is_cuda) and CUDA.get("copy_step")(dg, sg, where):
+            return
         on_host([dg, sg], flow)
 
     def flow(dg: Any, target: Any) -> None:
@@ -91,6 +89,4 @@ def on_host(grads: Sequence[Any], step: Callable[..., None]) -> None:
     step(*views)
     for g, v in zip(grads, views, strict=True):
         if g.device.is_cuda:
-            from .cuda_array import write_host  # device memory: loaded on first use
-
-            write_host(g, v)
+            CUDA.get("write_host")(g, v)

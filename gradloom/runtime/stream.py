@@ -20,7 +20,7 @@ from ..errors import GradloomError
 from .capturing import ACTIVE_CAPTURE, OpNode, capturing
 from .cuda_driver import current as cuda_driver
 from .cuda_stream import EventHandle, StreamHandle, check_same_device
-from .device import CPU, Device, ScopedDevice, get_device
+from .device import CPU, GET_STREAM, SET_STREAM, Device, ScopedDevice, get_device
 from .storage import CUDA_CAPTURE
 
 
@@ -206,6 +206,7 @@ def default_stream(dev: Device) -> Stream:
     return s  # type: ignore[no-any-return]
 
 
+@GET_STREAM.fill
 def get_stream(device: Any = None) -> Stream:
     """The stream the device uses now (its default stream unless one was set)."""
     dev = get_device(device)
@@ -215,6 +216,7 @@ def get_stream(device: Any = None) -> Stream:
     return s
 
 
+@SET_STREAM.fill
 def set_stream(stream: Stream, device: Any = None, sync: bool = False) -> None:
     """Make `stream` the device's current stream (in this context)."""
     dev = get_device(device)

@@ -1,0 +1,35 @@
+"""The CUDA backend's registration: imports the CUDA modules and gives generic code their parts.
+
+Loaded by name (runtime/backend.py) the first time generic code needs something of CUDA; no
+generic module imports it or any CUDA module, so their dependencies point this way only.
+"""
+
+from __future__ import annotations
+
+from . import (
+    cuda_array,
+    cuda_command,
+    cuda_graph,
+    cuda_tape,
+    device_grads,
+    foreign_cuda,
+    launch_cuda,
+    storage,
+)
+from .backend import CUDA
+
+CUDA.provide(
+    # arrays in device memory
+    init_device_array=cuda_array.init_device_array, copy_arrays=cuda_array.copy_arrays,
+    copy_flat=cuda_array.copy_flat, write_host=cuda_array.write_host,
+    wrap_torch_cuda=foreign_cuda.wrap_torch_cuda,
+    # the Tape's gradient steps of array operations
+    overwrite_step=device_grads.overwrite_step, copy_step=device_grads.copy_step,
+    range_step=device_grads.range_step,
+    # launches, recorded commands and tape records
+    launch=launch_cuda.launch, command=cuda_command.CudaLaunch,
+    tape_record=cuda_tape.CudaLaunchRecord,
+    # CUDA graph capture
+    begin_capture=cuda_graph.begin, active_capture=cuda_graph.active, end_capture=cuda_graph.end,
+    capturing=lambda: storage.CUDA_CAPTURE.get() is not None,
+)
