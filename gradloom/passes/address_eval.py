@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.prims import PRIMS
+from ..ir.prims import PRIMS, Effect
 from .address_program import Access, AddressProgram, IfStep, LoopStep, OpStep, Region
 
 #: at most this many addresses per launch check (8 bytes each, and as much again to compare)
@@ -68,10 +68,11 @@ class _Runner:
                 self.loop(s, live)
 
     def op(self, s: OpStep) -> None:
-        if s.prim == "arg":
+        effects = PRIMS[s.prim].effects
+        if effects == Effect.PARAM:  # read from the launch block at its byte offset
             assert isinstance(s.attr, int)
             value = np.frombuffer(self.args, s.rtype.np_dtype, 1, s.attr).reshape(())
-        elif s.prim == "tid":
+        elif effects == Effect.THREAD:
             assert isinstance(s.attr, tuple)
             value = _tid(s.attr, self.dims)
         else:

@@ -91,7 +91,7 @@ def address_program(kernel: KernelIR, arrays: frozenset[int]) -> AddressProgram 
             return None
     region = slicer.region(kernel.body, arrays)
     params = tuple(sorted({(int(op.attr), op.result.type) for op in walk_ops(kernel.body)
-                           if op.prim == "arg" and op.result is not None
+                           if PRIMS[op.prim].effects == Effect.PARAM and op.result is not None
                            and op.result.id in slicer.needed}, key=lambda p: p[0]))
     return AddressProgram(region, params)
 
@@ -149,7 +149,9 @@ class _Slicer:
         assert op.result is not None
         if op.result.type.kind not in "iub":
             return False
-        return op.prim in ("arg", "tid") or PRIMS[op.prim].host_threads is not None
+        # a launch parameter or the thread index: the launch gives them (address_eval.py)
+        return PRIMS[op.prim].effects in (Effect.PARAM, Effect.THREAD) or \
+            PRIMS[op.prim].host_threads is not None
 
     def access_terms(self, op: Op) -> tuple[int | None, list[Var]]:
         """The argument offset of the array a memory access is rooted in (None: not an access
