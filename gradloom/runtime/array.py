@@ -36,6 +36,7 @@ from gradloom.runtime.array_storage import storage_dtype as storage_dtype
 from gradloom.runtime.array_storage import zeros_same_layout as zeros_same_layout
 from gradloom.runtime.capturing import ACTIVE_CAPTURE, deferrable
 from gradloom.runtime.device import CPU, Device, get_device
+from gradloom.runtime.layout import span
 from gradloom.runtime.memops import copy_into, fill, zero_all
 from gradloom.runtime.readmarks import ReadMarks
 from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
@@ -245,8 +246,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         storage = self._concrete()
         if self.size == 0:
             return 0
-        elem = storage.itemsize * math.prod(elem_shape(self.dtype))
-        return elem + sum((n - 1) * abs(s) for n, s in zip(self.shape, self.strides))
+        lo, hi = span(self.shape, self.strides,
+                      storage.itemsize * math.prod(elem_shape(self.dtype)))
+        return hi - lo
 
     @property
     def vars(self) -> dict[str, Any]:

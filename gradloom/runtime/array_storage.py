@@ -32,6 +32,7 @@ from gradloom.types import (
 
 from ..hooks import Hook
 from .backend import CUDA
+from .layout import span
 
 #: the array class, built on this module (runtime/array.py fills it)
 ARRAY_CLASS: Hook[Any] = Hook("arrays held in structs", "gradloom.runtime.array")
@@ -196,8 +197,7 @@ def zeros_same_layout(a: NDArray) -> NDArray:
     """Zeroed memory with exactly `a`'s shape and strides (a gradient must share its layout)."""
     if a.flags.c_contiguous or a.size == 0:
         return aligned_zeros(a.shape, a.dtype)
-    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0) + a.itemsize
+    lo, hi = span(a.shape, a.strides, a.itemsize)
     buf = np.zeros(hi - lo, dtype=np.uint8)
     return np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
 
@@ -214,12 +214,12 @@ def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int |
     es, npdt = elem_shape(t), storage_dtype(t)
     inner = np.zeros(es, dtype=npdt).strides if es else ()
     full_strides = None if strides is None else (*map(int, strides), *inner)
-    span = npdt.itemsize * math.prod(es)
-    if full_strides is None:
-        span *= math.prod(dims)
-    elif math.prod(dims) > 0:
-        span += sum((n - 1) * s for n, s in zip(dims, full_strides))
-    buf = memoryview((ctypes.c_byte * max(int(capacity or 0), span)).from_address(int(ptr)))
+    elem = npdt.itemsize * math.prod(es)
+    if strides is None:
+        nbytes = elem * math.prod(dims)
+    else:  # at least one element's bytes, as a view of nothing still has an address
+        nbytes = max(elem, span(dims, tuple(map(int, strides)), elem)[1])
+    buf = memoryview((ctypes.c_byte * max(int(capacity or 0), nbytes)).from_address(int(ptr)))
     return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=full_strides)
 
 
@@ -232,10 +232,8 @@ def strided_zeros(dims: tuple[int, ...], t: Any, strides: Any) -> NDArray:
     if len(outer) != len(dims) or any(s < 0 for s in outer):
         raise ArrayValueError(f"strides={tuple(strides)} must be {len(dims)} non-negative "
                               f"byte strides for shape {dims}")
-    span = npdt.itemsize * math.prod(es)
-    if math.prod(dims) > 0:
-        span += sum((n - 1) * s for n, s in zip(dims, outer))
-    buf = aligned_zeros((max(span, 1),), np.uint8)
+    elem = npdt.itemsize * math.prod(es)
+    buf = aligned_zeros((max(span(dims, outer, elem)[1], elem, 1),), np.uint8)
     return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=outer + inner)
 
 

@@ -44,6 +44,7 @@ from .cuda_driver import current
 from .cuda_stream import order_streams
 from .device import CPU, Device, get_device
 from .dlpack_capsule import DLPACK_CUDA, export
+from .layout import is_c_contiguous, span
 from .recording import record_copy
 from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
 from .stream import cuda_stream
@@ -70,27 +71,6 @@ def c_strides(shape: tuple[int, ...], eb: int) -> tuple[int, ...]:
         out.append(step)
         step *= n
     return tuple(reversed(out))
-
-
-def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], eb: int) -> bool:
-    """Whether a layout is C-contiguous (strides of dimensions of length 1 do not matter)."""
-    if math.prod(shape) == 0:
-        return True
-    step = eb
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n != 1 and s != step:
-            return False
-        step *= n
-    return True
-
-
-def span(shape: tuple[int, ...], strides: tuple[int, ...], eb: int) -> tuple[int, int]:
-    """(lo, hi): the byte range [ptr + lo, ptr + hi) a layout's elements occupy."""
-    if math.prod(shape) == 0:
-        return 0, 0
-    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + eb
-    return lo, hi
 
 
 def inner_strides(t: Any) -> tuple[int, ...]:

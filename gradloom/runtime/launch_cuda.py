@@ -43,13 +43,14 @@ from . import checks
 from .array import array
 from .backend import CUDA
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
-from .cuda_array import CudaArray, address, elem_bytes, span, with_grad
+from .cuda_array import CudaArray, address, elem_bytes, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device, get_device
 from .foreign_cuda import adapt_device_args, is_device_foreign
 from .launch import _dims, arg_array, array_keys
 from .launch import launch as launch_any
+from .layout import span
 from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
 from .storage import DeviceBuffer, address_of, capturing, dtod, host_bytes, htod, relaxed

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .layout import span
 from .memops import copy_into
 
 NDArray = npt.NDArray[Any]
@@ -38,8 +39,7 @@ def copy_same_layout(a: NDArray) -> NDArray:
         whole = np.empty_like(a)
         copy_into(whole, a)
         return whole
-    lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True) if s > 0) + a.itemsize
+    lo, hi = span(a.shape, a.strides, a.itemsize)
     buf = np.empty(hi - lo, dtype=np.uint8)
     out: NDArray = np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
     copy_into(out, a)
