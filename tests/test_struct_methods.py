@@ -77,3 +77,21 @@ def test_methods_are_not_fields():
     with pytest.raises(AttributeError, match="no field 'other'"):
         b.other = 1
     assert list(vars(b)) == ["n", "x", "mass"]
+
+
+@wp.kernel
+def energy(b: Body, out: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(out, 0, b.mass * b.x[i] * b.x[i])
+
+
+def test_a_struct_built_by_its_methods_differentiates():
+    # E = mass * Σ x², so dE/dx = 2 mass x (analytic)
+    b = Body.make(4)
+    b.x = wp.array(np.array([0.5, -1.0, 2.0, 0.25], dtype=np.float32), requires_grad=True)
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(energy, 4, inputs=[b, out])
+    tape.backward(loss=out)
+    np.testing.assert_allclose(b.x.grad.numpy(), 2.0 * b.mass * b.x.numpy(), rtol=1e-6)
