@@ -202,6 +202,12 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
             )
         return self._np
 
+    def launch_words(self) -> tuple[int, ...]:
+        """Data pointer, gradient pointer, shape, strides: the words an array argument takes
+        in a launch block (abi.py `array_words`) — the one builder of them."""
+        grad = self._grad
+        return (self.ptr or 0, 0 if grad is None else grad.ptr or 0, *self.shape, *self.strides)
+
     # ---- gradient --------------------------------------------------------------------------
 
     @property
@@ -527,8 +533,7 @@ def _array_field_words(v: Any, t: ArrayType | IndexedArrayType) -> list[int]:
         return [0] * (t.size // 8)
     if isinstance(t, IndexedArrayType):
         return [int(w) for w in INDEXED_WORDS.get()(v, t)]
-    grad = v.grad
-    return [v.ptr or 0, 0 if grad is None else grad.ptr or 0, *v.shape, *v.strides]
+    return list(v.launch_words())
 
 
 def _fill_value(t: Any, value: Any) -> Any:

@@ -112,8 +112,7 @@ def device_array_words(device: Device, value: Any, t: ArrayType) -> list[Any]:
         raise ArgError(f"expected {t!r}, got {describe(value)}")
     if value.device is not device:
         raise ArgError(f"array is on device {value.device}, but the launch is on {device}")
-    grad = value._grad
-    return [value.ptr, 0 if grad is None else grad.ptr, *value.shape, *value.strides]
+    return list(value.launch_words())
 
 
 def _struct_words(device: Device, value: Any, t: _StructType) -> list[Any]:

@@ -80,9 +80,7 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
         known = value._words  # dropped by the gradient's setters
         if known is not None:
             return known
-        grad = value._grad
-        words = (value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape,
-                 *value.strides)
+        words = value.launch_words()
         value._words, value._launch_key = words, (value.dtype, words)
         return words
     if not isinstance(value, array):
@@ -92,8 +90,7 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
         raise ArgError(f"expected {t!r}, got {describe(value)}")
     if value.device != "cpu":
         raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
-    grad = value.grad
-    return [value.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *value.strides]
+    return value.launch_words()
 
 
 def scalar_words(value: Any, t: ScalarType) -> list[Any]:
