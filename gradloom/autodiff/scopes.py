@@ -14,15 +14,22 @@ scope. A scope answers two questions for the derivative rules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..ir.nodes import Loop, Op, Var
 from ..ir.prims import PRIMS, Effect
 from ..types import ScalarType, int64
-from .emit import MBlock
+from .access import KernelAccess
+from .emit import Emitter, MBlock
 
-if TYPE_CHECKING:
-    from .reverse import Reverse
+
+class Reverse(Protocol):
+    """What scopes use of the adjoint under construction (reverse.py's `Reverse`)."""
+
+    em: Emitter
+    access: KernelAccess
+
+    def recomputable_load(self, op: Op) -> bool: ...
 
 #: the only effect an op recomputed in the reverse loop may have (and only for loads of arrays
 #: that nothing writes during the launch); anything else is pushed in the forward loop
