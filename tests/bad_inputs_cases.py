@@ -274,6 +274,10 @@ _LAUNCH = [
     Case("launch-struct-field-wrong",
          "p = Params(); p.k = 2.0; p.data = I\nwp.launch(struct_k, 4, [p, B])", "StructFieldError",
          "field 'data'"),
+    # a field named like a property of its class: Python and kernels would read different things
+    Case("struct-field-named-like-property",
+         "@wp.struct\nclass P:\n    speed: float\n    @property\n    def speed(self):\n"
+         "        return 1.0", "StructFieldError", "'speed' is both a field"),
     Case("launch-cuda-device", "wp.launch(add_one, 4, [A], device='cuda')", "GradloomError",
          "cuda"),
     Case("launch-bad-device", "wp.launch(add_one, 4, [A], device='tpu')", "GradloomError",

@@ -33,40 +33,53 @@ def _default(t: Any) -> Any:
     return None  # arrays start unset
 
 
+class _StructInstance:
+    """gradloom's part of every struct instance. The struct class derives from the user's
+    class and then from this one, so the user's methods and dunders (`__repr__`, `__eq__`,
+    `__setattr__`, ...) come first and `super()` in them works, as in Warp."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        fields: dict[str, Any] = type(self).__gl_fields__  # type: ignore[attr-defined]
+        if name in fields:
+            object.__setattr__(self, name, assigned_value(name, fields[name], value))
+        elif _is_data_descriptor(inspect.getattr_static(type(self), name, None)):
+            object.__setattr__(self, name, value)  # a property: its setter (or Python's error)
+        else:
+            raise AttributeError(f"{type(self).__name__} has no field '{name}'")
+
+    def __repr__(self) -> str:
+        names = type(self).__gl_fields__  # type: ignore[attr-defined]
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
+        return f"{type(self).__name__}({inner})"
+
+
+def _is_data_descriptor(value: Any) -> bool:
+    return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
+
+
 def struct(cls: type) -> type:
     """Decorator: `@wp.struct` on a class whose annotations are the fields."""
     if cls.__bases__ != (object,):
         raise RuntimeError(f"@wp.struct {cls.__name__}: Warp structs must be defined as base "
                            "classes")
-    annotations = inspect.get_annotations(cls, eval_str=True)
-    fields = []
-    for name, ann in annotations.items():
-        try:
-            fields.append((name, resolve_annotation(ann)))
-        except TypeError as exc:
-            raise TypeError(f"@wp.struct {cls.__name__}: field '{name}': {exc}") from None
-    field_names = [n for n, _ in fields]
+    fields = _fields(cls)
     field_types = dict(fields)
 
     def __init__(self: Any, **kwargs: Any) -> None:
+        # the user's __init__ is never called (Warp's instances start every field at its
+        # type's default)
         for fname, ftype in fields:
             value = kwargs.pop(fname) if fname in kwargs else _default(ftype)
             object.__setattr__(self, fname, assigned_value(fname, ftype, value))
         if kwargs:
             raise TypeError(f"{cls.__name__} has no fields {sorted(kwargs)}")
 
-    def __setattr__(self: Any, name: str, value: Any) -> None:
-        if name not in field_names:
-            raise AttributeError(f"{cls.__name__} has no field '{name}'")
-        object.__setattr__(self, name, assigned_value(name, field_types[name], value))
-
-    def __repr__(self: Any) -> str:
-        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in field_names)
-        return f"{cls.__name__}({inner})"
-
-    new_cls = type(cls.__name__, (), {
-        **_python_scope(cls, field_names),
-        "__init__": __init__, "__setattr__": __setattr__, "__repr__": __repr__,
+    # derived from the user's class: instances keep its methods, static and class methods,
+    # properties, class attributes and kernels defined in its body (kernels see the fields)
+    new_cls = type(cls.__name__, (cls, _StructInstance), {
+        "__init__": __init__, "__gl_fields__": field_types,
         "__module__": cls.__module__, "__qualname__": cls.__qualname__,
         "__doc__": cls.__doc__,
     })
@@ -81,13 +94,19 @@ def struct(cls: type) -> type:
     return new_cls
 
 
-def _python_scope(cls: type, fields: list[str]) -> dict[str, Any]:
-    """What instances keep of the user's class, as Warp's do: its methods, static and class
-    methods, properties and class attributes (kernels see the fields only). Dunder names (a
-    user `__init__` included: Warp never calls it) and class-level values of fields (Warp
-    starts every field at its type's default) are left out."""
-    return {name: value for name, value in vars(cls).items()
-            if not (name.startswith("__") and name.endswith("__")) and name not in fields}
+def _fields(cls: type) -> list[tuple[str, Any]]:
+    """(name, type) of each field: the class's annotations. A field named like a property of
+    the class is refused (in Warp, Python would read the property and kernels the field)."""
+    fields = []
+    for name, ann in inspect.get_annotations(cls, eval_str=True).items():
+        try:
+            fields.append((name, resolve_annotation(ann)))
+        except TypeError as exc:
+            raise TypeError(f"@wp.struct {cls.__name__}: field '{name}': {exc}") from None
+        if _is_data_descriptor(vars(cls).get(name)):
+            raise StructFieldError(f"@wp.struct {cls.__name__}: '{name}' is both a field and a "
+                                   f"{type(vars(cls)[name]).__name__} of the class; rename one")
+    return fields
 
 
 def assigned_value(name: str, t: Any, value: Any) -> Any:
