@@ -59,8 +59,9 @@ class Tape:
                      ) -> LaunchRecord:
         """A record of the launch about to run (`make`: a CUDA launch's record type)."""
         record = make(kernel, dims, args, compiled)
-        record.check_aliases(compiled)
-        record.check_thread_order()
+        if not _backward_disabled(record):  # the checks protect an adjoint; it has none
+            record.check_aliases(compiled)
+            record.check_thread_order()
         # once per launch: on the outermost tape; the names only when they may be printed
         if config.verify_autograd_array_access and ACTIVE_TAPES.get()[:1] == (self,):
             readmarks.check_launch(kernel, record.named_touches())
@@ -141,8 +142,8 @@ class Tape:
 
     def _run(self) -> None:
         for record in reversed(self.records):
-            if isinstance(record, LaunchRecord) and record.kernel.enable_backward is False:
-                _warn_no_backward(record.kernel)
+            if _backward_disabled(record):
+                _warn_no_backward(record.kernel)  # type: ignore[union-attr]
                 continue
             record.backward()
         readmarks.clear(self._arrays())  # the reads are consumed (Warp's access check)
@@ -228,11 +229,21 @@ class Tape:
         self.loss = None
 
 
+def _backward_disabled(record: Record) -> bool:
+    """Whether record is a launch (CPU or CUDA) of a kernel compiled without an adjoint
+    (`enable_backward=False` on the kernel or its module): backward skips it."""
+    return isinstance(record, LaunchRecord) and \
+        getattr(record.kernel, "enable_backward", None) is False
+
+
 def _warn_no_backward(kernel: Any) -> None:
-    """Warp's behaviour for a recorded kernel without an adjoint: a warning, no gradient."""
+    """Warp's behaviour for a recorded kernel without an adjoint: a warning per recorded
+    launch (Python's filters decide how many are shown), no gradient through it."""
+    where = ("on the kernel" if getattr(kernel, "options", {}).get("enable_backward") is False
+             else "by its module's options")
     warn_caller(f"Tape.backward(): kernel '{kernel.key}' was defined with "
-                "enable_backward=False (on the kernel or its module), so no gradient flows "
-                "through its recorded launch; gradients of what it reads may be incomplete")
+                f"enable_backward=False ({where}), so no gradient flows through its recorded "
+                "launch; gradients of what it reads may be incomplete")
 
 
 def _struct_gradients(value: Any) -> Any:
