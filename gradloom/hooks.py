@@ -3,12 +3,15 @@
 Imports point downward only (docs/design.md §3). Where a lower layer needs something a higher
 one defines (an operator on a host vector means what the kernel library says it means), the
 lower layer owns a `Hook` and the higher layer fills it when it is imported, as JAX's core has
-its lowering rules registered from above. `import gradloom` imports every layer, so every hook
-is filled before user code runs; calling one that is not says which layer to import.
+its lowering rules registered from above. A hook not filled yet imports its provider by name
+on first use (as runtime/backend.py loads a device backend), so a layer loaded lazily — the
+frontend's lowering is imported only when something is compiled — is still found, and the
+lower layer keeps no import edge to it.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -31,6 +34,7 @@ class Hook(Generic[F]):
 
     def get(self) -> F:
         if self._fn is None:
-            raise GradloomError(f"{self.name} is provided by {self.provider}, which was not "
-                                f"imported; import gradloom first")
+            importlib.import_module(self.provider)  # it fills this hook when imported
+            if self._fn is None:
+                raise GradloomError(f"{self.name}: {self.provider} did not provide it")
         return self._fn
