@@ -276,3 +276,16 @@ def test_gradient_through_a_struct_set_by_its_property_setter():
         wp.launch(spring_energy, 3, inputs=[s, x, out])
     tape.backward(loss=out)
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * (x0 - 0.25), rtol=1e-6)
+
+
+def test_class_constants_read_by_a_kernel_are_in_its_cache_key():
+    # Spring.SCALE read in spring_force: another value must not load the cached code (the
+    # struct type's own key is its fields only)
+    before = spring_force.content_hash(), spring_force.cache_key()
+    Spring.SCALE = 3.0
+    try:
+        after = spring_force.content_hash(), spring_force.cache_key()
+    finally:
+        Spring.SCALE = 2.5
+    assert before[0] != after[0] and before[1] != after[1]
+    assert (spring_force.content_hash(), spring_force.cache_key()) == before

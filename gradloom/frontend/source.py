@@ -170,12 +170,21 @@ def source_digest(info: SourceInfo, visiting: set[int]) -> str:
 
 
 def _module_attr_digest(info: SourceInfo, visiting: set[int]) -> str:
-    """Values reached as module attributes (`cfg.SCALE`, `helpers.f(x)`) also change the hash."""
+    """Values reached as attributes of a user's module or class (`cfg.SCALE`, `helpers.f(x)`,
+    `Params.LIMIT`: a struct class's constants) also change the hash (a class's own
+    fingerprint is its name, or a struct's fields)."""
     parts = []
     for node in ast.walk(info.tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            found, mod = info.resolve(node.value.id)
-            if found and inspect.ismodule(mod) and not mod.__name__.startswith("gradloom"):
-                attr = getattr(mod, node.attr, None)
+            found, holder = info.resolve(node.value.id)
+            if found and _user_namespace(holder):
+                attr = getattr(holder, node.attr, None)
                 parts.append(f"{node.value.id}.{node.attr}={fingerprint_value(attr, visiting)}")
     return ";".join(parts)
+
+
+def _user_namespace(value: Any) -> bool:
+    if inspect.ismodule(value):
+        return not value.__name__.startswith("gradloom")
+    return isinstance(value, type) and \
+        not str(getattr(value, "__module__", "")).startswith(("gradloom", "builtins", "numpy"))
