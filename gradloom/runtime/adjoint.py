@@ -10,11 +10,12 @@ from typing import Any
 
 from ..errors import CompileError, TapeError
 from .array import NDArray, array
+from .array_storage import copy_same_layout
 from .capturing import ACTIVE_CAPTURE, refuse_while_capturing
 from .handles import frozen
 from .launch import adjoint_reads, arg_array, array_keys, prepared_adjoint
 from .memops import copy_into
-from .watch import Watch, copy_same_layout
+from .watch import Watch
 
 Key = tuple[int, str | None]
 

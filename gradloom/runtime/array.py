@@ -22,26 +22,25 @@ from gradloom.runtime.array_storage import (
     element_value,
     infer_dtype,
     is_bf16,
-    same_layout,
     storage_from_ptr,
     strided_zeros,
     to_numpy,
     view_storage,
+    zeros_same_layout,
 )
 from gradloom.runtime.array_storage import elem_shape as elem_shape
 from gradloom.runtime.array_storage import fit_data as fit_data
 from gradloom.runtime.array_storage import normalize_shape as normalize_shape
 from gradloom.runtime.array_storage import resolve_dtype as resolve_dtype
 from gradloom.runtime.array_storage import storage_dtype as storage_dtype
-from gradloom.runtime.array_storage import zeros_same_layout as zeros_same_layout
 from gradloom.runtime.capturing import ACTIVE_CAPTURE, deferrable
 from gradloom.runtime.device import CPU, Device, get_device
-from gradloom.runtime.layout import span
+from gradloom.runtime.layout import is_contiguous, packed_strides, same_layout, span
 from gradloom.runtime.memops import copy_into, fill, zero_all
 from gradloom.runtime.readmarks import ReadMarks
 from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
 from gradloom.runtime.watch import Memory, before_write
-from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType
+from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType, size_of
 
 from ..hooks import Hook
 from .array_storage import ARRAY_CLASS
@@ -176,7 +175,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         self.shape, self.strides, self.ndim = storage.shape[:n], storage.strides[:n], n
         self.size = math.prod(self.shape)
         self.ptr = int(storage.ctypes.data) if self.size else None
-        self.is_contiguous = bool(storage.flags.c_contiguous)
+        self.is_contiguous = is_contiguous(self.shape, self.strides, size_of(t))
         self.pinned = False
         self._type = ArrayType(dtype=t, ndim=n)
         self._mem = Memory()
@@ -249,11 +248,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     @property
     def capacity(self) -> int:
         """Bytes spanned by the elements, from the first to the end of the last."""
-        storage = self._concrete()
-        if self.size == 0:
-            return 0
-        lo, hi = span(self.shape, self.strides,
-                      storage.itemsize * math.prod(elem_shape(self.dtype)))
+        self._concrete()  # an annotation has no memory
+        lo, hi = span(self.shape, self.strides, size_of(self.dtype))
         return hi - lo
 
     @property
@@ -277,7 +273,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         storage = self._concrete()
         if self.is_contiguous:
             return self
-        out = array._wrap(np.ascontiguousarray(storage), self.dtype, self.device)
+        packed = aligned_zeros(storage.shape, storage.dtype)
+        copy_into(packed, storage)
+        out = array._wrap(packed, self.dtype, self.device)
         out.requires_grad = self._requires_grad
         return out
 
@@ -295,7 +293,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
             size = math.prod(d for d in dims if d >= 0)
             raise ArrayShapeError(f"cannot reshape array of shape {self.shape} (size {self.size}) "
                                   f"into shape {dims} (size {size})") from None
-        grad = None if self._grad is None else self._grad.numpy().reshape(view.shape)
+        view = _packed(view)
+        grad = None if self._grad is None else _packed(self._grad.numpy().reshape(view.shape))
         return array._wrap(view, self.dtype, self.device, grad, self._mem)
 
     def view(self, dtype: Any) -> array:
@@ -472,6 +471,14 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
 
     def __str__(self) -> str:
         return repr(self) if self._annotation else str(self._np)
+
+
+def _packed(view: NDArray) -> NDArray:
+    """A reshaped view of packed storage, with packed strides: numpy already gives them unless
+    the view is empty, where Warp's reshape still makes them packed (so it stays contiguous)."""
+    if view.size:
+        return view
+    return np.lib.stride_tricks.as_strided(view, strides=packed_strides(view.shape, view.itemsize))
 
 
 def zero_arrays(arrays: list[Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from gradloom.errors import GradloomError
+from gradloom.runtime.layout import packed_strides
 
 #: DLPack's device type code for CPU memory (kDLCPU).
 DLPACK_CPU = 1
@@ -34,17 +35,18 @@ def aligned_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
         raise GradloomError(f"cannot allocate an array of shape {shape} ({nbytes:,} bytes): "
                             "not enough memory") from None
     start = -buf.ctypes.data % ALIGNMENT
-    if nbytes == 0:  # C strides that count the empty dims, as Warp's: (1, 0) vec2f is (0, 8, 4)
-        strides = [dt.itemsize] * len(shape)
-        for i in range(len(shape) - 2, -1, -1):
-            strides[i] = strides[i + 1] * shape[i + 1]
-        return np.ndarray(shape, dtype=dt, buffer=buf, offset=start, strides=tuple(strides))
+    if nbytes == 0:  # packed strides that count the empty dims, as Warp's: (1, 0) vec2f is (0, 8, 4)
+        return np.ndarray(shape, dtype=dt, buffer=buf, offset=start,
+                          strides=packed_strides(shape, dt.itemsize))
     return buf[start : start + nbytes].view(dt).reshape(shape)
 
 
 def aligned_copy(data: Any) -> Any:
-    """`data` (a C-contiguous numpy array), or an aligned copy of it when it is not aligned."""
-    if data.ctypes.data % ALIGNMENT == 0 or data.size == 0:
+    """`data` (a C-contiguous numpy array), or an aligned copy of it when it is not aligned
+    (an empty one: one with the packed strides numpy does not give it)."""
+    if data.size == 0:
+        return aligned_zeros(data.shape, data.dtype)
+    if data.ctypes.data % ALIGNMENT == 0:
         return data
     out = aligned_zeros(data.shape, data.dtype)
     out[...] = data

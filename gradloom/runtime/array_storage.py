@@ -32,7 +32,7 @@ from gradloom.types import (
 
 from ..hooks import Hook
 from .backend import CUDA
-from .layout import span
+from .layout import is_contiguous, span
 
 #: the array class, built on this module (runtime/array.py fills it)
 ARRAY_CLASS: Hook[Any] = Hook("arrays held in structs", "gradloom.runtime.array")
@@ -195,18 +195,24 @@ def _trailing_contiguous(arr: NDArray, k: int) -> NDArray:
 
 def zeros_same_layout(a: NDArray) -> NDArray:
     """Zeroed memory with exactly `a`'s shape and strides (a gradient must share its layout)."""
-    if a.flags.c_contiguous or a.size == 0:
-        return aligned_zeros(a.shape, a.dtype)
+    return _same_layout(a, zero=True)
+
+
+def copy_same_layout(a: NDArray) -> NDArray:
+    """A copy of `a` with exactly its shape and strides (a Tape's snapshot of an array)."""
+    out = _same_layout(a, zero=False)
+    copy_into(out, a)
+    return out
+
+
+def _same_layout(a: NDArray, zero: bool) -> NDArray:
+    """New memory laid out as `a`, zeroed or not: packed layouts get an aligned allocation,
+    others one of exactly their byte span, viewed with their strides."""
+    if a.size == 0 or is_contiguous(a.shape, a.strides, a.itemsize):
+        return aligned_zeros(a.shape, a.dtype) if zero else np.empty_like(a)
     lo, hi = span(a.shape, a.strides, a.itemsize)
-    buf = np.zeros(hi - lo, dtype=np.uint8)
+    buf = (np.zeros if zero else np.empty)(hi - lo, dtype=np.uint8)
     return np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
-
-
-def same_layout(a: NDArray, b: NDArray) -> bool:
-    """Same shape, dtype and strides (ignoring strides of dimensions of length 1)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return all(n <= 1 or sa == sb for n, sa, sb in zip(a.shape, a.strides, b.strides))
 
 
 def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int | None) -> NDArray:

@@ -28,7 +28,8 @@ from ..abi import (
     error_word,
 )
 from . import page_map
-from .array import NDArray, array, zeros_same_layout
+from .array import NDArray, array
+from .array_storage import zeros_same_layout
 from .pool import NativePool, native_pool, native_run, share
 from .structs import field_value
 

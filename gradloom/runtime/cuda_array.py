@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GradloomError
-from ..types import ArrayType
+from ..types import ArrayType, size_of
 from .array import (
     MAX_DIMS,
     NDArray,
@@ -44,7 +44,7 @@ from .cuda_driver import current
 from .cuda_stream import order_streams
 from .device import CPU, Device, get_device
 from .dlpack_capsule import DLPACK_CUDA, export
-from .layout import is_c_contiguous, span
+from .layout import is_contiguous, packed_strides, same_layout, span
 from .recording import record_copy
 from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
 from .stream import cuda_stream
@@ -59,18 +59,6 @@ def address(a: Any) -> int:
 
 # --------------------------------------------------------------------------------------------
 # layouts
-
-
-def elem_bytes(t: Any) -> int:
-    return int(storage_dtype(t).itemsize) * math.prod(elem_shape(t))
-
-
-def c_strides(shape: tuple[int, ...], eb: int) -> tuple[int, ...]:
-    out, step = [], eb
-    for n in reversed(shape):
-        out.append(step)
-        step *= n
-    return tuple(reversed(out))
 
 
 def inner_strides(t: Any) -> tuple[int, ...]:
@@ -186,7 +174,7 @@ class CudaArray(array):
 
     @property
     def capacity(self) -> int:
-        lo, hi = span(self.shape, self.strides, elem_bytes(self.dtype))
+        lo, hi = span(self.shape, self.strides, size_of(self.dtype))
         return hi - lo
 
     # ---- gradient --------------------------------------------------------------------------
@@ -247,7 +235,7 @@ class CudaArray(array):
     def __setitem__(self, key: Any, value: Any) -> None:
         idx = self._index(key)
         off, shape, strides = index_view(self.shape, self.strides, idx)
-        target = self._view(off, shape or (1,), strides or (elem_bytes(self.dtype),))
+        target = self._view(off, shape or (1,), strides or (size_of(self.dtype),))
         self._overwrite(idx)
         if isinstance(value, array) and value.shape == target.shape:
             copy_arrays(target, value)
@@ -277,7 +265,7 @@ class CudaArray(array):
         if math.prod(dims) != self.size:
             raise GradloomError(f"cannot reshape an array of shape {self.shape} to "
                                 f"{tuple(dims)}")
-        return self._view(0, tuple(dims), c_strides(tuple(dims), elem_bytes(self.dtype)))
+        return self._view(0, tuple(dims), packed_strides(tuple(dims), size_of(self.dtype)))
 
     def transpose(self, axes: Any = None) -> CudaArray:
         perm = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
@@ -315,7 +303,7 @@ class CudaArray(array):
     @deferrable("array.zero_()")
     def zero_(self) -> None:
         self._overwrite()
-        fill_bytes(self, bytes(elem_bytes(self.dtype)))
+        fill_bytes(self, bytes(size_of(self.dtype)))
 
     @deferrable("array.assign()")
     def assign(self, src: Any) -> None:
@@ -351,7 +339,7 @@ def bind(out: CudaArray, buffer: Any, ptr: int, shape: tuple[int, ...],
     out.shape, out.strides, out.ndim = tuple(shape), tuple(strides), n
     out.size = math.prod(shape)
     out.ptr = int(ptr) if out.size else 0
-    out.is_contiguous = is_c_contiguous(out.shape, out.strides, elem_bytes(t))
+    out.is_contiguous = is_contiguous(out.shape, out.strides, size_of(t))
     out.pinned = False
     out._type = ArrayType(dtype=t, ndim=n)
     out._mem = Memory() if mem is None else mem
@@ -366,9 +354,9 @@ def allocate(device: Device, nbytes: int) -> DeviceBuffer:
 
 def new_array(device: Device, shape: tuple[int, ...], t: Any, zero: bool = True) -> CudaArray:
     """A new contiguous CudaArray (zero-filled unless `zero` is False)."""
-    eb = elem_bytes(t)
+    eb = size_of(t)
     buf = allocate(device, eb * math.prod(shape))
-    out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr, shape, c_strides(shape, eb), t,
+    out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr, shape, packed_strides(shape, eb), t,
                device)
     if zero:
         fill_bytes(out, bytes(eb))
@@ -385,8 +373,8 @@ def init_device_array(obj: array, device: Device, data: Any, dtype: Any,
     if ptr is not None:
         t = resolve_dtype(float if dtype is typing.Any else dtype)
         shape = dims or (0,)
-        eb = elem_bytes(t)
-        st = c_strides(shape, eb) if strides is None else tuple(map(int, strides))
+        eb = size_of(t)
+        st = packed_strides(shape, eb) if strides is None else tuple(map(int, strides))
         nbytes = max(int(capacity or 0), span(shape, st, eb)[1])
         bind(obj, ExternalBuffer(device.ordinal, ptr, nbytes, deleter), ptr, shape, st, t,
              device)
@@ -397,19 +385,19 @@ def init_device_array(obj: array, device: Device, data: Any, dtype: Any,
         else:
             host, t = _storage_from_data(data, dtype, dims, False)
             shape = host.shape[:host.ndim - len(elem_shape(t))]
-        eb = elem_bytes(t)
+        eb = size_of(t)
         buf = allocate(device, eb * math.prod(shape))
-        bind(obj, buf, buf.ptr, shape, c_strides(shape, eb), t, device)
+        bind(obj, buf, buf.ptr, shape, packed_strides(shape, eb), t, device)
         if host is None:
             copy_arrays(obj, data if data.shape == shape else data.reshape(shape))
         else:
             write_host(obj, host)
     else:
         t = resolve_dtype(float if dtype is typing.Any else dtype)
-        eb = elem_bytes(t)
+        eb = size_of(t)
         shape = dims or (0,)
         buf = allocate(device, eb * math.prod(shape))
-        bind(obj, buf, buf.ptr, shape, c_strides(shape, eb), t, device)
+        bind(obj, buf, buf.ptr, shape, packed_strides(shape, eb), t, device)
         fill_bytes(obj, bytes(eb))
     if ndim is not None and ndim != obj.ndim:
         raise GradloomError(f"expected {ndim}-dimensional data, got shape {obj.shape}")
@@ -439,16 +427,11 @@ def copy_same_layout(a: CudaArray) -> CudaArray:
 
 def _same_layout(a: CudaArray) -> tuple[CudaArray, int, int]:
     """A new allocation laid out as `a` (contents undefined), and the span (lo, hi)."""
-    lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+    lo, hi = span(a.shape, a.strides, size_of(a.dtype))
     buf = allocate(a.device, hi - lo)
     out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
                a.device)
     return out, lo, hi
-
-
-def same_layout(a: array, b: array) -> bool:
-    return a.shape == b.shape and all(n <= 1 or sa == sb for n, sa, sb
-                                      in zip(a.shape, a.strides, b.strides))
 
 
 def with_grad(a: CudaArray, grad: Any) -> CudaArray:
@@ -477,7 +460,7 @@ def to_host(a: CudaArray) -> NDArray:
     if a.is_contiguous:
         dtoh(drv, ordinal, out.ctypes.data, address(a), out.nbytes, stream)
         return out
-    lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+    lo, hi = span(a.shape, a.strides, size_of(a.dtype))
     raw = np.empty(hi - lo, dtype=np.uint8)
     dtoh(drv, ordinal, raw.ctypes.data, address(a) + lo, hi - lo, stream)
     out[...] = _host_view(raw, lo, a)
@@ -491,9 +474,9 @@ def write_host(a: CudaArray, data: NDArray) -> None:
     drv, ordinal, stream = current(), a.device.ordinal, a._stream()
     if a.is_contiguous:
         src = np.ascontiguousarray(data)
-        htod(drv, ordinal, address(a), src.ctypes.data, a.size * elem_bytes(a.dtype), stream)
+        htod(drv, ordinal, address(a), src.ctypes.data, a.size * size_of(a.dtype), stream)
         return
-    lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+    lo, hi = span(a.shape, a.strides, size_of(a.dtype))
     raw = np.empty(hi - lo, dtype=np.uint8)
     dtoh(drv, ordinal, raw.ctypes.data, address(a) + lo, hi - lo, stream)
     _host_view(raw, lo, a)[...] = data
@@ -528,8 +511,8 @@ def copy_arrays(dest: array, src: array) -> None:
         copy_storage(dest, array._wrap(to_host(typing.cast(CudaArray, src)), src.dtype, CPU))
         return
     assert isinstance(dest, CudaArray)
-    nbytes = dest.size * elem_bytes(dest.dtype)
-    if nbytes != src.size * elem_bytes(src.dtype):
+    nbytes = dest.size * size_of(dest.dtype)
+    if nbytes != src.size * size_of(src.dtype):
         raise GradloomError(f"incompatible array element types: destination {dest.dtype!r}, "
                             f"source {src.dtype!r}")
     if src.device is not CPU and dest.is_contiguous and src.is_contiguous:
@@ -547,7 +530,7 @@ def copy_arrays(dest: array, src: array) -> None:
 def copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
     """`wp.copy` of `count` elements between contiguous arrays, one or both on a CUDA device
     (ranges checked by the caller; wp.copy records it)."""
-    eb = elem_bytes(s.dtype)
+    eb = size_of(s.dtype)
     dst, src, n = address(d) + dest_offset * eb, address(s) + src_offset * eb, count * eb
     drv = current()
     if d.device is CPU:

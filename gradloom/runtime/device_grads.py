@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..types import size_of
 from .array_arith import ELEMENTWISE
-from .cuda_array import CudaArray, elem_bytes, fill_bytes, index_view
+from .cuda_array import CudaArray, fill_bytes, index_view
 
 
 def view_at(a: CudaArray, where: Any) -> CudaArray:
@@ -22,7 +23,7 @@ def view_at(a: CudaArray, where: Any) -> CudaArray:
         return a
     idx = where if isinstance(where, tuple) else (where,)
     off, shape, strides = index_view(a.shape, a.strides, a._index(idx))
-    return a._view(off, shape or (1,), strides or (elem_bytes(a.dtype),))
+    return a._view(off, shape or (1,), strides or (size_of(a.dtype),))
 
 
 def flat_range(a: CudaArray, offset: int, count: int) -> CudaArray:
@@ -34,7 +35,7 @@ def flat_range(a: CudaArray, offset: int, count: int) -> CudaArray:
 
 def zero(view: CudaArray) -> None:
     """Zero a gradient view (no Tape records it)."""
-    fill_bytes(view, bytes(elem_bytes(view.dtype)))
+    fill_bytes(view, bytes(size_of(view.dtype)))
 
 
 def add_into(target: CudaArray, source: CudaArray) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GradloomError
+from .layout import packed_strides
 
 DLPACK_CUDA = 2
 _NAME = b"dltensor"
@@ -137,7 +138,7 @@ def consume(capsule: Any) -> Imported:
     if t.strides:
         strides = tuple(t.strides[k] * npdt.itemsize for k in range(t.ndim))
     else:  # null strides: C-contiguous
-        strides = _c_strides(shape, npdt.itemsize)
+        strides = packed_strides(shape, npdt.itemsize)
     _set_name(capsule, _USED)
     deleter = managed.deleter
 
@@ -147,14 +148,6 @@ def consume(capsule: Any) -> Imported:
 
     return Imported(int(t.data or 0) + int(t.byte_offset), int(t.device.device_type),
                     int(t.device.device_id), npdt, shape, strides, release)
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    out, step = [], itemsize
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def capsule_device(capsule: Any) -> tuple[int, int]:

@@ -23,10 +23,10 @@ from gradloom.runtime.array import (
     array,
     elem_shape,
     resolve_dtype,
-    same_layout,
     storage_dtype,
 )
 from gradloom.runtime.device import CPU
+from gradloom.runtime.layout import same_layout
 from gradloom.runtime.watch import Memory
 from gradloom.types import ArrayType, ScalarType, scalar_from_numpy
 
@@ -120,7 +120,7 @@ def wrap_numpy(data: NDArray, t: Any = None, what: str = "array", grad: NDArray 
     gstorage = None
     if grad is not None:
         gstorage = element_view(grad, t, f"{what}.grad")
-        if not same_layout(gstorage, storage):
+        if gstorage.dtype != storage.dtype or not same_layout(gstorage, storage):
             raise GradloomError(
                 f"{what}: its gradient buffer must have the same shape and strides as the "
                 f"data (data strides {storage.strides}, gradient strides {gstorage.strides})"

@@ -23,11 +23,11 @@ from numpy.lib.stride_tricks import as_strided
 from ..errors import GradloomError, LaunchError
 from ..types import ArrayType
 from .array import array, elem_shape, resolve_dtype
-from .cuda_array import c_strides
 from .cuda_stream import order_streams
 from .device import Device, get_device
 from .dlpack_capsule import DLPACK_CUDA, consume
 from .foreign import element_view, is_torch_tensor, memory_for, scalar_dtype_of
+from .layout import packed_strides
 from .stream import cuda_stream
 
 
@@ -83,7 +83,7 @@ def from_cuda_array_interface(obj: Any, t: Any, what: str, device: Device | None
     npdt = np.dtype(cai["typestr"])
     shape = tuple(int(n) for n in cai["shape"])
     strides = cai.get("strides")
-    strides = c_strides(shape, npdt.itemsize) if strides is None else tuple(map(int, strides))
+    strides = packed_strides(shape, npdt.itemsize) if strides is None else tuple(map(int, strides))
     stream = cai.get("stream")
     if stream is not None:
         order_streams(device.ordinal, int(stream), cuda_stream(device).value)

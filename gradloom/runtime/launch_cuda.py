@@ -37,13 +37,13 @@ from ..abi import (
     error_word,
 )
 from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
-from ..types import ArrayType, IndexedArrayType
+from ..types import ArrayType, IndexedArrayType, size_of
 from ..types import StructType as _StructType
 from . import checks
 from .array import array
 from .backend import CUDA
 from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
-from .cuda_array import CudaArray, address, elem_bytes, with_grad
+from .cuda_array import CudaArray, address, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device, get_device
@@ -358,7 +358,7 @@ class CudaPrepared:
         spans: dict[int, int] = {}
         for a in targets:
             if isinstance(a, CudaArray) and a.size:
-                lo, hi = span(a.shape, a.strides, elem_bytes(a.dtype))
+                lo, hi = span(a.shape, a.strides, size_of(a.dtype))
                 spans[address(a) + lo] = max(spans.get(address(a) + lo, 0), hi - lo)
         saved = []
         for ptr, n in spans.items():

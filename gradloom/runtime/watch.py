@@ -12,11 +12,9 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 
-from .layout import span
-from .memops import copy_into
+from .array_storage import copy_same_layout
 
 NDArray = npt.NDArray[Any]
 
@@ -31,19 +29,6 @@ class Memory:
         # every launch makes (`if watchers:`) cheap
         self.watchers: list[weakref.ref[Watch]] = []
         self.is_read = False  # config.verify_autograd_array_access (runtime/readmarks.py)
-
-
-def copy_same_layout(a: NDArray) -> NDArray:
-    """A copy of `a` with its exact shape and strides (gradients share the data's layout)."""
-    if a.flags.c_contiguous or a.size == 0:
-        whole = np.empty_like(a)
-        copy_into(whole, a)
-        return whole
-    lo, hi = span(a.shape, a.strides, a.itemsize)
-    buf = np.empty(hi - lo, dtype=np.uint8)
-    out: NDArray = np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
-    copy_into(out, a)
-    return out
 
 
 class Watch:

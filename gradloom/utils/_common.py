@@ -11,7 +11,7 @@ from ..runtime.array import NDArray, array, elem_shape
 from ..runtime.capturing import defer
 from ..runtime.recording import ACTIVE_TAPES
 from ..runtime.watch import before_write
-from ..types import float32, float64, size_of
+from ..types import float32, float64
 
 
 class UtilsRuntimeError(GradloomError, RuntimeError):
@@ -46,16 +46,6 @@ def check_array(a: Any, what: str) -> array:
 def check_same_device(*arrays: array, message: str) -> None:
     if any(a.device != arrays[0].device for a in arrays[1:]):
         raise UtilsRuntimeError(message)
-
-
-def contiguous(a: array) -> bool:
-    """Warp's test: the strides are exactly the packed row-major ones (a size-1 view with a
-    wider stride is not contiguous)."""
-    expected, step = [], size_of(a.dtype)
-    for n in reversed(a.shape):
-        expected.append(step)
-        step *= n
-    return tuple(reversed(expected)) == tuple(a.strides)
 
 
 def flat(a: array) -> NDArray:

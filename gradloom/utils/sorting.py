@@ -28,7 +28,6 @@ from ._common import (
     captured,
     check_array,
     check_same_device,
-    contiguous,
     flat,
     flat_index,
     taping,
@@ -144,7 +143,7 @@ def radix_sort_pairs(keys: array, values: array, count: int, begin_bit: int = 0,
     if size_of(values.dtype) not in (4, 8):
         raise UtilsRuntimeError(f"Unsupported keys and values data types: {pair}")
     for a, what in ((keys, "keys"), (values, "values")):
-        if not contiguous(a):
+        if not a.is_contiguous:
             raise UtilsRuntimeError(f"radix_sort_pairs() requires a contiguous {what} array, got "
                                     f"non-contiguous {what} with data types: {pair}")
     width = _KEY_BITS.get(keys.dtype)
@@ -195,7 +194,7 @@ def _check_segments(starts: array, ends: array | None) -> None:
             raise UtilsRuntimeError(f"{what} array must be of type int32")
         if a.ndim != 1:
             raise UtilsRuntimeError(f"{what} must be one-dimensional")
-        if not contiguous(a):
+        if not a.is_contiguous:
             raise UtilsRuntimeError(f"segmented_sort_pairs() requires a contiguous {what} array")
     if ends is not None and starts.size != ends.size:
         raise UtilsRuntimeError(f"segment_start_indices and segment_end_indices must have the "
@@ -226,7 +225,7 @@ def segmented_sort_pairs(keys: array, values: array, count: int, segment_start_i
     if keys.size < 2 * count or values.size < 2 * count:
         raise UtilsRuntimeError("Array storage must be large enough to contain 2*count elements")
     for a, what in ((keys, "keys"), (values, "values")):
-        if not contiguous(a):
+        if not a.is_contiguous:
             raise UtilsRuntimeError(f"segmented_sort_pairs() requires a contiguous {what} array")
     _check_segments(starts, ends)
     if (ends is None and starts.size < 2) or (ends is not None and ends.size == 0):
