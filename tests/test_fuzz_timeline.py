@@ -24,7 +24,8 @@ def _case(**changes):
     base = generate(1, 0)
     fields = {"kind": "2d", "S": 3, "N": 2, "T": 3, "stride": 3, "base": 0, "shift": 0,
               "cut": 0, "prev": False, "accumulate": False, "second": False,
-              "expr": "wp.tanh(wp.sin({r0}) + {w})", "launches": 2}
+              "expr": "wp.tanh(wp.sin({r0}) + {w})", "launches": 2, "layout": "rows",
+              "colmap": False, "cstride": 1, "coff": 0, "prev2": False, "control": False}
     fields.update(changes)
     rows = (fields["S"] - 1) * fields["stride"] + fields["launches"] + fields["base"] + 1
     return dataclasses.replace(base, rows=rows, **fields)

@@ -150,7 +150,7 @@ def _shrink_saved(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.pattern == "time":
-        return timeline_main(args.seed, args.start, args.count, args.show)
+        return timeline_main(args.seed, args.start, args.count, args.show, not args.no_warp)
     size = SIZES[args.size]
     if args.show:
         seed, index = (int(v) for v in args.show.split(":"))
