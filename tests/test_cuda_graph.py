@@ -17,6 +17,7 @@ from test_cuda_tape import dot_loss, horner, program, square_in_place, wave
 
 import gradloom as wp
 from gradloom.errors import GradloomError, KernelRuntimeError, LaunchError
+from gradloom.runtime.capturing import capturing
 
 f64 = wp.float64
 
@@ -208,3 +209,27 @@ def test_graphs_nest_and_cuda_launches_join_cpu_graphs(env):
     np.testing.assert_array_equal(y.numpy(), [2, 2])
     wp.capture_launch(cpu_graph.graph)
     np.testing.assert_array_equal(y.numpy(), [7, 7])
+
+
+def test_one_capture_state_names_its_device(env):
+    """One capture at a time in a context, asked through `capturing(device)`: a CUDA capture
+    is on its device only (CPU operations run now), a second capture of either kind is
+    refused, and the devices and streams report it (as in Warp, per device)."""
+    cuda, cpu = wp.get_device("cuda"), wp.get_device("cpu")
+    host = wp.zeros(2, dtype=f64, device="cpu")
+    with wp.ScopedCapture(device="cuda") as capture:
+        assert capturing() is capturing(cuda) is not None and capturing(cpu) is None
+        assert cuda.is_capturing and wp.get_stream("cuda").is_capturing
+        assert not cpu.is_capturing and not wp.get_stream("cpu").is_capturing
+        host.fill_(3.0)  # not recorded: CPU work runs as issued
+        np.testing.assert_array_equal(host.numpy(), [3, 3])
+        for device in ("cpu", "cuda"):
+            with pytest.raises(RuntimeError, match="already in progress"):
+                wp.capture_begin(device=device)
+    assert capturing() is None and capture.graph is not None and not cuda.is_capturing
+    with wp.ScopedCapture(device="cpu"):
+        assert capturing(cpu) is not None and capturing(cuda) is None and cpu.is_capturing
+        with pytest.raises(RuntimeError, match="already in progress"):
+            wp.capture_begin(device="cuda")
+    with pytest.raises(RuntimeError, match="not active"):
+        wp.capture_end(device="cuda")

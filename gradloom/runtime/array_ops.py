@@ -88,7 +88,7 @@ def _legacy_shape(shape: Any, legacy: dict[str, Any]) -> Any:
 def _zeroed(out: array) -> array:
     """A new zero-filled array: zeroed now, and — inside a graph capture — again each time the
     graph runs, as Warp's `zeros` records a memset there."""
-    if capturing():
+    if capturing(CPU) is not None:
         out.zero_()
     return out
 
@@ -322,7 +322,7 @@ def copy(
             f"copy: incompatible element sizes ({es_d} and {es_s} bytes): destination "
             f"dtype={type_repr(d.dtype)}, source dtype={type_repr(s.dtype)}"
         )
-    if capturing():
+    if capturing(CPU) is not None:
         defer(lambda: copy(d, s, dest_offset, src_offset, count), "wp.copy()")
         return
     before_write(d)

@@ -21,8 +21,8 @@ from ..errors import GradloomError
 from ..types import int32
 from .array import array
 from .backend import CUDA
-from .capturing import ACTIVE_CAPTURE, Node, OpNode
-from .device import get_device
+from .capturing import ACTIVE_CAPTURE, Node, OpNode, capturing
+from .device import CPU, get_device
 from .recording import ACTIVE_TAPES
 from .signals import launch_words
 from .stream import Stream
@@ -104,7 +104,7 @@ def capture_begin(device: Any = None, stream: Stream | None = None,
     """Start recording a graph in this context (see the module docstring; on a CUDA device,
     the driver's stream capture: runtime/cuda_graph.py)."""
     dev = stream.device if isinstance(stream, Stream) else get_device(device)
-    if ACTIVE_CAPTURE.get() is not None:
+    if capturing() is not None:  # one capture at a time in a context, on any device
         raise CaptureError("Graph capture already in progress")
     if dev.is_cuda:
         CUDA.get("begin_capture")(dev, stream, capture_mode)
@@ -119,14 +119,13 @@ def capture_end(device: Any = None, stream: Stream | None = None) -> Graph:
     """Stop recording; returns the Graph to run with `wp.capture_launch`."""
     dev = stream.device if isinstance(stream, Stream) else (
         get_device(device) if device is not None else None)
-    if (dev is None or dev.is_cuda) and ACTIVE_CAPTURE.get() is None and CUDA.get("capturing")():
-        cap = CUDA.get("active_capture")(dev)
-        if cap is None:
-            raise CaptureError(f"no graph capture is active on {dev}")
-        return CUDA.get("end_capture")(cap)  # type: ignore[no-any-return]
-    graph = ACTIVE_CAPTURE.get()
-    if not isinstance(graph, Graph):
+    graph = capturing()
+    if graph is None or (dev is CPU and not isinstance(graph, Graph)):
         raise CaptureError("Graph capture is not active (call wp.capture_begin() first)")
+    if not isinstance(graph, Graph):  # a CUDA stream capture: its backend ends it
+        if dev is not None and graph.device is not dev:
+            raise CaptureError(f"no graph capture is active on {dev}")
+        return CUDA.get("end_capture")(graph)  # type: ignore[no-any-return]
     try:
         ACTIVE_CAPTURE.reset(graph._token)  # type: ignore[attr-defined]
     except ValueError:  # ended in another context than it began in
@@ -139,7 +138,7 @@ def capture_launch(graph: Graph, stream: Stream | None = None) -> None:
     if not isinstance(graph, Graph):
         raise TypeError(f"capture_launch() expects a Graph from wp.capture_end() or "
                         f"wp.ScopedCapture, got {type(graph).__name__}")
-    outer = ACTIVE_CAPTURE.get()
+    outer = capturing(CPU)
     if outer is graph:
         raise CaptureError("a graph cannot launch itself while it is being captured")
     if outer is not None:
@@ -200,8 +199,7 @@ def _body(body: Callable[..., Any] | Graph, kwargs: dict[str, Any]) -> Graph:
     if not callable(body):
         raise TypeError(f"a capture_if/capture_while body must be a callable or a Graph, got "
                         f"{type(body).__name__}")
-    outer = ACTIVE_CAPTURE.get()
-    sub = Graph(outer.device if isinstance(outer, Graph) else get_device(), 0)
+    sub = Graph(CPU, 0)  # a body is recorded only inside a CPU capture
     token = ACTIVE_CAPTURE.set(sub)
     try:
         body(**kwargs)
@@ -225,7 +223,7 @@ def capture_if(condition: array, on_true: Callable[..., Any] | Graph | None = No
     if on_true is None and on_false is None:
         return
     cond = _condition(condition)
-    if ACTIVE_CAPTURE.get() is None:
+    if capturing(CPU) is None:
         branch = on_true if _is_true(cond) else on_false
         if branch is not None:
             _run_body(branch, kwargs)
@@ -238,7 +236,7 @@ def capture_if(condition: array, on_true: Callable[..., Any] | Graph | None = No
         if branch is not None:
             branch.replay()
 
-    graph = ACTIVE_CAPTURE.get()
+    graph = capturing(CPU)
     assert graph is not None
     graph.add(OpNode(run, "capture_if"))
 
@@ -248,7 +246,7 @@ def capture_while(condition: array, while_body: Callable[..., Any] | Graph,
     """Run `while_body` while `condition[0]` is nonzero (the body must update it) — when the
     graph runs if a capture is active, else now."""
     cond = _condition(condition)
-    if ACTIVE_CAPTURE.get() is None:
+    if capturing(CPU) is None:
         while _is_true(cond):
             _run_body(while_body, kwargs)
         return
@@ -258,7 +256,7 @@ def capture_while(condition: array, while_body: Callable[..., Any] | Graph,
         while _is_true(cond):
             body.replay()
 
-    graph = ACTIVE_CAPTURE.get()
+    graph = capturing(CPU)
     assert graph is not None
     graph.add(OpNode(run, "capture_while"))
 

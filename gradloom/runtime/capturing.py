@@ -1,10 +1,14 @@
-"""The graph being captured right now (a context variable) and the replayable nodes it records.
+"""The capture in progress (one context variable, asked through `capturing`) and the
+replayable nodes a CPU graph records.
 
-On the CPU, as in Warp 1.19, a capture only records: launches, copies and fills issued while it
-is active do not run then; `wp.capture_launch(graph)` runs them, in order, each time. A node
-holds the same arrays (so the same memory) it was recorded with and reads their contents when
-it runs, as a CUDA graph holds fixed pointers. `Graph` and the public functions live in
-`capture.py`; this module is what array operations and launches consult.
+One capture at a time runs in a context (Warp's CaptureMode.THREAD_LOCAL), on one device. On
+the CPU, as in Warp 1.19, a capture only records: launches, copies and fills issued while it is
+active — on any device — do not run then but become nodes of a `Graph`; `wp.capture_launch(graph)`
+runs them, in order, each time. A node holds the same arrays (so the same memory) it was
+recorded with and reads their contents when it runs, as a CUDA graph holds fixed pointers. On a
+CUDA device the driver records the work queued on the captured stream (runtime/cuda_graph.py).
+`Graph` and the public functions live in `capture.py`; this module is what array operations,
+launches, streams and device memory consult.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..errors import GradloomError
+from .device import CPU, Device
 from .recording import ACTIVE_TAPES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,19 +49,19 @@ class OpNode:
         return f"<{self.what}>"
 
 
-class Recording(Protocol):
-    """A graph being captured (runtime/capture.py `Graph`): recorded steps are added to it."""
-
-    def add(self, node: Node) -> None: ...
-
-
-#: The graph being captured in this context, if any (Warp's CaptureMode.THREAD_LOCAL).
-ACTIVE_CAPTURE: ContextVar[Recording | None] = ContextVar("gradloom_active_capture", default=None)
+#: The capture in progress in this context, if any: on the CPU the `Graph` recording operations
+#: (runtime/capture.py), on a CUDA device the stream capture (runtime/cuda_graph.py `Capture`).
+#: Both name their `device`.
+ACTIVE_CAPTURE: ContextVar[Any] = ContextVar("gradloom_active_capture", default=None)
 
 
-def capturing() -> bool:
-    """Whether a graph is being captured in this context."""
-    return ACTIVE_CAPTURE.get() is not None
+def capturing(device: Device | None = None) -> Any:
+    """The capture in progress in this context — on `device` when given — or None.
+    `capturing(CPU)` is the graph that operations of any device are recorded into."""
+    cap = ACTIVE_CAPTURE.get()
+    if cap is None or (device is not None and cap.device is not device):
+        return None
+    return cap
 
 
 def no_tape_while_capturing(what: str) -> None:
@@ -72,7 +77,7 @@ def no_tape_while_capturing(what: str) -> None:
 
 def defer(fn: Callable[[], Any], what: str) -> bool:
     """If a graph is being captured, record `fn` into it (not run now) and return True."""
-    graph = ACTIVE_CAPTURE.get()
+    graph = capturing(CPU)
     if graph is None:
         return False
     no_tape_while_capturing(what)
@@ -89,7 +94,7 @@ def deferrable(what: str) -> Callable[[F], F]:
     def wrap(method: F) -> F:
         @functools.wraps(method)
         def write(self: Any, *args: Any) -> Any:
-            if ACTIVE_CAPTURE.get() is None:
+            if capturing(CPU) is None:
                 return method(self, *args)
             kept = tuple(a if hasattr(a, "_mem") or isinstance(a, np.ndarray)
                          else copy.deepcopy(a) for a in args)
@@ -103,7 +108,7 @@ def deferrable(what: str) -> Callable[[F], F]:
 
 def refuse_while_capturing(what: str) -> None:
     """For operations a CPU graph cannot hold (e.g. a Tape's backward pass)."""
-    if ACTIVE_CAPTURE.get() is not None:
+    if capturing(CPU) is not None:
         raise GradloomError(
             f"{what} cannot be captured into a CPU graph in gradloom; run it outside "
             "wp.ScopedCapture / wp.capture_begin()."

@@ -14,7 +14,6 @@ from . import (
     device_grads,
     foreign_cuda,
     launch_cuda,
-    storage,
 )
 from .backend import CUDA
 
@@ -30,6 +29,5 @@ CUDA.provide(
     launch=launch_cuda.launch, command=cuda_command.CudaLaunch,
     tape_record=cuda_tape.CudaLaunchRecord,
     # CUDA graph capture
-    begin_capture=cuda_graph.begin, active_capture=cuda_graph.active, end_capture=cuda_graph.end,
-    capturing=lambda: storage.CUDA_CAPTURE.get() is not None,
+    begin_capture=cuda_graph.begin, end_capture=cuda_graph.end,
 )

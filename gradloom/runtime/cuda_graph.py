@@ -25,10 +25,11 @@ from ..abi import STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL, error_word
 from ..errors import GradloomError, KernelRuntimeError
 from . import checks
 from .capture import CaptureError, CaptureMode, Graph
+from .capturing import ACTIVE_CAPTURE, capturing
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device
-from .storage import CUDA_CAPTURE, host_bytes
+from .storage import host_bytes
 from .stream import Stream, cuda_stream, get_stream, set_stream
 
 
@@ -74,7 +75,7 @@ class CudaGraph(Graph):
         handle = cuda_stream(self.device)
         self.driver.activate(self.device.ordinal)
         self.driver.call("cuGraphLaunch", self.graph_exec, handle.handle)
-        if self.capture.checks and CUDA_CAPTURE.get() is None:
+        if self.capture.checks and capturing() is None:
             self.check(handle)
 
     def check(self, handle: StreamHandle) -> None:
@@ -104,9 +105,8 @@ class CudaGraph(Graph):
 
 
 def begin(device: Device, stream: Stream | None, mode: CaptureMode) -> None:
-    """Start capturing on a CUDA device (see the module docstring)."""
-    if CUDA_CAPTURE.get() is not None:
-        raise CaptureError("Graph capture already in progress")
+    """Start capturing on a CUDA device (see the module docstring; capture.capture_begin has
+    checked that no capture is in progress)."""
     driver = current()
     if stream is not None:
         previous = get_stream(device)
@@ -117,23 +117,15 @@ def begin(device: Device, stream: Stream | None, mode: CaptureMode) -> None:
                 driver.api.CUstreamCaptureMode(int(mode)))
     cap = Capture(driver, device, handle)
     cap.restore_stream = previous if stream is not None else None  # type: ignore[attr-defined]
-    cap.token = CUDA_CAPTURE.set(cap)  # type: ignore[attr-defined]
-
-
-def active(device: Device | None) -> Capture | None:
-    """The CUDA capture in progress in this context (on `device`, if given)."""
-    cap = CUDA_CAPTURE.get()
-    if cap is None or (device is not None and cap.device is not device):
-        return None
-    return cap  # type: ignore[no-any-return]
+    cap.token = ACTIVE_CAPTURE.set(cap)  # type: ignore[attr-defined]
 
 
 def end(cap: Capture) -> CudaGraph:
     """Stop the capture; the instantiated graph."""
     try:
-        CUDA_CAPTURE.reset(cap.token)  # type: ignore[attr-defined]
+        ACTIVE_CAPTURE.reset(cap.token)  # type: ignore[attr-defined]
     except ValueError:  # ended in another context than it began in
-        CUDA_CAPTURE.set(None)
+        ACTIVE_CAPTURE.set(None)
     driver = cap.driver
     try:
         graph = driver.call("cuStreamEndCapture", cap.stream.handle)

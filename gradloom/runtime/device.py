@@ -14,7 +14,6 @@ from typing import Any
 
 from gradloom.errors import GradloomError
 from gradloom.runtime import cuda_driver
-from gradloom.runtime.capturing import capturing
 
 from ..hooks import Hook
 
@@ -85,8 +84,9 @@ class Device:
 
     @property
     def is_capturing(self) -> bool:
-        """Whether a graph is being captured (in this context)."""
-        return capturing()
+        """Whether a graph is being captured from this device's current stream (in this
+        context; the CPU's: whether a CPU graph records)."""
+        return bool(GET_STREAM.get()(self).is_capturing)
 
     @property
     def stream(self) -> Any:
@@ -157,6 +157,11 @@ def _cuda(ordinal: int, ident: str) -> Device:
         raise GradloomError(f"device {ident!r} does not exist: this machine has {count} CUDA "
                             f"device(s) ({have})")
     return _CUDA.setdefault(ordinal, Device(f"cuda:{ordinal}", ordinal))
+
+
+def cuda_device(ordinal: int) -> Device:
+    """CUDA device number `ordinal` (checked to exist)."""
+    return _cuda(ordinal, f"cuda:{ordinal}")
 
 
 def _cuda_alias_target() -> Device:

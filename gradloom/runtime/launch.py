@@ -36,7 +36,7 @@ from ..types import (
 from . import checks, parallel
 from .array import NDArray, array
 from .backend import CUDA
-from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
+from .capturing import capturing, no_tape_while_capturing
 from .device import CPU, current_device, get_device
 from .foreign import adapt_args, array_slots
 from .packing import Packer, describe
@@ -395,7 +395,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
         if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
             kernel = kernel.specialize(list(args))
-        if not record_cmd and ACTIVE_CAPTURE.get() is not None:
+        if not record_cmd and capturing(CPU) is not None:
             _capture(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint, record_tape)
             return None
         if adjoint or record_cmd:
@@ -445,7 +445,7 @@ def _capture(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any
         no_tape_while_capturing(f"wp.launch({getattr(kernel, 'key', kernel)!r})")
     cmd = launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint=adjoint,
                  record_tape=record_tape, record_cmd=True)
-    graph = ACTIVE_CAPTURE.get()
+    graph = capturing(CPU)
     assert graph is not None
     graph.add(cmd)
 
@@ -521,7 +521,7 @@ class Launch(RecordedParams):
         self._pack()
 
     def launch(self, stream: Any = None) -> None:
-        if ACTIVE_CAPTURE.get() is not None:
+        if capturing(CPU) is not None:
             self._capture()
             return
         if not self._fast or (self.record_tape and ACTIVE_TAPES.get()):
@@ -546,7 +546,7 @@ class Launch(RecordedParams):
         the graph, as a CUDA graph keeps the parameters it captured)."""
         if self.record_tape:
             no_tape_while_capturing(f"Launch.launch() of {self.kernel.key!r}")
-        graph = ACTIVE_CAPTURE.get()
+        graph = capturing(CPU)
         assert graph is not None
         graph.add(Launch.recorded(self.kernel, self.dims, list(self.args), self.adjoint,
                                   self.record_tape))

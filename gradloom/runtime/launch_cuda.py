@@ -42,18 +42,18 @@ from ..types import StructType as _StructType
 from . import checks
 from .array import array
 from .backend import CUDA
-from .capturing import ACTIVE_CAPTURE, no_tape_while_capturing
+from .capturing import capturing, no_tape_while_capturing
 from .cuda_array import CudaArray, address, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
-from .device import Device, get_device
+from .device import CPU, Device, get_device
 from .foreign_cuda import adapt_device_args, is_device_foreign
 from .launch import _dims, arg_array, array_keys
 from .launch import launch as launch_any
 from .layout import span
 from .packing import ArgError, Getter, Packer, describe, flat_values
 from .recording import ACTIVE_TAPES
-from .storage import DeviceBuffer, address_of, capturing, dtod, host_bytes, htod, relaxed
+from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod, relaxed
 from .stream import cuda_stream
 from .watch import before_write
 
@@ -272,7 +272,7 @@ class CudaPrepared:
         block = block_size(block_dim)
         if total == 0:
             return
-        cap = capturing(self.ordinal)
+        cap = capturing(self.device)
         if cap is not None:
             self.capture(cap, dims, values, total, block, max_blocks, stream)
             return
@@ -433,7 +433,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         if any(is_device_foreign(a) for a in args):  # torch/cupy/DLPack device memory
             args = adapt_device_args(kernel.key, kernel.params, args, dev)
         adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
-        if record_cmd or ACTIVE_CAPTURE.get() is not None:
+        if record_cmd or capturing(CPU) is not None:
             return _command(kernel, dim, args, adj if adjoint else None, dev, stream,
                             max_blocks, block_dim, record_tape, record_cmd)
         handle = cuda_stream(dev, stream)
@@ -466,7 +466,7 @@ def _command(kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None, dev:
         return cmd
     if record_tape:
         no_tape_while_capturing(f"wp.launch({kernel.key!r})")
-    graph = ACTIVE_CAPTURE.get()
+    graph = capturing(CPU)
     assert graph is not None
     graph.add(cmd)
     return None

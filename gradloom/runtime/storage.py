@@ -7,7 +7,7 @@ pool (cuMemAllocAsync on a stream) and given back on that stream when the buffer
 it. Devices without memory pools use cuMemAlloc / cuMemFree. Host memory is numpy's: a copy
 names it by address. Every operation is queued on the given stream; `to_host` waits for its copy.
 
-While a CUDA graph is being captured on a device (`CUDA_CAPTURE`, runtime/cuda_graph.py), the
+While a CUDA graph is being captured on a device (runtime/capturing.py, cuda_graph.py), the
 work queued on its stream is recorded, not run, so memory behaves as a graph needs:
 allocations on that device are plain cuMemAlloc memory owned by the graph (made with the
 thread's capture mode relaxed: they are not stream work), a host-to-device copy is staged
@@ -21,28 +21,27 @@ import contextlib
 import ctypes
 import weakref
 from collections.abc import Iterator
-from contextvars import ContextVar
 from typing import Any
 
 from ..errors import GradloomError
+from .capturing import capturing
 from .cuda_driver import CudaError, Driver
-
-#: The CUDA graph being captured in this context, if any (a runtime/cuda_graph.Capture: its
-#: device `ordinal`, `keep(obj)` to own memory, `defer(fn)` to run once the capture ends).
-CUDA_CAPTURE: ContextVar[Any] = ContextVar("gradloom_cuda_capture", default=None)
+from .device import cuda_device
 
 
-def capturing(ordinal: int) -> Any:
-    """The capture active on device `ordinal` in this context, or None."""
-    cap = CUDA_CAPTURE.get()
-    return cap if cap is not None and cap.ordinal == ordinal else None
+def _stream_capture() -> Any:
+    """The CUDA graph being captured in this context, on any device (a runtime/cuda_graph
+    `Capture`: `keep(obj)` owns memory, `defer(fn)` runs once the capture ends), or None: a
+    CPU graph records operations, not stream work."""
+    cap = capturing()
+    return cap if cap is not None and cap.device.is_cuda else None
 
 
 @contextlib.contextmanager
 def relaxed(driver: Driver) -> Iterator[None]:
     """Inside a capture: let this thread make calls that are not stream work (allocations,
     module loads) without invalidating the capture; elsewhere nothing."""
-    if CUDA_CAPTURE.get() is None:
+    if _stream_capture() is None:
         yield
         return
     mode = driver.api.CUstreamCaptureMode
@@ -69,7 +68,7 @@ class DeviceBuffer:
             self._finalizer = None
             return
         driver.activate(ordinal)
-        cap = capturing(ordinal)
+        cap = capturing(cuda_device(ordinal))
         pooled = pooled and driver.info(ordinal).mempool and cap is None
         try:
             if pooled:
@@ -90,7 +89,7 @@ class DeviceBuffer:
 
 
 def _free(driver: Driver, ordinal: int, ptr: int, stream: Any) -> None:
-    cap = CUDA_CAPTURE.get()
+    cap = _stream_capture()
     if cap is not None:  # collected during a capture: a free now would be captured (or refused)
         cap.defer(lambda: _free(driver, ordinal, ptr, stream))
         return
@@ -126,7 +125,7 @@ def htod(driver: Driver, ordinal: int, dst: int, src_addr: int, nbytes: int, str
     stages it through pinned memory of its own)."""
     if nbytes:
         driver.activate(ordinal)
-        cap = capturing(ordinal)
+        cap = capturing(cuda_device(ordinal))
         if cap is not None:
             staged = PinnedBuffer(driver, nbytes)
             ctypes.memmove(staged.ptr, src_addr, nbytes)
@@ -140,7 +139,7 @@ def dtoh(driver: Driver, ordinal: int, dst_addr: int, src: int, nbytes: int, str
     synchronized, so everything queued before the copy has finished too). Refused while a
     graph is captured on the device: nothing has run yet."""
     if nbytes:
-        if capturing(ordinal) is not None:
+        if capturing(cuda_device(ordinal)) is not None:
             raise GradloomError(
                 f"reading memory of cuda:{ordinal} to the host (.numpy(), a print, a host-side "
                 "utility, a write into a non-contiguous view, a debug check) cannot be captured "
@@ -218,7 +217,7 @@ class PinnedBuffer:
 
 
 def _free_host(driver: Driver, ptr: int) -> None:
-    cap = CUDA_CAPTURE.get()
+    cap = _stream_capture()
     if cap is not None:
         cap.defer(lambda: _free_host(driver, ptr))
         return
