@@ -160,7 +160,7 @@ def test_generic_runtime_code_imports_no_cuda_module() -> None:
         "cuda" in m or m in ("runtime.device_grads", "runtime.storage"))}
     generic = {"runtime.array", "runtime.array_ops", "runtime.array_storage", "runtime.launch",
                "runtime.recording", "runtime.capture", "runtime.capturing", "runtime.tape",
-               "runtime.adjoint", "runtime.foreign", "runtime.packing"}
+               "runtime.adjoint", "runtime.foreign", "runtime.packing", "interop.dlpack"}
     bad = {(g, c) for g in generic for c in edges[g] if c in cuda}
     assert not bad, sorted(bad)
 

@@ -10,6 +10,7 @@ import numpy as np
 from gradloom.errors import GradloomError
 from gradloom.runtime.array import array
 from gradloom.runtime.array_protocols import DLPACK_CPU
+from gradloom.runtime.backend import CUDA
 from gradloom.runtime.foreign import is_torch_tensor, wrap_numpy
 
 DLPACK_CUDA = 2  # kDLCUDA
@@ -37,12 +38,11 @@ def from_dlpack(source: Any, dtype: Any = None) -> array:
     CUDA memory (device type 2) gives a CUDA array; a producer is asked for its capsule for
     gradloom's current stream on that device (the DLPack stream handshake)."""
     if type(source).__name__ == "PyCapsule":
+        # the capsule's C structs are read only for a bare capsule: not at `import gradloom`
         from gradloom.runtime.dlpack_capsule import capsule_device
 
-        if capsule_device(source)[0] == DLPACK_CUDA:
-            from gradloom.runtime.foreign_cuda import from_capsule  # device memory: on first use
-
-            return from_capsule(source, dtype, "from_dlpack capsule")
+        if capsule_device(source)[0] == DLPACK_CUDA:  # device memory: the CUDA backend's
+            return CUDA.get("from_capsule")(source, dtype, "from_dlpack capsule")
         source = _Capsule(source)
     elif not hasattr(source, "__dlpack__"):
         raise GradloomError(f"from_dlpack: {type(source).__name__} is neither a DLPack "
@@ -51,9 +51,7 @@ def from_dlpack(source: Any, dtype: Any = None) -> array:
         if is_torch_tensor(source):
             source = source.detach()  # torch refuses to export tensors that require grad
         if _device_type(source) == DLPACK_CUDA:
-            from gradloom.runtime.foreign_cuda import from_dlpack_producer  # on first use
-
-            return from_dlpack_producer(source, dtype, "from_dlpack source")
+            return CUDA.get("from_dlpack_producer")(source, dtype, "from_dlpack source")
         _check_device(source)
     try:
         data = np.from_dlpack(source)

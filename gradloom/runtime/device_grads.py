@@ -14,6 +14,7 @@ from typing import Any
 from ..types import size_of
 from .array_arith import ELEMENTWISE
 from .cuda_array import CudaArray, fill_bytes, index_view
+from .launch_cuda import launch
 
 
 def view_at(a: CudaArray, where: Any) -> CudaArray:
@@ -40,8 +41,6 @@ def zero(view: CudaArray) -> None:
 
 def add_into(target: CudaArray, source: CudaArray) -> None:
     """target += source, element by element, on target's device."""
-    from .launch_cuda import launch
-
     k = ELEMENTWISE.get()("add", target, source, out=target, return_kernel=True)
     launch(k, target.shape, [target, source], [target], None, None, target.device, None, False,
            False, False, 0, 256)
