@@ -220,7 +220,7 @@ def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int |
     es, npdt = elem_shape(t), storage_dtype(t)
     inner = np.zeros(es, dtype=npdt).strides if es else ()
     full_strides = None if strides is None else (*map(int, strides), *inner)
-    elem = npdt.itemsize * math.prod(es)
+    elem = size_of(t)
     if strides is None:
         nbytes = elem * math.prod(dims)
     else:  # at least one element's bytes, as a view of nothing still has an address
@@ -238,7 +238,7 @@ def strided_zeros(dims: tuple[int, ...], t: Any, strides: Any) -> NDArray:
     if len(outer) != len(dims) or any(s < 0 for s in outer):
         raise ArrayValueError(f"strides={tuple(strides)} must be {len(dims)} non-negative "
                               f"byte strides for shape {dims}")
-    elem = npdt.itemsize * math.prod(es)
+    elem = size_of(t)
     buf = aligned_zeros((max(span(dims, outer, elem)[1], elem, 1),), np.uint8)
     return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=outer + inner)
 
