@@ -217,9 +217,6 @@ def type_name(t: Any) -> str:
 
 
 def scalar_of(t: Any) -> ScalarType | None:
-    """The scalar type of a scalar, vector or matrix element type (None for structs)."""
-    if isinstance(t, ScalarType):
-        return t
-    if isinstance(t, (VectorType, MatrixType)):
-        return t.dtype
-    return None
+    """`type_scalar_type`, or None where t has no scalar type (a struct)."""
+    st = type_scalar_type(t)
+    return st if isinstance(st, ScalarType) else None
