@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 import math
-import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..abi import BLOCK_ARGS
 from ..errors import CompileError, TapeError
 from .array import NDArray, array
 from .array_storage import copy_same_layout
@@ -136,9 +136,9 @@ class LaunchRecord:
         check = compiled.launch_check
         if check is None:
             return
-        block = bytearray(packer.size)
-        struct.pack_into(packer.fmt, block, 0, *packer.values(self.args))
-        found = check.error(bytes(block), self.dims, exclusive)
+        block = bytearray(packer.block_bytes)
+        packer.pack(self.args, block)  # the arguments as the launch block holds them
+        found = check.error(bytes(block[BLOCK_ARGS:]), self.dims, exclusive)
         if found is not None:
             raise CompileError(*found)
 
