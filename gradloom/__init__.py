@@ -143,7 +143,7 @@ from .types import (
 )
 
 # isort: split
-# -- runtime library (h-rtlib): timing, streams and events, graph capture ---------------------
+# -- runtime library: timing, streams and events, graph capture ---------------------
 from . import utils
 from .runtime.cache import clear as clear_kernel_cache
 from .runtime.capture import (
@@ -187,7 +187,7 @@ from .runtime.timing import (
 from .utils import map, quat_between_vectors, transform_expand
 
 # isort: split
-# -- CUDA runtime (h-cudart): driver errors (runtime/cuda_driver.py); devices, streams and
+# -- CUDA runtime: driver errors (runtime/cuda_driver.py); devices, streams and
 # events are exported above
 from .runtime.cuda_driver import CudaError
 from .runtime.stream import StreamError
@@ -239,7 +239,7 @@ from .types import (  # noqa: E402
 )
 
 # isort: split
-# -- types, Python-scope values, config, errors (h-ctypes): bfloat16, Warp's constants, log
+# -- types, Python-scope values, config, errors: bfloat16, Warp's constants, log
 # levels and codegen error names
 from .errors import CompileAttributeError as WarpCodegenAttributeError  # noqa: E402
 from .errors import CompileError as WarpCodegenError  # noqa: E402
@@ -274,13 +274,17 @@ from .frontend.gradfn import grad  # noqa: E402
 from .frontend.native import func_native  # noqa: E402
 
 # isort: split
-# -- kernel language and modules (h-clang): Warp's module build options (accepted, no effect),
+# -- kernel language and modules: Warp's module build options (accepted, no effect),
 # the error of a struct field given a value it cannot hold
 from .errors import LaunchValueError, StructFieldError  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
 
 
 def __getattr__(name: str) -> object:
+    if name in ("install_as_warp", "uninstall_as_warp"):  # `import warp` answered by gradloom
+        import importlib
+
+        return getattr(importlib.import_module(".as_warp", __name__), name)
     if name in ("torch", "optim", "fem"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value types
         # only), as in Warp; imported when used
         import importlib

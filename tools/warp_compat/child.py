@@ -1,6 +1,6 @@
 """Child process: run one Warp test module and stream one JSON line per test event to a file.
 
-Usage (the parent sets PYTHONPATH so that ``warp`` is warp-lang or the gradloom shim):
+Usage (the parent runs it through ``python -m gradloom.as_warp`` for gradloom, plainly for warp-lang):
 
     python -m tools.warp_compat.child MODULE OUT.jsonl
 
@@ -22,6 +22,8 @@ import traceback
 import unittest
 from types import TracebackType
 from typing import Any, TextIO
+
+from . import shimlib
 
 ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
@@ -126,11 +128,12 @@ def _prepare_backend() -> None:
     """Import warp (real or shim) and Warp's test harness, restricted to the CPU."""
     import warp
 
+    on_gradloom = shimlib.prepare_child(warp)
     if hasattr(warp.config, "quiet"):
         warp.config.quiet = True
     utils: Any = importlib.import_module("warp.tests.unittest_utils")
     utils.test_mode = "basic"  # the CPU plus the first GPU: none is visible here
-    if hasattr(warp, "_shimlib"):
+    if on_gradloom:
         # The harness silences warp-lang's native (C) error printing through warp._src; gradloom
         # has no native error output, so there is nothing to silence.
         utils.suppress_native_error_output = contextlib.nullcontext

@@ -1,7 +1,7 @@
 """Child process: run one Warp example unchanged and save its final arrays.
 
 Usage: ``python -m tools.warp_compat.example_child NAME OUT.npz [--trajectory]`` (``warp`` is
-warp-lang or the gradloom shim, chosen by the parent through PYTHONPATH). Writes OUT.npz (array name -> values)
+warp-lang or gradloom's `warp` (gradloom.as_warp), chosen by the parent's command line). Writes OUT.npz (array name -> values)
 and OUT.json ({"ok": true} or the exception). The example's own stdout goes to the parent's log.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import shimlib
 from .catalog import ExampleSpec, example_spec
 
 _MAX_DEPTH = 2
@@ -153,6 +154,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     meta: dict[str, Any] = {"ok": True, "spec": example_spec(name).key()}
     try:
+        shimlib.prepare_child(importlib.import_module("warp"))
         arrays = _flatten_fields(run(name, trajectory))
         np.savez(out, **arrays)  # type: ignore[arg-type]
         meta["arrays"] = sorted(arrays)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -78,7 +77,7 @@ def _run_once(name: str, shim_dir: Path | None, workdir: Path, trajectory: bool)
     out = workdir / f"{stem}.npz"
     for stale in (out, out.with_suffix(".json")):
         stale.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "tools.warp_compat.example_child", name, str(out)]
+    cmd = [*shim.command_prefix(shim_dir), "-m", "tools.warp_compat.example_child", name, str(out)]
     cmd += ["--trajectory"] if trajectory else []
     start = time.monotonic()
     log = workdir / f"{stem}.log"

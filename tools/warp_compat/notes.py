@@ -82,8 +82,6 @@ NOTES: dict[str, dict[str, str]] = {
         "*.test_error_mutating_constant_in_dynamic_loop_*": _DIFF + "a variable set from a "
                                                             "literal is an ordinary loop value",
         "*.test_error_global_var_*": _PRIVATE_NAME,
-        "*.test_invalid_namespace_path_*": "the shim's `warp.types` also forwards to gradloom, "
-                                           "which has `tid`",
         "*.test_error_unmatched_arguments_*": _DIFF + "two literals fold in Python (`1 * 1.0`)",
         "*.test_array_slot_augassign_uses_user_operator_*": _NOT_IMPL + "user-defined operators "
                                                             "on array element slots",

@@ -25,22 +25,22 @@ Regenerate this page (from the repository root; needs `pip install -e '.[compat]
     python -m tools.warp_compat
 
 It runs each covered test file of the installed warp-lang wheel in its own process (one at a
-time, a timeout each) with `warp` replaced by a generated shim package that forwards to gradloom
-(CPU only), runs the listed examples unchanged on gradloom and on warp-lang, and rewrites this
-page. warp-lang's own results are cached in `tools/warp_compat/warp_baseline.json`
-(`--refresh-baseline` re-runs them); `--files test_vec ...` or `--examples wave ...` run a subset
-and print a summary instead. Per-test details (messages, tracebacks) go to
-`build/warp_compat/gradloom_results.json`, child logs to `build/warp_compat/`.
+time, a timeout each) through `python -m gradloom.as_warp`, gradloom's own way of running a
+program written for `import warp` (CPU only), runs the listed examples unchanged on gradloom and
+on warp-lang, and rewrites this page. warp-lang's own results are cached in
+`tools/warp_compat/warp_baseline.json` (`--refresh-baseline` re-runs them); `--files test_vec ...`
+or `--examples wave ...` run a subset and print a summary instead. Per-test details (messages,
+tracebacks) go to `build/warp_compat/gradloom_results.json`, child logs to `build/warp_compat/`.
 
 Only tests that pass on warp-lang's CPU are counted. *Not applicable*: tests of Warp-private
-internals (they reach `warp._src`, which the shim leaves to placeholders, or read Warp's codegen
+internals (they reach `warp._src`, which the runner leaves to placeholders, or read Warp's codegen
 objects) and the CUDA-only ones listed in `tools/warp_compat/not_applicable.py`. A test that
 warp-lang runs but gradloom does not register (e.g. parametrised over a type gradloom lacks)
-counts as errored. A Warp module gradloom lacks (e.g. `warp.utils`) still imports; using it
-raises `ShimMissing`.
+counts as errored. A Warp module gradloom lacks fails to import (`ModuleNotFoundError` naming it).
 
-Shim choices (`tools/warp_compat/shimlib.py`): `warp.config` *is* `gradloom.config`; other
-`warp.X` modules forward to `gradloom.X` (`warp.types` and `warp.utils` also to `gradloom`).
+`warp.X` is the very module `gradloom.X` (`gradloom/as_warp/__init__.py` lists them); `warp.tests`
+and `warp.examples` are the wheel's own directories, `warp._src` the runner's placeholders
+(`tools/warp_compat/shim.py`, `shimlib.py`).
 Warp's test harness (`warp/tests/unittest_utils.py`) is loaded from the wheel with the CPU as the
 only device; `suppress_native_error_output` is a no-op (gradloom has no native error printing) and
 gradloom's config gets these harness-only options when it lacks them: {harness}. The few

@@ -1,29 +1,33 @@
-"""Run test files one process each (one at a time), on warp-lang or on gradloom via the shim."""
+"""Run test files one process each (one at a time), on warp-lang or on gradloom (gradloom.as_warp)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import shim
 from .results import FileRun, parse_events
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: a file of Python code the child runs right after `import warp` (shim.generate's experiment)
+EXPERIMENT_ENV = "WARP_COMPAT_EXPERIMENT"
 
 
 def child_env(shim_dir: Path | None) -> dict[str, str]:
-    """Environment of a child: ``warp`` is the shim when ``shim_dir`` is given, else warp-lang."""
+    """Environment of a child (the repository importable; an experiment named when given)."""
     env = dict(os.environ)
     parts = [str(REPO_ROOT)]
-    if shim_dir is not None:
-        parts.insert(0, str(shim_dir))
-    # keep what the caller had (e.g. a checkout's own PYTHONPATH), minus any other warp shim
+    # keep what the caller had (e.g. a checkout's own PYTHONPATH)
     extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in parts]
     env["PYTHONPATH"] = os.pathsep.join(parts + extra)
+    env.pop(EXPERIMENT_ENV, None)
+    experiment = shim.experiment_file(shim_dir)
+    if experiment is not None:
+        env[EXPERIMENT_ENV] = str(experiment)
     env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU is the only device
     env.setdefault("PYTHONFAULTHANDLER", "1")
     return env
@@ -48,7 +52,7 @@ def run_file(module: str, shim_dir: Path | None, workdir: Path, timeout: float) 
     backend = "gradloom" if shim_dir is not None else "warp"
     events = workdir / f"{module}.{backend}.jsonl"
     log = workdir / f"{module}.{backend}.log"
-    cmd = [sys.executable, "-m", "tools.warp_compat.child", module, str(events)]
+    cmd = [*shim.command_prefix(shim_dir), "-m", "tools.warp_compat.child", module, str(events)]
     start = time.monotonic()
     rc, timed_out = run_process(cmd, child_env(shim_dir), log, timeout)
     lines = events.read_text(encoding="utf-8").splitlines() if events.exists() else []

@@ -1,0 +1,100 @@
+"""`gradloom.as_warp`: programs written for `import warp` run on gradloom unedited.
+
+Each case runs in a fresh interpreter (the finder changes what `import warp` means for the whole
+process; warp-lang itself is installed in the test environment, so a wrong answer would show).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _python(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, timeout=180,
+                          capture_output=True, text=True)  # fmt: skip
+
+
+PROGRAM = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import warp as wp
+    import warp.config, warp.types, warp.optim
+
+    @wp.kernel
+    def scale(a: wp.array(dtype=wp.vec3), s: float):
+        i = wp.tid()
+        a[i] = a[i] * s
+
+    a = wp.array(np.arange(6, dtype=np.float32).reshape(2, 3), dtype=wp.vec3)
+    wp.launch(scale, dim=2, inputs=[a, float(sys.argv[1])])
+    np.save(sys.argv[2], a.numpy())
+    import gradloom
+    print(wp.__version__, wp.vec3 is gradloom.vec3, wp.config is gradloom.config,
+          wp.types is gradloom.types, wp.optim is gradloom.optim, wp.utils is gradloom.utils)
+""")
+
+
+def test_script_runs_unedited_with_its_arguments(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    out = _python(["-m", "gradloom.as_warp", str(script), "2.5", str(tmp_path / "a.npy")], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1.19.0", "True", "True", "True", "True", "True"]
+    expected = np.arange(6, dtype=np.float32).reshape(2, 3) * 2.5
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), expected)
+
+
+def test_install_in_process_and_module_mode(tmp_path):
+    (tmp_path / "mymod.py").write_text("import sys, warp\nprint(warp.__gradloom_version__ != '', sys.argv[1:])\n")
+    out = _python(["-m", "gradloom.as_warp", "-m", "mymod", "-q", "--x"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True ['-q', '--x']"
+    code = "import gradloom; w = gradloom.install_as_warp(); import warp; print(w is warp)"
+    out = _python(["-c", code], tmp_path)
+    assert (out.returncode, out.stdout.strip()) == (0, "True"), out.stderr
+
+
+@pytest.mark.parametrize("use, kind, words", [
+    ("import warp.render", "ModuleNotFoundError", ["warp.render", "gradloom"]),
+    ("import warp.tests", "ModuleNotFoundError", ["warp.tests", "test suite"]),
+    ("import warp._src.context", "ModuleNotFoundError", ["warp._src", "Warp-private"]),
+    ("warp.NoSuchThing", "AttributeError", ["warp.NoSuchThing", "gradloom"]),
+    ("print(hasattr(warp, 'NoSuchThing'))", "", ["False"]),
+])  # fmt: skip
+def test_what_gradloom_lacks_is_named(tmp_path, use, kind, words):
+    code = f"import warp\ntry:\n    {use}\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
+    out = _python(["-m", "gradloom.as_warp", "-c", code], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(kind)
+    for word in words:
+        assert word in out.stdout
+
+
+def test_refuses_when_warp_lang_is_already_imported(tmp_path):
+    pytest.importorskip("warp")
+    code = "import warp, gradloom\ntry:\n    gradloom.install_as_warp()\nexcept ImportError as e:\n    print(e)\n"
+    out = _python(["-c", code], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "already imported" in out.stdout and "before the first" in out.stdout
+
+
+def test_extra_package_and_bad_command_line(tmp_path):
+    pkg = tmp_path / "extras"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "thing.py").write_text("import warp\nVALUE = warp.vec2(1.0, 2.0)\n")
+    code = "from warp.extras.thing import VALUE; import gradloom; print(type(VALUE) is type(gradloom.vec2()))"
+    out = _python(["-m", "gradloom.as_warp", "--package", f"extras={pkg}", "-c", code], tmp_path)
+    assert (out.returncode, out.stdout.strip()) == (0, "True"), out.stderr
+    bad = _python(["-m", "gradloom.as_warp", "--package", "extras"], tmp_path)
+    assert bad.returncode != 0 and "NAME=DIR" in bad.stderr
