@@ -63,6 +63,7 @@ from .runtime.array_ops import (
 )
 from .runtime.device import (
     Device,
+    DeviceLike,
     ScopedDevice,
     get_cuda_device_count,
     get_device,

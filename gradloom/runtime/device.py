@@ -124,6 +124,11 @@ class Device:
         return hash(self.alias)
 
 
+#: what a `device=` argument accepts (Warp's typing name): a Device, an alias ("cpu", "cuda:0"),
+#: or None for the current device
+DeviceLike = Device | str | None
+
+
 #: The CPU device (immutable).
 CPU = Device("cpu")
 

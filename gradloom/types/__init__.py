@@ -131,6 +131,7 @@ from .query import (
     type_repr,
     type_scalar_type,
     type_size,
+    type_size_in_bytes,
     types_equal,
 )
 from .scalars import (

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..hooks import Hook
+from .classlike import ClassLike
 from .scalars import (
     ScalarType,
     float16,
@@ -32,7 +33,7 @@ CONSTRUCT: Hook[Any] = Hook("vector and matrix values", "gradloom.types.values")
 TO_SCALAR: Hook[Any] = Hook("dtype arguments", "gradloom.types.annotations")
 
 
-class _CompositeAttrs:
+class _CompositeAttrs(ClassLike):
     """Warp's class attributes of vector/matrix types, and value construction."""
 
     dtype: ScalarType

@@ -167,6 +167,16 @@ def type_size(t: Any) -> int:
     return int(getattr(t, "length", 1)) if isinstance(t, (VectorType, MatrixType)) else 1
 
 
+def type_size_in_bytes(t: Any) -> int:
+    """Bytes one value of a scalar, vector, matrix or struct type takes (Python's int and float
+    count as int32 and float32)."""
+    scalar = _scalar(t)
+    gl = scalar if scalar is not None else (_gl_type(t) or t)
+    if not isinstance(gl, (ScalarType, VectorType, MatrixType)) and not type_is_struct(gl):
+        raise TypeError(f"Invalid data type: {t!r}")
+    return int(gl.size)
+
+
 def type_length(t: Any) -> int:
     """A vector's length, a matrix's row count, 1 for a scalar."""
     if isinstance(t, (VectorType, MatrixType)):

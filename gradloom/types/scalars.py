@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from .classlike import ClassLike
+
 
 @dataclass(frozen=True)
-class ScalarType:
+class ScalarType(ClassLike):
     """A scalar type. kind: 'f' float, 'i' signed int, 'u' unsigned int, 'b' bool, 'p' pointer."""
 
     name: str

@@ -1,0 +1,86 @@
+"""Type objects used as Python classes, as code written for Warp does: `|` unions, subclassing."""
+
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+import pytest
+
+import gradloom as wp
+
+
+class vec10f(wp.types.vector(length=10, dtype=wp.float32)):  # noqa: N801 (Warp code's spelling)
+    """A named vector type, the MuJoCo Warp / newton idiom."""
+
+
+class mat43(wp.types.matrix(shape=(4, 3), dtype=float)):  # noqa: N801
+    pass
+
+
+@wp.kernel
+def _use_named_types(a: wp.array(dtype=vec10f), m: wp.array(dtype=mat43), out: wp.array(dtype=float)):
+    i = wp.tid()
+    v = vec10f()
+    v[3] = 2.0
+    a[i] = v + a[i]
+    m[i] = m[i] * 3.0
+    out[i] = wp.dot(a[i], a[i]) + m[i][3, 2]
+
+
+def test_subclass_is_the_type_it_names():
+    assert vec10f == wp.types.vector(10, wp.float32)
+    assert mat43 == wp.types.matrix((4, 3), wp.float32)
+    assert isinstance(vec10f(), vec10f) and isinstance(wp.types.vector(10, wp.float32)(), vec10f)
+
+
+def test_named_types_in_kernels():
+    a = wp.ones(2, dtype=vec10f)
+    mvals = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    m = wp.array(mvals, dtype=mat43)
+    out = wp.zeros(2, dtype=float)
+    wp.launch(_use_named_types, 2, inputs=[a, m, out])
+    expect_a = np.ones((2, 10), np.float32)
+    expect_a[:, 3] += 2.0
+    np.testing.assert_array_equal(a.numpy(), expect_a)
+    np.testing.assert_array_equal(m.numpy(), mvals * 3)
+    np.testing.assert_allclose(out.numpy(), (expect_a**2).sum(1) + mvals[:, 3, 2] * 3)
+
+
+def test_subclass_with_members_is_refused():
+    with pytest.raises(TypeError, match="may only hold a docstring; it defines norm"):
+
+        class vec3x(wp.vec3):  # noqa: N801
+            def norm(self) -> float:
+                return 0.0
+
+    with pytest.raises(TypeError, match="other base classes"):
+
+        class both(wp.vec3, int):  # noqa: N801
+            pass
+
+
+def test_unions():
+    assert typing.get_args(wp.float16 | wp.float32) == (wp.float16, wp.float32)
+    union = list[float] | tuple[float, float] | wp.vec2
+    assert typing.get_args(union) == (list[float], tuple[float, float], wp.vec2)
+    assert typing.get_args(wp.vec3 | None) == (wp.vec3, type(None))
+    assert typing.get_args(None | wp.mat22) == (type(None), wp.mat22)
+
+
+@wp.struct
+class _Padded:
+    a: wp.vec3
+    b: wp.int8
+
+
+def test_typing_names_warp_code_imports():
+    assert typing.get_args(wp.DeviceLike) == (wp.Device, str, type(None))
+    # sizes as C lays the values out: the struct is padded to its alignment (numpy agrees)
+    padded = np.dtype([("a", np.float32, 3), ("b", np.int8)], align=True).itemsize
+    sizes = {wp.float16: 2, wp.bool: 1, float: 4, int: 4, wp.vec3: 12, wp.mat33d: 72,
+             _Padded: padded}  # fmt: skip
+    for t, size in sizes.items():
+        assert wp.types.type_size_in_bytes(t) == size, t
+    with pytest.raises(TypeError, match="Invalid data type"):
+        wp.types.type_size_in_bytes(wp.array(dtype=float))
