@@ -49,6 +49,9 @@ ALLOWED = {
     "optim": _BASE | {"runtime", "kernel", "__init__"},
     "utils": _BASE | {"ir", "builtins", "codegen", "runtime", "frontend", "kernel"},
     "torch": {"interop"},
+    # halo exchange / all-reduce / broadcast over torch.distributed (docs/distributed.md):
+    # arrays, tapes and the torch interop below it; nothing in gradloom imports it
+    "distributed": _BASE | {"runtime", "interop"},
     # Warp's FEM value types (wp.fem.Sample): structs
     "fem": _BASE | {"runtime"},
     # the command line: the top, above the package itself
