@@ -159,6 +159,7 @@ from .runtime.capture import (
     is_conditional_graph_supported,
 )
 from .runtime.device import get_cuda_device, get_cuda_devices, is_device_available
+from .runtime.occupancy import get_suggested_block_size
 from .runtime.stream import (
     Event,
     ScopedStream,
