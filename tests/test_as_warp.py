@@ -98,3 +98,16 @@ def test_extra_package_and_bad_command_line(tmp_path):
     assert (out.returncode, out.stdout.strip()) == (0, "True"), out.stderr
     bad = _python(["-m", "gradloom.as_warp", "--package", "extras"], tmp_path)
     assert bad.returncode != 0 and "NAME=DIR" in bad.stderr
+
+
+def test_private_modules_libraries_import(tmp_path):
+    # newton imports these two Warp-private modules; other private ones stay refused
+    code = ("from warp._src.thirdparty.appdirs import user_cache_dir\n"
+            "from warp._src import types\n"
+            "import gradloom, os\n"
+            "os.environ['XDG_CACHE_HOME'] = '/xdg'\n"
+            "print(user_cache_dir('newton', 'nvidia', '1.0'), types is gradloom.types)\n")  # fmt: skip
+    out = _python(["-m", "gradloom.as_warp", "-c", code], tmp_path)
+    assert out.returncode == 0, out.stderr
+    if sys.platform.startswith("linux"):
+        assert out.stdout.split() == ["/xdg/newton/1.0", "True"]

@@ -41,6 +41,14 @@ SUBMODULES: dict[str, str] = {
     "jax_experimental": "gradloom.jax_experimental",
 }
 
+#: Warp-private modules that libraries built on Warp import all the same (newton), mapped to
+#: gradloom's counterpart; the packages above them are empty namespaces
+PRIVATE: dict[str, str] = {
+    "_src.types": "gradloom.types",
+    "_src.thirdparty.appdirs": "gradloom.as_warp.appdirs",
+}
+_PRIVATE_PACKAGES = {".".join(k.split(".")[:n]) for k in PRIVATE for n in range(1, k.count(".") + 1)}
+
 #: Warp modules with no gradloom counterpart, and why (named in the ImportError)
 WHY_ABSENT: dict[str, str] = {
     "tests": "Warp's own test suite ships with warp-lang, not with gradloom",
@@ -122,6 +130,16 @@ class _TopLoader(importlib.abc.Loader):
         module.__path__ = []  # type: ignore[attr-defined]  # a package: submodules come from the finder
 
 
+class _NamespaceLoader(importlib.abc.Loader):
+    """Loads a package above a mapped Warp-private module: it holds only its submodules."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__path__ = []  # type: ignore[attr-defined]
+
+
 class WarpFinder(importlib.abc.MetaPathFinder):
     """Answers `warp` and `warp.*` imports; `packages` are extra `warp.<name>` directories."""
 
@@ -137,6 +155,9 @@ class WarpFinder(importlib.abc.MetaPathFinder):
         parts = fullname.split(".")
         if parts[1] in self.packages:
             return self._package_spec(fullname, parts)
+        inner = fullname[len(_NAME) + 1:]
+        if inner in _PRIVATE_PACKAGES:
+            return importlib.machinery.ModuleSpec(fullname, _NamespaceLoader(), is_package=True)
         target_name = self._target(fullname, parts)
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(target_name), is_package=True)
 
@@ -150,6 +171,9 @@ class WarpFinder(importlib.abc.MetaPathFinder):
 
     def _target(self, fullname: str, parts: list[str]) -> str:
         head = parts[1]
+        inner = ".".join(parts[1:])
+        if inner in PRIVATE:
+            return PRIVATE[inner]
         if head not in SUBMODULES:
             raise _missing(fullname, WHY_ABSENT.get(head, "no gradloom module of that name"))
         target = ".".join([SUBMODULES[head], *parts[2:]])
