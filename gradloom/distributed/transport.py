@@ -162,7 +162,8 @@ class Transport:
         except RuntimeError as e:
             raise DistributedError(
                 f"gradloom.distributed: rank {self.rank}: {what} failed ({e}). Another rank "
-                "may have failed or be running other communication steps.") from e
+                "may have failed or be running other communication steps: every rank must "
+                "run the same steps in the same order, forward and backward.") from e
 
     def all_reduce_tensor(self, t: Any, what: str) -> None:
         """Sum a tensor over the ranks, in place."""
