@@ -10,6 +10,7 @@ from ..types import (
     FLOAT_TYPES,
     INT_TYPES,
     ArrayType,
+    IndexedArrayType,
     MatrixType,
     ScalarType,
     VectorType,
@@ -66,7 +67,7 @@ def is_generic(t: Any) -> bool:
         return True  # `wp.types.vector(Any, float)`
     if isinstance(t, MatrixType) and typing.Any in (t.rows, t.cols):
         return True
-    if isinstance(t, (ArrayType, VectorType, MatrixType)):
+    if isinstance(t, (ArrayType, IndexedArrayType, VectorType, MatrixType)):
         return is_generic(t.dtype)
     return False
 
@@ -84,8 +85,8 @@ def matches_template(t: Any, template: Any) -> bool:
         return t in template.members
     if not is_generic(template):
         return bool(t == template)
-    if isinstance(template, ArrayType):
-        return isinstance(t, ArrayType) and t.ndim == template.ndim and \
+    if isinstance(template, (ArrayType, IndexedArrayType)):
+        return isinstance(t, type(template)) and t.ndim == template.ndim and \
             matches_template(t.dtype, template.dtype)
     if isinstance(template, VectorType):
         return isinstance(t, VectorType) and t.kind == template.kind and \
