@@ -200,3 +200,11 @@ def test_allocation_with_strides():
     assert a.strides == (16, 12) and a.capacity == 4 + 2 * 16 + 2 * 12
     t = wp.zeros((5, 3), dtype=wp.vec3, strides=(12, 60), device=DEVICE)
     assert t.capacity == wp.zeros((3, 5), dtype=wp.vec3, device=DEVICE).capacity
+
+
+@pytest.mark.parametrize("shape, ndim", [((2, 3), 1), ((6,), 2), ((0,), 2), ((0, 3), 1)])
+def test_data_shape_wins_over_ndim(shape, ndim):
+    # warp-lang 1.19 keeps the data's shape whatever ndim says (newton builds
+    # `wp.array(np.array([]), dtype=wp.int32, ndim=2)` for a model without joints)
+    a = wp.array(np.zeros(shape, np.int32), dtype=wp.int32, ndim=ndim, device=DEVICE)
+    assert a.shape == shape and a.ndim == len(shape)

@@ -133,7 +133,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
             t = resolve_dtype(float if dtype is typing.Any else dtype)
             storage = aligned_zeros((*(dims or ()), *elem_shape(t)), storage_dtype(t)) \
                 if strides is None else strided_zeros(dims or (0,), t, strides)
-        self._bind(storage, t, dev, ndim)
+        # as in Warp, data's own shape wins over ndim (wp.array(np.array([]), ndim=2) is 1-D)
+        self._bind(storage, t, dev, ndim if data is None else None)
         self._grad, self._requires_grad = None, False
         self.requires_grad = requires_grad
 
