@@ -208,3 +208,10 @@ def test_data_shape_wins_over_ndim(shape, ndim):
     # `wp.array(np.array([]), dtype=wp.int32, ndim=2)` for a model without joints)
     a = wp.array(np.zeros(shape, np.int32), dtype=wp.int32, ndim=ndim, device=DEVICE)
     assert a.shape == shape and a.ndim == len(shape)
+
+
+def test_allocators_accept_ndim_as_warp_does():
+    # warp-lang ignores ndim= next to a shape (newton passes both)
+    for make in (wp.empty, wp.zeros, wp.ones):
+        assert make((3, 2), dtype=wp.vec3, ndim=2, device=DEVICE).shape == (3, 2)
+        assert make((3, 2), dtype=float, ndim=1, device=DEVICE).shape == (3, 2)

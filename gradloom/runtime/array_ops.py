@@ -71,6 +71,7 @@ def _alloc(shape: Any, dtype: Any, device: Any, requires_grad: bool,
            legacy: dict[str, Any] | None = None) -> array:
     legacy = dict(legacy or {})
     strides = legacy.pop("strides", None)  # Warp's custom (transposed, gapped) layouts
+    legacy.pop("ndim", None)  # accepted by Warp and ignored: the shape says it
     if legacy:
         shape = _legacy_shape(shape, legacy)
     return array(shape=normalize_shape(shape), dtype=dtype, device=device,
