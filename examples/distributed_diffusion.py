@@ -98,24 +98,26 @@ def true_kappa() -> np.ndarray:
 
 
 class Problem:
-    """The forward simulation and loss on one rank's rows. `exchange(a)` fills a's ghost rows
-    (None: the whole grid, no ghosts); `reduce(local_loss)` sums the ranks' losses."""
+    """The forward simulation and loss on one rank's rows. `exchange(a, tape)` fills a's ghost
+    rows (None: the whole grid, no ghosts); `reduce(local_loss, tape)` sums the ranks' losses.
+    `tape`: the Tape recording, or None (gradloom.distributed finds it by itself; the mpi4py
+    variant records its steps on it with `tape.record_func`)."""
 
     def __init__(self, shape: tuple[int, int], ghosts: int,
-                 exchange: Callable[[Any], None] | None,
-                 reduce: Callable[[Any], Any]) -> None:
+                 exchange: Callable[[Any, Any], None] | None,
+                 reduce: Callable[[Any, Any], Any]) -> None:
         self.shape, self.ghosts, self.exchange, self.reduce = shape, ghosts, exchange, reduce
         self.own = (shape[0] - 2 * ghosts, shape[1])
 
     def run(self, u0: Any, kappa: Any, target: Any | None = None,
-            requires_grad: bool = True) -> tuple[Any, Any]:
+            requires_grad: bool = True, tape: Any = None) -> tuple[Any, Any]:
         """(the final field, the global loss): the loss is None without a target."""
         u = u0
         if self.exchange is not None:
-            self.exchange(kappa)
+            self.exchange(kappa, tape)
         for _ in range(STEPS):
             if self.exchange is not None:
-                self.exchange(u)
+                self.exchange(u, tape)
             nxt = wp.zeros(self.shape, dtype=wp.float64, requires_grad=requires_grad)
             wp.launch(diffuse, dim=self.own, inputs=[u, kappa, DT, self.ghosts], outputs=[nxt])
             u = nxt
@@ -124,28 +126,30 @@ class Problem:
         local = wp.zeros(1, dtype=wp.float64, requires_grad=requires_grad)
         wp.launch(squared_error, dim=self.own,
                   inputs=[u, target, self.ghosts, 1.0 / (NY * NX)], outputs=[local])
-        return u, self.reduce(local)
+        return u, self.reduce(local, tape)
 
     def loss_and_grad(self, u0: Any, kappa: Any, target: Any) -> tuple[float, np.ndarray]:
         """The global loss and its gradient with respect to this rank's κ (whole local array)."""
         kappa.grad.zero_()
         tape = wp.Tape()
         with tape:
-            _, loss = self.run(u0, kappa, target)
+            _, loss = self.run(u0, kappa, target, tape=tape)
         tape.backward(loss)
         return float(loss.numpy()[0]), kappa.grad.numpy().copy()
 
 
-def _torch_pieces(comm: Any) -> tuple[Any, Any]:
+def torch_pieces(comm: Any) -> tuple[Any, Any]:
+    """This rank's slab decomposition and problem, communicating through gradloom.distributed
+    (the all-reduce of the loss: every rank seeds it, so its adjoint is "replicated")."""
     slabs = comm.slabs((NY, NX), axis=0, width=1, periodic=True)
-    problem = Problem(slabs.local_shape, 1, slabs.halo_exchange,
-                      lambda local: comm.all_reduce(local, adjoint="replicated"))
+    problem = Problem(slabs.local_shape, 1, lambda a, tape: slabs.halo_exchange(a),
+                      lambda local, tape: comm.all_reduce(local, adjoint="replicated"))
     return slabs, problem
 
 
 def reference(kappa_global: np.ndarray, target_global: np.ndarray) -> tuple[float, np.ndarray]:
     """Loss and gradient on the whole grid in this process alone (no halos, no transfers)."""
-    problem = Problem((NY, NX), 0, None, lambda local: local)
+    problem = Problem((NY, NX), 0, None, lambda local, tape: local)
     kappa = wp.array(kappa_global, dtype=wp.float64, requires_grad=True)
     u0 = wp.array(initial_temperature(), dtype=wp.float64)
     target = wp.array(target_global, dtype=wp.float64)
@@ -157,11 +161,11 @@ def relative_error(got: np.ndarray | float, want: np.ndarray | float) -> float:
     return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300))
 
 
-def check(comm: Any) -> bool:
+def check(comm: Any, pieces: Callable[[Any], tuple[Any, Any]] = torch_pieces) -> bool:
     """Distributed against single-process loss and gradient at two κ; True when they agree."""
-    slabs, problem = _torch_pieces(comm)
+    slabs, problem = pieces(comm)
     u0 = slabs.scatter(initial_temperature(), dtype=wp.float64, requires_grad=False)
-    target_global = make_target(comm)
+    target_global = make_target(comm, pieces)
     target = slabs.scatter(target_global, dtype=wp.float64)
     rng = np.random.default_rng(7)
     ok = True
@@ -180,21 +184,22 @@ def check(comm: Any) -> bool:
     return ok
 
 
-def make_target(comm: Any) -> np.ndarray:
+def make_target(comm: Any, pieces: Callable[[Any], tuple[Any, Any]] = torch_pieces
+                ) -> np.ndarray:
     """The final field under the true κ (global; computed by the distributed forward)."""
-    slabs, problem = _torch_pieces(comm)
+    slabs, problem = pieces(comm)
     u0 = slabs.scatter(initial_temperature(), dtype=wp.float64)
     kappa = slabs.scatter(true_kappa(), dtype=wp.float64)
     final, _ = problem.run(u0, kappa, requires_grad=False)
     return slabs.gather(final)
 
 
-def optimise(comm: Any, iterations: int = ITERATIONS, show_progress: bool = True
-             ) -> dict[str, Any]:
+def optimise(comm: Any, iterations: int = ITERATIONS, show_progress: bool = True,
+             pieces: Callable[[Any], tuple[Any, Any]] = torch_pieces) -> dict[str, Any]:
     """Adam on κ; returns the losses and the global recovered κ."""
-    slabs, problem = _torch_pieces(comm)
+    slabs, problem = pieces(comm)
     u0 = slabs.scatter(initial_temperature(), dtype=wp.float64)
-    target = slabs.scatter(make_target(comm), dtype=wp.float64)
+    target = slabs.scatter(make_target(comm, pieces), dtype=wp.float64)
     kappa = slabs.scatter(np.full((NY, NX), KAPPA_GUESS), dtype=wp.float64, requires_grad=True)
     opt = wp.optim.Adam([kappa], lr=LEARNING_RATE)
     losses = []
@@ -215,34 +220,43 @@ def save_plot(result: dict[str, Any], output: Path) -> str:
                                  result["ranks"])
 
 
-def _share_cores() -> None:
+def share_cores() -> None:
     """Give each of the processes on this machine its share of the cores."""
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     wp.config.num_threads = max(1, wp.config.num_threads // local)
 
 
-def main(argv: list[str] | None = None, output: Path = OUTPUT) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse(argv: list[str] | None, doc: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="compare loss and gradient with a single-process run")
     parser.add_argument("--iterations", type=int, default=ITERATIONS)
-    args = parser.parse_args(argv)
-    import gradloom.distributed as gd
+    return parser.parse_args(argv)
 
-    _share_cores()
-    comm = gd.init()
+
+def run(comm: Any, args: argparse.Namespace, output: Path,
+        pieces: Callable[[Any], tuple[Any, Any]] = torch_pieces) -> int:
+    """`--check` or the optimisation with its plot; the exit status (the same on every rank)."""
     if args.check:
-        ok = check(comm)
+        ok = check(comm, pieces)
         if comm.rank == 0:
             print("check passed" if ok else "check FAILED")
         return 0 if ok else 1
-    result = optimise(comm, args.iterations)
+    result = optimise(comm, args.iterations, pieces=pieces)
     if comm.rank == 0:
         print(f"loss {result['losses'][0]:.4e} -> {result['losses'][-1]:.4e} over "
               f"{len(result['losses'])} iterations on {comm.size} rank(s)")
         backend = save_plot(result, output)
         print(f"wrote {output} ({backend})")
     return 0
+
+
+def main(argv: list[str] | None = None, output: Path = OUTPUT) -> int:
+    args = parse(argv, __doc__ or "")
+    import gradloom.distributed as gd
+
+    share_cores()
+    return run(gd.init(), args, output)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -211,6 +212,33 @@ def test_mismatched_ranks_raise_clear_errors(tmp_path: Path) -> None:
         assert "same steps in the same order" in e["different_steps"], e
         assert float(e["seconds"]) < 30.0
     assert elapsed < 90.0
+
+
+# ---- the examples' --check ---------------------------------------------------------------------
+
+
+def run_example(cmd: list[str]) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+def test_example_check_under_torchrun() -> None:
+    """The issue's command: loss and gradient of 2 ranks against one process (rtol 1e-10)."""
+    text = run_example([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        "--nproc-per-node", "2", "examples/distributed_diffusion.py", "--check"])
+    assert "check passed" in text and "[2 ranks]" in text
+
+
+def test_example_check_under_mpiexec() -> None:
+    pytest.importorskip("mpi4py")
+    mpiexec = shutil.which("mpiexec") or str(Path(sys.executable).parent / "mpiexec")
+    if not Path(mpiexec).exists():
+        pytest.skip("mpiexec not found")
+    text = run_example([mpiexec, "-n", "2", sys.executable,
+                        "examples/distributed_diffusion_mpi.py", "--check"])
+    assert "check passed" in text and "[2 ranks]" in text
 
 
 # ---- in-process checks -------------------------------------------------------------------------

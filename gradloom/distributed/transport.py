@@ -65,9 +65,12 @@ class Transport:
     """A group of ranks that run the same communication steps in the same order.
 
     `group`: a torch.distributed process group, or None for one process alone. `check`: each
-    transfer first exchanges a small header (the operation, its sequence number, shape and
-    dtype) so that ranks that disagree raise a clear error instead of mixing up data (one extra
-    small message per transfer). `timeout`: seconds a transfer waits for a peer.
+    transfer first exchanges a fixed-size header (the operation, its sequence number, shape and
+    dtype) so that ranks that disagree raise a clear error instead of mixing up data (one more
+    small message, or one more all-gather, per transfer). Without it, gloo (torch 2.13, seen
+    here) fills a receive buffer larger than the message silently and aborts the whole
+    process (an uncatchable C++ exception) on a message larger than the buffer.
+    `timeout`: seconds a transfer waits for a peer.
     """
 
     def __init__(self, group: Any, timeout: float = DEFAULT_TIMEOUT, check: bool = True) -> None:
