@@ -1,11 +1,11 @@
 """Weak scaling of gradloom.distributed: a fixed slab per process, 1 and 2 processes.
 
     python benchmarks/bench_distributed.py              # torchrun children, 1 and 2 processes
-    python benchmarks/bench_distributed.py --procs 1 2 4 --repeats 9
+    python benchmarks/bench_distributed.py --procs 1 2 4 --repeats 9 --rows 512 --cols 512
 
 Each child (started by torchrun, gloo on 127.0.0.1; and by `mpiexec` when mpi4py is installed,
 for the same problem with the mpi4py exchange of examples/distributed_diffusion_mpi.py) runs a
-2-D periodic diffusion whose rows are cut into one slab of ROWS x COLS cells per process, and
+2-D periodic diffusion whose rows are cut into one slab of ROWS x COLS cells (--rows, --cols) per process, and
 times one iteration: STEPS explicit steps (a halo exchange and a launch each) under a wp.Tape,
 the all-reduce of the loss, then tape.backward() through all of it. Every process uses one
 gradloom thread, so N processes use N cores: with perfect weak scaling the time per iteration
@@ -43,7 +43,8 @@ def child(args: argparse.Namespace) -> None:
     from distributed_diffusion import diffuse, squared_error
 
     comm, exchange, reduce, rank, size = _communication(args.child, wp)
-    shape = (ROWS + 2, COLS)
+    rows, cols = args.rows, args.cols
+    shape = (rows + 2, cols)
     rng = np.random.default_rng(rank)
     u0 = wp.array(rng.random(shape), dtype=wp.float64)
     kappa = wp.array(0.1 + 0.1 * rng.random(shape), dtype=wp.float64, requires_grad=True)
@@ -59,10 +60,10 @@ def child(args: argparse.Namespace) -> None:
                 if with_exchange:
                     exchange(u, tape)
                 nxt = wp.zeros(shape, dtype=wp.float64, requires_grad=True)
-                wp.launch(diffuse, dim=(ROWS, COLS), inputs=[u, kappa, 0.2, 1], outputs=[nxt])
+                wp.launch(diffuse, dim=(rows, cols), inputs=[u, kappa, 0.2, 1], outputs=[nxt])
                 u = nxt
             local = wp.zeros(1, dtype=wp.float64, requires_grad=True)
-            wp.launch(squared_error, dim=(ROWS, COLS), inputs=[u, target, 1, 1.0],
+            wp.launch(squared_error, dim=(rows, cols), inputs=[u, target, 1, 1.0],
                       outputs=[local])
             loss = reduce(local, tape) if with_exchange else local
         tape.backward(loss)
@@ -71,7 +72,7 @@ def child(args: argparse.Namespace) -> None:
     result["iteration_ms"] = _median_ms(iteration, args.repeats, comm)
     result["compute_only_ms"] = _median_ms(lambda: iteration(False), args.repeats, comm)
     halo = wp.zeros(shape, dtype=wp.float64)
-    result["exchange_us"] = 1000 * _median_ms(lambda: exchange(halo, None), 200, comm) / 1
+    result["exchange_us"] = 1000 * _median_ms(lambda: exchange(halo, None), 200, comm)
     if args.child == "torch":
         comm.check = False
         result["exchange_unchecked_us"] = 1000 * _median_ms(lambda: exchange(halo, None), 200,
@@ -117,9 +118,9 @@ def _barrier(comm: Any) -> None:
         comm.comm.Barrier()
 
 
-def launch(kind: str, procs: int, repeats: int) -> dict[str, Any] | None:
+def launch(kind: str, procs: int, args: argparse.Namespace) -> dict[str, Any] | None:
     script = [sys.executable, str(Path(__file__).resolve()), "--child", kind,
-              "--repeats", str(repeats)]
+              "--repeats", str(args.repeats), "--rows", str(args.rows), "--cols", str(args.cols)]
     if kind == "torch":
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                "--nproc-per-node", str(procs), *script[1:]]
@@ -140,6 +141,8 @@ def main() -> int:
     parser.add_argument("--child", choices=["torch", "mpi"])
     parser.add_argument("--procs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--rows", type=int, default=ROWS, help="own rows per process")
+    parser.add_argument("--cols", type=int, default=COLS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -151,14 +154,14 @@ def main() -> int:
         kinds.append("mpi")
     except ImportError:
         print("mpi4py not installed: torch.distributed (gloo) only")
-    print(f"weak scaling: {ROWS}x{COLS} float64 cells per process, {STEPS} steps, forward + "
+    print(f"weak scaling: {args.rows}x{args.cols} float64 cells per process, {STEPS} steps, forward + "
           f"backward per iteration; medians of {args.repeats}")
     print(f"{'comm':6} {'procs':>5} {'iteration ms':>13} {'efficiency':>10} "
           f"{'compute-only ms':>16} {'exchange µs':>12} {'unchecked µs':>13}")
     for kind in kinds:
         base = None
         for n in args.procs:
-            r = launch(kind, n, args.repeats)
+            r = launch(kind, n, args)
             if r is None:
                 continue
             base = base or r["iteration_ms"]
