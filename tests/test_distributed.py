@@ -269,6 +269,56 @@ def test_single_process_periodic_halo_wraps_around() -> None:
     assert np.array_equal(a.grad.numpy()[:, 0], [0, 2, 1, 1, 2, 0])
 
 
+@wp.kernel
+def _square_all(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    b[i, j] = a[i, j] * a[i, j]
+
+
+def test_exchange_after_a_recorded_read_keeps_the_old_ghosts_for_backward() -> None:
+    """A launch reads the ghost rows, then the exchange overwrites them: the launch's adjoint
+    must see the values it read (the Tape's copy-on-write), not the exchanged ones."""
+    import gradloom.distributed as gd
+
+    comm = gd.init()
+    a0 = np.arange(1.0, 13.0).reshape(6, 2)
+    a = wp.array(a0, dtype=wp.float64, requires_grad=True)
+    b = wp.zeros((6, 2), dtype=wp.float64, requires_grad=True)
+    w_a, w_b = np.linspace(0.5, 1.6, 12).reshape(6, 2), np.linspace(-1.0, 1.2, 12).reshape(6, 2)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_square_all, dim=(6, 2), inputs=[a], outputs=[b])
+        comm.halo_exchange(a, periodic=True)  # rows 0 and 5 <- rows 4 and 1
+    tape.backward(grads={a: w_a, b: w_b})
+    # analytic: loss = Σ w_b a0² + Σ w_a a1, a1 = a0 with rows 0, 5 replaced by rows 4, 1
+    want = 2 * a0 * w_b
+    want[1:5] += w_a[1:5]
+    want[4] += w_a[0]
+    want[1] += w_a[5]
+    assert np.array_equal(a.numpy()[0], a0[4]) and np.array_equal(a.numpy()[5], a0[1])
+    assert np.allclose(a.grad.numpy(), want, rtol=1e-14, atol=0)
+
+
+def test_cuda_arrays_are_refused_clearly() -> None:
+    """NCCL transfers of device arrays are unverified: refused, naming the call (on the
+    stand-in CUDA driver, tests/fake_cuda.py, where no GPU is here)."""
+    from cuda_env import device_env
+
+    import gradloom.distributed as gd
+
+    env = device_env("gpu" if wp.is_cuda_available() else "fake")
+    next(env)
+    try:
+        comm = gd.init()
+        a = wp.zeros((6, 2), dtype=wp.float64, device="cuda:0")
+        with pytest.raises(gd.DistributedError, match=r"halo_exchange\(a\): arrays in CUDA"):
+            comm.halo_exchange(a, periodic=True)
+        with pytest.raises(gd.DistributedError, match=r"all_reduce\(a\): arrays in CUDA"):
+            comm.all_reduce(a)
+    finally:
+        next(env, None)
+
+
 def test_bad_arguments_name_the_argument() -> None:
     import gradloom.distributed as gd
 
