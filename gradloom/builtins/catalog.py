@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     random,
     search,
     spatial,
+    texture,
     transform,
     vecmath,
 )

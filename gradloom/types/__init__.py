@@ -159,5 +159,12 @@ from .scalars import (
     uint64,
     wrap_int,
 )
+from .texture import (
+    TEXTURE_FIELDS,
+    TEXTURE_NDIM,
+    TextureAddressMode,
+    TextureFilterMode,
+    texture_ndim,
+)
 from .tiles import TileAnnotation, tile
 from .values import VecValue, make_composite_value
