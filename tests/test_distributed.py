@@ -208,6 +208,8 @@ def test_mismatched_ranks_raise_clear_errors(tmp_path: Path) -> None:
         assert "only the extent along the split axis 0 may differ" in e["halo_shape"]
         assert "all_reduce" in e["all_reduce_shape"] and "(2,)" in e["all_reduce_shape"]
         assert "(3,)" in e["all_reduce_shape"]
+        # the halo_exchange is step #3 on rank 0 and #4 on rank 1
+        assert f"rank {1 - r} is at halo_exchange (communication step #{4 - r})" in e["order"], e
         # different steps: nothing to compare, so each rank gives up after its 3 s timeout
         assert "same steps in the same order" in e["different_steps"], e
         assert float(e["seconds"]) < 30.0

@@ -202,8 +202,8 @@ def scenario_grads(comm: Any, outdir: Path) -> None:
 
 
 def scenario_mismatch(comm: Any, outdir: Path) -> None:
-    """Ranks that disagree: a halo shape, an all-reduce shape, then different steps (which
-    can only time out)."""
+    """Ranks that disagree: a halo shape, an all-reduce shape, the count of steps run, then
+    different steps (which can only time out)."""
     from gradloom.distributed import DistributedError
 
     errors: dict[str, str] = {}
@@ -216,6 +216,11 @@ def scenario_mismatch(comm: Any, outdir: Path) -> None:
         comm.all_reduce(wp.zeros(2 + comm.rank, dtype=F64))
     except DistributedError as e:
         errors["all_reduce_shape"] = str(e)
+    comm.seq += comm.rank  # as if rank 1 had run one step more than rank 0
+    try:
+        comm.halo_exchange(wp.zeros((4, 6), dtype=F64), periodic=True)
+    except DistributedError as e:
+        errors["order"] = str(e)
     t0 = time.perf_counter()
     try:
         if comm.rank == 0:

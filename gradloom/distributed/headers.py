@@ -12,7 +12,7 @@ LENGTH = 4 + MAX_DIMS + 4
 
 #: operation codes: forward steps odd, their adjoints the next even number
 KINDS = {"halo_exchange": 1, "halo_exchange adjoint": 2, "all_reduce": 3,
-         "all_reduce adjoint": 4, "broadcast": 5, "broadcast adjoint": 6}
+         "all_reduce adjoint": 4, "broadcast": 5, "broadcast adjoint": 6, "gather": 7}
 _NAMES = {v: k for k, v in KINDS.items()}
 
 

@@ -87,7 +87,7 @@ class SlabDecomposition:
         longest = max(c for _, c in self.extents)
         padded = mine.new_zeros((*mine.shape[:self.axis], longest, *mine.shape[self.axis + 1:]))
         padded.narrow(self.axis, 0, self.count).copy_(mine)
-        rows = self.comm.all_gather_array(padded)
+        rows = self.comm.all_gather_array(padded, str(a.dtype))
         parts = [r.narrow(self.axis, 0, c) for r, (_, c) in zip(rows, self.extents)]
         return torch.cat(parts, dim=self.axis).numpy()
 

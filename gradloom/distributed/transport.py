@@ -68,8 +68,9 @@ class Transport:
     transfer first exchanges a fixed-size header (the operation, its sequence number, shape and
     dtype) so that ranks that disagree raise a clear error instead of mixing up data (one more
     small message, or one more all-gather, per transfer). Without it, gloo (torch 2.13, seen
-    here) fills a receive buffer larger than the message silently and aborts the whole
-    process (an uncatchable C++ exception) on a message larger than the buffer.
+    here) silently leaves the rest of a receive buffer longer than the message as it was,
+    and aborts the whole process (an uncatchable C++ exception) on a message longer than the
+    buffer.
     `timeout`: seconds a transfer waits for a peer.
     """
 
@@ -178,10 +179,12 @@ class Transport:
         if self.size > 1:
             self.collective("barrier", what="barrier")
 
-    def all_gather_array(self, a: Any) -> list[Any]:
-        """Every rank's copy of a CPU tensor of the same shape (not differentiable)."""
+    def all_gather_array(self, a: Any, dtype: str) -> list[Any]:
+        """Every rank's copy of a CPU tensor of the same shape (headers checked first; not
+        differentiable). `dtype`: the array's gradloom dtype, for the header."""
         if self.size == 1:
             return [a]
+        self.check_all(Header("gather", self.next_seq(), tuple(a.shape), dtype))
         rows = [a.new_empty(a.shape) for _ in range(self.size)]
         self.collective("all_gather", rows, a.contiguous(), what="all_gather")
         return rows
