@@ -216,6 +216,18 @@ def test_mismatched_ranks_raise_clear_errors(tmp_path: Path) -> None:
     assert elapsed < 90.0
 
 
+def test_init_times_out_when_a_rank_never_joins() -> None:
+    code = ("import gradloom.distributed as gd\n"
+            "try:\n"
+            f"    gd.init(init_method='tcp://127.0.0.1:{free_port()}', rank=0, world_size=2,"
+            " timeout=2)\n"
+            "except gd.DistributedError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)
+    assert "torch.distributed could not start (gloo, timeout 2 s)" in out.stdout, out.stderr
+
+
 # ---- the examples' --check ---------------------------------------------------------------------
 
 

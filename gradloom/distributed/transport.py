@@ -15,8 +15,10 @@ from .tensors import DistributedError
 
 #: added to a transfer's tag for its header (data tags stay below it)
 HEADER_TAG = 64
-#: default seconds a rank waits for another before giving up (init, transfers, collectives)
-DEFAULT_TIMEOUT = 120.0
+#: default seconds a rank waits for another before giving up (init, transfers, collectives):
+#: long enough for one rank to work alone a while (a checkpoint, a plot), far shorter than
+#: torch's own 30 minutes for gloo
+DEFAULT_TIMEOUT = 300.0
 
 
 def _torch_dist() -> Any:
