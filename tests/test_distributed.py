@@ -150,6 +150,7 @@ def test_3d_vector_slabs_along_axis_1(grads: list[dict[str, Any]]) -> None:
         assert rel(grads[r]["b_loss"], np.sum(s * s)) < 1e-12
         # all_reduce's adjoint sums the seeds (1 on rank 0, 0 on rank 1): the exact gradient
         assert rel(grads[r]["b_grad"], want_grad) < 1e-12
+        assert rel(grads[r]["b_grad_unchecked"], want_grad) < 1e-12  # check=False
 
 
 # ---- case E: 1-D vec2d, periodic, uneven slabs -------------------------------------------------
