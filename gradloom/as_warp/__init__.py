@@ -77,7 +77,8 @@ class WarpModule(types.ModuleType):
     """The `warp` module under the alias: attributes are gradloom's, submodules are mapped."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in SUBMODULES:
+        finder = _installed()
+        if name in SUBMODULES or (finder is not None and name in finder.packages):
             return importlib.import_module(f"{_NAME}.{name}")
         import gradloom  # the alias stands on the whole public package
 

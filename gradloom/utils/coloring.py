@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import warn_caller
 from ..runtime.array import array
 
 
@@ -33,10 +34,13 @@ def _int32_host(arr: Any, name: str, ndim: int) -> np.ndarray:
     return data
 
 
-def _adjacency(edges: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _adjacency(edges: np.ndarray, n: int, failure: str) -> tuple[np.ndarray, np.ndarray]:
     """CSR (indptr, neighbours) of the undirected graph; self-loops dropped."""
-    if edges.size and (edges.min() < 0 or edges.max() >= n):
-        raise ValueError(f"graph coloring: an edge names a node outside [0, {n})")
+    bad = np.flatnonzero(np.any((edges < 0) | (edges >= n), axis=1))
+    if bad.size:
+        k = int(bad[0])
+        raise RuntimeError(f"{failure}: Graph edge {k} has endpoints {tuple(edges[k].tolist())}, "
+                           f"but valid node indices are in the range [0, {n}).")  # fmt: skip
     e = edges[edges[:, 0] != edges[:, 1]]
     src = np.concatenate([e[:, 0], e[:, 1]])
     dst = np.concatenate([e[:, 1], e[:, 0]])
@@ -91,7 +95,7 @@ def graph_coloring_assign(edges: Any, node_colors: Any,
     e = _int32_host(edges, "edges", 2).reshape(-1, 2)
     colors = _int32_host(node_colors, "node_colors", 1)
     n = colors.shape[0]
-    indptr, nbrs = _adjacency(e, n)
+    indptr, nbrs = _adjacency(e, n, "Graph coloring failed")
     if GraphColoringAlgorithm(algorithm) is GraphColoringAlgorithm.MCS:
         order = _mcs_order(n, indptr, nbrs)
     else:
@@ -102,39 +106,95 @@ def graph_coloring_assign(edges: Any, node_colors: Any,
 
 
 def _ratio(sizes: np.ndarray) -> float:
-    return float(sizes.max() / sizes.min()) if sizes.min() > 0 else float("inf")
+    """Largest over smallest group size, in float32 as Warp reports it (inf with an empty one)."""
+    low = sizes.min()
+    return float(np.float32(sizes.max()) / np.float32(low)) if low > 0 else float("inf")
+
+
+def _iterations(max_iterations: Any, n: int) -> int:
+    if max_iterations is None:
+        return n
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)):
+        raise TypeError(f"max_iterations must be an int or None, got {max_iterations!r}")
+    if not 0 <= max_iterations < 2**31:
+        raise ValueError(f"max_iterations must be in [0, 2**31), got {max_iterations}")
+    return int(max_iterations)
+
+
+class _Groups:
+    """Each color's nodes as a list: a moved node is swap-removed from its list and appended to
+    the new one, so the scan order after moves is deterministic (it matches warp-lang's)."""
+
+    def __init__(self, colors: np.ndarray, count: int) -> None:
+        self.members: list[list[int]] = [[] for _ in range(count)]
+        for v, c in enumerate(colors.tolist()):
+            self.members[c].append(v)
+
+    def move(self, v: int, src: int, dst: int) -> None:
+        group = self.members[src]
+        k = group.index(v)
+        group[k] = group[-1]
+        group.pop()
+        self.members[dst].append(v)
+
+
+def _find_move(colors: np.ndarray, sizes: np.ndarray, groups: _Groups, indptr: np.ndarray,
+               nbrs: np.ndarray) -> tuple[int, int, int] | None:  # fmt: skip
+    """(node, from, to): a node of a larger color that may join the smallest one; None when the
+    largest color cannot shrink by one without becoming no larger than the smallest."""
+    small = int(np.argmin(sizes))
+    if sizes.max() - sizes[small] <= 2:
+        return None
+    for src in np.argsort(-sizes, kind="stable").tolist():
+        if src == small or sizes[src] <= sizes[small]:
+            continue
+        for v in groups.members[src]:
+            if not np.any(colors[nbrs[indptr[v]:indptr[v + 1]]] == small):
+                return v, src, small
+    return None
+
+
+def _check_colors(colors: np.ndarray, count: int) -> None:
+    bad = np.flatnonzero((colors < 0) | (colors >= count))
+    if bad.size:
+        v = int(bad[0])
+        raise RuntimeError(f"Graph coloring balance failed: Node {v} has color {int(colors[v])}, "
+                           f"but valid colors are in the range [0, {count}).")  # fmt: skip
 
 
 def graph_coloring_balance(edges: Any, node_colors: Any, color_count: int,
                            target_max_min_ratio: float, *, max_iterations: int | None = None) -> float:  # fmt: skip
-    """Move nodes from the largest color group to smaller ones (keeping the coloring proper)
-    until the largest/smallest group ratio reaches the target; returns the ratio reached."""
+    """Recolor nodes one at a time into the smallest color group (taking them from the largest
+    groups that can give one) until the largest/smallest ratio reaches the target, no move
+    helps, or `max_iterations` recolorings were made (a warning then); the best coloring seen
+    is written back and its ratio returned."""
     e = _int32_host(edges, "edges", 2).reshape(-1, 2)
     colors = _int32_host(node_colors, "node_colors", 1).copy()
-    indptr, nbrs = _adjacency(e, colors.shape[0])
+    limit = _iterations(max_iterations, colors.shape[0])
+    indptr, nbrs = _adjacency(e, colors.shape[0], "Graph coloring balance failed")
+    _check_colors(colors, color_count)
     sizes = np.bincount(colors, minlength=color_count).astype(np.int64)
-    budget = colors.shape[0] if max_iterations is None else int(max_iterations)
-    while budget > 0 and color_count > 1 and _ratio(sizes) > target_max_min_ratio:
-        if not _move_one(colors, sizes, indptr, nbrs):
+    groups = _Groups(colors, color_count)
+    best, best_ratio = colors.copy(), _ratio(sizes)
+    for step in range(limit + 1):
+        if _ratio(sizes) <= target_max_min_ratio:
             break
-        budget -= 1
-    node_colors.assign(colors)
-    return _ratio(sizes)
-
-
-def _move_one(colors: np.ndarray, sizes: np.ndarray, indptr: np.ndarray, nbrs: np.ndarray) -> bool:
-    """Recolor one node of the largest group to the smallest color its neighbours leave free."""
-    big = int(np.argmax(sizes))
-    by_size = np.argsort(sizes, kind="stable")
-    for v in np.flatnonzero(colors == big).tolist():
-        taken = set(colors[nbrs[indptr[v]:indptr[v + 1]]].tolist())
-        for c in by_size.tolist():
-            if c != big and c not in taken and sizes[c] + 1 < sizes[big]:
-                colors[v] = c
-                sizes[big] -= 1
-                sizes[c] += 1
-                return True
-    return False
+        move = _find_move(colors, sizes, groups, indptr, nbrs)
+        if move is None:
+            break
+        if step == limit:
+            warn_caller(f"Graph coloring stopped because it reached the {limit}-iteration limit "
+                        f"(achieved ratio {best_ratio:g}, target {target_max_min_ratio:g}).")  # fmt: skip
+            break
+        v, src, dst = move
+        colors[v] = dst
+        sizes[src] -= 1
+        sizes[dst] += 1
+        groups.move(v, src, dst)
+        if _ratio(sizes) <= best_ratio:
+            best, best_ratio = colors.copy(), _ratio(sizes)
+    node_colors.assign(best)
+    return best_ratio
 
 
 def graph_coloring_get_groups(node_colors: Any, color_count: int, return_wp_array: bool = True,
