@@ -211,7 +211,7 @@ def test_mismatched_ranks_raise_clear_errors(tmp_path: Path) -> None:
         assert "(3,)" in e["all_reduce_shape"]
         # the halo_exchange is step #3 on rank 0 and #4 on rank 1
         assert f"rank {1 - r} is at halo_exchange (communication step #{4 - r})" in e["order"], e
-        # different steps: nothing to compare, so each rank gives up after its 3 s timeout
+        # different steps: nothing to compare, so each rank gives up after its 2 s timeout
         assert "same steps in the same order" in e["different_steps"], e
         assert float(e["seconds"]) < 30.0
     assert elapsed < 90.0
@@ -221,12 +221,12 @@ def test_init_times_out_when_a_rank_never_joins() -> None:
     code = ("import gradloom.distributed as gd\n"
             "try:\n"
             f"    gd.init(init_method='tcp://127.0.0.1:{free_port()}', rank=0, world_size=2,"
-            " timeout=2)\n"
+            " timeout=1)\n"
             "except gd.DistributedError as e:\n"
             "    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
-    assert "torch.distributed could not start (gloo, timeout 2 s)" in out.stdout, out.stderr
+    assert "torch.distributed could not start (gloo, timeout 1 s)" in out.stdout, out.stderr
 
 
 # ---- the examples' --check ---------------------------------------------------------------------

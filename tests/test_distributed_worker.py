@@ -243,7 +243,7 @@ def main(argv: list[str]) -> int:
     import gradloom.distributed as gd
 
     wp.config.num_threads = 1  # two processes share the machine
-    timeout = 3.0 if scenario == "mismatch" else 60.0
+    timeout = 2.0 if scenario == "mismatch" else 60.0
     comm = gd.init(init_method=f"tcp://127.0.0.1:{port}", rank=int(rank),
                    world_size=int(size), timeout=timeout)
     {"grads": scenario_grads, "mismatch": scenario_mismatch}[scenario](comm, Path(outdir))
