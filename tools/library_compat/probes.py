@@ -1,0 +1,89 @@
+"""Whole-program checks of the libraries: MuJoCo Warp's humanoid steps, newton's diffsim examples.
+
+Each runs in a child process on one backend and writes what it measured to a JSON file, so the
+two backends' runs are compared outside either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import env
+
+#: the child of `mujoco_step`: put_model + put_data of the humanoid in MuJoCo Warp's test data,
+#: then steps, timing the first (compiles included) and the rest
+STEP_CHILD = """
+import json, sys, time
+import mujoco, numpy as np
+import warp as wp
+import mujoco_warp as mjw
+from importlib.resources import files
+out, steps = sys.argv[1], int(sys.argv[2])
+mjm = mujoco.MjModel.from_xml_path(str(files("mujoco_warp") / "test_data" / "humanoid" / "humanoid.xml"))
+mjd = mujoco.MjData(mjm)
+if mjm.nkey:
+    mujoco.mj_resetDataKeyframe(mjm, mjd, 0)
+t0 = time.perf_counter()
+with wp.ScopedDevice("cpu"):
+    m, d = mjw.put_model(mjm), mjw.put_data(mjm, mjd)
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        mjw.step(m, d)
+        wp.synchronize()
+        times.append(time.perf_counter() - t)
+    json.dump({"qpos": d.qpos.numpy().tolist(), "qvel": d.qvel.numpy().tolist(), "step_s": times,
+               "total_s": time.perf_counter() - t0}, open(out, "w"))
+"""
+
+DIFFSIM = ("ball", "bear", "cloth", "drone", "soft_body", "spring_cage")
+
+
+def _child(cmd: list[str], log: Path, timeout: float) -> tuple[str, float]:
+    start = time.monotonic()
+    with open(log, "w", encoding="utf-8") as out:
+        try:
+            rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
+                                env=dict(os.environ, CUDA_VISIBLE_DEVICES="")).returncode  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return "timeout", time.monotonic() - start
+    return ("ok" if rc == 0 else f"exit {rc}"), time.monotonic() - start
+
+
+def mujoco_step(python: Path, backend: str, work: Path, steps: int, timeout: float) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
+    script, out = work / "step_child.py", work / f"step.{backend}.json"
+    script.write_text(STEP_CHILD)
+    out.unlink(missing_ok=True)
+    status, seconds = _child([*env.command(python, backend), str(script), str(out), str(steps)],
+                             work / f"step.{backend}.log", timeout)  # fmt: skip
+    result = json.loads(out.read_text()) if out.exists() else {}
+    return {"status": status, "seconds": seconds, **result}
+
+
+def newton_example(python: Path, backend: str, name: str, work: Path, frames: int,
+                   timeout: float) -> dict:  # fmt: skip
+    """One diffsim example in test mode with the null viewer; its printed losses."""
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / f"diffsim_{name}.{backend}.log"
+    module = f"newton.examples.diffsim.example_diffsim_{name}"
+    cmd = [*env.command(python, backend), "-m", module, "--viewer", "null", "--device", "cpu",
+           "--num-frames", str(frames), "--test"]  # fmt: skip
+    status, seconds = _child(cmd, log, timeout)
+    text = log.read_text(errors="replace")
+    losses = [float(x) for x in _LOSS.findall(text)]
+    last = text.strip().splitlines()[-1] if text.strip() else ""
+    return {"status": status, "seconds": seconds, "losses": losses, "last_line": last[:300]}
+
+
+_LOSS = __import__("re").compile(r"[Ll]oss[^0-9\-]{0,12}(-?\d+\.\d+(?:[eE][-+]?\d+)?)")
+
+
+def python_default() -> Path:
+    venv_python = env.python_of(env.DEFAULT_VENV)
+    return venv_python if venv_python.exists() else Path(sys.executable)
