@@ -209,8 +209,11 @@ def test_mismatched_ranks_raise_clear_errors(tmp_path: Path) -> None:
         assert "only the extent along the split axis 0 may differ" in e["halo_shape"]
         assert "all_reduce" in e["all_reduce_shape"] and "(2,)" in e["all_reduce_shape"]
         assert "(3,)" in e["all_reduce_shape"]
-        # the halo_exchange is step #3 on rank 0 and #4 on rank 1
-        assert f"rank {1 - r} is at halo_exchange (communication step #{4 - r})" in e["order"], e
+        mine = ("float64", "float32")[r]
+        assert f"this rank's array has dtype {mine}, rank {1 - r}'s array has another dtype" \
+            in e["halo_dtype"], e
+        # the halo_exchange is step #4 on rank 0 and #5 on rank 1
+        assert f"rank {1 - r} is at halo_exchange (communication step #{5 - r})" in e["order"], e
         # different steps: nothing to compare, so each rank gives up after its 2 s timeout
         assert "same steps in the same order" in e["different_steps"], e
         assert float(e["seconds"]) < 30.0

@@ -87,7 +87,8 @@ def describe_mismatch(mine: Header, other: Header, rank: int, peer: int, what: s
                        f"flag {mine.flags}; rank {peer} axis={other.axis}, width={other.width}, "
                        f"flag {other.flags}")
     if what == "dtype":
-        return head + f"this rank's array has dtype {mine.dtype}, rank {peer}'s another dtype"
+        return head + (f"this rank's array has dtype {mine.dtype}, rank {peer}'s array has "
+                       "another dtype")
     along = (f" (only the extent along the split axis {mine.axis} may differ)"
              if mine.kind.startswith("halo") else "")
     return head + (f"this rank's array has shape {mine.shape}, rank {peer}'s has shape "
