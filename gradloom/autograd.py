@@ -21,7 +21,7 @@ from .runtime.tape import Tape
 from .types import MatrixType, ScalarType, VectorType, float64
 
 __all__ = ["GradcheckError", "PairCheck", "compare_jacobians", "format_report", "gradcheck",
-           "jacobian", "jacobian_fd"]
+           "jacobian", "jacobian_fd", "jvp"]
 
 #: (input index, output index) → Jacobian of shape (output components, input components).
 Jacobians = dict[tuple[int, int], array]
@@ -301,6 +301,60 @@ def _ad_jacobians(target: _Target, pairs: list[tuple[int, int]],
     return jacs
 
 
+def _fwd_jacobians(target: _Target, pairs: list[tuple[int, int]],
+                   max_inputs_per_var: int) -> dict[tuple[int, int], NDArray]:
+    """Forward mode: one JVP per input component, seeded one-hot; each gives a column."""
+    jacs = {(i, j): np.zeros((_components(target.outputs[j]), _components(target.inputs[i])))
+            for i, j in pairs}
+    for i in sorted({i for i, _ in pairs}):
+        outs = [j for a, j in pairs if a == i]
+        for c in range(_limit(_components(target.inputs[i]), max_inputs_per_var)):
+            ins, fresh_outs = _fresh_args(target.inputs, target.outputs)
+            seed = np.zeros(ins[i].numpy().shape)
+            seed[np.unravel_index(c, seed.shape)] = 1
+
+            def run(ins: list[Any] = ins, outs: list[Any] = fresh_outs) -> list[Any]:
+                return _checked_outputs(target, target.run(ins, outs, True))
+
+            _, tangents = _forward_mode().tangent_run(run, [(ins[i], seed)])
+            for j in outs:
+                column = tangents[j]
+                if column is not None:
+                    jacs[i, j][:, c] = np.asarray(column, dtype=np.float64).reshape(-1)
+    return jacs
+
+
+def _forward_mode() -> Any:
+    """forward_mode.py, loaded on first use (`import gradloom` does not load forward mode)."""
+    from . import forward_mode
+
+    return forward_mode
+
+
+def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], tangents: Sequence[Any],
+        dim: Any = None, outputs: Sequence[Any] | None = None) -> tuple[Any, Any]:
+    """Forward mode: the outputs of `function(*inputs)` and their tangents J·v (see
+    gradloom/forward_mode.py `jvp`, and docs/autodiff.md)."""
+    return _forward_mode().jvp(function, inputs, tangents, dim, outputs)  # type: ignore[no-any-return]
+
+
+_MODES = {"rev": "rev", "reverse": "rev", "fwd": "fwd", "forward": "fwd"}
+
+
+def _mode(mode: str) -> str:
+    if mode not in _MODES:
+        raise GradloomError(f"mode must be 'reverse' ('rev') or 'forward' ('fwd'), got {mode!r}")
+    return _MODES[mode]
+
+
+def _mode_jacobians(mode: str, target: _Target, pairs: list[tuple[int, int]],
+                    max_inputs_per_var: int, max_outputs_per_var: int
+                    ) -> dict[tuple[int, int], NDArray]:
+    if _mode(mode) == "fwd":
+        return _fwd_jacobians(target, pairs, max_inputs_per_var)
+    return _ad_jacobians(target, pairs, max_outputs_per_var)
+
+
 def _gradient_row(a: array) -> NDArray:
     if a.grad is None:
         return np.zeros(_components(a))
@@ -315,17 +369,22 @@ def jacobian(function: Kernel | Callable[..., Any], dim: Any = None,
              inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
              input_output_mask: Mask | None = None, device: Any = None, max_blocks: int = 0,
              block_dim: int = 256, max_outputs_per_var: int = -1,
-             plot_jacobians: bool = False) -> Jacobians:
-    """Reverse-mode Jacobians {(input index, output index): float64 array (out comps, in comps)}.
+             plot_jacobians: bool = False, mode: str = "reverse",
+             max_inputs_per_var: int = -1) -> Jacobians:
+    """Jacobians {(input index, output index): float64 array (out comps, in comps)}.
 
     `function` is a `@wp.kernel` (launched with `dim`, `inputs`, `outputs`) or a Python function
     called as `function(*inputs)` that returns its output array(s). Only float arrays with
     requires_grad=True take part. The forward runs on copies: the caller's arrays are not
-    changed. Rows past `max_outputs_per_var` (when > 0) are left at zero.
+    changed. `mode="reverse"` (Warp's) takes one backward pass per output component (rows past
+    `max_outputs_per_var`, when > 0, are left at zero); `mode="forward"` one forward-mode (JVP)
+    run per input component (columns past `max_inputs_per_var`, when > 0, are left at zero):
+    cheaper where inputs are fewer than outputs.
     """
     target = _target(function, dim, inputs, outputs, _launch_kw(device, max_blocks, block_dim))
     try:
-        jacs = _ad_jacobians(target, _pairs(target, input_output_mask), max_outputs_per_var)
+        jacs = _mode_jacobians(mode, target, _pairs(target, input_output_mask),
+                               max_inputs_per_var, max_outputs_per_var)
     finally:
         target.restore()
     if plot_jacobians:
@@ -362,30 +421,44 @@ def gradcheck(function: Kernel | Callable[..., Any], dim: Any = None,
               device: Any = None, max_blocks: int = 0, block_dim: int = 256,
               max_inputs_per_var: int = -1, max_outputs_per_var: int = -1,
               plot_relative_error: bool = False, plot_absolute_error: bool = False,
-              show_summary: bool = True) -> bool:
-    """Compare reverse-mode Jacobians with central finite differences.
+              show_summary: bool = True, modes: Sequence[str] = ("rev",)) -> bool:
+    """Compare autodiff Jacobians with central finite differences.
 
-    Passes when no Jacobian entry is NaN and |AD - FD| <= atol + rtol * |FD| everywhere.
-    Prints a report when `show_summary`; on failure raises `GradcheckError` (an AssertionError
-    and a ValueError) carrying the report if `raise_exception`, else returns False.
+    `modes`: which autodiff to check, "rev" (reverse mode, Warp's gradcheck) and/or "fwd"
+    (forward mode: `jacobian(..., mode="forward")`). Passes when no Jacobian entry is NaN and
+    |AD - FD| <= atol + rtol * |FD| everywhere, in every mode. Prints a report (one table per
+    mode) when `show_summary`; on failure raises `GradcheckError` (an AssertionError and a
+    ValueError) carrying the report if `raise_exception`, else returns False.
     """
     if inputs is None:
         raise GradloomError("gradcheck needs the inputs")
+    names = [_mode(m) for m in (modes or ())]
+    if not names:
+        raise GradloomError("gradcheck: modes names no mode; give 'rev' and/or 'fwd'")
     target = _target(function, dim, inputs, outputs, _launch_kw(device, max_blocks, block_dim))
     try:
         pairs = _pairs(target, input_output_mask)
         fd = _fd_jacobians(target, pairs, eps, max_inputs_per_var)
-        ad = _ad_jacobians(target, pairs, max_outputs_per_var)
+        ads = {m: _mode_jacobians(m, target, pairs, max_inputs_per_var, max_outputs_per_var)
+               for m in dict.fromkeys(names)}
     finally:
         target.restore()
-    checks = compare_jacobians(ad, fd, atol=atol, rtol=rtol, input_labels=target.input_labels,
-                               output_labels=target.output_labels,
-                               max_inputs_per_var=max_inputs_per_var,
-                               max_outputs_per_var=max_outputs_per_var)
-    if plot_absolute_error or plot_relative_error:
-        _plot_errors(ad, fd, target, plot_absolute_error, plot_relative_error)
-    report = format_report(target.title, checks, atol=atol, rtol=rtol, eps=eps)
-    return _conclude(checks, report, raise_exception, show_summary)
+    checks, reports = [], []
+    for m, ad in ads.items():
+        found = compare_jacobians(ad, fd, atol=atol, rtol=rtol,
+                                  input_labels=target.input_labels,
+                                  output_labels=target.output_labels,
+                                  max_inputs_per_var=max_inputs_per_var,
+                                  max_outputs_per_var=max_outputs_per_var)
+        if plot_absolute_error or plot_relative_error:
+            _plot_errors(ad, fd, target, plot_absolute_error, plot_relative_error)
+        title = target.title if ads.keys() == {"rev"} else f"{target.title}, {_TITLES[m]}"
+        reports.append(format_report(title, found, atol=atol, rtol=rtol, eps=eps))
+        checks += found
+    return _conclude(checks, "\n".join(reports), raise_exception, show_summary)
+
+
+_TITLES = {"rev": "reverse mode", "fwd": "forward mode"}
 
 
 def _launch_kw(device: Any, max_blocks: int, block_dim: int) -> dict[str, Any]:

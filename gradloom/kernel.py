@@ -119,6 +119,8 @@ class Kernel:
     def forget_builds(self) -> None:
         """Drop the loaded entries (an option that shapes them changed: config.py)."""
         self._compiled = self._adjoint = None
+        self.__dict__.pop("_gl_tangent", None)
+        self.__dict__.pop("_gl_tangent_prepared", None)
         self._locs = None
 
     @property
@@ -175,7 +177,8 @@ class Kernel:
     def unload(self) -> None:
         """Forget the loaded entries (they load from the cache, or compile, on next use)."""
         self._compiled = self._adjoint = None
-        for name in ("_gl_prepared", "_gl_adjoint_prepared"):
+        for name in ("_gl_prepared", "_gl_adjoint_prepared", "_gl_tangent",
+                     "_gl_tangent_prepared"):
             self.__dict__.pop(name, None)
 
     @property
@@ -232,6 +235,14 @@ class Kernel:
             self._adjoint = self._build("adjoint")
         return self._adjoint
 
+    def tangent_compiled(self) -> CompiledKernel:
+        """The tangent kernel's entry point (forward mode, autodiff/forward.py): the forward's
+        arguments, each array's gradient slot holding its tangent."""
+        built: CompiledKernel | None = self.__dict__.get("_gl_tangent")
+        if built is None:
+            built = self._gl_tangent = self._build("tangent")
+        return built
+
     def adjoint_reads(self) -> frozenset[tuple[int, str | None]] | None:
         """The arrays (keyed as `CompiledKernel.access`) whose contents before a launch the
         adjoint reads; a Tape keeps no copy of the others. None where the adjoint cannot be
@@ -258,7 +269,7 @@ class Kernel:
         symbol = f"gl_{_symbol_safe(self.__name__)}_{variant[0]}{key[:20]}"
         entry = None if config.print_ir else cache.load(key)
         if entry is None:
-            text, facts = self._codegen(symbol, variant == "adjoint")
+            text, facts = self._codegen(symbol, variant)
             return PendingBuild(self, variant, key, symbol, text, facts)
         if config.verbose:
             suffix = "" if variant == "forward" else f" {variant}"
@@ -319,7 +330,7 @@ class Kernel:
 
         return pipeline.kernel_ir(self, adjoint)
 
-    def _codegen(self, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
+    def _codegen(self, symbol: str, adjoint: bool | str) -> tuple[str, dict[str, Any]]:
         """LLVM IR text of the CPU entry, and the facts a launch needs about it."""
         from . import pipeline
 

@@ -5,11 +5,13 @@ autodiff, the passes or codegen's entry emitters (a fifth of the import time).""
 
 from __future__ import annotations
 
+import enum
 import sys
 from typing import Any
 
 from . import config
 from .autodiff.access import analyze
+from .autodiff.forward import tangent_kernel
 from .autodiff.reverse import adjoint_kernel
 from .codegen import cpu, nvptx
 from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
@@ -28,13 +30,33 @@ from .passes.threads import thread_plan
 Access = dict[tuple[int, str | None], frozenset[str]]
 
 
+class Variant(enum.StrEnum):
+    """The entries a kernel compiles to, all with the kernel's arguments (kernel.py names them
+    by these strings in cache keys and symbols)."""
+
+    FORWARD = "forward"
+    #: gradients flow from the outputs' gradient slots into the inputs' (autodiff/reverse.py)
+    ADJOINT = "adjoint"
+    #: the forward, plus tangents: each gradient slot holds its array's tangent
+    #: (autodiff/forward.py)
+    TANGENT = "tangent"
+
+
+def variant_of(adjoint: bool | str) -> Variant:
+    """A variant named by its string, or by the older flag (True: the adjoint)."""
+    if isinstance(adjoint, str):
+        return Variant(adjoint)
+    return Variant.ADJOINT if adjoint else Variant.FORWARD
+
+
 def lowered(kernel: Any) -> KernelIR:
     """The kernel's IR as the frontend lowers it (its `locs` name the user's source lines)."""
     return lower_kernel(kernel.info, list(kernel.params))
 
 
-def kernel_ir(kernel: Any, adjoint: bool) -> tuple[KernelIR, Access | None]:
-    """The IR of the forward kernel or its adjoint, verified, and the access facts."""
+def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None]:
+    """The IR of the forward kernel, its adjoint or its tangent kernel (a `Variant`, or True
+    for the adjoint), verified, and the access facts."""
     if getattr(kernel, "is_generic", False):
         raise KernelTypeError(f"kernel '{kernel.key}' is generic: compile one of its overloads "
                               f"(wp.overload) instead", kernel.info.loc(kernel.info.tree))
@@ -42,14 +64,21 @@ def kernel_ir(kernel: Any, adjoint: bool) -> tuple[KernelIR, Access | None]:
     verify(ir)
     kernel._locs = ir.locs
     access = access_facts(kernel, ir)
-    # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
-    # replaces regions itself, the forward kernel runs their bodies inline
-    ir = drop_dead(adjoint_kernel(ir) if adjoint else inline_custom(ir))
+    # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint and
+    # tangent kernels replace regions themselves, the forward kernel runs their bodies inline
+    variant = variant_of(adjoint)
+    if variant is Variant.ADJOINT:
+        ir = adjoint_kernel(ir)
+    elif variant is Variant.TANGENT:
+        ir = tangent_kernel(ir)
+    else:
+        ir = inline_custom(ir)
+    ir = drop_dead(ir)
     verify(ir)
     return ir, access
 
 
-def cpu_codegen(kernel: Any, symbol: str, adjoint: bool) -> tuple[str, dict[str, Any]]:
+def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dict[str, Any]]:
     """LLVM IR text of the CPU entry, and the facts a launch needs about it."""
     ir, access = kernel_ir(kernel, adjoint)
     target = cpu.host_target()
@@ -92,7 +121,7 @@ def lane_reason(ir: KernelIR, lanes: LanePlan | None) -> str | None:
     return lanes.reason
 
 
-def ptx(kernel: Any, arch: str, adjoint: bool) -> str:
+def ptx(kernel: Any, arch: str, adjoint: bool | str) -> str:
     """The PTX of a kernel or its adjoint for one GPU architecture (wp.codegen_ptx)."""
     ir, _ = kernel_ir(kernel, adjoint)
     symbol = "gl_" + "".join(c if c.isalnum() else "_" for c in ir.name)

@@ -43,7 +43,10 @@ ALLOWED = {
     "kernel": _BASE | {"ir", "builtins", "passes", "codegen", "runtime", "frontend", "autodiff",
                        "argtypes", "native", "modules", "cuda_build", "pipeline"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
-    "autograd": _BASE | {"runtime", "kernel"},
+    "autograd": _BASE | {"runtime", "kernel", "forward_mode"},
+    # jvp of functions that launch kernels: runtime/tangent.py's TangentTape, kernels' tangent
+    # entries
+    "forward_mode": _BASE | {"runtime", "kernel"},
     # optim/_kernels.py is kernel source written against the public API (`import gradloom as
     # wp`), as a user's is: optim sits above the package's own modules (which never import it)
     "optim": _BASE | {"runtime", "kernel", "__init__"},

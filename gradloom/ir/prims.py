@@ -1,4 +1,4 @@
-"""The closed set of scalar primitives, each with its type rule and its reverse-mode rule."""
+"""The closed set of scalar primitives, each with its type rule and its derivative rules."""
 
 from __future__ import annotations
 
@@ -30,6 +30,25 @@ class Emit(Protocol):
 #: A reverse-mode rule: given the op and the adjoint of its result, the adjoint contribution
 #: to each operand (None where no gradient flows). Called only for float results.
 VJP = Callable[[Emit, Op, Var], tuple[Var | None, ...]]
+#: A forward-mode rule: given the op and each operand's tangent (None: zero), the result's
+#: tangent (None: zero). Called only for float results.
+JVP = Callable[[Emit, Op, tuple[Var | None, ...]], Var | None]
+
+
+def jvp_of(vjp: VJP) -> JVP:
+    """The forward rule a reverse rule implies. A scalar op's local Jacobian is one row of
+    partials p_i; its VJP rule returns g·p_i per operand, linear in g, so the JVP Σ p_i·t_i is
+    Σ vjp(t_i)[i]. The tangent goes in as g (not 1 times t_i afterwards), so the conventions
+    at special points carry over: where a zero adjoint gives zero despite an infinite p_i
+    (log at 0), a zero tangent does too."""
+    def rule(e: Emit, op: Op, ts: tuple[Var | None, ...]) -> Var | None:
+        out: Var | None = None
+        for i, t in enumerate(ts):
+            part = None if t is None else vjp(e, op, t)[i]
+            if part is not None:
+                out = part if out is None else e.op("add", out, part)
+        return out
+    return rule
 
 
 class Effect(enum.Flag):
@@ -97,10 +116,19 @@ class Prim:
     #: takes `arity` or more operands (print)
     variadic: bool = False
     #: memory primitives (array data): their reverse rule, applied by autodiff/reverse.py
+    #: (and the forward rule autodiff/forward.py derives from it)
     memory_rule: MemoryRule | None = None
+    #: a forward-mode rule of its own, where the one `vjp` implies (jvp_of) would be wasteful
+    #: or wrong (operand and result types differ); see `forward_rule`
+    jvp: JVP | None = None
 
     # cached: every pass asks these of every op, and each operation on an enum.Flag builds a
     # member (a kernel of 16,000 ops spent a sixth of its compile in enum.py)
+
+    @functools.cached_property
+    def forward_rule(self) -> JVP | None:
+        """The forward-mode rule: the entry's own `jvp`, else the one its `vjp` implies."""
+        return self.jvp if self.jvp is not None or self.vjp is None else jvp_of(self.vjp)
 
     @functools.cached_property
     def pure(self) -> bool:
@@ -454,6 +482,22 @@ def _cast_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
     return (e.op("cast", g, type=src) if src.is_float else None,)
 
 
+def _select_jvp(e: Emit, op: Op, ts: tuple[Var | None, ...]) -> Var | None:
+    _, t, f = ts
+    if t is None and f is None:
+        return None
+    assert op.result is not None
+    zero = e.const(0.0, op.result.type)
+    return e.op("select", e.primal(op.args[0]), t or zero, f or zero)
+
+
+def _cast_jvp(e: Emit, op: Op, ts: tuple[Var | None, ...]) -> Var | None:
+    """The tangent converted like the value (an integer source carries none)."""
+    assert op.result is not None
+    t = ts[0]
+    return e.op("cast", t, type=op.result.type) if t is not None and t.type.is_float else None
+
+
 _N = Effect.NONE
 _RMW = Effect.READ | Effect.WRITE | Effect.ATOMIC
 _M = MemoryRule
@@ -504,10 +548,11 @@ _TABLE: list[Prim] = [
          host_threads=_THREADS["isnan"]),
     Prim("isinf", 1, lambda ts, r: bool_, _N, host=hostops.ISINF,
          host_threads=_THREADS["isinf"]),
-    Prim("select", 3, _select, _N, vjp=_select_vjp, host=hostops.SELECT,
+    Prim("select", 3, _select, _N, vjp=_select_vjp, jvp=_select_jvp, host=hostops.SELECT,
          host_threads=_THREADS["select"],
          doc="select(cond, if_true, if_false)"),
-    Prim("cast", 1, _given, _N, vjp=_cast_vjp, host=hostops.CAST, host_threads=_THREADS["cast"],
+    Prim("cast", 1, _given, _N, vjp=_cast_vjp, jvp=_cast_jvp, host=hostops.CAST,
+         host_threads=_THREADS["cast"],
          doc="numeric conversion to the result type"),
     Prim("bitcast", 1, _bitcast, _N, host=hostops.BITCAST, host_threads=_THREADS["bitcast"],
          doc="the same bits read as the result type (no derivative)"),

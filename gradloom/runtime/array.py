@@ -38,7 +38,13 @@ from gradloom.runtime.device import CPU, Device, get_device
 from gradloom.runtime.layout import is_contiguous, packed_strides, same_layout, span
 from gradloom.runtime.memops import copy_into, fill, zero_all
 from gradloom.runtime.readmarks import ReadMarks
-from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
+from gradloom.runtime.recording import (
+    ACTIVE_TAPES,
+    forward_step,
+    on_host,
+    record_copy,
+    record_op,
+)
 from gradloom.runtime.watch import Memory, before_write
 from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType, size_of
 
@@ -331,6 +337,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         """Before this array (or its elements at key) is overwritten: keep what tapes need, and
         record that the old values get no gradient through the new ones."""
         before_write(self)
+        if ACTIVE_TAPES.get():
+            forward_step("overwritten", self, ... if key is None else key)
         if self._grad is not None and ACTIVE_TAPES.get():
             where = ... if key is None else key
 
@@ -342,7 +350,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
                     return
                 on_host([grad], lambda g: g.__setitem__(where, 0))
 
-            record_op(backward, [self], devices=True)
+            record_op(backward, [self], devices=True, carried=True)
 
     @deferrable("array.fill_()")
     def fill_(self, value: Any) -> None:

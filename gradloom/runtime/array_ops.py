@@ -20,7 +20,13 @@ from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
 from gradloom.runtime.memops import copy_into
 from gradloom.runtime.readmarks import check_copy
-from gradloom.runtime.recording import ACTIVE_TAPES, on_host, record_copy, record_op
+from gradloom.runtime.recording import (
+    ACTIVE_TAPES,
+    forward_step,
+    on_host,
+    record_copy,
+    record_op,
+)
 from gradloom.runtime.watch import before_write
 from gradloom.types import (
     VecValue,
@@ -374,6 +380,7 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
                        count: int) -> None:
     """The gradient of dest's copied elements flows to src's, and is consumed in dest; an
     overwritten element passes nothing to what it held before."""
+    forward_step("range_copied", d, s, dest_offset, src_offset, count)
     if d.grad is None:
         return
     es = elem_shape(d.dtype)
@@ -394,7 +401,7 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
             _elements(sg, es, src_offset, count)[...] += taken
         taken[...] = 0
 
-    record_op(backward, [d, s], devices=True)
+    record_op(backward, [d, s], devices=True, carried=True)
 
 
 def _copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:

@@ -38,19 +38,30 @@ class FuncRecord:
 
 
 def record_op(backward: Callable[[], None], arrays: Sequence[Any],
-              devices: bool = False) -> None:
+              devices: bool = False, carried: bool = False) -> None:
     """Record an array operation's backward step on every active tape. `arrays`: the array the
     operation overwrites first, then the arrays it reads (their gradients are read when
     `backward` runs, so a `.grad` replaced after recording is the one used). `devices`: the
     backward step handles arrays in device memory (through `on_host`); other operations on
-    CUDA arrays are refused."""
+    CUDA arrays are refused. `carried`: forward-mode tapes were told already (`forward_step`);
+    otherwise they refuse the operation (runtime/tangent.py)."""
     tapes = ACTIVE_TAPES.get()
     if tapes and not devices and any(a.device.is_cuda for a in arrays):
         raise TapeError("recording this operation on CUDA arrays on a wp.Tape is not "
                         "supported yet (docs/gpu.md): run it on CPU arrays, or outside the "
                         "Tape")
     for tape in tapes:
-        tape.record(FuncRecord(backward, arrays, written=1))
+        if not (carried and hasattr(tape, "launch_runner")):
+            tape.record(FuncRecord(backward, arrays, written=1))
+
+
+def forward_step(name: str, *args: Any) -> None:
+    """Tell each active forward-mode tape (runtime/tangent.py: `copied`, `range_copied`,
+    `overwritten`) about an array operation whose tangents it carries."""
+    for tape in ACTIVE_TAPES.get():
+        step = getattr(tape, name, None)
+        if step is not None:
+            step(*args)
 
 
 def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
@@ -58,6 +69,7 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
     the dimensions src was broadcast along)."""
     if ACTIVE_TAPES.get():
         check_copy(dest, src)
+        forward_step("copied", dest, src, where)
     if (dest._grad is None or src._grad is None or dest.dtype != src.dtype
             or not ACTIVE_TAPES.get()):
         return
@@ -78,7 +90,7 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
         target += summed.sum(axis=axes, keepdims=True) if axes else summed
         dg[where] = 0
 
-    record_op(backward, [dest, src], devices=True)
+    record_op(backward, [dest, src], devices=True, carried=True)
 
 
 def on_host(grads: Sequence[Any], step: Callable[..., None]) -> None:

@@ -1,0 +1,299 @@
+"""Forward mode on scalar IR: a kernel's tangent kernel computes its values and their tangents.
+
+The tangent kernel has the forward's arguments; each array's gradient slot (abi.GRAD_SLOT)
+holds the array's tangent, laid out like its data (null: a constant array, tangent zero). Per
+thread it runs the forward code unchanged and next to each float value its tangent (a dual
+number), from each primitive's forward rule (`Prim.forward_rule` in ir/prims.py: its own `jvp`,
+else the one its `vjp` implies) and, for memory primitives, from their `MemoryRule` (the table
+`MEMORY_RULES` below). A load reads the tangent where the value is read, a store writes it where
+the value goes, an atomic_add adds it there. Branches yield their values' tangents too, loops
+carry them. A zero tangent is not materialised (None) until a branch or loop needs a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..abi import GRAD_SLOT
+from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
+from ..ir.prims import PRIMS, Effect, MemoryRule
+from ..passes.custom import custom_as_if
+from ..types import ScalarType
+from .access import KernelAccess, analyze
+from .emit import Emitter, MBlock, MIf, MLoop, freeze
+
+
+def tangent_kernel(kernel: KernelIR) -> KernelIR:
+    """The tangent kernel: the kernel's writes, plus the tangents of what it writes written
+    into the tangent arrays (the gradient slots), given the tangents of what it reads."""
+    return Forward(kernel).build()
+
+
+class Forward:
+    """One kernel's tangent kernel under construction."""
+
+    def __init__(self, kernel: KernelIR) -> None:
+        self.kernel = kernel
+        self.access: KernelAccess = analyze(kernel)
+        loc = next((op.loc for op in walk_ops(kernel.body)), UNKNOWN_LOC)
+        self.em = Emitter(max_var_id(kernel.body), loc)
+        #: each float value's tangent (absent: zero)
+        self.tan: dict[Var, Var] = {}
+        #: values whose tangent cannot be had, and why (asked for: a compile error)
+        self.poison: dict[Var, tuple[str, SourceLoc]] = {}
+        self.args_at = {int(s.attr): s.result for s in kernel.body.stmts
+                        if isinstance(s, Op) and s.prim == "arg" and s.result is not None}
+
+    def build(self) -> KernelIR:
+        self.block(self.kernel.body)
+        k = self.kernel
+        return KernelIR(k.name + "_tangent", freeze(self.em.cur), k.launch_ndim, k.locs,
+                        k.unit_strides, array_names=k.array_names)
+
+    # -- the Emit protocol the derivative rules use -------------------------------------------
+
+    def op(self, prim: str, *args: Var, type: ScalarType | None = None) -> Var:
+        return self.em.op(prim, *args, type=type)
+
+    def const(self, value: float, t: ScalarType) -> Var:
+        return self.em.const(value, t)
+
+    def primal(self, v: Var) -> Var:
+        return v  # the tangent code runs where the values are: each is in scope as itself
+
+    # -- tangents -----------------------------------------------------------------------------
+
+    def tangent(self, v: Var) -> Var | None:
+        if v in self.poison:
+            raise CompileError(*self.poison[v])
+        return self.tan.get(v)
+
+    def tangent_or_zero(self, v: Var) -> Var:
+        return self.tangent(v) or self.em.zero(v.type)
+
+    def set_tangent(self, v: Var | None, t: Var | None) -> None:
+        if v is not None and t is not None:
+            self.tan[v] = t
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def block(self, b: Block) -> None:
+        for s in b.stmts:
+            if isinstance(s, Op):
+                self.statement(s)
+            elif isinstance(s, If):
+                self.branch(s)
+            elif isinstance(s, Loop):
+                self.loop(s)
+            elif isinstance(s, Custom):
+                self.custom(s)
+            else:
+                raise CompileError(f"forward mode has no rule for a {type(s).__name__} region "
+                                   "yet", getattr(s, "loc", None))
+
+    def statement(self, op: Op) -> None:
+        prim = PRIMS[op.prim]
+        if prim.has(Effect.GRAD | Effect.STACK):
+            raise CompileError("forward mode of an adjoint kernel (forward-over-reverse) is not "
+                               "supported yet", op.loc)
+        self.em.cur.stmts.append(op)
+        if prim.memory and self.access.tracked(op):
+            assert prim.memory_rule is not None
+            MEMORY_RULES[prim.memory_rule](self, op)
+            return
+        if op.result is None or not op.result.type.is_float:
+            return
+        ts = tuple(self.tangent(a) if a.type.is_float else None for a in op.args)
+        if all(t is None for t in ts):
+            return  # constants, parameters, values of constants: tangent zero
+        rule = prim.forward_rule
+        if rule is None:
+            raise CompileError(f"primitive '{op.prim}' has no forward-mode (jvp) rule: its entry "
+                               "in ir/prims.py needs a jvp or a vjp", op.loc)
+        self.set_tangent(op.result, rule(self, op, ts))
+
+    def branch(self, s: If) -> None:
+        """The if, also yielding the tangent of each float result (zero from a branch where
+        the yielded value has none)."""
+        em = self.em
+        blocks = []
+        for blk in (s.then, s.orelse):
+            em.open()
+            self.block(blk)
+            blocks.append(em.close())
+        then_m, else_m = blocks
+        then_m.yields, else_m.yields = list(s.then.yields), list(s.orelse.yields)
+        results = list(s.results)
+        for j, r in enumerate(s.results):
+            ys = (s.then.yields[j], s.orelse.yields[j])
+            if not r.type.is_float or all(self.tangent(y) is None for y in ys):
+                continue
+            for m, y in zip(blocks, ys, strict=True):
+                em.blocks.append(m)
+                m.yields.append(self.tangent_or_zero(y))
+                em.blocks.pop()
+            t = em.new_var(r.type)
+            results.append(t)
+            self.tan[r] = t
+        em.cur.stmts.append(MIf(s.cond, then_m, else_m, results, s.loc))
+
+    def loop(self, s: Loop) -> None:
+        """The loop, also carrying the tangent of each float parameter whose tangent is not
+        zero on entry or becomes nonzero in a trip (found by running the body's tangent code
+        again until the set stops growing)."""
+        carried = {j for j, p in enumerate(s.params)
+                   if p.type.is_float and self.tangent(s.inits[j]) is not None}
+        while True:
+            saved = dict(self.tan)
+            params = {j: self.em.new_var(s.params[j].type) for j in sorted(carried)}
+            for j, t in params.items():
+                self.tan[s.params[j]] = t
+            cond, body = self.loop_blocks(s)
+            grown = {j for j, y in enumerate(s.body.yields)
+                     if s.params[j].type.is_float and self.tangent(y) is not None} - carried
+            if not grown:
+                break
+            self.tan = saved
+            carried |= grown
+        em = self.em
+        em.blocks.append(body)
+        body.yields.extend(self.tangent_or_zero(s.body.yields[j]) for j in params)
+        em.blocks.pop()
+        inits = [*s.inits, *(self.tangent_or_zero(s.inits[j]) for j in params)]
+        results = [*s.results, *(em.new_var(s.params[j].type) for j in params)]
+        em.cur.stmts.append(MLoop(inits, [*s.params, *params.values()], cond, body, results,
+                                  s.loc))
+        for j, r in zip(params, results[len(s.results):], strict=True):
+            self.tan[s.results[j]] = r
+
+    def loop_blocks(self, s: Loop) -> tuple[MBlock, MBlock]:
+        em = self.em
+        blocks = []
+        for blk in (s.cond, s.body):
+            em.open()
+            self.block(blk)
+            m = em.close()
+            m.yields = list(blk.yields)
+            blocks.append(m)
+        return blocks[0], blocks[1]
+
+    def custom(self, s: Custom) -> None:
+        """A @wp.func_grad region: its body runs as written where no input has a tangent;
+        otherwise its derivative is the user's reverse rule, which forward mode cannot use."""
+        if any(v.type.is_float and self.tangent(v) is not None for v in s.inputs):
+            raise CompileError("forward mode (JVP) through a @wp.func_grad function is not "
+                               "supported: its gradient is a reverse-mode rule of its own, and "
+                               "differentiating its body instead could disagree with it",
+                               s.loc)
+        true, branch = custom_as_if(s, self.em.new_var)
+        self.em.cur.stmts.append(true)
+        self.branch(branch)
+
+    # -- memory -------------------------------------------------------------------------------
+
+    def tangent_place(self, op: Op) -> tuple[Var, Var]:
+        """The tangent array's pointer and byte offset for the access op makes."""
+        base, extra = self.tangent_base(op.args[0], op.loc)
+        off = op.args[1]
+        return base, off if extra is None else self.em.op("add", extra, off)
+
+    def tangent_base(self, p: Var, loc: SourceLoc) -> tuple[Var, Var | None]:
+        """The tangent array's pointer for data pointer p (the gradient slot), and a byte
+        offset into it (None: none); a null tangent stays null (adj_* skip it)."""
+        d = self.access.defs.get(p.id)
+        if d is not None and d.prim == "arg":
+            return self.args_at[int(d.attr) + GRAD_SLOT], None
+        if d is not None and d.prim == "ptr_add":
+            base, extra = self.tangent_base(d.args[0], loc)
+            step = d.args[1]
+            return base, step if extra is None else self.em.op("add", extra, step)
+        raise CompileError("cannot differentiate an access to an array that is chosen at run "
+                           "time or stored inside another array", loc)
+
+
+def _gather(fw: Forward, op: Op) -> None:
+    """A load: the tangent is read where the value is (the tangent array as this thread's
+    earlier stores left it, as the value is the array as they left it)."""
+    if op.result is not None and op.result.type.is_float:
+        fw.set_tangent(op.result, fw.em.op("adj_read", *fw.tangent_place(op),
+                                            type=op.result.type, attr=op.attr))
+
+
+def _overwrite(fw: Forward, op: Op) -> None:
+    """A store: the tangent there becomes the value's (taken, then added: a store of the
+    tangent that leaves a null tangent pointer alone)."""
+    value = op.args[2]
+    if not value.type.is_float:
+        return
+    place = fw.tangent_place(op)
+    fw.em.op("adj_take", *place, type=value.type, attr=op.attr)
+    t = fw.tangent(value)
+    if t is not None:
+        fw.em.effect("adj_add", *place, t, attr=op.attr)
+
+
+def _accumulate(fw: Forward, op: Op) -> None:
+    """atomic_add: the tangent is added there too. The old value it returns depends on the
+    order threads run in: asking for its tangent is an error."""
+    value = op.args[2]
+    if not value.type.is_float:
+        return
+    t = fw.tangent(value)
+    if t is not None:
+        fw.em.effect("adj_add", *fw.tangent_place(op), t, attr=op.attr)
+    if op.result is not None:
+        fw.poison[op.result] = (f"cannot differentiate through the value wp.{op.prim}() returns "
+                                "on a float array: it depends on the order threads run in; "
+                                "compute the prefix in a separate kernel", op.loc)
+
+
+def _pick(fw: Forward, op: Op) -> None:
+    """atomic_min/max: a thread whose value replaced the one there (the element now holds its
+    value, and the old value the op returns was another) stores its tangent there too. The
+    tangent kernel keeps this per element in thread order (a store at an element other threads
+    store to makes the launch serial: passes/threads.py), so the element ends with the tangent
+    of the first thread whose value is the final one, or keeps its own where none replaced it
+    (reverse mode hands the gradient to the same thread)."""
+    value, old = op.args[2], op.result
+    if not value.type.is_float:
+        return
+    assert old is not None
+    em = fw.em
+    place = fw.tangent_place(op)
+    now = em.op("load", op.args[0], op.args[1], type=value.type, attr=op.attr)
+    replaced = em.op("and", em.op("eq", now, value), em.op("ne", old, value))
+    then = em.open()
+    em.op("adj_take", *place, type=value.type, attr=op.attr)
+    t = fw.tangent(value)
+    if t is not None:
+        em.effect("adj_add", *place, t, attr=op.attr)
+    em.close()
+    em.cur.stmts.append(MIf(replaced, then, MBlock(), [], op.loc))
+    fw.poison[old] = (f"cannot differentiate through the value wp.{op.prim}() returns on a "
+                      "float array: it depends on the order threads run in", op.loc)
+
+
+def _refuse(why: str) -> Callable[[Forward, Op], None]:
+    def rule(fw: Forward, op: Op) -> None:
+        value = op.args[2]
+        if value.type.is_float:
+            raise CompileError(f"wp.{op.prim}() on a float array: {why}", op.loc)
+    return rule
+
+
+def _integer(fw: Forward, op: Op) -> None:
+    """Integer values carry no tangent."""
+
+
+#: the forward rule of each memory primitive's MemoryRule (tests/test_forward_rules.py checks
+#: that every rule has one)
+MEMORY_RULES: dict[MemoryRule, Callable[[Forward, Op], None]] = {
+    MemoryRule.GATHER: _gather,
+    MemoryRule.OVERWRITE: _overwrite,
+    MemoryRule.ACCUMULATE: _accumulate,
+    MemoryRule.PICK: _pick,
+    MemoryRule.ORDER: _refuse("not differentiable: what the array ends up holding depends on "
+                              "the order threads run in; launch this kernel outside jvp()"),
+    MemoryRule.INTEGER: _integer,
+}
