@@ -55,6 +55,14 @@ def record_op(backward: Callable[[], None], arrays: Sequence[Any],
             tape.record(FuncRecord(backward, arrays, written=1))
 
 
+def refuse_forward_mode(what: str) -> None:
+    """Refuse an operation that forward mode (runtime/tangent.py) cannot carry tangents
+    through, while a forward-mode tape is active."""
+    if any(hasattr(t, "launch_runner") for t in ACTIVE_TAPES.get()):
+        raise TapeError(f"{what} has no forward-mode (jvp) rule yet; run it outside the jvp, "
+                        "or write it as a kernel")
+
+
 def forward_step(name: str, *args: Any) -> None:
     """Tell each active forward-mode tape (runtime/tangent.py: `copied`, `range_copied`,
     `overwritten`) about an array operation whose tangents it carries."""

@@ -22,7 +22,7 @@ from ..errors import GradloomError, TapeError
 from .adjoint import _replace
 from .array import NDArray, array
 from .launch import Prepared, arg_array, array_keys
-from .recording import ACTIVE_TAPES, FuncRecord
+from .recording import ACTIVE_TAPES, FuncRecord, refuse_forward_mode
 
 
 class TangentTape:
@@ -112,8 +112,7 @@ class TangentTape:
             self.tangent(a)[where] = 0
 
     def record(self, record: FuncRecord) -> None:
-        raise TapeError("this array operation has no forward-mode (jvp) rule yet; run it "
-                        "outside the jvp, or write it as a kernel")
+        refuse_forward_mode("this array operation")
 
 
 def _bounds(a: NDArray) -> tuple[int, int]:

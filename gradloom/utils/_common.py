@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import GradloomError
 from ..runtime.array import NDArray, array, elem_shape
 from ..runtime.capturing import defer
-from ..runtime.recording import ACTIVE_TAPES
+from ..runtime.recording import ACTIVE_TAPES, refuse_forward_mode
 from ..runtime.watch import before_write
 from ..types import float32, float64
 
@@ -80,4 +80,8 @@ def captured(fn: Any, what: str) -> bool:
 
 
 def taping() -> bool:
-    return bool(ACTIVE_TAPES.get())
+    """Whether tapes record (the differentiable utilities ask; forward mode refuses them)."""
+    tapes = ACTIVE_TAPES.get()
+    if tapes:
+        refuse_forward_mode("this wp.utils operation")
+    return bool(tapes)
