@@ -7,3 +7,11 @@ from .adam import Adam
 from .sgd import SGD
 
 __all__ = ["SGD", "Adam"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "linear":  # `wp.optim.linear` (Krylov solvers), imported when used
+        import importlib
+
+        return importlib.import_module(".linear", __name__)
+    raise AttributeError(f"module 'gradloom.optim' has no attribute '{name}'")

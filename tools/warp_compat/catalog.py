@@ -24,7 +24,7 @@ TEST_FILES: tuple[str, ...] = (
     "test_enum", "test_fixedarray", "test_indexedarray", "test_adam", "test_sgd", "test_utils",
     "test_array_reduce", "test_dense", "test_bit_count", "test_composite_component_adjoint",
     "test_implicit_init", "test_constant_precision", "geometry.test_hash_grid",
-    "test_coloring",
+    "test_coloring", "test_sparse", "test_linear_solvers", "test_fsai",
 )  # fmt: skip
 
 
