@@ -45,11 +45,14 @@ def free_port() -> int:
 
 
 def run_ranks(scenario: str, outdir: Path, size: int = 2, timeout: float = 120.0) -> None:
-    """Start `size` worker processes and wait for all; fail with their output if one fails."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(WORKER.parent)])}
+    """Start `size` worker processes and wait for all; fail with their output if one fails.
+    They meet through a file (no port to pick, so none another process can take first) and
+    gloo connects them over the loopback interface, 127.0.0.1."""
+    init_method = f"file://{outdir / 'rendezvous'}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(WORKER.parent)]),
+           "GLOO_SOCKET_IFNAME": "lo"}
     procs = [subprocess.Popen([sys.executable, str(WORKER), scenario, str(r), str(size),
-                               str(port), str(outdir)], env=env, stdout=subprocess.PIPE,
+                               init_method, str(outdir)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for r in range(size)]
     try:
         outputs = [p.communicate(timeout=timeout)[0] for p in procs]

@@ -1,6 +1,6 @@
 """One rank of the gradloom.distributed tests (tests/test_distributed.py starts two of these).
 
-    python tests/test_distributed_worker.py SCENARIO RANK SIZE PORT OUTDIR
+    python tests/test_distributed_worker.py SCENARIO RANK SIZE INIT_METHOD OUTDIR
 
 Each scenario runs its communication steps and saves what it saw to OUTDIR/rank<R>.npz (plus
 error messages in OUTDIR/rank<R>.json); the test compares them with references it computes on
@@ -244,12 +244,12 @@ def scenario_mismatch(comm: Any, outdir: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    scenario, rank, size, port, outdir = argv
+    scenario, rank, size, init_method, outdir = argv
     import gradloom.distributed as gd
 
     wp.config.num_threads = 1  # two processes share the machine
     timeout = 2.0 if scenario == "mismatch" else 60.0
-    comm = gd.init(init_method=f"tcp://127.0.0.1:{port}", rank=int(rank),
+    comm = gd.init(init_method=init_method, rank=int(rank),
                    world_size=int(size), timeout=timeout)
     {"grads": scenario_grads, "mismatch": scenario_mismatch}[scenario](comm, Path(outdir))
     if scenario == "mismatch":
