@@ -21,7 +21,7 @@ from .runtime.tape import Tape
 from .types import MatrixType, ScalarType, VectorType, float64
 
 __all__ = ["GradcheckError", "PairCheck", "compare_jacobians", "format_report", "gradcheck",
-           "jacobian", "jacobian_fd", "jvp"]
+           "hvp", "jacobian", "jacobian_fd", "jvp"]
 
 #: (input index, output index) → Jacobian of shape (output components, input components).
 Jacobians = dict[tuple[int, int], array]
@@ -336,6 +336,13 @@ def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], tangents: 
     """Forward mode: the outputs of `function(*inputs)` and their tangents J·v (see
     gradloom/forward_mode.py `jvp`, and docs/autodiff.md)."""
     return _forward_mode().jvp(function, inputs, tangents, dim, outputs)  # type: ignore[no-any-return]
+
+
+def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequence[Any],
+        dim: Any = None, outputs: Sequence[Any] | None = None) -> list[Any]:
+    """Hessian-vector product H·v of a one-element loss, by reverse mode over forward mode
+    (see gradloom/forward_mode.py `hvp`, and docs/autodiff.md)."""
+    return _forward_mode().hvp(function, inputs, v, dim, outputs)  # type: ignore[no-any-return]
 
 
 _MODES = {"rev": "rev", "reverse": "rev", "fwd": "fwd", "forward": "fwd"}

@@ -1,9 +1,13 @@
-"""Forward mode for users: `jvp` of a Python function (or a kernel launch) that launches kernels.
+"""Forward mode for users: `jvp` and `hvp` of a Python function (or a kernel launch) that
+launches kernels.
 
 The function runs once inside a `TangentTape` (runtime/tangent.py): each launch runs its
-kernel's tangent entry, which computes the same values and their tangents (autodiff/forward.py).
-`gradloom.autograd` re-exports `jvp` and builds forward-mode Jacobians (one column per input
-component) on `tangent_run`.
+kernel's tangent kernel, which computes the same values and their tangents
+(autodiff/forward.py). `hvp` also records those launches on a `wp.Tape` and runs it backwards
+from the loss's tangent: reverse-over-forward, d/dx (∇L(x)·v) = H v, exact through runtime
+loops (the tangent kernel is an ordinary kernel: its adjoint keeps loop values on the stack as
+any adjoint does). `gradloom.autograd` re-exports both and builds forward-mode Jacobians (one
+column per input component) on `tangent_run`.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from .kernel import Kernel
 from .runtime.array import NDArray, array
 from .runtime.launch import launch
 from .runtime.tangent import TangentTape
+from .runtime.tape import Tape
 
-__all__ = ["jvp", "tangent_run"]
+__all__ = ["hvp", "jvp", "tangent_run"]
 
 
 def tangent_run(run: Callable[[], list[Any]], seeds: Sequence[tuple[array, Any]]
@@ -57,16 +62,54 @@ def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any],
     if len(tangents) != len(ins):
         raise GradloomError(f"jvp: {len(tangents)} tangents given for {len(ins)} inputs "
                             "(one per input; None where an input has none)")
-    seeds = [(a, t) for a, t in zip(ins, tangents, strict=True) if t is not None]
-    for k, (a, _) in enumerate(seeds):
-        if not isinstance(a, array):
-            raise GradloomError(f"jvp: input {k} is not an array, so it cannot have a tangent "
-                                "(pass None for it)")
+    seeds = _seeds(ins, tangents, "jvp")
     run, single = _runner(function, ins, dim, outputs)
     outs, touts = tangent_run(run, seeds)
     result = [array(t, dtype=o.dtype) if t is not None else None
               for o, t in zip(outs, touts, strict=True)]
     return (outs[0], result[0]) if single[0] else (outs, result)
+
+
+def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequence[Any],
+        dim: Any = None, outputs: Sequence[Any] | None = None) -> list[Any]:
+    """Hessian-vector product H·v of a one-element loss `function(*inputs)` (as `jvp` takes the
+    function; a kernel's single output is the loss). `v` holds one entry per input (None: zero).
+    Returns one float64-free array per input, the input's rows of H·v (None for an input that
+    is not a float array): exact, by reverse mode over forward mode (the tangent kernels'
+    adjoints). The function runs once on the given arrays; their `.grad` are left as they were.
+
+    Arrays the function makes need no `requires_grad`: every array of a launch gets a gradient
+    for the reverse pass. Not yet: copies and fills of arrays inside the function (a clear
+    error), and what `jvp` does not support.
+    """
+    ins = list(inputs)
+    if len(v) != len(ins):
+        raise GradloomError(f"hvp: {len(v)} directions given for {len(ins)} inputs "
+                            "(one per input; None where an input has none)")
+    seeds = _seeds(ins, v, "hvp")
+    run, _ = _runner(function, ins, dim, outputs)
+    tape, tangents = Tape(), TangentTape(gradients=True)
+    with tape, tangents:
+        for a, values in seeds:
+            _check_seed(a, values)
+            tangents.set_tangent(a, values)
+        outs = run()
+        if len(outs) != 1 or not _float_array(outs[0]) or outs[0].size != 1:
+            raise GradloomError("hvp: the function must return one float array of one element "
+                                "(the loss)")
+        loss_dot = tangents.tangent_array(outs[0])
+    tape.backward(grads={loss_dot: array(np.ones(loss_dot.shape), dtype=loss_dot.dtype)})
+    return [array(np.array(tangents.gradient(a)), dtype=a.dtype) if _float_array(a) else None
+            for a in ins]
+
+
+def _seeds(ins: list[Any], tangents: Sequence[Any], what: str) -> list[tuple[array, Any]]:
+    seeds = [(a, t) for a, t in zip(ins, tangents, strict=True) if t is not None]
+    for k, (a, _) in enumerate(seeds):
+        if not isinstance(a, array):
+            raise GradloomError(f"{what}: input {k} is not an array, so it cannot have a "
+                                "tangent (pass None for it)")
+    return seeds
 
 
 def _runner(function: Any, ins: list[Any], dim: Any, outputs: Sequence[Any] | None

@@ -31,6 +31,7 @@ from .passes.threads import ThreadPlan
 from .runtime import cache
 from .runtime.structs import array_fields, type_key
 from .types import ArrayType, IndexedArrayType, StructType, arg_offsets, resolve_annotation
+from .types.query import scalar_of
 
 VERSION = "0.1.0"
 
@@ -82,6 +83,11 @@ class Kernel:
     a concrete overload per argument-type signature.
     """
 
+    #: forward mode: the kernel this one is the tangent kernel of (`tangent_kernel`), and the
+    #: (parameter, its tangent parameter) index pairs
+    dual_of: Kernel | None = None
+    dual_pairs: tuple[tuple[int, int], ...] = ()
+
     def __init__(self, func: Any, key: str | None = None, module: Any = None,
                  options: dict[str, Any] | None = None, code_transformers: Any = None,
                  source: Any = None, enable_backward: bool | None = None) -> None:
@@ -119,8 +125,7 @@ class Kernel:
     def forget_builds(self) -> None:
         """Drop the loaded entries (an option that shapes them changed: config.py)."""
         self._compiled = self._adjoint = None
-        self.__dict__.pop("_gl_tangent", None)
-        self.__dict__.pop("_gl_tangent_prepared", None)
+        self.__dict__.pop("_gl_dual", None)
         self._locs = None
 
     @property
@@ -177,8 +182,7 @@ class Kernel:
     def unload(self) -> None:
         """Forget the loaded entries (they load from the cache, or compile, on next use)."""
         self._compiled = self._adjoint = None
-        for name in ("_gl_prepared", "_gl_adjoint_prepared", "_gl_tangent",
-                     "_gl_tangent_prepared"):
+        for name in ("_gl_prepared", "_gl_adjoint_prepared", "_gl_dual"):
             self.__dict__.pop(name, None)
 
     @property
@@ -235,13 +239,25 @@ class Kernel:
             self._adjoint = self._build("adjoint")
         return self._adjoint
 
-    def tangent_compiled(self) -> CompiledKernel:
-        """The tangent kernel's entry point (forward mode, autodiff/forward.py): the forward's
-        arguments, each array's gradient slot holding its tangent."""
-        built: CompiledKernel | None = self.__dict__.get("_gl_tangent")
-        if built is None:
-            built = self._gl_tangent = self._build("tangent")
-        return built
+    def tangent_kernel(self) -> Kernel:
+        """The kernel's tangent kernel (forward mode, autodiff/forward.py): this kernel's
+        parameters, then a tangent of each parameter that holds float arrays (same type); it
+        computes what this kernel does and the tangents of what it writes. A kernel of its own,
+        so reverse mode differentiates it too (reverse-over-forward: Hessian-vector products)."""
+        dual: Kernel | None = self.__dict__.get("_gl_dual")
+        if dual is None:
+            dual = copy.copy(self)
+            dual.__dict__ = {k: v for k, v in self.__dict__.items() if not k.startswith("_gl_")}
+            pairs = [(k, i) for i, k in enumerate(
+                [k for k, (_, t) in enumerate(self.params) if _holds_float_arrays(t)],
+                start=len(self.params))]
+            dual._params = (*self.params,
+                            *((f"{self.params[k][0]}_tangent", self.params[k][1]) for k, _ in pairs))
+            dual.dual_of, dual.dual_pairs = self, tuple(pairs)
+            dual.key, dual.overloads = f"{self.key}_tangent", {}
+            dual._compiled = dual._adjoint = dual._locs = None
+            self._gl_dual = dual
+        return dual
 
     def adjoint_reads(self) -> frozenset[tuple[int, str | None]] | None:
         """The arrays (keyed as `CompiledKernel.access`) whose contents before a launch the
@@ -398,6 +414,17 @@ def native_pool_functions() -> tuple[int, int] | None:
     worker, run = compiled_symbols(f"{VERSION}|pool|{target.key}", text,
                                    ("gl_pool_worker", "gl_pool_run"))
     return worker, run
+
+
+def _holds_float_arrays(t: Any) -> bool:
+    """A parameter type whose values hold float arrays (it gets a tangent argument)."""
+    if isinstance(t, (ArrayType, IndexedArrayType)):
+        st = scalar_of(t.dtype)
+        return st is not None and st.is_float
+    if isinstance(t, StructType):
+        return any(isinstance(ft, StructType | ArrayType) and _holds_float_arrays(ft)
+                   for _, ft in t.fields)
+    return False
 
 
 def _symbol_safe(name: str) -> str:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from . import config
+from .abi import arg_offsets
 from .autodiff.access import analyze
 from .autodiff.forward import tangent_kernel
 from .autodiff.reverse import adjoint_kernel
@@ -31,15 +33,13 @@ Access = dict[tuple[int, str | None], frozenset[str]]
 
 
 class Variant(enum.StrEnum):
-    """The entries a kernel compiles to, all with the kernel's arguments (kernel.py names them
-    by these strings in cache keys and symbols)."""
+    """The entries a kernel compiles to, both with the kernel's arguments (kernel.py names them
+    by these strings in cache keys and symbols). A kernel's tangent kernel (forward mode) is a
+    kernel of its own (`Kernel.tangent_kernel()`, lowered by `lowered`), with both."""
 
     FORWARD = "forward"
     #: gradients flow from the outputs' gradient slots into the inputs' (autodiff/reverse.py)
     ADJOINT = "adjoint"
-    #: the forward, plus tangents: each gradient slot holds its array's tangent
-    #: (autodiff/forward.py)
-    TANGENT = "tangent"
 
 
 def variant_of(adjoint: bool | str) -> Variant:
@@ -50,13 +50,34 @@ def variant_of(adjoint: bool | str) -> Variant:
 
 
 def lowered(kernel: Any) -> KernelIR:
-    """The kernel's IR as the frontend lowers it (its `locs` name the user's source lines)."""
-    return lower_kernel(kernel.info, list(kernel.params))
+    """The kernel's IR as the frontend lowers it (its `locs` name the user's source lines); for
+    a tangent kernel (`dual_of`: the kernel it is the tangent of), that kernel's tangent IR."""
+    primal = getattr(kernel, "dual_of", None)
+    if primal is None:
+        return lower_kernel(kernel.info, list(kernel.params))
+    ir = drop_invariant_params(lower_kernel(primal.info, list(primal.params)))
+    verify(ir)
+    return tangent_kernel(ir, tangent_offsets(kernel))
+
+
+def tangent_offsets(dual: Any) -> Callable[[int], int | None]:
+    """For a tangent kernel: the argument offset of the tangent of the array whose data pointer
+    is at offset `off` (the same place in the parameter's tangent argument; None: none)."""
+    offsets, _ = arg_offsets([t for _, t in dual.params])
+    n = len(dual.dual_of.params)
+    tangent_start = {offsets[k]: offsets[d] for k, d in dual.dual_pairs}
+
+    def tangent_of(off: int) -> int | None:
+        start = max(o for o in offsets[:n] if o <= off)
+        at = tangent_start.get(start)
+        return None if at is None else at + off - start
+
+    return tangent_of
 
 
 def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None]:
-    """The IR of the forward kernel, its adjoint or its tangent kernel (a `Variant`, or True
-    for the adjoint), verified, and the access facts."""
+    """The IR of the forward kernel or its adjoint (a `Variant`, or True for the adjoint),
+    verified, and the access facts."""
     if getattr(kernel, "is_generic", False):
         raise KernelTypeError(f"kernel '{kernel.key}' is generic: compile one of its overloads "
                               f"(wp.overload) instead", kernel.info.loc(kernel.info.tree))
@@ -64,16 +85,10 @@ def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None
     verify(ir)
     kernel._locs = ir.locs
     access = access_facts(kernel, ir)
-    # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint and
-    # tangent kernels replace regions themselves, the forward kernel runs their bodies inline
-    variant = variant_of(adjoint)
-    if variant is Variant.ADJOINT:
-        ir = adjoint_kernel(ir)
-    elif variant is Variant.TANGENT:
-        ir = tangent_kernel(ir)
-    else:
-        ir = inline_custom(ir)
-    ir = drop_dead(ir)
+    # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
+    # replaces regions itself, the forward kernel runs their bodies inline
+    ir = drop_dead(adjoint_kernel(ir) if variant_of(adjoint) is Variant.ADJOINT
+                   else inline_custom(ir))
     verify(ir)
     return ir, access
 

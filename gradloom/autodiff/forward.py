@@ -1,13 +1,19 @@
 """Forward mode on scalar IR: a kernel's tangent kernel computes its values and their tangents.
 
-The tangent kernel has the forward's arguments; each array's gradient slot (abi.GRAD_SLOT)
-holds the array's tangent, laid out like its data (null: a constant array, tangent zero). Per
-thread it runs the forward code unchanged and next to each float value its tangent (a dual
-number), from each primitive's forward rule (`Prim.forward_rule` in ir/prims.py: its own `jvp`,
-else the one its `vjp` implies) and, for memory primitives, from their `MemoryRule` (the table
-`MEMORY_RULES` below). A load reads the tangent where the value is read, a store writes it where
-the value goes, an atomic_add adds it there. Branches yield their values' tangents too, loops
-carry them. A zero tangent is not materialised (None) until a branch or loop needs a value.
+The tangent kernel takes the kernel's arguments and then, for each parameter holding float
+arrays, a tangent argument of the same type: its arrays hold the tangents, laid out like the
+data (same strides), so an element's tangent is at the element's byte offset. Where an array's
+data pointer is at argument offset `off`, its tangent's is at `tangent_of(off)` (the caller
+knows the parameters: pipeline.py). Per thread the tangent kernel runs the forward code
+unchanged and next to each float value its tangent (a dual number), from each primitive's
+forward rule (`Prim.forward_rule` in ir/prims.py: its own `jvp`, else the one its `vjp`
+implies) and, for memory primitives, from their `MemoryRule` (the table `MEMORY_RULES` below):
+a load reads the tangent where the value is read, a store writes it where the value goes, an
+atomic_add adds it there. Branches yield their values' tangents too, loops carry them. A zero
+tangent is not materialised (None) until a branch or loop needs a value.
+
+The tangent kernel uses only the forward's primitives on ordinary array arguments, so reverse
+mode differentiates it like any kernel: reverse-over-forward gives Hessian-vector products.
 """
 
 from __future__ import annotations
@@ -17,24 +23,46 @@ from collections.abc import Callable
 from ..abi import GRAD_SLOT
 from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
-from ..ir.prims import PRIMS, Effect, MemoryRule
+from ..ir.prims import PRIMS, Effect, MemoryRule, Prim
 from ..passes.custom import custom_as_if
-from ..types import ScalarType
+from ..types import ScalarType, ptr
 from .access import KernelAccess, analyze
 from .emit import Emitter, MBlock, MIf, MLoop, freeze
 
 
-def tangent_kernel(kernel: KernelIR) -> KernelIR:
+def tangent_kernel(kernel: KernelIR, tangent_of: Callable[[int], int | None]) -> KernelIR:
     """The tangent kernel: the kernel's writes, plus the tangents of what it writes written
-    into the tangent arrays (the gradient slots), given the tangents of what it reads."""
-    return Forward(kernel).build()
+    into the tangent arrays, given the tangents of what it reads. `tangent_of(off)`: the
+    argument offset of the tangent of the array whose data pointer is at offset `off` (None:
+    the array has none, an integer array)."""
+    return Forward(kernel, tangent_of).build()
+
+
+#: the effects whose forward rules this module knows: a primitive with any other (tile memory,
+#: the adjoint's stack and gradients) is refused with a clear error, not given a zero tangent
+KNOWN_EFFECTS = (Effect.READ | Effect.WRITE | Effect.ATOMIC | Effect.ACCUMULATE | Effect.IO
+                 | Effect.CHECK | Effect.THREAD | Effect.PARAM)
+
+
+def refusal(prim: Prim) -> str | None:
+    """Why forward mode refuses a primitive, or None."""
+    if prim.has(Effect.GRAD | Effect.STACK):
+        return "adjoint kernels (forward-over-reverse) are not supported; Hessian-vector " \
+               "products take reverse-over-forward (gradloom.autograd.hvp)"
+    unknown = prim.effects & ~KNOWN_EFFECTS
+    if unknown:
+        return f"forward mode has no rule for its effects ({unknown}) yet; use reverse mode"
+    return None
 
 
 class Forward:
     """One kernel's tangent kernel under construction."""
 
-    def __init__(self, kernel: KernelIR) -> None:
+    def __init__(self, kernel: KernelIR, tangent_of: Callable[[int], int | None]) -> None:
         self.kernel = kernel
+        self.tangent_of = tangent_of
+        #: the tangent arguments' data pointers, by argument offset (read at the kernel's top)
+        self.tangent_args: dict[int, Op] = {}
         self.access: KernelAccess = analyze(kernel)
         loc = next((op.loc for op in walk_ops(kernel.body)), UNKNOWN_LOC)
         self.em = Emitter(max_var_id(kernel.body), loc)
@@ -42,11 +70,10 @@ class Forward:
         self.tan: dict[Var, Var] = {}
         #: values whose tangent cannot be had, and why (asked for: a compile error)
         self.poison: dict[Var, tuple[str, SourceLoc]] = {}
-        self.args_at = {int(s.attr): s.result for s in kernel.body.stmts
-                        if isinstance(s, Op) and s.prim == "arg" and s.result is not None}
 
     def build(self) -> KernelIR:
         self.block(self.kernel.body)
+        self.em.cur.stmts[:0] = list(self.tangent_args.values())
         k = self.kernel
         return KernelIR(k.name + "_tangent", freeze(self.em.cur), k.launch_ndim, k.locs,
                         k.unit_strides, array_names=k.array_names)
@@ -94,9 +121,9 @@ class Forward:
 
     def statement(self, op: Op) -> None:
         prim = PRIMS[op.prim]
-        if prim.has(Effect.GRAD | Effect.STACK):
-            raise CompileError("forward mode of an adjoint kernel (forward-over-reverse) is not "
-                               "supported yet", op.loc)
+        why = refusal(prim)
+        if why is not None:
+            raise CompileError(f"forward mode (jvp) of '{op.prim}': {why}", op.loc)
         self.em.cur.stmts.append(op)
         if prim.memory and self.access.tracked(op):
             assert prim.memory_rule is not None
@@ -111,7 +138,10 @@ class Forward:
         if rule is None:
             raise CompileError(f"primitive '{op.prim}' has no forward-mode (jvp) rule: its entry "
                                "in ir/prims.py needs a jvp or a vjp", op.loc)
-        self.set_tangent(op.result, rule(self, op, ts))
+        try:
+            self.set_tangent(op.result, rule(self, op, ts))
+        except TypeError as e:  # a rule that refuses (or does not fit) these operands
+            raise CompileError(f"forward mode (jvp) of '{op.prim}': {e}", op.loc) from None
 
     def branch(self, s: If) -> None:
         """The if, also yielding the tangent of each float result (zero from a branch where
@@ -199,11 +229,11 @@ class Forward:
         return base, off if extra is None else self.em.op("add", extra, off)
 
     def tangent_base(self, p: Var, loc: SourceLoc) -> tuple[Var, Var | None]:
-        """The tangent array's pointer for data pointer p (the gradient slot), and a byte
-        offset into it (None: none); a null tangent stays null (adj_* skip it)."""
+        """The tangent array's pointer for data pointer p, and a byte offset into it (None:
+        none)."""
         d = self.access.defs.get(p.id)
         if d is not None and d.prim == "arg":
-            return self.args_at[int(d.attr) + GRAD_SLOT], None
+            return self.tangent_arg(int(d.attr), loc), None
         if d is not None and d.prim == "ptr_add":
             base, extra = self.tangent_base(d.args[0], loc)
             step = d.args[1]
@@ -211,26 +241,32 @@ class Forward:
         raise CompileError("cannot differentiate an access to an array that is chosen at run "
                            "time or stored inside another array", loc)
 
+    def tangent_arg(self, off: int, loc: SourceLoc) -> Var:
+        if off not in self.tangent_args:
+            at = self.tangent_of(off)
+            if at is None:
+                raise CompileError("forward mode: this array has no tangent argument", loc)
+            self.tangent_args[off] = self.em.make("arg", (), ptr, at)
+            # the tangent's gradient pointer, which the adjoint of this kernel reads (HVPs)
+            self.tangent_args[-off - 1] = self.em.make("arg", (), ptr, at + GRAD_SLOT)
+        result = self.tangent_args[off].result
+        assert result is not None
+        return result
+
 
 def _gather(fw: Forward, op: Op) -> None:
     """A load: the tangent is read where the value is (the tangent array as this thread's
     earlier stores left it, as the value is the array as they left it)."""
     if op.result is not None and op.result.type.is_float:
-        fw.set_tangent(op.result, fw.em.op("adj_read", *fw.tangent_place(op),
+        fw.set_tangent(op.result, fw.em.op("load", *fw.tangent_place(op),
                                             type=op.result.type, attr=op.attr))
 
 
 def _overwrite(fw: Forward, op: Op) -> None:
-    """A store: the tangent there becomes the value's (taken, then added: a store of the
-    tangent that leaves a null tangent pointer alone)."""
+    """A store: the tangent there becomes the value's."""
     value = op.args[2]
-    if not value.type.is_float:
-        return
-    place = fw.tangent_place(op)
-    fw.em.op("adj_take", *place, type=value.type, attr=op.attr)
-    t = fw.tangent(value)
-    if t is not None:
-        fw.em.effect("adj_add", *place, t, attr=op.attr)
+    if value.type.is_float:
+        fw.em.effect("store", *fw.tangent_place(op), fw.tangent_or_zero(value), attr=op.attr)
 
 
 def _accumulate(fw: Forward, op: Op) -> None:
@@ -241,7 +277,7 @@ def _accumulate(fw: Forward, op: Op) -> None:
         return
     t = fw.tangent(value)
     if t is not None:
-        fw.em.effect("adj_add", *fw.tangent_place(op), t, attr=op.attr)
+        fw.em.op("atomic_add", *fw.tangent_place(op), t, attr=op.attr)
     if op.result is not None:
         fw.poison[op.result] = (f"cannot differentiate through the value wp.{op.prim}() returns "
                                 "on a float array: it depends on the order threads run in; "
@@ -264,10 +300,7 @@ def _pick(fw: Forward, op: Op) -> None:
     now = em.op("load", op.args[0], op.args[1], type=value.type, attr=op.attr)
     replaced = em.op("and", em.op("eq", now, value), em.op("ne", old, value))
     then = em.open()
-    em.op("adj_take", *place, type=value.type, attr=op.attr)
-    t = fw.tangent(value)
-    if t is not None:
-        em.effect("adj_add", *place, t, attr=op.attr)
+    em.effect("store", *place, fw.tangent_or_zero(value), attr=op.attr)
     em.close()
     em.cur.stmts.append(MIf(replaced, then, MBlock(), [], op.loc))
     fw.poison[old] = (f"cannot differentiate through the value wp.{op.prim}() returns on a "

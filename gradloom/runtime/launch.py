@@ -413,25 +413,19 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
             prepared.run(dims, prepared.admit(args))
             return None
         args = adapt_args(kernel.key, prepared.array_slots, args)
+        for tape in tapes:  # forward mode runs the kernel's tangent kernel (runtime/tangent.py)
+            takes = getattr(tape, "takes_launch", None)
+            if takes is not None and takes(kernel):
+                tape.run_launch(kernel, dims, args)
+                return None
         records = [t.begin_launch(kernel, dims, args, prepared.compiled) for t in tapes]
         prepared.protect_writes(args)
-        _runner(tapes, records, prepared.run)(dims, args)
+        prepared.run(dims, args)
         for tape, record in zip(tapes, records, strict=True):
             tape.end_launch(record)
         return None
     except GradloomError as exc:
         raise user_traceback(exc) from None  # the same exception, without our frames
-
-
-def _runner(tapes: Sequence[Any], records: Sequence[Any],
-            run: Callable[..., None]) -> Callable[..., None]:
-    """What runs a launch recorded on `tapes`: a tape that runs launches itself (forward mode's
-    runtime/tangent.py: the tangent entry computes the values too), else `run`."""
-    for tape, record in zip(tapes, records, strict=True):
-        runner = getattr(tape, "launch_runner", None)
-        if runner is not None:
-            return functools.partial(runner, record)
-    return run
 
 
 def _launch_adjoint_or_cmd(kernel: Any, dim: Any, inputs: Sequence[Any],

@@ -51,14 +51,14 @@ def record_op(backward: Callable[[], None], arrays: Sequence[Any],
                         "supported yet (docs/gpu.md): run it on CPU arrays, or outside the "
                         "Tape")
     for tape in tapes:
-        if not (carried and hasattr(tape, "launch_runner")):
+        if not (carried and hasattr(tape, "takes_launch")):
             tape.record(FuncRecord(backward, arrays, written=1))
 
 
 def refuse_forward_mode(what: str) -> None:
     """Refuse an operation that forward mode (runtime/tangent.py) cannot carry tangents
     through, while a forward-mode tape is active."""
-    if any(hasattr(t, "launch_runner") for t in ACTIVE_TAPES.get()):
+    if any(hasattr(t, "takes_launch") for t in ACTIVE_TAPES.get()):
         raise TapeError(f"{what} has no forward-mode (jvp) rule yet; run it outside the jvp, "
                         "or write it as a kernel")
 
