@@ -77,6 +77,7 @@ from .runtime.device import (
     synchronize_device,
 )
 from .runtime.launch import Launch, launch
+from .runtime.launch_tiled import launch_tiled
 from .runtime.structs import struct
 from .runtime.tape import Tape
 from .types import (

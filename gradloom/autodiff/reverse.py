@@ -180,9 +180,15 @@ class Reverse:
 
     def reverse_op(self, op: Op, scope: Scope) -> None:
         rule = PRIMS[op.prim].vjp
-        if rule is None or op.result is None or not op.result.type.is_float:
+        g: Var | None
+        if rule is not None and op.result is None and op.args[-1].type.is_float:
+            # a store into thread-local memory (lstore): its rule moves the adjoint out of
+            # the slot whatever the (absent) result's adjoint; it ignores g
+            g = op.args[-1]
+        elif rule is None or op.result is None or not op.result.type.is_float:
             return
-        g = scope.get_adj(op.result)
+        else:
+            g = scope.get_adj(op.result)
         if g is None:
             return
         for arg, contribution in zip(op.args, rule(scope, op, g), strict=True):

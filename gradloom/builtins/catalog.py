@@ -20,6 +20,8 @@ from . import (  # noqa: F401
     search,
     spatial,
     texture,
+    tile_math,
+    tiles,
     transform,
     vecmath,
 )

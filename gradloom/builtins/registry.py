@@ -22,7 +22,7 @@ from .host import Call, HostCache, caller_loc, host_call
 BuiltinFn = Callable[..., Any]
 
 GROUPS = ("Scalar Math", "Vector Math", "Quaternion Math", "Transformations", "Spatial Math",
-          "Random", "Geometry", "Operators", "Utility", "Code Generation")
+          "Random", "Geometry", "Operators", "Utility", "Code Generation", "Tile Primitives")
 
 
 @dataclass(frozen=True, eq=False)

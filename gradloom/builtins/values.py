@@ -16,6 +16,7 @@ from ..types import (
     MatrixType,
     ScalarType,
     StructType,
+    TileType,
     VectorType,
     bool_,
     float32,
@@ -96,6 +97,21 @@ class FixedArrayVal:
 
 
 @dataclass(frozen=True)
+class TileVal:
+    """A tile (builtins/tiles.py): elements in a thread-local buffer `base` (a `local` op at the
+    top of the kernel), element (i, j) at `offset + i*strides[0] + j*strides[1]` (in elements;
+    views and transposes only change these compile-time numbers). `span` is the buffer's data
+    size in bytes, where its adjoint half starts. It flattens to no SSA values: a tile variable
+    changed in a branch or loop is copied into one buffer there (frontend/control.py)."""
+
+    type: TileType
+    base: Var
+    span: int
+    offset: int
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class OutArgs:
     """What a builtin with output arguments returns (Warp's `svd3(A, U, sigma, V)` style):
     its result value and, per positional argument index, the value that argument's variable
@@ -108,8 +124,8 @@ class OutArgs:
     temporaries_ok: bool = False
 
 
-Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal | FixedArrayVal
-KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal, FixedArrayVal)
+Value = Var | Literal | Composite | StructVal | ArrayVal | TupleVal | FixedArrayVal | TileVal
+KernelValue = (Var, Literal, Composite, StructVal, ArrayVal, TupleVal, FixedArrayVal, TileVal)
 
 
 class Ctx:
@@ -180,6 +196,8 @@ def flatten(v: Value) -> list[Var]:
         return [x for item in items for x in flatten(item)]
     if isinstance(v, ArrayVal):
         return [v.data, v.grad, *v.shape, *v.strides, *v.indices]
+    if isinstance(v, TileVal):
+        return []
     raise TypeError(f"cannot flatten {v!r}")
 
 
@@ -197,6 +215,8 @@ def rebuild(template: Value, it: Iterator[Var]) -> Value:
         return FixedArrayVal(template.type, tuple(rebuild(i, it) for i in template.items))
     if isinstance(template, ArrayVal):
         return ArrayVal.from_words(template.type, [next(it) for _ in flatten(template)])
+    if isinstance(template, TileVal):
+        return template
     raise TypeError(f"cannot rebuild {template!r}")
 
 
@@ -217,6 +237,9 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
     if isinstance(t, FixedArrayType):
         element = zeros_of(ctx, t.dtype)
         return FixedArrayVal(t, (element,) * t.count)
+    if isinstance(t, TileType):
+        raise ctx.error(f"a {t!r} assigned on one branch only: assign the tile before the "
+                        "branch (wp.tile_zeros) as well")
     raise ctx.error(f"cannot make a zero value of type {t!r}")
 
 

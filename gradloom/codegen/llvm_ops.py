@@ -11,6 +11,7 @@ from . import float32_math
 from .function_text import FunctionText
 from .llvm_adjoint import AdjointEmitter
 from .llvm_bf16 import ROUNDED, is_bf16
+from .llvm_tiles import RULES as TILE_RULES
 from .llvm_types import literal, mem_type, reg_type
 from .tid_split import split_index
 
@@ -482,6 +483,7 @@ def _rules() -> dict[str, Callable[[OpEmitter, Op], None]]:
         table[p] = e.binary
     table.update({p: e.compare for p in COMPARE_PRIMS})
     table.update({p: e.unary_float for p in UNARY_FLOAT_PRIMS})
+    table.update(TILE_RULES)  # thread-local memory: codegen/llvm_tiles.py
     return table
 
 

@@ -6,10 +6,13 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
+from ..builtins import tiles
+from ..builtins.tile_loops import new_tile
 from ..builtins.values import (
     ArrayVal,
     KernelValue,
     Literal,
+    TileVal,
     Value,
     flatten,
     materialize,
@@ -103,12 +106,23 @@ class ControlLowerer(ExprLowerer):
             branches.append((self.b.close_block(), self.env))
         (then_blk, then_env), (else_blk, else_env) = branches
         names = self._changed(before, then_env, else_env, loc)
+        # a tile first made on one branch keeps its buffer after the if (Warp: undefined on
+        # the other branch; here the buffer's contents, zero unless written)
+        lone = {n: then_env.get(n) or else_env[n] for n in names
+                if isinstance(then_env.get(n) or else_env.get(n), TileVal)
+                and (n not in then_env or n not in else_env)}
+        names = [n for n in names if n not in lone]
+        # a tile changed on a branch: both branches leave it in one buffer (values.TileVal)
+        merged = {n: new_tile(self.ctx_at(loc), type_of(then_env.get(n) or else_env[n]))
+                  for n in names if isinstance(then_env.get(n) or else_env.get(n), TileVal)}
         yields = []
         for blk, env, other in ((then_blk, then_env, else_env), (else_blk, else_env, then_env)):
             self.b.reopen_block(blk)
             for n in names:  # a number bound in a branch leaves it as a typed value
                 if isinstance(env.get(n), Literal):
                     env[n] = materialize(self.ctx_at(loc), env[n])
+                if n in merged and isinstance(env.get(n), TileVal):
+                    env[n] = tiles.settle(self.ctx_at(loc), env[n], merged[n])
             vals = [env[n] if n in env else zeros_of(self.ctx_at(loc), type_of(other[n]))
                     for n in names]
             flat = [v for val in vals for v in flatten(val)]
@@ -117,7 +131,8 @@ class ControlLowerer(ExprLowerer):
         self.env = dict(before)
         for n in names:
             template = then_env[n] if n in then_env else else_env[n]
-            self.env[n] = rebuild(template, results)
+            self.env[n] = merged.get(n) or rebuild(template, results)
+        self.env.update(lone)
 
     def _changed(self, before: dict[str, Any], a: dict[str, Any], b: dict[str, Any],
                  loc: SourceLoc) -> list[str]:
@@ -142,7 +157,9 @@ class ControlLowerer(ExprLowerer):
                     cond_fn: Callable[[list[Var]], Var],
                     body_fn: Callable[[list[Var]], list[Var]], loc: SourceLoc) -> None:
         """A while loop over `extras` (e.g. a counter) plus the carried variables."""
-        templates = [self.env[n] for n in carried]
+        # a tile the loop rebinds lives in a buffer of the loop's own (values.TileVal)
+        templates = [tiles.copy(self.ctx_at(loc), v) if isinstance(v, TileVal) else v
+                     for v in (self.env[n] for n in carried)]
         inits = list(extras) + [v for t in templates for v in flatten(t)]
         params = [self.b.new_var(v.type) for v in inits]
         k = len(extras)
@@ -174,6 +191,9 @@ class ControlLowerer(ExprLowerer):
                 got = "undefined" if v is None else repr(type_of(v))
                 raise KernelTypeError(f"variable '{n}' is {type_of(t)!r} before the loop but "
                                       f"{got} after its body", self.assign_locs.get(n, loc))
+            if isinstance(t, TileVal):
+                assert isinstance(v, TileVal)
+                tiles.settle(self.ctx_at(loc), v, t)
             flat.extend(flatten(v))
         return flat
 

@@ -10,7 +10,7 @@ import inspect
 from typing import Any
 
 from .. import types as types_module
-from ..builtins import arrayview, fixedarray, lang, memory, ops
+from ..builtins import arrayview, fixedarray, lang, memory, ops, tile_math, tiles
 from ..builtins.construct import construct_typed
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin, call_mismatch
@@ -25,6 +25,7 @@ from ..builtins.values import (
     OutArgs,
     ShapeVal,
     StructVal,
+    TileVal,
     TupleVal,
     Value,
     describe,
@@ -237,6 +238,8 @@ class ExprLowerer:
         ctx = self.ctx(node)
         if isinstance(base, FixedArrayVal):  # builtins/fixedarray.py (slices allowed)
             return fixedarray.subscript(ctx, base, constant_keys(ctx, self.indices(node.slice)))
+        if isinstance(base, TileVal):  # builtins/tiles.py
+            return tiles.subscript(ctx, base, self.indices(node.slice))
         idx = self.indices(node.slice)
         if has_slice(idx):
             return self.sliced(ctx, base, idx)
@@ -304,6 +307,8 @@ class ExprLowerer:
         left, right = self.value(node.left), self.value(node.right)
         if isinstance(left, StructVal) or isinstance(right, StructVal):
             return self.struct_operator(node, opname, left, right)
+        if isinstance(left, TileVal) or isinstance(right, TileVal):
+            return tile_math.binary(self.ctx(node), opname, left, right)
         return ops.binary(self.ctx(node), opname, left, right)
 
     def struct_operator(self, node: ast.BinOp, opname: str, left: Value, right: Value) -> Value:
@@ -324,6 +329,8 @@ class ExprLowerer:
         if isinstance(node.op, ast.Not) and isinstance(operand, ArrayVal):
             ctx = self.ctx(node)
             return ctx.op("not", truth(ctx, operand))
+        if isinstance(operand, TileVal):
+            return tile_math.unary(self.ctx(node), UNOPS[type(node.op)], operand)
         return ops.unary(self.ctx(node), UNOPS[type(node.op)], operand)
 
     def expr_Compare(self, node: ast.Compare) -> Value:

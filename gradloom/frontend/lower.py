@@ -7,7 +7,7 @@ import contextlib
 import inspect
 from typing import Any
 
-from ..builtins import fixedarray, ops
+from ..builtins import fixedarray, ops, tile_math
 from ..builtins.registry import Builtin
 from ..builtins.values import (
     ArrayVal,
@@ -17,6 +17,7 @@ from ..builtins.values import (
     KernelValue,
     Literal,
     StructVal,
+    TileVal,
     TupleVal,
     Value,
     describe,
@@ -200,7 +201,11 @@ class Lowerer(StoreLowerer, IterLowerer):
         ctx = self.ctx(node)
         check_rebind(ctx, node.target.id, self.env.get(node.target.id), None)
         old = self.value(node.target)
-        new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
+        new: Value
+        if isinstance(old, TileVal) or isinstance(rhs, TileVal):  # builtins/tile_math.py
+            new = tile_math.binary(ctx, opname, old, rhs)
+        else:
+            new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
         if type_of(new) != type_of(old):
             raise KernelTypeError(f"'{node.target.id}' would change type from "
                                   f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..builtins import arrayview, fixedarray, memory, ops
+from ..builtins import arrayview, fixedarray, memory, ops, tiles
 from ..builtins.transform import transform_part, with_part
 from ..builtins.values import (
     ArrayVal,
@@ -14,6 +14,7 @@ from ..builtins.values import (
     FixedArrayVal,
     Literal,
     StructVal,
+    TileVal,
     Value,
     describe,
     materialize,
@@ -77,6 +78,12 @@ class StoreLowerer(ExprLowerer):
         kind, key = steps[0]
         if isinstance(cur, ArrayVal):
             return self.update_array(ctx, cur, steps, value, aug)
+        if isinstance(cur, TileVal) and all(k == "index" for k, _ in steps):  # in place
+            keys = [key for _, key in steps]
+            new = value if aug is None else ops.binary(
+                ctx, aug, tiles.subscript(ctx, cur, keys), value)
+            tiles.put(ctx, cur, keys, new)
+            return cur
         if isinstance(cur, FixedArrayVal):  # a new value with the element replaced
             n = 0
             while n < min(len(steps), cur.type.ndim) and steps[n][0] == "index":

@@ -52,6 +52,16 @@ class Builder:
         self._blocks[-1].append(Op(prim, args, result, loc, attr))
         return result
 
+    def hoist(self, prim: str, loc: SourceLoc, attr: Any = None,
+              type: ScalarType | None = None) -> Var:
+        """Emit an operand-less op at the top of the outermost block, so its result is in
+        scope everywhere (a tile's buffer: one per op site, not one per loop trip)."""
+        rt = result_type(prim, (), type)
+        assert rt is not None, prim
+        result = self.new_var(rt)
+        self._blocks[0].insert(0, Op(prim, (), result, loc, attr))
+        return result
+
     def append(self, s: Stmt) -> None:
         """Append a statement built elsewhere (its variables come from this builder)."""
         self._blocks[-1].append(s)

@@ -76,6 +76,10 @@ class Effect(enum.Flag):
     PARAM = enum.auto()
     #: only adds into memory: threads may do it in any order (float sums round differently)
     ACCUMULATE = enum.auto()
+    #: reads the thread's own local memory (a tile's buffer: no other thread sees it)
+    LOCAL = enum.auto()
+    #: writes the thread's own local memory
+    LOCAL_WRITE = enum.auto()
 
 
 class MemoryRule(enum.Enum):
@@ -97,7 +101,8 @@ class MemoryRule(enum.Enum):
 
 #: effects that must happen exactly as often as the program says: such an op is never dropped
 #: as dead code, never recomputed and never duplicated
-OBSERVABLE = Effect.WRITE | Effect.IO | Effect.CHECK | Effect.STACK | Effect.GRAD
+OBSERVABLE = Effect.WRITE | Effect.IO | Effect.CHECK | Effect.STACK | Effect.GRAD | \
+    Effect.LOCAL_WRITE
 
 
 @dataclass(frozen=True)
@@ -276,6 +281,12 @@ def _check(ts: tuple[ScalarType, ...], _: ScalarType | None) -> None:
     if ts != (int64, int64):
         raise TypeError(f"check_bounds takes (int64, int64), got {ts}")
     return None
+
+
+def _local(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
+    if ts:
+        raise TypeError(f"local takes no operands, got {ts}")
+    return ptr
 
 
 def _tid(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -498,6 +509,47 @@ def _cast_jvp(e: Emit, op: Op, ts: tuple[Var | None, ...]) -> Var | None:
     return e.op("cast", t, type=op.result.type) if t is not None and t.type.is_float else None
 
 
+# Thread-local memory (tiles, docs/design.md "Tiles"): a `local` buffer holds the data in its
+# first half and the data's adjoint in its second; lload/lstore carry the half's size in
+# `attr`, so their rules find the adjoint slot at offset + attr with no table of buffers.
+
+
+def _shadow(e: Emit, op: Op) -> Var:
+    return e.op("ptr_add", e.primal(op.args[0]), e.const(int(op.attr), int64))
+
+
+def _lload_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """A read passes its adjoint into the adjoint slot (as a load adds into a gradient)."""
+    e.op("ladd", _shadow(e, op), e.primal(op.args[1]), g)
+    return (None, None)
+
+
+def _lstore_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """A write takes (reads and zeroes) the slot's adjoint: the value written before passes no
+    gradient through this element. g is unused (lstore has no result)."""
+    t = op.args[2].type
+    return (None, None, e.op("ltake", _shadow(e, op), e.primal(op.args[1]), type=t))
+
+
+def _local_jvp(e: Emit, op: Op, ts: tuple[Var | None, ...]) -> Var | None:
+    raise TypeError("forward-mode differentiation through tiles (thread-local memory) is not "
+                    "supported; use reverse mode (wp.Tape)")
+
+
+def _lstore_type(ts: tuple[ScalarType, ...], _: ScalarType | None) -> None:
+    if ts[:2] != (ptr, int64):
+        raise TypeError(f"lstore takes (ptr, int64, value), got {ts}")
+    return None
+
+
+def _ladd_type(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
+    if ts[:2] != (ptr, int64):
+        raise TypeError(f"ladd takes (ptr, int64, value), got {ts}")
+    return ts[2]
+
+
+_LOCAL_UNAVAILABLE = hostops.Unavailable("reads or writes a kernel thread's tile memory")
+
 _N = Effect.NONE
 _RMW = Effect.READ | Effect.WRITE | Effect.ATOMIC
 _M = MemoryRule
@@ -580,6 +632,19 @@ _TABLE: list[Prim] = [
              "double, bools as the strings True/False; forward kernels only"),
     Prim("check_bounds", 2, _check, Effect.CHECK, host=hostops.MEMORY,
          doc="check_bounds(index, extent): debug mode; attr indexes the kernel's source locations"),
+    Prim("local", 0, _local, Effect.LOCAL_WRITE, host=_LOCAL_UNAVAILABLE,
+         doc="a zeroed thread-local buffer of 2 * attr bytes (data, then its adjoint), placed "
+             "once per entry call; the frontend puts these ops at the top of the kernel"),
+    Prim("lload", 2, _load, Effect.LOCAL, vjp=_lload_vjp, jvp=_local_jvp,
+         host=_LOCAL_UNAVAILABLE,
+         doc="lload(local ptr, byte offset); attr is the buffer's data size (where the "
+             "adjoint half starts)"),
+    Prim("lstore", 3, _lstore_type, Effect.LOCAL_WRITE, vjp=_lstore_vjp, jvp=_local_jvp,
+         host=_LOCAL_UNAVAILABLE, doc="lstore(local ptr, byte offset, value); attr as lload"),
+    Prim("ladd", 3, _ladd_type, Effect.LOCAL | Effect.LOCAL_WRITE, host=_LOCAL_UNAVAILABLE,
+         doc="adjoint kernels: local memory += value at (ptr, offset); returns the sum"),
+    Prim("ltake", 2, _load, Effect.LOCAL | Effect.LOCAL_WRITE, host=_LOCAL_UNAVAILABLE,
+         doc="adjoint kernels: the local value at (ptr, offset), then zero it there"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
     Prim("push", 1, lambda ts, r: None, Effect.STACK, host=hostops.ADJOINT,
          doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),

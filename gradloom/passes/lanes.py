@@ -132,6 +132,8 @@ def _refusal(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
             return "debug-mode bounds checks"
         if Effect.IO in effects:
             return "the kernel prints"
+        if effects & (Effect.LOCAL | Effect.LOCAL_WRITE):
+            return "tiles (thread-local memory: one buffer per thread, not per lane)"
         types = [a.type for a in op.args] + ([op.result.type] if op.result else [])
         if any(t.is_float and t.bits == 16 for t in types):
             return "float16/bfloat16 values"

@@ -166,5 +166,5 @@ from .texture import (
     TextureFilterMode,
     texture_ndim,
 )
-from .tiles import TileAnnotation, tile
+from .tiles import TileAnnotation, TileType, tile
 from .values import VecValue, make_composite_value

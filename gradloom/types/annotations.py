@@ -11,7 +11,7 @@ import numpy as np
 from .composite import TO_SCALAR, MatrixType, VectorType
 from .layout import RESOLVE, ArrayType, FixedArrayType, IndexedArrayType, StructType
 from .scalars import ScalarType, bool_, float32, int32, scalar_from_numpy
-from .tiles import TileAnnotation, tile
+from .tiles import TileAnnotation, TileType, tile
 from .values import VecValue
 
 
@@ -37,9 +37,13 @@ def resolve_annotation(obj: Any) -> Any:
         return obj
     if obj is typing.Any:
         return typing.Any
+    if isinstance(obj, TileType):
+        return obj
+    if isinstance(obj, TileAnnotation) and all(isinstance(d, int) for d in obj.shape):
+        return TileType(resolve_annotation(obj.dtype), obj.shape)
     if isinstance(obj, TileAnnotation) or obj is tile:
-        raise TypeError(f"{obj!r}: gradloom has no tiles (Warp's tile programming model is "
-                        "not implemented)")
+        raise TypeError(f"{obj!r}: a tile annotation needs a dtype and constant sizes "
+                        "(wp.tile[float, 8, 4])")
     gl = getattr(obj, "__gl_type__", None)
     if gl is not None:
         return gl() if callable(gl) else gl

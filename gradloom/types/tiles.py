@@ -1,6 +1,5 @@
-"""Warp's tile annotations (`wp.tile[float, 8, 4]`), accepted so that code which mentions tiles
-in signatures imports; gradloom has no tiles, so a kernel or func that uses one does not
-compile (resolve_annotation refuses it with a message that says so)."""
+"""Tile types: `TileType` (a tile's element type and constant shape, what kernels compute with:
+docs/design.md "Tiles") and Warp's annotation `wp.tile[float, 8, 4]`, which resolves to one."""
 
 from __future__ import annotations
 
@@ -16,6 +15,28 @@ def _size(s: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class TileType:
+    """A tile's type: a scalar element type and a shape of constant positive sizes."""
+
+    dtype: Any
+    shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"tile(dtype={self.dtype!r}, shape={self.shape})"
+
+
+@dataclass(frozen=True)
 class TileAnnotation:
     """`wp.tile[dtype, m, n]` or `wp.tile[dtype, (m, n)]`: a tile's element type and shape."""
 
@@ -27,7 +48,11 @@ class TileAnnotation:
 
 
 class tile:
-    """Warp's tile type, for annotations only: gradloom has no tile programming model."""
+    """Warp's tile type in annotations (`wp.tile[float, 8, 4]`); in kernels `wp.tile(x)` is the
+    builtin (builtins/tiles.py)."""
+
+    #: in a kernel, `wp.tile(x)` calls the builtin of this name (frontend/expr.py)
+    __gl_kernel_builtin__ = "tile"
 
     def __class_getitem__(cls, params: Any) -> TileAnnotation:
         args = params if isinstance(params, tuple) else (params,)
@@ -35,5 +60,5 @@ class tile:
         return TileAnnotation(args[0], tuple(_size(d) for d in dims))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("gradloom has no tiles (Warp's tile programming model is not "
-                        "implemented); wp.tile[...] is accepted in annotations only")
+        raise TypeError("wp.tile(x) builds a tile inside a kernel or @wp.func; outside one, "
+                        "wp.tile[...] is an annotation")

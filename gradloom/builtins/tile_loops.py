@@ -1,0 +1,136 @@
+"""Tile storage and the IR loops over it: buffers, element addresses, element loops, folds.
+
+A tile's elements live in a thread-local buffer (the `local` primitive, placed at the top of the
+kernel: one per op site, reused by every loop trip), and every tile operation is an ordinary IR
+loop of `lload`/`lstore` over constant bounds. Reverse mode then differentiates tiles with the
+rules of those two primitives (ir/prims.py); the buffer's second half holds the adjoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..ir.nodes import Var
+from ..types import ScalarType, TileType, int32, int64
+from .values import Ctx, TileVal, while_loop
+
+#: the most bytes of data one tile may hold (its buffer is twice that: data and adjoints)
+MAX_TILE_BYTES = 256 * 1024
+
+Index = Sequence[Var | int]
+
+
+def row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a packed row-major tile of this shape."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def new_tile(ctx: Ctx, t: TileType) -> TileVal:
+    """A fresh packed tile (zeroed at the start of every thread; callers fill it)."""
+    if not t.shape or any(not isinstance(d, int) or d <= 0 for d in t.shape):
+        raise ctx.error(f"a tile's shape must be constant positive sizes, got {t.shape}")
+    if not isinstance(t.dtype, ScalarType) or t.dtype.kind not in "fiu" or t.dtype.bits < 32:
+        raise ctx.error(f"tiles of {t.dtype!r} are not supported here (32/64-bit integer and "
+                        "float element types are)")
+    nbytes = t.count * t.dtype.size
+    if nbytes > MAX_TILE_BYTES:
+        raise ctx.error(f"a {t!r} holds {nbytes} bytes; a tile may hold at most "
+                        f"{MAX_TILE_BYTES} (thread-local memory on the CPU)")
+    span = (nbytes + 63) // 64 * 64  # the adjoint half starts 64-byte aligned
+    base = ctx.b.hoist("local", ctx.loc, attr=span)
+    return TileVal(t, base, span, 0, row_major(t.shape))
+
+
+def _i64(ctx: Ctx, v: Var | int) -> Var:
+    if isinstance(v, int):
+        return ctx.const(v, int64)
+    return v if v.type == int64 else ctx.op("cast", v, type=int64)
+
+
+def address(ctx: Ctx, tile: TileVal, idx: Index) -> Var:
+    """The byte offset of element idx in tile's buffer (int64): constant parts fold here."""
+    const = tile.offset
+    terms: list[Var] = []
+    for i, s in zip(idx, tile.strides, strict=True):
+        if isinstance(i, int):
+            const += i * s
+        elif s == 1:
+            terms.append(_i64(ctx, i))
+        elif s != 0:
+            terms.append(ctx.op("mul", _i64(ctx, i), ctx.const(s, int64)))
+    size = tile.type.dtype.size
+    out: Var | None = None
+    for term in terms:
+        out = term if out is None else ctx.op("add", out, term)
+    if out is None:
+        return ctx.const(const * size, int64)
+    if const:
+        out = ctx.op("add", out, ctx.const(const, int64))
+    return ctx.op("mul", out, ctx.const(size, int64))
+
+
+def read(ctx: Ctx, tile: TileVal, idx: Index) -> Var:
+    return ctx.op("lload", tile.base, address(ctx, tile, idx), attr=tile.span,
+                  type=tile.type.dtype)
+
+
+def write(ctx: Ctx, tile: TileVal, idx: Index, value: Var) -> None:
+    ctx.b.effect("lstore", (tile.base, address(ctx, tile, idx), value), ctx.loc, attr=tile.span)
+
+
+def count_loop(ctx: Ctx, n: int | Var, inits: list[Var],
+               body: Callable[[Var, list[Var]], list[Var]]) -> list[Var]:
+    """for i in range(n) (an int32 i), carrying inits through body(i, carried) -> carried."""
+    bound = ctx.const(n, int32) if isinstance(n, int) else n
+    one = ctx.const(1, int32)
+
+    def step(ps: list[Var]) -> list[Var]:
+        return [ctx.op("add", ps[0], one), *body(ps[0], ps[1:])]
+
+    return while_loop(ctx, [ctx.const(0, int32), *inits],
+                      lambda ps: ctx.op("lt", ps[0], bound), step)[1:]
+
+
+def each(ctx: Ctx, shape: tuple[int, ...], fn: Callable[[list[Var]], None]) -> None:
+    """Run fn(index) for every index of shape, row-major: one loop per dimension."""
+    def nest(prefix: list[Var], dims: tuple[int, ...]) -> list[Var]:
+        if not dims:
+            fn(prefix)
+            return []
+        return count_loop(ctx, dims[0], [], lambda i, _: nest([*prefix, i], dims[1:]))
+    nest([], shape)
+
+
+def fold(ctx: Ctx, shape: tuple[int, ...], inits: list[Var],
+         fn: Callable[[list[Var], list[Var]], list[Var]]) -> list[Var]:
+    """Carry values through every index of shape, row-major: fn(index, carried) -> carried."""
+    def nest(prefix: list[Var], dims: tuple[int, ...], carried: list[Var]) -> list[Var]:
+        if not dims:
+            return fn(prefix, carried)
+        return count_loop(ctx, dims[0], carried,
+                          lambda i, c: nest([*prefix, i], dims[1:], c))
+    return nest([], shape, inits)
+
+
+def linear(ctx: Ctx, shape: tuple[int, ...], idx: list[Var]) -> Var:
+    """The row-major position of idx in shape (int32), as Warp's argmin/argmax report it."""
+    out = idx[0]
+    for i, d in zip(idx[1:], shape[1:], strict=True):
+        out = ctx.op("add", ctx.op("mul", out, ctx.const(d, int32)), i)
+    return out
+
+
+def copy_into(ctx: Ctx, dst: TileVal, src: TileVal) -> None:
+    """dst[...] = src[...] element by element (shapes equal; the caller checks)."""
+    if dst.base is src.base and dst.offset == src.offset and dst.strides == src.strides:
+        return
+    each(ctx, dst.type.shape, lambda i: write(ctx, dst, i, convert(ctx, read(ctx, src, i),
+                                                                     dst.type.dtype)))
+
+
+def convert(ctx: Ctx, v: Var, t: ScalarType) -> Var:
+    return v if v.type == t else ctx.op("cast", v, type=t)

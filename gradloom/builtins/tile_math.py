@@ -1,0 +1,235 @@
+"""Tile arithmetic: elementwise operators and tile_map, reductions, tile_matmul.
+
+Each is a loop nest over the tile's constant shape (builtins/tile_loops.py) whose body applies
+the scalar operation, so derivatives come from the scalar rules and the local-memory rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..ir.nodes import Var
+from ..types import ScalarType, TileType, int32
+from . import ops
+from .registry import Builtin, builtin
+from .tile_loops import convert, each, fold, linear, new_tile, read, write
+from .tiles import _T, tile_arg
+from .values import Ctx, Literal, TileVal, Value, describe, scalar
+
+
+def _map(ctx: Ctx, tiles: list[TileVal], fn: Callable[[list[Var]], Var]) -> TileVal:
+    """A new tile: fn of the elements of `tiles` (one shape) at each index."""
+    shape = tiles[0].type.shape
+    out = new_tile(ctx, TileType(_result_type(ctx, tiles, fn), shape))
+    each(ctx, shape, lambda i: write(ctx, out, i, convert(
+        ctx, fn([read(ctx, t, i) for t in tiles]), out.type.dtype)))
+    return out
+
+
+def _result_type(ctx: Ctx, tiles: list[TileVal], fn: Callable[[list[Var]], Var]) -> ScalarType:
+    """The element type fn gives, found by applying it to probe values in a scratch block."""
+    ctx.b.open_block()
+    try:
+        v = fn([ctx.const(0, t.type.dtype) for t in tiles])
+    finally:
+        ctx.b.close_block()
+    if not isinstance(v, Var) or not isinstance(v.type, ScalarType):
+        raise ctx.error(f"a tile operation must give a scalar per element, got {describe(v)}")
+    return v.type
+
+
+def _same_shape(ctx: Ctx, a: TileVal, b: TileVal, what: str) -> None:
+    if a.type.shape != b.type.shape:
+        raise ctx.error(f"{what}: tile shapes {a.type.shape} and {b.type.shape} differ")
+
+
+def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
+    """`a + b`, `a - b`, `a * b` (elementwise), `a / b` where a or b is a tile (a scalar meets
+    every element)."""
+    if opname not in ("add", "sub", "mul", "div"):
+        raise ctx.error(f"the operator '{opname}' is not defined for tiles")
+    if isinstance(a, TileVal) and isinstance(b, TileVal):
+        _same_shape(ctx, a, b, f"tile {opname}")
+        return _map(ctx, [a, b], lambda v: _scalar_op(ctx, opname, v[0], v[1]))
+    if isinstance(a, TileVal):
+        s = scalar(ctx, b, a.type.dtype) if isinstance(b, Literal) else b
+        return _map(ctx, [a], lambda v: _scalar_op(ctx, opname, v[0], s))
+    assert isinstance(b, TileVal)
+    s = scalar(ctx, a, b.type.dtype) if isinstance(a, Literal) else a
+    return _map(ctx, [b], lambda v: _scalar_op(ctx, opname, s, v[0]))
+
+
+def _scalar_op(ctx: Ctx, opname: str, x: Value, y: Value) -> Var:
+    return scalar(ctx, ops.binary(ctx, opname, x, y))
+
+
+def unary(ctx: Ctx, opname: str, a: TileVal) -> TileVal:
+    if opname == "pos":
+        return a
+    if opname != "neg":
+        raise ctx.error(f"the operator '{opname}' is not defined for tiles")
+    return _map(ctx, [a], lambda v: ctx.op("neg", v[0]))
+
+
+def call_op(ctx: Ctx, op: Any, args: list[Var]) -> Var:
+    """Apply a builtin (`wp.sin`) or a user @wp.func to scalar arguments."""
+    if isinstance(op, Builtin):
+        r = op.fn(ctx, *args)
+    elif hasattr(op, "_lower") and hasattr(op, "overloads"):
+        r = op._lower(ctx, list(args), {})
+    else:
+        raise ctx.error(f"the first argument must be a builtin or a @wp.func, got {op!r}")
+    return scalar(ctx, r)
+
+
+@builtin("tile_map", "apply op (a builtin or @wp.func) to the elements of one or more tiles of "
+         "one shape: a new tile", group=_T,
+         signatures=("(op: Any, a: Tile) -> Tile", "(op: Any, a: Tile, b: Tile) -> Tile"))
+def tile_map(ctx: Ctx, op: Any, *tiles: Any) -> TileVal:
+    ts = [tile_arg(ctx, t, f"tile {k}") for k, t in enumerate(tiles)]
+    if not ts:
+        raise ctx.error("wp.tile_map() needs at least one tile")
+    for t in ts[1:]:
+        _same_shape(ctx, ts[0], t, "wp.tile_map()")
+    return _map(ctx, ts, lambda v: call_op(ctx, op, v))
+
+
+# -- reductions ---------------------------------------------------------------------------------
+
+
+def _reduce(ctx: Ctx, a: TileVal, axis: Any, combine: Callable[[Var, Var], Var]) -> TileVal:
+    """Fold combine over all elements (a tile of shape (1,)) or along a constant axis."""
+    if axis is None:
+        out = new_tile(ctx, TileType(a.type.dtype, (1,)))
+        first = read(ctx, a, [0] * a.type.ndim)
+        total = fold(ctx, a.type.shape, [first], lambda i, c: [
+            ctx.op("select", _is_origin(ctx, i), c[0], combine(c[0], read(ctx, a, i)))])[0]
+        write(ctx, out, [0], total)
+        return out
+    ax = axis.value if isinstance(axis, Literal) else axis
+    if not isinstance(ax, int) or not 0 <= ax < a.type.ndim:
+        raise ctx.error(f"axis must be a constant in [0, {a.type.ndim}), got {describe(axis)}")
+    rest = a.type.shape[:ax] + a.type.shape[ax + 1:] or (1,)
+    out = new_tile(ctx, TileType(a.type.dtype, rest))
+
+    def one(i: list[Var]) -> None:
+        def at(k: Var | int) -> list[Var | int]:
+            idx: list[Var | int] = [*i[:ax], k, *i[ax:]]
+            return idx[:a.type.ndim]
+        first = read(ctx, a, at(0))
+        total = fold(ctx, (a.type.shape[ax] - 1,), [first], lambda k, c: [
+            combine(c[0], read(ctx, a, at(ctx.op("add", k[0], ctx.const(1, int32)))))])[0]
+        write(ctx, out, i if a.type.ndim > 1 else [0], total)
+    each(ctx, rest, one)
+    return out
+
+
+def _is_origin(ctx: Ctx, i: list[Var]) -> Var:
+    """Whether index i is all zeros (the element a fold starts from)."""
+    ok: Var | None = None
+    for k in i:
+        c = ctx.op("eq", k, ctx.const(0, int32))
+        ok = c if ok is None else ctx.op("and", ok, c)
+    assert ok is not None
+    return ok
+
+
+@builtin("tile_sum", "the sum of a tile's elements (a tile of shape (1,)), or along an axis",
+         group=_T, signatures=("(a: Tile) -> Tile", "(a: Tile, axis: Int) -> Tile"))
+def tile_sum(ctx: Ctx, a: Any, axis: Any = None) -> TileVal:
+    return _reduce(ctx, tile_arg(ctx, a, "a"), axis, lambda x, y: ctx.op("add", x, y))
+
+
+@builtin("tile_min", "the smallest element of a tile (a tile of shape (1,))", group=_T,
+         signatures="(a: Tile) -> Tile")
+def tile_min(ctx: Ctx, a: Any) -> TileVal:
+    return _reduce(ctx, tile_arg(ctx, a, "a"), None, lambda x, y: ctx.op("min", x, y))
+
+
+@builtin("tile_max", "the largest element of a tile (a tile of shape (1,))", group=_T,
+         signatures="(a: Tile) -> Tile")
+def tile_max(ctx: Ctx, a: Any) -> TileVal:
+    return _reduce(ctx, tile_arg(ctx, a, "a"), None, lambda x, y: ctx.op("max", x, y))
+
+
+@builtin("tile_reduce", "fold op (a builtin or @wp.func of two values) over a tile's elements "
+         "(a tile of shape (1,)), or along an axis", group=_T,
+         signatures=("(op: Any, a: Tile) -> Tile", "(op: Any, a: Tile, axis: Int) -> Tile"))
+def tile_reduce(ctx: Ctx, op: Any, a: Any, axis: Any = None) -> TileVal:
+    return _reduce(ctx, tile_arg(ctx, a, "a"), axis, lambda x, y: call_op(ctx, op, [x, y]))
+
+
+def _arg_pick(ctx: Ctx, a: TileVal, better: str) -> TileVal:
+    """The row-major position of the first extreme element (int32, a tile of shape (1,))."""
+    out = new_tile(ctx, TileType(int32, (1,)))
+    best = [read(ctx, a, [0] * a.type.ndim), ctx.const(0, int32)]
+
+    def step(i: list[Var], c: list[Var]) -> list[Var]:
+        v = read(ctx, a, i)
+        take = ctx.op(better, v, c[0])
+        return [ctx.op("select", take, v, c[0]),
+                ctx.op("select", take, linear(ctx, a.type.shape, i), c[1])]
+    write(ctx, out, [0], fold(ctx, a.type.shape, best, step)[1])
+    return out
+
+
+@builtin("tile_argmin", "the row-major index of a tile's smallest element (a tile of shape (1,) "
+         "of int32; the first on ties)", group=_T, differentiable=False,
+         signatures="(a: Tile) -> Tile")
+def tile_argmin(ctx: Ctx, a: Any) -> TileVal:
+    return _arg_pick(ctx, tile_arg(ctx, a, "a"), "lt")
+
+
+@builtin("tile_argmax", "the row-major index of a tile's largest element (a tile of shape (1,) "
+         "of int32; the first on ties)", group=_T, differentiable=False,
+         signatures="(a: Tile) -> Tile")
+def tile_argmax(ctx: Ctx, a: Any) -> TileVal:
+    return _arg_pick(ctx, tile_arg(ctx, a, "a"), "gt")
+
+
+_ONE = Literal(1.0)
+
+
+# -- matmul -------------------------------------------------------------------------------------
+
+
+def _gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var, beta: Var | None) -> None:
+    """out = alpha * a @ b (+ beta * out)."""
+    (m, k), (k2, n) = a.type.shape, b.type.shape
+    if k != k2 or out.type.shape != (m, n):
+        raise ctx.error(f"wp.tile_matmul(): shapes {a.type.shape} @ {b.type.shape} -> "
+                        f"{out.type.shape} do not fit")
+    t = out.type.dtype
+
+    def one(i: list[Var]) -> None:
+        zero = ctx.const(0, t)
+        acc = fold(ctx, (k,), [zero], lambda kk, c: [ctx.op("add", c[0], ctx.op(
+            "mul", read(ctx, a, [i[0], kk[0]]), read(ctx, b, [kk[0], i[1]])))])[0]
+        v = ctx.op("mul", alpha, acc)
+        if beta is not None:
+            v = ctx.op("add", v, ctx.op("mul", beta, read(ctx, out, i)))
+        write(ctx, out, i, v)
+    each(ctx, (m, n), one)
+
+
+@builtin("tile_matmul", "matrix product of 2-D tiles: tile_matmul(a, b) returns alpha * a @ b; "
+         "tile_matmul(a, b, out, alpha, beta) sets out = alpha * a @ b + beta * out", group=_T,
+         signatures=("(a: Tile, b: Tile) -> Tile", "(a: Tile, b: Tile, out: Tile) -> None"))
+def tile_matmul(ctx: Ctx, a: Any, b: Any, out: Any = None, alpha: Any = _ONE,
+                beta: Any = _ONE, precision: Any = None) -> TileVal | None:
+    x, y = tile_arg(ctx, a, "a"), tile_arg(ctx, b, "b")
+    if x.type.ndim != 2 or y.type.ndim != 2 or x.type.dtype != y.type.dtype:
+        raise ctx.error(f"wp.tile_matmul() needs 2-D tiles of one dtype, got {x.type!r} and "
+                        f"{y.type!r}")
+    t = x.type.dtype
+    al = scalar(ctx, alpha, t)
+    if out is None or not isinstance(out, TileVal):
+        if out is not None:  # tile_matmul(a, b, alpha) positionally
+            al = scalar(ctx, out, t)
+        res = new_tile(ctx, TileType(t, (x.type.shape[0], y.type.shape[1])))
+        _gemm(ctx, x, y, res, al, None)
+        return res
+    _gemm(ctx, x, y, out, al, scalar(ctx, beta, t))
+    return None
+

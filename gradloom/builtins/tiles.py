@@ -1,0 +1,333 @@
+"""Tile builtins: construction, loads and stores between arrays and tiles, views, elements.
+
+Semantics follow Warp 1.19 on the CPU, where a block has one thread (block_dim 1): `wp.tile(x)`
+is a tile of shape (1,) and `wp.untile(t)` its element. Tiles live in thread-local buffers
+(builtins/tile_loops.py); views (`tile_view`, `tile_transpose`, `tile_broadcast`, indexing a
+row) share their tile's buffer, as Warp's views share its storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.nodes import Var
+from ..types import ArrayType, ScalarType, TileType, float32, int32, resolve_annotation
+from . import memory
+from .registry import builtin
+from .tile_loops import Index, convert, copy_into, each, new_tile, read, row_major, write
+from .values import ArrayVal, Ctx, Literal, TileVal, TupleVal, Value, describe, if_values, scalar
+
+_T = "Tile Primitives"
+
+
+def const_ints(ctx: Ctx, v: Any, what: str) -> tuple[int, ...]:
+    """A shape or offset given as constants: an int, or a tuple of them."""
+    items = v.items if isinstance(v, TupleVal) else v if isinstance(v, tuple) else (v,)
+    out = []
+    for i in items:
+        i = i.value if isinstance(i, Literal) else i
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise ctx.error(f"{what} must be compile-time constant integers, got {describe(v)}")
+        out.append(i)
+    return tuple(out)
+
+
+def dtype_of(ctx: Ctx, dtype: Any, default: ScalarType = float32) -> ScalarType:
+    if dtype is None:
+        return default
+    try:
+        t = resolve_annotation(dtype)
+    except TypeError as exc:
+        raise ctx.error(f"dtype: {exc}") from None
+    if not isinstance(t, ScalarType):
+        raise ctx.error(f"tiles of {t!r} are not supported here (scalar element types are)")
+    return t
+
+
+def tile_arg(ctx: Ctx, v: Any, name: str) -> TileVal:
+    if not isinstance(v, TileVal):
+        raise ctx.error(f"argument '{name}' must be a tile, got {describe(v)}")
+    return v
+
+
+def filled(ctx: Ctx, t: TileType, value: Var) -> TileVal:
+    out = new_tile(ctx, t)
+    each(ctx, t.shape, lambda i: write(ctx, out, i, value))
+    return out
+
+
+# -- construction -------------------------------------------------------------------------------
+
+
+@builtin("tile_zeros", "a tile of the given constant shape filled with zeros", group=_T,
+         differentiable=False, signatures="(shape: Tuple, dtype: Any) -> Tile")
+def tile_zeros(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "register") -> TileVal:
+    t = TileType(dtype_of(ctx, dtype), const_ints(ctx, shape, "shape"))
+    return new_tile(ctx, t)  # buffers start zeroed
+
+
+@builtin("tile_ones", "a tile of the given constant shape filled with ones", group=_T,
+         differentiable=False, signatures="(shape: Tuple, dtype: Any) -> Tile")
+def tile_ones(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "register") -> TileVal:
+    t = TileType(dtype_of(ctx, dtype), const_ints(ctx, shape, "shape"))
+    return filled(ctx, t, ctx.const(1, t.dtype))
+
+
+@builtin("tile_full", "a tile of the given constant shape filled with value", group=_T,
+         signatures="(shape: Tuple, value: Scalar, dtype: Any) -> Tile")
+def tile_full(ctx: Ctx, shape: Any, value: Value, dtype: Any = None,
+              storage: str = "register") -> TileVal:
+    if dtype is None and not isinstance(value, Literal):
+        dt = scalar(ctx, value).type
+    else:
+        dt = dtype_of(ctx, dtype)
+    t = TileType(dt, const_ints(ctx, shape, "shape"))
+    return filled(ctx, t, convert(ctx, scalar(ctx, value, dt), dt))
+
+
+@builtin("tile_arange", "a 1-D tile of evenly spaced values: tile_arange(stop), "
+         "tile_arange(start, stop) or tile_arange(start, stop, step), constants", group=_T,
+         differentiable=False, signatures="(args: Scalar, dtype: Any) -> Tile")
+def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "register") -> TileVal:
+    vals = [a.value if isinstance(a, Literal) else a for a in args]
+    if not 1 <= len(vals) <= 3 or not all(isinstance(v, (int, float)) for v in vals):
+        raise ctx.error("wp.tile_arange() takes 1 to 3 constant numbers (stop; start, stop; "
+                        f"start, stop, step), got {len(args)} argument(s)")
+    start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (*vals[:2], vals[2] if len(vals) == 3 else 1)
+    n = max(0, -(-(stop - start) // step)) if step else 0
+    default = int32 if all(isinstance(v, int) for v in vals) else float32
+    dt = dtype_of(ctx, dtype, default)
+    out = new_tile(ctx, TileType(dt, (int(n),)))
+
+    def fill(i: list[Var]) -> None:
+        k = convert(ctx, i[0], dt)
+        v = ctx.op("add", ctx.const(start, dt), ctx.op("mul", k, ctx.const(step, dt)))
+        write(ctx, out, i, v)
+    each(ctx, out.type.shape, fill)
+    return out
+
+
+@builtin("tile", "a tile of shape (block_dim,) from each thread's value; on the CPU block_dim "
+         "is 1, so a tile of shape (1,)", group=_T, signatures="(x: Scalar) -> Tile")
+def tile(ctx: Ctx, x: Value, preserve_type: bool = False) -> TileVal:
+    v = scalar(ctx, x)
+    out = new_tile(ctx, TileType(v.type, (1,)))
+    write(ctx, out, [0], v)
+    return out
+
+
+@builtin("untile", "this thread's element of a tile of shape (block_dim,): on the CPU (block_dim "
+         "1) its only element", group=_T, signatures="(a: Tile) -> Scalar")
+def untile(ctx: Ctx, a: Value) -> Var:
+    t = tile_arg(ctx, a, "a")
+    if t.type.shape != (1,):
+        raise ctx.error(f"wp.untile() needs a tile of shape (block_dim,) = (1,) on the CPU, got "
+                        f"{t.type!r}")
+    return read(ctx, t, [0])
+
+
+@builtin("block_dim", "the number of threads in this thread's block of a tiled launch: 1 on "
+         "the CPU (as in Warp) and, as gradloom runs tiles per thread, on CUDA too", group=_T,
+         differentiable=False, signatures="() -> Int")
+def block_dim(ctx: Ctx) -> Var:
+    return ctx.const(1, int32)
+
+
+# -- arrays <-> tiles ---------------------------------------------------------------------------
+
+
+def _offsets(ctx: Ctx, offset: Any, ndim: int) -> list[Var]:
+    if offset is None:
+        return [ctx.const(0, int32)] * ndim
+    items = list(offset.items) if isinstance(offset, TupleVal) else (
+        list(offset) if isinstance(offset, tuple) else [offset])
+    if len(items) != ndim:
+        raise ctx.error(f"offset has {len(items)} entries for a {ndim}-D array")
+    return [convert(ctx, scalar(ctx, Literal(v) if isinstance(v, int) else v, int32), int32)
+            for v in items]
+
+
+def _array_arg(ctx: Ctx, a: Any) -> ArrayVal:
+    if not isinstance(a, ArrayVal) or not isinstance(a.type, ArrayType):
+        raise ctx.error(f"argument 'a' must be an array, got {describe(a)}")
+    if not isinstance(a.type.dtype, ScalarType):
+        raise ctx.error(f"tiles of {a.type.dtype!r} are not supported here (arrays of scalars are)")
+    return a
+
+
+def _in_bounds(ctx: Ctx, a: ArrayVal, at: list[Var]) -> Var:
+    ok: Var | None = None
+    for k, i in zip(at, a.shape, strict=True):
+        n = convert(ctx, i, int32)
+        c = ctx.op("and", ctx.op("ge", k, ctx.const(0, int32)), ctx.op("lt", k, n))
+        ok = c if ok is None else ctx.op("and", ok, c)
+    assert ok is not None
+    return ok
+
+
+@builtin("tile_load", "a tile of the given constant shape read from array a at offset (one "
+         "entry per dimension); elements outside the array read as zero", group=_T,
+         signatures="(a: Array, shape: Tuple, offset: Tuple) -> Tile")
+def tile_load(ctx: Ctx, a: Any, shape: Any, offset: Any = None, storage: str = "register",
+              bounds_check: bool = True, aligned: bool = False) -> TileVal:
+    arr = _array_arg(ctx, a)
+    dims = const_ints(ctx, shape, "shape")
+    if len(dims) != arr.type.ndim:
+        raise ctx.error(f"wp.tile_load(): a {len(dims)}-D shape for a {arr.type.ndim}-D array")
+    base = _offsets(ctx, offset, len(dims))
+    out = new_tile(ctx, TileType(arr.type.dtype, dims))
+
+    def one(i: list[Var]) -> None:
+        at = [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)]
+
+        def inside() -> list[Var]:
+            place = memory.index_array(ctx, arr, list(at))
+            assert isinstance(place, memory.Place)
+            return [scalar(ctx, memory.load(ctx, place))]
+        v = if_values(ctx, _in_bounds(ctx, arr, at), inside,
+                      lambda: [ctx.const(0, arr.type.dtype)])[0]
+        write(ctx, out, i, v)
+    each(ctx, dims, one)
+    return out
+
+
+@builtin("tile_store", "write tile t into array a at offset (one entry per dimension); "
+         "elements outside the array are skipped", group=_T,
+         signatures="(a: Array, t: Tile, offset: Tuple) -> None")
+def tile_store(ctx: Ctx, a: Any, t: Any, offset: Any = None, bounds_check: bool = True,
+               aligned: bool = False) -> None:
+    arr = _array_arg(ctx, a)
+    src = tile_arg(ctx, t, "t")
+    if src.type.ndim != arr.type.ndim:
+        raise ctx.error(f"wp.tile_store(): a {src.type!r} into a {arr.type.ndim}-D array")
+    base = _offsets(ctx, offset, src.type.ndim)
+
+    def one(i: list[Var]) -> None:
+        at = [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)]
+        v = convert(ctx, read(ctx, src, i), arr.type.dtype)
+
+        def inside() -> list[Var]:
+            place = memory.index_array(ctx, arr, list(at))
+            assert isinstance(place, memory.Place)
+            memory.store(ctx, place, v)
+            return []
+        if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: [])
+    each(ctx, src.type.shape, one)
+
+
+# -- views and elements -------------------------------------------------------------------------
+
+
+@builtin("tile_transpose", "the transpose of a 2-D tile (a view of the same storage)", group=_T,
+         signatures="(a: Tile) -> Tile")
+def tile_transpose(ctx: Ctx, a: Any) -> TileVal:
+    t = tile_arg(ctx, a, "a")
+    if t.type.ndim != 2:
+        raise ctx.error(f"wp.tile_transpose() needs a 2-D tile, got {t.type!r}")
+    m, n = t.type.shape
+    return TileVal(TileType(t.type.dtype, (n, m)), t.base, t.span, t.offset, t.strides[::-1])
+
+
+@builtin("tile_broadcast", "tile a broadcast to shape (numpy's rules; a view)", group=_T,
+         signatures="(a: Tile, shape: Tuple) -> Tile")
+def tile_broadcast(ctx: Ctx, a: Any, shape: Any) -> TileVal:
+    t = tile_arg(ctx, a, "a")
+    dims = const_ints(ctx, shape, "shape")
+    return broadcast_to(ctx, t, dims)
+
+
+def broadcast_to(ctx: Ctx, t: TileVal, dims: tuple[int, ...]) -> TileVal:
+    if len(dims) < t.type.ndim:
+        raise ctx.error(f"cannot broadcast a {t.type!r} to shape {dims}")
+    lead = len(dims) - t.type.ndim
+    strides = [0] * lead
+    for d, have, s in zip(dims[lead:], t.type.shape, t.strides, strict=True):
+        if have != d and have != 1:
+            raise ctx.error(f"cannot broadcast a {t.type!r} to shape {dims}")
+        strides.append(s if have == d else 0)
+    return TileVal(TileType(t.type.dtype, dims), t.base, t.span, t.offset, tuple(strides))
+
+
+@builtin("tile_view", "a view of tile t starting at a constant offset, of the given shape "
+         "(default: the rest of t's dimensions)", group=_T,
+         signatures="(t: Tile, offset: Tuple, shape: Tuple) -> Tile")
+def tile_view(ctx: Ctx, t: Any, offset: Any, shape: Any = None) -> TileVal:
+    src = tile_arg(ctx, t, "t")
+    off = const_ints(ctx, offset, "offset")
+    nd = src.type.ndim
+    if len(off) > nd:
+        raise ctx.error(f"offset {off} has more entries than {src.type!r} has dimensions")
+    # the view keeps the last len(shape) dimensions (without a shape: those the offset skips)
+    dims = src.type.shape[len(off):] if shape is None else const_ints(ctx, shape, "shape")
+    keep = len(dims)
+    if not keep or keep > nd or len(off) < nd - keep:
+        raise ctx.error(f"a view of shape {dims} at offset {off} does not fit a {src.type!r}")
+    full = off + (0,) * (nd - len(off))
+    inside = all(0 <= o < d for o, d in zip(full, src.type.shape, strict=True)) and all(
+        o + d <= n for o, d, n in zip(full[nd - keep:], dims, src.type.shape[nd - keep:],
+                                      strict=True))
+    if not inside:
+        raise ctx.error(f"a view at {off} of shape {dims} lies outside a {src.type!r}")
+    begin = src.offset + sum(o * s for o, s in zip(full, src.strides, strict=True))
+    return TileVal(TileType(src.type.dtype, tuple(dims)), src.base, src.span, begin,
+                   src.strides[nd - keep:])
+
+
+def element_index(ctx: Ctx, t: TileVal, keys: list[Value]) -> Index:
+    if len(keys) != t.type.ndim:
+        raise ctx.error(f"{t.type!r} takes {t.type.ndim} indices, got {len(keys)}")
+    out: list[Var | int] = []
+    for k in keys:
+        if isinstance(k, Literal) and isinstance(k.value, int):
+            out.append(k.value)
+        else:
+            out.append(scalar(ctx, k))
+    return out
+
+
+def subscript(ctx: Ctx, t: TileVal, keys: list[Value]) -> Value:
+    """t[i, j]: an element (every dimension indexed) or, with fewer constant indices, a view."""
+    if len(keys) < t.type.ndim and all(isinstance(k, Literal) for k in keys):
+        return tile_view(ctx, t, TupleVal(tuple(keys)))
+    return read(ctx, t, element_index(ctx, t, keys))
+
+
+def put(ctx: Ctx, t: TileVal, keys: list[Value], value: Value) -> None:
+    """t[i, j] = value: the element is replaced in t's storage (tiles are mutable, as Warp's)."""
+    write(ctx, t, element_index(ctx, t, keys), convert(ctx, scalar(ctx, value, t.type.dtype),
+                                                         t.type.dtype))
+
+
+@builtin("tile_extract", "the element of tile a at the given indices", group=_T,
+         signatures="(a: Tile, i: Int) -> Scalar")
+def tile_extract(ctx: Ctx, a: Any, *idx: Value) -> Var:
+    t = tile_arg(ctx, a, "a")
+    return read(ctx, t, element_index(ctx, t, list(idx)))
+
+
+@builtin("tile_assign", "copy tile src into dst at a constant offset", group=_T,
+         signatures="(dst: Tile, src: Tile, offset: Tuple) -> None")
+def tile_assign(ctx: Ctx, dst: Any, src: Any, offset: Any = None) -> None:
+    d, s = tile_arg(ctx, dst, "dst"), tile_arg(ctx, src, "src")
+    off = (0,) * d.type.ndim if offset is None else const_ints(ctx, offset, "offset")
+    copy_into(ctx, tile_view(ctx, d, TupleVal(tuple(Literal(o) for o in off)), s.type.shape), s)
+
+
+def copy(ctx: Ctx, t: TileVal) -> TileVal:
+    """A packed copy of t in a buffer of its own."""
+    out = new_tile(ctx, t.type)
+    copy_into(ctx, out, t)
+    return out
+
+
+def settle(ctx: Ctx, v: TileVal, into: TileVal) -> TileVal:
+    """Where a tile variable merges (after an if, around a loop): copy v into `into`."""
+    if v.type != into.type:
+        raise ctx.error(f"a tile variable is {into.type!r} and {v.type!r} on different paths")
+    copy_into(ctx, into, v)
+    return into
+
+
+def packed(t: TileVal) -> bool:
+    return t.offset == 0 and t.strides == row_major(t.type.shape)
+
