@@ -45,13 +45,16 @@ def _same_shape(ctx: Ctx, a: TileVal, b: TileVal, what: str) -> None:
 
 
 def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
-    """`a + b`, `a - b`, `a * b` (elementwise), `a / b` where a or b is a tile (a scalar meets
-    every element)."""
+    """`a + b`, `a - b` of two tiles; `a * b`, `a / b` of two tiles (elementwise) or of a tile
+    and a scalar (either side), as Warp's operators."""
     if opname not in ("add", "sub", "mul", "div"):
         raise ctx.error(f"the operator '{opname}' is not defined for tiles")
     if isinstance(a, TileVal) and isinstance(b, TileVal):
         _same_shape(ctx, a, b, f"tile {opname}")
         return _map(ctx, [a, b], lambda v: _scalar_op(ctx, opname, v[0], v[1]))
+    if opname in ("add", "sub"):  # as Warp: a scalar meets a tile in * and / only
+        raise ctx.error(f"tile {opname} needs two tiles, got {describe(a)} and {describe(b)} "
+                        "(use wp.tile_full for a constant tile)")
     if isinstance(a, TileVal):
         s = scalar(ctx, b, a.type.dtype) if isinstance(b, Literal) else b
         return _map(ctx, [a], lambda v: _scalar_op(ctx, opname, v[0], s))

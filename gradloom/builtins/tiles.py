@@ -95,8 +95,7 @@ def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "registe
                         f"start, stop, step), got {len(args)} argument(s)")
     start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (*vals[:2], vals[2] if len(vals) == 3 else 1)
     n = max(0, -(-(stop - start) // step)) if step else 0
-    default = int32 if all(isinstance(v, int) for v in vals) else float32
-    dt = dtype_of(ctx, dtype, default)
+    dt = dtype_of(ctx, dtype, float32)  # Warp's default, whatever the numbers' types
     out = new_tile(ctx, TileType(dt, (int(n),)))
 
     def fill(i: list[Var]) -> None:
@@ -200,11 +199,14 @@ def tile_store(ctx: Ctx, a: Any, t: Any, offset: Any = None, bounds_check: bool 
     src = tile_arg(ctx, t, "t")
     if src.type.ndim != arr.type.ndim:
         raise ctx.error(f"wp.tile_store(): a {src.type!r} into a {arr.type.ndim}-D array")
+    if src.type.dtype != arr.type.dtype:
+        raise ctx.error(f"wp.tile_store(): the array's dtype {arr.type.dtype!r} and the tile's "
+                        f"{src.type.dtype!r} differ")
     base = _offsets(ctx, offset, src.type.ndim)
 
     def one(i: list[Var]) -> None:
         at = [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)]
-        v = convert(ctx, read(ctx, src, i), arr.type.dtype)
+        v = read(ctx, src, i)
 
         def inside() -> list[Var]:
             place = memory.index_array(ctx, arr, list(at))

@@ -1,0 +1,173 @@
+"""Tile values against numpy: construction, loads/stores with offsets and padding, views,
+elementwise ops, tile_map, reductions, matmul, tiles in @wp.func and in loops/branches.
+Runs on warp-lang's CPU too (GL_TEST_BACKEND=warp), which validates the expectations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from wpcompat import BACKEND, DEVICE, wp
+
+M, N, K = 4, 3, 5
+
+
+@wp.func
+def scaled_sum(t: wp.tile[float, M, N], s: float):
+    return t * s + t
+
+
+@wp.func
+def plus_one(x: float):
+    return x + 1.0
+
+
+@wp.kernel
+def tiles_k(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float),
+            tr: wp.array2d(dtype=float), vals: wp.array(dtype=float),
+            idx: wp.array(dtype=int)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(M, N), offset=(i * M, 1))
+    wp.tile_store(out, scaled_sum(t, 2.0), offset=(i * M, 0))
+    wp.tile_store(tr, wp.tile_transpose(t), offset=(0, i * M))
+    if i == 1:
+        vals[0] = wp.tile_sum(t)[0]
+        vals[1] = wp.tile_max(t)[0]
+        vals[2] = wp.tile_min(wp.tile_map(plus_one, t))[0]
+        vals[3] = wp.tile_sum(t, axis=0)[2]
+        vals[4] = wp.tile_sum(t, axis=1)[3]
+        vals[5] = wp.tile_reduce(wp.max, -t)[0]
+        vals[6] = t[2, 1]
+        v = wp.tile_view(t, offset=(1, 1), shape=(2, 2))
+        vals[7] = v[1, 0]
+        vals[8] = wp.tile_extract(t, 3, 2)
+        c = wp.tile_matmul(t, wp.tile_transpose(t))
+        vals[9] = c[0, 3]
+        o = wp.tile_ones(shape=(M, M), dtype=float)
+        wp.tile_matmul(t, wp.tile_transpose(t), o)
+        vals[10] = o[2, 1]
+        ar = wp.tile_arange(2, 12, 3, dtype=float)
+        vals[11] = ar[3]
+        f = wp.tile_full(shape=(2,), value=2.5, dtype=float)
+        f[1] = 4.0
+        f[0] += 1.0
+        vals[12] = f[0] * f[1]
+        v0 = vals[0]
+        vals[13] = wp.untile(wp.tile(v0) * 3.0)
+        idx[0] = wp.tile_argmax(t)[0]
+        idx[1] = wp.tile_argmin(t)[0]
+        idx[2] = wp.block_dim()
+        b = wp.tile_broadcast(wp.tile_sum(t, axis=0), shape=(M, N))
+        vals[14] = b[3, 1]
+
+
+@wp.kernel
+def control_k(a: wp.array2d(dtype=float), flag: wp.array(dtype=int), out: wp.array2d(dtype=float)):
+    acc = wp.tile_zeros(shape=(M, N), dtype=float)
+    for k in range(3):
+        t = wp.tile_load(a, shape=(M, N), offset=(k, 0))
+        acc = acc * 0.5 + t
+    if flag[0] > 0:
+        acc = acc - wp.tile_ones(shape=(M, N), dtype=float)
+    else:
+        acc = acc * 2.0
+    wp.tile_store(out, acc)
+
+
+def _a() -> np.ndarray:
+    return np.random.default_rng(0).uniform(-1, 1, (3 * M, N + 2)).astype(np.float32)
+
+
+def test_tile_values_match_numpy() -> None:
+    A = _a()
+    a = wp.array(A, dtype=float, device=DEVICE)
+    out = wp.zeros((3 * M, N), dtype=float, device=DEVICE)
+    tr = wp.zeros((N, 3 * M), dtype=float, device=DEVICE)
+    vals = wp.zeros(16, dtype=float, device=DEVICE)
+    idx = wp.zeros(4, dtype=int, device=DEVICE)
+    wp.launch_tiled(tiles_k, dim=[3], inputs=[a, out, tr, vals, idx], block_dim=32,
+                    device=DEVICE)
+    T = A[:, 1:1 + N]
+    np.testing.assert_allclose(out.numpy(), 3.0 * T, rtol=1e-6)
+    np.testing.assert_allclose(tr.numpy(), T.T, rtol=1e-6)
+    t = T[M:2 * M]
+    want = [t.sum(), t.max(), (t + 1).min(), t.sum(axis=0)[2], t.sum(axis=1)[3], (-t).max(),
+            t[2, 1], t[2, 1], t[3, 2], (t @ t.T)[0, 3], (t @ t.T)[2, 1] + 1.0, 11.0,
+            14.0, 3 * t.sum(), t.sum(axis=0)[1]]
+    np.testing.assert_allclose(vals.numpy()[:15], want, rtol=1e-5, atol=1e-6)
+    assert idx.numpy()[:3].tolist() == [int(t.argmax()), int(t.argmin()), 1]
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_tiles_through_loops_and_branches(flag: int) -> None:
+    A = _a()
+    a = wp.array(A, dtype=float, device=DEVICE)
+    out = wp.zeros((M, N), dtype=float, device=DEVICE)
+    wp.launch(control_k, dim=1, inputs=[a, wp.array([flag], dtype=int, device=DEVICE), out],
+              device=DEVICE)
+    acc = np.zeros((M, N))
+    for k in range(3):
+        acc = acc * 0.5 + A[k:k + M, :N]
+    acc = acc - 1.0 if flag else acc * 2.0
+    np.testing.assert_allclose(out.numpy(), acc, rtol=1e-6)
+
+
+@wp.kernel
+def padding_k(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float),
+              sums: wp.array2d(dtype=float), shift: int):
+    i, j = wp.tid()
+    t = wp.tile_load(a, shape=(3, 4), offset=(i * 3 - shift, j * 4 - 2 * shift))
+    wp.tile_store(out, t * 2.0, offset=(i * 3 - shift, j * 4 - 2 * shift))
+    sums[i, j] = wp.tile_sum(t)[0]
+
+
+@pytest.mark.parametrize("shift", [0, pytest.param(1, marks=pytest.mark.skipif(
+    BACKEND == "warp", reason="warp-lang 1.19 reads outside the array at negative offsets"))])
+def test_out_of_bounds_loads_pad_with_zero_and_stores_skip(shift: int) -> None:
+    A = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
+    a = wp.array(A, dtype=float, device=DEVICE)
+    out = wp.zeros((5, 7), dtype=float, device=DEVICE)
+    sums = wp.zeros((3, 3), dtype=float, device=DEVICE)
+    wp.launch_tiled(padding_k, dim=[3, 3], inputs=[a, out, sums, shift], block_dim=16,
+                    device=DEVICE)
+    np.testing.assert_allclose(out.numpy(), A * 2.0)
+    want = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            r0, c0 = i * 3 - shift, j * 4 - 2 * shift
+            want[i, j] = A[max(r0, 0):max(r0 + 3, 0), max(c0, 0):max(c0 + 4, 0)].sum()
+    np.testing.assert_allclose(sums.numpy(), want)
+
+
+@wp.kernel
+def int_tile_k(out: wp.array(dtype=int)):
+    t = wp.tile_arange(6, dtype=int)
+    u = wp.tile_map(wp.mul, t, t)
+    wp.tile_store(out, u)
+
+
+@wp.kernel
+def arange_default_k(out: wp.array(dtype=float)):
+    wp.tile_store(out, wp.tile_arange(1, 7, 2))
+
+
+def test_tile_arange_defaults_to_float32() -> None:
+    out = wp.zeros(3, dtype=float, device=DEVICE)
+    wp.launch(arange_default_k, dim=1, inputs=[out], device=DEVICE)
+    assert out.numpy().tolist() == [1.0, 3.0, 5.0]
+
+
+def test_integer_tiles() -> None:
+    out = wp.zeros(6, dtype=int, device=DEVICE)
+    wp.launch(int_tile_k, dim=1, inputs=[out], device=DEVICE)
+    assert out.numpy().tolist() == [0, 1, 4, 9, 16, 25]
+
+
+def test_tile_plus_scalar_is_refused_as_in_warp() -> None:
+    @wp.kernel
+    def plus_scalar_k(out: wp.array(dtype=float)):
+        t = wp.tile_ones(shape=(2,), dtype=float)
+        wp.tile_store(out, t + 1.0)
+
+    with pytest.raises(Exception, match="'?add'? .*(tiles|types)"):
+        wp.launch(plus_scalar_k, dim=1, inputs=[wp.zeros(2, dtype=float, device=DEVICE)],
+                  device=DEVICE)
