@@ -243,3 +243,17 @@ def test_not_loaded_by_import_gradloom():
     code = "import gradloom, sys; print([m for m in sys.modules if m.startswith('gradloom.sparse')])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("ncol", "nx", "ny"), [(40, 160, 160), (700, 8000, 5000)])
+def test_bsr_mm_new_topology_parallel_and_host_paths(ncol, nx, ny):
+    """A fresh product takes the parallel symbolic phase (short rows) or the host one (rows of
+    more than 512 terms); both equal scipy's product, columns sorted in each row."""
+    rng = np.random.default_rng(10)
+    x, xd = make(rng, 30, ncol, nx)
+    y, yd = make(rng, ncol, 25, ny)
+    z = S.bsr_mm(x, y)
+    np.testing.assert_allclose(dense(z), (sp.csr_matrix(xd) @ sp.csr_matrix(yd)).toarray(),
+                               atol=1e-12)
+    off, cols = z.offsets.numpy(), z.columns.numpy()
+    assert all(np.all(np.diff(cols[off[r]:off[r + 1]]) > 0) for r in range(z.nrow))

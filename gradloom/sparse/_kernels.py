@@ -186,3 +186,64 @@ def scale(T: Any) -> Any:
         a[i] = alpha * a[i]
 
     return scale_flat
+
+
+@wp.kernel
+def mm_count(xoff: wp.array(dtype=int), xcol: wp.array(dtype=int), yoff: wp.array(dtype=int),
+             ub: wp.array(dtype=int)):
+    """Product terms of row i of x @ y (an upper bound of the row's blocks)."""
+    i = wp.tid()
+    s = int(0)
+    for a in range(xoff[i], xoff[i + 1]):
+        k = xcol[a]
+        s += yoff[k + 1] - yoff[k]
+    ub[i] = s
+
+
+@wp.kernel
+def mm_fill(xoff: wp.array(dtype=int), xcol: wp.array(dtype=int), yoff: wp.array(dtype=int),
+            ycol: wp.array(dtype=int), start: wp.array(dtype=int), cols: wp.array(dtype=int),
+            pa: wp.array(dtype=int), pb: wp.array(dtype=int), nuniq: wp.array(dtype=int)):
+    """Row i's product terms (column, x block, y block), sorted by column (insertion sort: rows
+    are short, the caller checks), and its number of distinct columns."""
+    i = wp.tid()
+    beg = start[i]
+    p = beg
+    for a in range(xoff[i], xoff[i + 1]):
+        k = xcol[a]
+        for b in range(yoff[k], yoff[k + 1]):
+            cols[p] = ycol[b]
+            pa[p] = a
+            pb[p] = b
+            p += 1
+    for m in range(beg + 1, p):
+        c = cols[m]
+        ca = pa[m]
+        cb = pb[m]
+        j = m - 1
+        while j >= beg and cols[j] > c:
+            cols[j + 1] = cols[j]
+            pa[j + 1] = pa[j]
+            pb[j + 1] = pb[j]
+            j -= 1
+        cols[j + 1] = c
+        pa[j + 1] = ca
+        pb[j + 1] = cb
+    u = int(0)
+    for m in range(beg, p):
+        if m == beg or cols[m] != cols[m - 1]:
+            u += 1
+    nuniq[i] = u
+
+
+@wp.kernel
+def mm_emit(start: wp.array(dtype=int), cols: wp.array(dtype=int), zoff: wp.array(dtype=int),
+            zcols: wp.array(dtype=int), seg_end: wp.array(dtype=int)):
+    """Row i's distinct columns into z, and where each block's terms end."""
+    i = wp.tid()
+    q = zoff[i] - 1
+    for m in range(start[i], start[i + 1]):
+        if m == start[i] or cols[m] != cols[m - 1]:
+            q += 1
+            zcols[q] = cols[m]
+        seg_end[q] = m + 1

@@ -152,8 +152,51 @@ def _limit_new_nnz(pr: np.ndarray, pc: np.ndarray, ncol: int, max_new_nnz: int) 
     return np.where(keys <= ukeys[max_new_nnz - 1] if max_new_nnz else False, pr, -1)
 
 
+#: longest row of product terms the parallel symbolic phase sorts in place (insertion sort)
+_KERNEL_ROW_TERMS = 512
+
+
+def _mm_plan_parallel(x: BsrMatrix, y: BsrMatrix, z: BsrMatrix) -> dict[str, Any] | None:
+    """The compact product topology of two compact matrices, built by parallel kernels (count,
+    fill and sort each row, emit); None when a row is too long for it (the host path then)."""
+    dev = z.device
+    xoff, yoff = x.offsets[: x.nrow + 1], y.offsets[: y.nrow + 1]
+    ub = wp.empty(x.nrow, dtype=int, device=dev)
+    wp.launch(K.mm_count, dim=x.nrow, device=dev, inputs=[xoff, x.columns, yoff, ub])
+    ubn = ub.numpy()
+    if ubn.size and int(ubn.max()) > _KERNEL_ROW_TERMS:
+        return None
+    start_np = np.zeros(x.nrow + 1, dtype=np.int64)
+    np.cumsum(ubn, out=start_np[1:])
+    total = int(start_np[-1])
+    if total >= 2**31:
+        return None
+    start = wp.array(start_np.astype(np.int32), dtype=int, device=dev)
+    cols, pa, pb = (wp.empty(max(total, 1), dtype=int, device=dev) for _ in range(3))
+    nuniq = wp.empty(x.nrow, dtype=int, device=dev)
+    wp.launch(K.mm_fill, dim=x.nrow, device=dev,
+              inputs=[xoff, x.columns, yoff, y.columns, start, cols, pa, pb, nuniq])
+    zoff = np.zeros(x.nrow + 1, dtype=np.int32)
+    np.cumsum(nuniq.numpy(), out=zoff[1:])
+    nblocks = int(zoff[-1])
+    z.row_counts = None
+    z.offsets = wp.array(zoff, dtype=int, device=dev)
+    if z.columns.shape[0] < nblocks:
+        z.columns = wp.empty(nblocks, dtype=int, device=dev)
+    z.nnz = nblocks
+    seg_end = wp.empty(max(nblocks, 1), dtype=int, device=dev)
+    wp.launch(K.mm_emit, dim=x.nrow, device=dev, inputs=[start, cols, z.offsets, z.columns, seg_end])
+    return {"slots": np.arange(nblocks, dtype=np.int64), "seg_end": seg_end, "pa": pa, "pb": pb}
+
+
 def _mm_plan(x: BsrMatrix, y: BsrMatrix, z: BsrMatrix, beta: float, topology: str,
              max_new_nnz: int | None) -> dict[str, Any]:
+    if topology == "compact" and beta == 0.0 and max_new_nnz is None and x.nrow and \
+            x.row_counts is None and y.row_counts is None:
+        plan = _mm_plan_parallel(x, y, z)
+        if plan is not None:
+            plan["topology"] = (wp.clone(z.offsets), None, wp.clone(z.columns), z.nnz)
+            return plan
     pr, pc, pa, pb = _product_entries(x, y)
     if max_new_nnz is not None and topology == "compact":
         pr = _limit_new_nnz(pr, pc, z.ncol, int(max_new_nnz))
@@ -191,12 +234,14 @@ def _mm_numbers(xv: Any, yv: Any, z: BsrMatrix, old_values: Any, alpha: float, b
     dev = z.device
     x3, y3 = scalar_view(xv), scalar_view(yv)
     wp.launch(K.mm(st, x3.shape[1], x3.shape[2], y3.shape[2]), dim=slots.shape[0],
-              device=dev, inputs=[wp.array(plan["seg_end"], dtype=int, device=dev),
-                                  wp.array(plan["pa"], dtype=int, device=dev),
-                                  wp.array(plan["pb"], dtype=int, device=dev),
-                                  x3, y3,
+              device=dev, inputs=[_device_ints(plan["seg_end"], dev), _device_ints(plan["pa"], dev),
+                                  _device_ints(plan["pb"], dev), x3, y3,
                                   wp.array(slots.astype(np.int32), dtype=int, device=dev), z3,
                                   st(alpha), int(beta != 0.0)])
+
+
+def _device_ints(a: Any, device: Any) -> Any:
+    return a if isinstance(a, wp.array) else wp.array(a, dtype=int, device=device)
 
 
 def bsr_mm(x: Any, y: Any, z: BsrMatrix | None = None, alpha: float = 1.0, beta: float = 0.0,
