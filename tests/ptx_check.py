@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CORPUS_MODULES = ("test_grad_corpus", "test_grad_corpus_loops", "test_grad_corpus_fuzz")
+CORPUS_MODULES = ("test_grad_corpus", "test_grad_corpus_loops", "test_grad_corpus_fuzz",
+                  "test_tiles", "test_tiles_grad")
 
 
 def corpus_kernels() -> list:
