@@ -1246,3 +1246,20 @@ def test_bool_array():
     launch(bool_kernel, 4, warr(a, wp.bool), warr(x, float), b, c)
     np.testing.assert_array_equal(b.numpy(), ~a)
     np.testing.assert_array_equal(c.numpy(), np.where(a, x, -x))
+
+
+@wp.kernel
+def python_round_kernel(x: wp.array(dtype=float), y: wp.array(dtype=float), n: wp.array(dtype=int)):
+    i = wp.tid()
+    y[i] = round(x[i])
+    n[i] = int(round(x[i]))
+
+
+def test_python_round_is_wp_round():
+    # Python's round() in a kernel halves away from zero (wp.round), not to even as in Python
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6], np.float32)
+    y, n = zeros(7, float), zeros(7, int)
+    launch(python_round_kernel, 7, warr(x, float), y, n)
+    expected = np.sign(x) * np.floor(np.abs(x) + 0.5)
+    np.testing.assert_array_equal(y.numpy(), expected)
+    np.testing.assert_array_equal(n.numpy(), expected.astype(np.int32))

@@ -97,6 +97,8 @@ _WARP_WORDS = {
 }
 _PY_BUILTIN_ALIASES: dict[Any, str] = {
     abs: "abs", min: "min", max: "max", print: "print",
+    # Python's round() in a kernel is wp.round (halves away from zero), as in Warp
+    round: "round",
     # `wp.vector(...)` / `wp.matrix(...)` in a kernel construct values (Warp's builtins); in
     # Python scope the same names make types
     types_module.vector: "vector", types_module.matrix: "matrix",
