@@ -87,7 +87,9 @@ def test_forward_matches_reference(factory: KernelFactory, row: Row, ft: str) ->
 GRADIENTS_TESTED_ELSEWHERE = {"texture_sample": "test_texture.py", **{
     f"tile_{n}" if n not in ("tile", "untile") else n: "test_tiles_grad.py" for n in (
         "full", "tile", "untile", "load", "store", "transpose", "broadcast", "view", "extract",
-        "assign", "map", "sum", "min", "max", "reduce", "matmul")}}
+        "assign", "map", "sum", "min", "max", "reduce", "matmul", "reshape", "squeeze",
+        "astype", "dot", "axpy", "scan_inclusive", "scan_exclusive", "scan_max_inclusive",
+        "scan_min_inclusive", "diag_add", "from_thread", "atomic_add")}}
 
 
 @pytest.mark.skipif(BACKEND != "gradloom", reason="the registry is gradloom's")

@@ -171,3 +171,51 @@ def test_tile_plus_scalar_is_refused_as_in_warp() -> None:
     with pytest.raises(Exception, match="'?add'? .*(tiles|types)"):
         wp.launch(plus_scalar_k, dim=1, inputs=[wp.zeros(2, dtype=float, device=DEVICE)],
                   device=DEVICE)
+
+
+@wp.kernel
+def more_k(a: wp.array2d(dtype=float), acc: wp.array2d(dtype=float), flat: wp.array(dtype=float),
+           vals: wp.array(dtype=float), old: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(2, 4))
+    r = wp.tile_reshape(t, shape=(4, -1))
+    vals[0] = r[3, 0]
+    s = wp.tile_squeeze(wp.tile_view(t, offset=(1, 0), shape=(1, 4)))
+    vals[1] = s[2]
+    vals[2] = wp.tile_dot(t, t)[0]
+    u = wp.tile_ones(shape=(2, 4), dtype=float)
+    wp.tile_axpy(2.0, t, u)
+    vals[3] = u[1, 3]
+    wp.tile_store(flat, wp.tile_scan_inclusive(wp.tile_reshape(t, shape=(8,))))
+    ex = wp.tile_scan_exclusive(t)
+    vals[4] = ex[1, 1]
+    vals[5] = wp.tile_scan_max_inclusive(t)[1, 0]
+    vals[6] = wp.tile_scan_min_inclusive(t)[0, 3]
+    sq = wp.tile_view(t, offset=(0, 0), shape=(2, 2))
+    d = wp.tile_diag_add(sq, wp.tile_ones(shape=(2,), dtype=float))
+    vals[7] = d[1, 1] + d[0, 1]
+    vals[8] = wp.tile_from_thread(shape=(3,), value=vals[1], thread_idx=0)[2]
+    vals[9] = float(wp.tile_astype(t * 3.0, dtype=int)[1, 2])
+    o = wp.tile_atomic_add(acc, t, offset=(1, 0))
+    wp.tile_store(old, o)
+
+
+def test_more_tile_builtins_match_numpy() -> None:
+    A = np.random.default_rng(5).uniform(-2, 2, (2, 4)).astype(np.float32)
+    ACC = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = wp.array(A, dtype=float, device=DEVICE)
+    acc = wp.array(ACC, dtype=float, device=DEVICE)
+    flat = wp.zeros(8, dtype=float, device=DEVICE)
+    vals = wp.zeros(10, dtype=float, device=DEVICE)
+    old = wp.zeros((2, 4), dtype=float, device=DEVICE)
+    wp.launch_tiled(more_k, dim=[1], inputs=[a, acc, flat, vals, old], block_dim=8,
+                    device=DEVICE)
+    flat_a = A.reshape(-1)
+    want = [A.reshape(4, 2)[3, 0], A[1, 2], (A * A).sum(), 1 + 2 * A[1, 3],
+            np.concatenate([[0], np.cumsum(flat_a)[:-1]])[5], np.maximum.accumulate(flat_a)[4],
+            np.minimum.accumulate(flat_a)[3], A[1, 1] + 1 + A[0, 1], A[1, 2],
+            float(np.trunc(A[1, 2] * 3))]
+    np.testing.assert_allclose(vals.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(flat.numpy(), np.cumsum(flat_a), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(old.numpy(), ACC[1:3])
+    np.testing.assert_allclose(acc.numpy()[1:3], ACC[1:3] + A, rtol=1e-6)
+    np.testing.assert_allclose(acc.numpy()[0], ACC[0])

@@ -83,6 +83,25 @@ def views_k(a: wp.array2d(dtype=wp.float64), x: wp.array(dtype=wp.float64),
     s[0] = wp.untile(wp.tile(x[1] * x[1])) + t[2, 1]
 
 
+@wp.kernel
+def more_k(a: wp.array2d(dtype=wp.float64), acc: wp.array2d(dtype=wp.float64),
+           out: wp.array(dtype=wp.float64)):
+    t = wp.tile_load(a, shape=(2, 4))
+    r = wp.tile_reshape(t, shape=(4, -1))
+    s = wp.tile_squeeze(wp.tile_view(t, offset=(1, 0), shape=(1, 4)))
+    u = wp.tile_astype(wp.tile_ones(shape=(2, 4), dtype=float), dtype=wp.float64)
+    wp.tile_axpy(r[1, 1], t, u)
+    sc = wp.tile_scan_inclusive(u)
+    mx = wp.tile_scan_max_inclusive(t)
+    mn = wp.tile_scan_min_inclusive(t)
+    ex = wp.tile_scan_exclusive(t * t)
+    d = wp.tile_diag_add(wp.tile_view(t, offset=(0, 1), shape=(2, 2)), wp.tile_view(s, offset=(1,), shape=(2,)))
+    f = wp.tile_from_thread(shape=(2,), value=s[3], thread_idx=0)
+    out[0] = wp.tile_dot(t, u)[0] + sc[1, 2] * ex[1, 3] + d[1, 1] * d[0, 1] + f[1] * s[0] \
+        + mx[1, 1] * mn[1, 2]
+    wp.tile_atomic_add(acc, t * t)
+
+
 def _rand(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
 
@@ -99,6 +118,13 @@ def test_elementwise_and_map_gradients() -> None:
 def test_view_broadcast_assign_gradients() -> None:
     args = [arr(_rand(M, N)), arr(_rand(2, seed=4)), arr(np.zeros((M, N))), arr(np.zeros(1))]
     check_kernel(views_k, 1, args, wrt=[0, 1], outputs=[2, 3])
+
+
+@pytest.mark.skipif(BACKEND == "warp", reason="warp-lang 1.19's tile scans take float32, int32 "
+                    "and uint32 tiles only (this check runs in float64)")
+def test_reshape_scan_axpy_dot_atomic_gradients() -> None:
+    args = [arr(_rand(2, 4, seed=6)), arr(_rand(2, 4, seed=7)), arr(np.zeros(1))]
+    check_kernel(more_k, 1, args, wrt=[0], outputs=[1, 2])
 
 
 def test_padded_load_store_gradients() -> None:

@@ -1,0 +1,200 @@
+"""More tile builtins: reshape/squeeze views, astype, dot, axpy, scans, diag_add, tile_from_thread
+and tile_atomic_add (Warp 1.19's semantics with one thread per block, as on its CPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.nodes import Var
+from ..types import ScalarType, TileType, uint32, uint64
+from . import memory
+from .registry import builtin
+from .tile_loops import convert, copy_into, each, fold, new_tile, read, row_major, write
+from .tiles import _T, _array_arg, _in_bounds, _offsets, const_ints, dtype_of, tile_arg
+from .values import Ctx, Literal, TileVal, Value, if_values, scalar
+
+
+def _contiguous(t: TileVal) -> bool:
+    return t.strides == row_major(t.type.shape)
+
+
+@builtin("tile_reshape", "a view of a contiguous tile with a new constant shape (one entry may "
+         "be -1: inferred)", group=_T, signatures="(t: Tile, shape: Tuple) -> Tile")
+def tile_reshape(ctx: Ctx, t: Any, shape: Any) -> TileVal:
+    src = tile_arg(ctx, t, "t")
+    dims = list(const_ints(ctx, shape, "shape"))
+    if dims.count(-1) > 1 or any(d == 0 or d < -1 for d in dims):
+        raise ctx.error(f"wp.tile_reshape(): invalid shape {tuple(dims)}")
+    known = 1
+    for d in dims:
+        known *= d if d != -1 else 1
+    if -1 in dims:
+        dims[dims.index(-1)] = src.type.count // known
+    total = 1
+    for d in dims:
+        total *= d
+    if total != src.type.count:
+        raise ctx.error(f"wp.tile_reshape(): a {src.type!r} cannot take shape {tuple(dims)}")
+    if not _contiguous(src):
+        raise ctx.error("wp.tile_reshape() needs a contiguous tile (not a transposed or strided "
+                        "view); copy it with wp.tile_assign first")
+    new = TileType(src.type.dtype, tuple(dims))
+    return TileVal(new, src.base, src.span, src.offset, row_major(new.shape))
+
+
+@builtin("tile_squeeze", "a view of a tile without its dimensions of extent one (or the given "
+         "constant axes)", group=_T, signatures="(t: Tile, axis: Any) -> Tile")
+def tile_squeeze(ctx: Ctx, t: Any, axis: Any = None) -> TileVal:
+    src = tile_arg(ctx, t, "t")
+    nd = src.type.ndim
+    if axis is None:
+        drop = {k for k, d in enumerate(src.type.shape) if d == 1}
+    else:
+        drop = {a % nd for a in const_ints(ctx, axis, "axis")}
+        if any(src.type.shape[a] != 1 for a in drop):
+            raise ctx.error(f"wp.tile_squeeze(): axis {sorted(drop)} of a {src.type!r} is not "
+                            "of extent one")
+    keep = [k for k in range(nd) if k not in drop] or [nd - 1]
+    return TileVal(TileType(src.type.dtype, tuple(src.type.shape[k] for k in keep)), src.base,
+                   src.span, src.offset, tuple(src.strides[k] for k in keep))
+
+
+@builtin("tile_astype", "a new tile with the elements converted to dtype", group=_T,
+         signatures="(t: Tile, dtype: Any) -> Tile")
+def tile_astype(ctx: Ctx, t: Any, dtype: Any) -> TileVal:
+    src = tile_arg(ctx, t, "t")
+    out = new_tile(ctx, TileType(dtype_of(ctx, dtype), src.type.shape))
+    copy_into(ctx, out, src)
+    return out
+
+
+@builtin("tile_dot", "the sum of the elementwise products of two tiles of one shape (a tile of "
+         "shape (1,))", group=_T, signatures="(a: Tile, b: Tile) -> Tile")
+def tile_dot(ctx: Ctx, a: Any, b: Any) -> TileVal:
+    x, y = tile_arg(ctx, a, "a"), tile_arg(ctx, b, "b")
+    if x.type != y.type:
+        raise ctx.error(f"wp.tile_dot(): {x.type!r} and {y.type!r} differ")
+    out = new_tile(ctx, TileType(x.type.dtype, (1,)))
+    total = fold(ctx, x.type.shape, [ctx.const(0, x.type.dtype)], lambda i, c: [
+        ctx.op("add", c[0], ctx.op("mul", read(ctx, x, i), read(ctx, y, i)))])[0]
+    write(ctx, out, [0], total)
+    return out
+
+
+@builtin("tile_axpy", "dest += alpha * src, in place", group=_T,
+         signatures="(alpha: Scalar, src: Tile, dest: Tile) -> None")
+def tile_axpy(ctx: Ctx, alpha: Value, src: Any, dest: Any) -> None:
+    s, d = tile_arg(ctx, src, "src"), tile_arg(ctx, dest, "dest")
+    if s.type.shape != d.type.shape:
+        raise ctx.error(f"wp.tile_axpy(): shapes {s.type.shape} and {d.type.shape} differ")
+    al = convert(ctx, scalar(ctx, alpha, d.type.dtype), d.type.dtype)
+    each(ctx, d.type.shape, lambda i: write(ctx, d, i, ctx.op(
+        "add", read(ctx, d, i), ctx.op("mul", al, convert(ctx, read(ctx, s, i), d.type.dtype)))))
+
+
+def _scan(ctx: Ctx, a: Any, combine: str, inclusive: bool) -> TileVal:
+    """Prefix results over the row-major sequence of a's elements (same shape)."""
+    src = tile_arg(ctx, a, "a")
+    out = new_tile(ctx, src.type)
+    first = read(ctx, src, [0] * src.type.ndim)
+    start = first if combine != "add" else ctx.const(0, src.type.dtype)
+
+    def step(i: list[Var], c: list[Var]) -> list[Var]:
+        v = read(ctx, src, i)
+        nxt = ctx.op(combine, c[0], v)
+        write(ctx, out, i, nxt if inclusive else c[0])
+        return [nxt]
+    fold(ctx, src.type.shape, [start], step)
+    return out
+
+
+@builtin("tile_scan_inclusive", "inclusive prefix sums of a tile (row-major order)", group=_T,
+         signatures="(a: Tile) -> Tile")
+def tile_scan_inclusive(ctx: Ctx, a: Any) -> TileVal:
+    return _scan(ctx, a, "add", True)
+
+
+@builtin("tile_scan_exclusive", "exclusive prefix sums of a tile (row-major order)", group=_T,
+         signatures="(a: Tile) -> Tile")
+def tile_scan_exclusive(ctx: Ctx, a: Any) -> TileVal:
+    return _scan(ctx, a, "add", False)
+
+
+@builtin("tile_scan_max_inclusive", "inclusive prefix maxima of a tile (row-major order)",
+         group=_T, signatures="(a: Tile) -> Tile")
+def tile_scan_max_inclusive(ctx: Ctx, a: Any) -> TileVal:
+    return _scan(ctx, a, "max", True)
+
+
+@builtin("tile_scan_min_inclusive", "inclusive prefix minima of a tile (row-major order)",
+         group=_T, signatures="(a: Tile) -> Tile")
+def tile_scan_min_inclusive(ctx: Ctx, a: Any) -> TileVal:
+    return _scan(ctx, a, "min", True)
+
+
+@builtin("tile_diag_add", "a new square tile: a with the 1-D tile d added to its diagonal",
+         group=_T, signatures="(a: Tile, d: Tile) -> Tile")
+def tile_diag_add(ctx: Ctx, a: Any, d: Any) -> TileVal:
+    m, v = tile_arg(ctx, a, "a"), tile_arg(ctx, d, "d")
+    n = m.type.shape[0]
+    if m.type.shape != (n, n) or v.type.shape != (n,) or m.type.dtype != v.type.dtype:
+        raise ctx.error(f"wp.tile_diag_add(): needs a square tile and a matching 1-D tile, got "
+                        f"{m.type!r} and {v.type!r}")
+    out = new_tile(ctx, m.type)
+    copy_into(ctx, out, m)
+    each(ctx, (n,), lambda i: write(ctx, out, [i[0], i[0]], ctx.op(
+        "add", read(ctx, out, [i[0], i[0]]), read(ctx, v, i))))
+    return out
+
+
+@builtin("tile_from_thread", "a tile of the given shape filled with thread thread_idx's value "
+         "(block_dim is 1: thread_idx must be 0)", group=_T,
+         signatures="(shape: Tuple, value: Scalar, thread_idx: Int) -> Tile")
+def tile_from_thread(ctx: Ctx, shape: Any, value: Value, thread_idx: Any,
+                     storage: str = "register") -> TileVal:
+    idx = thread_idx.value if isinstance(thread_idx, Literal) else None
+    if idx not in (0, None):
+        raise ctx.error(f"wp.tile_from_thread(): thread_idx {idx} is outside the block "
+                        "(block_dim is 1)")
+    v = scalar(ctx, value)
+    out = new_tile(ctx, TileType(v.type, const_ints(ctx, shape, "shape")))
+    each(ctx, out.type.shape, lambda i: write(ctx, out, i, v))
+    return out
+
+
+def _no_gradient(ctx: Ctx, v: Var) -> Var:
+    """v through its bits: as in Warp, the adjoint of the replaced values is not propagated (an
+    atomic's returned value depends on the thread order; its gradient is refused otherwise)."""
+    if not v.type.is_float:
+        return v
+    bits: ScalarType = {32: uint32, 64: uint64}.get(v.type.bits, uint32)
+    return ctx.op("bitcast", ctx.op("bitcast", v, type=bits), type=v.type)
+
+
+@builtin("tile_atomic_add", "atomically add tile t into array a at offset; returns a tile of the "
+         "values it replaced (elements outside the array: skipped, 0 returned; no gradient flows "
+         "through them, as in Warp)", group=_T,
+         signatures="(a: Array, t: Tile, offset: Tuple) -> Tile")
+def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
+                    bounds_check: bool = True) -> TileVal:
+    arr, src = _array_arg(ctx, a), tile_arg(ctx, t, "t")
+    if src.type.ndim != arr.type.ndim or src.type.dtype != arr.type.dtype:
+        raise ctx.error(f"wp.tile_atomic_add(): a {src.type!r} into an array of "
+                        f"{arr.type.dtype!r} with {arr.type.ndim} dimension(s)")
+    base = _offsets(ctx, offset, src.type.ndim)
+    out = new_tile(ctx, src.type)
+
+    def one(i: list[Var]) -> None:
+        at = [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)]
+        v = read(ctx, src, i)
+
+        def inside() -> list[Var]:
+            place = memory.index_array(ctx, arr, list(at))
+            assert isinstance(place, memory.Place)
+            return [_no_gradient(ctx, scalar(ctx, memory.atomic(ctx, "atomic_add", place, v)))]
+        old = if_values(ctx, _in_bounds(ctx, arr, at), inside,
+                        lambda: [ctx.const(0, arr.type.dtype)])[0]
+        write(ctx, out, i, old)
+    each(ctx, src.type.shape, one)
+    return out
+
