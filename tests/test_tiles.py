@@ -219,3 +219,21 @@ def test_more_tile_builtins_match_numpy() -> None:
     np.testing.assert_allclose(old.numpy(), ACC[1:3])
     np.testing.assert_allclose(acc.numpy()[1:3], ACC[1:3] + A, rtol=1e-6)
     np.testing.assert_allclose(acc.numpy()[0], ACC[0])
+
+
+@wp.kernel(enable_backward=False)
+def print_k(a: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(2, 3))
+    print(t)
+    print(wp.tile_arange(3, dtype=int))
+
+
+def test_tile_print_layout(capfd: pytest.CaptureFixture[str]) -> None:
+    a = wp.array(np.array([[1.5, -2.25, 3e-5], [1e10, 0.1, 7.0]], dtype=np.float32),
+                 device=DEVICE)
+    wp.launch_tiled(print_k, dim=[1], inputs=[a], block_dim=1, device=DEVICE)
+    wp.synchronize_device(DEVICE)
+    out = capfd.readouterr().out
+    # the storage word (register/shared) follows Warp's storage inference, not compared here
+    assert "[[1.5 -2.25 3e-05]\n [1e+10 0.1 7]] = tile(shape=(2,3), storage=" in out
+    assert "[0 1 2] = tile(shape=(3), storage=register)\n" in out

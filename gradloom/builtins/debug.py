@@ -13,9 +13,19 @@ from typing import Any
 
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, StructType, VectorType, bool_, int32
-from . import ops
+from . import ops, tile_more
 from .registry import builtin
-from .values import Composite, Ctx, Literal, Value, describe, flatten, materialize, type_of
+from .values import (
+    Composite,
+    Ctx,
+    Literal,
+    TileVal,
+    Value,
+    describe,
+    flatten,
+    materialize,
+    type_of,
+)
 
 # a C conversion specification: %[flags][width][.precision][length]conversion
 _CONVERSION = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|j|z|t|L)?(.)")
@@ -73,6 +83,9 @@ def print_(ctx: Ctx, *args: Any) -> None:
     (value,) = args
     if isinstance(value, str):
         _emit(ctx, value.replace("%", "%%") + "\n", [])
+        return
+    if isinstance(value, TileVal):  # builtins/tile_more.py
+        tile_more.print_tile(ctx, value)
         return
     t, values = _values(ctx, "print", value)
     _emit(ctx, _text(ctx, "print", t), values)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import ScalarType, TileType, uint32, uint64
+from ..types import ScalarType, TileType, bool_, int32, uint32, uint64
 from . import memory
 from .registry import builtin
 from .tile_loops import convert, copy_into, each, fold, new_tile, read, row_major, write
@@ -198,3 +198,51 @@ def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
     each(ctx, src.type.shape, one)
     return out
 
+
+
+def _spec(t: ScalarType) -> str:
+    if t.is_float:
+        return "%g"
+    return ("%ll" if t.bits == 64 else "%") + ("u" if t.kind == "u" else "d")
+
+
+def print_tile(ctx: Ctx, t: TileVal, storage: str = "register") -> None:
+    """Warp's layout: `[[1 2]\\n [3 4]] = tile(shape=(2,2), storage=register)`, one print op
+    per element (the text around an element is chosen by conditions on its index)."""
+    if t.type.ndim > 2:
+        raise ctx.error(f"wp.print() of a {t.type!r}: 1-D and 2-D tiles only")
+
+    def say(text: str, cond: Var | None = None, *values: Var) -> None:
+        c = ctx.const(True, bool_) if cond is None else cond
+        ctx.b.effect("print", (c, *values), ctx.loc, attr=text)
+
+    def at(i: Var, k: int) -> Var:
+        return ctx.op("eq", i, ctx.const(k, int32))
+
+    rows = t.type.shape[0] if t.type.ndim == 2 else 1
+    cols = t.type.shape[-1]
+    spec = _spec(t.type.dtype)
+
+    def row(r: Var | None) -> None:
+        if r is None:
+            say("[")
+        else:
+            say("[[", at(r, 0))
+            say(" [", ctx.op("not", at(r, 0)))
+
+        def element(j: list[Var]) -> None:
+            v = read(ctx, t, [j[0]] if r is None else [r, j[0]])
+            say(spec + " ", ctx.op("not", at(j[0], cols - 1)), v)
+            say(spec, at(j[0], cols - 1), v)
+        each(ctx, (cols,), element)
+        if r is None:
+            say("]")
+        else:
+            say("]\n", ctx.op("not", at(r, rows - 1)))
+            say("]]", at(r, rows - 1))
+    if t.type.ndim == 1:
+        row(None)
+    else:
+        each(ctx, (rows,), lambda r: row(r[0]))
+    shape = ",".join(str(d) for d in t.type.shape)
+    say(f" = tile(shape=({shape}), storage={storage})\n")
