@@ -209,6 +209,7 @@ nan = _math.nan
 from .builtins.hash_grid import HashGridQuery  # noqa: E402
 from .runtime.hash_grid import HashGrid  # noqa: E402
 from .runtime.texture import Texture, Texture1D, Texture2D, Texture3D  # noqa: E402
+from .runtime.volume import Volume  # noqa: E402
 from .types import TextureAddressMode, TextureFilterMode  # noqa: E402
 from .runtime.indexedarray import (  # noqa: E402
     indexedarray,

@@ -89,7 +89,12 @@ GRADIENTS_TESTED_ELSEWHERE = {"texture_sample": "test_texture.py", **{
         "full", "tile", "untile", "load", "store", "transpose", "broadcast", "view", "extract",
         "assign", "map", "sum", "min", "max", "reduce", "matmul", "reshape", "squeeze",
         "astype", "dot", "axpy", "scan_inclusive", "scan_exclusive", "scan_max_inclusive",
-        "scan_min_inclusive", "diag_add", "from_thread", "atomic_add")}}
+        "scan_min_inclusive", "diag_add", "from_thread", "atomic_add", "cholesky",
+        "cholesky_inplace", "cholesky_solve", "cholesky_solve_inplace", "lower_solve",
+        "lower_solve_inplace", "upper_solve", "upper_solve_inplace")}, **{
+    f"volume_{n}": "test_volume.py" for n in (
+        "sample_f", "sample_v", "sample", "sample_grad_f", "sample_grad", "index_to_world",
+        "world_to_index", "index_to_world_dir", "world_to_index_dir")}}
 
 
 @pytest.mark.skipif(BACKEND != "gradloom", reason="the registry is gradloom's")

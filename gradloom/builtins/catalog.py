@@ -20,9 +20,11 @@ from . import (  # noqa: F401
     search,
     spatial,
     texture,
+    tile_linalg,
     tile_math,
     tile_more,
     tiles,
     transform,
     vecmath,
+    volume,
 )

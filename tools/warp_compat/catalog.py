@@ -25,6 +25,7 @@ TEST_FILES: tuple[str, ...] = (
     "test_array_reduce", "test_dense", "test_bit_count", "test_composite_component_adjoint",
     "test_implicit_init", "test_constant_precision", "geometry.test_hash_grid",
     "test_coloring", "test_sparse", "test_linear_solvers", "test_fsai",
+    "geometry.test_volume", "geometry.test_volume_write", "geometry.test_volume_validation",
 )  # fmt: skip
 
 
