@@ -237,3 +237,40 @@ def test_tile_print_layout(capfd: pytest.CaptureFixture[str]) -> None:
     # the storage word (register/shared) follows Warp's storage inference, not compared here
     assert "[[1.5 -2.25 3e-05]\n [1e+10 0.1 7]] = tile(shape=(2,3), storage=" in out
     assert "[0 1 2] = tile(shape=(3), storage=register)\n" in out
+
+
+@wp.kernel
+def linalg_k(a: wp.array2d(dtype=float), y: wp.array(dtype=float), y2: wp.array2d(dtype=float),
+             lo: wp.array2d(dtype=float), up: wp.array2d(dtype=float), x: wp.array(dtype=float),
+             x2: wp.array2d(dtype=float), z: wp.array(dtype=float), w: wp.array(dtype=float)):
+    A = wp.tile_load(a, shape=(4, 4))
+    L = wp.tile_cholesky(A)
+    wp.tile_store(lo, L)
+    U = wp.tile_load(a, shape=(4, 4))
+    wp.tile_cholesky_inplace(U, fill_mode="upper")
+    wp.tile_store(up, U)
+    b = wp.tile_load(y, shape=4)
+    wp.tile_store(x, wp.tile_cholesky_solve(L, b))
+    B = wp.tile_load(y2, shape=(4, 2))
+    wp.tile_cholesky_solve_inplace(U, B, fill_mode="upper")
+    wp.tile_store(x2, B)
+    wp.tile_store(z, wp.tile_lower_solve(L, b))
+    c = wp.tile_load(y, shape=4)
+    wp.tile_upper_solve_inplace(U, c)
+    wp.tile_store(w, c)
+
+
+def test_cholesky_and_triangular_solves_match_numpy() -> None:
+    rng = np.random.default_rng(11)
+    R = rng.normal(size=(4, 4))
+    A = (R @ R.T + 4 * np.eye(4)).astype(np.float32)
+    Y, Y2 = rng.normal(size=4).astype(np.float32), rng.normal(size=(4, 2)).astype(np.float32)
+    arrs = [wp.array(v, dtype=float, device=DEVICE) for v in (A, Y, Y2)]
+    outs = [wp.zeros(s, dtype=float, device=DEVICE)
+            for s in ((4, 4), (4, 4), 4, (4, 2), 4, 4)]
+    wp.launch_tiled(linalg_k, dim=[1], inputs=arrs + outs, block_dim=16, device=DEVICE)
+    Lw = np.linalg.cholesky(A.astype(np.float64))
+    want = [Lw, Lw.T, np.linalg.solve(A, Y), np.linalg.solve(A, Y2),
+            np.linalg.solve(Lw, Y), np.linalg.solve(Lw.T, Y)]
+    for got, w in zip(outs, want, strict=True):
+        np.testing.assert_allclose(got.numpy(), w, rtol=1e-4, atol=1e-5)

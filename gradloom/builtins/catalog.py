@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     spatial,
     texture,
     tile_linalg,
+    tile_linalg,
     tile_math,
     tile_more,
     tiles,
