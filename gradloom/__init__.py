@@ -208,9 +208,6 @@ nan = _math.nan
 # builtins/hash_grid.py, runtime/indexedarray.py, builtins/fixedarray.py)
 from .builtins.hash_grid import HashGridQuery  # noqa: E402
 from .runtime.hash_grid import HashGrid  # noqa: E402
-from .runtime.texture import Texture, Texture1D, Texture2D, Texture3D  # noqa: E402
-from .runtime.volume import Volume  # noqa: E402
-from .types import TextureAddressMode, TextureFilterMode  # noqa: E402
 from .runtime.indexedarray import (  # noqa: E402
     indexedarray,
     indexedarray1d,
@@ -218,9 +215,13 @@ from .runtime.indexedarray import (  # noqa: E402
     indexedarray3d,
     indexedarray4d,
 )
+from .runtime.texture import Texture, Texture1D, Texture2D, Texture3D  # noqa: E402
+from .runtime.volume import Volume  # noqa: E402
 
 # Python-scope values (host evaluation): the remaining vector aliases Warp exports
 from .types import (  # noqa: E402
+    TextureAddressMode,
+    TextureFilterMode,
     fixedarray,
     spatial_matrixh,
     spatial_vectorh,
@@ -282,7 +283,7 @@ from .frontend.native import func_native  # noqa: E402
 # isort: split
 # -- kernel language and modules: Warp's module build options (accepted, no effect),
 # the error of a struct field given a value it cannot hold
-from .errors import LaunchValueError, StructFieldError  # noqa: E402
+from .errors import LaunchValueError, StructFieldError, WarpDeterminismError  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
 
 

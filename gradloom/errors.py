@@ -152,6 +152,12 @@ class KernelRuntimeError(GradloomError, RuntimeError):
     """A kernel reported an error while running (e.g. an out-of-bounds index in debug mode)."""
 
 
+class WarpDeterminismError(GradloomError, RuntimeError):
+    """Warp's error for a program its deterministic mode cannot make reproducible. gradloom's
+    deterministic mode adds in thread order, which any kernel allows, so it never raises this;
+    the name exists for programs that catch it."""
+
+
 class TapeError(GradloomError, RuntimeError):
     """A Tape used wrongly (a RuntimeError too, as Warp raises for the same misuse)."""
 

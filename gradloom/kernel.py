@@ -60,6 +60,9 @@ class CompiledKernel:
     #: adjoints: what each launch checks of its threads' addresses before it runs
     #: (passes/overlap.py `LaunchCheck`), or None
     launch_check: Any = None
+    #: compiled for bit-identical results (its module's or the config's deterministic mode):
+    #: additions in thread order, so a launch with float atomics is never split
+    ordered: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,7 @@ class Kernel:
         h = hashlib.sha256()
         for part in (VERSION, variant, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
                      str(self.opt_level), cpu.host_target().key, f"lanes={cpu.lane_width()}",
-                     f"ordered={bool(config.deterministic)}",
+                     f"ordered={self.module.deterministic}",
                      ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
@@ -319,7 +322,8 @@ class Kernel:
         return CompiledKernel(cpu.ENTRY_CTYPE(addr), self.params, entry["launch_ndim"],
                               entry.get("access"), entry.get("uses_stack", False),
                               entry.get("reverse_threads", False), plan, scatter, addr,
-                              native_pool_functions(), entry.get("launch_check"))
+                              native_pool_functions(), entry.get("launch_check"),
+                              entry.get("ordered", False))
 
     def cuda_entry(self, arch: str, variant: str = "forward") -> dict[str, Any]:
         """The PTX of the forward or adjoint entry for a GPU architecture ("sm_90") and the
@@ -451,7 +455,7 @@ def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | No
         options = {k: v for k, v in cuda_options.items() if v is not None}
         k = Kernel(fn, key=name, module=module, options=options, enable_backward=enable_backward)
         if module_options:
-            k.module.options.update(module_options)
+            k.module.set_options(module_options)
         return _deduplicated(k) if module == "unique" else k
 
     return make if f is None else make(f)

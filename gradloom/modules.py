@@ -81,9 +81,26 @@ class Module:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.options: dict[str, Any] = {**DEFAULT_OPTIONS, "mode": config.mode}
+        # new modules start from the config's deterministic settings, as in Warp
+        self.options: dict[str, Any] = {
+            **DEFAULT_OPTIONS, "mode": config.mode,
+            "deterministic": config.deterministic,
+            "deterministic_max_records": config.deterministic_max_records,  # type: ignore[attr-defined]
+        }
         #: the latest kernel registered under each key
         self.kernels: dict[str, Any] = {}
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether its kernels must give bit-identical results run to run: asked by the module's
+        option or by `config.deterministic` (either suffices; the price is only speed)."""
+        return bool(self.options.get("deterministic")) or bool(config.deterministic)
+
+    def set_options(self, options: dict[str, Any]) -> None:
+        """Update options (checked where gradloom acts on them); kernels compile again."""
+        if "deterministic" in options:
+            check_deterministic(options["deterministic"])
+        self.options.update(options)
 
     def register_kernel(self, kernel: Any) -> None:
         self.kernels[kernel.key] = kernel
@@ -222,5 +239,12 @@ def set_module_options(options: dict[str, Any], module: Any = None) -> None:
     """Warp's `wp.set_module_options({...})`: update the caller's module's options (or the given
     module's); its kernels compile again on next use."""
     m = _named(module, 1)
-    m.options.update(options)
+    m.set_options(options)
     m.mark_modified()
+
+
+def check_deterministic(value: Any) -> None:
+    """A `deterministic` option is a wp.DeterministicMode (or a bool); anything else is refused."""
+    if not isinstance(value, (bool, config.DeterministicMode)):
+        raise ValueError(f"the 'deterministic' option takes a wp.DeterministicMode value (or a "
+                         f"bool), got {value!r}")  # fmt: skip

@@ -99,7 +99,8 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
     target = cpu.host_target()
     plan = thread_plan(ir)
     arrays = kernel.array_layouts()
-    verdict = lane_plan(ir, plan, frozenset(arrays), ordered=bool(config.deterministic))
+    ordered = kernel.module.deterministic
+    verdict = lane_plan(ir, plan, frozenset(arrays), ordered=ordered)
     lanes = verdict if cpu.lane_width() else None
     text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
                       cpu.lane_width(), arrays)
@@ -110,7 +111,7 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
     return text, {"launch_ndim": ir.launch_ndim, "access": access,
                   "uses_stack": any(op.prim == "push" for op in walk_ops(ir.body)),
                   "reverse_threads": ir.reverse_threads,
-                  "launch_check": ir.launch_check,
+                  "launch_check": ir.launch_check, "ordered": ordered,
                   "threads": (plan.serial, plan.scatter, plan.float_atomics,
                               plan.loops, plan.work, in_lanes),
                   "lanes": lane_reason(ir, lanes)}

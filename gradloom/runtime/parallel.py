@@ -74,7 +74,8 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
     n = config.num_threads
     compiled = prepared.compiled
     threads = compiled.threads
-    if n < 2 or threads.serial is not None or (threads.float_atomics and config.deterministic):
+    if n < 2 or threads.serial is not None or \
+            (threads.float_atomics and (compiled.ordered or config.deterministic)):
         return _SERIAL
     targets: list[Any] = []
     if compiled.scatter:

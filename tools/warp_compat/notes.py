@@ -78,6 +78,13 @@ NOTES: dict[str, dict[str, str]] = {
         "*.test_print_numeric_*": _PY_FUNC + " (its assert uses repr())",
         "*.test_print_adjoint_*": _NOT_IMPL + "printing adjoints in adjoint launches",
     },
+    **{f"deterministic.test_deterministic_{f}": {
+        "*rejected*": _DIFF + "gradloom's deterministic mode adds in thread order and refuses "
+                              "no kernel (Warp's deferred scatter cannot handle these)",
+        "*WarpDeterminismError*": _DIFF + "deterministic mode refuses no kernel",
+        "*consumed*": _DIFF + "deterministic mode refuses no kernel",
+        "*counter_store*": _DIFF + "deterministic mode refuses no kernel",
+    } for f in ("backward", "counter", "scatter")},
     "geometry.test_volume": {
         "*.test_volume_transform_gradient_*": _RIGHT + " (warp-lang's adjoint of "
                                               "`volume_index_to_world` applies the map, not its "
