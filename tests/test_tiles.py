@@ -274,3 +274,39 @@ def test_cholesky_and_triangular_solves_match_numpy() -> None:
             np.linalg.solve(Lw, Y), np.linalg.solve(Lw.T, Y)]
     for got, w in zip(outs, want, strict=True):
         np.testing.assert_allclose(got.numpy(), w, rtol=1e-4, atol=1e-5)
+
+
+@wp.kernel
+def index_views_k(a: wp.array2d(dtype=float), rows: wp.array2d(dtype=float),
+                  idx: wp.array(dtype=int), col: wp.array(dtype=float),
+                  rev: wp.array(dtype=float), even: wp.array2d(dtype=float),
+                  gathered: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(4, 6))
+    for i in range(4):
+        wp.tile_store(rows[i], t[i])
+    wp.tile_store(col, t[:, idx[0]])
+    wp.tile_store(rev, t[idx[1]][::-1])
+    wp.tile_store(even, t[:, ::2])
+    g = wp.tile_load(idx, shape=3)
+    wp.tile_store(gathered, t[g])
+    u = wp.tile_zeros(shape=(4, 6), dtype=float)
+    u[1] = t[-1]
+    u[2, 3] = 5.0
+    v = wp.tile_view(t, offset=(idx[0], 0), shape=(1, 6))
+    wp.tile_assign(u, v, offset=(3, 0))
+    wp.tile_store(out, u)
+
+
+def test_tile_index_views_slices_and_gathers() -> None:
+    A = np.arange(24, dtype=np.float32).reshape(4, 6)
+    I = np.array([2, 1, 3], dtype=np.int32)
+    a, idx = wp.array(A, device=DEVICE), wp.array(I, dtype=int, device=DEVICE)
+    outs = [wp.zeros(s, dtype=float, device=DEVICE)
+            for s in ((4, 6), 4, 6, (4, 3), (3, 6), (4, 6))]
+    rows, col, rev, even, gathered, out = outs
+    wp.launch_tiled(index_views_k, dim=[1], inputs=[a, rows, idx, col, rev, even, gathered, out],
+                    block_dim=8, device=DEVICE)
+    U = np.zeros((4, 6), dtype=np.float32)
+    U[1], U[2, 3], U[3] = A[-1], 5.0, A[2]
+    for got, want in zip(outs, [A, A[:, 2], A[1][::-1], A[:, ::2], A[I], U], strict=True):
+        np.testing.assert_array_equal(got.numpy(), want)

@@ -226,3 +226,37 @@ def gemm_k(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64),
 
 if __name__ == "__main__":
     pytest.main([__file__, "-q"])
+
+
+@wp.kernel
+def four_reductions_k(positive: wp.array2d(dtype=float), negative: wp.array2d(dtype=float),
+                      sums: wp.array(dtype=float), prods: wp.array(dtype=float),
+                      mins: wp.array(dtype=float), maxs: wp.array(dtype=float)):
+    p = wp.tile_load(positive, shape=(32, 8))
+    n = wp.tile_load(negative, shape=(32, 8))
+    wp.tile_store(sums, wp.tile_sum(p, axis=0))
+    wp.tile_store(prods, wp.tile_reduce(wp.mul, p, axis=0))
+    wp.tile_store(mins, wp.tile_reduce(wp.min, p, axis=0))
+    wp.tile_store(maxs, wp.tile_reduce(wp.max, n, axis=0))
+
+
+@pytest.mark.xfail(BACKEND == "warp", strict=True, reason="warp-lang 1.19's CPU passes no "
+                   "gradient through tile_reduce(wp.mul, t, axis=0) (only the tile_sum part)")
+def test_four_axis_reductions_adjoint_compiles_and_is_analytic() -> None:
+    """Regression: this adjoint made LLVM 22's loop vectoriser abort the process (and took 11 s
+    at O3); tile modules now compile at O2 without it (codegen/llvm_tiles.MARK)."""
+    P = (1.0 + np.arange(32 * 8, dtype=np.float32).reshape(32, 8) * 0.01).astype(np.float32)
+    pos = wp.array(P, dtype=float, requires_grad=True, device=DEVICE)
+    neg = wp.array(-P, dtype=float, requires_grad=True, device=DEVICE)
+    outs = [wp.zeros(8, dtype=float, requires_grad=True, device=DEVICE) for _ in range(4)]
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(four_reductions_k, dim=[1], inputs=[pos, neg, *outs], block_dim=1,
+                        device=DEVICE)
+    tape.backward(grads={outs[0]: wp.ones(8, dtype=float, device=DEVICE),
+                         outs[1]: wp.ones(8, dtype=float, device=DEVICE)})
+    np.testing.assert_allclose(outs[1].numpy(), P.prod(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(outs[2].numpy(), P.min(axis=0))
+    np.testing.assert_allclose(outs[3].numpy(), (-P).max(axis=0))
+    want = 1.0 + P.prod(axis=0)[None, :] / P
+    np.testing.assert_allclose(pos.grad.numpy(), want, rtol=1e-4)

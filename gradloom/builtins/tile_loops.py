@@ -62,6 +62,8 @@ def address(ctx: Ctx, tile: TileVal, idx: Index) -> Var:
             terms.append(_i64(ctx, i))
         elif s != 0:
             terms.append(ctx.op("mul", _i64(ctx, i), ctx.const(s, int64)))
+    if tile.dyn is not None:
+        terms.append(tile.dyn)
     size = tile.type.dtype.size
     out: Var | None = None
     for term in terms:
@@ -126,7 +128,8 @@ def linear(ctx: Ctx, shape: tuple[int, ...], idx: list[Var]) -> Var:
 
 def copy_into(ctx: Ctx, dst: TileVal, src: TileVal) -> None:
     """dst[...] = src[...] element by element (shapes equal; the caller checks)."""
-    if dst.base is src.base and dst.offset == src.offset and dst.strides == src.strides:
+    if dst.base is src.base and dst.offset == src.offset and dst.strides == src.strides \
+            and dst.dyn is src.dyn:
         return
     each(ctx, dst.type.shape, lambda i: write(ctx, dst, i, convert(ctx, read(ctx, src, i),
                                                                      dst.type.dtype)))

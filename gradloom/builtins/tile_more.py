@@ -3,6 +3,7 @@ and tile_atomic_add (Warp 1.19's semantics with one thread per block, as on its 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..ir.nodes import Var
@@ -39,7 +40,7 @@ def tile_reshape(ctx: Ctx, t: Any, shape: Any) -> TileVal:
         raise ctx.error("wp.tile_reshape() needs a contiguous tile (not a transposed or strided "
                         "view); copy it with wp.tile_assign first")
     new = TileType(src.type.dtype, tuple(dims))
-    return TileVal(new, src.base, src.span, src.offset, row_major(new.shape))
+    return replace(src, type=new, strides=row_major(new.shape))
 
 
 @builtin("tile_squeeze", "a view of a tile without its dimensions of extent one (or the given "
@@ -55,8 +56,8 @@ def tile_squeeze(ctx: Ctx, t: Any, axis: Any = None) -> TileVal:
             raise ctx.error(f"wp.tile_squeeze(): axis {sorted(drop)} of a {src.type!r} is not "
                             "of extent one")
     keep = [k for k in range(nd) if k not in drop] or [nd - 1]
-    return TileVal(TileType(src.type.dtype, tuple(src.type.shape[k] for k in keep)), src.base,
-                   src.span, src.offset, tuple(src.strides[k] for k in keep))
+    return replace(src, type=TileType(src.type.dtype, tuple(src.type.shape[k] for k in keep)),
+                   strides=tuple(src.strides[k] for k in keep))
 
 
 @builtin("tile_astype", "a new tile with the elements converted to dtype", group=_T,

@@ -8,10 +8,11 @@ row) share their tile's buffer, as Warp's views share its storage.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import ArrayType, ScalarType, TileType, float32, int32, resolve_annotation
+from ..types import ArrayType, ScalarType, TileType, float32, int32, int64, resolve_annotation
 from . import memory
 from .registry import builtin
 from .tile_loops import Index, convert, copy_into, each, new_tile, read, row_major, write
@@ -227,7 +228,7 @@ def tile_transpose(ctx: Ctx, a: Any) -> TileVal:
     if t.type.ndim != 2:
         raise ctx.error(f"wp.tile_transpose() needs a 2-D tile, got {t.type!r}")
     m, n = t.type.shape
-    return TileVal(TileType(t.type.dtype, (n, m)), t.base, t.span, t.offset, t.strides[::-1])
+    return replace(t, type=TileType(t.type.dtype, (n, m)), strides=t.strides[::-1])
 
 
 @builtin("tile_broadcast", "tile a broadcast to shape (numpy's rules; a view)", group=_T,
@@ -247,7 +248,7 @@ def broadcast_to(ctx: Ctx, t: TileVal, dims: tuple[int, ...]) -> TileVal:
         if have != d and have != 1:
             raise ctx.error(f"cannot broadcast a {t.type!r} to shape {dims}")
         strides.append(s if have == d else 0)
-    return TileVal(TileType(t.type.dtype, dims), t.base, t.span, t.offset, tuple(strides))
+    return replace(t, type=TileType(t.type.dtype, dims), strides=tuple(strides))
 
 
 @builtin("tile_view", "a view of tile t starting at a constant offset, of the given shape "
@@ -255,24 +256,52 @@ def broadcast_to(ctx: Ctx, t: TileVal, dims: tuple[int, ...]) -> TileVal:
          signatures="(t: Tile, offset: Tuple, shape: Tuple) -> Tile")
 def tile_view(ctx: Ctx, t: Any, offset: Any, shape: Any = None) -> TileVal:
     src = tile_arg(ctx, t, "t")
-    off = const_ints(ctx, offset, "offset")
+    off = _mixed(ctx, offset)
     nd = src.type.ndim
     if len(off) > nd:
-        raise ctx.error(f"offset {off} has more entries than {src.type!r} has dimensions")
+        raise ctx.error(f"offset has {len(off)} entries; a {src.type!r} has {nd} dimensions")
     # the view keeps the last len(shape) dimensions (without a shape: those the offset skips)
     dims = src.type.shape[len(off):] if shape is None else const_ints(ctx, shape, "shape")
     keep = len(dims)
     if not keep or keep > nd or len(off) < nd - keep:
-        raise ctx.error(f"a view of shape {dims} at offset {off} does not fit a {src.type!r}")
-    full = off + (0,) * (nd - len(off))
-    inside = all(0 <= o < d for o, d in zip(full, src.type.shape, strict=True)) and all(
-        o + d <= n for o, d, n in zip(full[nd - keep:], dims, src.type.shape[nd - keep:],
-                                      strict=True))
-    if not inside:
-        raise ctx.error(f"a view at {off} of shape {dims} lies outside a {src.type!r}")
-    begin = src.offset + sum(o * s for o, s in zip(full, src.strides, strict=True))
-    return TileVal(TileType(src.type.dtype, tuple(dims)), src.base, src.span, begin,
-                   src.strides[nd - keep:])
+        raise ctx.error(f"a view of shape {dims} at an offset of {len(off)} entries does not "
+                        f"fit a {src.type!r}")
+    full = off + [0] * (nd - len(off))
+    for k, o in enumerate(full):  # constant entries are checked here, run-time ones are not
+        last = src.type.shape[k] - (dims[k - (nd - keep)] if k >= nd - keep else 1)
+        if isinstance(o, int) and not 0 <= o <= last:
+            raise ctx.error(f"a view at offset {o} along dimension {k} of shape {dims} lies "
+                            f"outside a {src.type!r}")
+    if any(d > n for d, n in zip(dims, src.type.shape[nd - keep:], strict=True)):
+        raise ctx.error(f"a view of shape {dims} is larger than a {src.type!r}")
+    return shifted(ctx, replace(src, type=TileType(src.type.dtype, tuple(dims)),
+                                strides=src.strides[nd - keep:]), full, src.strides)
+
+
+def _mixed(ctx: Ctx, v: Any) -> list[int | Var]:
+    """Offsets given as constants or run-time integers (one per leading dimension)."""
+    items = v.items if isinstance(v, TupleVal) else v if isinstance(v, tuple) else (v,)
+    out: list[int | Var] = []
+    for i in items:
+        i = i.value if isinstance(i, Literal) else i
+        if (isinstance(i, int) and not isinstance(i, bool)) or (isinstance(i, Var) and i.type.is_int):
+            out.append(i)
+        else:
+            raise ctx.error(f"offsets must be integers, got {describe(i)}")
+    return out
+
+
+def shifted(ctx: Ctx, t: TileVal, off: list[int | Var], strides: tuple[int, ...]) -> TileVal:
+    """t moved by off (one entry per stride; constant entries fold into t.offset)."""
+    const, dyn = t.offset, t.dyn
+    for o, s in zip(off, strides, strict=True):
+        if isinstance(o, int):
+            const += o * s
+        elif s:
+            o64 = o if o.type == int64 else ctx.op("cast", o, type=int64)
+            term = o64 if s == 1 else ctx.op("mul", o64, ctx.const(s, int64))
+            dyn = term if dyn is None else ctx.op("add", dyn, term)
+    return replace(t, offset=const, dyn=dyn)
 
 
 def element_index(ctx: Ctx, t: TileVal, keys: list[Value]) -> Index:
@@ -285,19 +314,6 @@ def element_index(ctx: Ctx, t: TileVal, keys: list[Value]) -> Index:
         else:
             out.append(scalar(ctx, k))
     return out
-
-
-def subscript(ctx: Ctx, t: TileVal, keys: list[Value]) -> Value:
-    """t[i, j]: an element (every dimension indexed) or, with fewer constant indices, a view."""
-    if len(keys) < t.type.ndim and all(isinstance(k, Literal) for k in keys):
-        return tile_view(ctx, t, TupleVal(tuple(keys)))
-    return read(ctx, t, element_index(ctx, t, keys))
-
-
-def put(ctx: Ctx, t: TileVal, keys: list[Value], value: Value) -> None:
-    """t[i, j] = value: the element is replaced in t's storage (tiles are mutable, as Warp's)."""
-    write(ctx, t, element_index(ctx, t, keys), convert(ctx, scalar(ctx, value, t.type.dtype),
-                                                         t.type.dtype))
 
 
 @builtin("tile_extract", "the element of tile a at the given indices", group=_T,

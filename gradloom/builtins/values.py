@@ -109,6 +109,8 @@ class TileVal:
     span: int
     offset: int
     strides: tuple[int, ...]
+    #: a run-time element offset added to `offset` (a view at a computed index), int64
+    dyn: Var | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from .. import config
+from . import llvm_tiles
 from .objfile import undefined_symbols
 from .signals import shared_words
 
@@ -77,10 +78,10 @@ def _host_lanes() -> int:
     return 8 if "+avx2" in features else 0
 
 
-def _optimize(module: Any, tm: Any, opt: int) -> None:
+def _optimize(module: Any, tm: Any, opt: int, loops: bool = True) -> None:
     if opt > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-        pto.loop_vectorization = True
+        pto.loop_vectorization = loops
         pto.slp_vectorization = True
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(module, pb)
@@ -88,10 +89,12 @@ def _optimize(module: Any, tm: Any, opt: int) -> None:
 
 def compile_to_object(ir_text: str, opt: int) -> bytes:
     """Parse, verify, optimise and emit object code for one module."""
+    tiles = llvm_tiles.MARK in ir_text  # see llvm_tiles.MARK
+    opt = min(opt, 2) if tiles else opt
     tm = _target_machine(opt)
     module = llvm.parse_assembly(ir_text)
     module.verify()
-    _optimize(module, tm, opt)
+    _optimize(module, tm, opt, loops=not tiles)
     return bytes(tm.emit_object(module))
 
 

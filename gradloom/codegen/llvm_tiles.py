@@ -15,6 +15,13 @@ from typing import Any
 from ..ir.nodes import Op
 from .llvm_types import literal, mem_type, reg_type
 
+#: a comment line in every module with a tile buffer: codegen/cpu.py compiles such modules at
+#: most at O2 and without the loop vectoriser (measured: O3's unrolling of the nested
+#: constant-trip loops of a 32x8 tile_reduce's adjoint took 11 s to optimise, O2 0.7 s; LLVM
+#: 22's loop vectoriser failed an assertion, ending the process, on a kernel of four tile
+#: reductions: "VPlan cost model and legacy cost model disagreed")
+MARK = "; gradloom: tile buffers"
+
 #: the largest buffer one `local` op may ask for (data and adjoint halves together); stacks of
 #: worker threads are a few MiB, and Warp's CPU tiles live on the stack too
 MAX_LOCAL_BYTES = 1 << 20
@@ -31,6 +38,7 @@ def _entry_alloca(e: Any, s: Op) -> str:
         size = 2 * int(s.attr)
         e.f.lines.insert(1, f"  {name} = alloca [{size} x i8], align 64")
         e.declares.add("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
+        e.declares.add(MARK)
     return name
 
 

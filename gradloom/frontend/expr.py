@@ -10,7 +10,7 @@ import inspect
 from typing import Any
 
 from .. import types as types_module
-from ..builtins import arrayview, fixedarray, lang, memory, ops, tile_math, tiles
+from ..builtins import arrayview, fixedarray, lang, memory, ops, tile_index, tile_math
 from ..builtins.construct import construct_typed
 from ..builtins.math import where
 from ..builtins.registry import REGISTRY, Builtin, call_mismatch
@@ -240,8 +240,8 @@ class ExprLowerer:
         ctx = self.ctx(node)
         if isinstance(base, FixedArrayVal):  # builtins/fixedarray.py (slices allowed)
             return fixedarray.subscript(ctx, base, constant_keys(ctx, self.indices(node.slice)))
-        if isinstance(base, TileVal):  # builtins/tiles.py
-            return tiles.subscript(ctx, base, self.indices(node.slice))
+        if isinstance(base, TileVal):  # builtins/tile_index.py
+            return tile_index.subscript(ctx, base, self.indices(node.slice))
         idx = self.indices(node.slice)
         if has_slice(idx):
             return self.sliced(ctx, base, idx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..builtins import arrayview, fixedarray, memory, ops, tiles
+from ..builtins import arrayview, fixedarray, memory, ops, tile_index
 from ..builtins.transform import transform_part, with_part
 from ..builtins.values import (
     ArrayVal,
@@ -78,11 +78,9 @@ class StoreLowerer(ExprLowerer):
         kind, key = steps[0]
         if isinstance(cur, ArrayVal):
             return self.update_array(ctx, cur, steps, value, aug)
-        if isinstance(cur, TileVal) and all(k == "index" for k, _ in steps):  # in place
-            keys = [key for _, key in steps]
-            new = value if aug is None else ops.binary(
-                ctx, aug, tiles.subscript(ctx, cur, keys), value)
-            tiles.put(ctx, cur, keys, new)
+        if isinstance(cur, TileVal) and all(k in ("index", "slice") for k, _ in steps):
+            keys = [x for k, key in steps for x in (key if k == "slice" else [key])]
+            tile_index.assign(ctx, cur, keys, value, aug)  # in place, as Warp's tiles
             return cur
         if isinstance(cur, FixedArrayVal):  # a new value with the element replaced
             n = 0

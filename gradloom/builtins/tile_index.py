@@ -1,0 +1,121 @@
+"""Tile subscripts: `t[i, j]` (an element), `t[i]` / `t[i, :]` / `t[::2]` (views, constant or
+run-time indices, negative ones counting from the end), `t[idx]` with an integer tile (a
+gathered copy), and assignments through them (`t[0] = row`), as Warp 1.19 reads them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..ir.nodes import Var
+from ..types import TileType, int32
+from . import ops
+from .tile_loops import copy_into, each, new_tile, read, write
+from .tiles import shifted
+from .values import Ctx, Literal, TileVal, Value, describe, scalar
+
+
+def _index(ctx: Ctx, k: Any, n: int) -> int | Var:
+    """A constant or run-time index into a dimension of extent n; negative counts from the end."""
+    k = k.value if isinstance(k, Literal) else k
+    if isinstance(k, int) and not isinstance(k, bool):
+        i = k + n if k < 0 else k
+        if not 0 <= i < n:
+            raise ctx.error(f"tile index {k} is out of bounds for a dimension of extent {n}")
+        return i
+    v = scalar(ctx, k)
+    if not v.type.is_int:
+        raise ctx.error(f"tile indices must be integers, got {describe(k)}")
+    v = v if v.type == int32 else ctx.op("cast", v, type=int32)
+    neg = ctx.op("lt", v, ctx.const(0, int32))
+    return ctx.op("select", neg, ctx.op("add", v, ctx.const(n, int32)), v)
+
+
+def _bound(ctx: Ctx, v: Any) -> int | None:
+    v = v.value if isinstance(v, Literal) else v
+    if v is None or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    raise ctx.error(f"tile slice bounds must be constants, got {describe(v)}")
+
+
+def place(ctx: Ctx, t: TileVal, keys: list[Any]) -> tuple[TileVal, bool]:
+    """t[keys] without tile keys as a view, and whether every dimension got an index (then the
+    view is the element, shape (1,))."""
+    if len(keys) > t.type.ndim:
+        raise ctx.error(f"{t.type!r} takes at most {t.type.ndim} indices, got {len(keys)}")
+    keys = keys + [slice(None)] * (t.type.ndim - len(keys))
+    off: list[int | Var] = []
+    dims: list[int] = []
+    strides: list[int] = []
+    for k, n, s in zip(keys, t.type.shape, t.strides, strict=True):
+        if isinstance(k, slice):
+            start, stop, step = (_bound(ctx, x) for x in (k.start, k.stop, k.step))
+            r = range(n)[slice(start, stop, step)]
+            if not len(r):
+                raise ctx.error(f"the slice {k} of a dimension of extent {n} is empty")
+            off.append(r.start)
+            dims.append(len(r))
+            strides.append(s * r.step)
+        else:
+            off.append(_index(ctx, k, n))
+    moved = shifted(ctx, t, off, t.strides)
+    if not dims:
+        return replace(moved, type=TileType(t.type.dtype, (1,)), strides=(0,)), True
+    return replace(moved, type=TileType(t.type.dtype, tuple(dims)), strides=tuple(strides)), False
+
+
+def view(ctx: Ctx, t: TileVal, keys: list[Any]) -> TileVal | Var:
+    """t[keys] without tile keys: an element when every dimension gets an index, else a view."""
+    at, element = place(ctx, t, keys)
+    return read(ctx, at, [0]) if element else at
+
+
+def gather(ctx: Ctx, t: TileVal, keys: list[Any]) -> TileVal:
+    """t[idx, :, ...] with a 1-D integer tile idx on one axis, ':' on the others: a new tile."""
+    axes = [a for a, k in enumerate(keys) if isinstance(k, TileVal)]
+    idx = keys[axes[0]]
+    if len(axes) != 1 or idx.type.ndim != 1:
+        raise ctx.error("a tile index must be one 1-D integer tile")
+    if not idx.type.dtype.is_int:
+        raise ctx.error(f"a tile used as an index must be an integer index tile, got {idx.type!r}")
+    keys = keys + [slice(None)] * (t.type.ndim - len(keys))
+    if any(not (isinstance(k, slice) and k == slice(None)) for a, k in enumerate(keys)
+           if a != axes[0]):
+        raise ctx.error("indexing a tile with an integer index tile requires ':' on all other "
+                        "axes")
+    ax = axes[0]
+    shape = t.type.shape[:ax] + idx.type.shape + t.type.shape[ax + 1:]
+    out = new_tile(ctx, TileType(t.type.dtype, shape))
+    n = t.type.shape[ax]
+
+    def one(i: list[Var]) -> None:
+        src: list[Var | int] = list(i)
+        src[ax] = _index(ctx, read(ctx, idx, [i[ax]]), n)
+        write(ctx, out, i, read(ctx, t, src))
+    each(ctx, shape, one)
+    return out
+
+
+def subscript(ctx: Ctx, t: TileVal, keys: list[Any]) -> Value:
+    if any(isinstance(k, TileVal) for k in keys):
+        return gather(ctx, t, keys)
+    return view(ctx, t, keys)
+
+
+def assign(ctx: Ctx, t: TileVal, keys: list[Any], value: Value, aug: str | None) -> None:
+    """t[keys] = value: an element, or every element of a view (from a tile of its shape)."""
+    target, element = place(ctx, t, keys)
+    if element:
+        if aug is not None:
+            value = ops.binary(ctx, aug, read(ctx, target, [0]), value)
+        v = scalar(ctx, value, t.type.dtype)
+        write(ctx, target, [0], v if v.type == t.type.dtype else ctx.op("cast", v,
+                                                                         type=t.type.dtype))
+        return
+    if aug is not None:
+        raise ctx.error("Compound assignment to a tile view is not supported; assign a tile "
+                        "(wp.tile_assign) instead")
+    if not isinstance(value, TileVal) or value.type.shape != target.type.shape:
+        raise ctx.error(f"assigning {describe(value)} to a view of shape {target.type.shape}: "
+                        "needs a tile of that shape")
+    copy_into(ctx, target, value)
