@@ -225,3 +225,47 @@ def test_vector_and_generic_sampling_gradients_match_finite_differences():
             e[i, a] = h
             fd[i, a] = (f(pts + e) - f(pts - e)) / (2 * h)
     np.testing.assert_allclose(x.grad.numpy(), fd, rtol=2e-3, atol=2e-3)
+
+
+@wp.kernel
+def _index_probe(vid: wp.uint64, pts: wp.array(dtype=wp.vec3i), data: wp.array(dtype=float),
+                 idx: wp.array(dtype=int), sampled: wp.array(dtype=float), count: wp.array(dtype=int)):  # fmt: skip
+    i = wp.tid()
+    p = pts[i]
+    idx[i] = wp.volume_lookup_index(vid, p[0], p[1], p[2])
+    uvw = wp.vec3(float(p[0]) + 0.25, float(p[1]), float(p[2]))
+    sampled[i] = wp.volume_sample_index(vid, uvw, wp.Volume.LINEAR, data, -1.0)
+    count[0] = wp.volume_voxel_count(vid)
+
+
+def test_index_volume_numbers_voxels_and_samples_an_array():
+    voxels = np.array([[5, 3, 1], [0, 0, 0], [-9, 0, 0], [1, 0, 0], [5, 3, 1]], np.int32)
+    vol = wp.Volume.allocate_by_voxels(wp.array(voxels, dtype=wp.vec3i), voxel_size=0.5)
+    assert vol.is_index and vol.dtype is None and vol.get_voxel_count() == 4
+    # numbered leaf by leaf (leaf origins ascending), then by position in the leaf
+    order = vol.get_voxels().numpy().tolist()
+    assert order == [[-9, 0, 0], [0, 0, 0], [1, 0, 0], [5, 3, 1]]
+    data = np.array([10.0, 20.0, 30.0, 40.0], np.float32)
+    probe = np.array([[0, 0, 0], [1, 0, 0], [5, 3, 1], [2, 0, 0], [-9, 0, 0]], np.int32)
+    idx, sampled, count = wp.zeros(5, dtype=int), wp.zeros(5, dtype=float), wp.zeros(1, dtype=int)
+    wp.launch(_index_probe, 5, inputs=[vol.id, wp.array(probe, dtype=wp.vec3i), wp.array(data),
+                                       idx, sampled, count])  # fmt: skip
+    np.testing.assert_array_equal(idx.numpy(), [1, 2, 3, -1, 0])
+    assert count.numpy()[0] == 4
+    # x + 0.25 between voxel (x) and (x + 1): background -1 where no voxel is indexed
+    np.testing.assert_allclose(sampled.numpy(), [0.75 * 20 + 0.25 * 30, 0.75 * 30 - 0.25,
+                                                 0.75 * 40 - 0.25, -1.0, 0.75 * 10 - 0.25])  # fmt: skip
+
+
+def test_damaged_grids_are_refused_on_load():
+    vol = wp.Volume.allocate(min=[0, 0, 0], max=[20, 4, 4], voxel_size=1.0)
+    good = vol.array().numpy().copy()
+    assert wp.Volume(wp.array(good, dtype=wp.uint8)).get_tile_count() == vol.get_tile_count()
+    tree = 672
+    root = tree + int(good[tree + 24:tree + 32].view(np.int64)[0])
+    bad = good.copy()
+    bad[root + 64 + 8:root + 64 + 16] = np.array([12345], np.int64).view(np.uint8)  # root tile child
+    with pytest.raises(RuntimeError, match="Invalid NanoVDB grid structure"):
+        wp.Volume(wp.array(bad, dtype=wp.uint8))
+    with pytest.raises(RuntimeError, match="Invalid NanoVDB grid structure"):
+        wp.Volume(wp.array(good[:-8], dtype=wp.uint8))

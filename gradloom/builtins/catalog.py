@@ -21,11 +21,11 @@ from . import (  # noqa: F401
     spatial,
     texture,
     tile_linalg,
-    tile_linalg,
     tile_math,
     tile_more,
     tiles,
     transform,
     vecmath,
     volume,
+    volume_index,
 )

@@ -47,7 +47,7 @@ def _layout(ctx: Ctx, name: str, dtype: Any) -> tuple[L.ValueLayout, Any]:
     return L.LAYOUTS[grid_type], t
 
 
-def _volume(ctx: Ctx, name: str, vid: Value) -> Var:
+def volume_pointer(ctx: Ctx, name: str, vid: Value) -> Var:
     if isinstance(vid, Literal) and isinstance(vid.value, int) and not isinstance(vid.value, bool):
         vid = ctx.const(vid.value, uint64)
     if not isinstance(vid, Var) or vid.type.kind not in "iu" or vid.type.bits != 64:
@@ -56,13 +56,13 @@ def _volume(ctx: Ctx, name: str, vid: Value) -> Var:
     return buffer_pointer(ctx, vid)
 
 
-def _coords(ctx: Ctx, name: str, v: Value) -> list[Var]:
+def index_coords(ctx: Ctx, name: str, v: Value) -> list[Var]:
     if not isinstance(v, Composite) or not isinstance(v.type, VectorType) or v.type.length != 3:
         raise ctx.error(f"wp.{name}() takes a vec3 coordinate, got {describe(v)}")
     return [c if c.type == float32 else ctx.op("cast", c, type=float32) for c in v.comps]
 
 
-def _int(ctx: Ctx, v: Value) -> Var:
+def int_arg(ctx: Ctx, v: Value) -> Var:
     s = scalar(ctx, v, int32)
     return s if s.type == int32 else ctx.op("cast", s, type=int32)
 
@@ -95,7 +95,7 @@ def lookup(ctx: Ctx, p: Var, lay: L.ValueLayout, ijk: list[Var]) -> list[Var]:
     return if_values(ctx, _is_type(ctx, p, lay), found, lambda: [zero] * lay.channels)
 
 
-def _mode(ctx: Ctx, name: str, mode: Value) -> int:
+def sampling_mode(ctx: Ctx, name: str, mode: Value) -> int:
     if isinstance(mode, Literal) and mode.value in (_CLOSEST, _LINEAR):
         return int(mode.value)
     raise ctx.error(f"wp.{name}(): sampling_mode is wp.Volume.CLOSEST or wp.Volume.LINEAR (a "
@@ -153,16 +153,16 @@ _TYPED = {"f": float32, "v": vec3f, "i": int32}
 
 def _lookup(ctx: Ctx, name: str, vid: Value, i: Value, j: Value, k: Value, dtype: Any) -> Value:
     lay, t = _layout(ctx, name, dtype)
-    p = _volume(ctx, name, vid)
-    return _result(t, lookup(ctx, p, lay, [_int(ctx, c) for c in (i, j, k)]))
+    p = volume_pointer(ctx, name, vid)
+    return _result(t, lookup(ctx, p, lay, [int_arg(ctx, c) for c in (i, j, k)]))
 
 
 def _sample(ctx: Ctx, name: str, vid: Value, uvw: Value, mode: Value, dtype: Any) -> Value:
     lay, t = _layout(ctx, name, dtype)
-    m = _mode(ctx, name, mode)
+    m = sampling_mode(ctx, name, mode)
     if lay.scalar[0] in "iu" and m != _CLOSEST:
         raise ctx.error(f"wp.{name}(): integer volumes are sampled with wp.Volume.CLOSEST")
-    values, _ = sample(ctx, _volume(ctx, name, vid), lay, _coords(ctx, name, uvw), m)
+    values, _ = sample(ctx, volume_pointer(ctx, name, vid), lay, index_coords(ctx, name, uvw), m)
     return _result(t, _cast_all(ctx, values, t))
 
 
@@ -171,8 +171,8 @@ def _sample_grad(ctx: Ctx, name: str, vid: Value, uvw: Value, mode: Value, grad:
     lay, t = _layout(ctx, name, dtype)
     if lay.scalar[0] != "f":
         raise ctx.error(f"wp.{name}(): gradients of volumes of floats only, got {dtype!r}")
-    values, grads = sample(ctx, _volume(ctx, name, vid), lay, _coords(ctx, name, uvw),
-                           _mode(ctx, name, mode), want_grad=True)  # fmt: skip
+    values, grads = sample(ctx, volume_pointer(ctx, name, vid), lay, index_coords(ctx, name, uvw),
+                           sampling_mode(ctx, name, mode), want_grad=True)  # fmt: skip
     scalar_t = t.dtype if isinstance(t, VectorType) else t
     if lay.channels == 1:
         gt: Any = VectorType(3, scalar_t)
@@ -190,8 +190,8 @@ def _sample_grad(ctx: Ctx, name: str, vid: Value, uvw: Value, mode: Value, grad:
 def _store(ctx: Ctx, name: str, vid: Value, i: Value, j: Value, k: Value, value: Value,
            dtype: Any) -> None:  # fmt: skip
     lay, t = _layout(ctx, name, dtype)
-    p = _volume(ctx, name, vid)
-    ijk = [_int(ctx, c) for c in (i, j, k)]
+    p = volume_pointer(ctx, name, vid)
+    ijk = [int_arg(ctx, c) for c in (i, j, k)]
     offset, is_leaf = if_values(ctx, _is_type(ctx, p, lay), lambda: list(value_offset(ctx, p, lay, ijk)),
                                 lambda: [i64(ctx, -1), ctx.const(0, int32)])  # fmt: skip
     comps = list(value.comps) if isinstance(value, Composite) else [scalar(ctx, value, t)]
@@ -296,8 +296,8 @@ def volume_store(ctx: Ctx, vid: Value, i: Value, j: Value, k: Value, value: Valu
 
 
 def _map(ctx: Ctx, name: str, vid: Value, xyz: Value, inverse: bool, translate: bool) -> Value:
-    p = _volume(ctx, name, vid)
-    v = _coords(ctx, name, xyz)
+    p = volume_pointer(ctx, name, vid)
+    v = index_coords(ctx, name, xyz)
     base = L.GRID_OFF["map"] + L.MAP_OFF["invmatf" if inverse else "matf"]
 
     def entry(at: int) -> Var:

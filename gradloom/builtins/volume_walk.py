@@ -34,7 +34,7 @@ def _bits(ctx: Ctx, coord: Var, mask: int, shift: int) -> Var:
     return ctx.op("shr", ctx.op("and", c, i64(ctx, mask)), i64(ctx, shift))
 
 
-def _slot(ctx: Ctx, ijk: list[Var], mask: int, shift: int, bits: int) -> Var:
+def table_slot(ctx: Ctx, ijk: list[Var], mask: int, shift: int, bits: int) -> Var:
     """A node table slot: NanoVDB's (x << 2·bits) | (y << bits) | z of the masked coordinates."""
     x, y, z = (_bits(ctx, c, mask, shift) for c in ijk)
     xy = ctx.op("or", ctx.op("shl", x, i64(ctx, 2 * bits)), ctx.op("shl", y, i64(ctx, bits)))
@@ -90,7 +90,7 @@ def value_offset(ctx: Ctx, p: Var, lay: L.ValueLayout, ijk: list[Var]) -> tuple[
 
 
 def _upper(ctx: Ctx, p: Var, lay: L.ValueLayout, node: Var, ijk: list[Var]) -> list[Var]:
-    slot = _slot(ctx, ijk, 4095, 7, 5)
+    slot = table_slot(ctx, ijk, 4095, 7, 5)
     entry = ctx.op("add", _add(ctx, node, lay.upper_table),
                    ctx.op("mul", slot, i64(ctx, lay.table_stride)))  # fmt: skip
     return if_values(ctx, _has_child(ctx, p, _add(ctx, node, L.UPPER_OFF_CHILD_MASK), slot),
@@ -99,13 +99,13 @@ def _upper(ctx: Ctx, p: Var, lay: L.ValueLayout, node: Var, ijk: list[Var]) -> l
 
 
 def _lower(ctx: Ctx, p: Var, lay: L.ValueLayout, node: Var, ijk: list[Var]) -> list[Var]:
-    slot = _slot(ctx, ijk, 127, 3, 4)
+    slot = table_slot(ctx, ijk, 127, 3, 4)
     entry = ctx.op("add", _add(ctx, node, lay.lower_table),
                    ctx.op("mul", slot, i64(ctx, lay.table_stride)))  # fmt: skip
 
     def leaf() -> list[Var]:
         base = ctx.op("add", node, load_i64(ctx, p, entry))
-        voxel = _slot(ctx, ijk, 7, 0, 3)
+        voxel = table_slot(ctx, ijk, 7, 0, 3)
         at = ctx.op("add", _add(ctx, base, lay.leaf_table),
                     ctx.op("mul", voxel, i64(ctx, lay.value_bytes)))  # fmt: skip
         return [at, ctx.const(1, int32)]

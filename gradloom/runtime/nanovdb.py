@@ -8,6 +8,7 @@ refused with a message (no blosc decoder is bundled).
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 from dataclasses import dataclass
@@ -172,8 +173,11 @@ def build_grid(spec: GridSpec) -> bytes:
     lower0 = upper0 + len(uppers) * lay.upper_size
     leaf0 = lower0 + len(lowers) * lay.lower_size
     w = _Writer(leaf0 + len(origins) * lay.leaf_size)
-    bg = np.asarray(spec.background, dtype=lay.scalar).reshape(lay.channels)
+    scalar = np.uint64 if lay.scalar == "index" else lay.scalar
+    bg = np.asarray(spec.background, dtype=scalar).reshape(lay.channels)
     _grid_header(w, spec, len(w.buf), origins)
+    if lay.scalar == "index":  # the value count, the background's index 0 included
+        w.put(L.GRID_OFF["data1"], "Q", int(active.sum()) + 1)
     _tree(w, root, upper0, lower0, leaf0, (len(origins), len(lowers), len(uppers)), int(active.sum()))
     _root(w, root, lay, uppers, upper0, bg, origins)
     _internal(w, upper0, lay.upper_size, lay.upper_table, lay, uppers, lowers, lower_upper,
@@ -240,7 +244,8 @@ def _internal(w: _Writer, base0: int, size: int, table: int, lay: L.ValueLayout,
     background in every other slot."""
     count = 1 << (3 * bits[1])
     fill = np.zeros((count, lay.table_stride), np.uint8)
-    fill[:, : lay.value_bytes] = np.frombuffer(bg.tobytes(), np.uint8)
+    tile_value = np.frombuffer(bg.tobytes(), np.uint8)  # an index grid's tiles: index 0
+    fill[:, : tile_value.size] = tile_value
     for n, origin in enumerate(nodes):
         base = base0 + n * size
         w.array(base, np.concatenate([origin, origin + (1 << bits[0]) - 1]).astype(np.int32))
@@ -262,7 +267,24 @@ def _leaves(w: _Writer, leaf0: int, lay: L.ValueLayout, origins: np.ndarray, val
         w.array(base, origins[n].astype(np.int32))
         w.array(base + 12, np.array([7, 7, 7, 0], np.uint8))  # bbox extent, flags
         w.array(base + L.LEAF_OFF_VALUE_MASK, np.packbits(active[n], bitorder="little"))
-        w.array(base + lay.leaf_table, values[n].astype(lay.scalar))
+        if lay.scalar != "index":
+            w.array(base + lay.leaf_table, values[n].astype(lay.scalar))
+    if lay.scalar == "index":
+        _index_leaves(w, leaf0, lay, active)
+
+
+def _index_leaves(w: _Writer, leaf0: int, lay: L.ValueLayout, active: np.ndarray) -> None:
+    """An index grid's leaves: the first active voxel's index (counting from 1 over the leaves
+    in order) and the running counts of active voxels per 64-bit mask word."""
+    counts = active.sum(axis=1)
+    firsts = 1 + np.concatenate([[0], np.cumsum(counts)[:-1]])
+    per_word = active.reshape(len(active), 8, 64).sum(axis=2)
+    running = np.cumsum(per_word, axis=1)[:, :7]  # actives in words 0..w, w < 7
+    for n in range(len(active)):
+        prefix = 0
+        for word in range(7):
+            prefix |= int(running[n, word]) << (9 * word)
+        w.put(leaf0 + n * lay.leaf_size + lay.leaf_table, "QQ", int(firsts[n]), prefix)
 
 
 def file_bytes(grid: bytes, head: GridHeader, layout: L.ValueLayout, codec: str = "none") -> bytes:
@@ -281,3 +303,78 @@ def file_bytes(grid: bytes, head: GridHeader, layout: L.ValueLayout, codec: str 
                        head.grid_class, *world, *([0] * 6), *head.voxel_size, len(name),
                        *counts, 1, 0, 0, 0, codes[codec], 0, L.VERSION)  # fmt: skip
     return struct.pack("<QIHH", L.MAGIC_GRID, L.VERSION, 1, codes[codec]) + meta + name + body
+
+
+def _invalid(why: str) -> VolumeError:
+    return VolumeError(f"Invalid NanoVDB grid structure: {why}")
+
+
+def validate(buf: np.ndarray, head: GridHeader, layout: L.ValueLayout) -> None:
+    """Check every offset a kernel's walk follows (builtins/volume_walk.py) lands on a node of the
+    right level inside the buffer, so a damaged or hostile grid is refused on load instead of
+    sending kernels to read outside it."""
+    size = len(buf)
+    if head.size != size:
+        raise _invalid(f"the header says {head.size} bytes, the buffer has {size}")
+    raw = buf.tobytes()
+    tree = L.GRID_SIZE
+    if size < tree + L.TREE_SIZE:
+        raise _invalid("the buffer ends inside the tree header")
+    offs = struct.unpack_from("<4Q", raw, tree)
+    counts = struct.unpack_from("<3I", raw, tree + L.TREE_OFF["count_leaf"])
+    root = tree + offs[3]
+    if root + layout.root_size > size:
+        raise _invalid("the root node lies outside the buffer")
+    tiles = struct.unpack_from("<I", raw, root + L.ROOT_OFF_TABLE_SIZE)[0]
+    regions = [(root, root + layout.root_size + tiles * layout.tile_size)]
+    sizes = (layout.leaf_size, layout.lower_size, layout.upper_size)
+    starts = []
+    for level in range(3):
+        start = tree + offs[level]
+        end = start + counts[level] * sizes[level]
+        if counts[level] and (start < tree + L.TREE_SIZE or end > size):
+            raise _invalid(f"the {('leaf', 'lower', 'upper')[level]} nodes lie outside the buffer")
+        starts.append(start)
+        regions.append((start, end))
+    if regions[0][1] > size:
+        raise _invalid("the root table lies outside the buffer")
+    spans = sorted(r for r in regions if r[1] > r[0])
+    if any(a[1] > b[0] for a, b in itertools.pairwise(spans)):
+        raise _invalid("node regions overlap")
+    _check_root(raw, root, tiles, layout, starts[2], counts[2])
+    _check_children(buf, starts[2], counts[2], layout.upper_size, L.UPPER_OFF_CHILD_MASK,
+                    layout.upper_table, L.UPPER_COUNT, layout.table_stride, starts[1], counts[1],
+                    layout.lower_size, "upper")  # fmt: skip
+    _check_children(buf, starts[1], counts[1], layout.lower_size, L.LOWER_OFF_CHILD_MASK,
+                    layout.lower_table, L.LOWER_COUNT, layout.table_stride, starts[0], counts[0],
+                    layout.leaf_size, "lower")  # fmt: skip
+
+
+def _check_root(raw: bytes, root: int, tiles: int, layout: L.ValueLayout, upper0: int,
+                uppers: int) -> None:  # fmt: skip
+    for t in range(tiles):
+        child = struct.unpack_from("<q", raw, root + layout.root_size + t * layout.tile_size + 8)[0]
+        if child == 0:
+            continue
+        k, rem = divmod(root + child - upper0, layout.upper_size)
+        if rem or not 0 <= k < uppers:
+            raise _invalid(f"root tile {t} points at no upper node")
+
+
+def _check_children(buf: np.ndarray, node0: int, nodes: int, node_size: int, mask_at: int,
+                    table: int, slots: int, stride: int, child0: int, children: int,
+                    child_size: int, level: str) -> None:  # fmt: skip
+    """Every child-mask bit of every node names an offset to a node of the next level."""
+    if nodes == 0:
+        return
+    bases = node0 + node_size * np.arange(nodes, dtype=np.int64)
+    masks = buf[(bases + mask_at)[:, None] + np.arange(slots // 8, dtype=np.int64)[None, :]]
+    bits = np.unpackbits(masks, axis=1, bitorder="little").astype(bool)
+    node_idx, slot_idx = np.nonzero(bits)
+    if node_idx.size == 0:
+        return
+    at = bases[node_idx] + table + slot_idx.astype(np.int64) * stride
+    entries = buf[at[:, None] + np.arange(8, dtype=np.int64)[None, :]].copy().view(np.int64).ravel()
+    k, rem = np.divmod(bases[node_idx] + entries - child0, child_size)
+    if np.any(rem != 0) or np.any((k < 0) | (k >= children)):
+        raise _invalid(f"an {level} node's child offset points at no node of the next level")

@@ -9,6 +9,7 @@ back. Grids are built by runtime/nanovdb.py. Host memory only: CUDA volumes are 
 
 from __future__ import annotations
 
+import struct
 from collections import namedtuple
 from pathlib import Path
 from typing import Any, ClassVar
@@ -69,12 +70,13 @@ class Volume:
         raw = data.numpy() if hasattr(data, "numpy") else np.frombuffer(bytes(data), np.uint8)
         self._buffer = np.array(raw, dtype=np.uint8, copy=True) if copy else raw.view(np.uint8)
         self._head = N.header(self._buffer)
-        layout = L.LAYOUTS.get(self._head.grid_type)
+        layout = L.ALL_LAYOUTS.get(self._head.grid_type)
         if layout is None:
             raise N.VolumeError(f"NanoVDB grid type {self._head.grid_type} is not supported "
                                 "(gradloom reads float, double, int32, int64, uint32, Vec3f, "
-                                "Vec3d, Vec4f and Vec4d grids)")  # fmt: skip
+                                "Vec3d, Vec4f, Vec4d and OnIndex grids)")  # fmt: skip
         self._layout = layout
+        N.validate(self._buffer, self._head, layout)
         self.device = get_device("cpu")
         self._next: list[bytes] = []
 
@@ -151,9 +153,32 @@ class Volume:
             index = pts.reshape(-1, 3).astype(np.int64)
         else:
             local = (pts.reshape(-1, 3) - np.asarray(translation)) @ np.linalg.inv(mat).T
-            index = np.floor(local).astype(np.int64)
+            index = np.floor(local + 0.5).astype(np.int64)  # the nearest voxel centre
         origins = np.unique((index >> 3) << 3, axis=0).astype(np.int32)
         return cls._empty(origins, mat, translation, bg_value)
+
+    @classmethod
+    def allocate_by_voxels(cls, voxel_points: Any, voxel_size: Any = None,
+                           translation: Any = (0.0, 0.0, 0.0), device: Any = None,
+                           **options: Any) -> Volume:  # fmt: skip
+        """An index volume with one active voxel per point (integer points: index coordinates;
+        float ones: the world point's nearest voxel), numbered leaf by leaf."""
+        pts = voxel_points.numpy() if hasattr(voxel_points, "numpy") else np.asarray(voxel_points)
+        mat = _voxel_matrix(1.0 if voxel_size is None else voxel_size)
+        if np.issubdtype(pts.dtype, np.integer):
+            voxels = pts.reshape(-1, 3).astype(np.int64)
+        else:
+            local = (pts.reshape(-1, 3) - np.asarray(translation)) @ np.linalg.inv(mat).T
+            voxels = np.floor(local + 0.5).astype(np.int64)
+        voxels = np.unique(voxels, axis=0)
+        origins, which = np.unique((voxels >> 3) << 3, axis=0, return_inverse=True)
+        active = np.zeros((len(origins), L.LEAF_COUNT), bool)
+        local_v = voxels - origins[which]
+        active[which.ravel(), (local_v[:, 0] << 6) | (local_v[:, 1] << 3) | local_v[:, 2]] = True
+        spec = N.GridSpec(L.ONINDEX, origins.astype(np.int32), np.zeros((len(origins), 0, 1)),
+                          active, np.zeros(1), mat, np.asarray(translation, np.float64),
+                          grid_class=L.GRID_CLASS_INDEX)  # fmt: skip
+        return cls(np.frombuffer(N.build_grid(spec), np.uint8))
 
     @classmethod
     def _empty(cls, origins: np.ndarray, mat: np.ndarray, translation: Any, bg_value: Any) -> Volume:
@@ -172,9 +197,12 @@ class Volume:
 
     @property
     def dtype(self) -> Any:
-        return _DTYPE[self._layout.name]
+        """The value type (None for an index volume: its values live in arrays of their own)."""
+        return _DTYPE.get(self._layout.name)
 
-    is_index = False
+    @property
+    def is_index(self) -> bool:
+        return self._layout is L.ONINDEX
 
     def array(self) -> Array:
         """The grid buffer as a uint8 array (the volume's own memory, not a copy)."""
@@ -196,13 +224,20 @@ class Volume:
         return _filled(out, N.leaf_origins(self._buffer, self._head, self._layout))
 
     def get_voxel_count(self) -> int:
+        """Voxels of the leaves (an index volume: its indexed voxels)."""
+        if self.is_index:
+            return int(struct.unpack_from("<Q", self._buffer.tobytes()[:L.GRID_SIZE], L.GRID_OFF["data1"])[0]) - 1
         return self._head.leaf_count * L.LEAF_COUNT
 
     def get_voxels(self, out: Any = None) -> Array:
-        """The index coordinates of every voxel of every leaf (leaf by leaf, z fastest)."""
+        """The index coordinates of every voxel of every leaf (leaf by leaf, z fastest); of an
+        index volume, its indexed voxels in index order."""
         local = np.stack(np.unravel_index(np.arange(L.LEAF_COUNT), (8, 8, 8)), -1).astype(np.int32)
         tiles = N.leaf_origins(self._buffer, self._head, self._layout)
-        return _filled(out, (tiles[:, None, :] + local[None, :, :]).reshape(-1, 3))
+        voxels = (tiles[:, None, :] + local[None, :, :]).reshape(-1, 3)
+        if self.is_index:
+            voxels = voxels[N.leaf_active(self._buffer, self._head, self._layout).ravel()]
+        return _filled(out, voxels)
 
     def save_to_nvdb(self, path: Any, codec: str = "none") -> None:
         """Write the grid to an `.nvdb` file (codec "none" or "zip")."""

@@ -14,7 +14,7 @@ GRID_SIZE = 672
 GRID_OFF = {"magic": 0, "checksum": 8, "version": 16, "flags": 20, "grid_index": 24,
             "grid_count": 28, "grid_size": 32, "name": 40, "map": 296, "world_bbox": 560,
             "voxel_size": 608, "grid_class": 632, "grid_type": 636,
-            "blind_offset": 640, "blind_count": 648}  # fmt: skip
+            "blind_offset": 640, "blind_count": 648, "data1": 656}  # fmt: skip
 NAME_SIZE = 256
 #: the map: float 3×3 matrix, its inverse, the translation (then the same in double)
 MAP_OFF = {"matf": 0, "invmatf": 36, "vecf": 72, "taperf": 84, "matd": 88, "invmatd": 160,
@@ -30,7 +30,10 @@ UPPER_OFF_CHILD_MASK, LOWER_OFF_CHILD_MASK = 4128, 544
 LEAF_OFF_VALUE_MASK = 16
 #: entries per node table: 32³ (upper), 16³ (lower), 8³ (leaf); voxel extents 4096, 128, 8
 UPPER_COUNT, LOWER_COUNT, LEAF_COUNT = 32768, 4096, 512
-GRID_CLASS_LEVEL_SET, GRID_CLASS_FOG, GRID_CLASS_UNKNOWN = 1, 2, 0
+GRID_CLASS_LEVEL_SET, GRID_CLASS_FOG, GRID_CLASS_UNKNOWN, GRID_CLASS_INDEX = 1, 2, 0, 8
+#: an index grid's leaf: the first voxel's index (uint64), then seven 9-bit running counts of
+#: the active voxels in the mask's 64-bit words before each word
+ONINDEX_OFF_PREFIX = 8
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class ValueLayout:
 
     @property
     def value_bytes(self) -> int:
+        """Bytes of one leaf value (0 for an index grid: its leaves hold offsets, not values)."""
+        if self.scalar == "index":
+            return 0
         return self.channels * (8 if self.scalar in ("f8", "i8") else 4)
 
 
@@ -76,3 +82,10 @@ LAYOUTS: dict[int, ValueLayout] = {v.grid_type: v for v in (
     _layout(17, "Vec4f", "f4", 4, (28, 96), (20, 64), (8288, 532576), (1120, 66656), (128, 8320), 16),
     _layout(18, "Vec4d", "f8", 4, (32, 160), (24, 64), (8320, 1056896), (1152, 132224), (160, 16544), 32),
 )}  # fmt: skip
+
+#: NanoVDB's OnIndex grid (type 20): active voxels numbered from 1 (0 is the background), the
+#: values kept in arrays outside the grid (`volume_sample_index`)
+ONINDEX = _layout(20, "OnIndex", "index", 1, (32, 96), (24, 32), (8256, 270400), (1088, 33856),
+                  (80, 96), 8)
+#: every grid type gradloom reads
+ALL_LAYOUTS: dict[int, ValueLayout] = {**LAYOUTS, ONINDEX.grid_type: ONINDEX}
