@@ -94,7 +94,8 @@ GRADIENTS_TESTED_ELSEWHERE = {"texture_sample": "test_texture.py", **{
         "lower_solve_inplace", "upper_solve", "upper_solve_inplace")}, **{
     f"volume_{n}": "test_volume.py" for n in (
         "sample_f", "sample_v", "sample", "sample_grad_f", "sample_grad", "index_to_world",
-        "world_to_index", "index_to_world_dir", "world_to_index_dir")}}
+        "world_to_index", "index_to_world_dir", "world_to_index_dir", "sample_index",
+        "sample_grad_index")}}
 
 
 @pytest.mark.skipif(BACKEND != "gradloom", reason="the registry is gradloom's")

@@ -269,3 +269,60 @@ def test_damaged_grids_are_refused_on_load():
         wp.Volume(wp.array(bad, dtype=wp.uint8))
     with pytest.raises(RuntimeError, match="Invalid NanoVDB grid structure"):
         wp.Volume(wp.array(good[:-8], dtype=wp.uint8))
+
+
+@wp.kernel
+def _index_loss(vid: wp.uint64, pts: wp.array(dtype=wp.vec3), data: wp.array(dtype=float),
+                bg: wp.array(dtype=float), out: wp.array(dtype=float)):  # fmt: skip
+    i = wp.tid()
+    g = wp.vec3()
+    a = wp.volume_sample_grad_index(vid, pts[i], wp.Volume.LINEAR, data, bg[0], g)
+    b = wp.volume_sample_index(vid, pts[i], wp.Volume.LINEAR, data, bg[0])
+    wp.atomic_add(out, 0, a * b)
+
+
+def test_index_sampling_gradients_reach_points_data_and_background():
+    rng = np.random.default_rng(3)
+    voxels = np.stack(np.meshgrid(np.arange(4), np.arange(4), np.arange(3), indexing="ij"), -1)
+    voxels = voxels.reshape(-1, 3).astype(np.int32)
+    vol = wp.Volume.allocate_by_voxels(wp.array(voxels, dtype=wp.vec3i), voxel_size=1.0)
+    order = vol.get_voxels().numpy()
+    data_np = rng.standard_normal(len(order)).astype(np.float64)
+    pts_np = rng.uniform(0.2, 3.2, size=(6, 3))
+    bg_np = np.array([0.7])
+
+    def model(p: np.ndarray, data: np.ndarray, bg: float) -> float:
+        lookup = {tuple(v): data[k] for k, v in enumerate(order)}
+        total = 0.0
+        for q in p:
+            base = np.floor(q).astype(int)
+            f = q - base
+            s = 0.0
+            for c in range(8):
+                bits = np.array([(c >> 2) & 1, (c >> 1) & 1, c & 1])
+                w = np.prod(np.where(bits, f, 1 - f))
+                s += w * lookup.get(tuple(base + bits), bg)
+            total += s * s
+        return total
+
+    pts = wp.array(pts_np.astype(np.float32), dtype=wp.vec3, requires_grad=True)
+    data = wp.array(data_np.astype(np.float32), requires_grad=True)
+    bg = wp.array(bg_np.astype(np.float32), requires_grad=True)
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_index_loss, 6, inputs=[vol.id, pts, data, bg, out])
+    tape.backward(loss=out)
+    p32 = pts_np.astype(np.float32).astype(np.float64)
+    h = 1e-5
+    fd_bg = (model(p32, data_np, 0.7 + h) - model(p32, data_np, 0.7 - h)) / (2 * h)
+    np.testing.assert_allclose(bg.grad.numpy()[0], fd_bg, rtol=1e-3, atol=1e-4)
+    k = 5
+    e = np.zeros_like(data_np)
+    e[k] = h
+    fd_data = (model(p32, data_np + e, 0.7) - model(p32, data_np - e, 0.7)) / (2 * h)
+    np.testing.assert_allclose(data.grad.numpy()[k], fd_data, rtol=1e-3, atol=1e-4)
+    e = np.zeros_like(p32)
+    e[2, 1] = h
+    fd_p = (model(p32 + e, data_np, 0.7) - model(p32 - e, data_np, 0.7)) / (2 * h)
+    np.testing.assert_allclose(pts.grad.numpy()[2, 1], fd_p, rtol=2e-3, atol=2e-3)
