@@ -10,14 +10,17 @@ from typing import Any
 from ..ir.nodes import Var
 from ..types import TileType, int32
 from . import ops
+from .registry import builtin
 from .tile_loops import copy_into, each, new_tile, read, write
-from .tiles import shifted
-from .values import Ctx, Literal, TileVal, Value, describe, scalar
+from .tiles import _T, shifted, tile_arg, tile_view
+from .values import Ctx, Literal, TileVal, TupleVal, Value, describe, scalar
 
 
 def _index(ctx: Ctx, k: Any, n: int) -> int | Var:
     """A constant or run-time index into a dimension of extent n; negative counts from the end."""
     k = k.value if isinstance(k, Literal) else k
+    if isinstance(k, float) or (isinstance(k, Var) and not k.type.is_int):
+        raise ctx.error(f"tile indices must be integers or slices, got {describe(k)}")
     if isinstance(k, int) and not isinstance(k, bool):
         i = k + n if k < 0 else k
         if not 0 <= i < n:
@@ -35,7 +38,7 @@ def _bound(ctx: Ctx, v: Any) -> int | None:
     v = v.value if isinstance(v, Literal) else v
     if v is None or (isinstance(v, int) and not isinstance(v, bool)):
         return v
-    raise ctx.error(f"tile slice bounds must be constants, got {describe(v)}")
+    raise ctx.error(f"tile slice bounds must be compile-time constants, got {describe(v)}")
 
 
 def place(ctx: Ctx, t: TileVal, keys: list[Any]) -> tuple[TileVal, bool]:
@@ -52,7 +55,8 @@ def place(ctx: Ctx, t: TileVal, keys: list[Any]) -> tuple[TileVal, bool]:
             start, stop, step = (_bound(ctx, x) for x in (k.start, k.stop, k.step))
             r = range(n)[slice(start, stop, step)]
             if not len(r):
-                raise ctx.error(f"the slice {k} of a dimension of extent {n} is empty")
+                raise ctx.error(f"the slice {k} of a dimension of extent {n} makes an empty tile "
+                                "(zero-length)")
             off.append(r.start)
             dims.append(len(r))
             strides.append(s * r.step)
@@ -116,6 +120,32 @@ def assign(ctx: Ctx, t: TileVal, keys: list[Any], value: Value, aug: str | None)
         raise ctx.error("Compound assignment to a tile view is not supported; assign a tile "
                         "(wp.tile_assign) instead")
     if not isinstance(value, TileVal) or value.type.shape != target.type.shape:
+        what = "shape mismatch" if isinstance(value, TileVal) else "requires a tile of matching shape"
         raise ctx.error(f"assigning {describe(value)} to a view of shape {target.type.shape}: "
-                        "needs a tile of that shape")
+                        f"{what}")
     copy_into(ctx, target, value)
+
+
+@builtin("slice", "a slice in a kernel (`wp.tile_view(t, offset=(slice(0, 4, 1),))`); bounds are "
+         "compile-time constants", differentiable=False, signatures="(start: Int, stop: Int, step: Int) -> Any")
+def slice_(ctx: Ctx, *args: Any) -> slice:
+    for a in args:
+        _bound(ctx, a)
+    return slice(*args)
+
+
+@builtin("tile_view", "a view of tile t at an offset (constant or run-time integers, or slices), "
+         "of the given shape (default: the rest of t's dimensions)", group=_T,
+         signatures="(t: Tile, offset: Tuple, shape: Tuple) -> Tile")
+def tile_view_(ctx: Ctx, t: Any, offset: Any, shape: Any = None) -> TileVal:
+    src = tile_arg(ctx, t, "t")
+    items = list(offset.items) if isinstance(offset, TupleVal) else (
+        list(offset) if isinstance(offset, tuple) else [offset])
+    if not any(isinstance(i, slice) for i in items):
+        return tile_view(ctx, src, offset, shape)
+    if shape is not None:
+        raise ctx.error("wp.tile_view() cannot take 'shape' together with a slice offset")
+    at, element = place(ctx, src, items)
+    if element:
+        raise ctx.error("wp.tile_view() with an index for every dimension is an element")
+    return at

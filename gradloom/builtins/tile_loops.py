@@ -127,10 +127,15 @@ def linear(ctx: Ctx, shape: tuple[int, ...], idx: list[Var]) -> Var:
 
 
 def copy_into(ctx: Ctx, dst: TileVal, src: TileVal) -> None:
-    """dst[...] = src[...] element by element (shapes equal; the caller checks)."""
+    """dst[...] = src[...] element by element (shapes equal; the caller checks); views of one
+    buffer that may overlap (`t[1:] = t[:-1]`) copy through a temporary, as numpy does."""
     if dst.base is src.base and dst.offset == src.offset and dst.strides == src.strides \
             and dst.dyn is src.dyn:
         return
+    if dst.base is src.base:
+        tmp = new_tile(ctx, src.type)
+        copy_into(ctx, tmp, src)
+        src = tmp
     each(ctx, dst.type.shape, lambda i: write(ctx, dst, i, convert(ctx, read(ctx, src, i),
                                                                      dst.type.dtype)))
 

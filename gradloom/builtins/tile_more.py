@@ -37,8 +37,8 @@ def tile_reshape(ctx: Ctx, t: Any, shape: Any) -> TileVal:
     if total != src.type.count:
         raise ctx.error(f"wp.tile_reshape(): a {src.type!r} cannot take shape {tuple(dims)}")
     if not _contiguous(src):
-        raise ctx.error("wp.tile_reshape() needs a contiguous tile (not a transposed or strided "
-                        "view); copy it with wp.tile_assign first")
+        raise ctx.error("wp.tile_reshape() requires a contiguous tile (not a transposed or "
+                        "strided view); copy it with wp.tile_assign first")
     new = TileType(src.type.dtype, tuple(dims))
     return replace(src, type=new, strides=row_major(new.shape))
 

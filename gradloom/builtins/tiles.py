@@ -251,10 +251,9 @@ def broadcast_to(ctx: Ctx, t: TileVal, dims: tuple[int, ...]) -> TileVal:
     return replace(t, type=TileType(t.type.dtype, dims), strides=tuple(strides))
 
 
-@builtin("tile_view", "a view of tile t starting at a constant offset, of the given shape "
-         "(default: the rest of t's dimensions)", group=_T,
-         signatures="(t: Tile, offset: Tuple, shape: Tuple) -> Tile")
 def tile_view(ctx: Ctx, t: Any, offset: Any, shape: Any = None) -> TileVal:
+    """wp.tile_view without slices among the offsets (builtins/tile_index.py registers the
+    builtin, which also takes slices)."""
     src = tile_arg(ctx, t, "t")
     off = _mixed(ctx, offset)
     nd = src.type.ndim
@@ -270,8 +269,8 @@ def tile_view(ctx: Ctx, t: Any, offset: Any, shape: Any = None) -> TileVal:
     for k, o in enumerate(full):  # constant entries are checked here, run-time ones are not
         last = src.type.shape[k] - (dims[k - (nd - keep)] if k >= nd - keep else 1)
         if isinstance(o, int) and not 0 <= o <= last:
-            raise ctx.error(f"a view at offset {o} along dimension {k} of shape {dims} lies "
-                            f"outside a {src.type!r}")
+            raise ctx.error(f"tile_view offset {o} along dimension {k} is out of bounds for a "
+                            f"view of shape {dims} of a {src.type!r}")
     if any(d > n for d, n in zip(dims, src.type.shape[nd - keep:], strict=True)):
         raise ctx.error(f"a view of shape {dims} is larger than a {src.type!r}")
     return shifted(ctx, replace(src, type=TileType(src.type.dtype, tuple(dims)),
@@ -287,7 +286,7 @@ def _mixed(ctx: Ctx, v: Any) -> list[int | Var]:
         if (isinstance(i, int) and not isinstance(i, bool)) or (isinstance(i, Var) and i.type.is_int):
             out.append(i)
         else:
-            raise ctx.error(f"offsets must be integers, got {describe(i)}")
+            raise ctx.error(f"tile offsets must be integers or slices, got {describe(i)}")
     return out
 
 
@@ -327,8 +326,8 @@ def tile_extract(ctx: Ctx, a: Any, *idx: Value) -> Var:
          signatures="(dst: Tile, src: Tile, offset: Tuple) -> None")
 def tile_assign(ctx: Ctx, dst: Any, src: Any, offset: Any = None) -> None:
     d, s = tile_arg(ctx, dst, "dst"), tile_arg(ctx, src, "src")
-    off = (0,) * d.type.ndim if offset is None else const_ints(ctx, offset, "offset")
-    copy_into(ctx, tile_view(ctx, d, TupleVal(tuple(Literal(o) for o in off)), s.type.shape), s)
+    off = (0,) * d.type.ndim if offset is None else offset
+    copy_into(ctx, tile_view(ctx, d, off, s.type.shape), s)
 
 
 def copy(ctx: Ctx, t: TileVal) -> TileVal:

@@ -96,7 +96,7 @@ _WARP_WORDS = {
     "Dict": "a dict is not supported in kernels: Construct `ast.Dict` not supported in kernels.",
 }
 _PY_BUILTIN_ALIASES: dict[Any, str] = {
-    abs: "abs", min: "min", max: "max", print: "print",
+    abs: "abs", min: "min", max: "max", print: "print", slice: "slice",
     # Python's round() in a kernel is wp.round (halves away from zero), as in Warp
     round: "round",
     # `wp.vector(...)` / `wp.matrix(...)` in a kernel construct values (Warp's builtins); in
