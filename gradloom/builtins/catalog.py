@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     search,
     spatial,
     texture,
+    tile_index,
     tile_linalg,
     tile_math,
     tile_more,
