@@ -310,3 +310,25 @@ def test_tile_index_views_slices_and_gathers() -> None:
     U[1], U[2, 3], U[3] = A[-1], 5.0, A[2]
     for got, want in zip(outs, [A, A[:, 2], A[1][::-1], A[:, ::2], A[I], U], strict=True):
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+@wp.kernel
+def tid_lane_k(o: wp.array2d(dtype=int)):
+    i, lane = wp.tid()
+    o[i, 0] = i * 10 + lane + wp.block_dim()
+
+
+@wp.kernel
+def tid_grid_k(o: wp.array2d(dtype=int)):
+    i, j = wp.tid()
+    o[i, j] = i * 10 + j
+
+
+def test_launch_tiled_adds_the_block_dimension() -> None:
+    """As in Warp, the block is the launch's last dimension (of extent 1 on the CPU)."""
+    o = wp.zeros((3, 1), dtype=int, device=DEVICE)
+    wp.launch_tiled(tid_lane_k, dim=3, inputs=[o], block_dim=8, device=DEVICE)
+    assert o.numpy()[:, 0].tolist() == [1, 11, 21]
+    g = wp.zeros((2, 3), dtype=int, device=DEVICE)
+    wp.launch_tiled(tid_grid_k, dim=[2, 3], inputs=[g], block_dim=8, device=DEVICE)
+    assert g.numpy().tolist() == [[0, 1, 2], [10, 11, 12]]

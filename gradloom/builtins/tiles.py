@@ -91,9 +91,14 @@ def tile_full(ctx: Ctx, shape: Any, value: Value, dtype: Any = None,
          differentiable=False, signatures="(args: Scalar, dtype: Any) -> Tile")
 def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "register") -> TileVal:
     vals = [a.value if isinstance(a, Literal) else a for a in args]
-    if not 1 <= len(vals) <= 3 or not all(isinstance(v, (int, float)) for v in vals):
-        raise ctx.error("wp.tile_arange() takes 1 to 3 constant numbers (stop; start, stop; "
-                        f"start, stop, step), got {len(args)} argument(s)")
+    vals = [v.item() if hasattr(v, "item") and not isinstance(v, Var) else v for v in vals]
+    if len(vals) > 3:
+        raise ctx.error(f"tile_arange() accepts at most 3 positional arguments, got {len(vals)}")
+    if not vals or not all(isinstance(v, (int, float)) for v in vals):
+        raise ctx.error("tile_arange() arguments must be compile time constants (stop; start, "
+                        f"stop; start, stop, step), got {', '.join(map(describe, vals))}")
+    if len(vals) == 3 and vals[2] == 0:
+        raise ctx.error("tile_arange() step cannot be zero")
     start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (*vals[:2], vals[2] if len(vals) == 3 else 1)
     n = max(0, -(-(stop - start) // step)) if step else 0
     dt = dtype_of(ctx, dtype, float32)  # Warp's default, whatever the numbers' types
