@@ -88,6 +88,7 @@ from .types import (
     float16,
     float32,
     float64,
+    handle,
     int8,
     int16,
     int32,
@@ -159,7 +160,12 @@ from .runtime.capture import (
     capture_while,
     is_conditional_graph_supported,
 )
-from .runtime.device import get_cuda_device, get_cuda_devices, is_device_available
+from .runtime.device import (
+    get_cuda_device,
+    get_cuda_devices,
+    get_cuda_driver_version,
+    is_device_available,
+)
 from .runtime.occupancy import get_suggested_block_size
 from .runtime.stream import (
     Event,

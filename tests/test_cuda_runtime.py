@@ -111,6 +111,8 @@ def farr(values, dtype=np.float32):
 @pytest.mark.skipif(HAS_GPU, reason="a CUDA device is available")
 def test_without_a_gpu_cuda_is_unavailable_with_a_reason():
     assert not wp.is_cuda_available()
+    if "cuda-bindings" not in (cuda_driver.unavailable_reason() or ""):
+        assert wp.get_cuda_driver_version() is None  # as warp-lang answers without a driver
     assert wp.get_cuda_device_count() == 0 and wp.get_cuda_devices() == []
     reason = cuda_driver.unavailable_reason()
     assert reason and ("driver" in reason or "cuda-bindings" in reason)
@@ -613,3 +615,11 @@ def test_cpu_synchronize_does_not_load_the_cuda_driver():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_driver_version_is_the_drivers(env):
+    # the fake driver reports CUDA 13.0 (13000); a real one its own version
+    version = wp.get_cuda_driver_version()
+    assert isinstance(version, int) and version >= 11000
+    if env is not None:
+        assert version == 13000

@@ -76,6 +76,7 @@ class _Padded:
 
 def test_typing_names_warp_code_imports():
     assert typing.get_args(wp.DeviceLike) == (wp.Device, str, type(None))
+    assert wp.handle == wp.uint64  # Warp's handle type "behaves identically to uint64"
     # sizes as C lays the values out: the struct is padded to its alignment (numpy agrees)
     padded = np.dtype([("a", np.float32, 3), ("b", np.int8)], align=True).itemsize
     sizes = {wp.float16: 2, wp.bool: 1, float: 4, int: 4, wp.vec3: 12, wp.mat33d: 72,

@@ -128,6 +128,15 @@ class Driver:
             self.reason = "the NVIDIA driver reports no CUDA device"
         return count
 
+    def driver_version(self) -> int | None:
+        """The driver's CUDA version (12040 for 12.4), None without a driver."""
+        if self.device_count() == 0 and self.reason and "no NVIDIA driver" in self.reason:
+            return None
+        try:
+            return int(self.call("cuDriverGetVersion"))
+        except Exception:  # no driver library: Warp answers None too
+            return None
+
     def handle(self, ordinal: int) -> Any:
         """The CUdevice of device `ordinal`."""
         if ordinal not in self._handles:

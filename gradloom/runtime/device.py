@@ -216,6 +216,12 @@ def get_cuda_device_count() -> int:
     return cuda_driver.current().device_count()
 
 
+def get_cuda_driver_version() -> int | None:
+    """Warp's `wp.get_cuda_driver_version()`: the NVIDIA driver's CUDA version as an int (12040
+    for 12.4), None where no driver can be loaded."""
+    return cuda_driver.current().driver_version()
+
+
 def get_cuda_devices() -> list[Device]:
     return [_cuda(i, f"cuda:{i}") for i in range(get_cuda_device_count())]
 

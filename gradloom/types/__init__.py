@@ -147,6 +147,7 @@ from .scalars import (
     float32,
     float32_to_bf16_bits,
     float64,
+    handle,
     int8,
     int16,
     int32,

@@ -108,6 +108,8 @@ uint8 = ScalarType("uint8", "u", 8)
 uint16 = ScalarType("uint16", "u", 16)
 uint32 = ScalarType("uint32", "u", 32)
 uint64 = ScalarType("uint64", "u", 64)
+#: Warp's type for object handles (Mesh, Volume, Bvh ids): a uint64 in every respect
+handle = uint64
 float16 = ScalarType("float16", "f", 16)
 #: bfloat16: float32's 8-bit exponent with a 7-bit mantissa, stored as 16 bits. Arithmetic
 #: runs in float32 and every result is rounded (to nearest even) back to bfloat16, as in Warp.
