@@ -332,3 +332,40 @@ def test_launch_tiled_adds_the_block_dimension() -> None:
     g = wp.zeros((2, 3), dtype=int, device=DEVICE)
     wp.launch_tiled(tid_grid_k, dim=[2, 3], inputs=[g], block_dim=8, device=DEVICE)
     assert g.numpy().tolist() == [[0, 1, 2], [10, 11, 12]]
+
+
+@wp.func
+def flip(v: wp.vec3):
+    return wp.vec3(v[2], v[1], v[0])
+
+
+@wp.kernel
+def vec_tiles_k(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3),
+                out: wp.array(dtype=wp.vec3), total: wp.array(dtype=wp.vec3),
+                m: wp.array(dtype=wp.mat22), mout: wp.array(dtype=wp.mat22)):
+    x = wp.tile_load(a, shape=4)
+    y = wp.tile_load(b, shape=4, offset=1)
+    z = wp.tile_map(flip, x + y * 2.0)
+    z[0] = wp.vec3(1.0, 2.0, 3.0)
+    wp.tile_store(out, z)
+    wp.tile_store(total, wp.tile_sum(-z))
+    t = wp.tile_load(m, shape=3)
+    wp.tile_store(mout, t * 3.0)
+
+
+def test_vector_and_matrix_element_tiles() -> None:
+    rng = np.random.default_rng(2)
+    A, B = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(5, 3)).astype(np.float32)
+    Mm = rng.normal(size=(3, 2, 2)).astype(np.float32)
+    a, b = wp.array(A, dtype=wp.vec3, device=DEVICE), wp.array(B, dtype=wp.vec3, device=DEVICE)
+    m = wp.array(Mm, dtype=wp.mat22, device=DEVICE)
+    out = wp.zeros(4, dtype=wp.vec3, device=DEVICE)
+    total = wp.zeros(1, dtype=wp.vec3, device=DEVICE)
+    mout = wp.zeros(3, dtype=wp.mat22, device=DEVICE)
+    wp.launch_tiled(vec_tiles_k, dim=[1], inputs=[a, b, out, total, m, mout], block_dim=4,
+                    device=DEVICE)
+    Z = (A + 2 * B[1:5])[:, ::-1].copy()
+    Z[0] = [1, 2, 3]
+    np.testing.assert_allclose(out.numpy(), Z, rtol=1e-6)
+    np.testing.assert_allclose(total.numpy()[0], -Z.sum(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(mout.numpy(), 3 * Mm, rtol=1e-6)

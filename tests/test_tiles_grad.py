@@ -123,6 +123,16 @@ def triangular_k(m: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64
     wp.tile_store(w, c)
 
 
+@wp.kernel
+def vec_k(a: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d),
+          s: wp.array(dtype=wp.float64)):
+    x = wp.tile_load(a, shape=4)
+    y = wp.tile_map(wp.normalize, x * wp.float64(2.0))
+    wp.tile_store(out, y)
+    t = wp.tile_sum(x)
+    s[0] = wp.dot(t[0], y[1])
+
+
 def _rand(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
 
@@ -169,6 +179,12 @@ def test_triangular_solve_gradients() -> None:
     args = [arr(_spd(10)), arr(_rand(4, 2, seed=11)), arr(np.zeros((4, 2))),
             arr(np.zeros((4, 2)))]
     check_kernel(triangular_k, 1, args, wrt=[0, 1], outputs=[2, 3])
+
+
+def test_vector_tile_gradients() -> None:
+    args = [arr(_rand(4, 3, seed=12), dtype=wp.vec3d), arr(np.zeros((4, 3)), dtype=wp.vec3d),
+            arr(np.zeros(1))]
+    check_kernel(vec_k, 1, args, wrt=[0], outputs=[1, 2])
 
 
 def test_padded_load_store_gradients() -> None:

@@ -11,9 +11,9 @@ from ..ir.nodes import Var
 from ..types import TileType, int32
 from . import ops
 from .registry import builtin
-from .tile_loops import copy_into, each, new_tile, read, write
+from .tile_loops import convert, copy_into, each, get, new_tile, read, write
 from .tiles import _T, shifted, tile_arg, tile_view
-from .values import Ctx, Literal, TileVal, TupleVal, Value, describe, scalar
+from .values import Composite, Ctx, Literal, TileVal, TupleVal, Value, describe, scalar
 
 
 def _index(ctx: Ctx, k: Any, n: int) -> int | Var:
@@ -68,10 +68,10 @@ def place(ctx: Ctx, t: TileVal, keys: list[Any]) -> tuple[TileVal, bool]:
     return replace(moved, type=TileType(t.type.dtype, tuple(dims)), strides=tuple(strides)), False
 
 
-def view(ctx: Ctx, t: TileVal, keys: list[Any]) -> TileVal | Var:
+def view(ctx: Ctx, t: TileVal, keys: list[Any]) -> TileVal | Var | Composite:
     """t[keys] without tile keys: an element when every dimension gets an index, else a view."""
     at, element = place(ctx, t, keys)
-    return read(ctx, at, [0]) if element else at
+    return get(ctx, at, [0]) if element else at
 
 
 def gather(ctx: Ctx, t: TileVal, keys: list[Any]) -> TileVal:
@@ -95,7 +95,7 @@ def gather(ctx: Ctx, t: TileVal, keys: list[Any]) -> TileVal:
     def one(i: list[Var]) -> None:
         src: list[Var | int] = list(i)
         src[ax] = _index(ctx, read(ctx, idx, [i[ax]]), n)
-        write(ctx, out, i, read(ctx, t, src))
+        write(ctx, out, i, get(ctx, t, src))
     each(ctx, shape, one)
     return out
 
@@ -111,10 +111,9 @@ def assign(ctx: Ctx, t: TileVal, keys: list[Any], value: Value, aug: str | None)
     target, element = place(ctx, t, keys)
     if element:
         if aug is not None:
-            value = ops.binary(ctx, aug, read(ctx, target, [0]), value)
-        v = scalar(ctx, value, t.type.dtype)
-        write(ctx, target, [0], v if v.type == t.type.dtype else ctx.op("cast", v,
-                                                                         type=t.type.dtype))
+            value = ops.binary(ctx, aug, get(ctx, target, [0]), value)
+        v = value if isinstance(value, Composite) else scalar(ctx, value, t.type.dtype)
+        write(ctx, target, [0], convert(ctx, v, t.type.dtype))
         return
     if aug is not None:
         raise ctx.error("Compound assignment to a tile view is not supported; assign a tile "

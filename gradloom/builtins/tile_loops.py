@@ -9,10 +9,11 @@ rules of those two primitives (ir/prims.py); the buffer's second half holds the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..ir.nodes import Var
-from ..types import ScalarType, TileType, int32, int64
-from .values import Ctx, TileVal, while_loop
+from ..types import MatrixType, ScalarType, TileType, VectorType, int32, int64
+from .values import Composite, Ctx, TileVal, while_loop
 
 #: the most bytes of data one tile may hold (its buffer is twice that: data and adjoints)
 MAX_TILE_BYTES = 256 * 1024
@@ -33,9 +34,10 @@ def new_tile(ctx: Ctx, t: TileType) -> TileVal:
     """A fresh packed tile (zeroed at the start of every thread; callers fill it)."""
     if not t.shape or any(not isinstance(d, int) or d <= 0 for d in t.shape):
         raise ctx.error(f"a tile's shape must be constant positive sizes, got {t.shape}")
-    if not isinstance(t.dtype, ScalarType) or t.dtype.kind not in "fiu" or t.dtype.bits < 32:
+    part = t.dtype.dtype if isinstance(t.dtype, (VectorType, MatrixType)) else t.dtype
+    if not isinstance(part, ScalarType) or part.kind not in "fiu" or part.bits < 32:
         raise ctx.error(f"tiles of {t.dtype!r} are not supported here (32/64-bit integer and "
-                        "float element types are)")
+                        "float scalars, vectors and matrices are)")
     nbytes = t.count * t.dtype.size
     if nbytes > MAX_TILE_BYTES:
         raise ctx.error(f"a {t!r} holds {nbytes} bytes; a tile may hold at most "
@@ -76,12 +78,35 @@ def address(ctx: Ctx, tile: TileVal, idx: Index) -> Var:
 
 
 def read(ctx: Ctx, tile: TileVal, idx: Index) -> Var:
-    return ctx.op("lload", tile.base, address(ctx, tile, idx), attr=tile.span,
-                  type=tile.type.dtype)
+    """A scalar tile's element (the linear-algebra and scan loops work on scalars)."""
+    v = get(ctx, tile, idx)
+    if not isinstance(v, Var):
+        raise ctx.error(f"this tile operation needs scalar elements, got a {tile.type!r}")
+    return v
 
 
-def write(ctx: Ctx, tile: TileVal, idx: Index, value: Var) -> None:
-    ctx.b.effect("lstore", (tile.base, address(ctx, tile, idx), value), ctx.loc, attr=tile.span)
+def get(ctx: Ctx, tile: TileVal, idx: Index) -> Var | Composite:
+    """An element: a scalar, or a vector/matrix read component by component."""
+    at = address(ctx, tile, idx)
+    t = tile.type.dtype
+    if isinstance(t, ScalarType):
+        return ctx.op("lload", tile.base, at, attr=tile.span, type=t)
+    comps = tuple(ctx.op("lload", tile.base, _plus(ctx, at, k * t.dtype.size), attr=tile.span,
+                         type=t.dtype) for k in range(t.length))
+    return Composite(t, comps)
+
+
+def write(ctx: Ctx, tile: TileVal, idx: Index, value: Var | Composite) -> None:
+    at = address(ctx, tile, idx)
+    parts = [value] if isinstance(value, Var) else list(value.comps)
+    size = parts[0].type.size
+    for k, v in enumerate(parts):
+        ctx.b.effect("lstore", (tile.base, _plus(ctx, at, k * size), v), ctx.loc,
+                     attr=tile.span)
+
+
+def _plus(ctx: Ctx, at: Var, k: int) -> Var:
+    return at if k == 0 else ctx.op("add", at, ctx.const(k, int64))
 
 
 def count_loop(ctx: Ctx, n: int | Var, inits: list[Var],
@@ -136,9 +161,15 @@ def copy_into(ctx: Ctx, dst: TileVal, src: TileVal) -> None:
         tmp = new_tile(ctx, src.type)
         copy_into(ctx, tmp, src)
         src = tmp
-    each(ctx, dst.type.shape, lambda i: write(ctx, dst, i, convert(ctx, read(ctx, src, i),
+    each(ctx, dst.type.shape, lambda i: write(ctx, dst, i, convert(ctx, get(ctx, src, i),
                                                                      dst.type.dtype)))
 
 
-def convert(ctx: Ctx, v: Var, t: ScalarType) -> Var:
+def convert(ctx: Ctx, v: Any, t: Any) -> Any:
+    """v as element type t (scalars cast; a vector/matrix of another type is converted per
+    component)."""
+    if isinstance(v, Composite):
+        if v.type == t:
+            return v
+        return Composite(t, tuple(convert(ctx, c, t.dtype) for c in v.comps))
     return v if v.type == t else ctx.op("cast", v, type=t)

@@ -10,33 +10,56 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import ScalarType, TileType, int32
+from ..types import TileType, int32
 from . import ops
 from .registry import Builtin, builtin
-from .tile_loops import convert, each, fold, linear, new_tile, read, write
+from .tile_loops import convert, each, fold, get, linear, new_tile, read, write
 from .tiles import _T, tile_arg
-from .values import Ctx, Literal, TileVal, Value, describe, scalar
+from .values import (
+    Composite,
+    Ctx,
+    Literal,
+    TileVal,
+    Value,
+    describe,
+    flatten,
+    materialize,
+    rebuild,
+    scalar,
+    type_of,
+    zeros_of,
+)
+
+Element = Var | Composite
+ElementFn = Callable[[list[Element]], Element]
 
 
-def _map(ctx: Ctx, tiles: list[TileVal], fn: Callable[[list[Var]], Var]) -> TileVal:
+def _map(ctx: Ctx, tiles: list[TileVal], fn: ElementFn) -> TileVal:
     """A new tile: fn of the elements of `tiles` (one shape) at each index."""
     shape = tiles[0].type.shape
     out = new_tile(ctx, TileType(_result_type(ctx, tiles, fn), shape))
     each(ctx, shape, lambda i: write(ctx, out, i, convert(
-        ctx, fn([read(ctx, t, i) for t in tiles]), out.type.dtype)))
+        ctx, fn([get(ctx, t, i) for t in tiles]), out.type.dtype)))
     return out
 
 
-def _result_type(ctx: Ctx, tiles: list[TileVal], fn: Callable[[list[Var]], Var]) -> ScalarType:
+def _result_type(ctx: Ctx, tiles: list[TileVal], fn: ElementFn) -> Any:
     """The element type fn gives, found by applying it to probe values in a scratch block."""
     ctx.b.open_block()
     try:
-        v = fn([ctx.const(0, t.type.dtype) for t in tiles])
+        v = fn([_probe(ctx, t.type.dtype) for t in tiles])
     finally:
         ctx.b.close_block()
-    if not isinstance(v, Var) or not isinstance(v.type, ScalarType):
-        raise ctx.error(f"a tile operation must give a scalar per element, got {describe(v)}")
-    return v.type
+    if not isinstance(v, (Var, Composite)):
+        raise ctx.error(f"a tile operation must give a scalar, vector or matrix per element, "
+                        f"got {describe(v)}")
+    return type_of(v)
+
+
+def _probe(ctx: Ctx, t: Any) -> Element:
+    z = zeros_of(ctx, t)
+    assert isinstance(z, (Var, Composite))
+    return z
 
 
 def _same_shape(ctx: Ctx, a: TileVal, b: TileVal, what: str) -> None:
@@ -56,15 +79,22 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
         raise ctx.error(f"tile {opname} needs two tiles, got {describe(a)} and {describe(b)} "
                         "(use wp.tile_full for a constant tile)")
     if isinstance(a, TileVal):
-        s = scalar(ctx, b, a.type.dtype) if isinstance(b, Literal) else b
+        s = scalar(ctx, b, _part(a.type.dtype)) if isinstance(b, Literal) else b
         return _map(ctx, [a], lambda v: _scalar_op(ctx, opname, v[0], s))
     assert isinstance(b, TileVal)
-    s = scalar(ctx, a, b.type.dtype) if isinstance(a, Literal) else a
+    s = scalar(ctx, a, _part(b.type.dtype)) if isinstance(a, Literal) else a
     return _map(ctx, [b], lambda v: _scalar_op(ctx, opname, s, v[0]))
 
 
-def _scalar_op(ctx: Ctx, opname: str, x: Value, y: Value) -> Var:
-    return scalar(ctx, ops.binary(ctx, opname, x, y))
+def _part(t: Any) -> Any:
+    """The scalar type of a tile element type (a vector's or matrix's component type)."""
+    return getattr(t, "dtype", t)
+
+
+def _scalar_op(ctx: Ctx, opname: str, x: Value, y: Value) -> Element:
+    r = materialize(ctx, ops.binary(ctx, opname, x, y))
+    assert isinstance(r, (Var, Composite))
+    return r
 
 
 def unary(ctx: Ctx, opname: str, a: TileVal) -> TileVal:
@@ -72,10 +102,17 @@ def unary(ctx: Ctx, opname: str, a: TileVal) -> TileVal:
         return a
     if opname != "neg":
         raise ctx.error(f"the operator '{opname}' is not defined for tiles")
-    return _map(ctx, [a], lambda v: ctx.op("neg", v[0]))
+    return _map(ctx, [a], lambda v: _element(ctx, ops.unary(ctx, "neg", v[0])))
 
 
-def call_op(ctx: Ctx, op: Any, args: list[Var]) -> Var:
+def _element(ctx: Ctx, v: Value) -> Element:
+    m = materialize(ctx, v)
+    if not isinstance(m, (Var, Composite)):
+        raise ctx.error(f"a tile element must be a scalar, vector or matrix, got {describe(v)}")
+    return m
+
+
+def call_op(ctx: Ctx, op: Any, args: list[Element]) -> Element:
     """Apply a builtin (`wp.sin`) or a user @wp.func to scalar arguments."""
     if isinstance(op, Builtin):
         r = op.fn(ctx, *args)
@@ -83,7 +120,7 @@ def call_op(ctx: Ctx, op: Any, args: list[Var]) -> Var:
         r = op._lower(ctx, list(args), {})
     else:
         raise ctx.error(f"the first argument must be a builtin or a @wp.func, got {op!r}")
-    return scalar(ctx, r)
+    return _element(ctx, r)
 
 
 @builtin("tile_map", "apply op (a builtin or @wp.func) to the elements of one or more tiles of "
@@ -101,14 +138,20 @@ def tile_map(ctx: Ctx, op: Any, *tiles: Any) -> TileVal:
 # -- reductions ---------------------------------------------------------------------------------
 
 
-def _reduce(ctx: Ctx, a: TileVal, axis: Any, combine: Callable[[Var, Var], Var]) -> TileVal:
+def _reduce(ctx: Ctx, a: TileVal, axis: Any, combine: Callable[[Any, Any], Any]) -> TileVal:
     """Fold combine over all elements (a tile of shape (1,)) or along a constant axis."""
     if axis is None:
         out = new_tile(ctx, TileType(a.type.dtype, (1,)))
-        first = read(ctx, a, [0] * a.type.ndim)
-        total = fold(ctx, a.type.shape, [first], lambda i, c: [
-            ctx.op("select", _is_origin(ctx, i), c[0], combine(c[0], read(ctx, a, i)))])[0]
-        write(ctx, out, [0], total)
+        first = get(ctx, a, [0] * a.type.ndim)
+
+        def step(i: list[Var], c: list[Var]) -> list[Var]:
+            acc = rebuild(first, iter(c))
+            nxt = combine(acc, get(ctx, a, i))
+            origin = _is_origin(ctx, i)
+            return [ctx.op("select", origin, x, y)
+                    for x, y in zip(flatten(acc), flatten(nxt), strict=True)]
+        total = rebuild(first, iter(fold(ctx, a.type.shape, flatten(first), step)))
+        write(ctx, out, [0], total)  # type: ignore[arg-type]
         return out
     ax = axis.value if isinstance(axis, Literal) else axis
     if not isinstance(ax, int) or not 0 <= ax < a.type.ndim:
@@ -120,10 +163,13 @@ def _reduce(ctx: Ctx, a: TileVal, axis: Any, combine: Callable[[Var, Var], Var])
         def at(k: Var | int) -> list[Var | int]:
             idx: list[Var | int] = [*i[:ax], k, *i[ax:]]
             return idx[:a.type.ndim]
-        first = read(ctx, a, at(0))
-        total = fold(ctx, (a.type.shape[ax] - 1,), [first], lambda k, c: [
-            combine(c[0], read(ctx, a, at(ctx.op("add", k[0], ctx.const(1, int32)))))])[0]
-        write(ctx, out, i if a.type.ndim > 1 else [0], total)
+        first = get(ctx, a, at(0))
+
+        def step(k: list[Var], c: list[Var]) -> list[Var]:
+            nxt = get(ctx, a, at(ctx.op("add", k[0], ctx.const(1, int32))))
+            return flatten(combine(rebuild(first, iter(c)), nxt))
+        total = rebuild(first, iter(fold(ctx, (a.type.shape[ax] - 1,), flatten(first), step)))
+        write(ctx, out, i if a.type.ndim > 1 else [0], total)  # type: ignore[arg-type]
     each(ctx, rest, one)
     return out
 
@@ -141,7 +187,8 @@ def _is_origin(ctx: Ctx, i: list[Var]) -> Var:
 @builtin("tile_sum", "the sum of a tile's elements (a tile of shape (1,)), or along an axis",
          group=_T, signatures=("(a: Tile) -> Tile", "(a: Tile, axis: Int) -> Tile"))
 def tile_sum(ctx: Ctx, a: Any, axis: Any = None) -> TileVal:
-    return _reduce(ctx, tile_arg(ctx, a, "a"), axis, lambda x, y: ctx.op("add", x, y))
+    return _reduce(ctx, tile_arg(ctx, a, "a"), axis,
+                   lambda x, y: _element(ctx, ops.binary(ctx, "add", x, y)))
 
 
 @builtin("tile_min", "the smallest element of a tile (a tile of shape (1,))", group=_T,

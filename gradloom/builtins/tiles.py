@@ -12,11 +12,36 @@ from dataclasses import replace
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import ArrayType, ScalarType, TileType, float32, int32, int64, resolve_annotation
+from ..types import (
+    ArrayType,
+    MatrixType,
+    ScalarType,
+    TileType,
+    VectorType,
+    float32,
+    int32,
+    int64,
+    resolve_annotation,
+)
 from . import memory
 from .registry import builtin
-from .tile_loops import Index, convert, copy_into, each, new_tile, read, row_major, write
-from .values import ArrayVal, Ctx, Literal, TileVal, TupleVal, Value, describe, if_values, scalar
+from .tile_loops import Index, convert, copy_into, each, get, new_tile, row_major, write
+from .values import (
+    ArrayVal,
+    Composite,
+    Ctx,
+    Literal,
+    TileVal,
+    TupleVal,
+    Value,
+    describe,
+    flatten,
+    if_values,
+    rebuild,
+    scalar,
+    type_of,
+    zeros_of,
+)
 
 _T = "Tile Primitives"
 
@@ -33,15 +58,16 @@ def const_ints(ctx: Ctx, v: Any, what: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def dtype_of(ctx: Ctx, dtype: Any, default: ScalarType = float32) -> ScalarType:
+def dtype_of(ctx: Ctx, dtype: Any, default: ScalarType = float32) -> Any:
     if dtype is None:
         return default
     try:
         t = resolve_annotation(dtype)
     except TypeError as exc:
         raise ctx.error(f"dtype: {exc}") from None
-    if not isinstance(t, ScalarType):
-        raise ctx.error(f"tiles of {t!r} are not supported here (scalar element types are)")
+    if not isinstance(t, (ScalarType, VectorType, MatrixType)):
+        raise ctx.error(f"tiles of {t!r} are not supported here (scalar, vector and matrix "
+                        "element types are)")
     return t
 
 
@@ -51,7 +77,14 @@ def tile_arg(ctx: Ctx, v: Any, name: str) -> TileVal:
     return v
 
 
-def filled(ctx: Ctx, t: TileType, value: Var) -> TileVal:
+def _element(ctx: Ctx, v: Value, t: Any) -> Var | Composite:
+    """A tile element from a kernel value: a scalar (a literal takes t), vector or matrix."""
+    if isinstance(v, Composite):
+        return v
+    return scalar(ctx, v, t if isinstance(t, ScalarType) else None)
+
+
+def filled(ctx: Ctx, t: TileType, value: Var | Composite) -> TileVal:
     out = new_tile(ctx, t)
     each(ctx, t.shape, lambda i: write(ctx, out, i, value))
     return out
@@ -79,11 +112,11 @@ def tile_ones(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "register
 def tile_full(ctx: Ctx, shape: Any, value: Value, dtype: Any = None,
               storage: str = "register") -> TileVal:
     if dtype is None and not isinstance(value, Literal):
-        dt = scalar(ctx, value).type
+        dt = type_of(_element(ctx, value, None))
     else:
         dt = dtype_of(ctx, dtype)
     t = TileType(dt, const_ints(ctx, shape, "shape"))
-    return filled(ctx, t, convert(ctx, scalar(ctx, value, dt), dt))
+    return filled(ctx, t, convert(ctx, _element(ctx, value, dt), dt))
 
 
 @builtin("tile_arange", "a 1-D tile of evenly spaced values: tile_arange(stop), "
@@ -115,20 +148,20 @@ def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "registe
 @builtin("tile", "a tile of shape (block_dim,) from each thread's value; on the CPU block_dim "
          "is 1, so a tile of shape (1,)", group=_T, signatures="(x: Scalar) -> Tile")
 def tile(ctx: Ctx, x: Value, preserve_type: bool = False) -> TileVal:
-    v = scalar(ctx, x)
-    out = new_tile(ctx, TileType(v.type, (1,)))
+    v = _element(ctx, x, None)
+    out = new_tile(ctx, TileType(type_of(v), (1,)))
     write(ctx, out, [0], v)
     return out
 
 
 @builtin("untile", "this thread's element of a tile of shape (block_dim,): on the CPU (block_dim "
          "1) its only element", group=_T, signatures="(a: Tile) -> Scalar")
-def untile(ctx: Ctx, a: Value) -> Var:
+def untile(ctx: Ctx, a: Value) -> Var | Composite:
     t = tile_arg(ctx, a, "a")
     if t.type.shape != (1,):
         raise ctx.error(f"wp.untile() needs a tile of shape (block_dim,) = (1,) on the CPU, got "
                         f"{t.type!r}")
-    return read(ctx, t, [0])
+    return get(ctx, t, [0])
 
 
 @builtin("block_dim", "the number of threads in this thread's block of a tiled launch: 1 on "
@@ -155,8 +188,9 @@ def _offsets(ctx: Ctx, offset: Any, ndim: int) -> list[Var]:
 def _array_arg(ctx: Ctx, a: Any) -> ArrayVal:
     if not isinstance(a, ArrayVal) or not isinstance(a.type, ArrayType):
         raise ctx.error(f"argument 'a' must be an array, got {describe(a)}")
-    if not isinstance(a.type.dtype, ScalarType):
-        raise ctx.error(f"tiles of {a.type.dtype!r} are not supported here (arrays of scalars are)")
+    if not isinstance(a.type.dtype, (ScalarType, VectorType, MatrixType)):
+        raise ctx.error(f"tiles of {a.type.dtype!r} are not supported here (arrays of scalars, "
+                        "vectors and matrices are)")
     return a
 
 
@@ -188,10 +222,10 @@ def tile_load(ctx: Ctx, a: Any, shape: Any, offset: Any = None, storage: str = "
         def inside() -> list[Var]:
             place = memory.index_array(ctx, arr, list(at))
             assert isinstance(place, memory.Place)
-            return [scalar(ctx, memory.load(ctx, place))]
-        v = if_values(ctx, _in_bounds(ctx, arr, at), inside,
-                      lambda: [ctx.const(0, arr.type.dtype)])[0]
-        write(ctx, out, i, v)
+            return flatten(memory.load(ctx, place))
+        zero = zeros_of(ctx, arr.type.dtype)
+        vs = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
+        write(ctx, out, i, rebuild(zero, iter(vs)))  # type: ignore[arg-type]
     each(ctx, dims, one)
     return out
 
@@ -212,7 +246,7 @@ def tile_store(ctx: Ctx, a: Any, t: Any, offset: Any = None, bounds_check: bool 
 
     def one(i: list[Var]) -> None:
         at = [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)]
-        v = read(ctx, src, i)
+        v = get(ctx, src, i)
 
         def inside() -> list[Var]:
             place = memory.index_array(ctx, arr, list(at))
@@ -322,9 +356,9 @@ def element_index(ctx: Ctx, t: TileVal, keys: list[Value]) -> Index:
 
 @builtin("tile_extract", "the element of tile a at the given indices", group=_T,
          signatures="(a: Tile, i: Int) -> Scalar")
-def tile_extract(ctx: Ctx, a: Any, *idx: Value) -> Var:
+def tile_extract(ctx: Ctx, a: Any, *idx: Value) -> Var | Composite:
     t = tile_arg(ctx, a, "a")
-    return read(ctx, t, element_index(ctx, t, list(idx)))
+    return get(ctx, t, element_index(ctx, t, list(idx)))
 
 
 @builtin("tile_assign", "copy tile src into dst at a constant offset", group=_T,
