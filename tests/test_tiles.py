@@ -369,3 +369,23 @@ def test_vector_and_matrix_element_tiles() -> None:
     np.testing.assert_allclose(out.numpy(), Z, rtol=1e-6)
     np.testing.assert_allclose(total.numpy()[0], -Z.sum(axis=0), rtol=1e-5)
     np.testing.assert_allclose(mout.numpy(), 3 * Mm, rtol=1e-6)
+
+
+@wp.func
+def add_five(t: wp.tile[float, 2, 3]):
+    t += wp.tile_ones(dtype=float, shape=(2, 3)) * 5.0
+
+
+@wp.kernel
+def inplace_func_k(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(2, 3))
+    add_five(t)
+    wp.tile_store(out, t)
+
+
+def test_augmented_assignment_updates_a_tile_in_place() -> None:
+    """As in Warp, `t += ...` writes t's storage: a @wp.func's caller sees it."""
+    a = wp.array(np.full((2, 3), 3.0, dtype=np.float32), device=DEVICE)
+    out = wp.zeros((2, 3), dtype=float, device=DEVICE)
+    wp.launch_tiled(inplace_func_k, dim=[1], inputs=[a, out], block_dim=4, device=DEVICE)
+    np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 8.0))

@@ -7,7 +7,7 @@ import contextlib
 import inspect
 from typing import Any
 
-from ..builtins import fixedarray, ops, tile_math
+from ..builtins import fixedarray, ops, tile_math, tiles
 from ..builtins.registry import Builtin
 from ..builtins.values import (
     ArrayVal,
@@ -204,6 +204,8 @@ class Lowerer(StoreLowerer, IterLowerer):
         new: Value
         if isinstance(old, TileVal) or isinstance(rhs, TileVal):  # builtins/tile_math.py
             new = tile_math.binary(ctx, opname, old, rhs)
+            if isinstance(old, TileVal):  # in place, as Warp (a tile argument of a func too)
+                new = tiles.settle(ctx, new, old)
         else:
             new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
         if type_of(new) != type_of(old):
