@@ -8,11 +8,11 @@ from typing import Any
 
 from ..ir.nodes import Var
 from ..types import ScalarType, TileType, bool_, int32, uint32, uint64
-from . import memory
+from . import memory, ops
 from .registry import builtin
-from .tile_loops import convert, copy_into, each, fold, new_tile, read, row_major, write
+from .tile_loops import convert, copy_into, each, fold, get, new_tile, read, row_major, write
 from .tiles import _T, _array_arg, _in_bounds, _offsets, const_ints, dtype_of, tile_arg
-from .values import Ctx, Literal, TileVal, Value, if_values, scalar
+from .values import Ctx, Literal, TileVal, Value, flatten, if_values, scalar
 
 
 def _contiguous(t: TileVal) -> bool:
@@ -75,10 +75,15 @@ def tile_dot(ctx: Ctx, a: Any, b: Any) -> TileVal:
     x, y = tile_arg(ctx, a, "a"), tile_arg(ctx, b, "b")
     if x.type != y.type:
         raise ctx.error(f"wp.tile_dot(): {x.type!r} and {y.type!r} differ")
-    out = new_tile(ctx, TileType(x.type.dtype, (1,)))
-    total = fold(ctx, x.type.shape, [ctx.const(0, x.type.dtype)], lambda i, c: [
-        ctx.op("add", c[0], ctx.op("mul", read(ctx, x, i), read(ctx, y, i)))])[0]
-    write(ctx, out, [0], total)
+    part = getattr(x.type.dtype, "dtype", x.type.dtype)  # vectors: dot; matrices: Frobenius
+    out = new_tile(ctx, TileType(part, (1,)))
+
+    def step(i: list[Var], c: list[Var]) -> list[Var]:
+        acc = c[0]
+        for p, q in zip(flatten(get(ctx, x, i)), flatten(get(ctx, y, i)), strict=True):
+            acc = ctx.op("add", acc, ctx.op("mul", p, q))
+        return [acc]
+    write(ctx, out, [0], fold(ctx, x.type.shape, [ctx.const(0, part)], step)[0])
     return out
 
 
@@ -88,9 +93,13 @@ def tile_axpy(ctx: Ctx, alpha: Value, src: Any, dest: Any) -> None:
     s, d = tile_arg(ctx, src, "src"), tile_arg(ctx, dest, "dest")
     if s.type.shape != d.type.shape:
         raise ctx.error(f"wp.tile_axpy(): shapes {s.type.shape} and {d.type.shape} differ")
-    al = convert(ctx, scalar(ctx, alpha, d.type.dtype), d.type.dtype)
-    each(ctx, d.type.shape, lambda i: write(ctx, d, i, ctx.op(
-        "add", read(ctx, d, i), ctx.op("mul", al, convert(ctx, read(ctx, s, i), d.type.dtype)))))
+    part = getattr(d.type.dtype, "dtype", d.type.dtype)
+    al = convert(ctx, scalar(ctx, alpha, part), part)
+
+    def one(i: list[Var]) -> None:
+        scaled = ops.binary(ctx, "mul", al, convert(ctx, get(ctx, s, i), d.type.dtype))
+        write(ctx, d, i, ops.binary(ctx, "add", get(ctx, d, i), scaled))  # type: ignore[arg-type]
+    each(ctx, d.type.shape, one)
 
 
 def _scan(ctx: Ctx, a: Any, combine: str, inclusive: bool) -> TileVal:

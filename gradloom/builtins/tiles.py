@@ -125,11 +125,14 @@ def tile_full(ctx: Ctx, shape: Any, value: Value, dtype: Any = None,
 def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "register") -> TileVal:
     vals = [a.value if isinstance(a, Literal) else a for a in args]
     vals = [v.item() if hasattr(v, "item") and not isinstance(v, Var) else v for v in vals]
+    vals = [ctx.b.constant_value(v) if isinstance(v, Var) else v for v in vals]
     if len(vals) > 3:
         raise ctx.error(f"tile_arange() accepts at most 3 positional arguments, got {len(vals)}")
-    if not vals or not all(isinstance(v, (int, float)) for v in vals):
-        raise ctx.error("tile_arange() arguments must be compile time constants (stop; start, "
-                        f"stop; start, stop, step), got {', '.join(map(describe, vals))}")
+    names = ("stop",) if len(vals) == 1 else ("start", "stop", "step")
+    for name, v in zip(names, vals, strict=False):
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ctx.error(f"tile_arange() arguments must be compile time constants, but "
+                            f"{name} is not")
     if len(vals) == 3 and vals[2] == 0:
         raise ctx.error("tile_arange() step cannot be zero")
     start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (*vals[:2], vals[2] if len(vals) == 3 else 1)

@@ -62,6 +62,15 @@ class Builder:
         self._blocks[0].insert(0, Op(prim, (), result, loc, attr))
         return result
 
+    def constant_value(self, v: Var) -> Any:
+        """The value of v when a `const` op in an open block defines it, else None (builtins
+        that need compile-time numbers accept `wp.int32(5)`, as Warp does)."""
+        for block in self._blocks:
+            for s in block:
+                if isinstance(s, Op) and s.result is v:
+                    return s.attr if s.prim == "const" else None
+        return None
+
     def append(self, s: Stmt) -> None:
         """Append a statement built elsewhere (its variables come from this builder)."""
         self._blocks[-1].append(s)
