@@ -389,3 +389,29 @@ def test_augmented_assignment_updates_a_tile_in_place() -> None:
     out = wp.zeros((2, 3), dtype=float, device=DEVICE)
     wp.launch_tiled(inplace_func_k, dim=[1], inputs=[a, out], block_dim=4, device=DEVICE)
     np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 8.0))
+
+
+@wp.kernel
+def components_k(x: wp.array(dtype=float), y: wp.array(dtype=wp.vec3),
+                 m: wp.array(dtype=wp.mat22), r: wp.array(dtype=float)):
+    i = wp.tid()
+    a = wp.tile_zeros(shape=(4,), dtype=wp.vec3)
+    a[i][1] = x[i]
+    a[i][2] = 2.0
+    wp.tile_atomic_add(y, a, offset=(0,))
+    t = wp.tile_load(m, shape=2)
+    t[1][0, 1] = 9.0
+    r[i] = t[1][0, 1] + t[0, 1, 0] + a[i][1] + t[1][1][0]
+
+
+def test_vector_and_matrix_components_of_tile_elements() -> None:
+    X = np.arange(1, 5, dtype=np.float32)
+    M = np.arange(8, dtype=np.float32).reshape(2, 2, 2)
+    x, m = wp.array(X, device=DEVICE), wp.array(M, dtype=wp.mat22, device=DEVICE)
+    y = wp.zeros(4, dtype=wp.vec3, device=DEVICE)
+    r = wp.zeros(4, dtype=float, device=DEVICE)
+    wp.launch(components_k, dim=4, inputs=[x, y, m, r], device=DEVICE)
+    want = np.zeros((4, 3), dtype=np.float32)
+    want[:, 1], want[:, 2] = X, 2.0
+    np.testing.assert_allclose(y.numpy(), want)
+    np.testing.assert_allclose(r.numpy(), 9.0 + M[0, 1, 0] + X + M[1, 1, 0])

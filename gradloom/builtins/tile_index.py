@@ -8,10 +8,10 @@ from dataclasses import replace
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import TileType, int32
+from ..types import MatrixType, TileType, VectorType, int32, vector
 from . import ops
 from .registry import builtin
-from .tile_loops import convert, copy_into, each, get, new_tile, read, write
+from .tile_loops import convert, copy_into, each, get, new_tile, read, write, write_part
 from .tiles import _T, shifted, tile_arg, tile_view
 from .values import Composite, Ctx, Literal, TileVal, TupleVal, Value, describe, scalar
 
@@ -100,14 +100,65 @@ def gather(ctx: Ctx, t: TileVal, keys: list[Any]) -> TileVal:
     return out
 
 
+def _components(ctx: Ctx, t: TileVal, keys: list[Any]) -> tuple[list[Any], list[int]]:
+    """Split keys into the element's indices and constant component indices past them
+    (`t[i][1]`, `t[i, r, c]` on tiles of vectors and matrices)."""
+    nd = t.type.ndim
+    if len(keys) <= nd:
+        return keys, []
+    dt = t.type.dtype
+    extra = [k.value if isinstance(k, Literal) else k for k in keys[nd:]]
+    dims = (dt.length,) if isinstance(dt, VectorType) else (
+        (dt.rows, dt.cols) if isinstance(dt, MatrixType) else ())
+    if len(extra) > len(dims) or not all(isinstance(k, int) for k in extra) or any(
+            isinstance(k, slice) for k in keys[:nd]):
+        raise ctx.error(f"{t.type!r} takes at most {nd} indices (and constant component "
+                        f"indices of its {dt!r} elements), got {len(keys)}")
+    comps = [int(k) + d if k < 0 else int(k) for k, d in zip(extra, dims, strict=False)]
+    if any(not 0 <= k < d for k, d in zip(comps, dims, strict=False)):
+        raise ctx.error(f"component index {extra} is out of range for {dt!r}")
+    return keys[:nd], comps
+
+
+def _component_slots(t: TileVal, comps: list[int]) -> list[int]:
+    """The row-major component positions comps select (a matrix row: its columns)."""
+    dt = t.type.dtype
+    if isinstance(dt, MatrixType):
+        return [comps[0] * dt.cols + c for c in
+                ([comps[1]] if len(comps) == 2 else range(dt.cols))]
+    return [comps[0]]
+
+
 def subscript(ctx: Ctx, t: TileVal, keys: list[Any]) -> Value:
     if any(isinstance(k, TileVal) for k in keys):
         return gather(ctx, t, keys)
-    return view(ctx, t, keys)
+    keys, comps = _components(ctx, t, keys)
+    if not comps:
+        return view(ctx, t, keys)
+    element = get(ctx, place(ctx, t, keys)[0], [0])
+    assert isinstance(element, Composite)
+    slots = _component_slots(t, comps)
+    if len(slots) == 1:
+        return element.comps[slots[0]]
+    return Composite(vector(len(slots), element.type.dtype), tuple(element.comps[k] for k in slots))
 
 
 def assign(ctx: Ctx, t: TileVal, keys: list[Any], value: Value, aug: str | None) -> None:
     """t[keys] = value: an element, or every element of a view (from a tile of its shape)."""
+    keys, comps = _components(ctx, t, keys)
+    if comps:
+        at = place(ctx, t, keys)[0]
+        slots = _component_slots(t, comps)
+        part = t.type.dtype.dtype
+        old = get(ctx, at, [0])
+        assert isinstance(old, Composite)
+        cur: Value = old.comps[slots[0]] if len(slots) == 1 else Composite(
+            vector(len(slots), part), tuple(old.comps[k] for k in slots))
+        new = value if aug is None else ops.binary(ctx, aug, cur, value)
+        parts = new.comps if isinstance(new, Composite) else (scalar(ctx, new, part),)
+        for k, c in zip(slots, parts, strict=True):
+            write_part(ctx, at, [0], k, convert(ctx, c, part))
+        return
     target, element = place(ctx, t, keys)
     if element:
         if aug is not None:

@@ -105,6 +105,12 @@ def write(ctx: Ctx, tile: TileVal, idx: Index, value: Var | Composite) -> None:
                      attr=tile.span)
 
 
+def write_part(ctx: Ctx, tile: TileVal, idx: Index, k: int, value: Var) -> None:
+    """Component k (row-major) of a vector/matrix element: `t[i][1] = x`."""
+    at = _plus(ctx, address(ctx, tile, idx), k * value.type.size)
+    ctx.b.effect("lstore", (tile.base, at, value), ctx.loc, attr=tile.span)
+
+
 def _plus(ctx: Ctx, at: Var, k: int) -> Var:
     return at if k == 0 else ctx.op("add", at, ctx.const(k, int64))
 

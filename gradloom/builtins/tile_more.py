@@ -12,7 +12,7 @@ from . import memory, ops
 from .registry import builtin
 from .tile_loops import convert, copy_into, each, fold, get, new_tile, read, row_major, write
 from .tiles import _T, _array_arg, _in_bounds, _offsets, const_ints, dtype_of, tile_arg
-from .values import Ctx, Literal, TileVal, Value, flatten, if_values, scalar
+from .values import Ctx, Literal, TileVal, Value, flatten, if_values, rebuild, scalar, zeros_of
 
 
 def _contiguous(t: TileVal) -> bool:
@@ -196,15 +196,16 @@ def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
 
     def one(i: list[Var]) -> None:
         at = [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)]
-        v = read(ctx, src, i)
+        v = get(ctx, src, i)
 
         def inside() -> list[Var]:
             place = memory.index_array(ctx, arr, list(at))
             assert isinstance(place, memory.Place)
-            return [_no_gradient(ctx, scalar(ctx, memory.atomic(ctx, "atomic_add", place, v)))]
-        old = if_values(ctx, _in_bounds(ctx, arr, at), inside,
-                        lambda: [ctx.const(0, arr.type.dtype)])[0]
-        write(ctx, out, i, old)
+            olds = flatten(memory.atomic(ctx, "atomic_add", place, v))
+            return [_no_gradient(ctx, o) for o in olds]
+        zero = zeros_of(ctx, arr.type.dtype)
+        olds = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
+        write(ctx, out, i, rebuild(zero, iter(olds)))  # type: ignore[arg-type]
     each(ctx, src.type.shape, one)
     return out
 

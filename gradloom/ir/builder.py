@@ -64,7 +64,7 @@ class Builder:
 
     def constant_value(self, v: Var) -> Any:
         """The value of v when a `const` op in an open block defines it, else None (builtins
-        that need compile-time numbers accept `wp.int32(5)`, as Warp does)."""
+        that need compile-time numbers accept `wp.constant` values)."""
         for block in self._blocks:
             for s in block:
                 if isinstance(s, Op) and s.result is v:
