@@ -415,3 +415,22 @@ def test_vector_and_matrix_components_of_tile_elements() -> None:
     want[:, 1], want[:, 2] = X, 2.0
     np.testing.assert_allclose(y.numpy(), want)
     np.testing.assert_allclose(r.numpy(), 9.0 + M[0, 1, 0] + X + M[1, 1, 0])
+
+
+@wp.func
+def scale_shift(x: float, s: float, d: float):
+    return x * s + d
+
+
+@wp.kernel
+def map_constants_k(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    t = wp.tile_load(a, shape=4)
+    s = wp.float32(3.0)
+    wp.tile_store(out, wp.tile_map(scale_shift, t, s, t))
+
+
+def test_tile_map_passes_constants_through() -> None:
+    A = np.arange(4, dtype=np.float32)
+    a, out = wp.array(A, device=DEVICE), wp.zeros(4, dtype=float, device=DEVICE)
+    wp.launch_tiled(map_constants_k, dim=[1], inputs=[a, out], block_dim=4, device=DEVICE)
+    np.testing.assert_allclose(out.numpy(), A * 3.0 + A)

@@ -112,7 +112,7 @@ def _element(ctx: Ctx, v: Value) -> Element:
     return m
 
 
-def call_op(ctx: Ctx, op: Any, args: list[Element]) -> Element:
+def call_op(ctx: Ctx, op: Any, args: list[Any]) -> Element:
     """Apply a builtin (`wp.sin`) or a user @wp.func to scalar arguments."""
     if isinstance(op, Builtin):
         r = op.fn(ctx, *args)
@@ -127,12 +127,19 @@ def call_op(ctx: Ctx, op: Any, args: list[Element]) -> Element:
          "one shape: a new tile", group=_T,
          signatures=("(op: Any, a: Tile) -> Tile", "(op: Any, a: Tile, b: Tile) -> Tile"))
 def tile_map(ctx: Ctx, op: Any, *tiles: Any) -> TileVal:
-    ts = [tile_arg(ctx, t, f"tile {k}") for k, t in enumerate(tiles)]
-    if not ts:
-        raise ctx.error("wp.tile_map() needs at least one tile")
+    """Arguments that are not tiles (after the first) reach every call unchanged, as Warp."""
+    first = tile_arg(ctx, tiles[0] if tiles else None, "a")
+    ts = [first, *(t for t in tiles[1:] if isinstance(t, TileVal))]
     for t in ts[1:]:
-        _same_shape(ctx, ts[0], t, "wp.tile_map()")
-    return _map(ctx, ts, lambda v: call_op(ctx, op, v))
+        _same_shape(ctx, first, t, "wp.tile_map()")
+    where = [k for k, t in enumerate(tiles) if isinstance(t, TileVal)]
+
+    def call(v: list[Element]) -> Element:
+        args: list[Any] = list(tiles)
+        for k, e in zip(where, v, strict=True):
+            args[k] = e
+        return call_op(ctx, op, args)
+    return _map(ctx, ts, call)
 
 
 # -- reductions ---------------------------------------------------------------------------------
