@@ -434,3 +434,18 @@ def test_tile_map_passes_constants_through() -> None:
     a, out = wp.array(A, device=DEVICE), wp.zeros(4, dtype=float, device=DEVICE)
     wp.launch_tiled(map_constants_k, dim=[1], inputs=[a, out], block_dim=4, device=DEVICE)
     np.testing.assert_allclose(out.numpy(), A * 3.0 + A)
+
+
+@wp.kernel
+def arange_float32_k(o: wp.array(dtype=float), p: wp.array(dtype=float)):
+    wp.tile_store(o, wp.tile_arange(0.0, 3.0000001, 0.99999999, dtype=wp.float32))
+    wp.tile_store(p, wp.tile_arange(0.0, 0.3, 0.1, dtype=float))
+
+
+def test_tile_arange_counts_in_the_tile_type() -> None:
+    """Regression: the element count is computed in float32 as Warp does (0.3 / 0.1 is 3)."""
+    o = wp.full(4, -1.0, dtype=float, device=DEVICE)
+    p = wp.full(4, -1.0, dtype=float, device=DEVICE)
+    wp.launch_tiled(arange_float32_k, dim=[1], inputs=[o, p], block_dim=8, device=DEVICE)
+    np.testing.assert_allclose(o.numpy(), [0.0, 1.0, 2.0, -1.0])
+    np.testing.assert_allclose(p.numpy(), [0.0, 0.1, 0.2, -1.0], rtol=1e-6)

@@ -8,8 +8,11 @@ row) share their tile's buffer, as Warp's views share its storage.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from ..ir.nodes import Var
 from ..types import (
@@ -135,9 +138,19 @@ def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "registe
                             f"{name} is not")
     if len(vals) == 3 and vals[2] == 0:
         raise ctx.error("tile_arange() step cannot be zero")
-    start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (*vals[:2], vals[2] if len(vals) == 3 else 1)
-    n = max(0, -(-(stop - start) // step)) if step else 0
+    start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (
+        *vals[:2], vals[2] if len(vals) == 3 else 1)
     dt = dtype_of(ctx, dtype, float32)  # Warp's default, whatever the numbers' types
+    if dt.is_float:  # computed in the tile's type, as Warp (0.99999999 is 1.0 in float32)
+        f = np.dtype(dt.np_dtype).type
+        count = float((f(stop) - f(start)) / f(step))
+        start, stop, step = float(f(start)), float(f(stop)), float(f(step))
+    else:
+        count = (stop - start) / step
+    n = max(0, math.ceil(count))
+    if n == 0:
+        raise ctx.error(f"tile_arange({start}, {stop}, {step}) needs a non-empty range "
+                        "(zero-length)")
     out = new_tile(ctx, TileType(dt, (int(n),)))
 
     def fill(i: list[Var]) -> None:
