@@ -141,13 +141,20 @@ def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "registe
     start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (
         *vals[:2], vals[2] if len(vals) == 3 else 1)
     dt = dtype_of(ctx, dtype, float32)  # Warp's default, whatever the numbers' types
-    if dt.is_float:  # computed in the tile's type, as Warp (0.99999999 is 1.0 in float32)
+    if dt.is_float:  # bounds in the tile's type, as Warp (0.99999999 is 1.0 in float32)
         f = np.dtype(dt.np_dtype).type
-        count = float((f(stop) - f(start)) / f(step))
+        with np.errstate(all="ignore"):
+            count = float((f(stop) - f(start)) / f(step))  # in the tile's type (0.3/0.1: 3)
         start, stop, step = float(f(start)), float(f(stop)), float(f(step))
+        if count == 0 and (stop - start) / step > 0:  # a quotient below the type's range
+            count = 1.0
+        if not math.isfinite(count):
+            raise ctx.error(f"tile_arange({start}, {stop}, {step}): the range is uncountable")
+        n = max(0, math.ceil(count))
+    elif all(isinstance(v, int) for v in (start, stop, step)):
+        n = max(0, -(-(int(stop) - int(start)) // int(step)))  # exact for wide integers
     else:
-        count = (stop - start) / step
-    n = max(0, math.ceil(count))
+        n = max(0, math.ceil((stop - start) / step))
     if n == 0:
         raise ctx.error(f"tile_arange({start}, {stop}, {step}) needs a non-empty range "
                         "(zero-length)")
