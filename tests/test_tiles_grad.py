@@ -124,6 +124,21 @@ def triangular_k(m: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64
 
 
 @wp.kernel
+def inplace_k(a: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64),
+              x: wp.array2d(dtype=wp.float64), u: wp.array2d(dtype=wp.float64),
+              v: wp.array2d(dtype=wp.float64)):
+    A = wp.tile_load(a, shape=(4, 4))
+    wp.tile_cholesky_inplace(A)  # A now holds its factor L
+    b = wp.tile_load(y, shape=(4, 2))
+    wp.tile_cholesky_solve_inplace(A, b)
+    wp.tile_store(x, b)
+    c = wp.tile_load(y, shape=(4, 2))
+    wp.tile_lower_solve_inplace(A, c)
+    wp.tile_store(u, c)
+    wp.tile_store(v, wp.tile_upper_solve(wp.tile_transpose(A), wp.tile_load(y, shape=(4, 2))))
+
+
+@wp.kernel
 def vec_k(a: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d),
           s: wp.array(dtype=wp.float64)):
     x = wp.tile_load(a, shape=4)
@@ -276,3 +291,14 @@ def test_four_axis_reductions_adjoint_compiles_and_is_analytic() -> None:
     np.testing.assert_allclose(outs[3].numpy(), (-P).max(axis=0))
     want = 1.0 + P.prod(axis=0)[None, :] / P
     np.testing.assert_allclose(pos.grad.numpy(), want, rtol=1e-4)
+
+
+@pytest.mark.xfail(BACKEND == "warp", strict=True, reason="warp-lang 1.19's CPU adjoints of "
+                   "tile_cholesky / tile_*_solve disagree with finite differences (no gradient "
+                   "into the right-hand side)")
+def test_inplace_factor_and_solve_gradients() -> None:
+    # tile_cholesky_inplace, tile_cholesky_solve_inplace, tile_lower_solve_inplace and
+    # tile_upper_solve against float64 central differences
+    args = [arr(_spd(13)), arr(_rand(4, 2, seed=14)), arr(np.zeros((4, 2))),
+            arr(np.zeros((4, 2))), arr(np.zeros((4, 2)))]
+    check_kernel(inplace_k, 1, args, wrt=[0, 1], outputs=[2, 3, 4])
