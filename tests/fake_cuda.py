@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 import time
 from typing import Any
 
@@ -56,6 +57,10 @@ _ATTRS = {
     "CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED": 1,
     "CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING": 1,
 }
+
+
+#: whether this thread is inside FakeCuda._check (see there)
+_CHECKING = threading.local()
 
 
 def _real_driver_missing() -> bool:
@@ -116,6 +121,18 @@ class FakeCuda:
         return call
 
     def _check(self, name: str, args: tuple[Any, ...]) -> None:
+        # cuda-bindings loads libcuda on its first call, under a lock; a garbage-collected
+        # device buffer freed meanwhile (a weakref finalizer) calls the driver again on this
+        # thread, and a second check there would wait on that lock forever
+        if getattr(_CHECKING, "active", False):
+            return
+        _CHECKING.active = True
+        try:
+            self._check_on_real(name, args)
+        finally:
+            _CHECKING.active = False
+
+    def _check_on_real(self, name: str, args: tuple[Any, ...]) -> None:
         try:
             getattr(real, name)(*args)
         except (TypeError, ValueError, OverflowError, AttributeError) as exc:
