@@ -65,7 +65,7 @@ def test_install_in_process_and_module_mode(tmp_path):
 
 
 @pytest.mark.parametrize("use, kind, words", [
-    ("import warp.render", "ModuleNotFoundError", ["warp.render", "gradloom"]),
+    ("import warp.jax_experimental", "ModuleNotFoundError", ["warp.jax_experimental", "gradloom"]),
     ("import warp.tests", "ModuleNotFoundError", ["warp.tests", "test suite"]),
     ("import warp._src.context", "ModuleNotFoundError", ["warp._src", "Warp-private"]),
     ("warp.NoSuchThing", "AttributeError", ["warp.NoSuchThing", "gradloom"]),
@@ -111,3 +111,13 @@ def test_private_modules_libraries_import(tmp_path):
     assert out.returncode == 0, out.stderr
     if sys.platform.startswith("linux"):
         assert out.stdout.split() == ["/xdg/newton/1.0", "True"]
+
+
+def test_render_module_imports_and_renderers_refuse(tmp_path):
+    # Warp examples import warp.render unconditionally and build a renderer only to draw
+    code = ("import warp.render, gradloom\n"
+            "assert warp.render is gradloom.render\n"
+            "try:\n    warp.render.UsdRenderer('stage.usd')\n"
+            "except NotImplementedError as e:\n    print('refused', 'headless' in str(e))\n")  # fmt: skip
+    out = _python(["-m", "gradloom.as_warp", "-c", code], tmp_path)
+    assert (out.returncode, out.stdout.strip()) == (0, "refused True"), out.stderr
