@@ -73,6 +73,8 @@ FLOAT_WITHOUT_RULE = {
     "adj_read": "adjoint-only: reads a gradient array",
     "adj_take": "adjoint-only: reads and zeroes a gradient array",
     "bitcast": "reinterprets bits (wp.cast): no derivative",
+    "ladd": "adjoint-only: adds into a tile buffer's gradient half",
+    "ltake": "adjoint-only: reads and zeroes a tile buffer's gradient half",
 }
 
 ALL_TYPES = (*SCALAR_TYPES, ptr)
@@ -374,6 +376,16 @@ def k_cast_through_int(a: F64, b: F64, y: F64):
     y[i] = wp.float64(wp.int32(a[i] * f64(3.0))) * b[i] + a[i] * b[i]
 
 
+@wp.kernel
+def k_tile_buffer(a: F64, b: F64, y: F64):
+    # one-element tiles per thread: tile_load writes the thread's buffer (lstore), tile_map and
+    # tile_store read it back (lload)
+    i = wp.tid()
+    t = wp.tile_load(a, shape=1, offset=i)
+    u = wp.tile_map(wp.mul, t, wp.tile_load(b, shape=1, offset=i))
+    wp.tile_store(y, wp.tile_map(wp.add, u, t), offset=i)
+
+
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
@@ -550,6 +562,9 @@ RULE_CASES = [
              [0, 1], {**_F32_FD, "weights": [W6_F32]}),
     RuleCase("cast_through_int", "cast", k_cast_through_int,
              [arr(off_steps(59) / 3.0), arr(B6), arr(np.zeros(6))], [0, 1]),
+    *(RuleCase(f"tile_buffer_{p}", p, k_tile_buffer,
+               [arr(uniform(-2, 2, 60)), arr(B6), arr(np.zeros(6))], [0, 1])
+      for p in ("lload", "lstore")),
 ]
 
 
