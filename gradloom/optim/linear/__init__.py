@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .nonsymmetric import GMRES, BiCGSTAB
-from .operators import LinearOperator, aslinearoperator, preconditioner
+from .operators import LinearOperator, aslinearoperator
+from .preconditioners import preconditioner
 from .solvers import CG, CR, LinearSolverState, _check_restart
 
 

@@ -1,12 +1,10 @@
-"""Linear operators for the Krylov solvers (Warp's `LinearOperator`, `aslinearoperator`,
-`preconditioner`) and the vector helpers the solvers share (flat views, dot products, axpby)."""
+"""Linear operators for the Krylov solvers (Warp's `LinearOperator`, `aslinearoperator`) and the
+vector helpers the solvers share (flat views, dot products, axpby)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 import gradloom as wp
 
@@ -143,32 +141,3 @@ def aslinearoperator(A: Any, batch_offsets: Any = None,
         return _array_operator(A, batch_offsets, max_batch_length)
     raise TypeError(f"aslinearoperator: A must be a BsrMatrix, an array or a LinearOperator, "
                     f"got {type(A).__name__}")
-
-
-def _diagonal(A: Any) -> Any:
-    """The diagonal of `A` (array or BsrMatrix) as a flat scalar array."""
-    from ...sparse import BsrMatrix, bsr_get_diag
-
-    if isinstance(A, BsrMatrix):
-        blocks = bsr_get_diag(A).numpy().reshape(-1, *A.block_shape)
-        d = np.diagonal(blocks, axis1=1, axis2=2).reshape(-1)
-        return wp.array(np.ascontiguousarray(d), dtype=A.scalar_type, device=A.device)
-    if isinstance(A, wp.array) and A.ndim == 2:
-        return wp.array(np.ascontiguousarray(np.diagonal(A.numpy())), dtype=A.dtype, device=A.device)
-    if isinstance(A, wp.array):
-        return flat(A)
-    raise TypeError("preconditioner: A must be a BsrMatrix or an array")
-
-
-def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
-    """A preconditioner for `A`: 'diag' (inverse diagonal), 'diag_abs' (inverse |diagonal|), or
-    'id' (None: no preconditioning)."""
-    if ptype == "id":
-        return None
-    if ptype not in ("diag", "diag_abs"):
-        raise ValueError(f"preconditioner: ptype must be 'diag', 'diag_abs' or 'id', got {ptype!r}")
-    d = _diagonal(A)
-    inv = wp.empty_like(d)
-    wp.launch(K.inverse_diag(d.dtype, ptype == "diag_abs"), dim=d.size, device=d.device,
-              inputs=[d, inv])
-    return aslinearoperator(inv)
