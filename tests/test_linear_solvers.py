@@ -140,3 +140,27 @@ def test_restart_and_argument_errors():
     assert L.preconditioner(A, "id") is None
     niter, err, atol = L.cg(A, b, x, maxiter=0.5, check_every=1, restart=1)
     assert niter == 1 and err <= atol
+
+
+def test_block_jacobi_inverts_diagonal_blocks():
+    """'block_jacobi_direct' applies the inverse of each diagonal block (numpy's solve); a singular
+    block, and a non-symmetric one under 'block_jacobi_sequential', act as the identity."""
+    rng = np.random.default_rng(3)
+    blocks = [c @ c.T + 3.0 * np.eye(3) for c in rng.uniform(-1, 1, (4, 3, 3))]
+    blocks[2] = np.zeros((3, 3))
+    rows = np.arange(4, dtype=np.int32)
+    A = S.bsr_from_triplets(4, 4, wp.array(rows), wp.array(rows), wp.array(np.stack(blocks),
+                                                                           dtype=wp.mat33d))
+    x = rng.standard_normal(12)
+    z = wp.zeros(12, dtype=wp.float64)
+    L.preconditioner(A, "block_jacobi_direct").matvec(wp.array(x), z, z, 1.0, 0.0)
+    expected = np.concatenate([x[3 * i:3 * i + 3] if i == 2 else np.linalg.solve(b, x[3 * i:3 * i + 3])
+                               for i, b in enumerate(blocks)])
+    np.testing.assert_allclose(z.numpy(), expected, rtol=1e-10)
+    nonsym = S.bsr_from_triplets(1, 1, wp.array([0], dtype=int), wp.array([0], dtype=int),
+                                 wp.array(np.array([[[4.0, 1.0], [0.1, 3.0]]]), dtype=wp.mat22d))
+    z2 = wp.zeros(2, dtype=wp.float64)
+    L.preconditioner(nonsym, "block_jacobi_sequential").matvec(wp.array([1.0, 2.0]), z2, z2, 1.0, 0.0)
+    np.testing.assert_array_equal(z2.numpy(), [1.0, 2.0])
+    with pytest.raises(ValueError, match="fsai"):
+        L.preconditioner(A, "fsai")
