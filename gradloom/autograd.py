@@ -339,10 +339,12 @@ def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], tangents: 
 
 
 def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequence[Any],
-        dim: Any = None, outputs: Sequence[Any] | None = None) -> list[Any]:
-    """Hessian-vector product H·v of a one-element loss, by reverse mode over forward mode
-    (see gradloom/forward_mode.py `hvp`, and docs/autodiff.md)."""
-    return _forward_mode().hvp(function, inputs, v, dim, outputs)  # type: ignore[no-any-return]
+        dim: Any = None, outputs: Sequence[Any] | None = None,
+        weights: Sequence[Any] | None = None) -> list[Any]:
+    """Hessian-vector product H·v of a one-element loss (or of Σ weights·outputs), by reverse
+    mode over forward mode (see gradloom/forward_mode.py `hvp`, and docs/autodiff.md)."""
+    return _forward_mode().hvp(function, inputs, v, dim, outputs,  # type: ignore[no-any-return]
+                               weights)
 
 
 _MODES = {"rev": "rev", "reverse": "rev", "fwd": "fwd", "forward": "fwd"}

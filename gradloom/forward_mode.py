@@ -71,9 +71,12 @@ def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any],
 
 
 def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequence[Any],
-        dim: Any = None, outputs: Sequence[Any] | None = None) -> list[Any]:
+        dim: Any = None, outputs: Sequence[Any] | None = None,
+        weights: Sequence[Any] | None = None) -> list[Any]:
     """Hessian-vector product H·v of a one-element loss `function(*inputs)` (as `jvp` takes the
-    function; a kernel's single output is the loss). `v` holds one entry per input (None: zero).
+    function; a kernel's single output is the loss), or with `weights` (one per output, each an
+    array or numpy array of its shape) of the loss Σ weights·outputs of a function returning
+    several arrays. `v` holds one entry per input (None: zero).
     Returns one float64-free array per input, the input's rows of H·v (None for an input that
     is not a float array): exact, by reverse mode over forward mode (the tangent kernels'
     adjoints). The function runs once on the given arrays; their `.grad` are left as they were.
@@ -94,13 +97,29 @@ def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequenc
             _check_seed(a, values)
             tangents.set_tangent(a, values)
         outs = run()
-        if len(outs) != 1 or not _float_array(outs[0]) or outs[0].size != 1:
-            raise GradloomError("hvp: the function must return one float array of one element "
-                                "(the loss)")
-        loss_dot = tangents.tangent_array(outs[0])
-    tape.backward(grads={loss_dot: array(np.ones(loss_dot.shape), dtype=loss_dot.dtype)})
+        seeds_of = _loss_seeds(outs, weights)
+        grads = {tangents.tangent_array(o): array(w, dtype=o.dtype) for o, w in seeds_of}
+    tape.backward(grads=grads)
     return [array(np.array(tangents.gradient(a)), dtype=a.dtype) if _float_array(a) else None
             for a in ins]
+
+
+def _loss_seeds(outs: list[Any], weights: Sequence[Any] | None) -> list[tuple[array, NDArray]]:
+    """(output, the weight of its tangent in the loss) for hvp's reverse pass."""
+    if weights is None:
+        if len(outs) != 1 or not _float_array(outs[0]) or outs[0].size != 1:
+            raise GradloomError("hvp: the function must return one float array of one element "
+                                "(the loss), or give weights for its outputs")
+        return [(outs[0], np.ones(outs[0].numpy().shape))]
+    if len(weights) != len(outs):
+        raise GradloomError(f"hvp: {len(weights)} weights for {len(outs)} outputs")
+    seeds = []
+    for o, w in zip(outs, weights, strict=True):
+        if w is None or not _float_array(o):
+            continue
+        values = np.asarray(w.numpy() if isinstance(w, array) else w, dtype=np.float64)
+        seeds.append((o, np.broadcast_to(values, o.numpy().shape).copy()))
+    return seeds
 
 
 def _seeds(ins: list[Any], tangents: Sequence[Any], what: str) -> list[tuple[array, Any]]:

@@ -28,9 +28,15 @@ from wpcompat import BACKEND, wp
 if BACKEND != "gradloom":
     pytest.skip("forward mode is gradloom's (warp-lang has none)", allow_module_level=True)
 
-from gradloom.autograd import jvp  # noqa: E402
+from gradloom.autograd import hvp, jvp  # noqa: E402
+from gradloom.errors import CompileError  # noqa: E402
 
 ROWS = all_rows()
+#: builtins whose Hessian-vector products are refused, with the clear error's words: the
+#: tangent of atomic_min/max compares with the old value the atomic returns, which reverse mode
+#: refuses to differentiate through
+HVP_REFUSED = {"atomic_min": "cannot differentiate wp.atomic_min", "atomic_max":
+               "cannot differentiate wp.atomic_max"}
 GRAD_ROWS = [r for r in ROWS if r.grad]
 
 
@@ -82,3 +88,53 @@ def test_jvp_matches_central_difference_and_reverse(factory: KernelFactory, row:
     assert bad.size == 0, (
         f"{row.id} {ft}: w·(J d) from forward mode differs from (Jᵀ w)·d from reverse mode at "
         f"threads {bad.tolist()}: forward {fwd[bad]}, reverse {rev[bad]}")
+
+
+def _reverse_gradients(factory: KernelFactory, row: Row, inputs: list[np.ndarray],
+                       weights: list[np.ndarray]) -> list[np.ndarray | None]:
+    """Reverse-mode (wp.Tape) gradients of Σ w·y per input, float64."""
+    arrays = make_arrays(row, wp.float64, inputs, grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(factory.kernel(row, wp.float64), dim=len(inputs[0]), inputs=arrays)
+    outs = arrays[len(row.args):]
+    tape.backward(grads={o: wp.array(w, dtype=o.dtype) for o, w, c in
+                         zip(outs, weights, row.out) if is_float_code(c)})
+    return [np.asarray(a.grad.numpy(), dtype=np.float64) if is_float_code(c) else None
+            for a, c in zip(arrays, row.args)]
+
+
+@pytest.mark.parametrize("row", GRAD_ROWS, ids=lambda r: r.id)
+def test_hvp_matches_differences_of_reverse_gradients(factory: KernelFactory, row: Row) -> None:
+    """H·d of L = Σ w·y (reverse over forward) against the float64 central difference of
+    reverse-mode gradients along d, per thread."""
+    seed = zlib.crc32(row.id.encode())
+    inputs = row_inputs(row, seed)
+    dirs = random_directions(row, inputs, seed)
+    weights = random_weights(row, len(inputs[0]), seed)
+    arrays = make_arrays(row, wp.float64, inputs, grad=False)
+    k, n = len(row.args), len(inputs[0])
+    kernel = factory.kernel(row, wp.float64)
+    seeds = [w if is_float_code(c) else None for w, c in zip(weights, row.out)]
+    if row.name in HVP_REFUSED:
+        with pytest.raises(CompileError, match=HVP_REFUSED[row.name]):
+            hvp(kernel, arrays[:k], dirs, dim=n, outputs=arrays[k:], weights=seeds)
+        return
+    hv = hvp(kernel, arrays[:k], dirs, dim=n, outputs=arrays[k:], weights=seeds)
+    h = 1e-5
+    plus = _reverse_gradients(factory, row, [x if d is None else x + h * d
+                                             for x, d in zip(inputs, dirs)], weights)
+    minus = _reverse_gradients(factory, row, [x if d is None else x - h * d
+                                              for x, d in zip(inputs, dirs)], weights)
+    for j, (got, gp, gm) in enumerate(zip(hv, plus, minus)):
+        if gp is None or gm is None:
+            continue
+        fd = (gp - gm) / (2 * h)
+        values = np.asarray(got.numpy(), dtype=np.float64)
+        scale = np.abs(fd).reshape(n, -1).max(axis=1) + np.abs(gp).reshape(n, -1).max(axis=1)
+        tol = (row.rtol * 10 * scale + 1e-7).reshape((n,) + (1,) * (fd.ndim - 1))
+        bad = np.flatnonzero((~(np.abs(values - fd) <= tol)).reshape(n, -1).any(axis=1))
+        assert bad.size == 0, (
+            f"{row.id}: H·d of input {j} differs from the central difference of reverse-mode "
+            f"gradients at threads {bad.tolist()}: hvp {values[bad].ravel()[:6]}, "
+            f"fd {fd[bad].ravel()[:6]}")
