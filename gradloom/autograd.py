@@ -1,4 +1,4 @@
-"""Gradient checking (Warp's `warp.autograd`): `jacobian`, `jacobian_fd`, `gradcheck` and its report."""
+"""Gradient checking (Warp's `warp.autograd`): `jacobian` (reverse or forward mode), `jacobian_fd`, `gradcheck` and its report; `jvp` and `hvp` (forward_mode.py)."""
 
 from __future__ import annotations
 
