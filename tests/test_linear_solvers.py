@@ -164,3 +164,7 @@ def test_block_jacobi_inverts_diagonal_blocks():
     np.testing.assert_array_equal(z2.numpy(), [1.0, 2.0])
     with pytest.raises(ValueError, match="fsai"):
         L.preconditioner(A, "fsai")
+    for shape, nrow, ncol, what in (((3, 2), 2, 3, "square matrix blocks"), ((3, 3), 3, 5, "square matrix")):
+        bad = S.bsr_zeros(nrow, ncol, wp.types.matrix(shape, wp.float64))
+        with pytest.raises(ValueError, match=what):
+            L.preconditioner(bad, "block_jacobi_direct")

@@ -44,9 +44,12 @@ def block_jacobi(A: Any, ptype: str) -> LinearOperator | None:
     if not isinstance(A, BsrMatrix):
         raise ValueError(f"preconditioner: {ptype!r} needs a BsrMatrix, got {type(A).__name__}")
     br, bc = A.block_shape
-    if A.nrow != A.ncol or br != bc:
-        raise ValueError(f"preconditioner: {ptype!r} needs a square matrix of square blocks, got "
-                         f"{A.nrow}x{A.ncol} blocks of shape {A.block_shape}")
+    if br != bc:
+        raise ValueError(f"preconditioner: {ptype!r} needs square matrix blocks, got blocks of "
+                         f"shape {A.block_shape}")
+    if A.nrow != A.ncol:
+        raise ValueError(f"preconditioner: {ptype!r} needs a square matrix, got {A.nrow}x{A.ncol} "
+                         "blocks")
     if ptype == "block_jacobi_tile" and A.scalar_type not in (wp.float32, wp.float64):
         raise ValueError("preconditioner: 'block_jacobi_tile' needs float32 or float64 blocks, got "
                          f"{A.scalar_type.__name__}")
