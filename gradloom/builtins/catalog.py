@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     lang,
     linalg,
     math,
+    mesh,
     noise,
     operators,
     quat,

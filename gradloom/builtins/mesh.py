@@ -1,0 +1,260 @@
+"""Mesh queries in kernels: `mesh_query_point_no_sign` and `mesh_eval_position`.
+
+A kernel receives a `Mesh.id` (uint64): the address of the descriptor runtime/mesh.py writes
+(offsets in types/mesh_layout.py). The BVH's nodes are in depth-first order with skip pointers,
+so the closest-point search is a while loop over integer state (node index) and the best
+candidate so far: no stack, no new primitive. Vertex positions are read with plain loads, so
+gradients flow to the query point through the closest-point arithmetic (piecewise smooth), not
+to the mesh's points; they reach the points through the user's own reads (e.g. `points[i]`).
+"""
+
+from __future__ import annotations
+
+from ..ir.nodes import Var
+from ..types import (
+    ScalarType,
+    StructType,
+    VectorType,
+    bool_,
+    float32,
+    int32,
+    int64,
+    ptr,
+    uint32,
+    uint64,
+    vec3f,
+)
+from ..types.mesh_layout import (
+    MESH_INDICES,
+    MESH_NODE_SIZE,
+    MESH_NODES,
+    MESH_NUM_NODES,
+    MESH_POINTS,
+    NODE_LOWER,
+    NODE_PRIM,
+    NODE_SKIP,
+    NODE_UPPER,
+)
+from .registry import builtin
+from .values import (
+    Composite,
+    Ctx,
+    Literal,
+    StructVal,
+    Value,
+    describe,
+    materialize,
+    scalar,
+    while_loop,
+)
+
+_GROUP = "Geometry"
+V3 = tuple[Var, Var, Var]
+
+
+class MeshQueryPoint:
+    """`wp.MeshQueryPoint`: the result of a closest-point query (result, sign, face, u, v)."""
+
+    __gl_type__: StructType
+
+
+POINT_TYPE = StructType("MeshQueryPoint", (("result", bool_), ("sign", float32),
+                                           ("face", int32), ("u", float32), ("v", float32)),
+                        MeshQueryPoint)
+MeshQueryPoint.__gl_type__ = POINT_TYPE
+
+
+def _descriptor(ctx: Ctx, name: str, mesh_id: Value) -> Var:
+    if isinstance(mesh_id, Literal) and isinstance(mesh_id.value, int) \
+            and not isinstance(mesh_id.value, bool):
+        mesh_id = ctx.const(mesh_id.value, uint64)
+    if not isinstance(mesh_id, Var) or mesh_id.type.kind not in "iu" or mesh_id.type.bits != 64:
+        raise ctx.error(f"wp.{name}() needs a mesh id (wp.uint64, a Mesh's .id), got "
+                        f"{describe(mesh_id)}")
+    return ctx.op("cast", mesh_id, type=ptr)
+
+
+def _load(ctx: Ctx, base: Var, byte_offset: Var, t: ScalarType) -> Var:
+    """A load through a handle; floats are read as bits, so autodiff sees integers only (the
+    mesh's data is a constant of the kernel, not a value gradients flow into)."""
+    if t == float32:
+        return ctx.op("bitcast", ctx.op("load", base, byte_offset, type=uint32), type=float32)
+    return ctx.op("load", base, byte_offset, type=t)
+
+
+def _field(ctx: Ctx, desc: Var, offset: int, t: ScalarType) -> Var:
+    return ctx.op("load", desc, ctx.const(0, int64), attr=offset, type=t)
+
+
+def _vertex(ctx: Ctx, points: Var, indices: Var, face: Var, corner: int) -> V3:
+    """Corner `corner` of triangle `face`: points[indices[3 * face + corner]]."""
+    f = ctx.op("cast", face, type=int64)
+    slot = ctx.op("add", ctx.op("mul", f, ctx.const(12, int64)), ctx.const(4 * corner, int64))
+    vi = ctx.op("cast", _load(ctx, indices, slot, int32), type=int64)
+    base = ctx.op("mul", vi, ctx.const(12, int64))
+    return tuple(_load(ctx, points, ctx.op("add", base, ctx.const(4 * k, int64)), float32)
+                 for k in range(3))  # type: ignore[return-value]
+
+
+class _Ops:
+    """Scalar and vec3 arithmetic on IR values (readable closest-point code)."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.c = ctx
+
+    def sub3(self, a: V3, b: V3) -> V3:
+        return tuple(self.c.op("sub", x, y) for x, y in zip(a, b, strict=True))  # type: ignore
+
+    def dot(self, a: V3, b: V3) -> Var:
+        c = self.c
+        return c.op("add", c.op("add", c.op("mul", a[0], b[0]), c.op("mul", a[1], b[1])),
+                    c.op("mul", a[2], b[2]))
+
+    def k(self, v: float) -> Var:
+        return self.c.const(v, float32)
+
+    def safe_div(self, a: Var, b: Var) -> Var:
+        """a / b, with 1 for b == 0 (the quotient is then discarded by a select; a finite
+        value keeps the unused branch's adjoint finite)."""
+        zero = self.c.op("eq", b, self.k(0.0))
+        return self.c.op("div", a, self.c.op("select", zero, self.k(1.0), b))
+
+
+def _and(ctx: Ctx, *conds: Var) -> Var:
+    out = conds[0]
+    for c in conds[1:]:
+        out = ctx.op("and", out, c)
+    return out
+
+
+def closest_bary(ctx: Ctx, p: V3, a: V3, b: V3, c: V3) -> tuple[Var, Var, Var]:
+    """Barycentric weights (of a, b, c) of the point of triangle abc closest to p: the Voronoi
+    regions of vertices, edges and face in priority order (Ericson, Real-Time Collision
+    Detection §5.1.5), every region evaluated and the first that holds selected."""
+    o = _Ops(ctx)
+    ab, ac, ap, bp, cp = o.sub3(b, a), o.sub3(c, a), o.sub3(p, a), o.sub3(p, b), o.sub3(p, c)
+    d1, d2, d3, d4 = o.dot(ab, ap), o.dot(ac, ap), o.dot(ab, bp), o.dot(ac, bp)
+    d5, d6 = o.dot(ab, cp), o.dot(ac, cp)
+    op = ctx.op
+    vc = op("sub", op("mul", d1, d4), op("mul", d3, d2))
+    vb = op("sub", op("mul", d5, d2), op("mul", d1, d6))
+    va = op("sub", op("mul", d3, d6), op("mul", d5, d4))
+    z, one = o.k(0.0), o.k(1.0)
+    den = op("add", op("add", va, vb), vc)
+    v_in, w_in = o.safe_div(vb, den), o.safe_div(vc, den)
+    e43, e56 = op("sub", d4, d3), op("sub", d5, d6)
+    w_bc = o.safe_div(e43, op("add", e43, e56))
+    w_ac = o.safe_div(d2, op("sub", d2, d6))
+    v_ab = o.safe_div(d1, op("sub", d1, d3))
+    # (condition, weights), highest priority first; the interior is the fallback
+    regions: list[tuple[Var, tuple[Var, Var, Var]]] = [
+        (_and(ctx, op("le", d1, z), op("le", d2, z)), (one, z, z)),
+        (_and(ctx, op("ge", d3, z), op("le", d4, d3)), (z, one, z)),
+        (_and(ctx, op("le", vc, z), op("ge", d1, z), op("le", d3, z)),
+         (op("sub", one, v_ab), v_ab, z)),
+        (_and(ctx, op("ge", d6, z), op("le", d5, d6)), (z, z, one)),
+        (_and(ctx, op("le", vb, z), op("ge", d2, z), op("le", d6, z)),
+         (op("sub", one, w_ac), z, w_ac)),
+        (_and(ctx, op("le", va, z), op("ge", e43, z), op("ge", e56, z)),
+         (z, op("sub", one, w_bc), w_bc)),
+    ]
+    w = (op("sub", op("sub", one, v_in), w_in), v_in, w_in)
+    for cond, ws in reversed(regions):
+        w = tuple(op("select", cond, x, y) for x, y in zip(ws, w, strict=True))  # type: ignore
+    return w
+
+
+def _box_dist2(ctx: Ctx, p: V3, lo: V3, hi: V3) -> Var:
+    """Squared distance from p to the box [lo, hi] (0 inside)."""
+    total = ctx.const(0.0, float32)
+    for k in range(3):
+        d = ctx.op("max", ctx.op("max", ctx.op("sub", lo[k], p[k]), ctx.op("sub", p[k], hi[k])),
+                   ctx.const(0.0, float32))
+        total = ctx.op("add", total, ctx.op("mul", d, d))
+    return total
+
+
+def _point_arg(ctx: Ctx, name: str, point: Value) -> V3:
+    if not (isinstance(point, Composite) and isinstance(point.type, VectorType)
+            and point.type.length == 3 and point.type.dtype == float32):
+        raise ctx.error(f"wp.{name}() needs a wp.vec3 point, got {describe(point)}")
+    return point.comps  # type: ignore[return-value]
+
+
+def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
+    """The BVH walk: [best squared distance, face (-1 if none), u, v]."""
+    nodes = _field(ctx, desc, MESH_NODES, ptr)
+    points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
+    n = _field(ctx, desc, MESH_NUM_NODES, int32)
+    op = ctx.op
+
+    def body(s: list[Var]) -> list[Var]:
+        i, best, face, u, v = s
+        base = op("mul", op("cast", i, type=int64), ctx.const(MESH_NODE_SIZE, int64))
+
+        def at(off: int, t: ScalarType) -> Var:
+            return _load(ctx, nodes, op("add", base, ctx.const(off, int64)), t)
+
+        lo = tuple(at(NODE_LOWER + 4 * k, float32) for k in range(3))
+        hi = tuple(at(NODE_UPPER + 4 * k, float32) for k in range(3))
+        skip, prim = at(NODE_SKIP, int32), at(NODE_PRIM, int32)
+        far = op("gt", _box_dist2(ctx, p, lo, hi), best)  # type: ignore[arg-type]
+        leaf = op("and", op("not", far), op("ge", prim, ctx.const(0, int32)))
+        tri = op("select", leaf, prim, ctx.const(0, int32))  # a valid face to read
+        a, b, c = (_vertex(ctx, points, indices, tri, k) for k in range(3))
+        wa, wb, wc = closest_bary(ctx, p, a, b, c)
+        q = tuple(op("add", op("add", op("mul", wa, a[k]), op("mul", wb, b[k])),
+                     op("mul", wc, c[k])) for k in range(3))
+        d = _Ops(ctx).sub3(p, q)  # type: ignore[arg-type]
+        d2 = _Ops(ctx).dot(d, d)
+        better = op("and", leaf, op("lt", d2, best))
+        nxt = op("select", op("or", far, leaf), skip, op("add", i, ctx.const(1, int32)))
+        return [nxt, op("select", better, d2, best), op("select", better, tri, face),
+                op("select", better, wa, u), op("select", better, wb, v)]
+
+    zero = ctx.const(0.0, float32)
+    init = [ctx.const(0, int32), op("mul", max_dist, max_dist), ctx.const(-1, int32), zero, zero]
+    return while_loop(ctx, init, lambda s: op("lt", s[0], n), body)[1:]
+
+
+@builtin("mesh_query_point_no_sign", "the point of a Mesh closest to point within max_dist: "
+         "a MeshQueryPoint with result (found), face and barycentrics u, v (the closest point is "
+         "u * p0 + v * p1 + (1 - u - v) * p2 of the face's vertices); sign is not computed",
+         group=_GROUP, signatures="(id: uint64, point: vec3f, max_dist: float32) -> "
+         "MeshQueryPoint")
+def mesh_query_point_no_sign(ctx: Ctx, id: Value, point: Value, max_dist: Value) -> Value:
+    desc = _descriptor(ctx, "mesh_query_point_no_sign", id)
+    p = _point_arg(ctx, "mesh_query_point_no_sign", point)
+    md = materialize(ctx, max_dist, float32)
+    if not isinstance(md, Var) or md.type != float32:
+        raise ctx.error("wp.mesh_query_point_no_sign(): max_dist must be a float32, got "
+                        f"{describe(max_dist)}")
+    _, face, u, v = _closest(ctx, desc, p, md)
+    found = ctx.op("ge", face, ctx.const(0, int32))
+    zero = ctx.const(0.0, float32)
+    # Warp leaves face, u and v at 0 when nothing is within max_dist
+    face = ctx.op("select", found, face, ctx.const(0, int32))
+    return StructVal(POINT_TYPE, (found, ctx.const(0.0, float32), face,
+                                  ctx.op("select", found, u, zero),
+                                  ctx.op("select", found, v, zero)))
+
+
+@builtin("mesh_eval_position", "the position u * p0 + v * p1 + (1 - u - v) * p2 on face of a "
+         "Mesh (gradients flow to u and v, not to the mesh's points)", group=_GROUP,
+         signatures="(id: uint64, face: int32, bary_u: float32, bary_v: float32) -> vec3f")
+def mesh_eval_position(ctx: Ctx, id: Value, face: Value, bary_u: Value, bary_v: Value) -> Value:
+    desc = _descriptor(ctx, "mesh_eval_position", id)
+    f = scalar(ctx, face, int32)
+    if not f.type.is_int:
+        raise ctx.error(f"wp.mesh_eval_position(): face must be an integer, got {f.type}")
+    u, v = (materialize(ctx, x, float32) for x in (bary_u, bary_v))
+    if not (isinstance(u, Var) and isinstance(v, Var) and u.type == v.type == float32):
+        raise ctx.error("wp.mesh_eval_position(): bary_u and bary_v must be float32")
+    points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
+    a, b, c = (_vertex(ctx, points, indices, f, k) for k in range(3))
+    w = ctx.op("sub", ctx.op("sub", ctx.const(1.0, float32), u), v)
+    comps = tuple(ctx.op("add", ctx.op("add", ctx.op("mul", u, a[k]), ctx.op("mul", v, b[k])),
+                         ctx.op("mul", w, c[k])) for k in range(3))
+    return Composite(vec3f, comps)
+
+
