@@ -303,10 +303,11 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    if name in ("Mesh", "MeshQueryPoint"):  # runtime/mesh.py, builtins/mesh.py; on first use
+    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay"):  # runtime/mesh.py, builtins/mesh*.py
         import importlib
 
-        mod = ".runtime.mesh" if name == "Mesh" else ".builtins.mesh"
+        mod = {"Mesh": ".runtime.mesh", "MeshQueryRay": ".builtins.mesh_ray"}.get(
+            name, ".builtins.mesh")
         return getattr(importlib.import_module(mod, __name__), name)
     raise AttributeError(
         f"module 'gradloom' has no attribute '{name}' (not implemented yet, or not a Warp name)"

@@ -96,7 +96,8 @@ GRADIENTS_TESTED_ELSEWHERE = {"texture_sample": "test_texture.py", **{
         "sample_f", "sample_v", "sample", "sample_grad_f", "sample_grad", "index_to_world",
         "world_to_index", "index_to_world_dir", "world_to_index_dir", "sample_index",
         "sample_grad_index")}, **{
-    f"mesh_{n}": "test_mesh.py" for n in ("query_point_no_sign", "eval_position")}}
+    f"mesh_{n}": "test_mesh.py" for n in ("query_point_no_sign", "eval_position")},
+    "mesh_query_ray": "test_mesh_ray.py"}
 
 
 @pytest.mark.skipif(BACKEND != "gradloom", reason="the registry is gradloom's")

@@ -10,6 +10,8 @@ to the mesh's points; they reach the points through the user's own reads (e.g. `
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ir.nodes import Var
 from ..types import (
     ScalarType,
@@ -43,6 +45,7 @@ from .values import (
     StructVal,
     Value,
     describe,
+    if_values,
     materialize,
     scalar,
     while_loop,
@@ -181,40 +184,65 @@ def _point_arg(ctx: Ctx, name: str, point: Value) -> V3:
     return point.comps  # type: ignore[return-value]
 
 
-def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
-    """The BVH walk: [best squared distance, face (-1 if none), u, v]."""
+FarFn = Callable[[V3, V3, list[Var]], Var]
+LeafFn = Callable[[Var, V3, V3, V3, list[Var]], list[Var]]
+
+
+def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> list[Var]:
+    """Visit the BVH depth first with skip pointers: a node whose box `far(lower, upper,
+    state)` rejects is skipped with its subtree; at a leaf, `leaf(face, a, b, c, state)`
+    gives the new state. Returns the final state."""
     nodes = _field(ctx, desc, MESH_NODES, ptr)
     points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
     n = _field(ctx, desc, MESH_NUM_NODES, int32)
     op = ctx.op
 
     def body(s: list[Var]) -> list[Var]:
-        i, best, face, u, v = s
+        i, rest = s[0], s[1:]
         base = op("mul", op("cast", i, type=int64), ctx.const(MESH_NODE_SIZE, int64))
 
         def at(off: int, t: ScalarType) -> Var:
             return _load(ctx, nodes, op("add", base, ctx.const(off, int64)), t)
 
-        lo = tuple(at(NODE_LOWER + 4 * k, float32) for k in range(3))
-        hi = tuple(at(NODE_UPPER + 4 * k, float32) for k in range(3))
+        lo: V3 = (at(NODE_LOWER, float32), at(NODE_LOWER + 4, float32), at(NODE_LOWER + 8, float32))
+        hi: V3 = (at(NODE_UPPER, float32), at(NODE_UPPER + 4, float32), at(NODE_UPPER + 8, float32))
         skip, prim = at(NODE_SKIP, int32), at(NODE_PRIM, int32)
-        far = op("gt", _box_dist2(ctx, p, lo, hi), best)  # type: ignore[arg-type]
-        leaf = op("and", op("not", far), op("ge", prim, ctx.const(0, int32)))
-        tri = op("select", leaf, prim, ctx.const(0, int32))  # a valid face to read
-        a, b, c = (_vertex(ctx, points, indices, tri, k) for k in range(3))
+        rejected = far(lo, hi, rest)
+        is_leaf = op("and", op("not", rejected), op("ge", prim, ctx.const(0, int32)))
+
+        def visit() -> list[Var]:
+            a, b, c = (_vertex(ctx, points, indices, prim, k) for k in range(3))
+            return leaf(prim, a, b, c, rest)
+
+        kept = list(rest)
+        new = if_values(ctx, is_leaf, visit, lambda: kept)
+        nxt = op("select", op("or", rejected, is_leaf), skip, op("add", i, ctx.const(1, int32)))
+        return [nxt, *new]
+
+    return while_loop(ctx, [ctx.const(0, int32), *state], lambda s: op("lt", s[0], n), body)[1:]
+
+
+def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
+    """The closest-point walk: [best squared distance, face (-1 if none), u, v]."""
+    op = ctx.op
+
+    def far(lo: V3, hi: V3, s: list[Var]) -> Var:
+        return op("gt", _box_dist2(ctx, p, lo, hi), s[0])
+
+    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
+        best, face, u, v = s
         wa, wb, wc = closest_bary(ctx, p, a, b, c)
-        q = tuple(op("add", op("add", op("mul", wa, a[k]), op("mul", wb, b[k])),
-                     op("mul", wc, c[k])) for k in range(3))
-        d = _Ops(ctx).sub3(p, q)  # type: ignore[arg-type]
+        q: V3 = tuple(op("add", op("add", op("mul", wa, a[k]), op("mul", wb, b[k])),  # type: ignore
+                         op("mul", wc, c[k])) for k in range(3))
+        d = _Ops(ctx).sub3(p, q)
         d2 = _Ops(ctx).dot(d, d)
-        better = op("and", leaf, op("lt", d2, best))
-        nxt = op("select", op("or", far, leaf), skip, op("add", i, ctx.const(1, int32)))
-        return [nxt, op("select", better, d2, best), op("select", better, tri, face),
+        better = op("lt", d2, best)
+        return [op("select", better, d2, best), op("select", better, tri, face),
                 op("select", better, wa, u), op("select", better, wb, v)]
 
     zero = ctx.const(0.0, float32)
-    init = [ctx.const(0, int32), op("mul", max_dist, max_dist), ctx.const(-1, int32), zero, zero]
-    return while_loop(ctx, init, lambda s: op("lt", s[0], n), body)[1:]
+    init = [op("mul", max_dist, max_dist), ctx.const(-1, int32), zero, zero]
+    return walk(ctx, desc, init, far, leaf)
 
 
 @builtin("mesh_query_point_no_sign", "the point of a Mesh closest to point within max_dist: "

@@ -1,0 +1,115 @@
+"""Ray casts against a wp.Mesh in kernels: `mesh_query_ray` (the nearest hit along a ray).
+
+The walk is builtins/mesh.py's stackless BVH traversal: a node is skipped when the ray misses
+its box or enters it beyond the nearest hit so far; a leaf's triangle is intersected with the
+Möller–Trumbore test. Gradients reach the ray's origin and direction through t, u and v (the
+mesh's data is read as constants).
+"""
+
+from __future__ import annotations
+
+from ..ir.nodes import Var
+from ..types import StructType, VectorType, bool_, float32, int32, vec3f
+from .mesh import V3, _descriptor, _Ops, walk
+from .registry import builtin
+from .values import Composite, Ctx, StructVal, Value, describe, materialize
+
+
+class MeshQueryRay:
+    """`wp.MeshQueryRay`: the result of a ray cast (result, sign, face, t, u, v, normal)."""
+
+    __gl_type__: StructType
+
+
+RAY_TYPE = StructType("MeshQueryRay", (("result", bool_), ("sign", float32), ("face", int32),
+                                       ("t", float32), ("u", float32), ("v", float32),
+                                       ("normal", vec3f)), MeshQueryRay)
+MeshQueryRay.__gl_type__ = RAY_TYPE
+
+
+def _cross(ctx: Ctx, a: V3, b: V3) -> V3:
+    op = ctx.op
+    return (op("sub", op("mul", a[1], b[2]), op("mul", a[2], b[1])),
+            op("sub", op("mul", a[2], b[0]), op("mul", a[0], b[2])),
+            op("sub", op("mul", a[0], b[1]), op("mul", a[1], b[0])))
+
+
+def _vec3(ctx: Ctx, name: str, arg: str, v: Value) -> V3:
+    if not (isinstance(v, Composite) and isinstance(v.type, VectorType) and v.type.length == 3
+            and v.type.dtype == float32):
+        raise ctx.error(f"wp.{name}(): {arg} must be a wp.vec3, got {describe(v)}")
+    return v.comps  # type: ignore[return-value]
+
+
+def _slab_far(ctx: Ctx, o: V3, inv: V3, lo: V3, hi: V3, best: Var) -> Var:
+    """The ray misses box [lo, hi] within [0, best] (slab test)."""
+    op = ctx.op
+    t0, t1 = ctx.const(0.0, float32), best
+    for k in range(3):
+        a = op("mul", op("sub", lo[k], o[k]), inv[k])
+        b = op("mul", op("sub", hi[k], o[k]), inv[k])
+        t0 = op("max", t0, op("min", a, b))
+        t1 = op("min", t1, op("max", a, b))
+    return op("gt", t0, t1)
+
+
+def _hit(ctx: Ctx, o: V3, d: V3, a: V3, b: V3, c: V3) -> tuple[Var, Var, Var, Var]:
+    """Möller–Trumbore: (hit, t, weight of b, weight of c)."""
+    m, op = _Ops(ctx), ctx.op
+    e1, e2 = m.sub3(b, a), m.sub3(c, a)
+    pv = _cross(ctx, d, e2)
+    det = m.dot(e1, pv)
+    tv = m.sub3(o, a)
+    qv = _cross(ctx, tv, e1)
+    wb = m.safe_div(m.dot(tv, pv), det)
+    wc = m.safe_div(m.dot(d, qv), det)
+    t = m.safe_div(m.dot(e2, qv), det)
+    z = m.k(0.0)
+    ok = op("and", op("ne", det, z), op("and", op("ge", wb, z), op("ge", wc, z)))
+    ok = op("and", ok, op("and", op("le", op("add", wb, wc), m.k(1.0)), op("ge", t, z)))
+    return ok, t, wb, wc
+
+
+@builtin("mesh_query_ray", "the nearest intersection of the ray start + t * dir (0 <= t <= "
+         "max_t) with a Mesh: a MeshQueryRay with result (hit), t, face, barycentrics u, v "
+         "(weights of the face's first two vertices), sign (> 0 when the ray hits the front "
+         "of the face) and the face's unit normal", group="Geometry",
+         signatures="(id: uint64, start: vec3f, dir: vec3f, max_t: float32) -> MeshQueryRay")
+def mesh_query_ray(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value) -> Value:
+    name = "mesh_query_ray"
+    desc = _descriptor(ctx, name, id)
+    o, d = _vec3(ctx, name, "start", start), _vec3(ctx, name, "dir", dir)
+    mt = materialize(ctx, max_t, float32)
+    if not isinstance(mt, Var) or mt.type != float32:
+        raise ctx.error(f"wp.mesh_query_ray(): max_t must be a float32, got {describe(max_t)}")
+    op, m = ctx.op, _Ops(ctx)
+    big = m.k(1e30)
+    # 1 / dir with a huge finite value for a zero component (no 0 * inf in the slab test)
+    inv: V3 = tuple(op("select", op("eq", x, m.k(0.0)), big, op("div", m.k(1.0), x))  # type: ignore
+                    for x in d)
+
+    def far(lo: V3, hi: V3, s: list[Var]) -> Var:
+        return _slab_far(ctx, o, inv, lo, hi, s[0])
+
+    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
+        ok, t, wb, wc = _hit(ctx, o, d, a, b, c)
+        better = op("and", ok, op("le", t, s[0]))
+        n = _cross(ctx, m.sub3(b, a), m.sub3(c, a))
+        new = [t, tri, wb, wc, *n]
+        return [op("select", better, x, y) for x, y in zip(new, s, strict=True)]
+
+    z = m.k(0.0)
+    t, face, wb, wc, *n = walk(ctx, desc, [mt, ctx.const(-1, int32), z, z, z, z, z],
+                               far, leaf)
+    found = op("ge", face, ctx.const(0, int32))
+    length = op("sqrt", m.dot(n, n))  # type: ignore[arg-type]
+    unit = tuple(m.safe_div(x, length) for x in n)
+    sign = op("select", op("lt", m.dot(d, unit), z), m.k(1.0), m.k(-1.0))  # type: ignore
+    u = op("sub", op("sub", m.k(1.0), wb), wc)
+
+    def keep(x: Var, default: Var) -> Var:
+        return op("select", found, x, default)
+
+    return StructVal(RAY_TYPE, (found, keep(sign, z), keep(face, ctx.const(0, int32)),
+                                keep(t, z), keep(u, z), keep(wb, z),
+                                Composite(vec3f, tuple(keep(x, z) for x in unit))))
