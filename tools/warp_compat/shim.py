@@ -20,6 +20,10 @@ EXPERIMENT_FILE = "experiment.py"
 
 # Warp-private modules under warp._src that Warp's tests import by name.
 PRIVATE_MODULES = ("builtins", "codegen", "context", "logger", "types", "utils", "thirdparty")
+# Warp-private packages and their modules (test_linear_solvers, test_fsai import from these)
+PRIVATE_PACKAGES = {"optim": ("linear", "fsai")}
+#: per private module, the names given a public meaning (shimlib.py builds the values)
+_DATA = {"types": "_shimlib.src_types_data()", "context": "_shimlib.src_context_data()"}
 
 
 def _write(path: Path, doc: str, body: str) -> None:
@@ -37,10 +41,15 @@ def _private_package(dest: Path) -> Path:
            "    _il.import_module(__name__ + '.' + _n)\n"
            "_shimlib.private(__name__)\n")  # fmt: skip
     for name in PRIVATE_MODULES:
-        data = "_shimlib.src_types_data()" if name == "types" else "None"
         _write(root / f"{name}.py", f"warp._src.{name} is Warp-private.",
                "from tools.warp_compat import shimlib as _shimlib\n"
-               f"_shimlib.private(__name__, {data})\n")  # fmt: skip
+               f"_shimlib.private(__name__, {_DATA.get(name, 'None')})\n")  # fmt: skip
+    placeholder = "from tools.warp_compat import shimlib as _shimlib\n_shimlib.private(__name__)\n"
+    for package, modules in PRIVATE_PACKAGES.items():
+        _write(root / package / "__init__.py", f"warp._src.{package} is Warp-private.", placeholder)
+        for name in modules:
+            _write(root / package / f"{name}.py", f"warp._src.{package}.{name} is Warp-private.",
+                   placeholder)  # fmt: skip
     return root
 
 

@@ -176,6 +176,16 @@ def src_types_data() -> dict[str, Any]:
     }
 
 
+def src_context_data() -> dict[str, Any]:
+    """The one `warp._src.context` function Warp's test harness calls to pick devices: whether a
+    device can allocate inside a graph capture (the CPU always can, as Warp documents)."""
+
+    def capture_allocation_supported(device: Any) -> bool:
+        return bool(getattr(device, "is_cpu", False))
+
+    return {"_is_graph_capture_allocation_supported": capture_allocation_supported}
+
+
 # Options that only Warp's test harness (unittest_utils) toggles around every test; given a
 # neutral value when gradloom's config lacks them so the harness itself can run.
 HARNESS_CONFIG_DEFAULTS: dict[str, Any] = {"enable_cpu_blocks": False}
