@@ -277,12 +277,14 @@ class Lowerer(StoreLowerer, IterLowerer):
 
     def inline_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
                     kwargs: dict[str, Any]) -> Any:
-        if fn in self.stack:
+        overload = fn.resolve(args, kwargs, ctx.loc) if hasattr(fn, "resolve") else fn
+        # recursion is a call of the same overload: one overload of a name may call another
+        # (Warp programs write `f(a, b)` as `f(a.x, a.y, b)`)
+        if overload in self.stack:
             raise UnsupportedSyntaxError(f"recursion ({fn.key} calls itself) is not supported",
                                          ctx.loc)
-        overload = fn.resolve(args, kwargs, ctx.loc) if hasattr(fn, "resolve") else fn
         env = bind_arguments(ctx, overload, args, kwargs)
-        stack = [*self.stack, fn]
+        stack = [*self.stack, overload]
         final: dict[str, Any] = {}
 
         def lower(info: SourceInfo, env: dict[str, Any], scope: list[Any] = stack) -> Any:
