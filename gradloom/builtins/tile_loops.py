@@ -13,7 +13,7 @@ from typing import Any
 
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, TileType, VectorType, int32, int64
-from .values import Composite, Ctx, TileVal, while_loop
+from .values import ZERO_TILE, Composite, Ctx, TileVal, while_loop
 
 #: the most bytes of data one tile may hold (its buffer is twice that: data and adjoints)
 MAX_TILE_BYTES = 256 * 1024
@@ -45,6 +45,9 @@ def new_tile(ctx: Ctx, t: TileType) -> TileVal:
     span = (nbytes + 63) // 64 * 64  # the adjoint half starts 64-byte aligned
     base = ctx.b.hoist("local", ctx.loc, attr=span)
     return TileVal(t, base, span, 0, row_major(t.shape))
+
+
+ZERO_TILE.fill(new_tile)  # a variable defined on one branch only starts as a zero tile
 
 
 def _i64(ctx: Ctx, v: Var | int) -> Var:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KernelTypeError, SourceLoc
+from ..hooks import Hook
 from ..ir.builder import Builder
 from ..ir.nodes import Var
 from ..types import (
@@ -24,6 +25,9 @@ from ..types import (
     int64,
     ptr,
 )
+
+#: a zero tile of a tile type (builtins/tile_loops.py fills it: tiles build on these values)
+ZERO_TILE: Hook[Any] = Hook("zero tiles", "gradloom.builtins.tile_loops")
 
 
 @dataclass(frozen=True)
@@ -239,9 +243,8 @@ def zeros_of(ctx: Ctx, t: Any) -> Value:
     if isinstance(t, FixedArrayType):
         element = zeros_of(ctx, t.dtype)
         return FixedArrayVal(t, (element,) * t.count)
-    if isinstance(t, TileType):
-        raise ctx.error(f"a {t!r} assigned on one branch only: assign the tile before the "
-                        "branch (wp.tile_zeros) as well")
+    if isinstance(t, TileType):  # a fresh tile buffer: zeroed when the thread starts
+        return ZERO_TILE.get()(ctx, t)  # type: ignore[no-any-return]
     raise ctx.error(f"cannot make a zero value of type {t!r}")
 
 
