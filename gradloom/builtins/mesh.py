@@ -188,6 +188,40 @@ FarFn = Callable[[V3, V3, list[Var]], Var]
 LeafFn = Callable[[Var, V3, V3, V3, list[Var]], list[Var]]
 
 
+def node(ctx: Ctx, nodes: Var, i: Var) -> tuple[V3, V3, Var, Var]:
+    """Node i's (lower, upper, skip, prim)."""
+    op = ctx.op
+    base = op("mul", op("cast", i, type=int64), ctx.const(MESH_NODE_SIZE, int64))
+
+    def at(off: int, t: ScalarType) -> Var:
+        return _load(ctx, nodes, op("add", base, ctx.const(off, int64)), t)
+
+    lo: V3 = (at(NODE_LOWER, float32), at(NODE_LOWER + 4, float32), at(NODE_LOWER + 8, float32))
+    hi: V3 = (at(NODE_UPPER, float32), at(NODE_UPPER + 4, float32), at(NODE_UPPER + 8, float32))
+    return lo, hi, at(NODE_SKIP, int32), at(NODE_PRIM, int32)
+
+
+def descend(ctx: Ctx, desc: Var, p: V3) -> Var:
+    """The triangle of the leaf reached from the root by always entering the child whose box
+    is nearer p: a good first guess that lets the full walk skip most of the tree. (An inner
+    node's children: the next node, and the node its first child's subtree skips to.)"""
+    nodes = _field(ctx, desc, MESH_NODES, ptr)
+    op = ctx.op
+
+    def step(s: list[Var]) -> list[Var]:
+        left = op("add", s[0], ctx.const(1, int32))
+        lo_l, hi_l, right, _ = node(ctx, nodes, left)
+        lo_r, hi_r, _, _ = node(ctx, nodes, right)
+        nearer_right = op("lt", _box_dist2(ctx, p, lo_r, hi_r), _box_dist2(ctx, p, lo_l, hi_l))
+        nxt = op("select", nearer_right, right, left)
+        return [nxt, node(ctx, nodes, nxt)[3]]
+
+    root_prim = node(ctx, nodes, ctx.const(0, int32))[3]
+    end = while_loop(ctx, [ctx.const(0, int32), root_prim],
+                     lambda s: op("lt", s[1], ctx.const(0, int32)), step)
+    return end[1]
+
+
 def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> list[Var]:
     """Visit the BVH depth first with skip pointers: a node whose box `far(lower, upper,
     state)` rejects is skipped with its subtree; at a leaf, `leaf(face, a, b, c, state)`
@@ -199,14 +233,7 @@ def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> lis
 
     def body(s: list[Var]) -> list[Var]:
         i, rest = s[0], s[1:]
-        base = op("mul", op("cast", i, type=int64), ctx.const(MESH_NODE_SIZE, int64))
-
-        def at(off: int, t: ScalarType) -> Var:
-            return _load(ctx, nodes, op("add", base, ctx.const(off, int64)), t)
-
-        lo: V3 = (at(NODE_LOWER, float32), at(NODE_LOWER + 4, float32), at(NODE_LOWER + 8, float32))
-        hi: V3 = (at(NODE_UPPER, float32), at(NODE_UPPER + 4, float32), at(NODE_UPPER + 8, float32))
-        skip, prim = at(NODE_SKIP, int32), at(NODE_PRIM, int32)
+        lo, hi, skip, prim = node(ctx, nodes, i)
         rejected = far(lo, hi, rest)
         is_leaf = op("and", op("not", rejected), op("ge", prim, ctx.const(0, int32)))
 
@@ -242,7 +269,10 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
 
     zero = ctx.const(0.0, float32)
     init = [op("mul", max_dist, max_dist), ctx.const(-1, int32), zero, zero]
-    return walk(ctx, desc, init, far, leaf)
+    guess = descend(ctx, desc, p)
+    points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
+    a, b, c = (_vertex(ctx, points, indices, guess, k) for k in range(3))
+    return walk(ctx, desc, leaf(guess, a, b, c, init), far, leaf)
 
 
 @builtin("mesh_query_point_no_sign", "the point of a Mesh closest to point within max_dist: "
