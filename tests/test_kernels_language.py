@@ -1263,3 +1263,18 @@ def test_python_round_is_wp_round():
     expected = np.sign(x) * np.floor(np.abs(x) + 0.5)
     np.testing.assert_array_equal(y.numpy(), expected)
     np.testing.assert_array_equal(n.numpy(), expected.astype(np.int32))
+
+
+IDENTITY_SIZE = wp.constant(4)
+
+
+@wp.kernel
+def identity_from_constant_kernel(out: wp.array(dtype=wp.mat44)):
+    out[0] = wp.identity(IDENTITY_SIZE, dtype=float) * 2.0 + wp.identity(4, dtype=float)
+
+
+def test_identity_size_from_a_constant():
+    # MuJoCo Warp passes the size positionally (a literal or a wp.constant)
+    out = zeros(1, wp.mat44)
+    launch(identity_from_constant_kernel, 1, out)
+    np.testing.assert_array_equal(out.numpy()[0], 3.0 * np.eye(4))

@@ -252,7 +252,10 @@ def matrix_from_cols(ctx: Ctx, *args: Value) -> Value:
 
 @builtin("identity", "the n×n identity matrix: identity(n=3, dtype=float)", group="Vector Math",
          differentiable=False, signatures="(n: Int, dtype: Any) -> Matrix")
-def identity(ctx: Ctx, n: int = 3, dtype: Any = float32) -> Value:
+def identity(ctx: Ctx, n: Any = 3, dtype: Any = float32) -> Value:
+    n = n.value if isinstance(n, Literal) else n  # a constant reaches here as a literal
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise ctx.error(f"wp.identity(n=...) takes a constant positive size, got {describe(n)}")
     dt = _dtype_kw(ctx, dtype)
     one, zero = ctx.const(1, dt), ctx.const(0, dt)
     comps = tuple(one if r == c else zero for r in range(n) for c in range(n))
