@@ -160,3 +160,14 @@ def test_bad_inputs_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="vertex index"):
         wp.Mesh(points=wp.array(pts[:3], dtype=wp.vec3),
                 indices=wp.array(tris.ravel(), dtype=wp.int32))
+
+
+def test_single_triangle_mesh() -> None:
+    """The root is a leaf: both the greedy descent and the walk start there."""
+    pts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    tris = np.array([[0, 1, 2]], np.int32)
+    mesh = make_mesh(pts, tris)
+    xs = np.array([[0.2, 0.2, 0.5], [2.0, 2.0, 0.0]], np.float32)
+    found, face, cp = run_query(mesh, xs)
+    assert list(found) == [1, 1] and list(face) == [0, 0]
+    np.testing.assert_allclose(cp, [[0.2, 0.2, 0], [0.5, 0.5, 0]], atol=1e-6)
