@@ -303,10 +303,11 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay"):  # runtime/mesh.py, builtins/mesh*.py
+    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB"):  # mesh*.py
         import importlib
 
-        mod = {"Mesh": ".runtime.mesh", "MeshQueryRay": ".builtins.mesh_ray"}.get(
+        mod = {"Mesh": ".runtime.mesh", "MeshQueryRay": ".builtins.mesh_ray",
+               "MeshQueryAABB": ".builtins.mesh_aabb"}.get(
             name, ".builtins.mesh")
         return getattr(importlib.import_module(mod, __name__), name)
     raise AttributeError(

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     linalg,
     math,
     mesh,
+    mesh_aabb,
     mesh_ray,
     noise,
     operators,
