@@ -34,3 +34,23 @@ def test_tile_kept_across_iterations_and_zero_before_assignment():
     blocks = x.reshape(2, 4).sum(axis=1)
     np.testing.assert_array_equal(out.numpy(), blocks[sel])
     assert first.numpy()[0] == 0.0
+
+
+@wp.kernel
+def _gather_rows(x: wp.array2d(dtype=float), rows: wp.array(dtype=int), y: wp.array2d(dtype=float)):
+    idx = wp.tile_load(rows, shape=3)
+    t = wp.tile_load_indexed(x, idx, shape=(3, 4), offset=(0, 1), axis=0)
+    wp.tile_store(y, t)
+
+
+def test_tile_load_indexed_gathers_and_pads():
+    # rows 2, -1 (a padding sentinel: zeros) and 0 of x, columns 1.. (the last one past the end)
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    rows = np.array([2, -1, 0], np.int32)
+    y = wp.zeros((3, 4), dtype=float, device=DEVICE)
+    wp.launch(_gather_rows, 1, inputs=[wp.array(x, dtype=float, device=DEVICE),
+                                       wp.array(rows, dtype=int, device=DEVICE), y], device=DEVICE)  # fmt: skip
+    expected = np.zeros((3, 4), np.float32)
+    expected[0] = x[2, 1:5]
+    expected[2] = x[0, 1:5]
+    np.testing.assert_array_equal(y.numpy(), expected)

@@ -139,6 +139,14 @@ def inplace_k(a: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64),
 
 
 @wp.kernel
+def gather_k(a: wp.array2d(dtype=wp.float64), rows: wp.array(dtype=int),
+             out: wp.array2d(dtype=wp.float64)):
+    idx = wp.tile_load(rows, shape=4)
+    t = wp.tile_load_indexed(a, idx, shape=(4, 3), axis=0)
+    wp.tile_store(out, t * t)
+
+
+@wp.kernel
 def vec_k(a: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d),
           s: wp.array(dtype=wp.float64)):
     x = wp.tile_load(a, shape=4)
@@ -302,3 +310,10 @@ def test_inplace_factor_and_solve_gradients() -> None:
     args = [arr(_spd(13)), arr(_rand(4, 2, seed=14)), arr(np.zeros((4, 2))),
             arr(np.zeros((4, 2))), arr(np.zeros((4, 2)))]
     check_kernel(inplace_k, 1, args, wrt=[0, 1], outputs=[2, 3, 4])
+
+
+def test_indexed_load_gradients_add_at_gathered_rows() -> None:
+    # row 1 is gathered twice (its gradient adds up), -1 pads with zeros
+    args = [arr(_rand(3, 3, seed=15)), arr(np.array([1, 0, 1, -1]), dtype=wp.int32),
+            arr(np.zeros((4, 3)))]
+    check_kernel(gather_k, 1, args, wrt=[0], outputs=[2])

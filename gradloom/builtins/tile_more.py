@@ -257,3 +257,44 @@ def print_tile(ctx: Ctx, t: TileVal, storage: str = "register") -> None:
         each(ctx, (rows,), lambda r: row(r[0]))
     shape = ",".join(str(d) for d in t.type.shape)
     say(f" = tile(shape=({shape}), storage={storage})\n")
+
+
+@builtin("tile_load_indexed", "a tile gathered from array a: along `axis` element c reads "
+         "a[offset + indices[c]], along the other dimensions a[offset + c]; an index outside the "
+         "array (a -1 sentinel too) reads zero; gradients add into a at the gathered places",
+         group=_T, signatures="(a: Array, indices: Tile, shape: Tuple, offset: Tuple, axis: Int, "
+                              "storage: str) -> Tile")  # fmt: skip
+def tile_load_indexed(ctx: Ctx, a: Any, indices: Any, shape: Any, offset: Any = None,
+                      axis: Any = 0, storage: str = "register") -> TileVal:  # fmt: skip
+    arr = _array_arg(ctx, a)
+    dims = const_ints(ctx, shape, "shape")
+    if len(dims) != arr.type.ndim:
+        raise ctx.error(f"wp.tile_load_indexed(): a {len(dims)}-D shape for a {arr.type.ndim}-D "
+                        "array")  # fmt: skip
+    ax = axis.value if isinstance(axis, Literal) else axis
+    if not isinstance(ax, int) or not 0 <= ax < len(dims):
+        raise ctx.error(f"wp.tile_load_indexed(): axis is a constant in [0, {len(dims)}), got {ax!r}")
+    idx = tile_arg(ctx, indices, "indices")
+    if idx.type.ndim != 1 or idx.type.shape[0] != dims[ax] or \
+            not (isinstance(idx.type.dtype, ScalarType) and idx.type.dtype.is_int):
+        raise ctx.error(f"wp.tile_load_indexed(): indices is a 1-D integer tile of {dims[ax]} "
+                        f"elements (shape[axis]), got {idx.type!r}")  # fmt: skip
+    base = _offsets(ctx, offset, len(dims))
+    out = new_tile(ctx, TileType(arr.type.dtype, dims))
+
+    def one(i: list[Var]) -> None:
+        gathered = read(ctx, idx, [i[ax]])
+        if gathered.type != int32:
+            gathered = ctx.op("cast", gathered, type=int32)
+        at = [ctx.op("add", o, gathered if k == ax else c)
+              for k, (o, c) in enumerate(zip(base, i, strict=True))]  # fmt: skip
+
+        def inside() -> list[Var]:
+            place = memory.index_array(ctx, arr, list(at))
+            assert isinstance(place, memory.Place)
+            return flatten(memory.load(ctx, place))
+        zero = zeros_of(ctx, arr.type.dtype)
+        vs = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
+        write(ctx, out, i, rebuild(zero, iter(vs)))  # type: ignore[arg-type]
+    each(ctx, dims, one)
+    return out
