@@ -91,7 +91,7 @@ GRADIENTS_TESTED_ELSEWHERE = {"texture_sample": "test_texture.py", **{
         "astype", "dot", "axpy", "scan_inclusive", "scan_exclusive", "scan_max_inclusive",
         "scan_min_inclusive", "diag_add", "from_thread", "atomic_add", "cholesky",
         "cholesky_inplace", "cholesky_solve", "cholesky_solve_inplace", "lower_solve",
-        "lower_solve_inplace", "upper_solve", "upper_solve_inplace", "load_indexed")}, **{
+        "lower_solve_inplace", "upper_solve", "upper_solve_inplace", "load_indexed", "scatter_masked", "scatter_add")}, **{
     f"volume_{n}": "test_volume.py" for n in (
         "sample_f", "sample_v", "sample", "sample_grad_f", "sample_grad", "index_to_world",
         "world_to_index", "index_to_world_dir", "world_to_index_dir", "sample_index",

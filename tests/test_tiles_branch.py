@@ -54,3 +54,26 @@ def test_tile_load_indexed_gathers_and_pads():
     expected[0] = x[2, 1:5]
     expected[2] = x[0, 1:5]
     np.testing.assert_array_equal(y.numpy(), expected)
+
+
+@wp.kernel
+def _scatter(src: wp.array(dtype=float), pos: wp.array(dtype=int), out: wp.array(dtype=float),
+             acc: wp.array(dtype=float)):  # fmt: skip
+    t = wp.tile_zeros(shape=6, dtype=float)
+    s = wp.tile_zeros(shape=6, dtype=float)
+    for e in range(4):
+        wp.tile_scatter_masked(t, pos[e], src[e], e != 2)
+        wp.tile_scatter_add(s, pos[e], src[e], True)
+    wp.tile_store(out, t)
+    wp.tile_store(acc, s)
+
+
+def test_tile_scatter_masked_and_add():
+    src = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    pos = np.array([5, 0, 3, 0], np.int32)
+    out = wp.zeros(6, dtype=float, device=DEVICE)
+    acc = wp.zeros(6, dtype=float, device=DEVICE)
+    wp.launch(_scatter, 1, inputs=[wp.array(src, dtype=float, device=DEVICE),
+                                   wp.array(pos, dtype=int, device=DEVICE), out, acc], device=DEVICE)  # fmt: skip
+    np.testing.assert_array_equal(out.numpy(), [4.0, 0, 0, 0, 0, 1.0])  # e = 2 masked off
+    np.testing.assert_array_equal(acc.numpy(), [6.0, 0, 0, 3.0, 0, 1.0])

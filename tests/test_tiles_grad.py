@@ -147,6 +147,16 @@ def gather_k(a: wp.array2d(dtype=wp.float64), rows: wp.array(dtype=int),
 
 
 @wp.kernel
+def scatter_k(src: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    t = wp.tile_zeros(shape=4, dtype=wp.float64)
+    s = wp.tile_zeros(shape=4, dtype=wp.float64)
+    for e in range(5):
+        wp.tile_scatter_masked(t, e % 4, src[e] * src[e], e != 1)
+        wp.tile_scatter_add(s, e % 4, src[e], True)
+    wp.tile_store(out, t * s)
+
+
+@wp.kernel
 def vec_k(a: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d),
           s: wp.array(dtype=wp.float64)):
     x = wp.tile_load(a, shape=4)
@@ -317,3 +327,9 @@ def test_indexed_load_gradients_add_at_gathered_rows() -> None:
     args = [arr(_rand(3, 3, seed=15)), arr(np.array([1, 0, 1, -1]), dtype=wp.int32),
             arr(np.zeros((4, 3)))]
     check_kernel(gather_k, 1, args, wrt=[0], outputs=[2])
+
+
+def test_scatter_gradients() -> None:
+    # index 0 is written twice (e = 0, then e = 4 overwrites it: src[0] gets nothing from t)
+    args = [arr(_rand(5, seed=16)), arr(np.zeros(4))]
+    check_kernel(scatter_k, 1, args, wrt=[0], outputs=[1])

@@ -298,3 +298,49 @@ def tile_load_indexed(ctx: Ctx, a: Any, indices: Any, shape: Any, offset: Any = 
         write(ctx, out, i, rebuild(zero, iter(vs)))  # type: ignore[arg-type]
     each(ctx, dims, one)
     return out
+
+
+def _scatter_args(ctx: Ctx, name: str, a: Any, args: tuple[Any, ...]) -> tuple[TileVal, list[Var], Any, Var]:
+    t = tile_arg(ctx, a, "a")
+    if len(args) != t.type.ndim + 2:
+        raise ctx.error(f"wp.{name}() on a {t.type.ndim}-D tile takes {t.type.ndim} indices, a "
+                        "value and has_value")  # fmt: skip
+    idx = [convert(ctx, scalar(ctx, v, int32), int32) for v in args[:-2]]
+    flag = scalar(ctx, args[-1], bool_)
+    if flag.type != bool_:
+        flag = ctx.op("ne", flag, ctx.const(0, flag.type))
+    return t, idx, args[-2], flag
+
+
+@builtin("tile_scatter_masked", "write value into tile a at index (i[, j[, k]]) where has_value "
+         "(one lane per block on the CPU, so one thread's write); a's gradient there goes to "
+         "value", group=_T,
+         signatures=("(a: Tile, i: Int, value: Any, has_value: bool) -> None",
+                     "(a: Tile, i: Int, j: Int, value: Any, has_value: bool) -> None",
+                     "(a: Tile, i: Int, j: Int, k: Int, value: Any, has_value: bool) -> None"))
+def tile_scatter_masked(ctx: Ctx, a: Any, *args: Any) -> None:
+    t, idx, value, flag = _scatter_args(ctx, "tile_scatter_masked", a, args)
+    v = convert(ctx, value, t.type.dtype)
+
+    def put() -> list[Var]:
+        write(ctx, t, idx, v)
+        return []
+
+    if_values(ctx, flag, put, lambda: [])
+
+
+@builtin("tile_scatter_add", "add value into tile a at index (i[, j[, k]]) where has_value; "
+         "a's gradient there reaches value", group=_T,
+         signatures=("(a: Tile, i: Int, value: Any, has_value: bool, atomic: bool) -> None",
+                     "(a: Tile, i: Int, j: Int, value: Any, has_value: bool, atomic: bool) -> None",
+                     "(a: Tile, i: Int, j: Int, k: Int, value: Any, has_value: bool, "
+                     "atomic: bool) -> None"))  # fmt: skip
+def tile_scatter_add(ctx: Ctx, a: Any, *args: Any, atomic: Any = True) -> None:
+    t, idx, value, flag = _scatter_args(ctx, "tile_scatter_add", a, args)
+    v = convert(ctx, value, t.type.dtype)
+
+    def add() -> list[Var]:
+        write(ctx, t, idx, ops.binary(ctx, "add", get(ctx, t, idx), v))  # type: ignore[arg-type]
+        return []
+
+    if_values(ctx, flag, add, lambda: [])
