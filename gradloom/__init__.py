@@ -303,11 +303,12 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB"):  # mesh*.py
-        import importlib
+    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB", "Bvh", "BvhQuery"):
+        import importlib  # runtime/mesh.py, runtime/bvh.py, builtins/mesh*.py, builtins/bvh.py
 
         mod = {"Mesh": ".runtime.mesh", "MeshQueryRay": ".builtins.mesh_ray",
-               "MeshQueryAABB": ".builtins.mesh_aabb"}.get(
+               "MeshQueryAABB": ".builtins.mesh_aabb", "Bvh": ".runtime.bvh",
+               "BvhQuery": ".builtins.bvh"}.get(
             name, ".builtins.mesh")
         return getattr(importlib.import_module(mod, __name__), name)
     raise AttributeError(
