@@ -162,6 +162,30 @@ def test_native_snippets_are_accepted_but_calling_one_is_a_clear_error():
         add_two_native(1.0)
 
 
+@wp.func_native(snippet="WP_TILE_SYNC();")
+def tile_barrier(): ...
+
+
+@wp.func_native(snippet="  __syncthreads();  // all lanes wait\n")
+def cuda_barrier(): ...
+
+
+@wp.kernel
+def barrier_kernel(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 1.0
+    tile_barrier()
+    cuda_barrier()
+    a[i] = a[i] + 1.0
+
+
+def test_standard_barrier_snippets_mean_nothing_with_one_thread_per_block():
+    # MuJoCo Warp's solver calls a `WP_TILE_SYNC();` snippet between tile phases
+    a = wp.zeros(3, dtype=float)
+    wp.launch(barrier_kernel, 3, inputs=[a])
+    np.testing.assert_array_equal(a.numpy(), [2.0, 2.0, 2.0])
+
+
 # -- wp.grad ------------------------------------------------------------------------------------------
 
 

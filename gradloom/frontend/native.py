@@ -1,14 +1,27 @@
 """`@wp.func_native`: Warp's C++/CUDA snippet functions, accepted so that Warp code imports; a
 kernel or a Python call that uses one raises a clear error (gradloom compiles through LLVM and
-has no C++ compiler to build a snippet with)."""
+has no C++ compiler to build a snippet with). The few standard snippets libraries cannot avoid
+are recognised and given their meaning instead: a block barrier (`WP_TILE_SYNC();`,
+`__syncthreads();`) does nothing, since a tile block is one thread here (Warp's CPU rule)."""
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import CompileError, GradloomError
+
+#: snippets (comments and whitespace dropped) that mean nothing with one thread per block
+_BARRIERS = frozenset({"WP_TILE_SYNC();", "__syncthreads();"})
+
+
+def _meaning(snippet: str) -> str | None:
+    """'barrier' for a standard block-barrier snippet; None for any other code."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", snippet, flags=re.S)
+    code = "".join(code.split())
+    return "barrier" if code in _BARRIERS else None
 
 
 class NativeFunction:
@@ -30,7 +43,10 @@ class NativeFunction:
         raise self.error()
 
     def __gl_call__(self, lowerer: Any, ctx: Any, node: Any, args: Any, kwargs: Any) -> Any:
-        """A call in kernel code: the error, at the call's line."""
+        """A call in kernel code: a recognised barrier is a no-op; anything else the error, at
+        the call's line."""
+        if _meaning(self.snippet) == "barrier" and not args and not kwargs:
+            return None
         raise CompileError(str(self.error()), ctx.loc)
 
     def __repr__(self) -> str:
