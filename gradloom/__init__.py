@@ -303,14 +303,17 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB", "Bvh", "BvhQuery"):
+    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB", "MeshQuery", "Bvh",
+                "BvhQuery"):
         import importlib  # runtime/mesh.py, runtime/bvh.py, builtins/mesh*.py, builtins/bvh.py
 
         mod = {"Mesh": ".runtime.mesh", "MeshQueryRay": ".builtins.mesh_ray",
-               "MeshQueryAABB": ".builtins.mesh_aabb", "Bvh": ".runtime.bvh",
-               "BvhQuery": ".builtins.bvh"}.get(
-            name, ".builtins.mesh")
-        return getattr(importlib.import_module(mod, __name__), name)
+               "MeshQueryAABB": ".builtins.mesh_aabb", "MeshQuery": ".builtins.mesh_aabb",
+               "Bvh": ".runtime.bvh", "BvhQuery": ".builtins.bvh"}.get(name, ".builtins.mesh")
+        # wp.MeshQuery (Warp's annotation for any mesh query): the box query, the one mesh
+        # query kind that is a loop state
+        attr = "MeshQueryAABB" if name == "MeshQuery" else name
+        return getattr(importlib.import_module(mod, __name__), attr)
     raise AttributeError(
         f"module 'gradloom' has no attribute '{name}' (not implemented yet, or not a Warp name)"
     )

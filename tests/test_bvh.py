@@ -81,3 +81,21 @@ def test_ray_query_matches_numpy() -> None:
     assert got.max() <= 1
     # boxes the ray only grazes may differ by rounding (float32 vs float64)
     assert (got != want).sum() <= 2
+
+
+def test_rebuild_after_boxes_move_far() -> None:
+    """rebuild() makes a new tree (a shuffled set of boxes is still found exactly)."""
+    lo, hi = boxes(300, 4)
+    lows, ups = wp.array(lo, dtype=wp.vec3), wp.array(hi, dtype=wp.vec3)
+    bvh = wp.Bvh(lows, ups)
+    perm = np.random.default_rng(5).permutation(300)
+    lo2, hi2 = lo[perm] * np.float32(1.5), hi[perm] * np.float32(1.5)
+    lows.assign(lo2)
+    ups.assign(hi2)
+    bvh.rebuild()
+    qc = np.random.default_rng(6).uniform(-1, 1, size=(20, 3)).astype(np.float32)
+    qlo, qhi = qc - np.float32(0.3), qc + np.float32(0.3)
+    hits = wp.zeros((20, 300), dtype=int)
+    wp.launch(by_box, dim=20, inputs=[bvh.id, wp.array(qlo, dtype=wp.vec3),
+                                      wp.array(qhi, dtype=wp.vec3), hits])
+    np.testing.assert_array_equal(hits.numpy(), overlaps(lo2, hi2, qlo, qhi))

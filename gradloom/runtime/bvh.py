@@ -42,6 +42,16 @@ class Bvh:
         self.refit()
         self.id = Handle(int(self._desc.ctypes.data), self)
 
+    def __del__(self) -> None:
+        """Nothing to free: the BVH's memory is numpy's (Warp frees native memory here)."""
+
+    def rebuild(self, constructor: Any = None) -> None:
+        """Build a new tree from the current lowers and uppers (refit keeps the old tree)."""
+        lo, hi = self._boxes()
+        self._tree = _Tree((lo + hi) * 0.5)
+        self._nodes = np.zeros(len(self._tree.order), _NODE)
+        self.refit()
+
     def _boxes(self) -> tuple[np.ndarray, np.ndarray]:
         return self.lowers.numpy().astype(np.float64), self.uppers.numpy().astype(np.float64)
 

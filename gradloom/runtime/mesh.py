@@ -11,6 +11,8 @@ Kernels receive `mesh.id`: the address of a descriptor (layout in types/mesh_lay
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import GradloomError
@@ -132,6 +134,15 @@ class Mesh:
         self._desc = aligned_zeros((MESH_DESCRIPTOR_SIZE,), np.uint8)
         self.refit()
         self.id = Handle(int(self._desc.ctypes.data), self)
+
+    def __del__(self) -> None:
+        """Nothing to free: the mesh's memory is numpy's (Warp frees native memory here)."""
+
+    def rebuild(self, constructor: Any = None) -> None:
+        """Build a new tree from the points' current values (refit keeps the old tree)."""
+        self._tree = _Tree(self._tri_boxes()[2])
+        self._nodes = np.zeros(len(self._tree.order), _NODE)
+        self.refit()
 
     def _tri_boxes(self) -> tuple[NDArray, NDArray, NDArray]:
         p = self.points.numpy().astype(np.float64)[self._tris]  # (n, 3 corners, 3)
