@@ -26,6 +26,9 @@ TEST_FILES: tuple[str, ...] = (
     "test_implicit_init", "test_constant_precision", "geometry.test_hash_grid",
     "test_coloring", "test_sparse", "test_linear_solvers", "test_fsai",
     "geometry.test_volume", "geometry.test_volume_write", "geometry.test_volume_validation",
+    # meshes and BVHs (issue 30; baseline on warp-lang still to refresh: --missing-baseline)
+    "geometry.test_mesh", "geometry.test_mesh_query_point", "geometry.test_mesh_query_ray",
+    "geometry.test_mesh_query_aabb", "geometry.test_bvh",
     "deterministic.test_deterministic_backward", "deterministic.test_deterministic_counter",
     "deterministic.test_deterministic_options", "deterministic.test_deterministic_scatter",
     "deterministic.test_deterministic_graph_capture",
