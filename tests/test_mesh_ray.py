@@ -104,3 +104,51 @@ def test_ray_gradients_wrt_origin_and_direction() -> None:
                 for e in np.eye(3)]
         np.testing.assert_allclose(ins[0].grad.numpy()[i], fd_o, rtol=2e-3, atol=2e-3)
         np.testing.assert_allclose(ins[1].grad.numpy()[i], fd_d, rtol=2e-3, atol=2e-3)
+
+
+@wp.kernel
+def count_any(mesh: wp.uint64, o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+              counts: wp.array(dtype=int), anyhit: wp.array(dtype=int),
+              legacy: wp.array(dtype=wp.vec3), legacy_face: wp.array(dtype=int)):
+    i = wp.tid()
+    counts[i] = wp.mesh_query_ray_count_intersections(mesh, o[i], d[i])
+    if wp.mesh_query_ray_anyhit(mesh, o[i], d[i], 1.0):
+        anyhit[i] = 1
+    t = float(-1.0)
+    u = float(0.0)
+    v = float(0.0)
+    sign = float(0.0)
+    n = wp.vec3()
+    f = int(-1)
+    wp.mesh_query_ray(mesh, o[i], d[i], 1.0, t, u, v, sign, n, f)
+    legacy[i] = wp.vec3(t, u, v)
+    legacy_face[i] = f
+
+
+def test_count_anyhit_and_the_output_argument_form() -> None:
+    pts, tris = sphere_mesh()
+    mesh = make_mesh(pts, tris)
+    rng = np.random.default_rng(7)
+    o = (rng.normal(size=(60, 3)) * 0.9).astype(np.float32)
+    d = rng.normal(size=(60, 3)).astype(np.float32)
+    outs = [wp.zeros(60, dtype=int), wp.zeros(60, dtype=int), wp.zeros(60, dtype=wp.vec3),
+            wp.zeros(60, dtype=int)]
+    wp.launch(count_any, dim=60, inputs=[mesh.id, wp.array(o, dtype=wp.vec3),
+                                         wp.array(d, dtype=wp.vec3)], outputs=outs)
+    counts, anyhit, legacy, face = (a.numpy() for a in outs)
+    for i in range(60):
+        o64, d64 = o[i].astype(np.float64), d[i].astype(np.float64)
+        t_near, f_near, _ = brute_ray(o64, d64, pts, tris, 1.0)
+        # every crossing: remove the nearest hit and cast again, with no bound on t
+        n_hits, rest = 0, tris
+        while np.isfinite(brute_ray(o64, d64, pts, rest, np.inf)[0]):
+            _, f, _ = brute_ray(o64, d64, pts, rest, np.inf)
+            rest = np.delete(rest, f, axis=0)
+            n_hits += 1
+        assert counts[i] == n_hits
+        assert anyhit[i] == int(f_near >= 0)
+        if f_near >= 0:
+            assert abs(legacy[i][0] - t_near) < 1e-5
+        else:
+            assert legacy[i][0] == -1.0 and face[i] == -1  # outputs untouched on a miss
+    assert 0 < anyhit.sum() < 60

@@ -12,7 +12,7 @@ from ..ir.nodes import Var
 from ..types import StructType, VectorType, bool_, float32, int32, vec3f
 from .mesh import V3, _descriptor, _Ops, walk
 from .registry import builtin
-from .values import Composite, Ctx, StructVal, Value, describe, materialize
+from .values import Composite, Ctx, OutArgs, StructVal, Value, describe, materialize
 
 
 class MeshQueryRay:
@@ -74,8 +74,38 @@ def _hit(ctx: Ctx, o: V3, d: V3, a: V3, b: V3, c: V3) -> tuple[Var, Var, Var, Va
          "max_t) with a Mesh: a MeshQueryRay with result (hit), t, face, barycentrics u, v "
          "(weights of the face's first two vertices), sign (> 0 when the ray hits the front "
          "of the face) and the face's unit normal", group="Geometry",
-         signatures="(id: uint64, start: vec3f, dir: vec3f, max_t: float32) -> MeshQueryRay")
-def mesh_query_ray(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value) -> Value:
+         signatures=("(id: uint64, start: vec3f, dir: vec3f, max_t: float32) -> MeshQueryRay",
+                     "(id: uint64, start: vec3f, dir: vec3f, max_t: float32, t: float32, "
+                     "bary_u: float32, bary_v: float32, sign: float32, normal: vec3f, "
+                     "face: int32) -> bool"))
+def mesh_query_ray(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value,
+                   *outs: Value) -> Value | OutArgs:
+    result = _ray(ctx, id, start, dir, max_t)
+    if not outs:
+        return result
+    if len(outs) != 6 or not all(isinstance(x, Var | Composite) for x in outs):
+        raise ctx.error("wp.mesh_query_ray(id, start, dir, max_t, t, bary_u, bary_v, sign, "
+                        "normal, face): the six outputs must be variables")
+    # the older form: outputs written in place (kept as they were when nothing is hit)
+    found, sign, face, t, u, v, normal = result.fields
+    assert isinstance(found, Var)
+    new = (t, u, v, sign, normal, face)
+    written = []
+    for k, (old, val) in enumerate(zip(outs, new, strict=True)):
+        if isinstance(val, Composite) and isinstance(old, Composite):
+            val = Composite(val.type, tuple(ctx.op("select", found, a, b)  # type: ignore
+                                            for a, b in zip(val.comps, old.comps, strict=True)))
+        elif isinstance(val, Var) and isinstance(old, Var) and old.type == val.type:
+            val = ctx.op("select", found, val, old)
+        else:
+            raise ctx.error(f"wp.mesh_query_ray(): output {k + 5} must be a "
+                            f"{'vec3' if k == 4 else 'scalar'} variable of the output's type, "
+                            f"got {describe(old)}")
+        written.append((k + 4, val))
+    return OutArgs(found, tuple(written))
+
+
+def _ray(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value) -> StructVal:
     name = "mesh_query_ray"
     desc = _descriptor(ctx, name, id)
     o, d = _vec3(ctx, name, "start", start), _vec3(ctx, name, "dir", dir)
@@ -113,3 +143,49 @@ def mesh_query_ray(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value) 
     return StructVal(RAY_TYPE, (found, keep(sign, z), keep(face, ctx.const(0, int32)),
                                 keep(t, z), keep(u, z), keep(wb, z),
                                 Composite(vec3f, tuple(keep(x, z) for x in unit))))
+
+
+@builtin("mesh_query_ray_count_intersections", "the number of the Mesh's triangles that the ray "
+         "start + t * dir (t >= 0) intersects", differentiable=False, group="Geometry",
+         signatures="(id: uint64, start: vec3f, dir: vec3f) -> int32")
+def mesh_query_ray_count_intersections(ctx: Ctx, id: Value, start: Value, dir: Value) -> Value:
+    name = "mesh_query_ray_count_intersections"
+    desc = _descriptor(ctx, name, id)
+    o, d = _vec3(ctx, name, "start", start), _vec3(ctx, name, "dir", dir)
+    op, m = ctx.op, _Ops(ctx)
+    inv: V3 = tuple(op("select", op("eq", x, m.k(0.0)), m.k(1e30),  # type: ignore
+                       op("div", m.k(1.0), x)) for x in d)
+    unbounded = m.k(3.0e38)
+
+    def far(lo: V3, hi: V3, s: list[Var]) -> Var:
+        return _slab_far(ctx, o, inv, lo, hi, unbounded)
+
+    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
+        ok = _hit(ctx, o, d, a, b, c)[0]
+        return [op("add", s[0], op("select", ok, ctx.const(1, int32), ctx.const(0, int32)))]
+
+    return walk(ctx, desc, [ctx.const(0, int32)], far, leaf)[0]
+
+
+@builtin("mesh_query_ray_anyhit", "whether the ray start + t * dir (0 <= t <= max_t) intersects "
+         "any triangle of the Mesh", differentiable=False, group="Geometry",
+         signatures="(id: uint64, start: vec3f, dir: vec3f, max_t: float32) -> bool")
+def mesh_query_ray_anyhit(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value) -> Value:
+    name = "mesh_query_ray_anyhit"
+    desc = _descriptor(ctx, name, id)
+    o, d = _vec3(ctx, name, "start", start), _vec3(ctx, name, "dir", dir)
+    mt = materialize(ctx, max_t, float32)
+    if not isinstance(mt, Var) or mt.type != float32:
+        raise ctx.error(f"wp.{name}(): max_t must be a float32, got {describe(max_t)}")
+    op, m = ctx.op, _Ops(ctx)
+    inv: V3 = tuple(op("select", op("eq", x, m.k(0.0)), m.k(1e30),  # type: ignore
+                       op("div", m.k(1.0), x)) for x in d)
+
+    def far(lo: V3, hi: V3, s: list[Var]) -> Var:
+        return _slab_far(ctx, o, inv, lo, hi, s[0])  # rejects every box once s[0] < 0
+
+    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
+        ok, t, _, _ = _hit(ctx, o, d, a, b, c)
+        return [op("select", op("and", ok, op("le", t, s[0])), m.k(-1.0), s[0])]
+
+    return op("lt", walk(ctx, desc, [mt], far, leaf)[0], m.k(0.0))
