@@ -171,3 +171,30 @@ def test_single_triangle_mesh() -> None:
     found, face, cp = run_query(mesh, xs)
     assert list(found) == [1, 1] and list(face) == [0, 0]
     np.testing.assert_allclose(cp, [[0.2, 0.2, 0], [0.5, 0.5, 0]], atol=1e-6)
+
+
+@wp.kernel
+def furthest(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), min_dist: float,
+             found: wp.array(dtype=int), fp: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    q = wp.mesh_query_furthest_point_no_sign(mesh, xs[i], min_dist)
+    if q.result:
+        found[i] = 1
+        fp[i] = wp.mesh_eval_position(mesh, q.face, q.u, q.v)
+
+
+def test_furthest_point_matches_numpy() -> None:
+    pts, tris = sphere_mesh()
+    mesh = make_mesh(pts, tris)
+    xs = np.random.default_rng(8).normal(size=(50, 3)).astype(np.float32)
+    found, fp = wp.zeros(50, dtype=int), wp.zeros(50, dtype=wp.vec3)
+    wp.launch(furthest, dim=50, inputs=[mesh.id, wp.array(xs, dtype=wp.vec3), 0.0],
+              outputs=[found, fp])
+    used = pts[np.unique(tris)].astype(np.float64)  # the furthest point is a vertex
+    want = np.linalg.norm(used[None] - xs[:, None].astype(np.float64), axis=-1).max(1)
+    assert found.numpy().all()
+    np.testing.assert_allclose(np.linalg.norm(fp.numpy() - xs, axis=1), want, rtol=1e-5)
+    found.zero_()
+    wp.launch(furthest, dim=50, inputs=[mesh.id, wp.array(xs, dtype=wp.vec3), 100.0],
+              outputs=[found, fp])
+    assert not found.numpy().any()  # nothing further than min_dist

@@ -316,3 +316,43 @@ def mesh_eval_position(ctx: Ctx, id: Value, face: Value, bary_u: Value, bary_v: 
     return Composite(vec3f, comps)
 
 
+
+
+@builtin("mesh_query_furthest_point_no_sign", "the point of a Mesh furthest from point, if "
+         "further than min_dist: a MeshQueryPoint with result (found), face and barycentrics "
+         "u, v (a triangle's furthest point is one of its vertices, so u and v do not vary "
+         "with point); sign is not computed", differentiable=False, group=_GROUP, signatures="(id: uint64, point: vec3f, min_dist: float32) -> "
+         "MeshQueryPoint")
+def mesh_query_furthest_point_no_sign(ctx: Ctx, id: Value, point: Value,
+                                      min_dist: Value) -> Value:
+    name = "mesh_query_furthest_point_no_sign"
+    desc = _descriptor(ctx, name, id)
+    p = _point_arg(ctx, name, point)
+    md = materialize(ctx, min_dist, float32)
+    if not isinstance(md, Var) or md.type != float32:
+        raise ctx.error(f"wp.{name}(): min_dist must be a float32, got {describe(min_dist)}")
+    op, o = ctx.op, _Ops(ctx)
+    z, one = o.k(0.0), o.k(1.0)
+
+    def far(lo: V3, hi: V3, s: list[Var]) -> Var:
+        # the box's furthest corner is no further than the best so far
+        total = z
+        for k in range(3):
+            a, b = op("sub", p[k], lo[k]), op("sub", p[k], hi[k])
+            total = op("add", total, op("max", op("mul", a, a), op("mul", b, b)))
+        return op("le", total, s[0])
+
+    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
+        best, face, u, v = s
+        for corner, (wu, wv) in ((a, (one, z)), (b, (z, one)), (c, (z, z))):
+            d = o.sub3(p, corner)
+            d2 = o.dot(d, d)
+            better = op("gt", d2, best)
+            best, face = op("select", better, d2, best), op("select", better, tri, face)
+            u, v = op("select", better, wu, u), op("select", better, wv, v)
+        return [best, face, u, v]
+
+    _, face, u, v = walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32), z, z], far, leaf)
+    found = op("ge", face, ctx.const(0, int32))
+    return StructVal(POINT_TYPE, (found, z, op("select", found, face, ctx.const(0, int32)),
+                                  op("select", found, u, z), op("select", found, v, z)))
