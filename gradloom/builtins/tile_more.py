@@ -11,7 +11,16 @@ from ..types import ScalarType, TileType, bool_, int32, uint32, uint64
 from . import memory, ops
 from .registry import builtin
 from .tile_loops import convert, copy_into, each, fold, get, new_tile, read, row_major, write
-from .tiles import _T, _array_arg, _in_bounds, _offsets, const_ints, dtype_of, tile_arg
+from .tiles import (
+    _T,
+    _array_arg,
+    _in_bounds,
+    _offsets,
+    const_ints,
+    dtype_of,
+    load_element,
+    tile_arg,
+)
 from .values import Ctx, Literal, TileVal, Value, flatten, if_values, rebuild, scalar, zeros_of
 
 
@@ -288,14 +297,7 @@ def tile_load_indexed(ctx: Ctx, a: Any, indices: Any, shape: Any, offset: Any = 
             gathered = ctx.op("cast", gathered, type=int32)
         at = [ctx.op("add", o, gathered if k == ax else c)
               for k, (o, c) in enumerate(zip(base, i, strict=True))]  # fmt: skip
-
-        def inside() -> list[Var]:
-            place = memory.index_array(ctx, arr, list(at))
-            assert isinstance(place, memory.Place)
-            return flatten(memory.load(ctx, place))
-        zero = zeros_of(ctx, arr.type.dtype)
-        vs = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
-        write(ctx, out, i, rebuild(zero, iter(vs)))  # type: ignore[arg-type]
+        load_element(ctx, arr, at, out, i)
     each(ctx, dims, one)
     return out
 

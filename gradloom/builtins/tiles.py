@@ -240,17 +240,20 @@ def tile_load(ctx: Ctx, a: Any, shape: Any, offset: Any = None, storage: str = "
     out = new_tile(ctx, TileType(arr.type.dtype, dims))
 
     def one(i: list[Var]) -> None:
-        at = [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)]
-
-        def inside() -> list[Var]:
-            place = memory.index_array(ctx, arr, list(at))
-            assert isinstance(place, memory.Place)
-            return flatten(memory.load(ctx, place))
-        zero = zeros_of(ctx, arr.type.dtype)
-        vs = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
-        write(ctx, out, i, rebuild(zero, iter(vs)))  # type: ignore[arg-type]
+        load_element(ctx, arr, [ctx.op("add", o, k) for o, k in zip(base, i, strict=True)], out, i)
     each(ctx, dims, one)
     return out
+
+
+def load_element(ctx: Ctx, arr: ArrayVal, at: list[Var], out: TileVal, i: list[Var]) -> None:
+    """out[i] = arr[at], or zero where `at` lies outside the array."""
+    def inside() -> list[Var]:
+        place = memory.index_array(ctx, arr, list(at))
+        assert isinstance(place, memory.Place)
+        return flatten(memory.load(ctx, place))
+    zero = zeros_of(ctx, arr.type.dtype)
+    vs = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
+    write(ctx, out, i, rebuild(zero, iter(vs)))  # type: ignore[arg-type]
 
 
 @builtin("tile_store", "write tile t into array a at offset (one entry per dimension); "
