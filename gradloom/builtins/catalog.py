@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     math,
     mesh,
     mesh_aabb,
+    mesh_get,
     mesh_ray,
     noise,
     operators,
