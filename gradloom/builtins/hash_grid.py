@@ -43,11 +43,11 @@ from ..types import (
     uint32,
     uint64,
 )
+from . import memory
 from .registry import builtin
 from .values import (
     Composite,
     Ctx,
-    Literal,
     OutArgs,
     StructVal,
     Value,
@@ -114,13 +114,7 @@ class _Query:
 
 def _descriptor(ctx: Ctx, name: str, grid_id: Value) -> Var:
     """The descriptor pointer a grid id (uint64) names."""
-    if isinstance(grid_id, Literal) and isinstance(grid_id.value, int) \
-            and not isinstance(grid_id.value, bool):
-        grid_id = ctx.const(grid_id.value, uint64)
-    if not isinstance(grid_id, Var) or grid_id.type.kind not in "iu" or grid_id.type.bits != 64:
-        raise ctx.error(f"wp.{name}() needs a grid id (wp.uint64, a HashGrid's .id), got "
-                        f"{describe(grid_id)}")
-    return ctx.op("cast", grid_id, type=ptr)
+    return memory.handle_pointer(ctx, name, grid_id, "a grid id (a HashGrid's .id)")
 
 
 def _field(ctx: Ctx, desc: Var, offset: int, t: ScalarType) -> Var:

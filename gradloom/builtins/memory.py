@@ -18,13 +18,16 @@ from ..types import (
     int64,
     leaves,
     ptr,
+    uint64,
 )
 from .values import (
     ArrayVal,
     Composite,
     Ctx,
+    Literal,
     StructVal,
     Value,
+    describe,
     flatten,
     if_values,
     materialize,
@@ -148,3 +151,14 @@ def atomic(ctx: Ctx, prim: str, place: Place, value: Value) -> Value:
     olds = [ctx.op(prim, place.ptr, place.offset, v, attr=place.extra + off)
             for (off, _), v in zip(leaves(t), flatten(value), strict=True)]
     return _assemble(t, olds)
+
+
+def handle_pointer(ctx: Ctx, name: str, handle: Value, what: str) -> Var:
+    """The address a host object's id (a uint64: a HashGrid's, Mesh's, Volume's `.id`) names,
+    for builtins that read the object's memory; a clear error for anything else."""
+    if isinstance(handle, Literal) and isinstance(handle.value, int) \
+            and not isinstance(handle.value, bool):
+        handle = ctx.const(handle.value, uint64)
+    if not isinstance(handle, Var) or handle.type.kind not in "iu" or handle.type.bits != 64:
+        raise ctx.error(f"wp.{name}() needs {what} (wp.uint64), got {describe(handle)}")
+    return ctx.op("cast", handle, type=ptr)

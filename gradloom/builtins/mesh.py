@@ -23,7 +23,6 @@ from ..types import (
     int64,
     ptr,
     uint32,
-    uint64,
     vec3f,
 )
 from ..types.mesh_layout import (
@@ -37,11 +36,11 @@ from ..types.mesh_layout import (
     NODE_SKIP,
     NODE_UPPER,
 )
+from . import memory
 from .registry import builtin
 from .values import (
     Composite,
     Ctx,
-    Literal,
     StructVal,
     Value,
     describe,
@@ -68,13 +67,7 @@ MeshQueryPoint.__gl_type__ = POINT_TYPE
 
 
 def _descriptor(ctx: Ctx, name: str, mesh_id: Value) -> Var:
-    if isinstance(mesh_id, Literal) and isinstance(mesh_id.value, int) \
-            and not isinstance(mesh_id.value, bool):
-        mesh_id = ctx.const(mesh_id.value, uint64)
-    if not isinstance(mesh_id, Var) or mesh_id.type.kind not in "iu" or mesh_id.type.bits != 64:
-        raise ctx.error(f"wp.{name}() needs a mesh id (wp.uint64, a Mesh's .id), got "
-                        f"{describe(mesh_id)}")
-    return ctx.op("cast", mesh_id, type=ptr)
+    return memory.handle_pointer(ctx, name, mesh_id, "a mesh id (a Mesh's .id)")
 
 
 def _load(ctx: Ctx, base: Var, byte_offset: Var, t: ScalarType) -> Var:

@@ -21,13 +21,13 @@ from ..types import (
     int64,
     resolve_annotation,
     uint32,
-    uint64,
     vec3f,
 )
 from ..types import volume as L
+from . import memory
 from .registry import builtin
 from .values import Composite, Ctx, Literal, OutArgs, Value, describe, if_values, scalar
-from .volume_walk import buffer_pointer, i64, value_offset
+from .volume_walk import i64, value_offset
 
 _GROUP = "Geometry"
 _CLOSEST, _LINEAR = 0, 1
@@ -48,12 +48,7 @@ def _layout(ctx: Ctx, name: str, dtype: Any) -> tuple[L.ValueLayout, Any]:
 
 
 def volume_pointer(ctx: Ctx, name: str, vid: Value) -> Var:
-    if isinstance(vid, Literal) and isinstance(vid.value, int) and not isinstance(vid.value, bool):
-        vid = ctx.const(vid.value, uint64)
-    if not isinstance(vid, Var) or vid.type.kind not in "iu" or vid.type.bits != 64:
-        raise ctx.error(f"wp.{name}() needs a volume id (wp.uint64, a Volume's .id), got "
-                        f"{describe(vid)}")  # fmt: skip
-    return buffer_pointer(ctx, vid)
+    return memory.handle_pointer(ctx, name, vid, "a volume id (a Volume's .id)")
 
 
 def index_coords(ctx: Ctx, name: str, v: Value) -> list[Var]:

@@ -11,7 +11,7 @@ order, types/volume.py), so autodiff sees no float value from memory.
 from __future__ import annotations
 
 from ..ir.nodes import Var
-from ..types import int32, int64, ptr
+from ..types import int32, int64
 from ..types import volume as L
 from .values import Ctx, if_values, while_loop
 
@@ -113,6 +113,3 @@ def _lower(ctx: Ctx, p: Var, lay: L.ValueLayout, node: Var, ijk: list[Var]) -> l
     return if_values(ctx, _has_child(ctx, p, _add(ctx, node, L.LOWER_OFF_CHILD_MASK), slot), leaf,
                      lambda: [entry, ctx.const(0, int32)])  # fmt: skip
 
-
-def buffer_pointer(ctx: Ctx, volume_id: Var) -> Var:
-    return ctx.op("cast", volume_id, type=ptr)
