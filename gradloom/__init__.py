@@ -61,6 +61,7 @@ from .runtime.array_ops import (
     zeros,
     zeros_like,
 )
+from .runtime.cpu_command import Launch
 from .runtime.device import (
     Device,
     DeviceLike,
@@ -76,7 +77,7 @@ from .runtime.device import (
     synchronize,
     synchronize_device,
 )
-from .runtime.launch import Launch, launch
+from .runtime.launch import launch
 from .runtime.launch_tiled import launch_tiled
 from .runtime.structs import struct
 from .runtime.tape import Tape

@@ -20,7 +20,7 @@ import gradloom as wp
 from gradloom import config
 from gradloom.passes.threads import thread_plan
 from gradloom.runtime import parallel
-from gradloom.runtime.launch import prepared_adjoint, prepared_forward
+from gradloom.runtime.cpu_launch import prepared_adjoint, prepared_forward
 from gradloom.runtime.pool import WorkerPool
 
 f64 = wp.float64

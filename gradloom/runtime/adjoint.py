@@ -12,8 +12,9 @@ from ..errors import CompileError, TapeError
 from .array import NDArray, array
 from .array_storage import copy_same_layout
 from .capturing import ACTIVE_CAPTURE, refuse_while_capturing
+from .cpu_launch import prepared_adjoint
 from .handles import frozen
-from .launch import adjoint_reads, arg_array, array_keys, prepared_adjoint
+from .launch import adjoint_reads, arg_array, array_keys
 from .memops import copy_into
 from .watch import Watch
 
@@ -126,7 +127,7 @@ class LaunchRecord:
         restart: Callable[[], None] | None = None
         if working and prepared.compiled.uses_stack:
             restart = self._restarter(args, working)
-        prepared.run(self.dims, args, restart)
+        prepared.run(self.dims, args, restart=restart)
         self._consume_replaced_minmax()
 
     def check_overlap(self, compiled: Any, packer: Any, exclusive: bool = False) -> None:

@@ -33,7 +33,7 @@ from gradloom.runtime.array_storage import fit_data as fit_data
 from gradloom.runtime.array_storage import normalize_shape as normalize_shape
 from gradloom.runtime.array_storage import resolve_dtype as resolve_dtype
 from gradloom.runtime.array_storage import storage_dtype as storage_dtype
-from gradloom.runtime.capturing import capturing, deferrable
+from gradloom.runtime.capturing import deferrable, recording_graph
 from gradloom.runtime.device import CPU, Device, get_device
 from gradloom.runtime.layout import is_contiguous, packed_strides, same_layout, span
 from gradloom.runtime.memops import copy_into, fill, zero_all
@@ -494,7 +494,7 @@ def zero_arrays(arrays: list[Any]) -> None:
     """`zero_()` on every array, the host ones together (`memops.zero_all` shares many small
     ones out to the threads: a Tape's gradients); device arrays one by one; inside a graph
     capture each `zero_` is deferred, as always."""
-    if capturing(CPU) is not None:
+    if recording_graph() is not None:
         for a in arrays:
             a.zero_()
         return

@@ -15,7 +15,7 @@ from gradloom.runtime.array import (
     elem_shape,
     normalize_shape,
 )
-from gradloom.runtime.capturing import capturing, defer
+from gradloom.runtime.capturing import defer, recording_graph
 from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
 from gradloom.runtime.memops import copy_into
@@ -95,7 +95,7 @@ def _legacy_shape(shape: Any, legacy: dict[str, Any]) -> Any:
 def _zeroed(out: array) -> array:
     """A new zero-filled array: zeroed now, and — inside a graph capture — again each time the
     graph runs, as Warp's `zeros` records a memset there."""
-    if capturing(CPU) is not None:
+    if recording_graph() is not None:
         out.zero_()
     return out
 
@@ -329,7 +329,7 @@ def copy(
             f"copy: incompatible element sizes ({es_d} and {es_s} bytes): destination "
             f"dtype={type_repr(d.dtype)}, source dtype={type_repr(s.dtype)}"
         )
-    if capturing(CPU) is not None:
+    if recording_graph() is not None:
         defer(lambda: copy(d, s, dest_offset, src_offset, count), "wp.copy()")
         return
     before_write(d)

@@ -1,11 +1,12 @@
-"""Device backends loaded by name: what generic runtime code calls of the CUDA implementation.
+"""Device backends: the protocol a device kind implements, and the registry that loads one by name.
 
-Generic code (arrays, copies, launches, the Tape, capture) never imports a CUDA module. It asks
-`CUDA.get("launch")`, and the first such call imports the backend's registration module by its
-name (`runtime/cuda_backend.py`), which imports the CUDA modules and provides their parts. So the
-dependency points from the backend to the generic runtime, a process that never touches a GPU
-never loads the CUDA code, and the import graph has no cycle through it (as tinygrad loads
-`ops_<device>` and Triton its drivers by name).
+Generic runtime code (arrays, copies, launches, the Tape, capture) never imports a backend. It
+asks the device for its backend (`device.backend`) and calls a part of the protocol below; the
+first use of a backend imports its registration module by name (`runtime/cpu_backend.py`,
+`runtime/cuda_backend.py`), which imports that backend's modules and provides the parts. So
+dependencies point from the backends to the generic runtime, a process that never touches a GPU
+never loads the CUDA code, and the CPU is a backend like any other (as tinygrad loads
+`ops_<device>`, Triton its drivers and Dr.Jit its per-backend thread states).
 """
 
 from __future__ import annotations
@@ -13,26 +14,65 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+#: The protocol: every backend provides each of these parts (tests/test_backends.py checks it).
+PROTOCOL: dict[str, str] = {
+    # launches
+    "prepared": "(kernel, variant, device) -> the kernel's entry of that variant, loaded on the "
+                "device: `admit(args)`, `adapt(args)`, `with_gradients(args, adj)`, "
+                "`protect_writes(args)`, `begin(tape, kernel, dims, args, max_blocks, block_dim)`, "
+                "`run(dims, args, stream, max_blocks, block_dim)`",
+    "command": "(kernel, dims, args, adj, device, stream, max_blocks, block_dim, record_tape) -> "
+               "a recorded launch (`wp.launch(..., record_cmd=True)`)",
+    # memory behind arrays
+    "init_array": "(array, device, data, dtype, shape, strides, ptr, capacity, ndim, "
+                  "requires_grad, deleter, copy) -> None: allocate or wrap the array's memory",
+    "copy_arrays": "(dest, src) -> None: copy elements between arrays of one shape",
+    "copy_flat": "(dest, src, dest_offset, src_offset, count) -> None: a flat range copy",
+    # the Tape's gradient steps of array operations (False: not handled, the host does it)
+    "overwrite_step": "(grad, where) -> bool",
+    "copy_step": "(dest_grad, src_grad, where) -> bool",
+    "range_step": "(dest_grad, src_grad, dest_offset, src_offset, count) -> bool",
+    # graph capture
+    "begin_capture": "(device, stream, ...) -> the capture",
+    "end_capture": "(device, stream) -> the graph",
+    # device facts and synchronisation
+    "info": "(device) -> the device's properties (runtime/cuda_driver.DeviceInfo) or None",
+    "synchronize": "(device) -> None: wait for the device's queued work",
+}
+
 
 class Backend:
-    """The parts of one device kind's implementation, registered by its module on import."""
+    """One device kind's implementation: its parts become attributes when its registration
+    module (loaded by name on first use) calls `provide`."""
 
     def __init__(self, kind: str, module: str) -> None:
         self.kind, self.module = kind, module
-        self._parts: dict[str, Any] = {}
 
     def provide(self, **parts: Any) -> None:
         """Register parts (the backend's registration module calls this once)."""
-        self._parts.update(parts)
+        self.__dict__.update(parts)
 
     def get(self, part: str) -> Any:
         """A part, the backend loaded by name on first use."""
-        found = self._parts.get(part)
-        if found is None:
+        return getattr(self, part)
+
+    def __getattr__(self, part: str) -> Any:
+        # reached only for a part not provided yet: load the backend, then look again
+        if part.startswith("__") or self.__dict__.get("_loaded"):
+            raise AttributeError(f"the {self.kind} backend provides no part {part!r}")
+        self.__dict__["_loaded"] = True  # before the import: a part asked for meanwhile fails
+        try:
             importlib.import_module(self.module)
-            found = self._parts[part]
-        return found
+        except BaseException:
+            del self.__dict__["_loaded"]
+            raise
+        return getattr(self, part)
+
+    def __repr__(self) -> str:
+        return f"<gradloom {self.kind} backend>"
 
 
+#: The host's cores: runtime/cpu_backend.py registers the parts
+CPU_BACKEND = Backend("cpu", "gradloom.runtime.cpu_backend")
 #: NVIDIA GPUs: runtime/cuda_backend.py registers the parts
 CUDA = Backend("cuda", "gradloom.runtime.cuda_backend")

@@ -21,7 +21,7 @@ from ..errors import GradloomError
 from ..types import int32
 from .array import array
 from .backend import CUDA
-from .capturing import ACTIVE_CAPTURE, Node, OpNode, capturing
+from .capturing import ACTIVE_CAPTURE, Node, OpNode, capturing, recording_graph
 from .device import CPU, get_device
 from .recording import ACTIVE_TAPES
 from .signals import launch_words
@@ -31,6 +31,9 @@ from .watch import before_write
 
 class Graph:
     """A captured sequence of operations: `wp.capture_launch(graph)` runs them in order."""
+
+    #: operations are recorded into it as nodes, not run (runtime/capturing.recording_graph)
+    records_nodes = True
 
     def __init__(self, device: Any, capture_id: int = 0) -> None:
         self.device = device
@@ -138,7 +141,7 @@ def capture_launch(graph: Graph, stream: Stream | None = None) -> None:
     if not isinstance(graph, Graph):
         raise TypeError(f"capture_launch() expects a Graph from wp.capture_end() or "
                         f"wp.ScopedCapture, got {type(graph).__name__}")
-    outer = capturing(CPU)
+    outer = recording_graph()
     if outer is graph:
         raise CaptureError("a graph cannot launch itself while it is being captured")
     if outer is not None:
@@ -223,7 +226,7 @@ def capture_if(condition: array, on_true: Callable[..., Any] | Graph | None = No
     if on_true is None and on_false is None:
         return
     cond = _condition(condition)
-    if capturing(CPU) is None:
+    if recording_graph() is None:
         branch = on_true if _is_true(cond) else on_false
         if branch is not None:
             _run_body(branch, kwargs)
@@ -236,7 +239,7 @@ def capture_if(condition: array, on_true: Callable[..., Any] | Graph | None = No
         if branch is not None:
             branch.replay()
 
-    graph = capturing(CPU)
+    graph = recording_graph()
     assert graph is not None
     graph.add(OpNode(run, "capture_if"))
 
@@ -246,7 +249,7 @@ def capture_while(condition: array, while_body: Callable[..., Any] | Graph,
     """Run `while_body` while `condition[0]` is nonzero (the body must update it) — when the
     graph runs if a capture is active, else now."""
     cond = _condition(condition)
-    if capturing(CPU) is None:
+    if recording_graph() is None:
         while _is_true(cond):
             _run_body(while_body, kwargs)
         return
@@ -256,7 +259,7 @@ def capture_while(condition: array, while_body: Callable[..., Any] | Graph,
         while _is_true(cond):
             body.replay()
 
-    graph = capturing(CPU)
+    graph = recording_graph()
     assert graph is not None
     graph.add(OpNode(run, "capture_while"))
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..errors import GradloomError
-from .device import CPU, Device
+from .device import Device
 from .recording import ACTIVE_TAPES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,12 +56,18 @@ ACTIVE_CAPTURE: ContextVar[Any] = ContextVar("gradloom_active_capture", default=
 
 
 def capturing(device: Device | None = None) -> Any:
-    """The capture in progress in this context — on `device` when given — or None.
-    `capturing(CPU)` is the graph that operations of any device are recorded into."""
+    """The capture in progress in this context — on `device` when given — or None."""
     cap = ACTIVE_CAPTURE.get()
     if cap is None or (device is not None and cap.device is not device):
         return None
     return cap
+
+
+def recording_graph() -> Any:
+    """The graph that operations are recorded into instead of running (a CPU capture records
+    the launches, copies and fills of every device), or None."""
+    cap = ACTIVE_CAPTURE.get()
+    return cap if cap is not None and cap.records_nodes else None
 
 
 def no_tape_while_capturing(what: str) -> None:
@@ -77,7 +83,7 @@ def no_tape_while_capturing(what: str) -> None:
 
 def defer(fn: Callable[[], Any], what: str) -> bool:
     """If a graph is being captured, record `fn` into it (not run now) and return True."""
-    graph = capturing(CPU)
+    graph = recording_graph()
     if graph is None:
         return False
     no_tape_while_capturing(what)
@@ -94,7 +100,7 @@ def deferrable(what: str) -> Callable[[F], F]:
     def wrap(method: F) -> F:
         @functools.wraps(method)
         def write(self: Any, *args: Any) -> Any:
-            if capturing(CPU) is None:
+            if recording_graph() is None:
                 return method(self, *args)
             kept = tuple(a if hasattr(a, "_mem") or isinstance(a, np.ndarray)
                          else copy.deepcopy(a) for a in args)
@@ -108,7 +114,7 @@ def deferrable(what: str) -> Callable[[F], F]:
 
 def refuse_while_capturing(what: str) -> None:
     """For operations a CPU graph cannot hold (e.g. a Tape's backward pass)."""
-    if capturing(CPU) is not None:
+    if recording_graph() is not None:
         raise GradloomError(
             f"{what} cannot be captured into a CPU graph in gradloom; run it outside "
             "wp.ScopedCapture / wp.capture_begin()."

@@ -69,11 +69,11 @@ def snapshot(prepared: Any, args: Sequence[Any]) -> list[tuple[NDArray, NDArray]
 
 
 def debug_run(prepared: Any, run: Run, dims: tuple[int, ...], args: Sequence[Any],
-              restart: Callable[[], None] | None = None) -> None:
+              *launch_options: Any, restart: Callable[[], None] | None = None) -> None:
     """Run the launch; if it fails (or is interrupted), restore what it wrote."""
     saved = snapshot(prepared, args)
     try:
-        run(dims, args, restart)
+        run(dims, args, *launch_options, restart=restart)
     except BaseException:
         for mem, copy in saved:
             mem[...] = copy
@@ -83,8 +83,8 @@ def debug_run(prepared: Any, run: Run, dims: tuple[int, ...], args: Sequence[Any
 
 
 def verified_run(prepared: Any, run: Run, dims: tuple[int, ...], args: Sequence[Any],
-                 restart: Callable[[], None] | None = None) -> None:
-    run(dims, args, restart)
+                 *launch_options: Any, restart: Callable[[], None] | None = None) -> None:
+    run(dims, args, *launch_options, restart=restart)
     verify_fp(prepared, args)
 
 

@@ -27,7 +27,7 @@ CUDA.provide(
     overwrite_step=device_grads.overwrite_step, copy_step=device_grads.copy_step,
     range_step=device_grads.range_step,
     # launches, recorded commands and tape records
-    launch=launch_cuda.launch, command=cuda_command.CudaLaunch,
+    prepared=launch_cuda.prepared, command=cuda_command.CudaLaunch,
     tape_record=cuda_tape.CudaLaunchRecord,
     # CUDA graph capture
     begin_capture=cuda_graph.begin, end_capture=cuda_graph.end,

@@ -2,7 +2,7 @@
 `launch()` runs (again), with Warp's `Launch` methods to change its parameters and grid.
 
 Its arguments are checked against the kernel when it is made and when they change. Each
-`launch()` goes through `wp.launch` (runtime/launch_cuda.py), so it is recorded on active
+`launch()` goes through `wp.launch` (runtime/launch.py), so it is recorded on active
 tapes, captured into a CUDA graph being captured on its device, and raises as a launch does.
 """
 
@@ -13,9 +13,8 @@ from typing import Any
 
 from ..errors import GradloomError, user_traceback
 from .device import Device
-from .launch import _dims
-from .launch_cuda import launch as launch_cuda
-from .launch_cuda import prepared_for
+from .launch import _dims, launch
+from .launch_cuda import prepared
 from .recorded import RecordedParams
 
 
@@ -36,7 +35,7 @@ class CudaLaunch(RecordedParams):
     def _check(self) -> None:
         """The arguments fit the kernel (LaunchError naming the one that does not)."""
         variant = "forward" if self.adjoint is None else "adjoint"
-        prepared_for(self.kernel, variant, self.device).packer.values(self.args)
+        prepared(self.kernel, variant, self.device).packer.values(self.args)
 
     def set_dim(self, dim: Any) -> None:
         self.dims = _dims(dim)
@@ -55,9 +54,9 @@ class CudaLaunch(RecordedParams):
         """Run the launch (on `stream`, else the stream it was recorded with, else the device's
         current stream)."""
         try:
-            launch_cuda(self.kernel, self.dims, self.args, [], self.adjoint, None, self.device,
-                        self.stream if stream is None else stream, self.adjoint is not None,
-                        self.record_tape, False, self.max_blocks, self.block_dim)
+            launch(self.kernel, self.dims, self.args, [], self.adjoint, None, self.device,
+                   self.stream if stream is None else stream, self.adjoint is not None,
+                   self.record_tape, False, self.max_blocks, self.block_dim)
         except GradloomError as exc:
             raise user_traceback(exc) from None
 

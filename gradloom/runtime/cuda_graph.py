@@ -37,6 +37,9 @@ class Capture:
     """What a capture in progress holds: its device and stream, the memory its nodes use,
     the launches to check after each replay, the frees to run once it ends."""
 
+    #: the driver records the stream's work; operations run as usual (capturing.recording_graph)
+    records_nodes = False
+
     def __init__(self, driver: Driver, device: Device, stream: StreamHandle) -> None:
         self.driver, self.device, self.stream = driver, device, stream
         self.ordinal = device.ordinal

@@ -19,7 +19,7 @@ from .adjoint import LaunchRecord, _replace
 from .cuda_array import CudaArray, copy_same_layout, with_grad
 from .device import Device
 from .launch import arg_array
-from .launch_cuda import prepared_for
+from .launch_cuda import prepared as prepared_for
 from .recording import on_host
 from .stream import cuda_stream
 from .watch import NDArray, Watch
@@ -57,7 +57,7 @@ class CudaLaunchRecord(LaunchRecord):
         prepared = prepared_for(self.kernel, "adjoint", self.device)
         # the GPU runs threads in no set order: two threads writing one element overlap too
         self.check_overlap(prepared, prepared.packer, exclusive=True)
-        prepared.run(self.dims, self.device_args(), cuda_stream(self.device), *self.grid)
+        prepared.run_on(self.dims, self.device_args(), cuda_stream(self.device), *self.grid)
         self._consume_replaced_minmax()
 
     def device_args(self) -> list[Any]:

@@ -16,6 +16,7 @@ from gradloom.errors import GradloomError
 from gradloom.runtime import cuda_driver
 
 from ..hooks import Hook
+from .backend import CPU_BACKEND, CUDA, Backend
 
 #: a device's current stream, and setting it: runtime/stream.py, built on this module, fills them
 GET_STREAM: Hook[Any] = Hook("Device.stream", "gradloom.runtime.stream")
@@ -25,15 +26,22 @@ SET_STREAM: Hook[Any] = Hook("Device.set_stream", "gradloom.runtime.stream")
 class Device:
     """A compute device: the CPU, or CUDA device number `ordinal` (alias "cuda:N")."""
 
-    __slots__ = ("alias", "ordinal")
+    __slots__ = ("alias", "backend", "entry_key", "ordinal")
 
     alias: str
     #: the CUDA device number; -1 for the CPU
     ordinal: int
+    #: what generic code calls to allocate, copy and launch on this device (runtime/backend.py)
+    backend: Backend
+    #: where a kernel keeps its forward entry prepared for this device, if its backend keeps it
+    #: there (runtime/launch.py looks it up before asking the backend)
+    entry_key: str
 
     def __init__(self, alias: str, ordinal: int = -1) -> None:
         object.__setattr__(self, "alias", alias)
         object.__setattr__(self, "ordinal", ordinal)
+        object.__setattr__(self, "backend", CPU_BACKEND if ordinal < 0 else CUDA)
+        object.__setattr__(self, "entry_key", f"_gl_prepared{'' if ordinal < 0 else ordinal}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "stream":  # Warp's `device.stream = s`

@@ -14,7 +14,7 @@ from typing import Any
 from ..types import size_of
 from .array_arith import ELEMENTWISE
 from .cuda_array import CudaArray, fill_bytes, index_view
-from .launch_cuda import launch
+from .launch import launch
 
 
 def view_at(a: CudaArray, where: Any) -> CudaArray:

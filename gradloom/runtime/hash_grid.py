@@ -40,8 +40,8 @@ from ..types import (
 )
 from .array import NDArray, array
 from .array_protocols import aligned_zeros
-from .capturing import capturing, defer
-from .device import CPU, Device, get_device
+from .capturing import defer, recording_graph
+from .device import Device, get_device
 from .handles import Handle
 
 _MAX_CELLS = (1 << 31) - 1
@@ -115,7 +115,7 @@ class HashGrid:
         `radius`; with `groups` (int32, one per point), queries can be restricted to a group.
         Inside a graph capture the build is recorded: each replay rebuilds from the arrays'
         contents then (a saveable capture, `apic=True`, cannot hold it)."""
-        graph = capturing(CPU)
+        graph = recording_graph()
         if graph is not None:
             if getattr(graph, "apic", False):
                 raise NotImplementedError("HashGrid serialization is not yet supported: build "
@@ -153,7 +153,7 @@ class HashGrid:
 
     def reserve(self, num_points: int, with_groups: bool = False) -> None:
         """Make room for `num_points` points (builds allocate as needed anyway)."""
-        if capturing(CPU) is not None:
+        if recording_graph() is not None:
             raise NotImplementedError("HashGrid.reserve() cannot be captured into a graph: "
                                       "reserve before capture")
         n = operator.index(num_points)

@@ -36,23 +36,21 @@ from ..abi import (
     STATUS_STACK_FULL,
     error_word,
 )
-from ..errors import GradloomError, KernelRuntimeError, LaunchError, user_traceback
+from ..errors import GradloomError, KernelRuntimeError, LaunchError
 from ..types import ArrayType, IndexedArrayType, size_of
 from ..types import StructType as _StructType
 from . import checks
 from .array import array
 from .backend import CUDA
-from .capturing import capturing, no_tape_while_capturing
+from .capturing import capturing
 from .cuda_array import CudaArray, address, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
-from .device import CPU, Device, get_device
+from .device import Device
 from .foreign_cuda import adapt_device_args, is_device_foreign
-from .launch import _dims, arg_array, array_keys
-from .launch import launch as launch_any
+from .launch import arg_array, array_keys
 from .layout import span
 from .packing import ArgError, Getter, Packer, describe, flat_values
-from .recording import ACTIVE_TAPES
 from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod, relaxed
 from .stream import cuda_stream
 from .watch import before_write
@@ -248,7 +246,38 @@ class CudaPrepared:
             self.function = driver.call("cuModuleGetFunction", self.module,
                                         entry["symbol"].encode())
 
-    def protect(self, args: Sequence[Any]) -> None:
+    # -- the backend protocol (runtime/backend.py) ---------------------------------------------
+
+    def adapt(self, args: Sequence[Any]) -> Sequence[Any]:
+        """The arguments with foreign CUDA memory (torch, cupy, DLPack) wrapped as arrays."""
+        if any(is_device_foreign(a) for a in args):
+            return adapt_device_args(self.kernel.key, self.kernel.params, list(args),
+                                     self.device)
+        return args
+
+    def admit(self, args: Sequence[Any]) -> Sequence[Any]:
+        """The arguments adapted, after tapes that still need the contents of arrays the launch
+        writes have copied them."""
+        args = self.adapt(args)
+        self.protect_writes(args)
+        return args
+
+    def with_gradients(self, args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
+        return with_device_gradients(self.kernel.key, args, adj)
+
+    def begin(self, tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
+              max_blocks: int, block_dim: int) -> Any:
+        """A tape's record of the launch about to run (runtime/cuda_tape.py)."""
+        make = functools.partial(CUDA.get("tape_record"), device=self.device,
+                                 max_blocks=max_blocks, block_dim=block_dim)
+        return tape.begin_launch(kernel, dims, args, self, make)
+
+    def run(self, dims: tuple[int, ...], args: Sequence[Any], stream: Any = None,
+            max_blocks: int = 0, block_dim: int = 256) -> None:
+        """Queue the launch on `stream` (None: the device's current stream)."""
+        self.run_on(dims, args, cuda_stream(self.device, stream), max_blocks, block_dim)
+
+    def protect_writes(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them
         (device copies: runtime/cuda_tape.py)."""
         for key in self.writes:
@@ -262,8 +291,8 @@ class CudaPrepared:
             s = self.slots[stream.value] = StreamSlot(self.driver, self.ordinal, len(self.buf))
         return s
 
-    def run(self, dims: tuple[int, ...], args: Sequence[Any], stream: StreamHandle,
-            max_blocks: int = 0, block_dim: int = 256) -> None:
+    def run_on(self, dims: tuple[int, ...], args: Sequence[Any], stream: StreamHandle,
+               max_blocks: int = 0, block_dim: int = 256) -> None:
         if self.launch_ndim > len(dims):
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
@@ -374,7 +403,7 @@ class CudaPrepared:
                  stream.handle)
 
 
-def prepared_for(kernel: Any, variant: str, device: Device) -> CudaPrepared:
+def prepared(kernel: Any, variant: str, device: Device) -> CudaPrepared:
     """The kernel's entry on `device` (compiled or loaded from the cache, then loaded into the
     device's context, once per driver)."""
     if not hasattr(kernel, "cuda_entry"):
@@ -416,65 +445,3 @@ def with_device_gradients(kernel_key: str, args: Sequence[Any], adj: Sequence[An
         except GradloomError as exc:
             raise LaunchError(f"kernel '{kernel_key}' adjoint argument {i}: {exc}") from None
     return out
-
-
-def launch(kernel: Any, dim: Any, inputs: Sequence[Any], outputs: Sequence[Any],
-           adj_inputs: Any, adj_outputs: Any, device: Any, stream: Any, adjoint: bool,
-           record_tape: bool, record_cmd: bool, max_blocks: int, block_dim: int) -> Any:
-    """`wp.launch` on a CUDA device (runtime/launch.py sends every non-CPU launch here)."""
-    try:
-        dev = get_device(device)
-        if dev.is_cpu:  # a spelling of "cpu" launch.py does not test for ("CPU ")
-            return launch_any(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, dev,
-                              stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
-        args: list[Any] = [*inputs, *outputs]
-        if getattr(kernel, "is_generic", False):
-            kernel = kernel.specialize(args)
-        if any(is_device_foreign(a) for a in args):  # torch/cupy/DLPack device memory
-            args = adapt_device_args(kernel.key, kernel.params, args, dev)
-        adj = [*(adj_inputs or [None] * len(inputs)), *(adj_outputs or [None] * len(outputs))]
-        if record_cmd or capturing(CPU) is not None:
-            return _command(kernel, dim, args, adj if adjoint else None, dev, stream,
-                            max_blocks, block_dim, record_tape, record_cmd)
-        handle = cuda_stream(dev, stream)
-        if adjoint:
-            prepared = prepared_for(kernel, "adjoint", dev)
-            args = with_device_gradients(kernel.key, args, adj)
-            prepared.run(_dims(dim), args, handle, max_blocks, block_dim)
-            return None
-        prepared = prepared_for(kernel, "forward", dev)
-        tapes = ACTIVE_TAPES.get() if record_tape else ()
-        dims = _dims(dim)
-        records = [_begin(t, kernel, dims, args, prepared, max_blocks, block_dim)
-                   for t in tapes]
-        prepared.protect(args)
-        prepared.run(dims, args, handle, max_blocks, block_dim)
-        for tape, record in zip(tapes, records, strict=True):
-            tape.end_launch(record)
-        return None
-    except GradloomError as exc:
-        raise user_traceback(exc) from None
-
-
-def _command(kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None, dev: Device,
-             stream: Any, max_blocks: int, block_dim: int, record_tape: bool,
-             record_cmd: bool) -> Any:
-    """`record_cmd=True`: the launch as a command (runtime/cuda_command.py). Inside a CPU
-    graph capture: that command, added to the graph (it runs when the graph runs)."""
-    cmd = CUDA.get("command")(kernel, dim, args, adj, dev, stream, max_blocks, block_dim, record_tape)
-    if record_cmd:
-        return cmd
-    if record_tape:
-        no_tape_while_capturing(f"wp.launch({kernel.key!r})")
-    graph = capturing(CPU)
-    assert graph is not None
-    graph.add(cmd)
-    return None
-
-
-def _begin(tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
-           prepared: CudaPrepared, max_blocks: int, block_dim: int) -> Any:
-    """A tape's record of the CUDA launch about to run (runtime/cuda_tape.py)."""
-    make = functools.partial(CUDA.get("tape_record"), device=prepared.device, max_blocks=max_blocks,
-                             block_dim=block_dim)
-    return tape.begin_launch(kernel, dims, args, prepared, make)

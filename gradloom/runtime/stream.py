@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import GradloomError
-from .capturing import OpNode, capturing
+from .capturing import OpNode, capturing, recording_graph
 from .cuda_driver import current as cuda_driver
 from .cuda_stream import EventHandle, StreamHandle, check_same_device
 from .device import CPU, GET_STREAM, SET_STREAM, Device, ScopedDevice, get_device
@@ -135,7 +135,7 @@ class Stream:
         elif event.device != self.device:
             raise StreamError(f"Event from device {event.device} cannot be recorded on stream "
                               f"from device {self.device}")
-        graph = capturing(CPU)
+        graph = recording_graph()
         if self._cuda is not None:
             if graph is not None:
                 raise StreamError("recording CUDA events inside a graph capture is not "
@@ -255,7 +255,7 @@ def synchronize_stream(stream_or_device: Any = None) -> None:
     """Wait for a stream's work (a device: its current stream's). Nothing is ever pending on the
     CPU; as in Warp, a Stream cannot be synchronized while a graph is being captured."""
     if isinstance(stream_or_device, Stream):
-        if capturing(CPU) is not None:
+        if recording_graph() is not None:
             raise StreamError("Cannot synchronize stream while graph capture is active")
         if stream_or_device._cuda is not None:
             stream_or_device._cuda.synchronize()
@@ -268,7 +268,7 @@ def synchronize_stream(stream_or_device: Any = None) -> None:
 def synchronize_event(event: Event) -> None:
     """Wait until `event` has happened (it has, on the CPU)."""
     _check_event(event)
-    if capturing(CPU) is not None:
+    if recording_graph() is not None:
         raise StreamError("Cannot synchronize event while graph capture is active")
     if event._cuda is not None:
         event._cuda.synchronize()

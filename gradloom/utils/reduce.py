@@ -14,8 +14,7 @@ from typing import Any
 
 from ..runtime.array import NDArray, array
 from ..runtime.array_ops import empty
-from ..runtime.capturing import capturing
-from ..runtime.device import CPU
+from ..runtime.capturing import recording_graph
 from ..runtime.recording import record_op
 from ..runtime.watch import Watch
 from ..types.query import scalar_of, type_name
@@ -85,7 +84,7 @@ def array_sum(values: array, out: array | None = None, value_count: int | None =
     count = (values.size if axis is None else values.shape[axis]) if value_count is None \
         else operator.index(value_count)
     shape = _out_shape(values.shape, axis)
-    if capturing(CPU) is not None and out is None and count > 0 and all(shape):
+    if recording_graph() is not None and out is None and count > 0 and all(shape):
         raise UtilsCaptureError("APIC capture requires array_sum() to receive an explicit out "
                                 "array")
     host = out is None
@@ -150,7 +149,7 @@ def array_inner(a: array, b: array, out: array | None = None, count: int | None 
     n = (a.size if axis is None else a.shape[axis]) if count is None else operator.index(count)
     shape = _out_shape(a.shape, axis)
     st = scalar_of(a.dtype)
-    if capturing(CPU) is not None and out is None and n > 0 and all(shape):
+    if recording_graph() is not None and out is None and n > 0 and all(shape):
         raise UtilsCaptureError("APIC capture requires array_inner() to receive an explicit out "
                                 "array")
     host = out is None

@@ -15,8 +15,7 @@ import numpy as np
 
 from ..runtime.array import NDArray, array
 from ..runtime.array_ops import empty
-from ..runtime.capturing import capturing
-from ..runtime.device import CPU
+from ..runtime.capturing import recording_graph
 from ..runtime.recording import record_op
 from ..runtime.watch import before_write
 from ..types import float32, float64, int32, int64, size_of, uint32, uint64
@@ -274,7 +273,7 @@ def runlength_encode(values: array, run_values: array, run_lengths: array,
     if run_count is None:
         if n == 0:
             return 0
-        if capturing(CPU) is not None:
+        if recording_graph() is not None:
             raise UtilsCaptureError("APIC capture requires runlength_encode() to receive an "
                                     "explicit run_count array")
         holder = empty((1,), dtype=int32, device=values.device)
