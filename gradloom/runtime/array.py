@@ -34,7 +34,7 @@ from gradloom.runtime.array_storage import normalize_shape as normalize_shape
 from gradloom.runtime.array_storage import resolve_dtype as resolve_dtype
 from gradloom.runtime.array_storage import storage_dtype as storage_dtype
 from gradloom.runtime.capturing import deferrable, recording_graph
-from gradloom.runtime.device import CPU, Device, get_device
+from gradloom.runtime.device import Device, get_device
 from gradloom.runtime.layout import is_contiguous, packed_strides, same_layout, span
 from gradloom.runtime.memops import copy_into, fill, zero_all
 from gradloom.runtime.readmarks import ReadMarks
@@ -50,7 +50,6 @@ from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType, 
 
 from ..hooks import Hook
 from .array_storage import ARRAY_CLASS
-from .backend import CUDA
 
 #: what this module's class calls of modules built on it, which fill these when imported:
 #: `a.to(device)` copies as wp.clone (array_ops.py); `a[I]` with index arrays is an indexed view,
@@ -126,10 +125,14 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
             return
         dev = get_device(device)
         dims = None if shape is None else normalize_shape(shape)
-        if dev is not CPU:  # device memory: runtime/cuda_array.py (loaded on first use)
-            CUDA.get("init_device_array")(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
-                              requires_grad, deleter)
-            return
+        # the device's backend allocates (or wraps `ptr`) and fills (runtime/backend.py)
+        dev.backend.init_array(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
+                               requires_grad, deleter, copy)
+
+    def _init_host(self, device: Device, data: Any, dtype: Any, dims: tuple[int, ...] | None,
+                   strides: Any, ptr: int | None, capacity: int | None, ndim: int | None,
+                   requires_grad: bool, copy: bool) -> None:
+        """`__init__` in host memory (the CPU backend's `init_array`)."""
         if ptr is not None:
             t = resolve_dtype(float if dtype is typing.Any else dtype)
             storage = storage_from_ptr(ptr, t, dims, strides, capacity)
@@ -140,7 +143,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
             storage = aligned_zeros((*(dims or ()), *elem_shape(t)), storage_dtype(t)) \
                 if strides is None else strided_zeros(dims or (0,), t, strides)
         # as in Warp, data's own shape wins over ndim (wp.array(np.array([]), ndim=2) is 1-D)
-        self._bind(storage, t, dev, ndim if data is None else None)
+        self._bind(storage, t, device, ndim if data is None else None)
         self._grad, self._requires_grad = None, False
         self.requires_grad = requires_grad
 
@@ -346,7 +349,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
                 grad = self._grad  # the gradient at backward time (the user may replace it)
                 if grad is None:
                     return
-                if grad.device.is_cuda and CUDA.get("overwrite_step")(grad, where):
+                if grad.device.backend.overwrite_step(grad, where):
                     return
                 on_host([grad], lambda g: g.__setitem__(where, 0))
 
@@ -500,7 +503,7 @@ def zero_arrays(arrays: list[Any]) -> None:
         return
     host = []
     for a in arrays:
-        if type(a) is array:
+        if a.device.backend.host_memory:
             host.append(a._concrete())
             a._overwrite()  # what tapes still need of it is kept first, as zero_() does
         else:  # device memory

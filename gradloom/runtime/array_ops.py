@@ -42,7 +42,7 @@ from gradloom.types import float32 as _float32
 from gradloom.types import int32 as _int32
 
 from .array import CLONE
-from .backend import CUDA
+from .backend import transfer_backend
 
 
 class array1d(array):
@@ -334,11 +334,9 @@ def copy(
         return
     before_write(d)
     if d.is_contiguous and s.is_contiguous:
-        if d.device is CPU and s.device is CPU:
-            _copy_flat(d, s, dest_offset, src_offset, count)
-        else:  # device memory: runtime/cuda_array.py
-            _check_range(d, s, dest_offset, src_offset, count)
-            CUDA.get("copy_flat")(d, s, dest_offset, src_offset, count)
+        _check_range(d, s, dest_offset, src_offset, count)
+        transfer_backend(d.device.backend, s.device.backend).copy_flat(d, s, dest_offset,
+                                                                       src_offset, count)
     else:
         _copy_strided(d, s, dest_offset, src_offset, count)
     if ACTIVE_TAPES.get():
@@ -390,8 +388,8 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
         if dg is None:
             return
         flows = sg is not None and d.dtype == s.dtype
-        if dg.device.is_cuda and CUDA.get("range_step")(dg, sg if flows else None, dest_offset,
-                                                        src_offset, count):
+        if dg.device.backend.range_step(dg, sg if flows else None, dest_offset, src_offset,
+                                        count):
             return
         on_host([dg, sg] if flows else [dg], flow)
 
@@ -404,8 +402,10 @@ def _record_range_copy(d: array, s: array, dest_offset: int, src_offset: int,
     record_op(backward, [d, s], devices=True, carried=True)
 
 
-def _copy_flat(d: array, s: array, dest_offset: int, src_offset: int, count: int) -> None:
-    _check_range(d, s, dest_offset, src_offset, count)
+def copy_flat_host(d: array, s: array, dest_offset: int, src_offset: int, count: int
+                   ) -> None:
+    """`wp.copy` of a flat range between contiguous host arrays (the CPU backend's
+    `copy_flat`; ranges checked by the caller)."""
     es = size_of(s.dtype)
     dst_bytes = _flat_bytes(d.numpy())[dest_offset * es : (dest_offset + count) * es]
     copy_into(dst_bytes, _flat_bytes(s.numpy())[src_offset * es : (src_offset + count) * es])

@@ -13,7 +13,6 @@ import numpy.typing as npt
 
 from gradloom.errors import ArrayTypeError, ArrayValueError, GradloomError
 from gradloom.runtime.array_protocols import aligned_copy, aligned_zeros
-from gradloom.runtime.device import CPU
 from gradloom.runtime.memops import copy_into
 from gradloom.types import (
     ArrayType,
@@ -31,7 +30,7 @@ from gradloom.types import (
 )
 
 from ..hooks import Hook
-from .backend import CUDA
+from .backend import transfer_backend
 from .layout import is_contiguous, span
 
 #: the array class, built on this module (runtime/array.py fills it)
@@ -245,9 +244,11 @@ def strided_zeros(dims: tuple[int, ...], t: Any, strides: Any) -> NDArray:
 
 def copy_storage(dest: Any, src: Any) -> None:
     """Copy the elements of `src` into `dest` (same shape), bit for bit as Warp does."""
-    if dest.device is not CPU or src.device is not CPU:
-        CUDA.get("copy_arrays")(dest, src)
-        return
+    transfer_backend(dest.device.backend, src.device.backend).copy_arrays(dest, src)
+
+
+def copy_host(dest: Any, src: Any) -> None:
+    """`copy_storage` between arrays in host memory (the CPU backend's `copy_arrays`)."""
     d, s = dest.numpy(), src.numpy()
     if d.dtype == s.dtype and d.shape == s.shape:
         copy_into(d, s)

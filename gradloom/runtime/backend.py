@@ -26,15 +26,21 @@ PROTOCOL: dict[str, str] = {
     # memory behind arrays
     "init_array": "(array, device, data, dtype, shape, strides, ptr, capacity, ndim, "
                   "requires_grad, deleter, copy) -> None: allocate or wrap the array's memory",
-    "copy_arrays": "(dest, src) -> None: copy elements between arrays of one shape",
-    "copy_flat": "(dest, src, dest_offset, src_offset, count) -> None: a flat range copy",
-    # the Tape's gradient steps of array operations (False: not handled, the host does it)
+    "copy_arrays": "(dest, src) -> None: copy elements between arrays of one shape (the "
+                   "backend `transfer_backend` picks)",
+    "copy_flat": "(dest, src, dest_offset, src_offset, count) -> None: a flat range copy "
+                 "between contiguous arrays (ranges checked by the caller)",
+    "write_host": "(array, values) -> None: store host values (numpy, the array's shape) into "
+                  "the array's memory",
+    # the Tape's gradient steps of array operations, run in the device's memory (False: not
+    # handled there; the caller runs the step on host views, runtime/recording.on_host)
     "overwrite_step": "(grad, where) -> bool",
     "copy_step": "(dest_grad, src_grad, where) -> bool",
     "range_step": "(dest_grad, src_grad, dest_offset, src_offset, count) -> bool",
     # graph capture
-    "begin_capture": "(device, stream, ...) -> the capture",
-    "end_capture": "(device, stream) -> the graph",
+    "begin_capture": "(device, stream, capture_mode, apic) -> None: the capture becomes the "
+                     "context's (runtime/capturing.ACTIVE_CAPTURE)",
+    "end_capture": "(capture) -> the graph `wp.capture_launch` runs",
     # device facts and synchronisation
     "info": "(device) -> the device's properties (runtime/cuda_driver.DeviceInfo) or None",
     "synchronize": "(device) -> None: wait for the device's queued work",
@@ -45,8 +51,10 @@ class Backend:
     """One device kind's implementation: its parts become attributes when its registration
     module (loaded by name on first use) calls `provide`."""
 
-    def __init__(self, kind: str, module: str) -> None:
+    def __init__(self, kind: str, module: str, host_memory: bool) -> None:
         self.kind, self.module = kind, module
+        #: an array's memory is host memory (its numpy() is that memory, not a copy)
+        self.host_memory = host_memory
 
     def provide(self, **parts: Any) -> None:
         """Register parts (the backend's registration module calls this once)."""
@@ -73,6 +81,12 @@ class Backend:
 
 
 #: The host's cores: runtime/cpu_backend.py registers the parts
-CPU_BACKEND = Backend("cpu", "gradloom.runtime.cpu_backend")
+CPU_BACKEND = Backend("cpu", "gradloom.runtime.cpu_backend", host_memory=True)
 #: NVIDIA GPUs: runtime/cuda_backend.py registers the parts
-CUDA = Backend("cuda", "gradloom.runtime.cuda_backend")
+CUDA = Backend("cuda", "gradloom.runtime.cuda_backend", host_memory=False)
+
+
+def transfer_backend(dest: Backend, src: Backend) -> Backend:
+    """The backend that moves data between memory of `dest`'s and `src`'s kinds: a device
+    backend for any copy that touches device memory (it knows the way to and from the host)."""
+    return dest if not dest.host_memory else src

@@ -20,9 +20,8 @@ from ..abi import ERROR_WORD, NO_ERROR
 from ..errors import GradloomError
 from ..types import int32
 from .array import array
-from .backend import CUDA
 from .capturing import ACTIVE_CAPTURE, Node, OpNode, capturing, recording_graph
-from .device import CPU, get_device
+from .device import CPU, Device, get_device
 from .recording import ACTIVE_TAPES
 from .signals import launch_words
 from .stream import Stream
@@ -104,31 +103,38 @@ def capture_begin(device: Any = None, stream: Stream | None = None,
                   force_module_load: bool | None = None, external: bool = False,
                   apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL
                   ) -> None:
-    """Start recording a graph in this context (see the module docstring; on a CUDA device,
-    the driver's stream capture: runtime/cuda_graph.py)."""
+    """Start recording a graph in this context, the device's backend's way (see the module
+    docstring; on a CUDA device, the driver's stream capture: runtime/cuda_graph.py)."""
     dev = stream.device if isinstance(stream, Stream) else get_device(device)
     if capturing() is not None:  # one capture at a time in a context, on any device
         raise CaptureError("Graph capture already in progress")
-    if dev.is_cuda:
-        CUDA.get("begin_capture")(dev, stream, capture_mode)
-        return
-    graph = Graph(dev)
+    dev.backend.begin_capture(dev, stream, capture_mode, apic)
+
+
+def begin_host_capture(device: Device, stream: Stream | None, mode: CaptureMode,
+                       apic: bool) -> None:
+    """A CPU capture: a Graph that operations of every device are recorded into (the CPU
+    backend's `begin_capture`)."""
+    graph = Graph(device)
     graph.capture_id = id(graph)
     graph.apic = apic
     graph._token = ACTIVE_CAPTURE.set(graph)  # type: ignore[attr-defined]
 
 
-def capture_end(device: Any = None, stream: Stream | None = None) -> Graph:
-    """Stop recording; returns the Graph to run with `wp.capture_launch`."""
+def capture_end(device: Any = None, stream: Stream | None = None) -> Any:
+    """Stop recording; returns the graph to run with `wp.capture_launch`."""
     dev = stream.device if isinstance(stream, Stream) else (
         get_device(device) if device is not None else None)
-    graph = capturing()
-    if graph is None or (dev is CPU and not isinstance(graph, Graph)):
-        raise CaptureError("Graph capture is not active (call wp.capture_begin() first)")
-    if not isinstance(graph, Graph):  # a CUDA stream capture: its backend ends it
-        if dev is not None and graph.device is not dev:
-            raise CaptureError(f"no graph capture is active on {dev}")
-        return CUDA.get("end_capture")(graph)  # type: ignore[no-any-return]
+    cap = capturing()
+    if cap is None or (dev is not None and cap.device is not dev):
+        where = "" if dev is None else f" on {dev}"
+        raise CaptureError(f"Graph capture is not active{where} (call wp.capture_begin() "
+                           "first)")
+    return cap.device.backend.end_capture(cap)
+
+
+def end_host_capture(graph: Graph) -> Graph:
+    """End a CPU capture (the CPU backend's `end_capture`)."""
     try:
         ACTIVE_CAPTURE.reset(graph._token)  # type: ignore[attr-defined]
     except ValueError:  # ended in another context than it began in

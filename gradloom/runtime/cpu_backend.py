@@ -1,15 +1,51 @@
-"""The CPU backend's registration: imports the CPU's launch modules and provides their parts.
+"""The CPU backend's registration: imports the CPU's modules and provides their parts.
 
 Loaded by name (runtime/backend.py) the first time generic code needs the CPU backend; generic
-modules never import it, so their dependencies point this way only.
+modules never import it, so their dependencies point this way only. An array's memory here is
+host memory: numpy views of it are the memory itself.
 """
 
 from __future__ import annotations
 
-from . import cpu_command, cpu_launch
+from typing import Any
+
+from . import capture, cpu_command, cpu_launch
+from .array import array
+from .array_ops import copy_flat_host
+from .array_storage import copy_host
 from .backend import CPU_BACKEND
+from .device import Device
+
+
+def init_array(obj: array, device: Device, data: Any, dtype: Any,
+               dims: tuple[int, ...] | None, strides: Any, ptr: int | None,
+               capacity: int | None, ndim: int | None, requires_grad: bool, deleter: Any,
+               copy: bool) -> None:
+    """`array.__init__` in host memory (`deleter` is for foreign device memory only)."""
+    obj._init_host(device, data, dtype, dims, strides, ptr, capacity, ndim, requires_grad, copy)
+
+
+def write_host(a: array, values: Any) -> None:
+    """Store host values into a host array (nothing to do when they are its own memory)."""
+    mem = a.numpy()
+    if values is not mem:
+        mem[...] = values
+
+
+def on_host_only(*args: Any) -> bool:
+    """A gradient step 'in device memory': host memory has no other place; the caller runs
+    the step on the array's own numpy view."""
+    return False
+
 
 CPU_BACKEND.provide(
     # launches and recorded launches
     prepared=cpu_launch.prepared, command=cpu_command.command,
+    # memory
+    init_array=init_array, copy_arrays=copy_host, copy_flat=copy_flat_host,
+    write_host=write_host,
+    # the Tape's gradient steps of array operations
+    overwrite_step=on_host_only, copy_step=on_host_only, range_step=on_host_only,
+    # graph capture: a Graph of recorded operations (runtime/capture.py)
+    begin_capture=capture.begin_host_capture, end_capture=capture.end_host_capture,
 )

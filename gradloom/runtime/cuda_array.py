@@ -366,8 +366,9 @@ def new_array(device: Device, shape: tuple[int, ...], t: Any, zero: bool = True)
 def init_device_array(obj: array, device: Device, data: Any, dtype: Any,
                       dims: tuple[int, ...] | None, strides: Any, ptr: int | None,
                       capacity: int | None, ndim: int | None, requires_grad: bool,
-                      deleter: Any) -> None:
-    """`array.__init__` for a CUDA device: allocate (or wrap `ptr`), upload `data`."""
+                      deleter: Any, copy: bool = True) -> None:
+    """`array.__init__` for a CUDA device: allocate (or wrap `ptr`), upload `data` (always a
+    copy: `copy=False` cannot share host memory with device memory)."""
     obj.__class__ = CudaArray
     assert isinstance(obj, CudaArray)
     if ptr is not None:

@@ -19,7 +19,7 @@ from .backend import CUDA
 
 CUDA.provide(
     # arrays in device memory
-    init_device_array=cuda_array.init_device_array, copy_arrays=cuda_array.copy_arrays,
+    init_array=cuda_array.init_device_array, copy_arrays=cuda_array.copy_arrays,
     copy_flat=cuda_array.copy_flat, write_host=cuda_array.write_host,
     wrap_torch_cuda=foreign_cuda.wrap_torch_cuda, from_capsule=foreign_cuda.from_capsule,
     from_dlpack_producer=foreign_cuda.from_dlpack_producer,

@@ -107,7 +107,7 @@ class CudaGraph(Graph):
         return f"<gradloom CUDA Graph on {self.device}>"
 
 
-def begin(device: Device, stream: Stream | None, mode: CaptureMode) -> None:
+def begin(device: Device, stream: Stream | None, mode: CaptureMode, apic: bool = False) -> None:
     """Start capturing on a CUDA device (see the module docstring; capture.capture_begin has
     checked that no capture is in progress)."""
     driver = current()

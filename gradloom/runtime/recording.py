@@ -7,7 +7,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..errors import TapeError
-from .backend import CUDA
+from .backend import transfer_backend
 from .readmarks import check_copy
 
 #: Every Tape whose `with` block is active, outermost first; each records every operation.
@@ -46,7 +46,7 @@ def record_op(backward: Callable[[], None], arrays: Sequence[Any],
     CUDA arrays are refused. `carried`: forward-mode tapes were told already (`forward_step`);
     otherwise they refuse the operation (runtime/tangent.py)."""
     tapes = ACTIVE_TAPES.get()
-    if tapes and not devices and any(a.device.is_cuda for a in arrays):
+    if tapes and not devices and not all(a.device.backend.host_memory for a in arrays):
         raise TapeError("recording this operation on CUDA arrays on a wp.Tape is not "
                         "supported yet (docs/gpu.md): run it on CPU arrays, or outside the "
                         "Tape")
@@ -86,7 +86,7 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
         dg, sg = dest._grad, src._grad
         if dg is None or sg is None:
             return
-        if (dg.device.is_cuda or sg.device.is_cuda) and CUDA.get("copy_step")(dg, sg, where):
+        if transfer_backend(dg.device.backend, sg.device.backend).copy_step(dg, sg, where):
             return
         on_host([dg, sg], flow)
 
@@ -108,5 +108,4 @@ def on_host(grads: Sequence[Any], step: Callable[..., None]) -> None:
     views = [g.numpy() for g in grads]
     step(*views)
     for g, v in zip(grads, views, strict=True):
-        if g.device.is_cuda:
-            CUDA.get("write_host")(g, v)
+        g.device.backend.write_host(g, v)
