@@ -37,6 +37,10 @@ PROTOCOL: dict[str, str] = {
     "overwrite_step": "(grad, where) -> bool",
     "copy_step": "(dest_grad, src_grad, where) -> bool",
     "range_step": "(dest_grad, src_grad, dest_offset, src_offset, count) -> bool",
+    # streams and events (None: the device runs work as it is issued)
+    "new_stream": "(device, priority, external) -> the native stream of a `wp.Stream`, or None",
+    "new_event": "(device, enable_timing, interprocess, external) -> a native event, or None",
+    "default_stream": "(device) -> the device's default `wp.Stream`",
     # graph capture
     "begin_capture": "(device, stream, capture_mode, apic) -> None: the capture becomes the "
                      "context's (runtime/capturing.ACTIVE_CAPTURE)",

@@ -7,6 +7,7 @@ host memory: numpy views of it are the memory itself.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from . import capture, cpu_command, cpu_launch
@@ -14,7 +15,8 @@ from .array import array
 from .array_ops import copy_flat_host
 from .array_storage import copy_host
 from .backend import CPU_BACKEND
-from .device import Device
+from .device import CPU, Device
+from .stream import Stream, StreamError
 
 
 def init_array(obj: array, device: Device, data: Any, dtype: Any,
@@ -38,6 +40,24 @@ def on_host_only(*args: Any) -> bool:
     return False
 
 
+def new_stream(device: Device, priority: int, external: Any) -> None:
+    """A CPU stream has no native stream: work runs as it is issued."""
+    if external is not None:
+        raise StreamError("Stream(cuda_stream=...) wraps a CUDA stream: pass a CUDA device")
+
+
+def new_event(device: Device, enable_timing: bool, interprocess: bool, external: Any) -> None:
+    """A CPU event has no native event: it is complete once recorded."""
+    if external is not None:
+        raise StreamError("Event(cuda_event=...) wraps a CUDA event: pass a CUDA device")
+
+
+@functools.cache
+def default_stream(device: Device) -> Stream:
+    """The CPU's default stream (it holds no state, so one object serves every context)."""
+    return Stream(CPU)
+
+
 CPU_BACKEND.provide(
     # launches and recorded launches
     prepared=cpu_launch.prepared, command=cpu_command.command,
@@ -46,6 +66,8 @@ CPU_BACKEND.provide(
     write_host=write_host,
     # the Tape's gradient steps of array operations
     overwrite_step=on_host_only, copy_step=on_host_only, range_step=on_host_only,
+    # streams and events
+    new_stream=new_stream, new_event=new_event, default_stream=default_stream,
     # graph capture: a Graph of recorded operations (runtime/capture.py)
     begin_capture=capture.begin_host_capture, end_capture=capture.end_host_capture,
 )

@@ -10,6 +10,7 @@ from . import (
     cuda_array,
     cuda_command,
     cuda_graph,
+    cuda_stream,
     cuda_tape,
     device_grads,
     foreign_cuda,
@@ -29,6 +30,9 @@ CUDA.provide(
     # launches, recorded commands and tape records
     prepared=launch_cuda.prepared, command=cuda_command.CudaLaunch,
     tape_record=cuda_tape.CudaLaunchRecord,
+    # streams and events
+    new_stream=cuda_stream.new_stream, new_event=cuda_stream.new_event,
+    default_stream=cuda_stream.default_stream,
     # CUDA graph capture
     begin_capture=cuda_graph.begin, end_capture=cuda_graph.end,
 )

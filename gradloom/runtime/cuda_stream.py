@@ -14,6 +14,8 @@ from typing import Any
 
 from ..errors import GradloomError
 from .cuda_driver import Driver, current
+from .device import Device
+from .stream import Stream
 
 #: CUresult of a query whose work has not finished yet
 CUDA_ERROR_NOT_READY = 600
@@ -47,6 +49,7 @@ class StreamHandle:
         return _done(self.driver, "cuStreamQuery", self.handle)
 
     def wait_event(self, event: EventHandle) -> None:
+        check_same_device("wait_event", self.ordinal, event.ordinal)
         self.driver.call("cuStreamWaitEvent", self.handle, event.handle, 0)
 
 
@@ -122,3 +125,28 @@ def order_streams(ordinal: int, first: int, then: int) -> None:
         driver.call("cuStreamWaitEvent", api.CUstream(then), event, 0)
     finally:
         driver.call("cuEventDestroy", event)
+
+
+# --------------------------------------------------------------------------------------------
+# the backend's parts (runtime/cuda_backend.py provides them)
+
+
+def new_stream(device: Device, priority: int, external: Any) -> StreamHandle:
+    """A `wp.Stream`'s driver stream (`external`: a CUstream to wrap, not to destroy)."""
+    return StreamHandle(device.ordinal, priority, external)
+
+
+def new_event(device: Device, enable_timing: bool, interprocess: bool,
+              external: Any) -> EventHandle:
+    """A `wp.Event`'s driver event."""
+    return EventHandle(device.ordinal, enable_timing, interprocess, external)
+
+
+def default_stream(device: Device) -> Stream:
+    """The device's default stream: made on first use, kept by the driver state (so a new
+    driver, as the tests' fake one, starts with fresh streams)."""
+    streams = current().default_streams
+    s = streams.get(device.ordinal)
+    if s is None:
+        s = streams[device.ordinal] = Stream(device)
+    return s  # type: ignore[no-any-return]

@@ -18,9 +18,7 @@ from typing import Any
 
 from ..errors import GradloomError
 from .capturing import OpNode, capturing, recording_graph
-from .cuda_driver import current as cuda_driver
-from .cuda_stream import EventHandle, StreamHandle, check_same_device
-from .device import CPU, GET_STREAM, SET_STREAM, Device, ScopedDevice, get_device
+from .device import GET_STREAM, SET_STREAM, Device, ScopedDevice, get_device
 
 
 class StreamError(GradloomError, RuntimeError):
@@ -48,19 +46,18 @@ class Event:
         self.cuda_event: int | None = None
         self.owner = cuda_event is None
         self._time_ns: int | None = None
-        self._cuda: EventHandle | None = None
-        if self.device.is_cuda:
-            self._cuda = EventHandle(self.device.ordinal, enable_timing, interprocess, cuda_event)
-            self.cuda_event = self._cuda.value
-        elif cuda_event is not None:
-            raise StreamError("Event(cuda_event=...) wraps a CUDA event: pass a CUDA device")
+        #: the backend's event (None on the CPU, where work is synchronous)
+        self._native: Any = self.device.backend.new_event(self.device, enable_timing,
+                                                           interprocess, cuda_event)
+        if self._native is not None:
+            self.cuda_event = self._native.value
 
     def _stamp(self) -> None:
         self._time_ns = time.perf_counter_ns()
 
     @property
     def is_complete(self) -> bool:
-        return True if self._cuda is None else self._cuda.is_complete()
+        return True if self._native is None else self._native.is_complete()
 
     def ipc_handle(self) -> bytes:
         raise StreamError(f"Device {self.device} does not support IPC.")
@@ -83,19 +80,17 @@ class Stream:
         self.cuda_stream: int | None = None
         self.owner = external is None
         self._cached_event: Event | None = None
-        self._cuda: StreamHandle | None = None
-        if self.device.is_cuda:
-            self._cuda = StreamHandle(self.device.ordinal, self._priority, external)
-            self.cuda_stream = self._cuda.value
-        elif external is not None:
-            raise StreamError("Stream(cuda_stream=...) wraps a CUDA stream: pass a CUDA device")
+        #: the backend's stream (None on the CPU, where work is synchronous)
+        self._native: Any = self.device.backend.new_stream(self.device, self._priority, external)
+        if self._native is not None:
+            self.cuda_stream = self._native.value
 
     @property
-    def handle(self) -> StreamHandle:
-        """The CUDA stream (a StreamHandle); an error for a CPU stream."""
-        if self._cuda is None:
+    def handle(self) -> Any:
+        """The CUDA stream (runtime/cuda_stream.StreamHandle); an error for a CPU stream."""
+        if self._native is None:
             raise StreamError(f"stream on {self.device} is not a CUDA stream")
-        return self._cuda
+        return self._native
 
     @property
     def priority(self) -> int:
@@ -107,13 +102,13 @@ class Stream:
 
     @property
     def is_complete(self) -> bool:
-        return True if self._cuda is None else self._cuda.is_complete()
+        return True if self._native is None else self._native.is_complete()
 
     @property
     def is_capturing(self) -> bool:
         """Whether a graph is being captured from this stream (a CPU stream: any CPU capture)."""
         cap = capturing(self.device)
-        return cap is not None and (self._cuda is None or cap.stream is self._cuda)
+        return cap is not None and (self._native is None or cap.stream is self._native)
 
     def synchronize(self) -> None:
         """Wait for the work queued on this stream so far."""
@@ -136,12 +131,12 @@ class Stream:
             raise StreamError(f"Event from device {event.device} cannot be recorded on stream "
                               f"from device {self.device}")
         graph = recording_graph()
-        if self._cuda is not None:
+        if self._native is not None:
             if graph is not None:
                 raise StreamError("recording CUDA events inside a graph capture is not "
                                   "supported yet (docs/gpu.md)")
-            assert event._cuda is not None
-            event._cuda.record(self._cuda)
+            assert event._native is not None
+            event._native.record(self._native)
         elif graph is not None:
             graph.add(OpNode(event._stamp, "record_event"))
         else:
@@ -151,9 +146,8 @@ class Stream:
     def wait_event(self, event: Event, external: bool = False) -> None:
         """Later work on this stream waits for `event` (on the CPU it has already happened)."""
         _check_event(event)
-        if self._cuda is not None and event._cuda is not None:
-            check_same_device("wait_event", self.device.ordinal, event.device.ordinal)
-            self._cuda.wait_event(event._cuda)
+        if self._native is not None and event._native is not None:
+            self._native.wait_event(event._native)
 
     def wait_stream(self, other_stream: Stream, event: Event | None = None,
                     external: bool = False) -> None:
@@ -161,7 +155,7 @@ class Stream:
         done)."""
         if not isinstance(other_stream, Stream):
             raise TypeError(f"wait_stream() expects a wp.Stream, got {type(other_stream).__name__}")
-        if self._cuda is not None and other_stream._cuda is not None:
+        if self._native is not None and other_stream._native is not None:
             event = other_stream.record_event(event or other_stream.cached_event)
             self.wait_event(event)
 
@@ -175,32 +169,22 @@ def _check_event(event: Any) -> Event:
     return event
 
 
-#: The device's default stream (it holds no state, so one object serves every context).
-CPU_STREAM = Stream(CPU)
-
-_current_stream: contextvars.ContextVar[Stream | None] = contextvars.ContextVar(
-    "gradloom_stream", default=CPU_STREAM)
-#: per CUDA device ordinal, the current stream there (None: the device's default stream)
-_CUDA_CURRENT: dict[int, contextvars.ContextVar[Stream | None]] = {}
+#: per device (by ordinal; the CPU's is -1), the context variable holding its current stream in
+#: each context (None: the device's default stream, which its backend keeps)
+_CURRENT: dict[int, contextvars.ContextVar[Stream | None]] = {}
 
 
 def _current_var(dev: Device) -> contextvars.ContextVar[Stream | None]:
-    if not dev.is_cuda:
-        return _current_stream
-    var = _CUDA_CURRENT.get(dev.ordinal)
+    var = _CURRENT.get(dev.ordinal)
     if var is None:
-        var = _CUDA_CURRENT.setdefault(dev.ordinal, contextvars.ContextVar(
-            f"gradloom_stream_cuda{dev.ordinal}", default=None))
+        var = _CURRENT.setdefault(dev.ordinal, contextvars.ContextVar(
+            f"gradloom_stream_{dev.alias}", default=None))
     return var
 
 
 def default_stream(dev: Device) -> Stream:
-    """A CUDA device's default stream (created on first use, kept by the driver state)."""
-    streams = cuda_driver().default_streams
-    s = streams.get(dev.ordinal)
-    if s is None:
-        s = streams[dev.ordinal] = Stream(dev)
-    return s  # type: ignore[no-any-return]
+    """The device's default stream (its backend makes it on first use and keeps it)."""
+    return dev.backend.default_stream(dev)  # type: ignore[no-any-return]
 
 
 @GET_STREAM.fill
@@ -222,12 +206,12 @@ def set_stream(stream: Stream, device: Any = None, sync: bool = False) -> None:
     if stream.device != dev:
         raise StreamError(f"Stream from device {stream.device} cannot be used on device {dev}")
     var = _current_var(dev)
-    if sync and stream._cuda is not None:
+    if sync and stream._native is not None:
         stream.wait_stream(get_stream(dev))
     var.set(stream)
 
 
-def cuda_stream(dev: Device, stream: Any = None) -> StreamHandle:
+def cuda_stream(dev: Device, stream: Any = None) -> Any:
     """The CUDA stream work on `dev` goes to: `stream` (a wp.Stream on dev), else the device's
     current stream."""
     s = get_stream(dev) if stream is None else stream
@@ -257,12 +241,12 @@ def synchronize_stream(stream_or_device: Any = None) -> None:
     if isinstance(stream_or_device, Stream):
         if recording_graph() is not None:
             raise StreamError("Cannot synchronize stream while graph capture is active")
-        if stream_or_device._cuda is not None:
-            stream_or_device._cuda.synchronize()
+        if stream_or_device._native is not None:
+            stream_or_device._native.synchronize()
         return
-    dev = get_device(stream_or_device)
-    if dev.is_cuda:
-        cuda_stream(dev).synchronize()
+    native = get_stream(stream_or_device)._native
+    if native is not None:
+        native.synchronize()
 
 
 def synchronize_event(event: Event) -> None:
@@ -270,8 +254,8 @@ def synchronize_event(event: Event) -> None:
     _check_event(event)
     if recording_graph() is not None:
         raise StreamError("Cannot synchronize event while graph capture is active")
-    if event._cuda is not None:
-        event._cuda.synchronize()
+    if event._native is not None:
+        event._native.synchronize()
 
 
 def get_event_elapsed_time(start_event: Event, end_event: Event,
@@ -283,15 +267,15 @@ def get_event_elapsed_time(start_event: Event, end_event: Event,
         if not ev.enable_timing:
             raise StreamError(f"get_event_elapsed_time(): {name} was created without "
                               "enable_timing=True")
-        if ev._cuda is not None:
+        if ev._native is not None:
             continue
         if ev._time_ns is None:
             raise StreamError(f"get_event_elapsed_time(): {name} has not been recorded")
         stamps.append(ev._time_ns)
-    if start_event._cuda is not None and end_event._cuda is not None:
+    if start_event._native is not None and end_event._native is not None:
         if synchronize:
-            end_event._cuda.synchronize()
-        return start_event._cuda.elapsed_ms(end_event._cuda)
+            end_event._native.synchronize()
+        return start_event._native.elapsed_ms(end_event._native)
     if len(stamps) != 2:
         raise StreamError("get_event_elapsed_time(): both events must be on the same kind of "
                           "device")
@@ -319,7 +303,7 @@ class ScopedStream:
             scope = ScopedDevice(self.device)
             scope.__enter__()
             var = _current_var(self.device)
-            if self.sync_enter and self.stream._cuda is not None:
+            if self.sync_enter and self.stream._native is not None:
                 self.stream.wait_stream(get_stream(self.device))
             self._saved.append((scope, var, var.set(self.stream)))
         return self.stream
@@ -329,6 +313,6 @@ class ScopedStream:
         if self.stream is not None:
             scope, var, token = self._saved.pop()
             var.reset(token)
-            if self.sync_exit and self.stream._cuda is not None:
+            if self.sync_exit and self.stream._native is not None:
                 get_stream(self.device).wait_stream(self.stream)
             scope.__exit__(exc_type, exc, tb)
