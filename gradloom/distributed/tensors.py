@@ -18,7 +18,7 @@ def check_array(a: Any, what: str) -> array:
     """`a` if it is an array the transfers support; else a clear error naming `what`."""
     if not isinstance(a, array):
         raise DistributedError(f"{what}: expected a gradloom array, got {type(a).__name__}")
-    if a.device.is_cuda:
+    if not a.device.backend.host_memory:
         # the design: the device's torch tensor through DLPack (wp.to_torch) and NCCL; not
         # run on a GPU yet, so refused rather than claimed
         raise DistributedError(

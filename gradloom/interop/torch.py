@@ -86,7 +86,7 @@ def to_torch(a: array, requires_grad: bool | None = None) -> Any:
     torch = torch_module()
     if not isinstance(a, array):
         raise GradloomError(f"to_torch: expected a gradloom array, got {type(a).__name__}")
-    if a.device.is_cuda:
+    if not a.device.backend.host_memory:  # device memory: shared through DLPack
         return _cuda_tensor(torch, a, requires_grad)
     t = _tensor_of(torch, a.numpy(), "to_torch")
     memory_for(int(t.untyped_storage().data_ptr()), a._mem)

@@ -81,7 +81,7 @@ def _output_tensor(torch: Any, o: array, inputs: Sequence[Any]) -> Any:
     """Zero-copy, except for an output sharing memory with an input (copied: outputs of a
     torch op must not alias its inputs). A CUDA output goes through DLPack."""
     aliased = any(isinstance(a, array) and a._mem is o._mem for a in inputs)
-    if o.device.is_cuda:
+    if not o.device.backend.host_memory:
         t = torch.from_dlpack(o if o.is_contiguous else o.contiguous())
         return t.clone() if aliased else t
     data = o.numpy()
@@ -142,7 +142,7 @@ def _seed_of(o: array, go: Any) -> Any:
     """An output's seed from torch's grad_output: numpy values, or for a CUDA output a CUDA
     array over the tensor (copied into the gradient on the device)."""
     full = (*o.shape, *elem_shape(o.dtype))
-    if o.device.is_cuda:
+    if not o.device.backend.host_memory:
         return wrap_tensor(go.detach().contiguous().reshape(full), o.dtype,
                            requires_grad=False, what="grad_output")
     return go.detach().numpy().reshape(full)
@@ -150,7 +150,7 @@ def _seed_of(o: array, go: Any) -> Any:
 
 def _grad_tensor(torch: Any, g: array) -> Any:
     """A fresh tensor holding a gradient's values (on its device)."""
-    if g.device.is_cuda:
+    if not g.device.backend.host_memory:
         return torch.from_dlpack(clone(g))
     return torch.from_numpy(np.array(g.numpy(), copy=True))
 

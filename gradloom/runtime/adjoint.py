@@ -12,7 +12,7 @@ from ..errors import CompileError, TapeError
 from .array import NDArray, array
 from .array_storage import copy_same_layout
 from .capturing import ACTIVE_CAPTURE, refuse_while_capturing
-from .cpu_launch import prepared_adjoint
+from .device import CPU, Device
 from .handles import frozen
 from .launch import adjoint_reads, arg_array, array_keys
 from .memops import copy_into
@@ -26,6 +26,8 @@ class LaunchRecord:
 
     #: how the record keeps array contents (a CUDA launch's: runtime/cuda_tape.py)
     watch: Callable[[Any], Watch] = Watch
+    #: where the adjoint runs (a CUDA launch's record says which device)
+    device: Device = CPU
 
     def __init__(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
                  compiled: Any) -> None:
@@ -121,7 +123,7 @@ class LaunchRecord:
     def backward(self) -> None:
         if ACTIVE_CAPTURE.get() is not None:
             refuse_while_capturing("Tape.backward()")
-        prepared = prepared_adjoint(self.kernel)
+        prepared = self.device.backend.prepared(self.kernel, "adjoint", self.device)
         self.check_overlap(prepared.compiled, prepared.packer)
         args, working = self.adjoint_args()
         restart: Callable[[], None] | None = None

@@ -16,7 +16,6 @@ from gradloom.runtime.array import (
     normalize_shape,
 )
 from gradloom.runtime.capturing import defer, recording_graph
-from gradloom.runtime.device import CPU
 from gradloom.runtime.indexedarray import indexedarray
 from gradloom.runtime.memops import copy_into
 from gradloom.runtime.readmarks import check_copy
@@ -198,7 +197,7 @@ def _check(a: Any, what: str) -> array:
         return a.contiguous()
     if not isinstance(a, array):
         raise GradloomError(f"{what} must be a gradloom array, got {type(a).__name__}")
-    if a.device is CPU:
+    if a.device.backend.host_memory:
         a.numpy()  # raises for annotation-only arrays
     return a
 

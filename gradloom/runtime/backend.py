@@ -45,9 +45,7 @@ PROTOCOL: dict[str, str] = {
     "begin_capture": "(device, stream, capture_mode, apic) -> None: the capture becomes the "
                      "context's (runtime/capturing.ACTIVE_CAPTURE)",
     "end_capture": "(capture) -> the graph `wp.capture_launch` runs",
-    # device facts and synchronisation
-    "info": "(device) -> the device's properties (runtime/cuda_driver.DeviceInfo) or None",
-    "synchronize": "(device) -> None: wait for the device's queued work",
+    "synchronize": "(device) -> None: wait for all of the device's queued work",
 }
 
 

@@ -58,6 +58,10 @@ def default_stream(device: Device) -> Stream:
     return Stream(CPU)
 
 
+def synchronize(device: Device) -> None:
+    """CPU work has always finished when its call returns."""
+
+
 CPU_BACKEND.provide(
     # launches and recorded launches
     prepared=cpu_launch.prepared, command=cpu_command.command,
@@ -68,6 +72,7 @@ CPU_BACKEND.provide(
     overwrite_step=on_host_only, copy_step=on_host_only, range_step=on_host_only,
     # streams and events
     new_stream=new_stream, new_event=new_event, default_stream=default_stream,
+    synchronize=synchronize,
     # graph capture: a Graph of recorded operations (runtime/capture.py)
     begin_capture=capture.begin_host_capture, end_capture=capture.end_host_capture,
 )

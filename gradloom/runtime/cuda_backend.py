@@ -32,7 +32,7 @@ CUDA.provide(
     tape_record=cuda_tape.CudaLaunchRecord,
     # streams and events
     new_stream=cuda_stream.new_stream, new_event=cuda_stream.new_event,
-    default_stream=cuda_stream.default_stream,
+    default_stream=cuda_stream.default_stream, synchronize=cuda_stream.synchronize,
     # CUDA graph capture
     begin_capture=cuda_graph.begin, end_capture=cuda_graph.end,
 )

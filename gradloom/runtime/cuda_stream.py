@@ -142,6 +142,11 @@ def new_event(device: Device, enable_timing: bool, interprocess: bool,
     return EventHandle(device.ordinal, enable_timing, interprocess, external)
 
 
+def synchronize(device: Device) -> None:
+    """Wait for all work on the device."""
+    current().synchronize(device.ordinal)
+
+
 def default_stream(device: Device) -> Stream:
     """The device's default stream: made on first use, kept by the driver state (so a new
     driver, as the tests' fake one, starts with fresh streams)."""

@@ -274,8 +274,7 @@ def synchronize() -> None:
 def synchronize_device(device: Any = None) -> None:
     """Wait for all work on one device (CPU work has always finished already)."""
     dev = get_device(device)
-    if dev.is_cuda:
-        cuda_driver.current().synchronize(dev.ordinal)
+    dev.backend.synchronize(dev)
 
 
 def init() -> None:

@@ -81,7 +81,7 @@ class HashGrid:
         t = float32 if dtype is None else _grid_dtype(dtype)
         self.dtype = t
         self.device: Device = get_device(device)
-        if self.device.is_cuda:  # its descriptor and arrays live in host memory
+        if not self.device.backend.host_memory:  # its descriptor and arrays are host memory
             raise HashGridError(f"wp.HashGrid on {self.device} is not supported yet: build it "
                                 "on the CPU (device='cpu'); docs/gpu.md")
         try:

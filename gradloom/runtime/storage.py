@@ -34,7 +34,7 @@ def _stream_capture() -> Any:
     `Capture`: `keep(obj)` owns memory, `defer(fn)` runs once the capture ends), or None: a
     CPU graph records operations, not stream work."""
     cap = capturing()
-    return cap if cap is not None and cap.device.is_cuda else None
+    return cap if cap is not None and not cap.records_nodes else None
 
 
 @contextlib.contextmanager

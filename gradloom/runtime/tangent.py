@@ -142,7 +142,7 @@ class TangentTape:
     def _map_arrays(self, value: Any, t: Any, f: Any) -> Any:
         """`value` with each float array it holds (itself, or a struct's fields) replaced by
         f(array); the user's struct instances are copied, never changed."""
-        if isinstance(value, array) and value.device.is_cuda:
+        if isinstance(value, array) and not value.device.backend.host_memory:
             raise TapeError("forward mode (jvp) of launches on CUDA arrays is not supported "
                             "yet: run it on CPU arrays")
         if isinstance(t, ArrayType):

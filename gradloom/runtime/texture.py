@@ -95,7 +95,7 @@ class Texture:
         if self.ndim == 0:
             raise TypeError("wp.Texture is a base class: create a Texture1D, Texture2D or Texture3D")
         self.device = get_device(device)
-        if self.device.is_cuda:
+        if not self.device.backend.host_memory:
             raise GradloomError("textures live on the CPU in gradloom; CUDA textures are not "
                                 "provided (create the texture with device='cpu')")  # fmt: skip
         raw = self._raw_data(data, (depth, height, width), num_channels, dtype)

@@ -66,7 +66,7 @@ def flat_index(a: array, count: int) -> tuple[NDArray, ...]:
 def write(out: array, where: Any, data: Any) -> None:
     """Store into `out` after tapes that still need its contents have copied them."""
     before_write(out)
-    if out.device.is_cuda:  # device memory (numpy() is a copy): update a copy, write it back
+    if not out.device.backend.host_memory:  # numpy() is a copy: update it, write it back
         host = out.numpy()
         host[where] = data
         out.assign(host)
