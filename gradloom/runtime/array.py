@@ -10,14 +10,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gradloom.errors import ArrayShapeError, GradloomError
+from gradloom.errors import GradloomError
 from gradloom.runtime.array_annotation import AnnotationProtocols, annotation_ndim
 from gradloom.runtime.array_arith import ArrayArithmetic
-from gradloom.runtime.array_protocols import ArrayProtocols, aligned_zeros
+from gradloom.runtime.array_protocols import aligned_zeros
 from gradloom.runtime.array_storage import MAX_DIMS as MAX_DIMS
 from gradloom.runtime.array_storage import NDArray as NDArray
 from gradloom.runtime.array_storage import (
-    bf16_storage,
     copy_storage,
     element_value,
     infer_dtype,
@@ -26,37 +25,51 @@ from gradloom.runtime.array_storage import (
     strided_zeros,
     to_numpy,
     view_storage,
-    zeros_same_layout,
 )
 from gradloom.runtime.array_storage import elem_shape as elem_shape
 from gradloom.runtime.array_storage import fit_data as fit_data
 from gradloom.runtime.array_storage import normalize_shape as normalize_shape
 from gradloom.runtime.array_storage import resolve_dtype as resolve_dtype
 from gradloom.runtime.array_storage import storage_dtype as storage_dtype
-from gradloom.runtime.capturing import deferrable, recording_graph
+from gradloom.runtime.capturing import recording_graph
 from gradloom.runtime.device import Device, get_device
-from gradloom.runtime.layout import is_contiguous, packed_strides, same_layout, span
-from gradloom.runtime.memops import copy_into, fill, zero_all
+from gradloom.runtime.layout import is_contiguous, span
+from gradloom.runtime.memops import zero_all
 from gradloom.runtime.readmarks import ReadMarks
 from gradloom.runtime.recording import (
     ACTIVE_TAPES,
     forward_step,
     on_host,
-    record_copy,
     record_op,
 )
 from gradloom.runtime.watch import Memory, before_write
-from gradloom.types import ArrayType, IndexedArrayType, ScalarType, StructType, size_of
+from gradloom.types import ArrayType, StructType, size_of
 
 from ..hooks import Hook
-from .array_storage import ARRAY_CLASS
+from .array_storage import ARRAY_CLASS, struct_record
+from .host_array import HostArray
 
 #: what this module's class calls of modules built on it, which fill these when imported:
 #: `a.to(device)` copies as wp.clone (array_ops.py); `a[I]` with index arrays is an indexed view,
 #: and an indexed array in a struct packs its words (indexedarray.py)
 CLONE: Hook[Any] = Hook("array.to()", "gradloom.runtime.array_ops")
-INDEX_VIEW: Hook[Any] = Hook("indexing with arrays", "gradloom.runtime.indexedarray")
-INDEXED_WORDS: Hook[Any] = Hook("indexed arrays in structs", "gradloom.runtime.indexedarray")
+
+
+class MemoryAttribute:
+    """An attribute whose implementation depends on where the array's memory lives: it is the
+    same-named attribute of the array's `_methods` (runtime/host_array.py `HostArray`,
+    runtime/cuda_array.py `DeviceArray`), applied to the array."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return vars(obj._methods)[self.name].__get__(obj, owner)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        vars(obj._methods)[self.name].__set__(obj, value)
 
 # --------------------------------------------------------------------------------------------
 # The array class
@@ -74,7 +87,7 @@ class _GlType:
 
 
 @ARRAY_CLASS.fill
-class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
+class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     """A Warp-style array of 1-4 dimensions (or, built with only dtype/ndim, an annotation)."""
 
     _fixed_ndim: ClassVar[int | None] = None
@@ -89,7 +102,10 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     ptr: int | None  # None for an empty array (as Warp)
     is_contiguous: bool
     pinned: bool
-    _np: NDArray
+    _np: NDArray  # host memory only: its numpy view
+    _buffer: Any  # device memory only: the allocation its views share (runtime/cuda_array.py)
+    #: the methods that depend on where the memory lives (see MemoryAttribute)
+    _methods: Any
     _type: ArrayType
     _annotation: bool
     _grad: array | None
@@ -168,6 +184,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         self.shape, self.strides, self.size, self.ptr = (), (), 0, None
         self.device, self.is_contiguous, self.pinned = get_device("cpu"), True, False
         self._np = np.zeros(0, dtype=np.float32)
+        self._methods = HostArray
         self._grad, self._requires_grad = None, False
         self._mem = Memory()
 
@@ -189,6 +206,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         self.pinned = False
         self._type = ArrayType(dtype=t, ndim=n)
         self._mem = Memory()
+        self._methods = HostArray
 
     @classmethod
     def _wrap(cls, storage: NDArray, t: Any, device: Device, grad: NDArray | None = None,
@@ -204,12 +222,18 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         return out
 
     def _concrete(self) -> NDArray:
+        """The host memory's numpy view; an error for an annotation or device memory."""
         if self._annotation:
             raise GradloomError(
                 f"{self!r} is a type annotation (built without data or shape); it has no "
                 "memory. Use wp.zeros/wp.empty/wp.array(data) to allocate an array."
             )
-        return self._np
+        try:
+            return self._np
+        except AttributeError:  # device memory: no host view
+            raise GradloomError(
+                f"this operation needs the array's memory on the host, and the array is on "
+                f"{self.device}: use .numpy() for a host copy, or .to('cpu')") from None
 
     def launch_words(self) -> tuple[int, ...]:
         """Data pointer, gradient pointer, shape, strides: the words an array argument takes
@@ -219,93 +243,52 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
 
     # ---- gradient --------------------------------------------------------------------------
 
-    @property
-    def requires_grad(self) -> bool:
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        storage = self._concrete()
-        self._words = self._launch_key = None  # the old gradient's launch words
-        if value and self._grad is None:
-            self._grad = array._wrap(zeros_same_layout(storage), self.dtype, self.device)
-        elif not value:
-            self._grad = None
-        self._requires_grad = bool(value)
-
-    @property
-    def grad(self) -> array | None:
-        return self._grad
-
-    @grad.setter
-    def grad(self, value: Any) -> None:
-        storage = self._concrete()
-        self._words = self._launch_key = None  # the old gradient's launch words
-        if value is None:
-            self._grad, self._requires_grad = None, False
-            return
-        g = value if isinstance(value, array) else array(value, dtype=self.dtype, copy=False)
-        if g.dtype != self.dtype or not same_layout(g._concrete(), storage):
-            raise GradloomError(
-                f"incompatible gradient: expected shape {self.shape}, dtype {self.dtype!r} and "
-                f"strides {self.strides}; got shape {g.shape}, dtype {g.dtype!r}, strides "
-                f"{g.strides}"
-            )
-        self._grad, self._requires_grad = g, True
+    #: the gradient (`a.grad`) and whether the array has one, kept as its memory's methods do
+    requires_grad = MemoryAttribute()
+    grad = MemoryAttribute()
 
     # ---- layout ----------------------------------------------------------------------------
 
     @property
     def capacity(self) -> int:
         """Bytes spanned by the elements, from the first to the end of the last."""
-        self._concrete()  # an annotation has no memory
+        if self._annotation:
+            self._concrete()  # raises: an annotation has no memory
         lo, hi = span(self.shape, self.strides, size_of(self.dtype))
         return hi - lo
 
     @property
     def vars(self) -> dict[str, Any]:
         """The fields of a struct array's storage (Warp's `vars`), else an empty dict."""
-        names = self._concrete().dtype.names or ()
-        return {name: self._np[name] for name in names}
+        storage = self._concrete()
+        return {name: storage[name] for name in storage.dtype.names or ()}
 
     def numpy(self) -> NDArray:
-        """A zero-copy numpy view (element dims, then a vector/matrix's trailing dims)."""
-        return self._concrete()
+        """The elements as numpy (element dims, then a vector/matrix's trailing dims): a
+        zero-copy view of host memory, a host copy of device memory."""
+        return self._methods.numpy(self)  # type: ignore[no-any-return]
 
     def to(self, device: Any) -> array:
         dev = get_device(device)
-        self._concrete()
+        if self._annotation:
+            self._concrete()  # raises: an annotation has no memory
         if dev is not self.device:  # a copy on the other device, as wp.clone makes
-            return CLONE.get()(self, device=dev)
+            return CLONE.get()(self, device=dev)  # type: ignore[no-any-return]
         return self
 
     def contiguous(self) -> array:
-        storage = self._concrete()
+        """This array if it is contiguous, else a contiguous copy on its device."""
+        if self._annotation:
+            self._concrete()  # raises: an annotation has no memory
         if self.is_contiguous:
             return self
-        packed = aligned_zeros(storage.shape, storage.dtype)
-        copy_into(packed, storage)
-        out = array._wrap(packed, self.dtype, self.device)
+        out = array(shape=self.shape, dtype=self.dtype, device=self.device)
+        copy_storage(out, self)
         out.requires_grad = self._requires_grad
         return out
 
     def reshape(self, shape: Any) -> array:
-        storage = self._concrete()
-        if not self.is_contiguous:
-            raise GradloomError(
-                f"cannot reshape a non-contiguous array (shape {self.shape}, strides "
-                f"{self.strides}); call .contiguous() first"
-            )
-        dims = normalize_shape(shape, "reshape() shape", infer=True)
-        try:
-            view = storage.reshape(dims + elem_shape(self.dtype))
-        except ValueError:
-            size = math.prod(d for d in dims if d >= 0)
-            raise ArrayShapeError(f"cannot reshape array of shape {self.shape} (size {self.size}) "
-                                  f"into shape {dims} (size {size})") from None
-        view = _packed(view)
-        grad = None if self._grad is None else _packed(self._grad.numpy().reshape(view.shape))
-        return array._wrap(view, self.dtype, self.device, grad, self._mem)
+        return self._methods.reshape(self, shape)  # type: ignore[no-any-return]
 
     def view(self, dtype: Any) -> array:
         """This array's memory seen as elements of another type (no copy), as Warp's
@@ -324,15 +307,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         return self.reshape(-1)
 
     def transpose(self, axes: Any = None) -> array:
-        storage = self._concrete()
-        perm = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
-        if sorted(perm) != list(range(self.ndim)):
-            raise GradloomError(
-                f"transpose axes {axes!r} are not a permutation of {self.ndim} dims"
-            )
-        full = perm + tuple(range(self.ndim, storage.ndim))
-        grad = None if self._grad is None else self._grad.numpy().transpose(full)
-        return array._wrap(storage.transpose(full), self.dtype, self.device, grad, self._mem)
+        return self._methods.transpose(self, axes)  # type: ignore[no-any-return]
 
     # ---- values ----------------------------------------------------------------------------
 
@@ -355,48 +330,21 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
 
             record_op(backward, [self], devices=True, carried=True)
 
-    @deferrable("array.fill_()")
     def fill_(self, value: Any) -> None:
-        storage = self._concrete()
-        self._overwrite()
-        try:
-            fill(storage, _fill_value(self.dtype, value))
-        except (TypeError, ValueError) as e:
-            raise GradloomError(
-                f"cannot fill an array of {self.dtype!r} with {value!r}: {e}"
-            ) from e
+        self._methods.fill_(self, value)
 
-    @deferrable("array.zero_()")
     def zero_(self) -> None:
-        storage = self._concrete()
-        self._overwrite()
-        fill(storage, 0)
+        self._methods.zero_(self)
 
-    @deferrable("array.assign()")
     def assign(self, src: Any) -> None:
-        """Copy `src` (an array, numpy array or nested list of the same shape) into this array."""
-        storage = self._concrete()
-        if isinstance(src, array):
-            if src.shape != self.shape:
-                raise GradloomError(f"assign: source shape {src.shape} != destination {self.shape}")
-            self._overwrite()
-            copy_storage(self, src)
-            record_copy(self, src)
-            return
-        data = fit_data(to_numpy(src, storage_dtype(self.dtype), False, self.dtype), self.dtype,
-                        None)
-        if data.shape != storage.shape:
-            raise GradloomError(
-                f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"
-                f" does not match the array's shape {self.shape} (dtype {self.dtype!r})"
-            )
-        self._overwrite()
-        copy_into(storage, data)
+        """Copy `src` (an array on any device, numpy data or a nested list of the same shape)
+        into this array."""
+        self._methods.assign(self, src)
 
     def list(self) -> list[Any]:
         """The elements in order, flattened (vector/matrix elements as their value type)."""
         es = elem_shape(self.dtype)
-        flat = self._concrete().reshape((self.size, *es))
+        flat = self.numpy().reshape((self.size, *es))
         if isinstance(self.dtype, StructType):
             return [element_value(self.dtype, r) for r in flat]
         if is_bf16(self.dtype):
@@ -425,34 +373,15 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         return tuple(out)
 
     def __getitem__(self, key: Any) -> Any:
-        storage = self._concrete()
-        keys = key if isinstance(key, tuple) else (key,)
-        if any(isinstance(k, array) for k in keys):  # `a[I]`: an indexed view, as in Warp
-            return INDEX_VIEW.get()(self, keys)
-        idx = self._index(key)
-        if len(idx) == self.ndim and all(isinstance(k, int) for k in idx):
-            value = element_value(self.dtype, storage[idx])
-            return self.dtype(value) if elem_shape(self.dtype) else value
-        grad = None if self._grad is None else self._grad.numpy()[idx]
-        return array._wrap(storage[idx], self.dtype, self.device, grad, self._mem)
+        return self._methods.__getitem__(self, key)
 
-    @deferrable("array[...] =")
     def __setitem__(self, key: Any, value: Any) -> None:
-        storage = self._concrete()
-        idx = self._index(key)
-        src = value.numpy() if isinstance(value, array) else value
-        if is_bf16(self.dtype) and not isinstance(value, array):
-            src = bf16_storage(src)
-        self._overwrite(idx)
-        try:
-            storage[idx] = src
-        except (TypeError, ValueError) as e:
-            raise GradloomError(f"cannot store {value!r} into {self!r}[{key!r}]: {e}") from e
-        if isinstance(value, array):
-            record_copy(self, value, idx)
+        self._methods.__setitem__(self, key, value)
 
     def __len__(self) -> int:
-        return int(self._concrete().shape[0])
+        if self._annotation:
+            self._concrete()  # raises: an annotation has no elements
+        return self.shape[0]
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):
@@ -461,17 +390,23 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
     # ---- numpy interop and printing --------------------------------------------------------
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray:
-        out = self._concrete()
+        out = self.numpy()
         if dtype is not None:
             out = out.astype(dtype, copy=False)
         return out.copy() if copy else out
 
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        storage = self._concrete()
-        out = dict(storage.__array_interface__)
-        out["strides"] = storage.strides  # explicit: numpy drops an empty array's
-        return out
+    #: numpy's and the CUDA Array Interface's views of the memory: one or the other exists
+    __array_interface__ = MemoryAttribute()
+    __cuda_array_interface__ = MemoryAttribute()
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule sharing this array's memory (vector/matrix components trail)."""
+        return self._methods.__dlpack__(self, stream=stream, max_version=max_version,
+                                        dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._methods.__dlpack_device__(self)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         if self._annotation:
@@ -482,15 +417,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ArrayProtocols, ReadMarks):
         return ("array", self.dtype, self.ndim) if self._annotation else None
 
     def __str__(self) -> str:
-        return repr(self) if self._annotation else str(self._np)
-
-
-def _packed(view: NDArray) -> NDArray:
-    """A reshaped view of packed storage, with packed strides: numpy already gives them unless
-    the view is empty, where Warp's reshape still makes them packed (so it stays contiguous)."""
-    if view.size:
-        return view
-    return np.lib.stride_tricks.as_strided(view, strides=packed_strides(view.shape, view.itemsize))
+        return repr(self) if self._annotation else str(self.numpy())
 
 
 def zero_arrays(arrays: list[Any]) -> None:
@@ -527,48 +454,3 @@ def _storage_from_data(
             data = [struct_record(item, t) for item in data]
         arr = to_numpy(data, storage_dtype(t), copy, t)
     return fit_data(arr, t, shape), t
-
-
-def struct_record(item: Any, t: StructType) -> Any:
-    """A struct instance as the nested tuple numpy uses for one structured element (an array
-    field as its words: data and grad pointers, shape, strides)."""
-    if not isinstance(item, t.cls):
-        return item  # tuples and the like go to numpy unchanged
-    fields = []
-    for name, ft in t.fields:
-        v = getattr(item, name)
-        if isinstance(ft, StructType):
-            v = struct_record(v, ft)
-        elif isinstance(ft, (ArrayType, IndexedArrayType)):
-            v = _array_field_words(v, ft)
-        elif is_bf16(ft):
-            v = bf16_storage(v)
-        fields.append(v)
-    return tuple(fields)
-
-
-def _array_field_words(v: Any, t: ArrayType | IndexedArrayType) -> list[int]:
-    if v is None:
-        return [0] * (t.size // 8)
-    if isinstance(t, IndexedArrayType):
-        return [int(w) for w in INDEXED_WORDS.get()(v, t)]
-    return list(v.launch_words())
-
-
-def _fill_value(t: Any, value: Any) -> Any:
-    """`value` shaped to broadcast over a storage of element type `t`."""
-    if isinstance(value, array):
-        raise TypeError("fill_ takes an element value; use assign() to copy an array")
-    es = elem_shape(t)
-    if isinstance(t, StructType) and isinstance(value, t.cls):
-        return np.array(struct_record(value, t), dtype=storage_dtype(t))
-    if not es:
-        if isinstance(t, ScalarType) and np.ndim(value) != 0:
-            raise TypeError(f"a {t!r} element takes a scalar")
-        return bf16_storage(value) if is_bf16(t) else value
-    v = bf16_storage(value) if is_bf16(t) else np.asarray(value, dtype=storage_dtype(t))
-    if v.ndim == 0:
-        return v
-    if v.size != math.prod(es):
-        raise TypeError(f"{t!r} has {math.prod(es)} components, the value has {v.size}")
-    return v.reshape(es)

@@ -35,6 +35,8 @@ from .layout import is_contiguous, span
 
 #: the array class, built on this module (runtime/array.py fills it)
 ARRAY_CLASS: Hook[Any] = Hook("arrays held in structs", "gradloom.runtime.array")
+#: an indexed array in a struct packs its words (indexedarray.py fills it)
+INDEXED_WORDS: Hook[Any] = Hook("indexed arrays in structs", "gradloom.runtime.indexedarray")
 
 NDArray = npt.NDArray[Any]
 
@@ -361,3 +363,48 @@ def _reinterpret(storage: NDArray, shape: tuple[int, ...], strides: tuple[int, .
         root = root.base
     offset = int(storage.ctypes.data) - int(root.ctypes.data)
     return np.ndarray(shape, dtype=npdt, buffer=root, offset=offset, strides=strides)
+
+
+def struct_record(item: Any, t: StructType) -> Any:
+    """A struct instance as the nested tuple numpy uses for one structured element (an array
+    field as its words: data and grad pointers, shape, strides)."""
+    if not isinstance(item, t.cls):
+        return item  # tuples and the like go to numpy unchanged
+    fields = []
+    for name, ft in t.fields:
+        v = getattr(item, name)
+        if isinstance(ft, StructType):
+            v = struct_record(v, ft)
+        elif isinstance(ft, (ArrayType, IndexedArrayType)):
+            v = _array_field_words(v, ft)
+        elif is_bf16(ft):
+            v = bf16_storage(v)
+        fields.append(v)
+    return tuple(fields)
+
+
+def _array_field_words(v: Any, t: ArrayType | IndexedArrayType) -> list[int]:
+    if v is None:
+        return [0] * (t.size // 8)
+    if isinstance(t, IndexedArrayType):
+        return [int(w) for w in INDEXED_WORDS.get()(v, t)]
+    return list(v.launch_words())
+
+
+def fill_value(t: Any, value: Any) -> Any:
+    """`value` shaped to broadcast over a storage of element type `t`."""
+    if isinstance(value, ARRAY_CLASS.get()):
+        raise TypeError("fill_ takes an element value; use assign() to copy an array")
+    es = elem_shape(t)
+    if isinstance(t, StructType) and isinstance(value, t.cls):
+        return np.array(struct_record(value, t), dtype=storage_dtype(t))
+    if not es:
+        if isinstance(t, ScalarType) and np.ndim(value) != 0:
+            raise TypeError(f"a {t!r} element takes a scalar")
+        return bf16_storage(value) if is_bf16(t) else value
+    v = bf16_storage(value) if is_bf16(t) else np.asarray(value, dtype=storage_dtype(t))
+    if v.ndim == 0:
+        return v
+    if v.size != math.prod(es):
+        raise TypeError(f"{t!r} has {math.prod(es)} components, the value has {v.size}")
+    return v.reshape(es)

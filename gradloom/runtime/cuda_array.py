@@ -1,10 +1,10 @@
 """Arrays in CUDA device memory: `wp.array(..., device="cuda")`, its views, copies and fills.
 
 A CUDA array is a `wp.array` whose elements live in a device allocation (storage.DeviceBuffer,
-shared by its views). `array.__init__` hands a CUDA device to `init_device_array`, which makes
-the new instance a `CudaArray` (a subclass with the same attributes: its class is switched, so
-every constructor — `wp.zeros`, `wp.array(data)`, `wp.full`, `wp.clone`, ... — works unchanged).
-`numpy()` copies to the host, as in Warp. Operations are queued on the device's current stream.
+shared by its views); `init_device_array` (the CUDA backend's `init_array`) allocates it and
+gives the array `DeviceArray` as its methods, the ones whose work depends on where the memory
+lives (runtime/host_array.py says how). `numpy()` copies to the host, as in Warp. Operations
+are queued on the device's current stream.
 
 Not yet on the device: copies between non-contiguous arrays are staged through the host, and a
 write into a non-contiguous view reads its whole byte span to the host, updates it and writes it
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import typing
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -27,7 +27,6 @@ from ..types import ArrayType, size_of
 from .array import (
     MAX_DIMS,
     NDArray,
-    _fill_value,
     _storage_from_data,
     array,
     copy_storage,
@@ -37,12 +36,11 @@ from .array import (
     resolve_dtype,
     storage_dtype,
 )
-from .array_ops import clone
-from .array_storage import to_numpy
+from .array_storage import fill_value, to_numpy
 from .capturing import deferrable
 from .cuda_driver import current
 from .cuda_stream import order_streams
-from .device import CPU, Device, get_device
+from .device import CPU, Device
 from .dlpack_capsule import DLPACK_CUDA, export
 from .layout import is_contiguous, packed_strides, same_layout, span
 from .recording import record_copy
@@ -90,40 +88,33 @@ def index_view(shape: tuple[int, ...], strides: tuple[int, ...], idx: tuple[int 
 # the class
 
 
-class CudaArray(array):
-    """A `wp.array` in a CUDA device's memory (see the module docstring)."""
-
-    _buffer: DeviceBuffer | ExternalBuffer | None
-
-    def _concrete(self) -> NDArray:
-        raise GradloomError(f"this operation needs the array's memory on the host, and the "
-                            f"array is on {self.device}: use .numpy() for a host copy, or "
-                            ".to('cpu')")
+def is_device_array(a: Any) -> TypeGuard[array]:
+    """Whether `a` is an array in CUDA memory."""
+    return isinstance(a, array) and a._methods is DeviceArray
 
 
-    def _stream(self) -> Any:
-        return cuda_stream(self.device).handle
+def stream_of(a: array) -> Any:
+    """The driver stream work on `a` goes to: its device's current stream."""
+    return cuda_stream(a.device).handle
+
+
+class DeviceArray:
+    """The methods of an array in CUDA memory (runtime/host_array.py says how arrays use
+    them); `self` is the array, whose `_buffer` owns the allocation."""
 
     # ---- host copies -----------------------------------------------------------------------
 
-    def numpy(self) -> NDArray:
+    def numpy(self: Any) -> NDArray:
         """A host copy of the elements (waits for the work queued on the device's stream)."""
         return to_host(self)
 
-    def list(self) -> list[Any]:
-        return array._wrap(self.numpy(), self.dtype, CPU).list()
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray:
-        out = self.numpy()
-        return out if dtype is None else out.astype(dtype, copy=False)
-
     @property
-    def __array_interface__(self) -> dict[str, Any]:
+    def __array_interface__(self: Any) -> dict[str, Any]:
         raise AttributeError(f"an array on {self.device} has no __array_interface__ (its "
                              "memory is not host memory): use .numpy()")
 
     @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
+    def __cuda_array_interface__(self: Any) -> dict[str, Any]:
         """The CUDA Array Interface (version 3): numba, cupy and torch read device arrays
         through it, zero-copy. `stream` is the stream the data was produced on."""
         npdt = storage_dtype(self.dtype)
@@ -138,7 +129,7 @@ class CudaArray(array):
             "stream": handle if handle else 1,  # 1: the legacy default stream
         }
 
-    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+    def __dlpack__(self: Any, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """A DLPack capsule sharing this array's device memory (vector/matrix components
         trail). The stream handshake: work the consumer queues on `stream` (an int; None:
@@ -158,33 +149,17 @@ class CudaArray(array):
         return export(src, address(src), self.device.ordinal, storage_dtype(self.dtype),
                       (*self.shape, *es), (*self.strides, *inner_strides(self.dtype)))
 
-    def __dlpack_device__(self) -> tuple[int, int]:
+    def __dlpack_device__(self: Any) -> tuple[int, int]:
         return (DLPACK_CUDA, self.device.ordinal)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __str__(self) -> str:
-        return str(self.numpy())
-
-    @property
-    def vars(self) -> dict[str, Any]:
-        raise GradloomError(f"struct fields of an array on {self.device} have no host view: "
-                            "use .numpy()")
-
-    @property
-    def capacity(self) -> int:
-        lo, hi = span(self.shape, self.strides, size_of(self.dtype))
-        return hi - lo
 
     # ---- gradient --------------------------------------------------------------------------
 
     @property
-    def requires_grad(self) -> bool:
+    def requires_grad(self: Any) -> bool:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
+    def requires_grad(self: Any, value: bool) -> None:
         if value and self._grad is None:
             self._grad = zeros_same_layout(self)
         elif not value:
@@ -192,15 +167,15 @@ class CudaArray(array):
         self._requires_grad = bool(value)
 
     @property
-    def grad(self) -> array | None:
+    def grad(self: Any) -> array | None:
         return self._grad
 
     @grad.setter
-    def grad(self, value: Any) -> None:
+    def grad(self: Any, value: Any) -> None:
         if value is None:
             self._grad, self._requires_grad = None, False
             return
-        if not (isinstance(value, CudaArray) and value.device is self.device
+        if not (is_device_array(value) and value.device is self.device
                 and value.dtype == self.dtype and same_layout(value, self)):
             raise GradloomError(
                 f"incompatible gradient: expected an array on {self.device} with shape "
@@ -210,17 +185,7 @@ class CudaArray(array):
 
     # ---- views -----------------------------------------------------------------------------
 
-    def _view(self, off: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> CudaArray:
-        out = bind(CudaArray.__new__(CudaArray), self._buffer, address(self) + off, shape, strides,
-                   self.dtype, self.device, self._mem)
-        if self._grad is not None:
-            g = typing.cast(CudaArray, self._grad)
-            out._grad = bind(CudaArray.__new__(CudaArray), g._buffer, address(g) + off, shape,
-                             strides, self.dtype, self.device)
-            out._requires_grad = True
-        return out
-
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self: Any, key: Any) -> Any:
         keys = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, array) for k in keys):
             raise GradloomError(f"indexed views (a[index_array]) of arrays on {self.device} "
@@ -229,13 +194,13 @@ class CudaArray(array):
         off, shape, strides = index_view(self.shape, self.strides, idx)
         if not shape:
             return read_element(self, off)
-        return self._view(off, shape, strides)
+        return view_of(self, off, shape, strides)
 
     @deferrable("array[...] =")
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self: Any, key: Any, value: Any) -> None:
         idx = self._index(key)
         off, shape, strides = index_view(self.shape, self.strides, idx)
-        target = self._view(off, shape or (1,), strides or (size_of(self.dtype),))
+        target = view_of(self, off, shape or (1,), strides or (size_of(self.dtype),))
         self._overwrite(idx)
         if isinstance(value, array) and value.shape == target.shape:
             copy_arrays(target, value)
@@ -251,7 +216,7 @@ class CudaArray(array):
         if isinstance(value, array):
             record_copy(self, value, idx)
 
-    def reshape(self, shape: Any) -> CudaArray:
+    def reshape(self: Any, shape: Any) -> array:
         if not self.is_contiguous:
             raise GradloomError(f"cannot reshape a non-contiguous array (shape {self.shape}, "
                                 f"strides {self.strides}); call .contiguous() first")
@@ -265,35 +230,23 @@ class CudaArray(array):
         if math.prod(dims) != self.size:
             raise GradloomError(f"cannot reshape an array of shape {self.shape} to "
                                 f"{tuple(dims)}")
-        return self._view(0, tuple(dims), packed_strides(tuple(dims), size_of(self.dtype)))
+        return view_of(self, 0, tuple(dims), packed_strides(tuple(dims), size_of(self.dtype)))
 
-    def transpose(self, axes: Any = None) -> CudaArray:
+    def transpose(self: Any, axes: Any = None) -> array:
         perm = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
         if sorted(perm) != list(range(self.ndim)):
             raise GradloomError(f"transpose axes {axes!r} are not a permutation of "
                                 f"{self.ndim} dims")
-        return self._view(0, tuple(self.shape[p] for p in perm),
+        return view_of(self, 0, tuple(self.shape[p] for p in perm),
                           tuple(self.strides[p] for p in perm))
-
-    def contiguous(self) -> CudaArray:
-        if self.is_contiguous:
-            return self
-        out = new_array(self.device, self.shape, self.dtype)
-        copy_arrays(out, self)
-        out.requires_grad = self._requires_grad
-        return out
-
-    def to(self, device: Any) -> array:
-        dev = get_device(device)
-        return self if dev is self.device else clone(self, device=dev)
 
     # ---- writes ----------------------------------------------------------------------------
 
     @deferrable("array.fill_()")
-    def fill_(self, value: Any) -> None:
+    def fill_(self: Any, value: Any) -> None:
         try:
             elem = np.empty(elem_shape(self.dtype), dtype=storage_dtype(self.dtype))
-            elem[...] = _fill_value(self.dtype, value)
+            elem[...] = fill_value(self.dtype, value)
         except (TypeError, ValueError) as e:
             raise GradloomError(f"cannot fill an array of {self.dtype!r} with {value!r}: "
                                 f"{e}") from e
@@ -301,12 +254,12 @@ class CudaArray(array):
         fill_bytes(self, elem.tobytes())
 
     @deferrable("array.zero_()")
-    def zero_(self) -> None:
+    def zero_(self: Any) -> None:
         self._overwrite()
         fill_bytes(self, bytes(size_of(self.dtype)))
 
     @deferrable("array.assign()")
-    def assign(self, src: Any) -> None:
+    def assign(self: Any, src: Any) -> None:
         """Copy `src` (an array on any device, numpy data or a nested list of the same shape)."""
         if isinstance(src, array):
             if src.shape != self.shape:
@@ -328,10 +281,23 @@ class CudaArray(array):
 # construction
 
 
-def bind(out: CudaArray, buffer: Any, ptr: int, shape: tuple[int, ...],
+def view_of(a: array, off: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> array:
+    """The view of `a`'s memory (and its gradient's) at byte offset `off` with this layout."""
+    out = bind(array.__new__(array), a._buffer, address(a) + off, shape, strides, a.dtype,
+               a.device, a._mem)
+    g = a._grad
+    if g is not None:
+        out._grad = bind(array.__new__(array), g._buffer, address(g) + off, shape, strides,
+                         a.dtype, a.device)
+        out._requires_grad = True
+    return out
+
+
+
+def bind(out: array, buffer: Any, ptr: int, shape: tuple[int, ...],
          strides: tuple[int, ...], t: Any, device: Device, mem: Memory | None = None
-         ) -> CudaArray:
-    """Fill in a CudaArray's attributes (those `array._bind` sets for host storage)."""
+         ) -> array:
+    """Fill in a array's attributes (those `array._bind` sets for host storage)."""
     n = len(shape)
     if not 1 <= n <= MAX_DIMS:
         raise GradloomError(f"arrays have 1 to {MAX_DIMS} dimensions, got shape {shape}")
@@ -344,6 +310,7 @@ def bind(out: CudaArray, buffer: Any, ptr: int, shape: tuple[int, ...],
     out._type = ArrayType(dtype=t, ndim=n)
     out._mem = Memory() if mem is None else mem
     out._buffer = buffer
+    out._methods = DeviceArray
     out._grad, out._requires_grad = None, False
     return out
 
@@ -352,11 +319,11 @@ def allocate(device: Device, nbytes: int) -> DeviceBuffer:
     return DeviceBuffer(current(), device.ordinal, nbytes, cuda_stream(device))
 
 
-def new_array(device: Device, shape: tuple[int, ...], t: Any, zero: bool = True) -> CudaArray:
-    """A new contiguous CudaArray (zero-filled unless `zero` is False)."""
+def new_array(device: Device, shape: tuple[int, ...], t: Any, zero: bool = True) -> array:
+    """A new contiguous array (zero-filled unless `zero` is False)."""
     eb = size_of(t)
     buf = allocate(device, eb * math.prod(shape))
-    out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr, shape, packed_strides(shape, eb), t,
+    out = bind(array.__new__(array), buf, buf.ptr, shape, packed_strides(shape, eb), t,
                device)
     if zero:
         fill_bytes(out, bytes(eb))
@@ -369,8 +336,6 @@ def init_device_array(obj: array, device: Device, data: Any, dtype: Any,
                       deleter: Any, copy: bool = True) -> None:
     """`array.__init__` for a CUDA device: allocate (or wrap `ptr`), upload `data` (always a
     copy: `copy=False` cannot share host memory with device memory)."""
-    obj.__class__ = CudaArray
-    assert isinstance(obj, CudaArray)
     if ptr is not None:
         t = resolve_dtype(float if dtype is typing.Any else dtype)
         shape = dims or (0,)
@@ -405,7 +370,7 @@ def init_device_array(obj: array, device: Device, data: Any, dtype: Any,
     obj.requires_grad = requires_grad
 
 
-def zeros_same_layout(a: CudaArray) -> CudaArray:
+def zeros_same_layout(a: array) -> array:
     """Zeroed device memory with exactly `a`'s shape and strides (a gradient's layout)."""
     if a.is_contiguous:
         return new_array(a.device, a.shape, a.dtype)
@@ -415,29 +380,29 @@ def zeros_same_layout(a: CudaArray) -> CudaArray:
     return out
 
 
-def copy_same_layout(a: CudaArray) -> CudaArray:
+def copy_same_layout(a: array) -> array:
     """A device copy of `a` with exactly its shape and strides: one device-to-device copy of
     its byte span, queued on the device's current stream (a Tape's snapshot)."""
     if a.size == 0:
-        return a._view(0, a.shape, a.strides)
+        return view_of(a, 0, a.shape, a.strides)
     out, lo, hi = _same_layout(a)
     ordinal = a.device.ordinal
-    dtod(current(), ordinal, address(out) + lo, ordinal, address(a) + lo, hi - lo, a._stream())
+    dtod(current(), ordinal, address(out) + lo, ordinal, address(a) + lo, hi - lo, stream_of(a))
     return out
 
 
-def _same_layout(a: CudaArray) -> tuple[CudaArray, int, int]:
+def _same_layout(a: array) -> tuple[array, int, int]:
     """A new allocation laid out as `a` (contents undefined), and the span (lo, hi)."""
     lo, hi = span(a.shape, a.strides, size_of(a.dtype))
     buf = allocate(a.device, hi - lo)
-    out = bind(CudaArray.__new__(CudaArray), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
+    out = bind(array.__new__(array), buf, buf.ptr - lo, a.shape, a.strides, a.dtype,
                a.device)
     return out, lo, hi
 
 
-def with_grad(a: CudaArray, grad: Any) -> CudaArray:
+def with_grad(a: array, grad: Any) -> array:
     """A view of `a` whose gradient is `grad` (an adjoint launch's `adj_inputs`)."""
-    out = a._view(0, a.shape, a.strides)
+    out = view_of(a, 0, a.shape, a.strides)
     out.grad = grad
     return out
 
@@ -452,12 +417,12 @@ def _host_view(raw: NDArray, lo: int, a: array) -> NDArray:
                       strides=(*a.strides, *inner_strides(a.dtype)))
 
 
-def to_host(a: CudaArray) -> NDArray:
+def to_host(a: array) -> NDArray:
     """A new C-contiguous host copy of a device array's elements."""
     out = np.empty((*a.shape, *elem_shape(a.dtype)), dtype=storage_dtype(a.dtype))
     if a.size == 0:
         return out
-    drv, ordinal, stream = current(), a.device.ordinal, a._stream()
+    drv, ordinal, stream = current(), a.device.ordinal, stream_of(a)
     if a.is_contiguous:
         dtoh(drv, ordinal, out.ctypes.data, address(a), out.nbytes, stream)
         return out
@@ -468,11 +433,11 @@ def to_host(a: CudaArray) -> NDArray:
     return out
 
 
-def write_host(a: CudaArray, data: NDArray) -> None:
+def write_host(a: array, data: NDArray) -> None:
     """Write host data (shaped like `a`'s elements, `a`'s storage dtype) into `a`."""
     if a.size == 0:
         return
-    drv, ordinal, stream = current(), a.device.ordinal, a._stream()
+    drv, ordinal, stream = current(), a.device.ordinal, stream_of(a)
     if a.is_contiguous:
         src = np.ascontiguousarray(data)
         htod(drv, ordinal, address(a), src.ctypes.data, a.size * size_of(a.dtype), stream)
@@ -484,20 +449,20 @@ def write_host(a: CudaArray, data: NDArray) -> None:
     htod(drv, ordinal, address(a) + lo, raw.ctypes.data, hi - lo, stream)
 
 
-def read_element(a: CudaArray, off: int) -> Any:
+def read_element(a: array, off: int) -> Any:
     """The element at byte offset `off` (a vector/matrix as its value type)."""
     npdt, es = storage_dtype(a.dtype), elem_shape(a.dtype)
     out = np.empty(es, dtype=npdt)
-    dtoh(current(), a.device.ordinal, out.ctypes.data, address(a) + off, out.nbytes, a._stream())
+    dtoh(current(), a.device.ordinal, out.ctypes.data, address(a) + off, out.nbytes, stream_of(a))
     return a.dtype(out) if es else out[()]
 
 
-def fill_bytes(a: CudaArray, pattern: bytes) -> None:
+def fill_bytes(a: array, pattern: bytes) -> None:
     """Set every element of `a` to the element whose bytes are `pattern`."""
     if a.size == 0:
         return
     if a.is_contiguous:
-        fill(current(), a.device.ordinal, address(a), pattern, a.size, a._stream())
+        fill(current(), a.device.ordinal, address(a), pattern, a.size, stream_of(a))
         return
     elem = np.frombuffer(pattern, dtype=np.uint8).view(storage_dtype(a.dtype))
     write_host(a, np.broadcast_to(elem.reshape(elem_shape(a.dtype)),
@@ -509,16 +474,16 @@ def copy_arrays(dest: array, src: array) -> None:
     in kind but not in size, as `copy_storage`), either or both on a CUDA device. Records
     nothing: the callers record the copy (runtime/recording.py)."""
     if dest.device is CPU:
-        copy_storage(dest, array._wrap(to_host(typing.cast(CudaArray, src)), src.dtype, CPU))
+        copy_storage(dest, array._wrap(to_host(src), src.dtype, CPU))
         return
-    assert isinstance(dest, CudaArray)
+    assert isinstance(dest, array)
     nbytes = dest.size * size_of(dest.dtype)
     if nbytes != src.size * size_of(src.dtype):
         raise GradloomError(f"incompatible array element types: destination {dest.dtype!r}, "
                             f"source {src.dtype!r}")
     if src.device is not CPU and dest.is_contiguous and src.is_contiguous:
         dtod(current(), dest.device.ordinal, address(dest), src.device.ordinal, address(src), nbytes,
-             dest._stream())
+             stream_of(dest))
         return
     host = src.numpy()
     npdt = storage_dtype(dest.dtype)

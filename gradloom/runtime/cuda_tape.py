@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .adjoint import LaunchRecord, _replace
-from .cuda_array import CudaArray, copy_same_layout, with_grad
+from .array import array
+from .cuda_array import copy_same_layout, view_of, with_grad
 from .device import Device
 from .launch import arg_array
 from .launch_cuda import prepared as prepared_for
@@ -34,7 +35,7 @@ class DeviceWatch(Watch):
         if self.saved is None:
             self.saved = copy_same_layout(self.array)
 
-    def contents(self) -> CudaArray:
+    def contents(self) -> array:
         """The contents as they were when the watch began, in device memory."""
         return self.array if self.saved is None else self.saved  # type: ignore[no-any-return]
 
@@ -71,7 +72,7 @@ class CudaLaunchRecord(LaunchRecord):
                 continue
             data = seen[0]
             _replace(args, key, with_grad(data, a.grad) if a.grad is not None
-                     else data._view(0, data.shape, data.strides))
+                     else view_of(data, 0, data.shape, data.strides))
         return args
 
     def _consume_replaced_minmax(self) -> None:

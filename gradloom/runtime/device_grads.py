@@ -12,34 +12,35 @@ from __future__ import annotations
 from typing import Any
 
 from ..types import size_of
+from .array import array
 from .array_arith import ELEMENTWISE
-from .cuda_array import CudaArray, fill_bytes, index_view
+from .cuda_array import fill_bytes, index_view, is_device_array, view_of
 from .launch import launch
 
 
-def view_at(a: CudaArray, where: Any) -> CudaArray:
+def view_at(a: array, where: Any) -> array:
     """The view of `a` that `a[where]` writes (`...`: all of it; an index of ints and slices;
     an element as a one-element view)."""
     if where is ...:
         return a
     idx = where if isinstance(where, tuple) else (where,)
     off, shape, strides = index_view(a.shape, a.strides, a._index(idx))
-    return a._view(off, shape or (1,), strides or (size_of(a.dtype),))
+    return view_of(a, off, shape or (1,), strides or (size_of(a.dtype),))
 
 
-def flat_range(a: CudaArray, offset: int, count: int) -> CudaArray:
+def flat_range(a: array, offset: int, count: int) -> array:
     """Elements [offset, offset + count) of `a` in flattened order (`wp.copy`'s ranges: any
     contiguous array, or a 1-D one)."""
     flat = a.reshape(-1) if a.is_contiguous and a.ndim > 1 else a
     return flat[offset:offset + count]  # type: ignore[no-any-return]
 
 
-def zero(view: CudaArray) -> None:
+def zero(view: array) -> None:
     """Zero a gradient view (no Tape records it)."""
     fill_bytes(view, bytes(size_of(view.dtype)))
 
 
-def add_into(target: CudaArray, source: CudaArray) -> None:
+def add_into(target: array, source: array) -> None:
     """target += source, element by element, on target's device."""
     k = ELEMENTWISE.get()("add", target, source, out=target, return_kernel=True)
     launch(k, target.shape, [target, source], [target], None, None, target.device, None, False,
@@ -47,7 +48,7 @@ def add_into(target: CudaArray, source: CudaArray) -> None:
 
 
 def _same_device(*grads: Any) -> bool:
-    return all(isinstance(g, CudaArray) and g.device is grads[0].device for g in grads)
+    return all(is_device_array(g) and g.device is grads[0].device for g in grads)
 
 
 def overwrite_step(grad: Any, where: Any) -> bool:

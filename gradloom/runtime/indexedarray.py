@@ -19,11 +19,8 @@ import numpy as np
 from ..errors import GradloomError
 from ..types import IndexedArrayType, int32
 from .array import (
-    INDEX_VIEW,
-    INDEXED_WORDS,
     MAX_DIMS,
     NDArray,
-    _fill_value,
     array,
     fit_data,
     resolve_dtype,
@@ -31,6 +28,8 @@ from .array import (
 )
 from .array_annotation import AnnotationProtocols, annotation_ndim
 from .array_arith import ArrayArithmetic
+from .array_storage import INDEXED_WORDS, fill_value
+from .host_array import INDEX_VIEW
 
 
 class _GlType:
@@ -127,7 +126,7 @@ class indexedarray(ArrayArithmetic, AnnotationProtocols):
         storage = self._source()
         self.data._overwrite(self._selector())  # type: ignore[union-attr]
         try:
-            storage[self._selector()] = _fill_value(self.dtype, value)
+            storage[self._selector()] = fill_value(self.dtype, value)
         except (TypeError, ValueError) as e:
             raise GradloomError(f"cannot fill an indexed array of {self.dtype!r} with "
                                 f"{value!r}: {e}") from e

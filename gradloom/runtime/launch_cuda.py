@@ -43,7 +43,7 @@ from . import checks
 from .array import array
 from .backend import CUDA
 from .capturing import capturing
-from .cuda_array import CudaArray, address, with_grad
+from .cuda_array import address, is_device_array, with_grad
 from .cuda_driver import Driver, current
 from .cuda_stream import StreamHandle
 from .device import Device
@@ -386,7 +386,7 @@ class CudaPrepared:
         targets += [a.grad for k in self.array_keys if (a := arg_array(args, k)) is not None]
         spans: dict[int, int] = {}
         for a in targets:
-            if isinstance(a, CudaArray) and a.size:
+            if is_device_array(a) and a.size:
                 lo, hi = span(a.shape, a.strides, size_of(a.dtype))
                 spans[address(a) + lo] = max(spans.get(address(a) + lo, 0), hi - lo)
         saved = []
@@ -438,7 +438,7 @@ def with_device_gradients(kernel_key: str, args: Sequence[Any], adj: Sequence[An
     """Arguments whose arrays use the given gradient arrays (None: the array's own .grad)."""
     out = list(args)
     for i, (value, g) in enumerate(zip(args, adj, strict=True)):
-        if g is None or not isinstance(value, CudaArray):
+        if g is None or not is_device_array(value):
             continue
         try:
             out[i] = with_grad(value, g)

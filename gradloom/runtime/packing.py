@@ -33,6 +33,7 @@ from ..types import (
     type_repr,
 )
 from .array import array
+from .host_array import HostArray
 from .indexedarray import indexed_words
 
 _FMT = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
@@ -76,7 +77,8 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
     empty array, as in Warp: `if not arr:` holds in the kernel)."""
     if value is None:
         return [0] * (2 + 2 * t.ndim)
-    if type(value) is array and value.dtype is t.dtype and value.ndim == t.ndim:
+    if (type(value) is array and value._methods is HostArray and value.dtype is t.dtype
+            and value.ndim == t.ndim):
         known = value._words  # dropped by the gradient's setters
         if known is not None:
             return known
@@ -88,7 +90,7 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
                        f"{describe(value)}")  # Warp's words
     if value.ndim != t.ndim or value.dtype != t.dtype:
         raise ArgError(f"expected {t!r}, got {describe(value)}")
-    if value.device != "cpu":
+    if not value.device.backend.host_memory:  # a host launch reads host memory only
         raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
     return value.launch_words()
 
