@@ -61,7 +61,7 @@ from .runtime.array_ops import (
     zeros,
     zeros_like,
 )
-from .runtime.cpu_command import Launch
+from .runtime.cpu.command import Launch
 from .runtime.device import (
     Device,
     DeviceLike,
@@ -197,9 +197,9 @@ from .runtime.timing import (
 from .utils import map, quat_between_vectors, transform_expand
 
 # isort: split
-# -- CUDA runtime: driver errors (runtime/cuda_driver.py); devices, streams and
+# -- CUDA runtime: driver errors (runtime/cuda/driver.py); devices, streams and
 # events are exported above
-from .runtime.cuda_driver import CudaError
+from .runtime.cuda.driver import CudaError
 from .runtime.stream import StreamError
 
 #: `wp.adjoint[x]` inside a @wp.func_grad function (rewritten by the compiler; a marker here)

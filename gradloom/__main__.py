@@ -40,7 +40,7 @@ def _cache_usage(root: Path) -> tuple[int, int]:
 
 
 def _cuda_state() -> str:
-    from gradloom.runtime import cuda_driver
+    from gradloom.runtime.cuda import driver as cuda_driver
 
     if not cuda_driver.is_cuda_available():
         return f"CUDA: none, {cuda_driver.unavailable_reason()}"

@@ -1,7 +1,7 @@
 """A kernel's CUDA entry for one GPU architecture: PTX compiled in-process, cached on disk.
 
 `ptx_entry(kernel, "sm_90", "forward")` returns the PTX text, its entry symbol and the facts a
-CUDA launch needs (runtime/launch_cuda.py reads them through `Kernel.cuda_entry`). Entries are
+CUDA launch needs (runtime/cuda/launch.py reads them through `Kernel.cuda_entry`). Entries are
 cached in the same on-disk cache as CPU objects (runtime/cache.py), keyed by the kernel's CPU
 cache key (its source, types, options and gradloom's own source) plus the architecture and the
 PTX ISA, so a changed compiler or another GPU never reuses an old entry.

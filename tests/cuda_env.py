@@ -11,7 +11,7 @@ import pytest
 
 import gradloom as wp
 from gradloom.codegen import nvptx
-from gradloom.runtime import cuda_driver
+from gradloom.runtime.cuda import driver as cuda_driver
 
 HAS_GPU = wp.is_cuda_available()
 HAS_BINDINGS = importlib.util.find_spec("cuda") is not None and \

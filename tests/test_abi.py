@@ -306,7 +306,7 @@ def test_the_cuda_launch_packs_the_block_the_cpu_launch_packs():
         pytest.skip("the fake driver needs cuda-bindings and libdevice")
     from fake_cuda import FakeCuda
 
-    from gradloom.runtime import cuda_driver
+    from gradloom.runtime.cuda import driver as cuda_driver
 
     args, out, want = _every_kind_args("cpu")
     wp.launch(every_kind, (3, 4), inputs=args)

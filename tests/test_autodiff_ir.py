@@ -39,7 +39,7 @@ from gradloom.ir.prims import PRIMS, result_type
 from gradloom.ir.printer import format_kernel
 from gradloom.ir.verify import verify
 from gradloom.passes.invariant import drop_invariant_params
-from gradloom.runtime.cpu_launch import prepared_adjoint
+from gradloom.runtime.cpu.launch import prepared_adjoint
 from gradloom.types import SCALAR_TYPES, ptr
 
 pipeline = importlib.import_module("gradloom.pipeline")  # lowers kernels at their first compile

@@ -148,7 +148,7 @@ def test_a_captured_stack_that_fills_up_is_reported(env):
     x = wp.array(np.full(3, 0.5), dtype=f64, device="cuda", requires_grad=True)
     h = wp.zeros(3, dtype=f64, device="cuda", requires_grad=True)
     h.grad.fill_(1.0)
-    from gradloom.runtime.launch_cuda import prepared as prepared_for
+    from gradloom.runtime.cuda.launch import prepared as prepared_for
 
     prepared = prepared_for(horner, "adjoint", wp.get_device("cuda"))
     prepared.stack_capacity = 256  # as at a kernel's first launch
@@ -187,7 +187,7 @@ def test_an_error_inside_a_capture_is_the_one_raised(env, monkeypatch):
         pytest.skip("the fake driver refuses on demand")
     import contextlib
 
-    from gradloom.runtime import storage
+    from gradloom.runtime.cuda import memory as storage
 
     monkeypatch.setattr(storage, "relaxed", lambda driver: contextlib.nullcontext())
     with pytest.raises(GradloomError, match=r"cannot allocate.*CAPTURE_UNSUPPORTED"), \

@@ -31,8 +31,8 @@ from gradloom.abi import (
     STACK_CAPACITY,
 )
 from gradloom.errors import GradloomError, KernelRuntimeError, LaunchError, TapeError
-from gradloom.runtime import cuda_driver
-from gradloom.runtime.launch_cuda import FIRST_STACK, MAX_GRID, grid_for, ptx_arch
+from gradloom.runtime.cuda import driver as cuda_driver
+from gradloom.runtime.cuda.launch import FIRST_STACK, MAX_GRID, grid_for, ptx_arch
 
 # --------------------------------------------------------------------------------------------
 # kernels
@@ -172,7 +172,7 @@ def test_nvptx_entry_reads_the_block_where_the_host_writes_it():
 
 def test_device_packer_packs_like_the_cpu_packer():
     """Arguments go to the offsets types.arg_offsets gives, device pointers included."""
-    from gradloom.runtime.launch_cuda import DevicePacker
+    from gradloom.runtime.cuda.launch import DevicePacker
     from gradloom.runtime.packing import Packer
     from gradloom.types import arg_offsets
 

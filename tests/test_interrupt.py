@@ -251,7 +251,7 @@ def test_ctrl_c_while_python_prepares_the_launch_stops_its_kernel(monkeypatch):
     """A SIGINT counted after the launch began but before its entry started (here: while the
     launch plans its split) must stop the kernel. Entries used to read the count at their start,
     so such a Ctrl-C was only raised when the launch ended (never, for a runaway one)."""
-    from gradloom.runtime import parallel
+    from gradloom.runtime.cpu import parallel
     from gradloom.runtime.signals import launch_words
 
     out = wp.zeros(2, dtype=float)

@@ -12,7 +12,8 @@ from test_parallel import threads  # noqa: F401 (a fixture)
 
 import gradloom as wp
 from gradloom.abi import PAGED_SUM_BYTES
-from gradloom.runtime import chunking, page_map
+from gradloom.runtime import page_map
+from gradloom.runtime.cpu import chunking
 
 N = 1 << 18  # threads, and elements of the array they add into (1 MiB of float32)
 PAGE = mmap.PAGESIZE

@@ -19,8 +19,8 @@ import pytest
 import gradloom as wp
 from gradloom import config
 from gradloom.passes.threads import thread_plan
-from gradloom.runtime import parallel
-from gradloom.runtime.cpu_launch import prepared_adjoint, prepared_forward
+from gradloom.runtime.cpu import parallel
+from gradloom.runtime.cpu.launch import prepared_adjoint, prepared_forward
 from gradloom.runtime.pool import WorkerPool
 
 f64 = wp.float64
@@ -531,7 +531,7 @@ def test_split_launches_in_a_forked_child(tmp_path: Path) -> None:
     script = textwrap.dedent("""
         import multiprocessing, numpy as np, gradloom as wp
         from gradloom import config
-        from gradloom.runtime import parallel
+        from gradloom.runtime.cpu import parallel
         config.num_threads, config.parallel_min_ns = 2, 0
         splits = []
         real = parallel.run_split
@@ -722,7 +722,7 @@ def test_scatter_chunk_counts_follow_the_launch_only() -> None:
 
 
 def test_chunk_bounds_cover_the_launch() -> None:
-    from gradloom.runtime.chunking import bounds
+    from gradloom.runtime.cpu.chunking import bounds
     for total, chunks in ((10, 3), (8, 8), (1000003, 7), (5, 1)):
         cuts = [bounds(total, chunks, c) for c in range(chunks)]
         assert cuts[0][0] == 0 and cuts[-1][1] == total

@@ -14,7 +14,7 @@ from gradfd import arr, check_kernel
 import gradloom as wp
 from gradloom import config
 from gradloom.codegen import cpu
-from gradloom.runtime.cpu_launch import prepared_adjoint
+from gradloom.runtime.cpu.launch import prepared_adjoint
 
 WIDTHS = (4, 8, 16)
 

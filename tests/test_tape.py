@@ -21,7 +21,7 @@ if BACKEND != "gradloom":
 
 import gradloom as wp
 from gradloom.errors import CompileError, GradloomError
-from gradloom.runtime.cpu_launch import prepared_adjoint
+from gradloom.runtime.cpu.launch import prepared_adjoint
 
 f64 = wp.float64
 F64 = wp.array(dtype=wp.float64)

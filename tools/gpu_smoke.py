@@ -48,7 +48,7 @@ def environment() -> bool:
         say(f"nvidia-smi     not run: {exc}")
     import gradloom as wp
     from gradloom.codegen import nvptx
-    from gradloom.runtime import cuda_driver
+    from gradloom.runtime.cuda import driver as cuda_driver
 
     try:
         say(f"libdevice      {nvptx.libdevice_path()}")

@@ -3,7 +3,7 @@
 A chunked launch cuts its thread range into chunks (a job: abi.JOB). The calling thread and
 the pool's workers claim chunks one at a time from one atomic counter, so a worker that is late or
 descheduled leaves its chunks to the caller instead of holding it up, and each chunk adds into
-its own row of pointers (runtime/parallel.py: chunk 0 into the real arrays, chunk c > 0 into
+its own row of pointers (runtime/cpu/parallel.py: chunk 0 into the real arrays, chunk c > 0 into
 private zeroed buffers), whichever thread runs it. After the last chunk the caller puts its
 own block's pointers back, sums the private buffers into the arrays in chunk order — and zeroes
 them for the next launch — so the result depends on the chunks, never on which thread ran

@@ -3,7 +3,7 @@
 and zeroes it, and visits only the pages the kernel may have written (adding the pages it
 looked up and those in use to the two words at `tally`).
 
-A private buffer (runtime/chunking.py) starts as fresh anonymous memory, so a page that no
+A private buffer (runtime/cpu/chunking.py) starts as fresh anonymous memory, so a page that no
 thread of its chunk added into was never written: the page table has no page for it. Reading
 such pages is not free (22 µs per MiB, each a TLB miss onto the shared zero page) and a launch
 whose threads add into a few elements of a large array paid it for the whole array at every

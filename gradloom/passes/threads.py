@@ -1,7 +1,7 @@
 """Which memory a kernel's threads share, and so how a launch of it may be split across workers.
 
 A launch runs as contiguous slices of its thread range on several worker threads at once
-(runtime/parallel.py). That is safe, and gives the same result as one serial loop, when no
+(runtime/cpu/parallel.py). That is safe, and gives the same result as one serial loop, when no
 thread reads or overwrites what another thread writes. This pass proves the common case: an
 access is *thread-own* when its address is `Σ index_d · stride_d` with every launch dimension's
 `wp.tid()` component among the indices and every other index thread-invariant, so distinct
@@ -18,7 +18,7 @@ The plan it returns says, for one compiled entry:
 - `float_atomics`: the entry adds floats into shared elements, so its result's last bits depend
   on how the launch is split (documented in docs/differences.md).
 - `loops`: the entry's threads run loops, so their cost is not bounded by the kernel's size
-  (runtime/parallel.py lets such launches add into more private memory per thread).
+  (runtime/cpu/parallel.py lets such launches add into more private memory per thread).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class ThreadPlan:
     float_atomics: bool = False
     loops: bool = False
     #: float operations and memory accesses in the body (loops counted once): how much work a
-    #: thread does, a fact of the code alone (runtime/parallel.py sizes chunks by it)
+    #: thread does, a fact of the code alone (runtime/cpu/parallel.py sizes chunks by it)
     work: int = 0
     #: the thread loop runs in SIMD lanes wherever the CPU has them (passes/lanes.py accepts
     #: it, and it gets the contiguous copy): a fact of the code, not of the machine, so that

@@ -24,7 +24,7 @@ Key = tuple[int, str | None]
 class LaunchRecord:
     """One launch on a tape, with watches on the array contents its adjoint will read."""
 
-    #: how the record keeps array contents (a CUDA launch's: runtime/cuda_tape.py)
+    #: how the record keeps array contents (a CUDA launch's: runtime/cuda/tape.py)
     watch: Callable[[Any], Watch] = Watch
     #: where the adjoint runs (a CUDA launch's record says which device)
     device: Device = CPU

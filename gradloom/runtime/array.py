@@ -58,7 +58,7 @@ CLONE: Hook[Any] = Hook("array.to()", "gradloom.runtime.array_ops")
 class MemoryAttribute:
     """An attribute whose implementation depends on where the array's memory lives: it is the
     same-named attribute of the array's `_methods` (runtime/host_array.py `HostArray`,
-    runtime/cuda_array.py `DeviceArray`), applied to the array."""
+    runtime/cuda/array.py `DeviceArray`), applied to the array."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -103,7 +103,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     is_contiguous: bool
     pinned: bool
     _np: NDArray  # host memory only: its numpy view
-    _buffer: Any  # device memory only: the allocation its views share (runtime/cuda_array.py)
+    _buffer: Any  # device memory only: the allocation its views share (runtime/cuda/array.py)
     #: the methods that depend on where the memory lives (see MemoryAttribute)
     _methods: Any
     _type: ArrayType

@@ -2,8 +2,8 @@
 
 Generic runtime code (arrays, copies, launches, the Tape, capture) never imports a backend. It
 asks the device for its backend (`device.backend`) and calls a part of the protocol below; the
-first use of a backend imports its registration module by name (`runtime/cpu_backend.py`,
-`runtime/cuda_backend.py`), which imports that backend's modules and provides the parts. So
+first use of a backend imports its registration module by name (`runtime/cpu/backend.py`,
+`runtime/cuda/backend.py`), which imports that backend's modules and provides the parts. So
 dependencies point from the backends to the generic runtime, a process that never touches a GPU
 never loads the CUDA code, and the CPU is a backend like any other (as tinygrad loads
 `ops_<device>`, Triton its drivers and Dr.Jit its per-backend thread states).
@@ -82,10 +82,10 @@ class Backend:
         return f"<gradloom {self.kind} backend>"
 
 
-#: The host's cores: runtime/cpu_backend.py registers the parts
-CPU_BACKEND = Backend("cpu", "gradloom.runtime.cpu_backend", host_memory=True)
-#: NVIDIA GPUs: runtime/cuda_backend.py registers the parts
-CUDA = Backend("cuda", "gradloom.runtime.cuda_backend", host_memory=False)
+#: The host's cores: runtime/cpu/backend.py registers the parts
+CPU_BACKEND = Backend("cpu", "gradloom.runtime.cpu.backend", host_memory=True)
+#: NVIDIA GPUs: runtime/cuda/backend.py registers the parts
+CUDA = Backend("cuda", "gradloom.runtime.cuda.backend", host_memory=False)
 
 
 def transfer_backend(dest: Backend, src: Backend) -> Backend:

@@ -104,7 +104,7 @@ def capture_begin(device: Any = None, stream: Stream | None = None,
                   apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL
                   ) -> None:
     """Start recording a graph in this context, the device's backend's way (see the module
-    docstring; on a CUDA device, the driver's stream capture: runtime/cuda_graph.py)."""
+    docstring; on a CUDA device, the driver's stream capture: runtime/cuda/graph.py)."""
     dev = stream.device if isinstance(stream, Stream) else get_device(device)
     if capturing() is not None:  # one capture at a time in a context, on any device
         raise CaptureError("Graph capture already in progress")

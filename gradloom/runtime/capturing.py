@@ -6,7 +6,7 @@ the CPU, as in Warp 1.19, a capture only records: launches, copies and fills iss
 active — on any device — do not run then but become nodes of a `Graph`; `wp.capture_launch(graph)`
 runs them, in order, each time. A node holds the same arrays (so the same memory) it was
 recorded with and reads their contents when it runs, as a CUDA graph holds fixed pointers. On a
-CUDA device the driver records the work queued on the captured stream (runtime/cuda_graph.py).
+CUDA device the driver records the work queued on the captured stream (runtime/cuda/graph.py).
 `Graph` and the public functions live in `capture.py`; this module is what array operations,
 launches, streams and device memory consult.
 """
@@ -50,7 +50,7 @@ class OpNode:
 
 
 #: The capture in progress in this context, if any: on the CPU the `Graph` recording operations
-#: (runtime/capture.py), on a CUDA device the stream capture (runtime/cuda_graph.py `Capture`).
+#: (runtime/capture.py), on a CUDA device the stream capture (runtime/cuda/graph.py `Capture`).
 #: Both name their `device`.
 ACTIVE_CAPTURE: ContextVar[Any] = ContextVar("gradloom_active_capture", default=None)
 

@@ -2,7 +2,7 @@
 Warp's device functions.
 
 CUDA devices exist when cuda-bindings loads, an NVIDIA driver initialises and it reports a device
-(runtime/cuda_driver.py); asking for one otherwise is a GradloomError saying why. The driver is
+(runtime/cuda/driver.py); asking for one otherwise is a GradloomError saying why. The driver is
 initialised on the first question about CUDA, never by CPU work.
 """
 
@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from gradloom.errors import GradloomError
-from gradloom.runtime import cuda_driver
+from gradloom.runtime.cuda import driver as cuda_driver
 
 from ..hooks import Hook
 from .backend import CPU_BACKEND, CUDA, Backend
@@ -64,7 +64,7 @@ class Device:
 
     @property
     def info(self) -> cuda_driver.DeviceInfo:
-        """A CUDA device's properties (runtime/cuda_driver.py); an error for the CPU."""
+        """A CUDA device's properties (runtime/cuda/driver.py); an error for the CPU."""
         if not self.is_cuda:
             raise GradloomError("the CPU device has no CUDA device properties")
         return cuda_driver.current().info(self.ordinal)

@@ -164,7 +164,7 @@ def wrap_tensor(t: Any, dtype: Any = None, requires_grad: bool | None = None,
                 grad: Any = None, what: str = "tensor") -> array:
     """`wp.from_torch`: an array sharing the tensor's memory; its gradient is `grad`, or the
     tensor's `.grad` (created if None) when `requires_grad` (default: the tensor's). A CUDA
-    tensor gives a CUDA array (runtime/foreign_cuda.py)."""
+    tensor gives a CUDA array (runtime/cuda/foreign.py)."""
     if t.device.type == "cuda":
         return CUDA.get("wrap_torch_cuda")(t, dtype, requires_grad, grad, what)
     data = tensor_numpy(t, what)

@@ -1,7 +1,7 @@
 """The CPU backend's array methods: an array in host memory, seen through numpy views.
 
 `wp.array` is one class for every device; the methods whose work depends on where the memory
-lives call the array's `_methods` (this class for host memory, runtime/cuda_array.py's
+lives call the array's `_methods` (this class for host memory, runtime/cuda/array.py's
 `DeviceArray` for CUDA memory), which the device's backend chose when the array was made.
 Each takes the array as `self`.
 """

@@ -4,7 +4,7 @@
 (codegen/native_pool.py: they spin for a while, then sleep on a futex), so a split launch costs
 one ctypes call and a few microseconds. `WorkerPool` is the portable fallback: Python threads that
 call the entry through ctypes (which releases the GIL); waking one through a lock costs ~30 µs on
-a virtual machine. runtime/parallel.py decides when a launch is worth splitting. `share` hands
+a virtual machine. runtime/cpu/parallel.py decides when a launch is worth splitting. `share` hands
 pieces of any work to the Python threads from one counter (chunks without a native pool, the
 pieces of large host copies: runtime/memops.py).
 """
@@ -121,7 +121,7 @@ _RUN_CTYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
 
 class NativePool:
     """`size - 1` threads that each enter the native worker loop once and stay there; a launch
-    posts its job (runtime/parallel.py) and takes part itself, all in one ctypes call."""
+    posts its job (runtime/cpu/parallel.py) and takes part itself, all in one ctypes call."""
 
     def __init__(self, size: int, functions: tuple[int, int]) -> None:
         worker, run = functions
@@ -155,7 +155,7 @@ def _idle_class() -> None:
     """Put the calling thread in the idle scheduling class (Linux's SCHED_IDLE) where the
     system allows it: a worker then only ever runs on a core nothing else wants, never preempts
     the launching thread or another program, and a launch whose workers find no free core runs
-    all its chunks on the caller (runtime/parallel.py) at serial speed."""
+    all its chunks on the caller (runtime/cpu/parallel.py) at serial speed."""
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 

@@ -104,7 +104,7 @@ def record_copy(dest: Any, src: Any, where: Any = ...) -> None:
 def on_host(grads: Sequence[Any], step: Callable[..., None]) -> None:
     """Run a backward step on numpy views of gradient arrays: a host array's own memory, or
     for an array in device memory a host copy, written back after the step (a round trip, for
-    what runtime/device_grads.py does not do on the device: docs/gpu.md)."""
+    what runtime/cuda/grads.py does not do on the device: docs/gpu.md)."""
     views = [g.numpy() for g in grads]
     step(*views)
     for g, v in zip(grads, views, strict=True):

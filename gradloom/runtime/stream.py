@@ -1,5 +1,5 @@
 """Streams and events: Warp's stream API on CUDA devices (driver streams and events,
-runtime/cuda_stream.py) and on the CPU, where all work is already synchronous.
+runtime/cuda/stream.py) and on the CPU, where all work is already synchronous.
 
 Warp 1.19 raises `RuntimeError` for `wp.Stream("cpu")`, `wp.Event("cpu")` and `wp.get_stream("cpu")`
 (streams are a CUDA concept there). gradloom offers them on the CPU too: every launch and copy has

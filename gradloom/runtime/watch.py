@@ -38,7 +38,7 @@ class Watch:
 
     def __init__(self, a: Any) -> None:
         self.array = a
-        #: the contents kept (numpy; a device copy for a CUDA array: runtime/cuda_tape.py)
+        #: the contents kept (numpy; a device copy for a CUDA array: runtime/cuda/tape.py)
         self.saved: Any = None
         a._mem.watchers.append(weakref.ref(self))
 

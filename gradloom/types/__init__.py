@@ -79,7 +79,7 @@ from .composite import (
     vector,
 )
 
-# chunked-launch job layout (runtime/parallel.py, codegen/native_pool.py)
+# chunked-launch job layout (runtime/cpu/parallel.py, codegen/native_pool.py)
 from .layout import (
     GRID_CELL_ENDS,
     GRID_CELL_STARTS,

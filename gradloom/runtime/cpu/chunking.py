@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import (
+from ...abi import (
     BLOCK_ARGS,
     BLOCK_STACK,
     JOB,
@@ -27,11 +27,11 @@ from ..abi import (
     STATUS_RECORD,
     error_word,
 )
-from . import page_map
-from .array import NDArray, array
-from .array_storage import zeros_same_layout
-from .pool import NativePool, native_pool, native_run, share
-from .structs import field_value
+from .. import page_map
+from ..array import NDArray, array
+from ..array_storage import zeros_same_layout
+from ..pool import NativePool, native_pool, native_run, share
+from ..structs import field_value
 
 _SUM_CODES = {np.dtype(np.float32): JOB.SUM_F32, np.dtype(np.float64): JOB.SUM_F64,
               np.dtype(np.int32): JOB.SUM_I32, np.dtype(np.uint32): JOB.SUM_I32,
@@ -83,7 +83,7 @@ def private_zeros(target: NDArray) -> NDArray:
 
 class Chunking:
     """The memory one chunked launch at a time works with (a Python thread launching the same
-    kernel meanwhile takes another: runtime/parallel.py keeps a free list)."""
+    kernel meanwhile takes another: runtime/cpu/parallel.py keeps a free list)."""
 
     def __init__(self, prepared: Any, threads: int, max_chunks: int) -> None:
         compiled = prepared.compiled

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import GradloomError, user_traceback
-from .device import Device
-from .launch import _dims, launch
-from .launch_cuda import prepared
-from .recorded import RecordedParams
+from ...errors import GradloomError, user_traceback
+from ..device import Device
+from ..launch import _dims, launch
+from ..recorded import RecordedParams
+from .launch import prepared
 
 
 class CudaLaunch(RecordedParams):

@@ -22,9 +22,9 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from ..errors import GradloomError
-from ..types import ArrayType, size_of
-from .array import (
+from ...errors import GradloomError
+from ...types import ArrayType, size_of
+from ..array import (
     MAX_DIMS,
     NDArray,
     _storage_from_data,
@@ -36,17 +36,17 @@ from .array import (
     resolve_dtype,
     storage_dtype,
 )
-from .array_storage import fill_value, to_numpy
-from .capturing import deferrable
-from .cuda_driver import current
-from .cuda_stream import order_streams
-from .device import CPU, Device
-from .dlpack_capsule import DLPACK_CUDA, export
-from .layout import is_contiguous, packed_strides, same_layout, span
-from .recording import record_copy
-from .storage import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
-from .stream import cuda_stream
-from .watch import Memory
+from ..array_storage import fill_value, to_numpy
+from ..capturing import deferrable
+from ..device import CPU, Device
+from ..dlpack_capsule import DLPACK_CUDA, export
+from ..layout import is_contiguous, packed_strides, same_layout, span
+from ..recording import record_copy
+from ..stream import cuda_stream
+from ..watch import Memory
+from .driver import current
+from .memory import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
+from .stream import order_streams
 
 
 def address(a: Any) -> int:

@@ -6,18 +6,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..abi import ERROR_WORD, NO_ERROR, error_word
-from ..errors import LaunchError, user_traceback
-from . import checks, parallel
-from .array import array
-from .capturing import no_tape_while_capturing, recording_graph
-from .cpu_launch import prepared_adjoint, prepared_forward
-from .device import CPU, get_device
-from .foreign import adapt_args
-from .launch import _dims, default_args, launch
-from .recorded import RecordedParams
-from .recording import ACTIVE_TAPES
-from .watch import before_write
+from ...abi import ERROR_WORD, NO_ERROR, error_word
+from ...errors import LaunchError, user_traceback
+from .. import checks
+from ..array import array
+from ..capturing import no_tape_while_capturing, recording_graph
+from ..device import CPU, get_device
+from ..foreign import adapt_args
+from ..launch import _dims, default_args, launch
+from ..recorded import RecordedParams
+from ..recording import ACTIVE_TAPES
+from ..watch import before_write
+from . import parallel
+from .launch import prepared_adjoint, prepared_forward
 
 
 class Launch(RecordedParams):

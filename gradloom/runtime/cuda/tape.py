@@ -7,7 +7,7 @@ copies: when something is about to overwrite an array the adjoint will read, `be
 device's current stream ahead of the write. `backward()` launches the kernel's adjoint on the
 device against the contents the forward saw (the snapshots, or the arrays themselves when
 nothing overwrote them), with the arrays' own gradients; a full adjoint stack reruns the whole
-launch (runtime/launch_cuda.py restores what it wrote).
+launch (runtime/cuda/launch.py restores what it wrote).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .adjoint import LaunchRecord, _replace
-from .array import array
-from .cuda_array import copy_same_layout, view_of, with_grad
-from .device import Device
-from .launch import arg_array
-from .launch_cuda import prepared as prepared_for
-from .recording import on_host
-from .stream import cuda_stream
-from .watch import NDArray, Watch
+from ..adjoint import LaunchRecord, _replace
+from ..array import array
+from ..device import Device
+from ..launch import arg_array
+from ..recording import on_host
+from ..stream import cuda_stream
+from ..watch import NDArray, Watch
+from .array import copy_same_layout, view_of, with_grad
+from .launch import prepared as prepared_for
 
 
 class DeviceWatch(Watch):

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import GradloomError
+from ...errors import GradloomError
 
 #: `pip install` line printed when cuda-bindings is missing
 INSTALL_HINT = "pip install 'gradloom[cuda]' (cuda-bindings and nvidia-nvvm)"

@@ -1,5 +1,5 @@
 """Memory behind arrays: host memory (numpy) and CUDA device allocations, and the copies and
-fills between them (byte ranges; runtime/cuda_array.py maps array layouts onto these).
+fills between them (byte ranges; runtime/cuda/array.py maps array layouts onto these).
 
 A `DeviceBuffer` owns one device allocation, taken from the device's stream-ordered memory
 pool (cuMemAllocAsync on a stream) and given back on that stream when the buffer is collected
@@ -23,10 +23,10 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import GradloomError
-from .capturing import capturing
-from .cuda_driver import CudaError, Driver
-from .device import cuda_device
+from ...errors import GradloomError
+from ..capturing import capturing
+from ..device import cuda_device
+from .driver import CudaError, Driver
 
 
 def _stream_capture() -> Any:

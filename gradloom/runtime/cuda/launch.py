@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import config
-from ..abi import (
+from ... import config
+from ...abi import (
     BLOCK_STATUS,
     CLEAR_STATUS,
     STATUS_BYTES,
@@ -36,24 +36,24 @@ from ..abi import (
     STATUS_STACK_FULL,
     error_word,
 )
-from ..errors import GradloomError, KernelRuntimeError, LaunchError
-from ..types import ArrayType, IndexedArrayType, size_of
-from ..types import StructType as _StructType
-from . import checks
-from .array import array
-from .backend import CUDA
-from .capturing import capturing
-from .cuda_array import address, is_device_array, with_grad
-from .cuda_driver import Driver, current
-from .cuda_stream import StreamHandle
-from .device import Device
-from .foreign_cuda import adapt_device_args, is_device_foreign
-from .launch import arg_array, array_keys
-from .layout import span
-from .packing import ArgError, Getter, Packer, describe, flat_values
-from .storage import DeviceBuffer, address_of, dtod, host_bytes, htod, relaxed
-from .stream import cuda_stream
-from .watch import before_write
+from ...errors import GradloomError, KernelRuntimeError, LaunchError
+from ...types import ArrayType, IndexedArrayType, size_of
+from ...types import StructType as _StructType
+from .. import checks
+from ..array import array
+from ..backend import CUDA
+from ..capturing import capturing
+from ..device import Device
+from ..launch import arg_array, array_keys
+from ..layout import span
+from ..packing import ArgError, Getter, Packer, describe, flat_values
+from ..stream import cuda_stream
+from ..watch import before_write
+from .array import address, is_device_array, with_grad
+from .driver import Driver, current
+from .foreign import adapt_device_args, is_device_foreign
+from .memory import DeviceBuffer, address_of, dtod, host_bytes, htod, relaxed
+from .stream import StreamHandle
 
 #: adjoint stack bytes per thread at a kernel's first launch (doubled when a thread fills it)
 
@@ -267,7 +267,7 @@ class CudaPrepared:
 
     def begin(self, tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
               max_blocks: int, block_dim: int) -> Any:
-        """A tape's record of the launch about to run (runtime/cuda_tape.py)."""
+        """A tape's record of the launch about to run (runtime/cuda/tape.py)."""
         make = functools.partial(CUDA.get("tape_record"), device=self.device,
                                  max_blocks=max_blocks, block_dim=block_dim)
         return tape.begin_launch(kernel, dims, args, self, make)
@@ -279,7 +279,7 @@ class CudaPrepared:
 
     def protect_writes(self, args: Sequence[Any]) -> None:
         """Before the launch writes its arrays: tapes that still need their contents copy them
-        (device copies: runtime/cuda_tape.py)."""
+        (device copies: runtime/cuda/tape.py)."""
         for key in self.writes:
             a = arg_array(args, key)
             if a is not None and a._mem.watchers:
@@ -335,7 +335,7 @@ class CudaPrepared:
 
     def capture(self, cap: Any, dims: tuple[int, ...], values: list[Any], total: int,
                 block: int, max_blocks: int, stream: StreamHandle) -> None:
-        """Queue the launch into the CUDA graph being captured (runtime/cuda_graph.py): a block
+        """Queue the launch into the CUDA graph being captured (runtime/cuda/graph.py): a block
         and a stack of its own, owned by the graph; its block is copied in before the kernel
         at every replay (so its error word starts clear); a checked launch is read back after
         each replay."""
@@ -420,7 +420,7 @@ def prepared(kernel: Any, variant: str, device: Device) -> CudaPrepared:
 
 
 def _forget_prepared() -> None:
-    from .cuda_driver import all_drivers
+    from .driver import all_drivers
 
     for driver in all_drivers():
         driver.kernels.clear()

@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from . import capture, cpu_command, cpu_launch
-from .array import array
-from .array_ops import copy_flat_host
-from .array_storage import copy_host
-from .backend import CPU_BACKEND
-from .device import CPU, Device
-from .stream import Stream, StreamError
+from .. import capture
+from ..array import array
+from ..array_ops import copy_flat_host
+from ..array_storage import copy_host
+from ..backend import CPU_BACKEND
+from ..device import CPU, Device
+from ..stream import Stream, StreamError
+from . import command, launch
 
 
 def init_array(obj: array, device: Device, data: Any, dtype: Any,
@@ -64,7 +65,7 @@ def synchronize(device: Device) -> None:
 
 CPU_BACKEND.provide(
     # launches and recorded launches
-    prepared=cpu_launch.prepared, command=cpu_command.command,
+    prepared=launch.prepared, command=command.command,
     # memory
     init_array=init_array, copy_arrays=copy_host, copy_flat=copy_flat_host,
     write_host=write_host,

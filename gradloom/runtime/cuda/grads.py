@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..types import size_of
-from .array import array
-from .array_arith import ELEMENTWISE
-from .cuda_array import fill_bytes, index_view, is_device_array, view_of
-from .launch import launch
+from ...types import size_of
+from ..array import array
+from ..array_arith import ELEMENTWISE
+from ..launch import launch
+from .array import fill_bytes, index_view, is_device_array, view_of
 
 
 def view_at(a: array, where: Any) -> array:

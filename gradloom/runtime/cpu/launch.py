@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import config
-from ..abi import (
+from ... import config
+from ...abi import (
     CLEAR_STATUS,
     ERROR_WORD,
     HEAD,
@@ -24,15 +24,16 @@ from ..abi import (
     failed_thread,
     header,
 )
-from ..errors import KernelRuntimeError, LaunchError
-from . import checks, parallel
-from .array import NDArray, array
-from .device import Device
-from .foreign import adapt_args, array_slots
-from .launch import arg_array, array_keys
-from .packing import Packer, describe
-from .signals import launch_words
-from .watch import before_write
+from ...errors import KernelRuntimeError, LaunchError
+from .. import checks
+from ..array import NDArray, array
+from ..device import Device
+from ..foreign import adapt_args, array_slots
+from ..launch import arg_array, array_keys
+from ..packing import Packer, describe
+from ..signals import launch_words
+from ..watch import before_write
+from . import parallel
 
 _FIRST_STACK = 1 << 16
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
@@ -69,7 +70,7 @@ class Prepared:
         self.array_positions = [i for i, _, _ in self.array_slots]
         #: measured cost of one thread (ns), which decides whether a launch is worth splitting;
         #: when to try again after splits that did not gain; free memory for chunked launches
-        #: (runtime/parallel.py, runtime/chunking.py)
+        #: (runtime/cpu/parallel.py, runtime/cpu/chunking.py)
         self.ns_per_thread: float | None = None
         self.backoff = parallel.Backoff()
         self.chunkings: list[Any] = []
@@ -145,7 +146,7 @@ class Prepared:
     def run(self, dims: tuple[int, ...], args: Sequence[Any], stream: Any = None,
             max_blocks: int = 0, block_dim: int = 256,
             restart: Callable[[], None] | None = None) -> None:
-        """Launch over dims, split across worker threads when that pays (runtime/parallel.py);
+        """Launch over dims, split across worker threads when that pays (runtime/cpu/parallel.py);
         CPU work is synchronous (no stream) and has no CUDA grid (max_blocks, block_dim).
         When an adjoint's stack fills up, it grows and the launch resumes at the thread that
         found it full — or, given `restart` (which must undo what the launch did so far), starts

@@ -20,15 +20,15 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..errors import GradloomError, LaunchError
-from ..types import ArrayType
-from .array import array, elem_shape, resolve_dtype
-from .cuda_stream import order_streams
-from .device import Device, get_device
-from .dlpack_capsule import DLPACK_CUDA, consume
-from .foreign import element_view, is_torch_tensor, memory_for, scalar_dtype_of
-from .layout import packed_strides
-from .stream import cuda_stream
+from ...errors import GradloomError, LaunchError
+from ...types import ArrayType
+from ..array import array, elem_shape, resolve_dtype
+from ..device import Device, get_device
+from ..dlpack_capsule import DLPACK_CUDA, consume
+from ..foreign import element_view, is_torch_tensor, memory_for, scalar_dtype_of
+from ..layout import packed_strides
+from ..stream import cuda_stream
+from .stream import order_streams
 
 
 def wrap_device_memory(device: Device, ptr: int, npdt: np.dtype[Any], shape: tuple[int, ...],

@@ -3,8 +3,8 @@ device, and `wp.capture_launch` of the graph, through the driver's stream captur
 
 `begin` starts capturing the device's current stream (or the stream given, made current for
 the capture): from then on the launches, copies and fills gradloom queues on that device are
-recorded into a CUDA graph by the driver, not run (runtime/storage.py says what memory does
-meanwhile, runtime/launch_cuda.py what a launch does). `end` stops the capture and instantiates
+recorded into a CUDA graph by the driver, not run (runtime/cuda/memory.py says what memory does
+meanwhile, runtime/cuda/launch.py what a launch does). `end` stops the capture and instantiates
 the graph; `Graph.replay` launches it on the device's current stream. Everything captured keeps
 the arrays and memory it was captured with: an array's contents are read when the graph runs;
 scalars and host data are those of capture time.
@@ -21,16 +21,16 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from ..abi import STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL, error_word
-from ..errors import GradloomError, KernelRuntimeError
-from . import checks
-from .capture import CaptureError, CaptureMode, Graph
-from .capturing import ACTIVE_CAPTURE, capturing
-from .cuda_driver import Driver, current
-from .cuda_stream import StreamHandle
-from .device import Device
-from .storage import host_bytes
-from .stream import Stream, cuda_stream, get_stream, set_stream
+from ...abi import STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL, error_word
+from ...errors import GradloomError, KernelRuntimeError
+from .. import checks
+from ..capture import CaptureError, CaptureMode, Graph
+from ..capturing import ACTIVE_CAPTURE, capturing
+from ..device import Device
+from ..stream import Stream, cuda_stream, get_stream, set_stream
+from .driver import Driver, current
+from .memory import host_bytes
+from .stream import StreamHandle
 
 
 class Capture:

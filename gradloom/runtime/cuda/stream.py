@@ -12,10 +12,10 @@ import contextlib
 import weakref
 from typing import Any
 
-from ..errors import GradloomError
-from .cuda_driver import Driver, current
-from .device import Device
-from .stream import Stream
+from ...errors import GradloomError
+from ..device import Device
+from ..stream import Stream
+from .driver import Driver, current
 
 #: CUresult of a query whose work has not finished yet
 CUDA_ERROR_NOT_READY = 600
@@ -128,7 +128,7 @@ def order_streams(ordinal: int, first: int, then: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# the backend's parts (runtime/cuda_backend.py provides them)
+# the backend's parts (runtime/cuda/backend.py provides them)
 
 
 def new_stream(device: Device, priority: int, external: Any) -> StreamHandle:
