@@ -11,67 +11,12 @@ runtime code reaches the CUDA backend by name (gradloom/runtime/backend.py).
 
 from __future__ import annotations
 
-import ast
 import itertools
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent / "gradloom"
+from import_graph import Edges, graph
 
 MAX_CYCLE = 1  # a strongly connected component of one file is no cycle
 MAX_IN_CYCLES = 0
-Edges = dict[str, dict[str, int]]  # module -> {imported module: line of the first import}
-
-
-def _modules() -> dict[str, Path]:
-    """Module name under gradloom ("" for the package itself, "runtime" for its __init__) ->
-    file."""
-    out = {}
-    for path in ROOT.rglob("*.py"):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
-    return out
-
-
-def _targets(mods: dict[str, Path], current: str, node: ast.AST) -> list[str]:
-    """The gradloom modules an import statement imports (a name imported from a package counts
-    as its submodule where it is one, else as the package)."""
-    is_package = mods[current].name == "__init__.py"
-    package = current if is_package else current.rpartition(".")[0]
-    if isinstance(node, ast.Import):
-        return [_strip(a.name) for a in node.names
-                if a.name.split(".")[0] == "gradloom" and _strip(a.name) in mods]
-    assert isinstance(node, ast.ImportFrom)
-    if node.level:
-        base = package.split(".") if package else []
-        base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-        module = ".".join(base + ([node.module] if node.module else []))
-    elif node.module and node.module.split(".")[0] == "gradloom":
-        module = _strip(node.module)
-    else:
-        return []
-    out = []
-    for alias in node.names:
-        sub = f"{module}.{alias.name}" if module else alias.name
-        out.append(sub if sub in mods else module)
-    return [m for m in out if m in mods]
-
-
-def _strip(dotted: str) -> str:
-    return dotted.partition(".")[2]
-
-
-def _graph() -> Edges:
-    mods = _modules()
-    edges: Edges = {m: {} for m in mods}
-    for m, path in mods.items():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for t in _targets(mods, m, node):
-                    if t != m:
-                        edges[m].setdefault(t, node.lineno)
-    return edges
 
 
 def _components(edges: Edges) -> list[list[str]]:
@@ -142,7 +87,7 @@ def _cycle_path(edges: Edges, comp: list[str]) -> str:
 
 
 def test_no_import_cycles() -> None:
-    edges = _graph()
+    edges = graph()
     problems = []
     in_cycles = 0
     for comp in _components(edges):
@@ -154,7 +99,7 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_checker_sees_every_kind_of_import() -> None:
-    edges = _graph()
+    edges = graph()
     assert "hooks" in edges["types.values"]  # module level, relative
     assert "" in edges["optim._kernels"]  # `import gradloom` (kernel source)
     assert "loading" in edges["__main__"] or "" in edges["__main__"]  # inside a function

@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from import_graph import graph
 
 ROOT = Path(__file__).resolve().parent.parent / "gradloom"
 
@@ -117,3 +118,72 @@ def test_unit_imports_point_downward(unit: str) -> None:
 def test_the_checker_sees_relative_imports() -> None:
     assert "types" in _gradloom_imports(ROOT / "ir" / "builder.py")
     assert "frontend" in _gradloom_imports(ROOT / "kernel.py")
+
+
+# --------------------------------------------------------------------------------------------
+# inside the runtime: ranks (docs/design.md §3). A runtime module imports only runtime modules
+# of its own rank or lower ones; cycles are refused by tests/test_import_cycles.py.
+
+RUNTIME_RANKS: list[tuple[str, set[str]]] = [
+    # facts and mechanisms nothing else in the runtime is below: layouts, handles, the
+    # backend registry, the worker pool, signals, the NanoVDB byte format, the CUDA driver
+    # loader (device discovery)
+    ("base", {"layout", "handles", "readmarks", "signals", "page_map", "pool", "nanovdb",
+              "cache", "array_annotation", "array_arith", "backend", "recorded",
+              "cuda.driver"}),
+    # devices and host memory operations
+    ("device", {"device", "memops", "dlpack_capsule", "occupancy"}),
+    # what arrays report to: active tapes and captures, streams
+    ("recording", {"recording", "capturing", "stream", "timing"}),
+    # the one array class and its operations
+    ("array", {"array_protocols", "array_storage", "watch", "host_array", "array",
+               "indexedarray", "structs", "array_ops", "foreign"}),
+    # launches and graph capture
+    ("launch", {"packing", "checks", "launch", "launch_tiled", "capture"}),
+    # the Tape and forward mode's tangent tape
+    ("tape", {"adjoint", "tape_graph", "tape", "tangent"}),
+    # geometry objects built on arrays
+    ("geometry", {"mesh", "bvh", "volume", "texture", "hash_grid"}),
+    # the backends (runtime/cpu/, runtime/cuda/): above every generic module
+    ("backends", {"cpu", "cuda"}),
+]
+
+
+def _runtime_rank(module: str) -> int | None:
+    """The rank of a runtime module (dotted under runtime/), None if it has none."""
+    for rank, (_, members) in enumerate(RUNTIME_RANKS):
+        if module in members:
+            return rank
+    top = module.split(".")[0]
+    if top in RUNTIME_RANKS[-1][1] and module != "cuda.driver":
+        return len(RUNTIME_RANKS) - 1
+    return None
+
+
+def _runtime_modules() -> dict[str, dict[str, int]]:
+    return {m[len("runtime."):]: {t[len("runtime."):]: line for t, line in imported.items()
+                                  if t.startswith("runtime.")}
+            for m, imported in graph().items() if m.startswith("runtime.")}
+
+
+def test_every_runtime_module_has_a_rank() -> None:
+    unranked = sorted(m for m in _runtime_modules() if _runtime_rank(m) is None)
+    assert not unranked, f"runtime modules without a rank in RUNTIME_RANKS: {unranked}"
+
+
+def test_runtime_imports_point_downward() -> None:
+    problems = []
+    for module, imported in sorted(_runtime_modules().items()):
+        rank = _runtime_rank(module)
+        for target, line in sorted(imported.items()):
+            target_rank = _runtime_rank(target)
+            if rank is not None and target_rank is not None and target_rank > rank:
+                problems.append(f"runtime/{module} (rank {RUNTIME_RANKS[rank][0]}) imports "
+                                f"{target} (rank {RUNTIME_RANKS[target_rank][0]}) at line {line}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_rank_checker_sees_an_upward_import() -> None:
+    assert _runtime_rank("array") is not None and _runtime_rank("tape") is not None
+    assert _runtime_rank("array") < _runtime_rank("tape")  # type: ignore[operator]
+    assert "array" in _runtime_modules()["tape"]
