@@ -32,12 +32,20 @@ TEST_FILES: tuple[str, ...] = (
     "deterministic.test_deterministic_backward", "deterministic.test_deterministic_counter",
     "deterministic.test_deterministic_options", "deterministic.test_deterministic_scatter",
     "deterministic.test_deterministic_graph_capture",
-    # tiles (issue 29): the files whose features gradloom has; tile.test_tile_matmul imports
-    # Warp-private build internals (warp._src.build) at import
+    # tiles (issue 29): every file of warp/tests/tile
     "tile.test_tile_load", "tile.test_tile_view", "tile.test_tile_reduce",
     "tile.test_tile_construction", "tile.test_tile_func_arg", "tile.test_tile_oob",
     "tile.test_tile_load_extract", "tile.test_tile_fused_ops", "tile.test_tile_load_assign",
     "tile.test_tile", "tile.test_tile_mlp",
+    "tile.test_tile_atomic_bitwise", "tile.test_tile_block_dim_mismatch",
+    "tile.test_tile_cholesky", "tile.test_tile_cholesky_no_mathdx",
+    "tile.test_tile_composite_row", "tile.test_tile_empty", "tile.test_tile_fft",
+    "tile.test_tile_fft_no_mathdx", "tile.test_tile_large_offsets",
+    "tile.test_tile_load_indexed", "tile.test_tile_load_vectorized",
+    "tile.test_tile_low_precision_stack", "tile.test_tile_matmul",
+    "tile.test_tile_matmul_no_mathdx", "tile.test_tile_matmul_strides", "tile.test_tile_print",
+    "tile.test_tile_shared_memory", "tile.test_tile_solve", "tile.test_tile_solve_no_mathdx",
+    "tile.test_tile_sort", "tile.test_tile_stack", "tile.test_tile_struct",
 )  # fmt: skip
 
 
