@@ -261,7 +261,7 @@ from .errors import CompileIndexError as WarpCodegenIndexError  # noqa: E402
 from .errors import CompileKeyError as WarpCodegenKeyError  # noqa: E402
 from .errors import CompileValueError as WarpCodegenValueError  # noqa: E402
 from .errors import KernelTypeError as WarpCodegenTypeError  # noqa: E402
-from .types import bfloat16, tile  # noqa: E402
+from .types import bfloat16, tile, tile_stack  # noqa: E402
 
 E, INF, NAN, PI, TAU = e, inf, nan, pi, tau
 HALF_PI = half_pi = _math.pi / 2

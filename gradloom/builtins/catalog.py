@@ -29,6 +29,8 @@ from . import (  # noqa: F401
     tile_linalg,
     tile_math,
     tile_more,
+    tile_random,
+    tile_stack,
     tiles,
     transform,
     vecmath,

@@ -35,9 +35,9 @@ def new_tile(ctx: Ctx, t: TileType) -> TileVal:
     if not t.shape or any(not isinstance(d, int) or d <= 0 for d in t.shape):
         raise ctx.error(f"a tile's shape must be constant positive sizes, got {t.shape}")
     part = t.dtype.dtype if isinstance(t.dtype, (VectorType, MatrixType)) else t.dtype
-    if not isinstance(part, ScalarType) or part.kind not in "fiu" or part.bits < 32:
-        raise ctx.error(f"tiles of {t.dtype!r} are not supported here (32/64-bit integer and "
-                        "float scalars, vectors and matrices are)")
+    if not isinstance(part, ScalarType):
+        raise ctx.error(f"tiles of {t.dtype!r} are not supported here (scalars, vectors and "
+                        "matrices are)")
     nbytes = t.count * t.dtype.size
     if nbytes > MAX_TILE_BYTES:
         raise ctx.error(f"a {t!r} holds {nbytes} bytes; a tile may hold at most "

@@ -200,6 +200,10 @@ def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
     if src.type.ndim != arr.type.ndim or src.type.dtype != arr.type.dtype:
         raise ctx.error(f"wp.tile_atomic_add(): a {src.type!r} into an array of "
                         f"{arr.type.dtype!r} with {arr.type.ndim} dimension(s)")
+    part = getattr(src.type.dtype, "dtype", src.type.dtype)
+    if part.kind == "b" or (part.kind in "iu" and part.bits < 32):
+        raise ctx.error(f"tile_atomic_add() only supports tiles with [u]int32, [u]int64, "
+                        f"float16, bfloat16, float32 or float64 components, got {part!r}")
     base = _offsets(ctx, offset, src.type.ndim)
     out = new_tile(ctx, src.type)
 

@@ -34,6 +34,7 @@ from .values import (
     Composite,
     Ctx,
     Literal,
+    StackVal,
     TileVal,
     TupleVal,
     Value,
@@ -103,6 +104,14 @@ def tile_zeros(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "registe
     return new_tile(ctx, t)  # buffers start zeroed
 
 
+@builtin("tile_empty", "a tile of the given constant shape whose contents are not set (Warp's "
+         "contract: overwrite every element before reading one; gradloom's start zeroed)",
+         group=_T, differentiable=False, signatures="(shape: Tuple, dtype: Any) -> Tile")
+def tile_empty(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "register",
+               requires_grad: Any = None) -> TileVal:
+    return tile_zeros(ctx, shape, dtype, storage)
+
+
 @builtin("tile_ones", "a tile of the given constant shape filled with ones", group=_T,
          differentiable=False, signatures="(shape: Tuple, dtype: Any) -> Tile")
 def tile_ones(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "register") -> TileVal:
@@ -141,6 +150,8 @@ def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "registe
     start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (
         *vals[:2], vals[2] if len(vals) == 3 else 1)
     dt = dtype_of(ctx, dtype, float32)  # Warp's default, whatever the numbers' types
+    if not isinstance(dt, ScalarType) or dt.kind == "b":
+        raise ctx.error(f"tile_arange() requires a numeric scalar dtype, got {dt!r}")
     if dt.is_float:  # bounds in the tile's type, as Warp (0.99999999 is 1.0 in float32)
         f = np.dtype(dt.np_dtype).type
         with np.errstate(all="ignore"):
@@ -395,10 +406,19 @@ def tile_assign(ctx: Ctx, dst: Any, src: Any, offset: Any = None) -> None:
     copy_into(ctx, tile_view(ctx, d, off, s.type.shape), s)
 
 
-def copy(ctx: Ctx, t: TileVal) -> TileVal:
-    """A packed copy of t in a buffer of its own."""
+def fresh_like(ctx: Ctx, t: TileVal) -> TileVal:
+    """A new zeroed buffer for a tile like t (a stack gets a count of its own too)."""
     out = new_tile(ctx, t.type)
-    copy_into(ctx, out, t)
+    if isinstance(t, StackVal):
+        count = new_tile(ctx, TileType(int32, (1,)))
+        return StackVal(out.type, out.base, out.span, out.offset, out.strides, out.dyn, count)
+    return out
+
+
+def copy(ctx: Ctx, t: TileVal) -> TileVal:
+    """A packed copy of t in a buffer of its own (a stack's count copied too)."""
+    out = fresh_like(ctx, t)
+    settle(ctx, t, out)
     return out
 
 
@@ -407,6 +427,9 @@ def settle(ctx: Ctx, v: TileVal, into: TileVal) -> TileVal:
     if v.type != into.type:
         raise ctx.error(f"a tile variable is {into.type!r} and {v.type!r} on different paths")
     copy_into(ctx, into, v)
+    if isinstance(v, StackVal) and isinstance(into, StackVal):
+        assert v.count is not None and into.count is not None
+        copy_into(ctx, into.count, v.count)
     return into
 
 

@@ -118,6 +118,14 @@ class TileVal:
 
 
 @dataclass(frozen=True)
+class StackVal(TileVal):
+    """A tile stack (builtins/tile_stack.py): its elements (this tile, of its capacity) and its
+    count (`count`, an int32 tile of shape (1,)). Copies and merges copy both."""
+
+    count: TileVal | None = None
+
+
+@dataclass(frozen=True)
 class OutArgs:
     """What a builtin with output arguments returns (Warp's `svd3(A, U, sigma, V)` style):
     its result value and, per positional argument index, the value that argument's variable

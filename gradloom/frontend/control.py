@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..builtins import tiles
-from ..builtins.tile_loops import new_tile
 from ..builtins.values import (
     ArrayVal,
     KernelValue,
@@ -113,7 +112,7 @@ class ControlLowerer(ExprLowerer):
                 and (n not in then_env or n not in else_env)}
         names = [n for n in names if n not in lone]
         # a tile changed on a branch: both branches leave it in one buffer (values.TileVal)
-        merged = {n: new_tile(self.ctx_at(loc), type_of(then_env.get(n) or else_env[n]))
+        merged = {n: tiles.fresh_like(self.ctx_at(loc), then_env.get(n) or else_env[n])
                   for n in names if isinstance(then_env.get(n) or else_env.get(n), TileVal)}
         yields = []
         for blk, env, other in ((then_blk, then_env, else_env), (else_blk, else_env, then_env)):

@@ -3,7 +3,7 @@
 Besides globals and the closure, a static expression sees, as in Warp: the index of a loop that
 is unrolled because a static expression reads it (`for i in range(3): f = wp.static(fs[i])`),
 names assigned once from a constant (`n = 3`), and the shape of other local values: a vector's or
-tuple's `len()`, a value's `dtype` and `length`.
+tuple's `len()` (a tile's: its first dimension), a value's `dtype` and `length`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..builtins import lang
-from ..builtins.values import ArrayVal, Composite, KernelValue, Literal, TupleVal, type_of
-from ..types import MatrixType, VectorType
+from ..builtins.values import ArrayVal, Composite, KernelValue, Literal, TileVal, TupleVal, type_of
+from ..types import MatrixType, TileType, VectorType
 from .source import SourceInfo, parse_function
 
 
@@ -30,6 +30,8 @@ class StaticView:
             return t.length
         if isinstance(t, MatrixType):
             return t.rows
+        if isinstance(t, TileType):  # Warp: a tile's first dimension
+            return t.shape[0]
         raise TypeError(f"a {t!r} value has no len() at compile time")
 
     @property
@@ -66,7 +68,7 @@ def static_locals(env: dict[str, Any], constants: dict[str, Any]) -> dict[str, A
             continue
         if name in constants:
             out[name] = constants[name]
-        elif isinstance(value, (Literal, TupleVal, Composite, ArrayVal)):
+        elif isinstance(value, (Literal, TupleVal, Composite, ArrayVal, TileVal)):
             out[name] = _view(value)
     return out
 

@@ -167,5 +167,5 @@ from .texture import (
     TextureFilterMode,
     texture_ndim,
 )
-from .tiles import TileAnnotation, TileType, tile
+from .tiles import StackType, TileAnnotation, TileType, tile, tile_stack
 from .values import VecValue, make_composite_value

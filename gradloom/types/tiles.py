@@ -7,6 +7,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+from .layout import RESOLVE
+
 
 def _size(s: Any) -> Any:
     if typing.get_origin(s) is typing.Literal:
@@ -45,6 +47,26 @@ class TileAnnotation:
 
     def __repr__(self) -> str:
         return f"tile(dtype={self.dtype!r}, shape={self.shape})"
+
+
+@dataclass(frozen=True)
+class StackType(TileType):
+    """A tile stack's type (`wp.tile_stack(capacity=64, dtype=int)`): its elements' type and its
+    capacity as the shape (capacity,); builtins/tile_stack.py keeps its count beside it."""
+
+    def __repr__(self) -> str:
+        return f"tile_stack(capacity={self.shape[0]}, dtype={self.dtype!r})"
+
+
+def tile_stack(capacity: Any, dtype: Any = None) -> StackType:
+    """Warp's tile stack type in annotations (`s: wp.tile_stack(capacity=64, dtype=int)`); in
+    kernels `wp.tile_stack(...)` is the builtin (builtins/tile_stack.py)."""
+    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0:
+        raise ValueError(f"tile_stack: capacity must be a positive integer, got {capacity!r}")
+    return StackType(RESOLVE.get()(int if dtype is None else dtype), (capacity,))
+
+
+tile_stack.__gl_kernel_builtin__ = "tile_stack"  # type: ignore[attr-defined]
 
 
 class tile:

@@ -1,0 +1,150 @@
+"""Tile stacks, random tiles, tile_empty, narrow element types and len() of a tile in wp.static."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradloom as wp
+
+CAP = wp.constant(4)
+M32 = 0xFFFFFFFF
+
+
+@wp.func
+def _push_eight(s: wp.tile_stack(capacity=CAP, dtype=int), val: int):  # type: ignore[valid-type]
+    wp.tile_stack_push(s, val, True)
+
+
+@wp.kernel
+def _stack_kernel(out: wp.array(dtype=int), fo: wp.array(dtype=wp.vec3)):
+    _i, j = wp.tid()
+    s = wp.tile_stack(capacity=CAP, dtype=int)
+    out[0] = wp.tile_stack_push(s, 7, True)
+    _push_eight(s, 8)  # a @wp.func changes the caller's stack
+    out[1] = wp.tile_stack_count(s)
+    v, slot = wp.tile_stack_pop(s)
+    out[2] = v
+    out[3] = slot
+    for q in range(5):
+        out[4 + q] = wp.tile_stack_push(s, q, q != 2)
+    out[9] = wp.tile_stack_count(s)
+    wp.tile_stack_clear(s)
+    v2, slot2 = wp.tile_stack_pop(s)
+    out[10] = v2
+    out[11] = slot2
+    s2 = wp.tile_stack(capacity=CAP, dtype=wp.vec3)
+    if j == 0:
+        wp.tile_stack_push(s2, wp.vec3(1.0, 2.0, 3.0), True)
+    a, _b = wp.tile_stack_pop(s2)
+    fo[0] = a
+
+
+def test_tile_stack_push_pop_count_clear() -> None:
+    out = wp.zeros(12, dtype=int)
+    fo = wp.zeros(1, dtype=wp.vec3)
+    wp.launch_tiled(_stack_kernel, dim=[1], inputs=[out, fo], block_dim=64)
+    # push 7 -> slot 0; func pushes 8; count 2; pop 8 (slot 0 of one thread); pushes of 0, 1
+    # (q=2 not pushed), 3 fill the capacity of 4, the push of 4 fails; clear; pop of empty
+    np.testing.assert_array_equal(out.numpy(), [0, 2, 8, 0, 1, 2, -1, 3, -1, 4, 0, -1])
+    np.testing.assert_array_equal(fo.numpy(), [[1.0, 2.0, 3.0]])
+
+
+def test_tile_stack_errors() -> None:
+    @wp.kernel(module="unique")
+    def zero_cap() -> None:
+        s = wp.tile_stack(capacity=0, dtype=int)  # noqa: F841
+
+    @wp.kernel(module="unique")
+    def mismatch() -> None:
+        s = wp.tile_stack(capacity=4, dtype=int)
+        wp.tile_stack_push(s, 1.0, True)
+
+    with pytest.raises(RuntimeError, match="positive integer"):
+        wp.launch_tiled(zero_cap, dim=[1], inputs=[], block_dim=1)
+    with pytest.raises(RuntimeError, match="does not match"):
+        wp.launch_tiled(mismatch, dim=[1], inputs=[], block_dim=1)
+
+
+def _pcg(x: int) -> int:
+    """The PCG hash of Jarzynski & Olano (JCGT 2020), Warp's documented generator."""
+    s = (x * 747796405 + 2891336453) & M32
+    w = (((s >> ((s >> 28) + 4)) ^ s) * 277803737) & M32
+    return (w >> 22) ^ w
+
+
+def _draws(seed: int, offset: int, n: int) -> list[int]:
+    """Block thread 0's draws: state pcg(0 + rng), each draw advancing it first."""
+    rng = _pcg((seed + _pcg(offset)) & M32)
+    state, out = _pcg(rng), []
+    for _ in range(n):
+        state = _pcg(state)
+        out.append(state)
+    return out
+
+
+@wp.kernel
+def _rand_kernel(seed: int, x: wp.array2d(dtype=int), y: wp.array2d(dtype=float),
+                 xr: wp.array2d(dtype=int), yr: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    rng = wp.rand_init(seed, i * 2 + j)
+    wp.tile_store(x, wp.tile_randi(shape=(2, 2), rng=rng), offset=(i * 2, j * 2))
+    wp.tile_store(y, wp.tile_randf(shape=(2, 2), rng=rng), offset=(i * 2, j * 2))
+    wp.tile_store(xr, wp.tile_randi(shape=(2, 2), rng=rng, min=-5, max=5), offset=(i * 2, j * 2))
+    wp.tile_store(yr, wp.tile_randf(shape=(2, 2), rng=rng, min=-5.0, max=5.0),
+                  offset=(i * 2, j * 2))
+
+
+def test_tile_random_matches_the_generator() -> None:
+    x, xr = wp.zeros((4, 4), dtype=int), wp.zeros((4, 4), dtype=int)
+    y, yr = wp.zeros((4, 4), dtype=float), wp.zeros((4, 4), dtype=float)
+    wp.launch_tiled(_rand_kernel, dim=[2, 2], inputs=[42, x, y, xr, yr], block_dim=32)
+    for i in range(2):
+        for j in range(2):
+            d = np.array(_draws(42, i * 2 + j, 4), dtype=np.uint64).reshape(2, 2)
+            blk = np.s_[i * 2:i * 2 + 2, j * 2:j * 2 + 2]
+            np.testing.assert_array_equal(x.numpy()[blk], d.astype(np.uint32).view(np.int32))
+            u = (d >> 8).astype(np.float32) * np.float32(2.0 ** -24)
+            np.testing.assert_array_equal(y.numpy()[blk], u)
+            np.testing.assert_array_equal(xr.numpy()[blk], -5 + (d % 10).astype(np.int64))
+            np.testing.assert_allclose(yr.numpy()[blk], -5.0 + 10.0 * u, rtol=1e-6)
+    # warp-lang 1.19 on the CPU (its test's CPU values): the first row of the unbounded draws
+    np.testing.assert_array_equal(x.numpy()[0], [798497746, -1161279442, -955788638, -592663987])
+
+
+@wp.kernel
+def _misc_kernel(a: wp.array2d(dtype=float), h: wp.array(dtype=wp.float16),
+                 out: wp.array(dtype=int), hs: wp.array(dtype=wp.float16)):
+    x = wp.tile_load(a, shape=(3, 5))
+    out[0] = wp.static(len(x))
+    e = wp.tile_empty(shape=(4,), dtype=int)
+    e = wp.tile_arange(4, dtype=int)
+    out[1] = wp.tile_sum(e)[0]
+    t = wp.tile_load(h, shape=8)
+    wp.tile_store(hs, wp.tile_sum(t))
+
+
+def test_tile_len_empty_and_float16() -> None:
+    a = wp.zeros((3, 5), dtype=float)
+    h = wp.array(np.arange(8, dtype=np.float16) * np.float16(0.5), dtype=wp.float16)
+    out = wp.zeros(2, dtype=int)
+    hs = wp.zeros(1, dtype=wp.float16)
+    wp.launch_tiled(_misc_kernel, dim=[1], inputs=[a, h, out, hs], block_dim=1)
+    np.testing.assert_array_equal(out.numpy(), [3, 6])
+    assert float(hs.numpy()[0]) == 14.0
+
+
+def test_narrow_and_bool_tiles_refused_where_warp_refuses() -> None:
+    @wp.kernel(module="unique")
+    def int8_add(src: wp.array(dtype=wp.int8), dst: wp.array(dtype=wp.int8)) -> None:
+        wp.tile_atomic_add(dst, wp.tile_load(src, shape=4))
+
+    @wp.kernel(module="unique")
+    def bool_arange(out: wp.array(dtype=wp.bool)) -> None:
+        wp.tile_store(out, wp.tile_arange(0, 4, dtype=wp.bool))
+
+    src = wp.zeros(4, dtype=wp.int8)
+    with pytest.raises(RuntimeError, match="tile_atomic_add.*only supports"):
+        wp.launch_tiled(int8_add, dim=[1], inputs=[src, src], block_dim=1)
+    with pytest.raises(RuntimeError, match=r"tile_arange\(\) requires a numeric scalar dtype"):
+        wp.launch_tiled(bool_arange, dim=[1], inputs=[wp.zeros(4, dtype=wp.bool)], block_dim=1)
