@@ -299,7 +299,7 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return getattr(importlib.import_module(".as_warp", __name__), name)
-    if name in ("torch", "optim", "fem", "sparse", "render"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value
+    if name in ("torch", "optim", "fem", "sparse", "render", "checkpoint"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value
         # types only), `wp.sparse`, as in Warp; imported when used
         import importlib
 

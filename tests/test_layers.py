@@ -48,6 +48,8 @@ ALLOWED = {
     # jvp of functions that launch kernels: runtime/tangent.py's TangentTape, kernels' tangent
     # entries
     "forward_mode": _BASE | {"runtime", "kernel"},
+    # checkpointed rollouts: re-exports runtime/checkpoint.py
+    "checkpoint": _BASE | {"runtime"},
     # optim/_kernels.py is kernel source written against the public API (`import gradloom as
     # wp`), as a user's is: optim sits above the package's own modules (which never import it)
     "optim": _BASE | {"runtime", "kernel", "__init__", "sparse"},
@@ -141,7 +143,7 @@ RUNTIME_RANKS: list[tuple[str, set[str]]] = [
     # launches and graph capture
     ("launch", {"packing", "checks", "launch", "launch_tiled", "capture"}),
     # the Tape and forward mode's tangent tape
-    ("tape", {"adjoint", "tape_graph", "tape", "tangent"}),
+    ("tape", {"adjoint", "tape_graph", "tape", "tangent", "checkpoint", "checkpoint_plan"}),
     # geometry objects built on arrays
     ("geometry", {"mesh", "bvh", "volume", "texture", "hash_grid"}),
     # the backends (runtime/cpu/, runtime/cuda/): above every generic module

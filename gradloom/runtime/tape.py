@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextvars import Token
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,25 @@ from .structs import field_value
 from .tape_graph import tape_dot
 
 Record = LaunchRecord | FuncRecord
+
+
+@dataclass(frozen=True)
+class TapeMemory:
+    """Bytes a tape holds for its backward pass: `snapshots` (array contents its adjoints
+    need, copied before something overwrote them), `checkpoints` (states that checkpointed
+    rollouts keep); `records`: how many records the tape has."""
+
+    snapshots: int = 0
+    checkpoints: int = 0
+    records: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.snapshots + self.checkpoints
+
+    def __add__(self, other: TapeMemory) -> TapeMemory:
+        return TapeMemory(self.snapshots + other.snapshots,
+                          self.checkpoints + other.checkpoints, self.records + other.records)
 #: a scope marker: (index of the first record inside, name, metadata); name None ends a scope
 Scope = tuple[int, str | None, dict[str, Any] | None]
 
@@ -192,6 +212,24 @@ class Tape:
 
     # -- housekeeping -------------------------------------------------------------------------
 
+    def memory(self) -> TapeMemory:
+        """What the tape holds now (the arrays it recorded are the user's, not counted)."""
+        out = TapeMemory(records=len(self.records))
+        for record in self.records:
+            own = getattr(record, "memory", None)
+            if own is not None:
+                out += own()
+            elif isinstance(record, LaunchRecord):
+                saved = sum(_saved_bytes(w.saved) for w in _watches(record))
+                out += TapeMemory(snapshots=saved)
+        return out
+
+    def watched_bytes(self) -> int:
+        """Bytes of the array contents the recorded launches promised to keep: what the tape
+        holds once everything they read has been overwritten."""
+        return sum(w.array.capacity for r in self.records if isinstance(r, LaunchRecord)
+                   for w in _watches(r))
+
     def _arrays(self) -> list[array]:
         seen: dict[int, array] = {}
         for record in self.records:
@@ -227,6 +265,17 @@ class Tape:
         self.records.clear()
         self.scopes.clear()
         self.loss = None
+
+
+def _watches(record: LaunchRecord) -> list[Any]:
+    return [*record.before.values(), *record.after.values()]
+
+
+def _saved_bytes(saved: Any) -> int:
+    """Bytes of a watch's copy: numpy (host) or a gradloom array (device); None: no copy."""
+    if saved is None:
+        return 0
+    return int(saved.nbytes) if isinstance(saved, np.ndarray) else int(saved.capacity)
 
 
 def _backward_disabled(record: Record) -> bool:
@@ -295,7 +344,7 @@ def _gradient_of(a: Any, what: str) -> array:
     return a.grad
 
 
-__all__ = ["FuncRecord", "Tape"]  # FuncRecord: re-exported from recording
+__all__ = ["FuncRecord", "Tape", "TapeMemory"]  # FuncRecord: re-exported from recording
 
 
 def _nonzero(g: NDArray) -> bool:

@@ -144,6 +144,8 @@ def _hashable(a: Any) -> bool:
 def _record_label(r: Any) -> str:
     if isinstance(r, LaunchRecord):
         return str(getattr(r.kernel, "key", r.kernel))
+    if isinstance(getattr(r, "label", None), str):
+        return str(r.label)  # a record naming itself (a checkpointed rollout)
     fn = getattr(r, "backward", None)
     name = str(getattr(fn, "__qualname__", None) or "recorded function")
     return name.split(".<locals>", 1)[0]  # an array operation's backward: the operation
