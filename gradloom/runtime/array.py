@@ -243,9 +243,24 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
 
     # ---- gradient --------------------------------------------------------------------------
 
-    #: the gradient (`a.grad`) and whether the array has one, kept as its memory's methods do
-    requires_grad = MemoryAttribute()
-    grad = MemoryAttribute()
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        """Give the array a zeroed gradient of its layout (True) or drop it (False)."""
+        self._methods.set_requires_grad(self, value)
+
+    @property
+    def grad(self) -> array | None:
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        """Set the gradient: an array of this one's dtype and layout, on its device (None:
+        none)."""
+        self._methods.set_grad(self, value)
 
     # ---- layout ----------------------------------------------------------------------------
 

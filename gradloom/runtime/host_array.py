@@ -66,12 +66,7 @@ class HostArray:
     def __cuda_array_interface__(self: Any) -> dict[str, Any]:
         raise AttributeError("an array in host memory has no __cuda_array_interface__")
 
-    @property
-    def requires_grad(self: Any) -> bool:
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self: Any, value: bool) -> None:
+    def set_requires_grad(self: Any, value: bool) -> None:
         storage = self._concrete()
         self._words = self._launch_key = None  # the old gradient's launch words
         if value and self._grad is None:
@@ -80,12 +75,7 @@ class HostArray:
             self._grad = None
         self._requires_grad = bool(value)
 
-    @property
-    def grad(self: Any) -> Any:
-        return self._grad
-
-    @grad.setter
-    def grad(self: Any, value: Any) -> None:
+    def set_grad(self: Any, value: Any) -> None:
         storage = self._concrete()
         self._words = self._launch_key = None  # the old gradient's launch words
         if value is None:

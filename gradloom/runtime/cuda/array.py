@@ -154,24 +154,14 @@ class DeviceArray:
 
     # ---- gradient --------------------------------------------------------------------------
 
-    @property
-    def requires_grad(self: Any) -> bool:
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self: Any, value: bool) -> None:
+    def set_requires_grad(self: Any, value: bool) -> None:
         if value and self._grad is None:
             self._grad = zeros_same_layout(self)
         elif not value:
             self._grad = None
         self._requires_grad = bool(value)
 
-    @property
-    def grad(self: Any) -> array | None:
-        return self._grad
-
-    @grad.setter
-    def grad(self: Any, value: Any) -> None:
+    def set_grad(self: Any, value: Any) -> None:
         if value is None:
             self._grad, self._requires_grad = None, False
             return
