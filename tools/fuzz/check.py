@@ -26,6 +26,7 @@ from .evaluate import (
     weights_for,
     wrt_names,
 )
+from .jvp_check import jvp_check
 from .model import Case
 from .render import BIG_SLOT, TRACE_SIZE
 
@@ -190,8 +191,9 @@ def _forward_stage(wp: Any, case: Case, progs: dict[str, Any]) -> dict[str, Any]
     return res
 
 
-def check(wp: Any, case: Case, progs: dict[str, Any]) -> dict[str, Any]:
-    """progs: the ``program`` functions main (clean), traced, twin (traced float64)."""
+def check(wp: Any, case: Case, progs: dict[str, Any], jvp: bool = False) -> dict[str, Any]:
+    """progs: the ``program`` functions main (clean), traced, twin (traced float64). `jvp`:
+    also check forward mode (``res["jvp"]``: tools/fuzz/jvp_check.py)."""
     res: dict[str, Any] = {}
     try:
         res.update(_forward_stage(wp, case, progs))
@@ -199,6 +201,8 @@ def check(wp: Any, case: Case, progs: dict[str, Any]) -> dict[str, Any]:
         return {**res, "status": "rejected", "reason": str(exc)}
     except Exception as exc:
         return {**res, **error_info("forward", exc)}
+    if jvp:
+        res["jvp"] = jvp_check(wp, case, progs)
     weights = weights_for(case)
     try:
         rev = tape_grads(wp, progs["main"], case, weights)

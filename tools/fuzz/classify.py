@@ -1,6 +1,7 @@
 """Turn a case's gradloom result (and warp-lang's, when run) into one class and a signature.
 
-Failure classes: ``grad`` (Tape gradient != float64 finite differences), ``forward`` (forward
+Failure classes: ``grad`` (Tape gradient != float64 finite differences), ``jvp`` (with
+``--jvp``: a forward-mode tangent != float64 finite differences, or jvp raised), ``forward`` (forward
 values differ from warp-lang's; not compared where a branch follows rounding), ``refused``
 (gradloom raised on a kernel warp-lang compiles and runs, or raised an internal error such as
 TypeError), ``crash``, ``hang``. Not failures: ``ok``, ``rejected`` (the sample could not be
@@ -19,7 +20,7 @@ import numpy as np
 
 from .evaluate import TOL
 
-FAILURES = ("grad", "forward", "refused", "crash", "hang")
+FAILURES = ("grad", "jvp", "forward", "refused", "crash", "hang")
 CLASSES = ("ok", "rejected", "invalid", "documented", *FAILURES)
 
 #: backward errors docs/differences.md documents (each names the array or the user's line)
@@ -72,9 +73,19 @@ def classify(dtype: str, g: dict[str, Any], w: dict[str, Any] | None) -> tuple[s
     if s == "grad":
         d = g["directions"][0]
         return "grad", f"directional derivative: reverse {d['reverse']:.10g}, fd {d['fd']:.10g}"
+    j = g.get("jvp")
+    if j is not None and j.get("status") in ("mismatch", "error"):
+        return _jvp_class(j)
     if s == "rejected":
         return "rejected", g.get("reason", "")
     return "ok", ""
+
+
+def _jvp_class(j: dict[str, Any]) -> tuple[str, str]:
+    """A forward-mode failure: tangents != finite differences, or jvp raised."""
+    if j["status"] == "mismatch":
+        return "jvp", "tangent: " + j["detail"]
+    return "jvp", f"jvp raised {j['exc']}: {first_line(j['message'])}"
 
 
 def first_line(msg: str) -> str:
@@ -93,4 +104,7 @@ def signature(cls: str, g: dict[str, Any]) -> str:
         msg = re.sub(r"^\S+\.py:\d+(:\d+)?( in \w+)?:\s*", "", msg)  # drop file:line prefix
         msg = re.sub(r"'[^']*'|\"[^\"]*\"|\b\d+\b", "_", msg)
         return f"refused:{g['stage'] if g['stage'] != 'import' else 'forward'}:{g['exc']}:{msg}"
+    if cls == "jvp":
+        j = g.get("jvp", {})
+        return f"jvp:{j.get('status')}:{j.get('exc', '')}"
     return cls

@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave out the patterns of known bugs (known-bug letters, e.g. ABCDE)")
     p.add_argument("--batch", type=int, default=40, help="cases per worker batch")
     p.add_argument("--no-warp", action="store_true", help="skip the forward check vs warp-lang")
+    p.add_argument("--jvp", action="store_true",
+                   help="also check forward mode: jvp tangents vs float64 finite differences")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds before a case is a hang")
     p.add_argument("--out", default="fuzz-out", help="directory for failing kernels")
     p.add_argument("--shrink-time", type=float, default=900.0,
@@ -118,7 +120,7 @@ def _replay(path: str, args: argparse.Namespace) -> int:
     with open(path, "rb") as fh:
         case = pickle.load(fh)
     print(case_module(case))
-    session = Session(use_warp=not args.no_warp, timeout=args.timeout)
+    session = Session(use_warp=not args.no_warp, jvp=args.jvp, timeout=args.timeout)
     try:
         o = session.evaluate([case])[0]
     finally:
@@ -131,7 +133,7 @@ def _replay(path: str, args: argparse.Namespace) -> int:
 
 
 def _shrink_saved(args: argparse.Namespace) -> int:
-    session = Session(use_warp=not args.no_warp, timeout=args.timeout, keep=args.keep)
+    session = Session(use_warp=not args.no_warp, jvp=args.jvp, timeout=args.timeout, keep=args.keep)
     try:
         for path in args.shrink:
             with open(path, "rb") as fh:
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shrink:
         return _shrink_saved(args)
     t0 = time.monotonic()
-    session = Session(use_warp=not args.no_warp, timeout=args.timeout, keep=args.keep)
+    session = Session(use_warp=not args.no_warp, jvp=args.jvp, timeout=args.timeout, keep=args.keep)
     _log(args, f"fuzz: seed {args.seed}, cases {args.start}..{args.start + args.count - 1}, "
                f"size {args.size}, warp-lang {'on' if session.use_warp else 'off'}, "
                f"scratch {session.workdir}")

@@ -48,6 +48,8 @@ class Session:
     timeout: float = 60.0
     workdir: str = ""
     keep: bool = False
+    #: also check forward mode: jvp tangents against finite differences
+    jvp: bool = False
     env: dict[str, str] = field(default_factory=dict)
     counts: Counter = field(default_factory=Counter)
     failures: list[Outcome] = field(default_factory=list)
@@ -73,7 +75,7 @@ class Session:
 
     def evaluate(self, cases: list[Case], warp: bool | None = None) -> list[Outcome]:
         """Run ``cases`` (one batch) and classify each."""
-        jobs = [{"case": c, "dir": self.workdir} for c in cases]
+        jobs = [{"case": c, "dir": self.workdir, "jvp": self.jvp} for c in cases]
         wres: dict[str, dict] = {}
         use_warp = self.wp is not None and (warp is None or warp)
         thread = None

@@ -78,7 +78,7 @@ def run_gradloom(jobs: list[dict], proto: TextIO) -> None:
         except Exception as exc:
             result = error_info("import", exc)
         else:
-            result = check(wp, job["case"], progs)
+            result = check(wp, job["case"], progs, jvp=job.get("jvp", False))
         _send(proto, {"done": tag, "result": result})
 
 
