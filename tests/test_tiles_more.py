@@ -1,4 +1,5 @@
-"""Tile stacks, random tiles, tile_empty, narrow element types and len() of a tile in wp.static."""
+"""Tile stacks, random tiles, tile_sort, tile_empty, narrow element types, len() of a tile in
+wp.static."""
 
 from __future__ import annotations
 
@@ -148,3 +149,29 @@ def test_narrow_and_bool_tiles_refused_where_warp_refuses() -> None:
         wp.launch_tiled(int8_add, dim=[1], inputs=[src, src], block_dim=1)
     with pytest.raises(RuntimeError, match=r"tile_arange\(\) requires a numeric scalar dtype"):
         wp.launch_tiled(bool_arange, dim=[1], inputs=[wp.zeros(4, dtype=wp.bool)], block_dim=1)
+
+
+@wp.kernel
+def _sort_kernel(k: wp.array2d(dtype=float), v: wp.array2d(dtype=wp.vec2),
+                 k1: wp.array(dtype=wp.int64)):
+    keys = wp.tile_load(k, shape=(3, 7))
+    vals = wp.tile_load(v, shape=(3, 7))
+    wp.tile_sort(keys, vals)  # a 2-D pair: sorted as its row-major sequence
+    wp.tile_store(k, keys)
+    wp.tile_store(v, vals)
+    one = wp.tile_load(k1, shape=13)
+    wp.tile_sort(one, one)  # the same tile as keys and values
+    wp.tile_store(k1, one)
+
+
+def test_tile_sort_pairs_2d_and_aliased() -> None:
+    rng = np.random.default_rng(3)
+    keys = rng.integers(-4, 4, size=(3, 7)).astype(np.float32)  # many equal keys
+    vals = rng.standard_normal((3, 7, 2)).astype(np.float32)
+    k1 = rng.integers(-(10 ** 12), 10 ** 12, size=13)
+    ka, va, k1a = wp.array(keys), wp.array(vals, dtype=wp.vec2), wp.array(k1, dtype=wp.int64)
+    wp.launch_tiled(_sort_kernel, dim=[1], inputs=[ka, va, k1a], block_dim=32)
+    order = np.argsort(keys.ravel(), kind="stable")
+    np.testing.assert_array_equal(ka.numpy().ravel(), keys.ravel()[order])
+    np.testing.assert_array_equal(va.numpy().reshape(-1, 2), vals.reshape(-1, 2)[order])
+    np.testing.assert_array_equal(k1a.numpy(), np.sort(k1))

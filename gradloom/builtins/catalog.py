@@ -31,6 +31,7 @@ from . import (  # noqa: F401
     tile_math,
     tile_more,
     tile_random,
+    tile_sort,
     tile_stack,
     tiles,
     transform,
