@@ -581,3 +581,26 @@ def test_scoped_device_restores() -> None:
             dv.ScopedDevice("cuda:0")
     dv.set_device("cpu")
     assert dv.get_device() == "cpu"
+
+
+def test_array_deleter_runs_once_no_view_of_the_memory_is_left() -> None:
+    import ctypes
+    import gc
+
+    import gradloom as wp
+
+    freed: list[tuple[int, int]] = []
+    memory = (ctypes.c_float * 4)(1.0, 2.0, 3.0, 4.0)
+    ptr = ctypes.addressof(memory)
+    a = wp.array(ptr=ptr, shape=(4,), dtype=wp.float32, deleter=lambda p, n: freed.append((p, n)))
+    assert a.deleter is not None and wp.zeros(2, dtype=float).deleter is None  # as Warp
+    view, host = a[1:], a.numpy()
+    del a
+    gc.collect()
+    assert freed == [] and view.numpy()[0] == 2.0  # a view still uses the memory
+    del view
+    gc.collect()
+    assert freed == [] and host[3] == 4.0  # numpy's view too
+    del host
+    gc.collect()
+    assert freed == [(ptr, 16)]

@@ -85,7 +85,9 @@ def test_forward_matches_reference(factory: KernelFactory, row: Row, ft: str) ->
 #: differentiable builtins whose arguments a table row cannot build (a texture object), with
 #: the test file that checks their gradients against an independent model instead
 GRADIENTS_TESTED_ELSEWHERE = {"texture_sample": "test_texture.py",
-                              "tile_fft": "test_tiles_fft.py", "tile_ifft": "test_tiles_fft.py", **{
+                              "tile_fft": "test_tiles_fft.py", "tile_ifft": "test_tiles_fft.py",
+                              "tile_store_indexed": "test_tiles_more.py",
+                              "tile_atomic_add_indexed": "test_tiles_more.py", **{
     f"tile_{n}" if n not in ("tile", "untile") else n: "test_tiles_grad.py" for n in (
         "full", "tile", "untile", "load", "store", "transpose", "broadcast", "view", "extract",
         "assign", "map", "sum", "min", "max", "reduce", "matmul", "reshape", "squeeze",

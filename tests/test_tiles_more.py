@@ -175,3 +175,53 @@ def test_tile_sort_pairs_2d_and_aliased() -> None:
     np.testing.assert_array_equal(ka.numpy().ravel(), keys.ravel()[order])
     np.testing.assert_array_equal(va.numpy().reshape(-1, 2), vals.reshape(-1, 2)[order])
     np.testing.assert_array_equal(k1a.numpy(), np.sort(k1))
+
+
+@wp.kernel
+def _beta_zero_kernel(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float), beta: float):
+    x = wp.tile_load(a, shape=(3, 4))
+    out = wp.tile_load(c, shape=(3, 3))
+    wp.tile_matmul(x, wp.tile_transpose(x), out, beta=beta)
+    wp.tile_store(c, out)
+
+
+def test_tile_matmul_beta_zero_does_not_read_out() -> None:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    c0 = np.full((3, 3), np.nan, dtype=np.float32)
+    c0[0] = np.inf
+    c = wp.array(c0)
+    wp.launch_tiled(_beta_zero_kernel, dim=[1], inputs=[wp.array(a), c, 0.0], block_dim=1)
+    np.testing.assert_allclose(c.numpy(), a @ a.T)
+    c = wp.array(np.ones((3, 3), dtype=np.float32))
+    wp.launch_tiled(_beta_zero_kernel, dim=[1], inputs=[wp.array(a), c, 2.0], block_dim=1)
+    np.testing.assert_allclose(c.numpy(), a @ a.T + 2.0)
+
+
+@wp.kernel
+def _scatter_kernel(x: wp.array2d(dtype=float), y: wp.array2d(dtype=float),
+                    z: wp.array2d(dtype=float)):
+    t = wp.tile_load(x, shape=(2, 3))
+    rows = wp.tile_arange(2, dtype=int) * 2 + wp.tile_ones(2, dtype=int)  # 1, 3
+    wp.tile_store_indexed(y, indices=rows, t=t, offset=(0, 0), axis=0)
+    cols = wp.tile_arange(3, dtype=int) - wp.tile_ones(3, dtype=int)  # -1 (skipped), 0, 1
+    wp.tile_atomic_add_indexed(z, indices=cols, t=t * 3.0, offset=(0, 0), axis=1)
+    wp.tile_atomic_add_indexed(z, indices=cols, t=t, offset=(0, 0), axis=1)
+
+
+def test_tile_store_and_atomic_add_indexed() -> None:
+    xv = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    x = wp.array(xv, requires_grad=True)
+    y = wp.zeros((4, 3), dtype=float, requires_grad=True)
+    z = wp.zeros((2, 2), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(_scatter_kernel, dim=[1], inputs=[x, y, z], block_dim=1)
+    ye = np.zeros((4, 3), dtype=np.float32)
+    ye[[1, 3]] = xv
+    np.testing.assert_array_equal(y.numpy(), ye)
+    np.testing.assert_array_equal(z.numpy(), 4.0 * xv[:, 1:])
+    gy, gz = np.arange(12.0).reshape(4, 3), np.array([[1.0, 2.0], [3.0, 4.0]])
+    tape.backward(grads={y: wp.array(gy, dtype=float), z: wp.array(gz, dtype=float)})
+    ge = gy[[1, 3]].copy()
+    ge[:, 1:] += 4.0 * gz  # column c of the tile went to column c - 1 (column 0: nowhere)
+    np.testing.assert_allclose(x.grad.numpy(), ge)

@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     texture,
     tile_fft,
     tile_index,
+    tile_indexed,
     tile_linalg,
     tile_math,
     tile_more,

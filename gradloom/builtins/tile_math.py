@@ -252,7 +252,7 @@ _ONE = Literal(1.0)
 
 
 def _gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var, beta: Var | None) -> None:
-    """out = alpha * a @ b (+ beta * out)."""
+    """out = alpha * a @ b (+ beta * out; with beta 0, out is not read, as Warp)."""
     (m, k), (k2, n) = a.type.shape, b.type.shape
     if k != k2 or out.type.shape != (m, n):
         raise ctx.error(f"wp.tile_matmul(): shapes {a.type.shape} @ {b.type.shape} -> "
@@ -264,8 +264,10 @@ def _gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var, beta: Var 
         acc = fold(ctx, (k,), [zero], lambda kk, c: [ctx.op("add", c[0], ctx.op(
             "mul", read(ctx, a, [i[0], kk[0]]), read(ctx, b, [kk[0], i[1]])))])[0]
         v = ctx.op("mul", alpha, acc)
-        if beta is not None:
-            v = ctx.op("add", v, ctx.op("mul", beta, read(ctx, out, i)))
+        if beta is not None:  # beta = 0 overwrites out unread (NaN or inf there stay out)
+            kept = ctx.op("mul", beta, read(ctx, out, i))
+            kept = ctx.op("select", ctx.op("eq", beta, ctx.const(0, t)), ctx.const(0, t), kept)
+            v = ctx.op("add", v, kept)
         write(ctx, out, i, v)
     each(ctx, (m, n), one)
 

@@ -114,6 +114,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     #: the launch words last packed for this array (runtime/packing.py): they change only
     #: with the gradient (pointer, shape and strides never change), whose setters drop them
     _words: tuple[int, ...] | None = None
+    #: Warp's `deleter`: the function `array(ptr=..., deleter=...)` was given, called with
+    #: (ptr, bytes) once no view of the memory is left; None for memory gradloom owns
+    deleter: Any = None
     #: (dtype, the words): what a launch block recalled for this array depends on
     #: (runtime/packing.py `Packer.fill`), dropped with the words
     _launch_key: tuple[Any, tuple[int, ...]] | None = None
@@ -144,14 +147,16 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
         # the device's backend allocates (or wraps `ptr`) and fills (runtime/backend.py)
         dev.backend.init_array(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
                                requires_grad, deleter, copy)
+        if deleter is not None:
+            self.deleter = deleter
 
     def _init_host(self, device: Device, data: Any, dtype: Any, dims: tuple[int, ...] | None,
                    strides: Any, ptr: int | None, capacity: int | None, ndim: int | None,
-                   requires_grad: bool, copy: bool) -> None:
+                   requires_grad: bool, copy: bool, deleter: Any = None) -> None:
         """`__init__` in host memory (the CPU backend's `init_array`)."""
         if ptr is not None:
             t = resolve_dtype(float if dtype is typing.Any else dtype)
-            storage = storage_from_ptr(ptr, t, dims, strides, capacity)
+            storage = storage_from_ptr(ptr, t, dims, strides, capacity, deleter)
         elif data is not None:
             storage, t = _storage_from_data(data, dtype, dims, copy)
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import math
 import operator
+import weakref
 from typing import Any
 
 import numpy as np
@@ -216,7 +217,10 @@ def _same_layout(a: NDArray, zero: bool) -> NDArray:
     return np.ndarray(a.shape, dtype=a.dtype, buffer=buf, offset=-lo, strides=a.strides)
 
 
-def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int | None) -> NDArray:
+def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int | None,
+                     deleter: Any = None) -> NDArray:
+    """Host storage over the memory at `ptr`; `deleter(ptr, nbytes)` (Warp's) runs once no
+    view of it is left, numpy's included."""
     dims = normalize_shape(shape)
     es, npdt = elem_shape(t), storage_dtype(t)
     inner = np.zeros(es, dtype=npdt).strides if es else ()
@@ -226,7 +230,11 @@ def storage_from_ptr(ptr: int, t: Any, shape: Any, strides: Any, capacity: int |
         nbytes = elem * math.prod(dims)
     else:  # at least one element's bytes, as a view of nothing still has an address
         nbytes = max(elem, span(dims, tuple(map(int, strides)), elem)[1])
-    buf = memoryview((ctypes.c_byte * max(int(capacity or 0), nbytes)).from_address(int(ptr)))
+    size = max(int(capacity or 0), nbytes)
+    memory = (ctypes.c_byte * size).from_address(int(ptr))
+    if deleter is not None:  # every view keeps `memory` alive through the memoryview below
+        weakref.finalize(memory, deleter, int(ptr), size)
+    buf = memoryview(memory)
     return np.ndarray(dims + es, dtype=npdt, buffer=buf, strides=full_strides)
 
 

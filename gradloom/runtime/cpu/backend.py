@@ -24,8 +24,9 @@ def init_array(obj: array, device: Device, data: Any, dtype: Any,
                dims: tuple[int, ...] | None, strides: Any, ptr: int | None,
                capacity: int | None, ndim: int | None, requires_grad: bool, deleter: Any,
                copy: bool) -> None:
-    """`array.__init__` in host memory (`deleter` is for foreign device memory only)."""
-    obj._init_host(device, data, dtype, dims, strides, ptr, capacity, ndim, requires_grad, copy)
+    """`array.__init__` in host memory (`deleter`: of memory given by `ptr`)."""
+    obj._init_host(device, data, dtype, dims, strides, ptr, capacity, ndim, requires_grad, copy,
+                   deleter)
 
 
 def write_host(a: array, values: Any) -> None:
