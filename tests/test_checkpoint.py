@@ -261,3 +261,20 @@ def test_ping_pong_buffers_and_copies_in_steps() -> None:
     for a, b in zip(full, got, strict=True):
         assert np.array_equal(a, b)
     assert np.abs(full[0]).sum() > 0
+
+
+def test_refused_inside_hvp_and_capture() -> None:
+    from gradloom.autograd import hvp
+
+    x = wp.array(np.ones(4, np.float32))
+
+    def f(a: wp.array) -> wp.array:
+        checkpoint.rollout(lambda i: None, 2, [a])
+        out = wp.zeros(1, dtype=float)
+        wp.launch(square_sum, 4, inputs=[a], outputs=[out])
+        return out
+
+    with pytest.raises(TapeError, match="hvp"):
+        hvp(f, [x], [np.ones(4, np.float32)])
+    with pytest.raises(wp.GradloomError, match="captured"), wp.ScopedCapture():
+        checkpoint.rollout(lambda i: None, 2, [x])
