@@ -1,6 +1,6 @@
 """Forward mode's cost: one `jvp` of a program (two kernels) against its forward alone, and one
 `hvp` against forward + backward on a `wp.Tape`, gradloom only (warp-lang has no forward mode).
-Prints medians of several runs in milliseconds and the ratios (issue 33 asks JVP <= 1.5x the
+Prints medians of several runs in milliseconds and the ratios (the targets: JVP <= 1.5x the
 forward, HVP <= 4x forward + backward).
 
     python benchmarks/bench_forward_mode.py [--n 1000000] [--runs 9]

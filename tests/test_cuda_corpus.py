@@ -20,8 +20,8 @@ from cuda_env import device_env, skip_unless_runnable
 from gradloom.errors import LaunchError
 
 _MODULES = (gradfd, corpus, corpus_fuzz, corpus_loops)
-CASES = [*corpus.CASES, *corpus.H_TAPE_CASES, *corpus.CASES_ISSUE13,
-         *corpus.CASES_ISSUE13_MORE, *corpus.CASES_CUSTOM_GRAD_ARRAYS,
+CASES = [*corpus.CASES, *corpus.TAPE_STRUCT_CASES, *corpus.CASES_LANGUAGE,
+         *corpus.CASES_SHORT_CIRCUIT, *corpus.CASES_CUSTOM_GRAD_ARRAYS,
          *(c for c, known in corpus_fuzz.CASES if known not in corpus_fuzz.UNDEFINED_REPLAY),
          *corpus_loops.CASES]
 

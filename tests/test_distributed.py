@@ -246,7 +246,7 @@ def run_example(cmd: list[str]) -> str:
 
 
 def test_example_check_under_torchrun() -> None:
-    """The issue's command: loss and gradient of 2 ranks against one process (rtol 1e-10)."""
+    """The example's --check: loss and gradient of 2 ranks against one process (rtol 1e-10)."""
     text = run_example([sys.executable, "-m", "torch.distributed.run", "--standalone",
                         "--nproc-per-node", "2", "examples/distributed_diffusion.py", "--check"])
     assert "check passed" in text and "[2 ranks]" in text

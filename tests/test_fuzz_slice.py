@@ -41,7 +41,7 @@ PLAIN = 150
 CLEAN = 150
 AVOID = "ABCDE"
 # PLAIN case index -> known-bug patterns it contains (known-bug letters); strict xfails below
-KNOWN: dict[int, str] = {}  # every issue-12 bug the slice found is fixed (history: git log)
+KNOWN: dict[int, str] = {}  # every bug the slice has found is fixed (history: git log)
 
 
 @pytest.fixture(scope="module")

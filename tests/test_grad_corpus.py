@@ -1231,18 +1231,18 @@ def copy_then_kernel_program(arrays):
     return [arrays[1]]
 
 
-H_TAPE_CASES = [
-    Case("h_tape_struct_made_in_func", kernel=struct_made_in_func_kernel, dim=4,
+TAPE_STRUCT_CASES = [
+    Case("tape_struct_made_in_func", kernel=struct_made_in_func_kernel, dim=4,
          args=[arr(X4), arr(zeros(4))], wrt=[0], outputs=[1]),
-    Case("h_tape_nested_struct_overwritten", program=nested_struct_overwrite_program,
+    Case("tape_nested_struct_overwritten", program=nested_struct_overwrite_program,
          args=[arr(X4), arr(B4), arr(zeros(4))], wrt=[0, 1], warp_xfail=WARP_UNRECORDED),
-    Case("h_tape_nested_struct_inplace", program=nested_struct_inplace_program,
+    Case("tape_nested_struct_inplace", program=nested_struct_inplace_program,
          args=[arr(X4), arr(B4)], wrt=[0, 1], warp_xfail=WARP_READ_OVERWRITE),
 ]
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in H_TAPE_CASES])
-def test_h_tape_gradient_matches_fd(case):
+@pytest.mark.parametrize("case", [_param(c) for c in TAPE_STRUCT_CASES])
+def test_tape_structs_gradient_matches_fd(case):
     case.run()
 
 
@@ -1266,7 +1266,7 @@ def _seeded_from_grad(program, args, seeds, replace):
                          [(chain_program, False, [0, 1]), (chain_program, True, [0, 1]),
                           (copy_then_kernel_program, True, [0])],
                          ids=["chain_filled", "chain_replaced", "copy_replaced"])
-def test_h_tape_backward_from_grad_matches_fd(program, replace, wrt):
+def test_tape_backward_from_grad_matches_fd(program, replace, wrt):
     args = [arr(X4), arr(B4)]
     weights = make_weights(program, args, seed=5)
     want = fd_gradients(program, args, wrt, weights)
@@ -1362,7 +1362,7 @@ def ifexp_branch_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64)):
 
 
 @wp.struct
-class Issue13Particle:
+class LangParticle:
     mass: f64
     vel: vec3d
 
@@ -1370,8 +1370,8 @@ class Issue13Particle:
 @wp.kernel
 def struct_ctor_kernel(m: wp.array(dtype=f64), v: wp.array(dtype=vec3d), y: wp.array(dtype=f64)):
     i = wp.tid()
-    p = Issue13Particle(m[i] * f64(2.0), v[i] * m[i])
-    q = Issue13Particle(f64(0.5), p.vel + v[i])
+    p = LangParticle(m[i] * f64(2.0), v[i] * m[i])
+    q = LangParticle(f64(0.5), p.vel + v[i])
     y[i] = p.mass * wp.dot(p.vel, q.vel) + q.mass
 
 
@@ -1394,7 +1394,7 @@ def mixed_compare_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
 
 INT4 = np.array([3, 1, 4, 2], dtype=np.int32)
 
-CASES_ISSUE13 = [
+CASES_LANGUAGE = [
     Case("loop_local_after_loop", kernel=loop_local_after_loop_kernel, dim=4,
          args=[arr(X4), arr(INT4, int), arr(zeros(4))], wrt=[0], outputs=[2],
          warp_xfail=WARP_DYNAMIC_LOOP),
@@ -1423,8 +1423,8 @@ CASES_ISSUE13 = [
 ]
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13])
-def test_issue13_language_gradient_matches_fd(case):
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_LANGUAGE])
+def test_language_forms_gradient_matches_fd(case):
     case.run()
 
 
@@ -1438,14 +1438,14 @@ def short_circuit_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f64))
         y[i] = wp.cos(x[i])
 
 
-CASES_ISSUE13_MORE = [
+CASES_SHORT_CIRCUIT = [
     Case("short_circuit_and", kernel=short_circuit_kernel, dim=4,
          args=[arr(X4), 4, arr(zeros(4))], wrt=[0], outputs=[2]),
 ]
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13_MORE])
-def test_issue13_short_circuit_gradient_matches_fd(case):
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_SHORT_CIRCUIT])
+def test_short_circuit_gradient_matches_fd(case):
     case.run()
 
 
@@ -1535,7 +1535,7 @@ def continue_counter_kernel(x: wp.array(dtype=f64), n: int, y: wp.array(dtype=f6
 _Q3 = rnd((3, 4), seed=31) + np.array([0.0, 0.0, 0.0, 1.5])  # not unit: off the sphere
 _AXES = np.array([[0, 1, 2], [2, 0, 2], [1, 2, 0]], dtype=np.int32)
 
-CASES_ISSUE13_H_CLANG = [
+CASES_LANGUAGE_2 = [
     Case("slerp_warp_definition", kernel=slerp_warp_kernel, dim=3,
          args=[arr(_Q3, wp.quatd), arr(rnd((3, 4), seed=32) * 1.7, wp.quatd),
                arr(np.array([0.2, 0.5, 0.9])), arr(zeros((3, 4)), wp.quatd)],
@@ -1560,8 +1560,8 @@ CASES_ISSUE13_H_CLANG = [
 ]
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13_H_CLANG])
-def test_issue13_h_clang_gradient_matches_fd(case):
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_LANGUAGE_2])
+def test_language_forms_2_gradient_matches_fd(case):
     case.run()
 
 
@@ -1578,7 +1578,7 @@ def grad_of_func_kernel(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
     y[i] = wp.grad(_cubic_sin)(x[i]) * x[i]
 
 
-CASES_ISSUE13_H_CLANG_GRAD = [
+CASES_GRAD_BUILTIN = [
     Case("grad_in_forward_code", kernel=grad_of_func_kernel, dim=4,
          args=[arr(X4), arr(zeros(4))], wrt=[0], outputs=[1],
          warp_xfail="warp-lang's adjoint treats wp.grad()'s result as a constant: the "
@@ -1586,8 +1586,8 @@ CASES_ISSUE13_H_CLANG_GRAD = [
 ]
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES_ISSUE13_H_CLANG_GRAD])
-def test_issue13_h_clang_grad_builtin_matches_fd(case):
+@pytest.mark.parametrize("case", [_param(c) for c in CASES_GRAD_BUILTIN])
+def test_grad_builtin_in_forward_code_matches_fd(case):
     case.run()
 
 
@@ -1744,7 +1744,7 @@ CASES_CUSTOM_GRAD_ARRAYS = [
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES_CUSTOM_GRAD_ARRAYS])
-def test_issue13_custom_gradient_with_arrays_matches_fd(case):
+def test_custom_gradient_with_arrays_matches_fd(case):
     case.run()
 
 

@@ -228,7 +228,7 @@ def test_gradient_matches_fd(case):
 
 
 def test_copy_then_loop_exact_values():
-    # d/dx x^(n+1) = (n+1) x^n at x = 0.7, the numbers the issue reported wrong
+    # d/dx x^(n+1) = (n+1) x^n at x = 0.7, values once computed wrong
     for n, expected in ((0, 1.0), (1, 1.4), (2, 3 * 0.49)):
         result = check_kernel(copy_then_loop_kernel, 1, [arr([0.7]), n, arr(np.zeros(1))],
                               wrt=[0], outputs=[2], weights=[1.0])

@@ -190,11 +190,12 @@ def test_float32_bits_match_kernel(expr: str, nargs: int, kernel_dir: Path) -> N
     assert host.view(np.uint32).tolist() == out.numpy().view(np.uint32).tolist()
 
 
-# -- the issue's examples, totality, funcs, caching, errors ---------------------------------------
+# -- products at Python scope, totality, funcs, caching, errors ------------------------------------
 
 
-def test_issue_12_examples() -> None:
-    """Issue 12 (I): these were element-wise at Python scope; Warp and kernels give products."""
+def test_products_at_python_scope() -> None:
+    """Products at Python scope (matrix * vector, quaternion * quaternion, ...) are those Warp
+    and kernels give, not element-wise ones."""
     m = wp.mat33(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
     assert (m * wp.vec3(1.0, 2.0, 3.0)).tolist() == [14.0, 32.0, 50.0]
     q = wp.quat(0.0, 0.0, 0.0, 1.0) * wp.quat(0.5, 0.5, 0.5, 0.5)

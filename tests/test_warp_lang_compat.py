@@ -78,8 +78,8 @@ def test_kernel_constructor_key_module():
     x = wp.array([1.0, 2.0], dtype=float, device=DEVICE)
     run(k, 2, x)
     np.testing.assert_array_equal(x.numpy(), [2.0, 4.0])
-    named = wp.Kernel(func=_double, module=wp.get_module("h_lang_named_module"))
-    assert named.module.name == "h_lang_named_module"
+    named = wp.Kernel(func=_double, module=wp.get_module("named_module_test"))
+    assert named.module.name == "named_module_test"
     assert named.key == "_double"
 
 
@@ -166,7 +166,7 @@ def test_enable_backward_false_from_options_and_module():
 
 @gradloom_only
 def test_module_load_keeps_good_kernels_when_one_fails():
-    module = wp.get_module("h_lang_load_test")
+    module = wp.get_module("module_load_test")
 
     def good(x: wp.array(dtype=float)):
         x[0] = 5.0

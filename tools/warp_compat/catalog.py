@@ -26,13 +26,13 @@ TEST_FILES: tuple[str, ...] = (
     "test_implicit_init", "test_constant_precision", "geometry.test_hash_grid",
     "test_coloring", "test_sparse", "test_linear_solvers", "test_fsai",
     "geometry.test_volume", "geometry.test_volume_write", "geometry.test_volume_validation",
-    # meshes and BVHs (issue 30; baseline on warp-lang still to refresh: --missing-baseline)
+    # meshes and BVHs
     "geometry.test_mesh", "geometry.test_mesh_query_point", "geometry.test_mesh_query_ray",
     "geometry.test_mesh_query_aabb", "geometry.test_bvh",
     "deterministic.test_deterministic_backward", "deterministic.test_deterministic_counter",
     "deterministic.test_deterministic_options", "deterministic.test_deterministic_scatter",
     "deterministic.test_deterministic_graph_capture",
-    # tiles (issue 29): every file of warp/tests/tile
+    # tiles: every file of warp/tests/tile
     "tile.test_tile_load", "tile.test_tile_view", "tile.test_tile_reduce",
     "tile.test_tile_construction", "tile.test_tile_func_arg", "tile.test_tile_oob",
     "tile.test_tile_load_extract", "tile.test_tile_fused_ops", "tile.test_tile_load_assign",
