@@ -225,3 +225,34 @@ def test_tile_store_and_atomic_add_indexed() -> None:
     ge = gy[[1, 3]].copy()
     ge[:, 1:] += 4.0 * gz  # column c of the tile went to column c - 1 (column 0: nowhere)
     np.testing.assert_allclose(x.grad.numpy(), ge)
+
+
+def test_tile_operator_and_shape_errors_in_warps_words() -> None:
+    @wp.kernel(module="unique")
+    def vec_by_vec(a: wp.array(dtype=wp.vec3)) -> None:
+        t = wp.tile_load(a, shape=4)
+        wp.tile_store(a, t / wp.vec3(1.0, 2.0, 3.0))
+
+    @wp.kernel(module="unique")
+    def five_dims(a: wp.array(dtype=float)) -> None:
+        wp.tile_broadcast(wp.tile_load(a, shape=1), shape=(1, 1, 1, 1, 1))
+
+    @wp.kernel(module="unique")
+    def squeeze_axis(a: wp.array(dtype=float)) -> None:
+        wp.tile_squeeze(wp.tile_zeros(shape=(1, 2, 1), dtype=float), axis=(3,))
+
+    @wp.kernel(module="unique")
+    def vec_times_scalar_tile(a: wp.array(dtype=wp.vec3), s: wp.array(dtype=float)) -> None:
+        wp.tile_store(a, wp.tile_load(a, shape=4) * wp.tile_load(s, shape=4))  # allowed
+
+    v = wp.array(np.ones((4, 3), dtype=np.float32), dtype=wp.vec3)
+    f = wp.zeros(4, dtype=float)
+    with pytest.raises(TypeError, match=r"Cannot divide tile<.*> by .*: at least one operand"):
+        wp.launch_tiled(vec_by_vec, dim=[1], inputs=[v], block_dim=1)
+    with pytest.raises(ValueError, match=r"between one and four dimensions, got 5"):
+        wp.launch_tiled(five_dims, dim=[1], inputs=[f], block_dim=1)
+    with pytest.raises(ValueError, match=r"axis 3 is out of bounds for tile with 3 dimensions"):
+        wp.launch_tiled(squeeze_axis, dim=[1], inputs=[f], block_dim=1)
+    wp.launch_tiled(vec_times_scalar_tile, dim=[1], inputs=[v, wp.full(4, 2.0, dtype=float)],
+                    block_dim=1)
+    np.testing.assert_array_equal(v.numpy(), np.full((4, 3), 2.0))

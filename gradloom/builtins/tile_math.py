@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import TileType, int32
+from ..types import ScalarType, TileType, int32
 from . import ops
 from .registry import Builtin, builtin
 from .tile_loops import convert, each, fold, get, linear, new_tile, read, write
@@ -74,7 +74,23 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
         raise ctx.error(f"the operator '{opname}' is not defined for tiles")
     if isinstance(a, TileVal) and isinstance(b, TileVal):
         _same_shape(ctx, a, b, f"tile {opname}")
+        if opname in ("mul", "div") and not (_is_scalar(a.type.dtype)
+                                             or _is_scalar(b.type.dtype)):
+            raise ctx.error(f"tile {opname}: of two tiles of {a.type.dtype!r} and "
+                            f"{b.type.dtype!r}, one's element type must be scalar")
         return _map(ctx, [a, b], lambda v: _scalar_op(ctx, opname, v[0], v[1]))
+    if opname in ("mul", "div"):
+        other = b if isinstance(a, TileVal) else a
+        tile_side = a if isinstance(a, TileVal) else b
+        assert isinstance(tile_side, TileVal)
+        if not isinstance(other, Literal) and not _is_scalar(type_of(other)) \
+                and not _is_scalar(tile_side.type.dtype):
+            verb = "multiply" if opname == "mul" else "divide"
+            left, right = (f"tile<{tile_side.type.dtype!r}>", repr(type_of(other))) \
+                if isinstance(a, TileVal) else (repr(type_of(other)),
+                                                f"tile<{tile_side.type.dtype!r}>")
+            raise ctx.error(f"Cannot {verb} {left} by {right}: at least one operand must be a "
+                            "scalar type")
     if opname in ("add", "sub"):  # as Warp: a scalar meets a tile in * and / only
         raise ctx.error(f"tile {opname} needs two tiles, got {describe(a)} and {describe(b)} "
                         "(use wp.tile_full for a constant tile)")
@@ -84,6 +100,10 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
     assert isinstance(b, TileVal)
     s = scalar(ctx, a, _part(b.type.dtype)) if isinstance(a, Literal) else a
     return _map(ctx, [b], lambda v: _scalar_op(ctx, opname, s, v[0]))
+
+
+def _is_scalar(t: Any) -> bool:
+    return isinstance(t, ScalarType)
 
 
 def _part(t: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..errors import CompileValueError
 from ..ir.nodes import Var
 from ..types import ScalarType, TileType, bool_, int32, uint32, uint64
 from . import memory, ops
@@ -60,7 +61,12 @@ def tile_squeeze(ctx: Ctx, t: Any, axis: Any = None) -> TileVal:
     if axis is None:
         drop = {k for k, d in enumerate(src.type.shape) if d == 1}
     else:
-        drop = {a % nd for a in const_ints(ctx, axis, "axis")}
+        axes = const_ints(ctx, axis, "axis")
+        for a in axes:
+            if not -nd <= a < nd:
+                raise CompileValueError(f"tile_squeeze() axis {a} is out of bounds for tile with "
+                                        f"{nd} dimensions", ctx.loc)
+        drop = {a % nd for a in axes}
         if any(src.type.shape[a] != 1 for a in drop):
             raise ctx.error(f"wp.tile_squeeze(): axis {sorted(drop)} of a {src.type!r} is not "
                             "of extent one")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CompileValueError
 from ..ir.nodes import Var
 from ..types import (
     ArrayType,
@@ -312,6 +313,9 @@ def tile_transpose(ctx: Ctx, a: Any) -> TileVal:
 def tile_broadcast(ctx: Ctx, a: Any, shape: Any) -> TileVal:
     t = tile_arg(ctx, a, "a")
     dims = const_ints(ctx, shape, "shape")
+    if not 1 <= len(dims) <= 4:
+        raise CompileValueError(f"tile_broadcast() output must have between one and four "
+                                f"dimensions, got {len(dims)}", ctx.loc)
     return broadcast_to(ctx, t, dims)
 
 
