@@ -108,20 +108,22 @@ class Rollout(FuncRecord):
     def _backward(self) -> None:
         refuse_while_capturing("Tape.backward() of a checkpointed rollout")
         with _reverse_tapes_off():
-            final = _save(self.state + [a for a, _, writes in self._touched if writes])
+            kept = self.state + [a for a, _, writes in self._touched if writes]
+            final = _save(kept)
             if self._pending is None:  # a second backward: run the forward's spine again
                 self._restore(0)
                 self._pending, _ = self._spine(0, self.schedule.segments, self.schedule.slots)
             if self._last is None:
                 self._restore(self._last_segment)
                 self._last = self._record(self._last_segment)
+                if not self._touched:  # a segment(): its arrays are known from now on
+                    self._touched = _touches(self._last, self._steps_of, self.state)
             self._note_peak()
             self._last._run()
             self._last = None
             self._unwind(self._pending)
             self._pending = None
-            for a, values in zip(self.state + [a for a, _, w in self._touched if w], final,
-                                 strict=True):
+            for a, values in zip(kept, final, strict=True):
                 a.assign(values)  # the arrays hold what the forward left, as after a Tape's
 
     def _unwind(self, pending: list[Pending]) -> None:
