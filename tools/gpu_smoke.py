@@ -1,4 +1,4 @@
-"""GPU smoke run: everything a session with an NVIDIA GPU should run first, in one command.
+"""GPU smoke run: everything to run first on a machine with an NVIDIA GPU, in one command.
 
     python3 tools/gpu_smoke.py            # from the repository root, on the GPU machine
 
@@ -7,7 +7,7 @@ It prints the environment (versions, libdevice, the devices gradloom sees), runs
 assembles every kernel's PTX with ptxas: tests/test_ptx.py),
 then a few measurements (launch overhead, copy bandwidth, one adjoint against finite
 differences), and ends with a summary: every test that failed or was skipped on the GPU, and
-what was measured. The exit status is 1 if a test failed. With $OUT set (the device tool), the
+what was measured. The exit status is 1 if a test failed. With $OUT set (an output folder), the
 report is also written to $OUT/gpu_smoke.txt and pytest's log to $OUT/gpu_smoke_pytest.txt.
 """
 
