@@ -8,7 +8,6 @@ refused with a message (no blosc decoder is bundled).
 
 from __future__ import annotations
 
-import itertools
 import struct
 import zlib
 from dataclasses import dataclass
@@ -287,94 +286,30 @@ def _index_leaves(w: _Writer, leaf0: int, lay: L.ValueLayout, active: np.ndarray
         w.put(leaf0 + n * lay.leaf_size + lay.leaf_table, "QQ", int(firsts[n]), prefix)
 
 
-def file_bytes(grid: bytes, head: GridHeader, layout: L.ValueLayout, codec: str = "none") -> bytes:
-    """An `.nvdb` file holding one grid: file header, grid metadata, name, the (zipped) grid."""
+def file_bytes(grids: list[bytes], codec: str = "none") -> bytes:
+    """An `.nvdb` file holding the grids: file header, each grid's metadata and name, then the
+    (zipped) grids."""
     codes = {"none": _CODEC_NONE, "zip": _CODEC_ZIP}
     if codec not in codes:
         raise VolumeError(f"codec: 'none' or 'zip' (blosc is not bundled), got {codec!r}")
-    body = grid if codec == "none" else (lambda z: struct.pack("<Q", len(z)) + z)(zlib.compress(grid))
+    head_out, bodies = b"", b""
+    for grid in grids:
+        body = grid if codec == "none" else (lambda z: struct.pack("<Q", len(z)) + z)(zlib.compress(grid))
+        head_out += _file_meta(grid, len(body), codes[codec])
+        bodies += body
+    return struct.pack("<QIHH", L.MAGIC_GRID, L.VERSION, len(grids), codes[codec]) + head_out + bodies
+
+
+def _file_meta(grid: bytes, body_size: int, code: int) -> bytes:
+    """One grid's file metadata and name."""
+    head = header(grid)
     name = head.name.encode() + b"\0"
     b = bytes(grid[: L.GRID_SIZE + L.TREE_SIZE])
     t = L.GRID_SIZE
     counts = struct.unpack_from("<III", b, t + L.TREE_OFF["count_leaf"])
     voxels = struct.unpack_from("<Q", b, t + L.TREE_OFF["voxel_count"])[0]
     world = struct.unpack_from("<6d", b, L.GRID_OFF["world_bbox"])
-    meta = struct.pack("<4Q2I6d6i3dI4I3I2HI", len(grid), len(body), 0, voxels, layout.grid_type,
+    meta = struct.pack("<4Q2I6d6i3dI4I3I2HI", len(grid), body_size, 0, voxels, head.grid_type,
                        head.grid_class, *world, *([0] * 6), *head.voxel_size, len(name),
-                       *counts, 1, 0, 0, 0, codes[codec], 0, L.VERSION)  # fmt: skip
-    return struct.pack("<QIHH", L.MAGIC_GRID, L.VERSION, 1, codes[codec]) + meta + name + body
-
-
-def _invalid(why: str) -> VolumeError:
-    return VolumeError(f"Invalid NanoVDB grid structure: {why}")
-
-
-def validate(buf: np.ndarray, head: GridHeader, layout: L.ValueLayout) -> None:
-    """Check every offset a kernel's walk follows (builtins/volume_walk.py) lands on a node of the
-    right level inside the buffer, so a damaged or hostile grid is refused on load instead of
-    sending kernels to read outside it."""
-    size = len(buf)
-    if head.size != size:
-        raise _invalid(f"the header says {head.size} bytes, the buffer has {size}")
-    raw = buf.tobytes()
-    tree = L.GRID_SIZE
-    if size < tree + L.TREE_SIZE:
-        raise _invalid("the buffer ends inside the tree header")
-    offs = struct.unpack_from("<4Q", raw, tree)
-    counts = struct.unpack_from("<3I", raw, tree + L.TREE_OFF["count_leaf"])
-    root = tree + offs[3]
-    if root + layout.root_size > size:
-        raise _invalid("the root node lies outside the buffer")
-    tiles = struct.unpack_from("<I", raw, root + L.ROOT_OFF_TABLE_SIZE)[0]
-    regions = [(root, root + layout.root_size + tiles * layout.tile_size)]
-    sizes = (layout.leaf_size, layout.lower_size, layout.upper_size)
-    starts = []
-    for level in range(3):
-        start = tree + offs[level]
-        end = start + counts[level] * sizes[level]
-        if counts[level] and (start < tree + L.TREE_SIZE or end > size):
-            raise _invalid(f"the {('leaf', 'lower', 'upper')[level]} nodes lie outside the buffer")
-        starts.append(start)
-        regions.append((start, end))
-    if regions[0][1] > size:
-        raise _invalid("the root table lies outside the buffer")
-    spans = sorted(r for r in regions if r[1] > r[0])
-    if any(a[1] > b[0] for a, b in itertools.pairwise(spans)):
-        raise _invalid("node regions overlap")
-    _check_root(raw, root, tiles, layout, starts[2], counts[2])
-    _check_children(buf, starts[2], counts[2], layout.upper_size, L.UPPER_OFF_CHILD_MASK,
-                    layout.upper_table, L.UPPER_COUNT, layout.table_stride, starts[1], counts[1],
-                    layout.lower_size, "upper")  # fmt: skip
-    _check_children(buf, starts[1], counts[1], layout.lower_size, L.LOWER_OFF_CHILD_MASK,
-                    layout.lower_table, L.LOWER_COUNT, layout.table_stride, starts[0], counts[0],
-                    layout.leaf_size, "lower")  # fmt: skip
-
-
-def _check_root(raw: bytes, root: int, tiles: int, layout: L.ValueLayout, upper0: int,
-                uppers: int) -> None:  # fmt: skip
-    for t in range(tiles):
-        child = struct.unpack_from("<q", raw, root + layout.root_size + t * layout.tile_size + 8)[0]
-        if child == 0:
-            continue
-        k, rem = divmod(root + child - upper0, layout.upper_size)
-        if rem or not 0 <= k < uppers:
-            raise _invalid(f"root tile {t} points at no upper node")
-
-
-def _check_children(buf: np.ndarray, node0: int, nodes: int, node_size: int, mask_at: int,
-                    table: int, slots: int, stride: int, child0: int, children: int,
-                    child_size: int, level: str) -> None:  # fmt: skip
-    """Every child-mask bit of every node names an offset to a node of the next level."""
-    if nodes == 0:
-        return
-    bases = node0 + node_size * np.arange(nodes, dtype=np.int64)
-    masks = buf[(bases + mask_at)[:, None] + np.arange(slots // 8, dtype=np.int64)[None, :]]
-    bits = np.unpackbits(masks, axis=1, bitorder="little").astype(bool)
-    node_idx, slot_idx = np.nonzero(bits)
-    if node_idx.size == 0:
-        return
-    at = bases[node_idx] + table + slot_idx.astype(np.int64) * stride
-    entries = buf[at[:, None] + np.arange(8, dtype=np.int64)[None, :]].copy().view(np.int64).ravel()
-    k, rem = np.divmod(bases[node_idx] + entries - child0, child_size)
-    if np.any(rem != 0) or np.any((k < 0) | (k >= children)):
-        raise _invalid(f"an {level} node's child offset points at no node of the next level")
+                       *counts, 1, 0, 0, 0, code, 0, L.VERSION)  # fmt: skip
+    return meta + name

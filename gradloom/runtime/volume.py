@@ -3,8 +3,10 @@
 Kernels receive `volume.id`, the buffer's address; builtins/volume.py walks the buffer. Volumes
 come from `.nvdb` files (`load_from_nvdb`; zip-compressed or not), from dense numpy arrays
 (`load_from_numpy`), or are allocated empty over index or world boxes or at tile points
-(`allocate`, `allocate_by_tiles`) to be filled with `volume_store`; `save_to_nvdb` writes one
-back. Grids are built by runtime/nanovdb.py. Host memory only: CUDA volumes are not provided.
+(`allocate`, `allocate_by_tiles`) to be filled with `volume_store`; `save_to_nvdb` writes them
+back. A file's grids stay in one buffer (`load_next_grid` gives the next, sharing it), each
+checked by runtime/nanovdb_check.py, which also reads the feature arrays (NanoVDB blind data).
+Grids are built by runtime/nanovdb.py. Host memory only: CUDA volumes are not provided.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections import namedtuple
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from .. import types as T
 from ..types import uint8, vec3f
 from ..types import volume as L
 from . import nanovdb as N
+from . import nanovdb_check as C
 from .array import array as Array
 from .device import get_device
 
@@ -28,6 +31,33 @@ GridInfo = namedtuple("GridInfo", "name size_in_bytes grid_index grid_count type
 _DTYPE = {"float": T.float32, "double": T.float64, "int32": T.int32, "int64": T.int64,
           "Vec3f": T.vec3f, "Vec3d": T.vec3d, "uint32": T.uint32, "Vec4f": T.vec4f,
           "Vec4d": T.vec4d}  # fmt: skip
+#: a feature array's value type by its NanoVDB name (others: bytes)
+_FEATURE_DTYPE = {**_DTYPE, "int16": T.int16, "Half": T.float16, "bool": T.bool_, "uint8": T.uint8,
+                  "Vec3u8": T.vec3ub, "Vec3u16": T.vec3us}  # fmt: skip
+
+
+class FeatureInfo(NamedTuple):
+    """A feature array (NanoVDB blind data): its name, address, value size and count, type."""
+
+    name: str
+    ptr: int
+    value_size: int
+    value_count: int
+    type_str: str
+
+
+def _check_grid(buf: np.ndarray, aligned: bool) -> tuple[N.GridHeader, L.ValueLayout, list[C.Blind], bool]:
+    """The header, layout and blind data of the grid starting buf (checked); breadth-first?"""
+    _size, breadth_first = C.check_header(buf[: L.GRID_SIZE + L.TREE_SIZE].tobytes(), len(buf), aligned)
+    head = N.header(buf)
+    layout = L.structure_layout(head.grid_type)
+    assert layout is not None  # check_header refuses other grid types
+    return head, layout, C.validate(buf, head, layout), breadth_first
+
+
+def _unsupported_layout() -> N.VolumeError:
+    return N.VolumeError("Unsupported NanoVDB tree layout: gradloom reads breadth-first grids "
+                         "(the layout NanoVDB writes)")  # fmt: skip
 
 
 def _voxel_matrix(voxel_size: Any) -> np.ndarray:
@@ -66,19 +96,19 @@ class Volume:
     CLOSEST: ClassVar[int] = 0
     LINEAR: ClassVar[int] = 1
 
+    FeatureArrayInfo: ClassVar[type[FeatureInfo]] = FeatureInfo
+
     def __init__(self, data: Any, copy: bool = True) -> None:
-        raw = data.numpy() if hasattr(data, "numpy") else np.frombuffer(bytes(data), np.uint8)
+        if isinstance(data, np.ndarray):
+            raw = data
+        else:
+            raw = data.numpy() if hasattr(data, "numpy") else np.frombuffer(bytes(data), np.uint8)
         self._buffer = np.array(raw, dtype=np.uint8, copy=True) if copy else raw.view(np.uint8)
-        self._head = N.header(self._buffer)
-        layout = L.ALL_LAYOUTS.get(self._head.grid_type)
-        if layout is None:
-            raise N.VolumeError(f"NanoVDB grid type {self._head.grid_type} is not supported "
-                                "(gradloom reads float, double, int32, int64, uint32, Vec3f, "
-                                "Vec3d, Vec4f, Vec4d and OnIndex grids)")  # fmt: skip
-        self._layout = layout
-        N.validate(self._buffer, self._head, layout)
+        self._head, self._layout, self._blind, breadth_first = _check_grid(self._buffer, False)
+        if not breadth_first:
+            raise _unsupported_layout()
         self.device = get_device("cpu")
-        self._next: list[bytes] = []
+        self._aliased = False
 
     # -- construction -------------------------------------------------------------------------
 
@@ -92,17 +122,24 @@ class Volume:
             data = file_or_buffer.read()
         else:
             data = bytes(file_or_buffer)
-        grids = N.grids_of(data)
-        volume = cls(np.frombuffer(grids[0], np.uint8), copy=True)
-        volume._next = grids[1:]
-        return volume
+        buffer = np.frombuffer(b"".join(N.grids_of(data)), np.uint8)
+        at, unsupported = 0, False
+        while at < len(buffer):  # every grid is checked before any is used
+            head, _layout, _blind, breadth_first = _check_grid(buffer[at:], True)
+            unsupported |= not breadth_first
+            at += head.size
+        if unsupported:
+            raise _unsupported_layout()
+        return cls(buffer, copy=True)
 
     def load_next_grid(self) -> Volume | None:
-        """The next grid of the file this volume was loaded from (None after the last)."""
-        if not self._next:
+        """The next grid of the buffer this volume was loaded from (None after the last); it
+        shares this volume's memory."""
+        size = self._head.size
+        if self._head.grid_index + 1 >= self._head.grid_count or len(self._buffer) <= size:
             return None
-        nxt = Volume(np.frombuffer(self._next[0], np.uint8))
-        nxt._next = self._next[1:]
+        nxt = Volume(self._buffer[size:], copy=False)
+        nxt._aliased = True
         return nxt
 
     @classmethod
@@ -206,7 +243,7 @@ class Volume:
 
     def array(self) -> Array:
         """The grid buffer as a uint8 array (the volume's own memory, not a copy)."""
-        return Array(ptr=self.id, shape=(self._buffer.size,), dtype=uint8, device="cpu")
+        return self._view(Array(ptr=self.id, shape=(self._buffer.size,), dtype=uint8, device="cpu"))
 
     def get_grid_info(self) -> GridInfo:
         h = self._head
@@ -221,6 +258,7 @@ class Volume:
 
     def get_tiles(self, out: Any = None) -> Array:
         """The origins (index coordinates) of the 8³ leaves, in the grid's order."""
+        self._check_fixed_leaves()
         return _filled(out, N.leaf_origins(self._buffer, self._head, self._layout))
 
     def get_voxel_count(self) -> int:
@@ -232,6 +270,7 @@ class Volume:
     def get_voxels(self, out: Any = None) -> Array:
         """The index coordinates of every voxel of every leaf (leaf by leaf, z fastest); of an
         index volume, its indexed voxels in index order."""
+        self._check_fixed_leaves()
         local = np.stack(np.unravel_index(np.arange(L.LEAF_COUNT), (8, 8, 8)), -1).astype(np.int32)
         tiles = N.leaf_origins(self._buffer, self._head, self._layout)
         voxels = (tiles[:, None, :] + local[None, :, :]).reshape(-1, 3)
@@ -239,9 +278,56 @@ class Volume:
             voxels = voxels[N.leaf_active(self._buffer, self._head, self._layout).ravel()]
         return _filled(out, voxels)
 
+    def _check_fixed_leaves(self) -> None:
+        if self._layout.leaf_size == 0:
+            raise N.VolumeError(f"{self._layout.name} grids (leaves of varying sizes) are kept "
+                                "and saved, not listed voxel by voxel, by gradloom")  # fmt: skip
+
     def save_to_nvdb(self, path: Any, codec: str = "none") -> None:
-        """Write the grid to an `.nvdb` file (codec "none" or "zip")."""
-        Path(path).write_bytes(N.file_bytes(bytes(self._buffer), self._head, self._layout, codec))
+        """Write the grids of this volume's buffer to an `.nvdb` file (codec "none" or "zip")."""
+        if self._aliased:
+            raise N.VolumeError("save_to_nvdb: this volume shares the buffer of the one it was "
+                                "loaded after (load_next_grid); save that one")  # fmt: skip
+        grids, at = [], 0
+        while at + L.GRID_SIZE <= len(self._buffer):
+            size = N.header(self._buffer[at:]).size
+            grids.append(self._buffer[at:at + size].tobytes())
+            at += size
+        Path(path).write_bytes(N.file_bytes(grids, codec))
+
+    # -- feature arrays (NanoVDB blind data) ----------------------------------------------------
+
+    def get_feature_array_count(self) -> int:
+        return len(self._blind)
+
+    def get_feature_array_info(self, feature_index: int) -> FeatureInfo:
+        """The feature array's metadata as read (and checked) when the volume was made."""
+        if not 0 <= feature_index < len(self._blind):
+            raise N.VolumeError(f"Invalid feature array index {feature_index} "
+                                f"(the grid has {len(self._blind)})")  # fmt: skip
+        b = self._blind[feature_index]
+        return FeatureInfo(b.name, self.id + b.offset, b.value_size, b.value_count, b.type_str)
+
+    def feature_array(self, feature_index: int, dtype: Any = None) -> Array:
+        """A feature array's values (the volume's memory, not a copy), of its own type or of
+        dtype: one-byte types view any array as bytes, and bytes view as any type they divide."""
+        info = self.get_feature_array_info(feature_index)
+        dtype = dtype if dtype is not None else _FEATURE_DTYPE.get(info.type_str, uint8)
+        item = T.type_size_in_bytes(dtype)
+        count, size = info.value_count, info.value_size
+        if item == 1:
+            count, size = count * size, 1
+        elif size == 1 and count % item == 0:
+            count, size = count // item, item
+        if item != size:
+            raise N.VolumeError(f"feature array {feature_index} holds {size}-byte values, "
+                                f"not {item}-byte {dtype}")  # fmt: skip
+        return self._view(Array(ptr=info.ptr, dtype=dtype, shape=(count,), device="cpu"))
+
+    def _view(self, out: Array) -> Array:
+        """out, an array over this volume's memory, keeping that memory alive."""
+        out._volume_buffer = self._buffer  # type: ignore[attr-defined]
+        return out
 
     def __del__(self) -> None:
         """Nothing to release by hand: the buffer is numpy memory (Warp frees native memory here)."""

@@ -89,3 +89,27 @@ ONINDEX = _layout(20, "OnIndex", "index", 1, (32, 96), (24, 32), (8256, 270400),
                   (80, 96), 8)
 #: every grid type gradloom reads
 ALL_LAYOUTS: dict[int, ValueLayout] = {**LAYOUTS, ONINDEX.grid_type: ONINDEX}
+
+#: NanoVDB's type names by grid type (a grid's `type_str`, a blind-data entry's value type)
+TYPE_NAMES: dict[int, str] = dict(enumerate((
+    "?", "float", "double", "int16", "int32", "int64", "Vec3f", "Vec3d", "Mask", "Half", "uint32",
+    "bool", "RGBA8", "Float4", "Float8", "Float16", "FloatN", "Vec4f", "Vec4d", "Index", "OnIndex",
+    "IndexMask", "OnIndexMask", "PointIndex", "Vec3u8", "Vec3u16", "uint8")))  # fmt: skip
+#: a quantized float leaf (Fp4/Fp8/Fp16/FpN): bytes before its packed values
+QUANTIZED_LEAF_HEADER = 96
+
+
+def _quantized(grid_type: int, bits: int) -> ValueLayout:
+    """Fp4/Fp8/Fp16 (bits fixed) and FpN (bits per leaf: leaf_size 0): float-grid nodes above
+    leaves of packed values; gradloom checks and keeps them, kernels do not sample them."""
+    leaf = QUANTIZED_LEAF_HEADER + bits * LEAF_COUNT // 8 if bits else 0
+    return _layout(grid_type, TYPE_NAMES[grid_type], "f4", 1, (28, 64), (20, 32), (8256, 270400),
+                   (1088, 33856), (QUANTIZED_LEAF_HEADER, leaf), 8)  # fmt: skip
+
+
+QUANTIZED: dict[int, ValueLayout] = {t: _quantized(t, b) for t, b in ((13, 4), (14, 8), (15, 16), (16, 0))}
+
+
+def structure_layout(grid_type: int) -> ValueLayout | None:
+    """The node layout of a grid type gradloom reads (None for the others)."""
+    return ALL_LAYOUTS.get(grid_type) or QUANTIZED.get(grid_type)
