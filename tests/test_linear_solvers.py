@@ -162,8 +162,10 @@ def test_block_jacobi_inverts_diagonal_blocks():
     z2 = wp.zeros(2, dtype=wp.float64)
     L.preconditioner(nonsym, "block_jacobi_sequential").matvec(wp.array([1.0, 2.0]), z2, z2, 1.0, 0.0)
     np.testing.assert_array_equal(z2.numpy(), [1.0, 2.0])
-    with pytest.raises(ValueError, match="fsai"):
+    with pytest.raises(ValueError, match="positive diagonals"):  # a zero block: FSAI refuses it
         L.preconditioner(A, "fsai")
+    with pytest.raises(ValueError, match="ptype must be"):
+        L.preconditioner(A, "ilu")
     for shape, nrow, ncol, what in (((3, 2), 2, 3, "square matrix blocks"), ((3, 3), 3, 5, "square matrix")):
         bad = S.bsr_zeros(nrow, ncol, wp.types.matrix(shape, wp.float64))
         with pytest.raises(ValueError, match=what):

@@ -1,11 +1,12 @@
 """`gradloom.optim.linear` (Warp's `warp.optim.linear`): Krylov solvers (`cg`, `cr`, `bicgstab`,
-`gmres`), linear operators and diagonal preconditioners, on gradloom kernels."""
+`gmres`), linear operators, diagonal, block-Jacobi and FSAI preconditioners, on gradloom kernels."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from .fsai import FSAI
 from .nonsymmetric import GMRES, BiCGSTAB
 from .operators import LinearOperator, aslinearoperator
 from .preconditioners import preconditioner
@@ -57,5 +58,5 @@ def gmres(A: Any, b: Any, x: Any, tol: float | None = None, atol: float | None =
                 _check_restart(restart), is_left_preconditioner=is_left_preconditioner)
 
 
-__all__ = ["CG", "CR", "GMRES", "BiCGSTAB", "LinearOperator", "aslinearoperator", "bicgstab", "cg",
+__all__ = ["CG", "CR", "FSAI", "GMRES", "BiCGSTAB", "LinearOperator", "aslinearoperator", "bicgstab", "cg",
            "cr", "gmres", "preconditioner"]

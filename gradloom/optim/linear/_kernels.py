@@ -107,3 +107,26 @@ def inverse_diag(T: Any, absolute: bool) -> Any:
             d[i] = T(1.0) / v
 
     return inverse_diag_k
+
+
+@functools.cache
+def csr_mv(S: Any, T: Any) -> Any:
+    """z = alpha * G x + beta * y for a scalar CSR G stored in S, accumulated in T; `alpha` 0
+    leaves x unread and `beta` 0 leaves y unread (NaNs there stay out)."""
+
+    @wp.kernel
+    def csr_mv_k(offsets: wp.array(dtype=int), columns: wp.array(dtype=int),
+                 values: wp.array(dtype=S), x: wp.array(dtype=T), y: wp.array(dtype=T),
+                 z: wp.array(dtype=T), alpha: T, beta: T):
+        i = wp.tid()
+        v = T(0.0)
+        if alpha != T(0.0):
+            acc = T(0.0)
+            for k in range(offsets[i], offsets[i + 1]):
+                acc += T(values[k]) * x[columns[k]]
+            v = alpha * acc
+        if beta != T(0.0):
+            v += beta * y[i]
+        z[i] = v
+
+    return csr_mv_k

@@ -1,4 +1,4 @@
-"""Warp's `preconditioner`: diagonal (Jacobi, |diagonal|) and block-Jacobi preconditioners."""
+"""Warp's `preconditioner`: diagonal (Jacobi, |diagonal|), block-Jacobi and FSAI preconditioners."""
 
 from __future__ import annotations
 
@@ -30,17 +30,21 @@ def _diagonal(A: Any) -> Any:
 
 def preconditioner(A: Any, ptype: str = "diag") -> LinearOperator | None:
     """A preconditioner for `A`: 'diag' (inverse diagonal), 'diag_abs' (inverse |diagonal|), or
-    'id' (None: no preconditioning)."""
+    'id' (None: no preconditioning), a block-Jacobi ptype, or 'fsai' (`FSAI(A)`)."""
     if ptype == "id":
         return None
+    if ptype == "fsai":
+        from .fsai import FSAI
+
+        return FSAI(A)
     if ptype in PTYPES:
         M = block_jacobi(A, ptype)
         if M is not None:
             return M
         ptype = "diag"  # 1x1 blocks: scalar Jacobi, as Warp
     if ptype not in ("diag", "diag_abs"):
-        raise ValueError("preconditioner: ptype must be 'diag', 'diag_abs', 'id' or one of "
-                         f"{PTYPES}, got {ptype!r} ('fsai' is not available in gradloom yet)")
+        raise ValueError("preconditioner: ptype must be 'diag', 'diag_abs', 'id', 'fsai' or one "
+                         f"of {PTYPES}, got {ptype!r}")
     d = _diagonal(A)
     inv = wp.empty_like(d)
     wp.launch(K.inverse_diag(d.dtype, ptype == "diag_abs"), dim=d.size, device=d.device,
