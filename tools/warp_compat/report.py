@@ -46,7 +46,8 @@ only device; `suppress_native_error_output` is a no-op (gradloom has no native e
 gradloom's config gets these harness-only options when it lacks them: {harness}. The few
 `warp._src.types` names that tests use as parameters are given their public meaning (the scalar
 and vector type lists, `np_dtype_to_warp_type`, and `Vector[dtype, n]`, `Matrix[dtype, r, c]`,
-`Quaternion[dtype]`, `Transformation[dtype]` as the public type factories).
+`Quaternion[dtype]`, `Transformation[dtype]`, `vector`, `matrix`, `quaternion`, `transformation`
+as the public type factories).
 """
 
 

@@ -169,6 +169,7 @@ def src_types_data() -> dict[str, Any]:
         "vector_types": by_names(vecs + " " + mats),
         "np_dtype_to_warp_type": np_map,
         **{n: getattr(gradloom, n) for n in ("vector", "matrix") if hasattr(gradloom, n)},
+        **{n: getattr(t, n) for n in ("quaternion", "transformation") if hasattr(t, n)},
         "Vector": _type_spelling("Vector", 2, lambda dt, n: t.vector(n, dt)),
         "Matrix": _type_spelling("Matrix", 3, lambda dt, r, c: t.matrix((r, c), dt)),
         "Quaternion": _type_spelling("Quaternion", 1, lambda dt: t.quaternion(dt)),
