@@ -280,3 +280,13 @@ def test_refused_inside_hvp_and_capture() -> None:
         hvp(f, [x], [np.ones(4, np.float32)])
     with pytest.raises(wp.GradloomError, match="captured"), wp.ScopedCapture():
         checkpoint.rollout(lambda i: None, 2, [x])
+
+
+@pytest.mark.parametrize("budget", [700, 1200, 3000])
+def test_tight_budgets_take_more_sweeps_and_keep_to_them(budget: int) -> None:
+    sim = Sim()
+    tape, record = sim.run(40, budget=budget)
+    assert record is not None
+    tape.backward(loss=sim.loss)
+    assert record.peak <= budget
+    assert record.schedule.sweeps >= (2 if budget < 1000 else 1)
