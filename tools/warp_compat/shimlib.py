@@ -187,6 +187,16 @@ def src_context_data() -> dict[str, Any]:
     return {"_is_graph_capture_allocation_supported": capture_allocation_supported}
 
 
+def src_utils_data() -> dict[str, Any]:
+    """`warp._src.utils.check_p2p`, which Warp's tests read only to skip peer-to-peer tests:
+    False, as Warp answers without two CUDA devices (the runner's only device is the CPU)."""
+
+    def check_p2p() -> bool:
+        return False
+
+    return {"check_p2p": check_p2p}
+
+
 # Options that only Warp's test harness (unittest_utils) toggles around every test; given a
 # neutral value when gradloom's config lacks them so the harness itself can run.
 HARNESS_CONFIG_DEFAULTS: dict[str, Any] = {"enable_cpu_blocks": False}
