@@ -170,3 +170,18 @@ def test_block_jacobi_inverts_diagonal_blocks():
         bad = S.bsr_zeros(nrow, ncol, wp.types.matrix(shape, wp.float64))
         with pytest.raises(ValueError, match=what):
             L.preconditioner(bad, "block_jacobi_direct")
+
+
+@pytest.mark.parametrize("solver,kw", [(L.cg, {}), (L.cr, {}), (L.bicgstab, {}),
+                                       (L.gmres, {"restart": 2})])
+def test_batches_solve_separately_and_leave_the_inactive_tail(solver, kw):
+    # two batches of a diagonal system (scalars 0-1 and 2-3) and a tail (4-5) in no batch
+    d = np.array([2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    rhs = np.array([2.0, 6.0, 1200.0, 2000.0, 100.0, 200.0])
+    A = L.aslinearoperator(wp.array(d.reshape(3, 2), dtype=wp.vec2d),
+                           batch_offsets=wp.array([0, 2, 4], dtype=int), max_batch_length=2)
+    x = wp.array(np.array([[0.0, 0.0], [0.0, 0.0], [7.0, 8.0]]), dtype=wp.vec2d)
+    _, err, atol = solver(A, wp.array(rhs.reshape(3, 2), dtype=wp.vec2d), x, tol=1e-8,
+                          maxiter=20, check_every=1, **kw)
+    assert err <= atol
+    np.testing.assert_allclose(x.numpy().ravel(), [1.0, 2.0, 300.0, 400.0, 7.0, 8.0], rtol=1e-7)

@@ -89,7 +89,8 @@ class GMRES(LinearSolverState):
 
     def _start(self, A: LinearOperator, b: Any, x: Any, M: Any) -> float:
         m = self._m
-        if not hasattr(self, "_basis") or len(self._basis) != m + 1:
+        if not hasattr(self, "_basis") or len(self._basis) != m + 1 or \
+                self._basis[0].shape != b.shape or self._basis[0].dtype != b.dtype:
             self._basis = [wp.zeros_like(b) for _ in range(m + 1)]
         r = self._work[0]
         self._residual(A, b, x, r)

@@ -90,6 +90,15 @@ class LinearSolverState:
         return max(float(atol), float(tol) * math.sqrt(dot(b, b)))
 
     def _solve(self, A: LinearOperator, b: Any, x: Any, M: Any) -> Any:
+        if A.batch_offsets is not None:
+            from .batches import solve_batches
+
+            return solve_batches(A, b, x, M, self._solve_system)
+        return self._solve_system(A, b, x, M)
+
+    def _solve_system(self, A: LinearOperator, b: Any, x: Any, M: Any) -> Any:
+        if flat(self._work[0]).size != flat(b).size:  # a batch: work vectors of its size
+            self._work = [wp.zeros_like(flat(b)) for _ in range(self._nwork())]
         atol = self._tolerance(b)
         maxiter = A.shape[0] if not self.maxiter else self.maxiter
         every = max(1, (self.check_every or 1) // self._cycle_length())
