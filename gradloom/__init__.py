@@ -305,12 +305,15 @@ def __getattr__(name: str) -> object:
 
         return importlib.import_module(f".{name}", __name__)
     if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB", "MeshQuery", "Bvh",
-                "BvhQuery"):
+                "BvhQuery", "BvhQueryTiled", "BvhConstructor", "is_cubql_available"):
         import importlib  # runtime/mesh.py, runtime/bvh.py, builtins/mesh*.py, builtins/bvh.py
 
         mod = {"Mesh": ".runtime.mesh", "MeshQueryRay": ".builtins.mesh_ray",
                "MeshQueryAABB": ".builtins.mesh_aabb", "MeshQuery": ".builtins.mesh_aabb",
-               "Bvh": ".runtime.bvh", "BvhQuery": ".builtins.bvh"}.get(name, ".builtins.mesh")
+               "Bvh": ".runtime.bvh", "BvhConstructor": ".runtime.bvh",
+               "is_cubql_available": ".runtime.bvh",
+               "BvhQuery": ".builtins.bvh",
+               "BvhQueryTiled": ".builtins.bvh_tiled"}.get(name, ".builtins.mesh")
         # wp.MeshQuery (Warp's annotation for any mesh query): the box query, the one mesh
         # query kind that is a loop state
         attr = "MeshQueryAABB" if name == "MeshQuery" else name

@@ -20,7 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CORPUS_MODULES = ("test_grad_corpus", "test_grad_corpus_loops", "test_grad_corpus_fuzz",
-                  "test_tiles", "test_tiles_grad", "test_tiles_more", "test_tiles_fft")
+                  "test_tiles", "test_tiles_grad", "test_tiles_more", "test_tiles_fft",
+                  "test_tiles_struct")
 
 
 def corpus_kernels() -> list:

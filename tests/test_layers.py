@@ -131,7 +131,6 @@ RUNTIME_RANKS: list[tuple[str, set[str]]] = [
     # backend registry, the worker pool, signals, the NanoVDB byte format, the CUDA driver
     # loader (device discovery)
     ("base", {"layout", "handles", "readmarks", "signals", "page_map", "pool", "nanovdb",
-              "nanovdb_check",
               "cache", "array_annotation", "array_arith", "backend", "recorded",
               "cuda.driver"}),
     # devices and host memory operations
@@ -146,7 +145,7 @@ RUNTIME_RANKS: list[tuple[str, set[str]]] = [
     # the Tape and forward mode's tangent tape
     ("tape", {"adjoint", "tape_graph", "tape", "tangent", "checkpoint", "checkpoint_plan"}),
     # geometry objects built on arrays
-    ("geometry", {"mesh", "bvh", "volume", "texture", "hash_grid"}),
+    ("geometry", {"bvh_tree", "mesh", "bvh", "volume", "texture", "hash_grid"}),
     # the backends (runtime/cpu/, runtime/cuda/): above every generic module
     ("backends", {"cpu", "cuda"}),
 ]

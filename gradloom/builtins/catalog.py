@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import (  # noqa: F401
     atomics,
     bvh,
+    bvh_tiled,
     construct,
     debug,
     decomp,

@@ -14,7 +14,7 @@ from ..types import ScalarType, VectorType, bool_, float32, float64, int32
 from . import ops
 from .ops import scalar_binary, truth, unify
 from .registry import builtin
-from .values import Composite, Ctx, Literal, Value, describe, scalar
+from .values import Composite, Ctx, Literal, StructVal, Value, describe, flatten, rebuild, scalar
 
 _SM, _UT, _OP = "Scalar Math", "Utility", "Operators"
 F1, V1 = "(x: Float) -> Float", "(x: Vector) -> Vector"
@@ -456,6 +456,13 @@ def select(ctx: Ctx, cond: Value, if_false: Value, if_true: Value) -> Value:
                                 "(cond: Int, value_if_true: Any, value_if_false: Any) -> Any"))
 def where(ctx: Ctx, cond: Value, if_true: Value, if_false: Value) -> Value:
     c = truth(ctx, cond)
+    if isinstance(if_true, StructVal) or isinstance(if_false, StructVal):  # field by field
+        if not (isinstance(if_true, StructVal) and isinstance(if_false, StructVal)) or \
+                if_true.type != if_false.type:
+            raise ctx.error("wp.where() branches must have the same type")
+        picked = [ctx.op("select", c, a, b)
+                  for a, b in zip(flatten(if_true), flatten(if_false), strict=True)]
+        return rebuild(if_true, iter(picked))
     if isinstance(if_true, Composite) or isinstance(if_false, Composite):
         if not (isinstance(if_true, Composite) and isinstance(if_false, Composite)) or \
                 if_true.type != if_false.type:

@@ -12,8 +12,19 @@ from ..types import MatrixType, TileType, VectorType, int32, vector
 from . import ops
 from .registry import builtin
 from .tile_loops import convert, copy_into, each, get, new_tile, read, write, write_part
+from .tile_math import element_op
 from .tiles import _T, shifted, tile_arg, tile_view
-from .values import Composite, Ctx, Literal, TileVal, TupleVal, Value, describe, scalar
+from .values import (
+    Composite,
+    Ctx,
+    Literal,
+    StructVal,
+    TileVal,
+    TupleVal,
+    Value,
+    describe,
+    scalar,
+)
 
 
 def _index(ctx: Ctx, k: Any, n: int) -> int | Var:
@@ -161,9 +172,15 @@ def assign(ctx: Ctx, t: TileVal, keys: list[Any], value: Value, aug: str | None)
         return
     target, element = place(ctx, t, keys)
     if element:
-        if aug is not None:
+        if aug is not None and isinstance(value, StructVal):
+            if aug not in ("add", "sub"):
+                raise ctx.error(f"'{aug}' (bitwise inplace or other) is not defined for an "
+                                f"element of a tile of the Warp struct type {value.type!r}")
+            value = element_op(ctx, aug, get(ctx, target, [0]), value)
+        elif aug is not None:
             value = ops.binary(ctx, aug, get(ctx, target, [0]), value)
-        v = value if isinstance(value, Composite) else scalar(ctx, value, t.type.dtype)
+        v = value if isinstance(value, (Composite, StructVal)) else \
+            scalar(ctx, value, t.type.dtype)
         write(ctx, target, [0], convert(ctx, v, t.type.dtype))
         return
     if aug is not None:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import MatrixType, ScalarType, TileType, VectorType, int32, int64
-from .values import ZERO_TILE, Composite, Ctx, TileVal, while_loop
+from ..types import MatrixType, ScalarType, StructType, TileType, VectorType, int32, int64
+from .values import ZERO_TILE, Composite, Ctx, StructVal, TileVal, while_loop
 
 #: the most bytes of data one tile may hold (its buffer is twice that: data and adjoints)
 MAX_TILE_BYTES = 256 * 1024
@@ -34,10 +34,9 @@ def new_tile(ctx: Ctx, t: TileType) -> TileVal:
     """A fresh packed tile (zeroed at the start of every thread; callers fill it)."""
     if not t.shape or any(not isinstance(d, int) or d <= 0 for d in t.shape):
         raise ctx.error(f"a tile's shape must be constant positive sizes, got {t.shape}")
-    part = t.dtype.dtype if isinstance(t.dtype, (VectorType, MatrixType)) else t.dtype
-    if not isinstance(part, ScalarType):
-        raise ctx.error(f"tiles of {t.dtype!r} are not supported here (scalars, vectors and "
-                        "matrices are)")
+    if not _storable(t.dtype):
+        raise ctx.error(f"tiles of {t.dtype!r} are not supported here (scalars, vectors, "
+                        "matrices and structs of them are)")
     nbytes = t.count * t.dtype.size
     if nbytes > MAX_TILE_BYTES:
         raise ctx.error(f"a {t!r} holds {nbytes} bytes; a tile may hold at most "
@@ -48,6 +47,14 @@ def new_tile(ctx: Ctx, t: TileType) -> TileVal:
 
 
 ZERO_TILE.fill(new_tile)  # a variable defined on one branch only starts as a zero tile
+
+
+def _storable(t: Any) -> bool:
+    """Whether a tile buffer can hold elements of type t (a struct: all of its fields)."""
+    if isinstance(t, StructType):
+        return all(_storable(ft) for _, ft in t.fields)
+    part = t.dtype if isinstance(t, (VectorType, MatrixType)) else t
+    return isinstance(part, ScalarType)
 
 
 def _i64(ctx: Ctx, v: Var | int) -> Var:
@@ -88,19 +95,34 @@ def read(ctx: Ctx, tile: TileVal, idx: Index) -> Var:
     return v
 
 
-def get(ctx: Ctx, tile: TileVal, idx: Index) -> Var | Composite:
-    """An element: a scalar, or a vector/matrix read component by component."""
-    at = address(ctx, tile, idx)
-    t = tile.type.dtype
+def get(ctx: Ctx, tile: TileVal, idx: Index) -> Any:
+    """An element: a scalar, a vector/matrix read component by component, or a struct read
+    field by field (at its fields' C-layout offsets)."""
+    return _get_at(ctx, tile, address(ctx, tile, idx), tile.type.dtype)
+
+
+def _get_at(ctx: Ctx, tile: TileVal, at: Var, t: Any) -> Any:
     if isinstance(t, ScalarType):
         return ctx.op("lload", tile.base, at, attr=tile.span, type=t)
+    if isinstance(t, StructType):
+        offs = t.offsets
+        return StructVal(t, tuple(_get_at(ctx, tile, _plus(ctx, at, offs[n]), ft)
+                                  for n, ft in t.fields))
     comps = tuple(ctx.op("lload", tile.base, _plus(ctx, at, k * t.dtype.size), attr=tile.span,
                          type=t.dtype) for k in range(t.length))
     return Composite(t, comps)
 
 
-def write(ctx: Ctx, tile: TileVal, idx: Index, value: Var | Composite) -> None:
-    at = address(ctx, tile, idx)
+def write(ctx: Ctx, tile: TileVal, idx: Index, value: Any) -> None:
+    _write_at(ctx, tile, address(ctx, tile, idx), value)
+
+
+def _write_at(ctx: Ctx, tile: TileVal, at: Var, value: Any) -> None:
+    if isinstance(value, StructVal):
+        offs = value.type.offsets
+        for (n, _), v in zip(value.type.fields, value.fields, strict=True):
+            _write_at(ctx, tile, _plus(ctx, at, offs[n]), v)
+        return
     parts = [value] if isinstance(value, Var) else list(value.comps)
     size = parts[0].type.size
     for k, v in enumerate(parts):
@@ -174,9 +196,22 @@ def copy_into(ctx: Ctx, dst: TileVal, src: TileVal) -> None:
                                                                      dst.type.dtype)))
 
 
+def select(ctx: Ctx, cond: Var, a: Any, b: Any) -> Any:
+    """a where cond holds, else b: elements of one type (scalars, vectors, matrices, structs)."""
+    if isinstance(a, StructVal):
+        return StructVal(a.type, tuple(select(ctx, cond, x, y)
+                                       for x, y in zip(a.fields, b.fields, strict=True)))
+    if isinstance(a, Composite):
+        return Composite(a.type, tuple(ctx.op("select", cond, x, y)
+                                       for x, y in zip(a.comps, b.comps, strict=True)))
+    return ctx.op("select", cond, a, b)
+
+
 def convert(ctx: Ctx, v: Any, t: Any) -> Any:
     """v as element type t (scalars cast; a vector/matrix of another type is converted per
     component)."""
+    if isinstance(v, StructVal):
+        return v
     if isinstance(v, Composite):
         if v.type == t:
             return v

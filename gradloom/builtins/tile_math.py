@@ -10,15 +10,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import ScalarType, TileType, int32
+from ..types import ScalarType, StructType, TileType, int32
 from . import ops
 from .registry import Builtin, builtin
 from .tile_loops import convert, each, fold, get, linear, new_tile, read, write
-from .tiles import _T, tile_arg
+from .tiles import _T, no_struct, tile_arg
 from .values import (
     Composite,
     Ctx,
     Literal,
+    StructVal,
     TileVal,
     Value,
     describe,
@@ -30,7 +31,7 @@ from .values import (
     zeros_of,
 )
 
-Element = Var | Composite
+Element = Var | Composite | StructVal
 ElementFn = Callable[[list[Element]], Element]
 
 
@@ -50,15 +51,16 @@ def _result_type(ctx: Ctx, tiles: list[TileVal], fn: ElementFn) -> Any:
         v = fn([_probe(ctx, t.type.dtype) for t in tiles])
     finally:
         ctx.b.close_block()
-    if not isinstance(v, (Var, Composite)):
-        raise ctx.error(f"a tile operation must give a scalar, vector or matrix per element, "
+    if not isinstance(v, (Var, Composite, StructVal)):
+        raise ctx.error(f"a tile operation must give a scalar, vector, matrix or struct per "
+                        "element, "
                         f"got {describe(v)}")
     return type_of(v)
 
 
 def _probe(ctx: Ctx, t: Any) -> Element:
     z = zeros_of(ctx, t)
-    assert isinstance(z, (Var, Composite))
+    assert isinstance(z, (Var, Composite, StructVal))
     return z
 
 
@@ -71,6 +73,9 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
     """`a + b`, `a - b` of two tiles; `a * b`, `a / b` of two tiles (elementwise) or of a tile
     and a scalar (either side), as Warp's operators."""
     if opname not in ("add", "sub", "mul", "div"):
+        if any(isinstance(v, TileVal) and isinstance(v.type.dtype, StructType) for v in (a, b)):
+            raise ctx.error(f"the operator '{opname}' (bitwise inplace or other) is not defined "
+                            "for tiles of a Warp struct type")
         raise ctx.error(f"the operator '{opname}' is not defined for tiles")
     if isinstance(a, TileVal) and isinstance(b, TileVal):
         _same_shape(ctx, a, b, f"tile {opname}")
@@ -78,7 +83,7 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
                                              or _is_scalar(b.type.dtype)):
             raise ctx.error(f"tile {opname}: of two tiles of {a.type.dtype!r} and "
                             f"{b.type.dtype!r}, one's element type must be scalar")
-        return _map(ctx, [a, b], lambda v: _scalar_op(ctx, opname, v[0], v[1]))
+        return _map(ctx, [a, b], lambda v: element_op(ctx, opname, v[0], v[1]))
     if opname in ("mul", "div"):
         other = b if isinstance(a, TileVal) else a
         tile_side = a if isinstance(a, TileVal) else b
@@ -96,10 +101,10 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
                         "(use wp.tile_full for a constant tile)")
     if isinstance(a, TileVal):
         s = scalar(ctx, b, _part(a.type.dtype)) if isinstance(b, Literal) else b
-        return _map(ctx, [a], lambda v: _scalar_op(ctx, opname, v[0], s))
+        return _map(ctx, [a], lambda v: element_op(ctx, opname, v[0], s))
     assert isinstance(b, TileVal)
     s = scalar(ctx, a, _part(b.type.dtype)) if isinstance(a, Literal) else a
-    return _map(ctx, [b], lambda v: _scalar_op(ctx, opname, s, v[0]))
+    return _map(ctx, [b], lambda v: element_op(ctx, opname, s, v[0]))
 
 
 def _is_scalar(t: Any) -> bool:
@@ -111,7 +116,15 @@ def _part(t: Any) -> Any:
     return getattr(t, "dtype", t)
 
 
-def _scalar_op(ctx: Ctx, opname: str, x: Value, y: Value) -> Element:
+def element_op(ctx: Ctx, opname: str, x: Value, y: Value) -> Element:
+    if isinstance(x, StructVal) and isinstance(y, StructVal):  # Warp: field by field
+        if opname not in ("add", "sub"):
+            raise ctx.error(f"tile {opname}: tiles of Warp struct type {x.type!r} add and "
+                            "subtract field by field only")
+        return StructVal(x.type, tuple(
+            a if isinstance(a, Var) and (a.type.kind == "b" or a.type.bits < 32)
+            and not a.type.is_float else element_op(ctx, opname, a, b)  # carried, as Warp
+            for a, b in zip(x.fields, y.fields, strict=True)))
     r = materialize(ctx, ops.binary(ctx, opname, x, y))
     assert isinstance(r, (Var, Composite))
     return r
@@ -127,7 +140,7 @@ def unary(ctx: Ctx, opname: str, a: TileVal) -> TileVal:
 
 def _element(ctx: Ctx, v: Value) -> Element:
     m = materialize(ctx, v)
-    if not isinstance(m, (Var, Composite)):
+    if not isinstance(m, (Var, Composite, StructVal)):
         raise ctx.error(f"a tile element must be a scalar, vector or matrix, got {describe(v)}")
     return m
 
@@ -214,31 +227,47 @@ def _is_origin(ctx: Ctx, i: list[Var]) -> Var:
 @builtin("tile_sum", "the sum of a tile's elements (a tile of shape (1,)), or along an axis",
          group=_T, signatures=("(a: Tile) -> Tile", "(a: Tile, axis: Int) -> Tile"))
 def tile_sum(ctx: Ctx, a: Any, axis: Any = None) -> TileVal:
-    return _reduce(ctx, tile_arg(ctx, a, "a"), axis,
-                   lambda x, y: _element(ctx, ops.binary(ctx, "add", x, y)))
+    return _reduce(ctx, tile_arg(ctx, a, "a"), axis, lambda x, y: element_op(ctx, "add", x, y))
 
 
 @builtin("tile_min", "the smallest element of a tile (a tile of shape (1,))", group=_T,
          signatures="(a: Tile) -> Tile")
 def tile_min(ctx: Ctx, a: Any) -> TileVal:
-    return _reduce(ctx, tile_arg(ctx, a, "a"), None, lambda x, y: ctx.op("min", x, y))
+    t = tile_arg(ctx, a, "a")
+    no_struct(ctx, t.type.dtype, "tile_min")
+    return _reduce(ctx, t, None, lambda x, y: ctx.op("min", x, y))
 
 
 @builtin("tile_max", "the largest element of a tile (a tile of shape (1,))", group=_T,
          signatures="(a: Tile) -> Tile")
 def tile_max(ctx: Ctx, a: Any) -> TileVal:
-    return _reduce(ctx, tile_arg(ctx, a, "a"), None, lambda x, y: ctx.op("max", x, y))
+    t = tile_arg(ctx, a, "a")
+    no_struct(ctx, t.type.dtype, "tile_max")
+    return _reduce(ctx, t, None, lambda x, y: ctx.op("max", x, y))
 
 
 @builtin("tile_reduce", "fold op (a builtin or @wp.func of two values) over a tile's elements "
          "(a tile of shape (1,)), or along an axis", group=_T,
          signatures=("(op: Any, a: Tile) -> Tile", "(op: Any, a: Tile, axis: Int) -> Tile"))
 def tile_reduce(ctx: Ctx, op: Any, a: Any, axis: Any = None) -> TileVal:
-    return _reduce(ctx, tile_arg(ctx, a, "a"), axis, lambda x, y: call_op(ctx, op, [x, y]))
+    t = tile_arg(ctx, a, "a")
+    et = t.type.dtype
+
+    def combine(x: Any, y: Any) -> Any:
+        if isinstance(et, StructType) and isinstance(op, Builtin):
+            raise ctx.error(f"tile_reduce(): no overload of wp.{op.name} takes two values of "
+                            f"the Warp struct type {et!r}")
+        r = call_op(ctx, op, [x, y])
+        if type_of(r) != et:
+            raise ctx.error(f"tile_reduce(): the operator must return the tile element type "
+                            f"{et!r}, got {type_of(r)!r}")
+        return r
+    return _reduce(ctx, t, axis, combine)
 
 
 def _arg_pick(ctx: Ctx, a: TileVal, better: str) -> TileVal:
     """The row-major position of the first extreme element (int32, a tile of shape (1,))."""
+    no_struct(ctx, a.type.dtype, "tile_argmin" if better == "lt" else "tile_argmax")
     out = new_tile(ctx, TileType(int32, (1,)))
     best = [read(ctx, a, [0] * a.type.ndim), ctx.const(0, int32)]
 

@@ -8,10 +8,11 @@ from typing import Any
 
 from ..errors import CompileValueError
 from ..ir.nodes import Var
-from ..types import ScalarType, TileType, bool_, int32, uint32, uint64
+from ..types import ScalarType, StructType, TileType, bool_, int32, uint32, uint64
 from . import memory, ops
 from .registry import builtin
 from .tile_loops import convert, copy_into, each, fold, get, new_tile, read, row_major, write
+from .tile_math import element_op
 from .tiles import (
     _T,
     _array_arg,
@@ -22,7 +23,19 @@ from .tiles import (
     load_element,
     tile_arg,
 )
-from .values import Ctx, Literal, TileVal, Value, flatten, if_values, rebuild, scalar, zeros_of
+from .values import (
+    Composite,
+    Ctx,
+    Literal,
+    StructVal,
+    TileVal,
+    Value,
+    flatten,
+    if_values,
+    rebuild,
+    scalar,
+    zeros_of,
+)
 
 
 def _contiguous(t: TileVal) -> bool:
@@ -173,15 +186,14 @@ def tile_diag_add(ctx: Ctx, a: Any, d: Any) -> TileVal:
 
 
 @builtin("tile_from_thread", "a tile of the given shape filled with thread thread_idx's value "
-         "(block_dim is 1: thread_idx must be 0)", group=_T,
+         "(block_dim is 1: this thread's value, whatever thread_idx is, as on Warp's CPU)",
+         group=_T,
          signatures="(shape: Tuple, value: Scalar, thread_idx: Int) -> Tile")
 def tile_from_thread(ctx: Ctx, shape: Any, value: Value, thread_idx: Any,
                      storage: str = "register") -> TileVal:
-    idx = thread_idx.value if isinstance(thread_idx, Literal) else None
-    if idx not in (0, None):
-        raise ctx.error(f"wp.tile_from_thread(): thread_idx {idx} is outside the block "
-                        "(block_dim is 1)")
-    v = scalar(ctx, value)
+    # one thread per block: whatever thread_idx names, the value is this thread's (as Warp's
+    # CPU, checked on warp-lang: thread_idx=3 with block_dim=32 gives each thread its own)
+    v = value if isinstance(value, (Composite, StructVal)) else scalar(ctx, value)
     out = new_tile(ctx, TileType(v.type, const_ints(ctx, shape, "shape")))
     each(ctx, out.type.shape, lambda i: write(ctx, out, i, v))
     return out
@@ -207,7 +219,7 @@ def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
         raise ctx.error(f"wp.tile_atomic_add(): a {src.type!r} into an array of "
                         f"{arr.type.dtype!r} with {arr.type.ndim} dimension(s)")
     part = getattr(src.type.dtype, "dtype", src.type.dtype)
-    if part.kind == "b" or (part.kind in "iu" and part.bits < 32):
+    if not isinstance(part, StructType) and _narrow(part):
         raise ctx.error(f"tile_atomic_add() only supports tiles with [u]int32, [u]int64, "
                         f"float16, bfloat16, float32 or float64 components, got {part!r}")
     base = _offsets(ctx, offset, src.type.ndim)
@@ -220,7 +232,7 @@ def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
         def inside() -> list[Var]:
             place = memory.index_array(ctx, arr, list(at))
             assert isinstance(place, memory.Place)
-            olds = flatten(memory.atomic(ctx, "atomic_add", place, v))
+            olds = flatten(_atomic_add(ctx, place, v))
             return [_no_gradient(ctx, o) for o in olds]
         zero = zeros_of(ctx, arr.type.dtype)
         olds = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
@@ -228,6 +240,26 @@ def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
     each(ctx, src.type.shape, one)
     return out
 
+
+
+def _narrow(t: Any) -> bool:
+    """A scalar type with no atomic addition in Warp (bool, 8/16-bit integers)."""
+    return bool(t.kind == "b" or (t.kind in "iu" and t.bits < 32))
+
+
+def _atomic_add(ctx: Ctx, place: memory.Place, v: Any) -> Any:
+    """Atomically add v at place; the old value. A struct adds field by field, and its bool /
+    narrow-integer fields are not accumulated (read only), as Warp."""
+    if not isinstance(v, StructVal):
+        return memory.atomic(ctx, "atomic_add", place, v)
+    olds = []
+    for (name, _), f in zip(v.type.fields, v.fields, strict=True):
+        fp = memory.component_place(ctx, place, name)
+        if isinstance(f, Var) and _narrow(f.type):
+            olds.append(memory.load(ctx, fp))
+        else:
+            olds.append(_atomic_add(ctx, fp, f))
+    return StructVal(v.type, tuple(olds))
 
 
 def _spec(t: ScalarType) -> str:
@@ -352,7 +384,7 @@ def tile_scatter_add(ctx: Ctx, a: Any, *args: Any, atomic: Any = True) -> None:
     v = convert(ctx, value, t.type.dtype)
 
     def add() -> list[Var]:
-        write(ctx, t, idx, ops.binary(ctx, "add", get(ctx, t, idx), v))  # type: ignore[arg-type]
+        write(ctx, t, idx, element_op(ctx, "add", get(ctx, t, idx), v))
         return []
 
     if_values(ctx, flag, add, lambda: [])

@@ -12,9 +12,9 @@ from __future__ import annotations
 from ..ir.nodes import Var
 from ..types import ScalarType, TileType, float32, int32, int64, uint32, uint64
 from .registry import builtin
-from .tile_loops import Index, count_loop, get, new_tile, write
+from .tile_loops import Index, count_loop, get, new_tile, select, write
 from .tiles import _T, tile_arg
-from .values import Composite, Ctx, TileVal
+from .values import Ctx, TileVal
 
 _KEYS = (float32, int32, uint32, int64, uint64)
 
@@ -30,14 +30,6 @@ def _unravel(ctx: Ctx, shape: tuple[int, ...], p: Var) -> Index:
         out.append(ctx.op("mod", rest, d))
         rest = ctx.op("div", rest, d)
     return [rest, *reversed(out)]
-
-
-def _select(ctx: Ctx, c: Var, a: Var | Composite, b: Var | Composite) -> Var | Composite:
-    if isinstance(a, Composite) and isinstance(b, Composite):
-        return Composite(a.type, tuple(ctx.op("select", c, x, y)
-                                       for x, y in zip(a.comps, b.comps, strict=True)))
-    assert isinstance(a, Var) and isinstance(b, Var)
-    return ctx.op("select", c, a, b)
 
 
 def _copy(ctx: Ctx, pairs: list[tuple[TileVal, TileVal]], n: int, src_shape: tuple[int, ...],
@@ -72,7 +64,7 @@ def _merge_pass(ctx: Ctx, src: list[TileVal], dst: list[TileVal], n: int, width:
             left = ctx.op("and", ctx.op("lt", i, mid), ctx.op("not", right_ok))
             at = ctx.op("add", lo, k)
             for s, d in zip(src, dst, strict=True):
-                write(ctx, d, [at], _select(ctx, left, get(ctx, s, [ia]), get(ctx, s, [ja])))
+                write(ctx, d, [at], select(ctx, left, get(ctx, s, [ia]), get(ctx, s, [ja])))
             one = ctx.op("cast", left, type=int32)
             return [ctx.op("add", i, one), ctx.op("add", j, ctx.op("sub", ctx.const(1, int32),
                                                                      one))]

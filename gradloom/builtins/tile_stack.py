@@ -13,20 +13,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import MatrixType, ScalarType, StackType, TileType, VectorType, int32
+from ..types import ScalarType, StackType, TileType, int32
 from .registry import builtin
-from .tile_loops import get, new_tile, write
+from .tile_loops import get, new_tile, select, write
 from .tiles import _T, const_ints, dtype_of
 from .values import (
     Composite,
     Ctx,
     Literal,
     StackVal,
+    StructVal,
     TupleVal,
     Value,
     describe,
     scalar,
     type_of,
+    zeros_of,
 )
 
 _SIG = "(s: TileStack"
@@ -50,14 +52,6 @@ def _set_count(ctx: Ctx, s: StackVal, v: Var) -> None:
     write(ctx, s.count, [0], v)
 
 
-def _select(ctx: Ctx, cond: Var, a: Var | Composite, b: Var | Composite) -> Var | Composite:
-    if isinstance(a, Composite) and isinstance(b, Composite):
-        return Composite(a.type, tuple(ctx.op("select", cond, x, y)
-                                       for x, y in zip(a.comps, b.comps, strict=True)))
-    assert isinstance(a, Var) and isinstance(b, Var)
-    return ctx.op("select", cond, a, b)
-
-
 @builtin("tile_stack", "a stack of at most capacity elements of dtype that the threads of a "
          "block share (on the CPU, one thread per block); starts empty", group=_T,
          differentiable=False, signatures="(capacity: int, dtype: Any) -> TileStack")
@@ -77,15 +71,16 @@ def tile_stack(ctx: Ctx, capacity: Any = None, dtype: Any = int,
     return StackVal(data.type, data.base, data.span, data.offset, data.strides, data.dyn, count)
 
 
-def _element(ctx: Ctx, s: StackVal, value: Value) -> Var | Composite:
+def _element(ctx: Ctx, s: StackVal, value: Value) -> Var | Composite | StructVal:
     t = s.type.dtype
     if isinstance(value, Literal) and isinstance(t, ScalarType):
         if isinstance(value.value, float) and not t.is_float:
             raise ctx.error(f"tile_stack_push: the value's type float32 does not match the "
                             f"stack's dtype {t!r}")
         return scalar(ctx, value, t)
-    if not isinstance(value, (Var, Composite)) or type_of(value) != t:
-        given = type_of(value) if isinstance(value, (Var, Composite, Literal)) else value
+    if not isinstance(value, (Var, Composite, StructVal)) or type_of(value) != t:
+        given = type_of(value) if isinstance(value, (Var, Composite, Literal, StructVal)) \
+            else value
         raise ctx.error(f"tile_stack_push: the value's type {given!r} does not match the "
                         f"stack's dtype {t!r}")
     return value
@@ -106,7 +101,7 @@ def tile_stack_push(ctx: Ctx, s: Any, value: Value, has_value: Value | None = No
             want = ctx.op("ne", want, ctx.const(0, want.type))
         ok = ctx.op("and", ok, want)
     slot = ctx.op("min", n, ctx.const(cap - 1, int32))
-    write(ctx, st, [slot], _select(ctx, ok, v, get(ctx, st, [slot])))
+    write(ctx, st, [slot], select(ctx, ok, v, get(ctx, st, [slot])))
     _set_count(ctx, st, ctx.op("add", n, ctx.op("cast", ok, type=int32)))
     return ctx.op("select", ok, n, ctx.const(-1, int32))
 
@@ -122,14 +117,12 @@ def tile_stack_pop(ctx: Ctx, s: Any) -> TupleVal:
     top = ctx.op("max", ctx.op("sub", n, ctx.const(1, int32)), zero)
     v = get(ctx, st, [top])
     _set_count(ctx, st, ctx.op("sub", n, ctx.op("cast", ok, type=int32)))
-    return TupleVal((_select(ctx, ok, v, _zero(ctx, st.type.dtype)),
+    return TupleVal((select(ctx, ok, v, _zero(ctx, st.type.dtype)),
                      ctx.op("select", ok, zero, ctx.const(-1, int32))))
 
 
-def _zero(ctx: Ctx, t: Any) -> Var | Composite:
-    if isinstance(t, (VectorType, MatrixType)):
-        return Composite(t, (ctx.const(0, t.dtype),) * t.length)
-    return ctx.const(0, t)
+def _zero(ctx: Ctx, t: Any) -> Any:
+    return zeros_of(ctx, t)
 
 
 @builtin("tile_stack_count", "the number of elements on the stack", group=_T,

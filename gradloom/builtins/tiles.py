@@ -20,6 +20,7 @@ from ..types import (
     ArrayType,
     MatrixType,
     ScalarType,
+    StructType,
     TileType,
     VectorType,
     float32,
@@ -36,6 +37,7 @@ from .values import (
     Ctx,
     Literal,
     StackVal,
+    StructVal,
     TileVal,
     TupleVal,
     Value,
@@ -70,10 +72,17 @@ def dtype_of(ctx: Ctx, dtype: Any, default: ScalarType = float32) -> Any:
         t = resolve_annotation(dtype)
     except TypeError as exc:
         raise ctx.error(f"dtype: {exc}") from None
-    if not isinstance(t, (ScalarType, VectorType, MatrixType)):
-        raise ctx.error(f"tiles of {t!r} are not supported here (scalar, vector and matrix "
-                        "element types are)")
+    if not isinstance(t, (ScalarType, VectorType, MatrixType, StructType)):
+        raise ctx.error(f"tiles of {t!r} are not supported here (scalar, vector, matrix and "
+                        "struct element types are)")
     return t
+
+
+def no_struct(ctx: Ctx, t: Any, name: str) -> None:
+    """Refuse a Warp struct element type where an operation needs numbers (Warp's rule)."""
+    if isinstance(t, StructType):
+        raise ctx.error(f"{name}() does not support tiles of Warp struct type {t!r} (it needs "
+                        "scalar, vector or matrix elements)")
 
 
 def tile_arg(ctx: Ctx, v: Any, name: str) -> TileVal:
@@ -82,9 +91,10 @@ def tile_arg(ctx: Ctx, v: Any, name: str) -> TileVal:
     return v
 
 
-def _element(ctx: Ctx, v: Value, t: Any) -> Var | Composite:
-    """A tile element from a kernel value: a scalar (a literal takes t), vector or matrix."""
-    if isinstance(v, Composite):
+def _element(ctx: Ctx, v: Value, t: Any) -> Var | Composite | StructVal:
+    """A tile element from a kernel value: a scalar (a literal takes t), vector, matrix or
+    struct."""
+    if isinstance(v, (Composite, StructVal)):
         return v
     return scalar(ctx, v, t if isinstance(t, ScalarType) else None)
 
@@ -117,6 +127,7 @@ def tile_empty(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "registe
          differentiable=False, signatures="(shape: Tuple, dtype: Any) -> Tile")
 def tile_ones(ctx: Ctx, shape: Any, dtype: Any = float, storage: str = "register") -> TileVal:
     t = TileType(dtype_of(ctx, dtype), const_ints(ctx, shape, "shape"))
+    no_struct(ctx, t.dtype, "tile_ones")
     return filled(ctx, t, ctx.const(1, t.dtype))
 
 
@@ -223,9 +234,9 @@ def _offsets(ctx: Ctx, offset: Any, ndim: int) -> list[Var]:
 def _array_arg(ctx: Ctx, a: Any) -> ArrayVal:
     if not isinstance(a, ArrayVal) or not isinstance(a.type, ArrayType):
         raise ctx.error(f"argument 'a' must be an array, got {describe(a)}")
-    if not isinstance(a.type.dtype, (ScalarType, VectorType, MatrixType)):
+    if not isinstance(a.type.dtype, (ScalarType, VectorType, MatrixType, StructType)):
         raise ctx.error(f"tiles of {a.type.dtype!r} are not supported here (arrays of scalars, "
-                        "vectors and matrices are)")
+                        "vectors, matrices and structs are)")
     return a
 
 

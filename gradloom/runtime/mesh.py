@@ -29,78 +29,24 @@ from ..types.mesh_layout import (
 )
 from .array import NDArray, array
 from .array_protocols import aligned_zeros
+from .bvh_tree import Tree as _Tree
+from .bvh_tree import refit_triangles
 from .handles import Handle
 
 _NODE = np.dtype([("lower", np.float32, 3), ("upper", np.float32, 3), ("skip", np.int32),
                   ("prim", np.int32)])
 
 
+def tree_nodes(tree: _Tree) -> NDArray:
+    """The node array of a tree (depth-first order): skip pointers and primitives set, boxes
+    left for a refit."""
+    nodes = np.zeros(len(tree.order), _NODE)
+    nodes["skip"], nodes["prim"] = tree.skip_and_prim()
+    return nodes
+
+
 class MeshError(GradloomError, ValueError):
     """Bad wp.Mesh inputs."""
-
-
-def _morton(c: NDArray) -> NDArray:
-    """30-bit Morton codes of (n, 3) points normalised to [0, 1]."""
-    q = np.clip((c * 1023.0).astype(np.int64), 0, 1023)
-    code = np.zeros(len(c), np.int64)
-    for bit in range(10):
-        for axis in range(3):
-            code |= ((q[:, axis] >> bit) & 1) << (3 * bit + (2 - axis))
-    return code
-
-
-class _Tree:
-    """The tree shape: node ids (leaves first, triangles in Morton order), children, levels."""
-
-    def __init__(self, centroids: NDArray) -> None:
-        n = len(centroids)
-        lo, hi = centroids.min(0), centroids.max(0)
-        order = np.argsort(_morton((centroids - lo) / np.maximum(hi - lo, 1e-30)), kind="stable")
-        self.n_leaves = n
-        self.prim = np.concatenate([order, np.full(max(n - 1, 0), -1)]).astype(np.int32)
-        self.left = np.full(2 * n - 1, -1, np.int64)
-        self.right = np.full(2 * n - 1, -1, np.int64)
-        self.levels: list[tuple[NDArray, NDArray, NDArray]] = []
-        ids, next_id = np.arange(n), n
-        while len(ids) > 1:
-            m = len(ids) // 2
-            new = np.arange(next_id, next_id + m)
-            self.left[new], self.right[new] = ids[0:2 * m:2], ids[1:2 * m:2]
-            self.levels.append((new, ids[0:2 * m:2], ids[1:2 * m:2]))
-            next_id += m
-            ids = np.concatenate([new, ids[2 * m:]])  # an odd one out moves up unchanged
-        self.root = int(ids[0])
-        self.order = self._preorder()
-
-    def _preorder(self) -> NDArray:
-        """Node ids in depth-first order (left subtree first)."""
-        size = np.ones(len(self.left), np.int64)
-        for new, lft, rgt in self.levels:
-            size[new] = 1 + size[lft] + size[rgt]
-        pos = np.zeros(len(self.left), np.int64)
-        frontier = np.array([self.root])
-        while len(frontier):
-            inner = frontier[self.left[frontier] >= 0]
-            lft, rgt = self.left[inner], self.right[inner]
-            pos[lft] = pos[inner] + 1
-            pos[rgt] = pos[inner] + 1 + size[lft]
-            frontier = np.concatenate([lft, rgt])
-        self.size = size
-        self.pos = pos
-        out = np.empty(len(pos), np.int64)
-        out[pos] = np.arange(len(pos))
-        return out
-
-    def boxes(self, tri_lo: NDArray, tri_hi: NDArray) -> tuple[NDArray, NDArray]:
-        """Every node's box (by node id) from the triangles' boxes."""
-        lo = np.empty((len(self.left), 3), np.float64)
-        hi = np.empty((len(self.left), 3), np.float64)
-        lo[:self.n_leaves], hi[:self.n_leaves] = tri_lo[self.prim[:self.n_leaves]], \
-            tri_hi[self.prim[:self.n_leaves]]
-        for new, lft, rgt in self.levels:
-            lo[new] = np.minimum(lo[lft], lo[rgt])
-            hi[new] = np.maximum(hi[lft], hi[rgt])
-        return lo, hi
 
 
 class Mesh:
@@ -129,8 +75,8 @@ class Mesh:
         if tris.min() < 0 or tris.max() >= points.shape[0]:
             raise MeshError("wp.Mesh(indices=...) has a vertex index outside the points array")
         self._tris = tris.astype(np.int64)
-        self._tree = _Tree(self._tri_boxes()[2])
-        self._nodes = np.zeros(len(self._tree.order), _NODE)
+        self._tree = _Tree(self._centroids())
+        self._nodes = tree_nodes(self._tree)
         self._desc = aligned_zeros((MESH_DESCRIPTOR_SIZE,), np.uint8)
         self.refit()
         self.id = Handle(int(self._desc.ctypes.data), self)
@@ -140,26 +86,18 @@ class Mesh:
 
     def rebuild(self, constructor: Any = None) -> None:
         """Build a new tree from the points' current values (refit keeps the old tree)."""
-        self._tree = _Tree(self._tri_boxes()[2])
-        self._nodes = np.zeros(len(self._tree.order), _NODE)
+        self._tree = _Tree(self._centroids())
+        self._nodes = tree_nodes(self._tree)
         self.refit()
 
-    def _tri_boxes(self) -> tuple[NDArray, NDArray, NDArray]:
-        p = self.points.numpy().astype(np.float64)[self._tris]  # (n, 3 corners, 3)
-        return p.min(1), p.max(1), p.mean(1)
+    def _centroids(self) -> NDArray:
+        p = self.points.numpy()
+        t = self._tris
+        return (p[t[:, 0]] + p[t[:, 1]] + p[t[:, 2]]) * np.float32(1.0 / 3.0)
 
     def refit(self) -> None:
         """Recompute the BVH's boxes from the points' current values (same tree)."""
-        t = self._tree
-        lo, hi, _ = self._tri_boxes()
-        lo, hi = t.boxes(lo, hi)
-        order = t.order
-        nodes = self._nodes
-        # float32 boxes rounded outward so they still contain the float32 triangles
-        nodes["lower"] = np.nextafter(lo[order].astype(np.float32), np.float32(-np.inf))
-        nodes["upper"] = np.nextafter(hi[order].astype(np.float32), np.float32(np.inf))
-        nodes["skip"] = (t.pos[order] + t.size[order]).astype(np.int32)
-        nodes["prim"] = t.prim[order]
+        refit_triangles(self._nodes, self.points.numpy(), self.indices.numpy())
         self._write_descriptor()
 
     def _write_descriptor(self) -> None:

@@ -1,0 +1,121 @@
+"""LLVM IR of the BVH refit behind `wp.Mesh.refit` and `wp.Bvh.refit` (runtime/bvh_tree.py).
+
+The nodes are stored depth first (types/mesh_layout.py: lower, upper, skip, prim; 32 bytes), so
+every child comes after its parent: one loop from the last node to the first sets each leaf's
+box from its primitive and each inner node's box from its children (the left child is the next
+node, the right one sits at the left child's skip pointer). A leaf's primitive is a box
+(`lowers[prim]`, `uppers[prim]`) or, with a points pointer, a triangle (`indices[3 prim + k]`
+into `points`) whose box is widened by one float32 step on every side (slab and distance tests
+round; the box must still hold the triangle).
+"""
+
+from __future__ import annotations
+
+from ..types.mesh_layout import MESH_NODE_SIZE, NODE_LOWER, NODE_PRIM, NODE_SKIP, NODE_UPPER
+
+#: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices)`: points null for box leaves
+FUNCTIONS = ("gl_bvh_refit",)
+
+
+def _f(name: str, ptr: str, offset: str) -> str:
+    """Load the float at ptr + offset (an i64 value or constant) into %name."""
+    return (f"  %{name}.a = getelementptr i8, ptr {ptr}, i64 {offset}\n"
+            f"  %{name} = load float, ptr %{name}.a, align 4\n")
+
+
+def _store(name: str, ptr: str, offset: int, value: str) -> str:
+    return (f"  %{name}.s = getelementptr i8, ptr {ptr}, i64 {offset}\n"
+            f"  store float {value}, ptr %{name}.s, align 4\n")
+
+
+def _minmax(out: str, a: str, b: str, less: bool) -> str:
+    pred = "olt" if less else "ogt"
+    return (f"  %{out}.c = fcmp {pred} float {a}, {b}\n"
+            f"  %{out} = select i1 %{out}.c, float {a}, float {b}\n")
+
+
+def _step(out: str, x: str, down: bool) -> str:
+    """%out = the float next to %x towards -inf (down) or +inf."""
+    towards_sign = "-2147483647" if down else "1"  # 0x80000001 (-tiny), 0x00000001 (+tiny)
+    grow, shrink = ("sub", "add") if down else ("add", "sub")
+    return (f"  %{out}.b = bitcast float {x} to i32\n"
+            f"  %{out}.m = and i32 %{out}.b, 2147483647\n"
+            f"  %{out}.z = icmp eq i32 %{out}.m, 0\n"
+            f"  %{out}.p = icmp sge i32 %{out}.b, 0\n"
+            f"  %{out}.u = {grow} i32 %{out}.b, 1\n"
+            f"  %{out}.d = {shrink} i32 %{out}.b, 1\n"
+            f"  %{out}.n = select i1 %{out}.p, i32 %{out}.u, i32 %{out}.d\n"
+            f"  %{out}.r = select i1 %{out}.z, i32 {towards_sign}, i32 %{out}.n\n"
+            f"  %{out} = bitcast i32 %{out}.r to float\n")
+
+
+def _box_leaf() -> str:
+    text = "box_leaf:\n  %bo = mul i64 %prim64, 12\n"
+    for c in range(3):
+        text += f"  %bo{c} = add i64 %bo, {4 * c}\n"
+        text += _f(f"xl{c}", "%lowers", f"%bo{c}") + _f(f"xh{c}", "%uppers", f"%bo{c}")
+        text += _store(f"bsl{c}", "%node", NODE_LOWER + 4 * c, f"%xl{c}")
+        text += _store(f"bsh{c}", "%node", NODE_UPPER + 4 * c, f"%xh{c}")
+    return text + "  br label %next\n"
+
+
+def _tri_leaf() -> str:
+    text = "tri_leaf:\n  %t3 = mul i64 %prim64, 3\n"
+    for v in range(3):
+        text += (f"  %ti{v} = add i64 %t3, {v}\n"
+                 f"  %tia{v} = getelementptr i32, ptr %indices, i64 %ti{v}\n"
+                 f"  %tv{v} = load i32, ptr %tia{v}, align 4\n"
+                 f"  %tv64{v} = sext i32 %tv{v} to i64\n"
+                 f"  %to{v} = mul i64 %tv64{v}, 12\n")
+        for c in range(3):
+            text += f"  %to{v}{c} = add i64 %to{v}, {4 * c}\n"
+            text += _f(f"p{v}{c}", "%points", f"%to{v}{c}")
+    for c in range(3):
+        text += _minmax(f"tl{c}a", f"%p0{c}", f"%p1{c}", True)
+        text += _minmax(f"tl{c}", f"%tl{c}a", f"%p2{c}", True)
+        text += _minmax(f"th{c}a", f"%p0{c}", f"%p1{c}", False)
+        text += _minmax(f"th{c}", f"%th{c}a", f"%p2{c}", False)
+        text += _step(f"wl{c}", f"%tl{c}", True) + _step(f"wh{c}", f"%th{c}", False)
+        text += _store(f"tsl{c}", "%node", NODE_LOWER + 4 * c, f"%wl{c}")
+        text += _store(f"tsh{c}", "%node", NODE_UPPER + 4 * c, f"%wh{c}")
+    return text + "  br label %next\n"
+
+
+def _inner() -> str:
+    text = (f"inner:\n  %left = getelementptr i8, ptr %node, i64 {MESH_NODE_SIZE}\n"
+            f"  %lsa = getelementptr i8, ptr %left, i64 {NODE_SKIP}\n"
+            "  %lskip = load i32, ptr %lsa, align 4\n"
+            "  %lskip64 = sext i32 %lskip to i64\n"
+            f"  %roff = mul i64 %lskip64, {MESH_NODE_SIZE}\n"
+            "  %right = getelementptr i8, ptr %nodes, i64 %roff\n")
+    for c in range(3):
+        for side, off, less in (("l", NODE_LOWER, True), ("h", NODE_UPPER, False)):
+            o = str(off + 4 * c)
+            text += _f(f"a{side}{c}", "%left", o) + _f(f"b{side}{c}", "%right", o)
+            text += _minmax(f"m{side}{c}", f"%a{side}{c}", f"%b{side}{c}", less)
+            text += _store(f"ms{side}{c}", "%node", off + 4 * c, f"%m{side}{c}")
+    return text + "  br label %next\n"
+
+
+def refit_module(triple: str, datalayout: str) -> str:
+    """The module of FUNCTIONS for one target."""
+    head = ("define void @gl_bvh_refit(ptr %nodes, i64 %count, ptr %lowers, ptr %uppers, "
+            "ptr %points, ptr %indices) nounwind {\n"
+            "entry:\n  %empty = icmp sle i64 %count, 0\n"
+            "  br i1 %empty, label %done, label %loop\n"
+            "loop:\n  %i = phi i64 [ %count, %entry ], [ %k, %next ]\n"
+            "  %k = sub i64 %i, 1\n"
+            f"  %noff = mul i64 %k, {MESH_NODE_SIZE}\n"
+            "  %node = getelementptr i8, ptr %nodes, i64 %noff\n"
+            f"  %pa = getelementptr i8, ptr %node, i64 {NODE_PRIM}\n"
+            "  %prim = load i32, ptr %pa, align 4\n"
+            "  %prim64 = sext i32 %prim to i64\n"
+            "  %is_leaf = icmp sge i32 %prim, 0\n"
+            "  br i1 %is_leaf, label %leaf, label %inner\n"
+            "leaf:\n  %tris = icmp ne ptr %points, null\n"
+            "  br i1 %tris, label %tri_leaf, label %box_leaf\n")
+    tail = ("next:\n  %more = icmp sgt i64 %k, 0\n"
+            "  br i1 %more, label %loop, label %done\n"
+            "done:\n  ret void\n}\n")
+    return (f'target triple = "{triple}"\ntarget datalayout = "{datalayout}"\n'
+            + head + _box_leaf() + _tri_leaf() + _inner() + tail)
