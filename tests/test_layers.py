@@ -131,6 +131,7 @@ RUNTIME_RANKS: list[tuple[str, set[str]]] = [
     # backend registry, the worker pool, signals, the NanoVDB byte format, the CUDA driver
     # loader (device discovery)
     ("base", {"layout", "handles", "readmarks", "signals", "page_map", "pool", "nanovdb",
+              "nanovdb_check",
               "cache", "array_annotation", "array_arith", "backend", "recorded",
               "cuda.driver"}),
     # devices and host memory operations
