@@ -1015,6 +1015,29 @@ def test_wp_static_expressions():
     np.testing.assert_array_equal(z.numpy(), [sum(range(6)) + 8] * 4)
 
 
+def _scale_func(n: int):
+    @wp.func
+    def scale(v: float):
+        return v * float(n)
+
+    return scale
+
+
+@wp.kernel
+def static_local_kernel(x: wp.array(dtype=float)):
+    i = wp.tid()
+    factor = wp.static(PY_INT)  # a local a later static expression reads, as in Warp
+    if x[i] < -1.0e9:
+        return
+    x[i] = wp.static(_scale_func(factor))(x[i])
+
+
+def test_wp_static_reads_a_local_assigned_from_a_static():
+    x = warr(f32(np.arange(4)), float)
+    launch(static_local_kernel, 4, x)
+    np.testing.assert_allclose(x.numpy(), np.arange(4) * PY_INT, rtol=RTOL)
+
+
 def test_funcs_calling_funcs():
     v = f32(np.random.default_rng(12).standard_normal((8, 3)))
     out, s = zeros(8, wp.vec3), zeros(8, float)

@@ -511,7 +511,8 @@ class ExprLowerer:
         code = compile(ast.Expression(node.args[0]), self.info.file, "eval")
         namespace = dict(self.info.pyfunc.__globals__)
         namespace.update(self.info.closure)
-        constants = self.__dict__.setdefault("_constants", constant_names(self.info.tree))
+        constants = self.__dict__.setdefault("_constants", constant_names(self.info.tree,
+                                                                            self.info.statics))
         unrolled: dict[str, Any] = self.__dict__.setdefault("static_indices", {})
         namespace.update(static_locals(self.env, {**constants, **unrolled}))
         try:

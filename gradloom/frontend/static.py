@@ -73,8 +73,12 @@ def static_locals(env: dict[str, Any], constants: dict[str, Any]) -> dict[str, A
     return out
 
 
-def constant_names(tree: ast.FunctionDef) -> dict[str, Any]:
-    """Names a function assigns exactly once, from a number (`n = 3`, `eps = -1e-6`)."""
+def constant_names(tree: ast.FunctionDef, statics: dict[int, Any] | None = None
+                   ) -> dict[str, Any]:
+    """Names a function assigns exactly once, from a number (`n = 3`, `eps = -1e-6`) or from a
+    `wp.static(...)` evaluated when it was declared (`statics`: by the call's node id), as
+    Warp's static expressions see them (`TILE = wp.static(n)`, then `wp.static(f(TILE))`)."""
+    statics = statics or {}
     counts: dict[str, int] = {}
     values: dict[str, Any] = {}
     for node in ast.walk(tree):
@@ -92,6 +96,8 @@ def constant_names(tree: ast.FunctionDef) -> dict[str, Any]:
             number = _number(node.value)
             if number is not None:
                 values[node.targets[0].id] = number
+            elif id(node.value) in statics:
+                values[node.targets[0].id] = statics[id(node.value)]
     return {n: v for n, v in values.items() if counts.get(n) == 1}
 
 
