@@ -447,14 +447,15 @@ def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | No
         raise TypeError(f"wp.kernel() got unexpected keyword arguments {sorted(unknown)}")
     if name is not None and not name.isidentifier():
         raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
-    if module_options and module != "unique":
+    if module_options is not None and module != "unique":
         raise ValueError("module_options requires module=\"unique\"; for a shared module use "
                          "wp.set_module_options()")
 
     def make(fn: Any) -> Kernel:
         options = {k: v for k, v in cuda_options.items() if v is not None}
         k = Kernel(fn, key=name, module=module, options=options, enable_backward=enable_backward)
-        if module_options:
+        if module_options is not None:
+            k.module.check_option_names(module_options)
             k.module.set_options(module_options)
         return _deduplicated(k) if module == "unique" else k
 

@@ -100,7 +100,19 @@ class Module:
         """Update options (checked where gradloom acts on them); kernels compile again."""
         if "deterministic" in options:
             check_deterministic(options["deterministic"])
+        if "deterministic_max_records" in options:
+            check_max_records(options["deterministic_max_records"])
         self.options.update(options)
+
+    def check_option_names(self, options: Any) -> None:
+        """`module_options` of `@wp.kernel`: a dict of this module's option names, as Warp
+        checks them (TypeError for another type, ValueError naming an unknown key)."""
+        if not isinstance(options, dict):
+            raise TypeError(f"module_options must be a dict, got {type(options).__name__}")
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise ValueError(f"unknown module option(s) {', '.join(map(repr, unknown))}. Valid "
+                             f"options are: {', '.join(map(repr, sorted(self.options)))}.")
 
     def register_kernel(self, kernel: Any) -> None:
         self.kernels[kernel.key] = kernel
@@ -133,6 +145,10 @@ class Module:
         for key in sorted(self.kernels):
             h.update(f"{key}:{self.kernels[key].content_hash()};".encode())
         return h.digest()
+
+    def get_module_hash(self, block_dim: int | None = None) -> bytes:
+        """Warp's name for `hash_module()` (`block_dim` is a CUDA launch fact: ignored)."""
+        return self.hash_module()
 
     def resolve_options(self, config_: Any = None, block_dim: int | None = None) -> dict[str, Any]:
         """Warp's `Module.resolve_options(wp.config)`: a copy of the module's options with the
@@ -241,6 +257,15 @@ def set_module_options(options: dict[str, Any], module: Any = None) -> None:
     m = _named(module, 1)
     m.set_options(options)
     m.mark_modified()
+
+
+def check_max_records(value: Any) -> None:
+    """`deterministic_max_records` is a non-negative int (bool refused), as in Warp."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"the 'deterministic_max_records' option takes a non-negative int, got "
+                        f"{value!r}")
+    if value < 0:
+        raise ValueError(f"the 'deterministic_max_records' option must be >= 0, got {value}")
 
 
 def check_deterministic(value: Any) -> None:
