@@ -99,8 +99,11 @@ GRADIENTS_TESTED_ELSEWHERE = {"texture_sample": "test_texture.py",
         "sample_f", "sample_v", "sample", "sample_grad_f", "sample_grad", "index_to_world",
         "world_to_index", "index_to_world_dir", "world_to_index_dir", "sample_index",
         "sample_grad_index")}, **{
-    f"mesh_{n}": "test_mesh.py" for n in ("query_point_no_sign", "eval_position")},
-    "mesh_query_ray": "test_mesh_ray.py"}
+    f"mesh_{n}": "test_mesh.py" for n in ("query_point_no_sign", "eval_position")}, **{
+    f"mesh_{n}": "test_mesh_sign.py" for n in (
+        "query_point", "query_point_sign_normal", "query_point_sign_winding_number",
+        "query_point_sign_parity", "eval_velocity")},
+    "mesh_query_ray": "test_mesh_ray.py", "closest_point_edge_edge": "test_geometry_intersect.py"}
 
 
 @pytest.mark.skipif(BACKEND != "gradloom", reason="the registry is gradloom's")

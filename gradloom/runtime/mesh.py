@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import GradloomError
 from ..types import int32, vec3f
 from ..types.mesh_layout import (
+    MESH_AVG_EDGE,
     MESH_DESCRIPTOR_SIZE,
     MESH_INDICES,
     MESH_NODES,
@@ -26,6 +27,7 @@ from ..types.mesh_layout import (
     MESH_NUM_TRIS,
     MESH_POINTS,
     MESH_VELOCITIES,
+    MESH_WINDING,
 )
 from .array import NDArray, array
 from .array_protocols import aligned_zeros
@@ -35,6 +37,8 @@ from .handles import Handle
 
 _NODE = np.dtype([("lower", np.float32, 3), ("upper", np.float32, 3), ("skip", np.int32),
                   ("prim", np.int32)])
+_WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius2", np.float32),
+                  ("pad", np.float32)])
 
 
 def tree_nodes(tree: _Tree) -> NDArray:
@@ -47,6 +51,36 @@ def tree_nodes(tree: _Tree) -> NDArray:
 
 class MeshError(GradloomError, ValueError):
     """Bad wp.Mesh inputs."""
+
+
+def _winding(tree: _Tree, p: NDArray) -> NDArray:
+    """Per node (by node id): area-weighted centre, summed area vector, and a squared radius
+    around the centre holding the subtree's vertices (a child's radius plus its centre's
+    offset: an upper bound, which only makes the winding-number walk descend more)."""
+    n_nodes, n = len(tree.left), tree.n_leaves
+    area_vec = 0.5 * np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    area = np.linalg.norm(area_vec, axis=1)
+    w = np.zeros(n_nodes)
+    wc, normal = np.zeros((n_nodes, 3)), np.zeros((n_nodes, 3))
+    radius = np.zeros(n_nodes)
+    prim = tree.prim[:n]
+    w[:n], normal[:n] = area[prim], area_vec[prim]
+    wc[:n] = area[prim, None] * p[prim].mean(1)
+    center = np.empty((n_nodes, 3))
+    center[:n] = np.where(w[:n, None] > 0, wc[:n] / np.maximum(w[:n, None], 1e-300),
+                          p[prim].mean(1))
+    radius[:n] = np.sqrt(((p[prim] - center[:n, None]) ** 2).sum(2).max(1))
+    for new, lft, rgt in tree.levels:
+        w[new], wc[new] = w[lft] + w[rgt], wc[lft] + wc[rgt]
+        normal[new] = normal[lft] + normal[rgt]
+        mean = 0.5 * (center[lft] + center[rgt])
+        center[new] = np.where(w[new, None] > 0, wc[new] / np.maximum(w[new, None], 1e-300), mean)
+        reach = [np.linalg.norm(center[c] - center[new], axis=1) + radius[c] for c in (lft, rgt)]
+        radius[new] = np.maximum(*reach)
+    out = np.zeros(n_nodes, _WIND)
+    out["center"], out["normal"] = center, normal
+    out["radius2"] = (radius * (1.0 + 1e-6)) ** 2
+    return out
 
 
 class Mesh:

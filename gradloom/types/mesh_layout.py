@@ -9,7 +9,9 @@ MESH_NODES = 24  # ptr: BVH nodes in depth-first order, MESH_NODE_SIZE bytes eac
 MESH_NUM_NODES = 32  # int32
 MESH_NUM_TRIS = 36  # int32
 MESH_NUM_POINTS = 40  # int32
-MESH_DESCRIPTOR_SIZE = 48
+MESH_AVG_EDGE = 44  # float32: the mean edge length (scales mesh_query_point_sign_normal's epsilon)
+MESH_WINDING = 48  # ptr: per node winding-number data (WIND_NODE_SIZE bytes each), or 0
+MESH_DESCRIPTOR_SIZE = 56
 
 # one BVH node: lower (3 x float32), upper (3 x float32), skip (int32: the node after this
 # subtree in depth-first order), prim (int32: the triangle of a leaf, -1 for an inner node)
@@ -18,3 +20,12 @@ NODE_UPPER = 12
 NODE_SKIP = 24
 NODE_PRIM = 28
 MESH_NODE_SIZE = 32
+
+# winding-number data of one node (same depth-first order as the nodes), for
+# mesh_query_point_sign_winding_number: the area-weighted centre of its triangles (3 x float32),
+# the sum of their area vectors (3 x float32), and the squared radius around the centre that
+# holds all their vertices (float32)
+WIND_CENTER = 0
+WIND_NORMAL = 12
+WIND_RADIUS2 = 24
+WIND_NODE_SIZE = 32
