@@ -186,6 +186,31 @@ def test_standard_barrier_snippets_mean_nothing_with_one_thread_per_block():
     np.testing.assert_array_equal(a.numpy(), [2.0, 2.0, 2.0])
 
 
+@wp.func_native(snippet="""
+#if defined(__CUDA_ARCH__)
+    return __ffsll((long long)x) - 1;
+#else
+    return __builtin_ctzll((unsigned long long)x);
+#endif
+""")
+def ctz64(x: wp.uint64) -> int: ...
+
+
+@wp.kernel
+def ctz_kernel(masks: wp.array(dtype=wp.uint64), out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = ctz64(masks[i])
+
+
+def test_count_trailing_zeros_snippet_counts_them():
+    # MuJoCo Warp's sparse blocked Cholesky walks bit masks with this snippet
+    values = [1, 8, 2**40, 2**63, 0b1011000, 2**64 - 1, 0]
+    out = wp.zeros(len(values), dtype=int)
+    wp.launch(ctz_kernel, len(values), inputs=[wp.array(values, dtype=wp.uint64), out])
+    expected = [(v & -v).bit_length() - 1 if v else 64 for v in values]  # 0: x86's tzcnt
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
 # -- wp.grad ------------------------------------------------------------------------------------------
 
 

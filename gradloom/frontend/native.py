@@ -1,27 +1,60 @@
 """`@wp.func_native`: Warp's C++/CUDA snippet functions, accepted so that Warp code imports; a
 kernel or a Python call that uses one raises a clear error (gradloom compiles through LLVM and
 has no C++ compiler to build a snippet with). The few standard snippets libraries cannot avoid
-are recognised and given their meaning instead: a block barrier (`WP_TILE_SYNC();`,
-`__syncthreads();`) does nothing, since a tile block is one thread here (Warp's CPU rule)."""
+are recognised by their CPU code (what Warp's CPU build compiles: the `#else` branch of an
+`#if defined(__CUDA_ARCH__)`) and given their meaning instead: a block barrier
+(`WP_TILE_SYNC();`, `__syncthreads();`) does nothing, since a tile block is one thread here
+(Warp's CPU rule); `return __builtin_ctzll(x);` counts a 64-bit integer's trailing zero bits."""
 
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
 
+from ..builtins.values import Ctx, scalar
 from ..errors import CompileError, GradloomError
+from ..types import int32, uint64
 
 #: snippets (comments and whitespace dropped) that mean nothing with one thread per block
 _BARRIERS = frozenset({"WP_TILE_SYNC();", "__syncthreads();"})
+#: `return __builtin_ctzll(x);`, the argument maybe cast: its name
+_CTZ = re.compile(r"return__builtin_ctzll\((?:\((?:unsigned|long|int)+\))?(\w+)\);")
 
 
-def _meaning(snippet: str) -> str | None:
-    """'barrier' for a standard block-barrier snippet; None for any other code."""
+def _cpu_code(snippet: str) -> str:
+    """The snippet's code for the CPU, comments and whitespace dropped."""
     code = re.sub(r"//[^\n]*|/\*.*?\*/", "", snippet, flags=re.S)
-    code = "".join(code.split())
-    return "barrier" if code in _BARRIERS else None
+    cuda = re.search(r"#if\s*defined\s*\(\s*__CUDA_ARCH__\s*\)(.*?)#else(.*?)#endif", code,
+                     flags=re.S)
+    if cuda is not None:
+        code = cuda.group(2)
+    return "".join(code.split())
+
+
+def _meaning(snippet: str, params: list[str]) -> str | None:
+    """'barrier', 'ctz' (the trailing zero bits of the only parameter) or None for any other
+    code."""
+    code = _cpu_code(snippet)
+    if code in _BARRIERS:
+        return "barrier"
+    ctz = _CTZ.fullmatch(code)
+    if ctz is not None and params == [ctz.group(1)]:
+        return "ctz"
+    return None
+
+
+def count_trailing_zeros(ctx: Ctx, x: Any) -> Any:
+    """The number of trailing zero bits of x as a uint64 (64 for 0, as x86's tzcnt), as int32:
+    the set bits of (x & -x) - 1."""
+    v = scalar(ctx, x, uint64)
+    if v.type != uint64:
+        v = ctx.op("cast", v, type=uint64)
+    lowest = ctx.op("and", v, ctx.op("sub", ctx.const(0, uint64), v))
+    below = ctx.op("sub", lowest, ctx.const(1, uint64))
+    return ctx.op("cast", ctx.op("popcount", below), type=int32)
 
 
 class NativeFunction:
@@ -45,8 +78,11 @@ class NativeFunction:
     def __gl_call__(self, lowerer: Any, ctx: Any, node: Any, args: Any, kwargs: Any) -> Any:
         """A call in kernel code: a recognised barrier is a no-op; anything else the error, at
         the call's line."""
-        if _meaning(self.snippet) == "barrier" and not args and not kwargs:
+        meaning = _meaning(self.snippet, list(inspect.signature(self.pyfunc).parameters))
+        if meaning == "barrier" and not args and not kwargs:
             return None
+        if meaning == "ctz" and len(args) == 1 and not kwargs:
+            return count_trailing_zeros(ctx, args[0])
         raise CompileError(str(self.error()), ctx.loc)
 
     def __repr__(self) -> str:
