@@ -330,3 +330,27 @@ def test_sphere_query_matches_brute_force() -> None:
             p = pts[tris]
             box = np.all((p.min(1) <= centers[i] + radius) & (p.max(1) >= centers[i] - radius), 1)
             np.testing.assert_array_equal(hits.numpy()[i], box.astype(int))
+
+
+@wp.kernel
+def winding_vs_rays(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), out: wp.array(dtype=float, ndim=2)):
+    i = wp.tid()
+    out[i, 0] = wp.mesh_query_point_sign_winding_number(mesh, xs[i], 10.0).sign
+    out[i, 1] = wp.mesh_query_point(mesh, xs[i], 10.0).sign
+
+
+def test_winding_number_uses_the_meshs_winding_data() -> None:
+    """A cube without its +x and +y faces: from near the centre the other four faces subtend
+    about two thirds of the sphere (winding number ~0.67: inside), while only the +z axis ray
+    meets a face (one vote: outside). Only a mesh built with support_winding_number has the
+    data; without it the rays decide, as in Warp."""
+    s = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], np.float32)
+    quads = [(0, 1, 3, 2), (0, 4, 5, 1), (0, 2, 6, 4), (1, 5, 7, 3)]  # -x, -y, -z, +z
+    tris = np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))], np.int32)
+    xs = np.array([[0.05, 0.02, -0.03], [-0.1, 0.1, 0.05]], np.float32)
+    for winding, want in ((True, -1.0), (False, 1.0)):
+        mesh = make(s, tris, winding)
+        out = wp.zeros((2, 2), dtype=float)
+        wp.launch(winding_vs_rays, dim=2, inputs=[mesh.id, wp.array(xs, dtype=wp.vec3), out])
+        np.testing.assert_array_equal(out.numpy()[:, 0], want, err_msg=f"winding data {winding}")
+        np.testing.assert_array_equal(out.numpy()[:, 1], 1.0)
