@@ -87,9 +87,9 @@ def fork_is_safe() -> bool:
 
 @user_facing
 def load_module(module: Any = None, device: Any = None, recursive: bool = False,
-                block_dim: Any = None) -> None:
+                block_dim: Any = None, max_workers: int | None = None) -> None:
     """Warp's `wp.load_module`: compile every kernel of `module` (default: the caller's) now.
-    `recursive` also compiles kernels of its submodules."""
+    `recursive` also compiles kernels of its submodules; `max_workers` as in `force_load`."""
     if module is None:
         module = sys.modules[sys._getframe(1).f_globals["__name__"]]
     elif isinstance(module, str) and module not in sys.modules:
@@ -102,16 +102,27 @@ def load_module(module: Any = None, device: Any = None, recursive: bool = False,
         for name, sub in list(sys.modules.items()):
             if name.startswith(prefix) and sub is not None:
                 found += kernels_of(sub)
-    compile_kernels(found)
+    compile_kernels(found, threads=_workers(max_workers))
 
 
 @user_facing
-def force_load(device: Any = None, modules: Any = None) -> None:
+def force_load(device: Any = None, modules: Any = None, block_dim: Any = None,
+               max_workers: int | None = None) -> None:
     """Warp's `wp.force_load`: compile the kernels of the given modules (default: of every
-    imported module that defines any) now, in parallel."""
+    imported module that defines any) now, on `max_workers` workers (0: serially; None:
+    `config.load_module_max_workers`, whose 0 means `config.num_threads` here)."""
     chosen = modules if modules is not None else list(sys.modules.values())
     found: list[Kernel] = []
     for m in chosen:
         if isinstance(m, (str, types.ModuleType, Module)):
             found += kernels_of(m)
-    compile_kernels(found)
+    compile_kernels(found, threads=_workers(max_workers))
+
+
+def _workers(max_workers: int | None) -> int | None:
+    """Compile processes for Warp's `max_workers` (None: the default; 0: one, serially)."""
+    if max_workers is None:
+        return None
+    if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 0:
+        raise ValueError(f"max_workers must be a non-negative int or None, got {max_workers!r}")
+    return max(1, max_workers)

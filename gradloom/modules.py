@@ -146,6 +146,15 @@ class Module:
             h.update(f"{key}:{self.kernels[key].content_hash()};".encode())
         return h.digest()
 
+    @property
+    def execs(self) -> dict[tuple[Any, int], Module]:
+        """Warp's loaded executables by (CUDA context, block_dim): here the CPU's (context None)
+        once every kernel of the module has its forward entry loaded (kernels compile one by
+        one; a module is not a compile unit)."""
+        live = self.live_kernels()
+        loaded = bool(live) and all(k.built("forward") for k in live)
+        return {(None, int(self.options.get("block_dim") or 1)): self} if loaded else {}
+
     def get_module_hash(self, block_dim: int | None = None) -> bytes:
         """Warp's name for `hash_module()` (`block_dim` is a CUDA launch fact: ignored)."""
         return self.hash_module()

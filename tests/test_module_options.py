@@ -35,3 +35,15 @@ def test_get_module_hash_follows_the_options():
     assert before == m.hash_module() and isinstance(before, bytes)
     wp.set_module_options({"max_unroll": 3}, module=m)
     assert m.get_module_hash() != before
+
+
+def test_force_load_max_workers_and_execs():
+    m = wp.get_module("module_force_load_workers_test")
+    k = wp.Kernel(func=_body, module=m)
+    assert m.execs == {}
+    wp.force_load(device="cpu", modules=[m], max_workers=0)
+    assert k.built("forward")
+    assert list(m.execs) == [(None, m.options["block_dim"])]
+    with pytest.raises(ValueError, match="max_workers"):
+        wp.force_load(modules=[m], max_workers=-1)
+    wp.load_module(m, max_workers=2)
