@@ -604,3 +604,19 @@ def test_array_deleter_runs_once_no_view_of_the_memory_is_left() -> None:
     del host
     gc.collect()
     assert freed == [(ptr, 16)]
+
+
+def test_assign_copies_as_many_contiguous_elements_in_order_as_warp() -> None:
+    import gradloom as wp
+
+    # MuJoCo Warp: d.mocap_pos (nworld, nmocap) of vec3 assigned a numpy (nmocap, 3) array
+    dest = wp.zeros((1, 1), dtype=wp.vec3)
+    dest.assign(np.array([[2.0, 3.0, 4.0]], dtype=np.float32))
+    np.testing.assert_array_equal(dest.numpy(), [[[2.0, 3.0, 4.0]]])
+    flat = wp.zeros(6, dtype=float)
+    flat.assign(wp.array(np.arange(6.0).reshape(2, 3), dtype=float))
+    np.testing.assert_array_equal(flat.numpy(), np.arange(6.0))
+    with pytest.raises(GradloomError, match="assign"):
+        flat.assign(np.zeros(5, dtype=np.float32))  # not as many: refused, never a part copy
+    with pytest.raises(GradloomError, match="assign"):
+        flat.assign(wp.zeros(4, dtype=float))

@@ -55,6 +55,16 @@ def _packed(view: NDArray) -> NDArray:
     return np.lib.stride_tricks.as_strided(view, strides=packed_strides(view.shape, view.itemsize))
 
 
+def flat_source(dest: Any, src: Any) -> Any:
+    """`src` for `dest.assign(src)`: itself, or — both contiguous, as many elements, another
+    shape — its view in dest's shape (Warp copies contiguous memory in order); else an error."""
+    if src.shape == dest.shape:
+        return src
+    if src.size == dest.size and src.is_contiguous and dest.is_contiguous:
+        return src.reshape(dest.shape)
+    raise GradloomError(f"assign: source shape {src.shape} != destination {dest.shape}")
+
+
 class HostArray:
     """The methods of an array in host memory (see the module docstring)."""
 
@@ -138,17 +148,19 @@ class HostArray:
 
     @deferrable("array.assign()")
     def assign(self: Any, src: Any) -> None:
-        """Copy `src` (an array, numpy array or nested list of the same shape) into this array."""
+        """Copy `src` (an array, numpy array or nested list of the same shape — or, both
+        contiguous, of as many elements: Warp copies them in order) into this array."""
         storage = self._concrete()
         if isinstance(src, _array()):
-            if src.shape != self.shape:
-                raise GradloomError(f"assign: source shape {src.shape} != destination {self.shape}")
+            src = flat_source(self, src)
             self._overwrite()
             copy_storage(self, src)
             record_copy(self, src)
             return
         data = fit_data(to_numpy(src, storage_dtype(self.dtype), False, self.dtype), self.dtype,
                         None)
+        if data.shape != storage.shape and data.size == storage.size and self.is_contiguous:
+            data = data.reshape(storage.shape)  # as many elements, in order (Warp's copy)
         if data.shape != storage.shape:
             raise GradloomError(
                 f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"

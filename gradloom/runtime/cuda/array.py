@@ -40,6 +40,7 @@ from ..array_storage import fill_value, to_numpy
 from ..capturing import deferrable
 from ..device import CPU, Device
 from ..dlpack_capsule import DLPACK_CUDA, export
+from ..host_array import flat_source
 from ..layout import is_contiguous, packed_strides, same_layout, span
 from ..recording import record_copy
 from ..stream import cuda_stream
@@ -252,14 +253,15 @@ class DeviceArray:
     def assign(self: Any, src: Any) -> None:
         """Copy `src` (an array on any device, numpy data or a nested list of the same shape)."""
         if isinstance(src, array):
-            if src.shape != self.shape:
-                raise GradloomError(f"assign: source shape {src.shape} != destination "
-                                    f"{self.shape}")
+            src = flat_source(self, src)
             self._overwrite()
             copy_arrays(self, src)
             record_copy(self, src)
             return
         data = fit_data(to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
+        full = (*self.shape, *elem_shape(self.dtype))
+        if data.shape != full and data.size == math.prod(full) and self.is_contiguous:
+            data = data.reshape(full)  # as many elements, in order (Warp's copy)
         if data.shape[:data.ndim - len(elem_shape(self.dtype))] != self.shape:
             raise GradloomError(f"assign: source data of shape {data.shape} does not match the "
                                 f"array's shape {self.shape} (dtype {self.dtype!r})")
