@@ -48,8 +48,9 @@ def _leaf_index(ctx: Ctx, leaf: Var, ijk: list[Var]) -> Var:
 
 
 def voxel_index(ctx: Ctx, p: Var, ijk: list[Var]) -> Var:
-    """The zero-based int32 index of voxel ijk of an index grid; -1 where none (or not an
-    index grid)."""
+    """The zero-based int32 index of voxel ijk: of an index grid, its NanoVDB index less one; of
+    a value grid, its place among the leaves' values (leaf number · 512 + offset in the leaf,
+    the order of `Volume.get_voxels`); -1 where none."""
     def walk() -> list[Var]:
         offset, is_leaf = value_offset(ctx, p, L.ONINDEX, ijk)
         leaf = ctx.op("ptr_add", p, ctx.op("sub", offset, i64(ctx, L.ONINDEX.leaf_table)))
@@ -57,8 +58,37 @@ def voxel_index(ctx: Ctx, p: Var, ijk: list[Var]) -> Var:
                          lambda: [_leaf_index(ctx, leaf, ijk)],
                          lambda: [load_i64(ctx, p, offset)])  # fmt: skip
 
-    (nano,) = if_values(ctx, _is_index(ctx, p), walk, lambda: [i64(ctx, 0)])
+    (nano,) = if_values(ctx, _is_index(ctx, p), walk,
+                        lambda: [_add1(ctx, _value_grid_index(ctx, p, ijk, list(L.LAYOUTS.values())))])
     return ctx.op("cast", ctx.op("sub", nano, i64(ctx, 1)), type=int32)
+
+
+def _add1(ctx: Ctx, v: Var) -> Var:
+    return ctx.op("add", v, i64(ctx, 1))
+
+
+def _value_grid_index(ctx: Ctx, p: Var, ijk: list[Var], layouts: list[L.ValueLayout]) -> Var:
+    """A value grid's leaf-value index of voxel ijk (-1 outside the leaves), for the grid types
+    in `layouts` (-1 for the others)."""
+    if not layouts:
+        return i64(ctx, -1)
+    lay = layouts[0]
+    grid_type = ctx.op("load", p, i64(ctx, L.GRID_OFF["grid_type"]), type=int32)
+
+    def walk() -> list[Var]:
+        offset, is_leaf = value_offset(ctx, p, lay, ijk)
+        n = table_slot(ctx, ijk, 7, 0, 3)
+        base = ctx.op("sub", offset, ctx.op("add", i64(ctx, lay.leaf_table),
+                                            ctx.op("mul", n, i64(ctx, lay.value_bytes))))
+        leaf0 = ctx.op("add", load_i64(ctx, p, i64(ctx, L.GRID_SIZE + L.TREE_OFF["leaf"])),
+                       i64(ctx, L.GRID_SIZE))
+        number = ctx.op("div", ctx.op("sub", base, leaf0), i64(ctx, lay.leaf_size))
+        index = ctx.op("add", ctx.op("mul", number, i64(ctx, L.LEAF_COUNT)), n)
+        return [ctx.op("select", ctx.op("ne", is_leaf, ctx.const(0, int32)), index, i64(ctx, -1))]
+
+    (out,) = if_values(ctx, ctx.op("eq", grid_type, ctx.const(lay.grid_type, int32)), walk,
+                       lambda: [_value_grid_index(ctx, p, ijk, layouts[1:])])
+    return out
 
 
 @builtin("volume_voxel_count", "the number of indexed voxels of an index volume (the size a "
@@ -71,8 +101,9 @@ def volume_voxel_count(ctx: Ctx, vid: Value) -> Value:
     return ctx.op("cast", count, type=int32)
 
 
-@builtin("volume_lookup_index", "the zero-based index of voxel (i, j, k) of an index volume, -1 "
-         "where no voxel is indexed", differentiable=False,
+@builtin("volume_lookup_index", "the zero-based index of voxel (i, j, k) of an index volume (of a "
+         "value volume: its place among the leaves' values), -1 where no voxel is indexed",
+         differentiable=False,
          signatures="(id: uint64, i: Int, j: Int, k: Int) -> int32", group=_GROUP)
 def volume_lookup_index(ctx: Ctx, vid: Value, i: Value, j: Value, k: Value) -> Value:
     p = volume_pointer(ctx, "volume_lookup_index", vid)

@@ -183,7 +183,8 @@ class Volume:
                           translation: Any = (0.0, 0.0, 0.0), device: Any = None,
                           **options: Any) -> Volume:  # fmt: skip
         """An empty volume with the leaves (8³ tiles) containing the given points: integer
-        points are index coordinates, float ones world coordinates."""
+        points are index coordinates, float ones world coordinates. bg_value None makes an
+        index volume whose tiles' voxels are all indexed."""
         pts = tile_points.numpy() if hasattr(tile_points, "numpy") else np.asarray(tile_points)
         mat = _voxel_matrix(1.0 if voxel_size is None else voxel_size)
         if np.issubdtype(pts.dtype, np.integer):
@@ -192,6 +193,8 @@ class Volume:
             local = (pts.reshape(-1, 3) - np.asarray(translation)) @ np.linalg.inv(mat).T
             index = np.floor(local + 0.5).astype(np.int64)  # the nearest voxel centre
         origins = np.unique((index >> 3) << 3, axis=0).astype(np.int32)
+        if bg_value is None:
+            return cls._index(origins, np.ones((len(origins), L.LEAF_COUNT), bool), mat, translation)
         return cls._empty(origins, mat, translation, bg_value)
 
     @classmethod
@@ -212,6 +215,11 @@ class Volume:
         active = np.zeros((len(origins), L.LEAF_COUNT), bool)
         local_v = voxels - origins[which]
         active[which.ravel(), (local_v[:, 0] << 6) | (local_v[:, 1] << 3) | local_v[:, 2]] = True
+        return cls._index(origins, active, mat, translation)
+
+    @classmethod
+    def _index(cls, origins: np.ndarray, active: np.ndarray, mat: np.ndarray, translation: Any) -> Volume:
+        """An index volume: leaves at the origins, the active voxels numbered leaf by leaf."""
         spec = N.GridSpec(L.ONINDEX, origins.astype(np.int32), np.zeros((len(origins), 0, 1)),
                           active, np.zeros(1), mat, np.asarray(translation, np.float64),
                           grid_class=L.GRID_CLASS_INDEX)  # fmt: skip

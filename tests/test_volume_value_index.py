@@ -1,0 +1,63 @@
+"""Index lookups and index sampling on value volumes (a voxel's index is its place among the
+leaves' values, the order of `get_voxels`), and `allocate_by_tiles(bg_value=None)` making an index
+volume of whole tiles, checked against numpy models."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gradloom as wp
+
+
+@wp.kernel
+def _lookup(vid: wp.uint64, ijk: wp.array2d(dtype=wp.int32), out: wp.array(dtype=wp.int32)):
+    t = wp.tid()
+    out[t] = wp.volume_lookup_index(vid, ijk[t, 0], ijk[t, 1], ijk[t, 2])
+
+
+@wp.kernel
+def _sample(vid: wp.uint64, pts: wp.array(dtype=wp.vec3), data: wp.array(dtype=float),
+            by_index: wp.array(dtype=float), direct: wp.array(dtype=float)):  # fmt: skip
+    t = wp.tid()
+    by_index[t] = wp.volume_sample_index(vid, pts[t], wp.Volume.LINEAR, data, -3.0)
+    direct[t] = wp.volume_sample_f(vid, pts[t], wp.Volume.LINEAR)
+
+
+def test_value_volume_voxels_are_indexed_in_leaf_order():
+    rng = np.random.default_rng(5)
+    dense = rng.standard_normal((12, 9, 17)).astype(np.float32)
+    for vol in (wp.Volume.load_from_numpy(dense, bg_value=-3.0),
+                wp.Volume.load_from_numpy(np.stack([dense] * 3, -1), bg_value=(0.0, 1.0, 2.0))):  # fmt: skip
+        ijk = vol.get_voxels().numpy()
+        queries = np.concatenate([ijk, ijk[:5] + np.array([1000, 0, 0])]).astype(np.int32)
+        out = wp.zeros(len(queries), dtype=wp.int32)
+        wp.launch(_lookup, len(queries), inputs=[vol.id, wp.array(queries, dtype=wp.int32), out])
+        np.testing.assert_array_equal(out.numpy(), [*range(len(ijk)), -1, -1, -1, -1, -1])
+
+
+def test_index_sampling_of_a_value_volume_matches_its_own_sampling():
+    rng = np.random.default_rng(6)
+    dense = rng.standard_normal((10, 10, 10)).astype(np.float32)
+    vol = wp.Volume.load_from_numpy(dense, bg_value=-3.0)
+    ijk = vol.get_voxels().numpy()
+    values = np.full(len(ijk), -3.0, np.float32)  # leaf voxels outside the array hold bg
+    inside = np.all(ijk < 10, axis=1)
+    values[inside] = dense[ijk[inside, 0], ijk[inside, 1], ijk[inside, 2]]
+    pts = rng.uniform(-2.0, 18.0, (300, 3)).astype(np.float32)
+    outs = [wp.zeros(300, dtype=float) for _ in range(2)]
+    wp.launch(_sample, 300, inputs=[vol.id, wp.array(pts, dtype=wp.vec3), wp.array(values), *outs])
+    np.testing.assert_allclose(outs[0].numpy(), outs[1].numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_tiles_without_a_background_make_an_index_volume():
+    tiles = np.array([[0, 0, 0], [8, 0, 0], [-8, 3, 0]], np.int32)
+    vol = wp.Volume.allocate_by_tiles(wp.array(tiles, dtype=wp.int32), voxel_size=1.0, bg_value=None)
+    assert vol.is_index and vol.dtype is None and vol.get_voxel_count() == 3 * 512
+    ijk = vol.get_voxels().numpy()
+    field = ijk @ np.array([1.0, -2.0, 0.5])  # linear: trilinear sampling reproduces it
+    pts = np.random.default_rng(7).uniform([-6, 1, 1], [14, 6, 6], (100, 3)).astype(np.float32)
+    outs = [wp.zeros(100, dtype=float) for _ in range(2)]
+    wp.launch(_sample, 100, inputs=[vol.id, wp.array(pts, dtype=wp.vec3),
+                                    wp.array(field.astype(np.float32)), *outs])  # fmt: skip
+    np.testing.assert_allclose(outs[0].numpy(), pts.astype(np.float64) @ np.array([1.0, -2.0, 0.5]),
+                               rtol=1e-5, atol=1e-4)  # fmt: skip
