@@ -256,3 +256,26 @@ def test_tile_operator_and_shape_errors_in_warps_words() -> None:
     wp.launch_tiled(vec_times_scalar_tile, dim=[1], inputs=[v, wp.full(4, 2.0, dtype=float)],
                     block_dim=1)
     np.testing.assert_array_equal(v.numpy(), np.full((4, 3), 2.0))
+
+
+@wp.kernel
+def _blocked_kernel(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float),
+                    c: wp.array2d(dtype=float), d: wp.array2d(dtype=float)):
+    x = wp.tile_load(a, shape=(8, 3))
+    y = wp.tile_load(b, shape=(3, 12))
+    acc = wp.tile_load(c, shape=(8, 12))
+    wp.tile_matmul(x, y, acc, alpha=0.5)  # 4 x 4 register blocks
+    wp.tile_store(c, acc)
+    odd = wp.tile_matmul(wp.tile_load(a, shape=(7, 3)), wp.tile_load(b, shape=(3, 5)))
+    wp.tile_store(d, odd)  # 1 x 1 blocks
+
+
+def test_tile_matmul_register_blocks_and_odd_shapes() -> None:
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((8, 3)), rng.standard_normal((3, 12))
+    c0 = rng.standard_normal((8, 12))
+    c, d = wp.array(c0, dtype=float), wp.zeros((7, 5), dtype=float)
+    wp.launch_tiled(_blocked_kernel, dim=[1], inputs=[wp.array(a, dtype=float),
+                                                      wp.array(b, dtype=float), c, d], block_dim=1)
+    np.testing.assert_allclose(c.numpy(), 0.5 * a @ b + c0, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(d.numpy(), a[:7] @ b[:, :5], rtol=1e-5, atol=1e-6)

@@ -301,24 +301,44 @@ _ONE = Literal(1.0)
 
 
 def _gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var, beta: Var | None) -> None:
-    """out = alpha * a @ b (+ beta * out; with beta 0, out is not read, as Warp)."""
+    """out = alpha * a @ b (+ beta * out; with beta 0, out is not read, as Warp).
+
+    Register-blocked: each trip of the k loop updates an rm x rn block of accumulators (carried
+    values) from rm elements of a and rn of b, so each loaded value feeds several products."""
     (m, k), (k2, n) = a.type.shape, b.type.shape
     if k != k2 or out.type.shape != (m, n):
         raise ctx.error(f"wp.tile_matmul(): shapes {a.type.shape} @ {b.type.shape} -> "
                         f"{out.type.shape} do not fit")
     t = out.type.dtype
+    rm = next(r for r in (4, 2, 1) if m % r == 0)
+    rn = next(r for r in (4, 2, 1) if n % r == 0)
 
-    def one(i: list[Var]) -> None:
+    def block(bi: list[Var]) -> None:
+        rows = [_scaled_index(ctx, bi[0], rm, q) for q in range(rm)]
+        cols = [_scaled_index(ctx, bi[1], rn, q) for q in range(rn)]
+
+        def step(kk: list[Var], acc: list[Var]) -> list[Var]:
+            av = [read(ctx, a, [r, kk[0]]) for r in rows]
+            bv = [read(ctx, b, [kk[0], c]) for c in cols]
+            return [ctx.op("add", acc[x * rn + y], ctx.op("mul", av[x], bv[y]))
+                    for x in range(rm) for y in range(rn)]
         zero = ctx.const(0, t)
-        acc = fold(ctx, (k,), [zero], lambda kk, c: [ctx.op("add", c[0], ctx.op(
-            "mul", read(ctx, a, [i[0], kk[0]]), read(ctx, b, [kk[0], i[1]])))])[0]
-        v = ctx.op("mul", alpha, acc)
-        if beta is not None:  # beta = 0 overwrites out unread (NaN or inf there stay out)
-            kept = ctx.op("mul", beta, read(ctx, out, i))
-            kept = ctx.op("select", ctx.op("eq", beta, ctx.const(0, t)), ctx.const(0, t), kept)
-            v = ctx.op("add", v, kept)
-        write(ctx, out, i, v)
-    each(ctx, (m, n), one)
+        acc = fold(ctx, (k,), [zero] * (rm * rn), step)
+        for x, r in enumerate(rows):
+            for y, c in enumerate(cols):
+                v = ctx.op("mul", alpha, acc[x * rn + y])
+                if beta is not None:  # beta = 0 overwrites out unread (NaN or inf stay out)
+                    kept = ctx.op("mul", beta, read(ctx, out, [r, c]))
+                    kept = ctx.op("select", ctx.op("eq", beta, zero), zero, kept)
+                    v = ctx.op("add", v, kept)
+                write(ctx, out, [r, c], v)
+    each(ctx, (m // rm, n // rn), block)
+
+
+def _scaled_index(ctx: Ctx, i: Var, r: int, q: int) -> Var:
+    """i * r + q (int32)."""
+    v = i if r == 1 else ctx.op("mul", i, ctx.const(r, int32))
+    return v if q == 0 else ctx.op("add", v, ctx.const(q, int32))
 
 
 @builtin("tile_matmul", "matrix product of 2-D tiles: tile_matmul(a, b) returns alpha * a @ b; "
@@ -331,6 +351,8 @@ def tile_matmul(ctx: Ctx, a: Any, b: Any, out: Any = None, alpha: Any = _ONE,
         raise ctx.error(f"wp.tile_matmul() needs 2-D tiles of one dtype, got {x.type!r} and "
                         f"{y.type!r}")
     t = x.type.dtype
+    alpha, beta = (ctx.const(float(v), t) if isinstance(v, (int, float)) else v
+                   for v in (alpha, beta))
     al = scalar(ctx, alpha, t)
     if out is None or not isinstance(out, TileVal):
         if out is not None:  # tile_matmul(a, b, alpha) positionally

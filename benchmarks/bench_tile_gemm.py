@@ -1,0 +1,96 @@
+"""Tile GEMM benchmark: a float32 GEMM written with Warp's tile API (tile_load / tile_matmul /
+tile_store over output tiles) on gradloom and on warp-lang's CPU, against numpy's matmul, all on
+one thread, in one run (medians of several runs; compiles not timed).
+
+    python benchmarks/bench_tile_gemm.py [--n 512] [--tile 32] [--runs 5]
+
+numpy's BLAS is limited to one thread through the usual environment variables, set before
+numpy is imported; gradloom runs with wp.config.num_threads = 1. Results are cross-checked
+against numpy's product, so a fast wrong answer shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import numpy as np  # noqa: E402
+
+
+def median_time(fn: Callable[[], Any], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def tile_gemm(wp: Any, a: np.ndarray, b: np.ndarray, tile: int, runs: int) -> tuple[float, np.ndarray]:
+    n = a.shape[0]
+    steps = n // tile
+
+    @wp.kernel(enable_backward=False)
+    def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
+        i, j = wp.tid()
+        acc = wp.tile_zeros(shape=(tile, tile), dtype=float)
+        for k in range(steps):
+            ta = wp.tile_load(A, shape=(tile, tile), offset=(i * tile, k * tile))
+            tb = wp.tile_load(B, shape=(tile, tile), offset=(k * tile, j * tile))
+            wp.tile_matmul(ta, tb, acc)
+        wp.tile_store(C, acc, offset=(i * tile, j * tile))
+
+    A, B = wp.array(a, device="cpu"), wp.array(b, device="cpu")
+    C = wp.zeros((n, n), dtype=float, device="cpu")
+
+    def run() -> None:
+        wp.launch_tiled(gemm, dim=[steps, steps], inputs=[A, B, C], block_dim=64, device="cpu")
+        wp.synchronize_device("cpu")
+
+    run()  # compile
+    return median_time(run, runs), C.numpy()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--n", type=int, default=512)
+    p.add_argument("--tile", type=int, default=32)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--no-warp", action="store_true", help="skip warp-lang (slow to compile)")
+    args = p.parse_args()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((args.n, args.n)).astype(np.float32)
+    b = rng.standard_normal((args.n, args.n)).astype(np.float32)
+    ref = a @ b
+    t_np = median_time(lambda: a @ b, args.runs)
+    flops = 2.0 * args.n ** 3
+
+    import gradloom
+
+    gradloom.config.num_threads = 1
+    rows = [("numpy matmul (1 thread)", t_np, None)]
+    t_gl, c_gl = tile_gemm(gradloom, a, b, args.tile, args.runs)
+    rows.append(("gradloom tiles", t_gl, float(np.abs(c_gl - ref).max())))
+    if not args.no_warp:
+        import warp
+
+        warp.config.quiet = True
+        warp.init()
+        t_w, c_w = tile_gemm(warp, a, b, args.tile, args.runs)
+        rows.append(("warp-lang tiles (CPU)", t_w, float(np.abs(c_w - ref).max())))
+    print(f"{args.n}^3 float32 GEMM, tile {args.tile}, median of {args.runs}")
+    print(f"{'':26}{'ms':>10}{'GFLOP/s':>10}{'vs numpy':>10}{'max |err|':>12}")
+    for name, t, err in rows:
+        e = "" if err is None else f"{err:12.2e}"
+        print(f"{name:26}{t * 1e3:10.2f}{flops / t / 1e9:10.2f}{t_np / t:10.3f}{e}")
+
+
+if __name__ == "__main__":
+    main()
