@@ -1,6 +1,7 @@
 """Index lookups and index sampling on value volumes (a voxel's index is its place among the
-leaves' values, the order of `get_voxels`), and `allocate_by_tiles(bg_value=None)` making an index
-volume of whole tiles, checked against numpy models."""
+leaves' values, the order of `get_voxels`), `allocate_by_tiles(bg_value=None)` making an index
+volume of whole tiles, and the point masks of allocate_by_voxels / allocate_by_tiles, checked
+against numpy models."""
 
 from __future__ import annotations
 
@@ -61,3 +62,19 @@ def test_tiles_without_a_background_make_an_index_volume():
                                     wp.array(field.astype(np.float32)), *outs])  # fmt: skip
     np.testing.assert_allclose(outs[0].numpy(), pts.astype(np.float64) @ np.array([1.0, -2.0, 0.5]),
                                rtol=1e-5, atol=1e-4)  # fmt: skip
+
+
+def test_point_masks_leave_out_points():
+    pts = wp.array(np.array([[0, 0, 0], [1, 2, 3], [1, 2, 3], [4, 5, 6], [7, 8, 9]], np.int32), dtype=wp.int32)
+    mask = wp.array(np.array([1, 1, 0, 0, 1], np.int32), dtype=wp.int32)
+    vol = wp.Volume.allocate_by_voxels(pts, voxel_size=1.0, point_mask=mask)
+    assert sorted(map(tuple, vol.get_voxels().numpy())) == [(0, 0, 0), (1, 2, 3), (7, 8, 9)]
+    tiles = wp.array(np.array([[0, 0, 0], [8, 0, 0], [16, 0, 0], [16, 0, 0]], np.int32), dtype=wp.int32)
+    tile_mask = wp.array(np.array([1, 0, 1, 0], np.int32), dtype=wp.int32)
+    vol = wp.Volume.allocate_by_tiles(tiles, voxel_size=1.0, bg_value=None, point_mask=tile_mask)
+    assert sorted(map(tuple, vol.get_tiles().numpy())) == [(0, 0, 0), (16, 0, 0)]
+    assert vol.get_voxel_count() == 1024
+    none = wp.zeros(4, dtype=wp.int32)
+    empty = wp.Volume.allocate_by_tiles(tiles, voxel_size=1.0, bg_value=1.0, point_mask=none)
+    assert empty.get_tile_count() == 0 and empty.get_tiles().numpy().shape == (0, 3)
+    assert wp.Volume.allocate_by_voxels(tiles, voxel_size=1.0, point_mask=none).get_voxel_count() == 0

@@ -185,7 +185,7 @@ class Volume:
         """An empty volume with the leaves (8³ tiles) containing the given points: integer
         points are index coordinates, float ones world coordinates. bg_value None makes an
         index volume whose tiles' voxels are all indexed."""
-        pts = tile_points.numpy() if hasattr(tile_points, "numpy") else np.asarray(tile_points)
+        pts = _unmasked(tile_points, options.pop("point_mask", None))
         mat = _voxel_matrix(1.0 if voxel_size is None else voxel_size)
         if np.issubdtype(pts.dtype, np.integer):
             index = pts.reshape(-1, 3).astype(np.int64)
@@ -203,7 +203,7 @@ class Volume:
                            **options: Any) -> Volume:  # fmt: skip
         """An index volume with one active voxel per point (integer points: index coordinates;
         float ones: the world point's nearest voxel), numbered leaf by leaf."""
-        pts = voxel_points.numpy() if hasattr(voxel_points, "numpy") else np.asarray(voxel_points)
+        pts = _unmasked(voxel_points, options.pop("point_mask", None))
         mat = _voxel_matrix(1.0 if voxel_size is None else voxel_size)
         if np.issubdtype(pts.dtype, np.integer):
             voxels = pts.reshape(-1, 3).astype(np.int64)
@@ -343,6 +343,17 @@ class Volume:
     def __repr__(self) -> str:
         return (f"Volume({self._layout.name}, {self._head.leaf_count} leaves, voxel size "
                 f"{self.get_voxel_size()})")
+
+
+def _unmasked(points: Any, mask: Any) -> np.ndarray:
+    """The points (an (n, 3) array) whose mask entry is nonzero (all of them without a mask)."""
+    pts = points.numpy() if hasattr(points, "numpy") else np.asarray(points)
+    if mask is None:
+        return pts
+    keep = (mask.numpy() if hasattr(mask, "numpy") else np.asarray(mask)).ravel() != 0
+    if keep.size != len(pts):
+        raise N.VolumeError(f"point_mask: one entry per point ({len(pts)}), got {keep.size}")
+    return pts[keep]
 
 
 def _filled(out: Any, values: np.ndarray) -> Array:
