@@ -29,6 +29,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "fast_math": False, "fuse_fp": True, "lineinfo": False, "cuda_output": None,
     "block_dim": 256, "strip_hash": False, "compile_time_trace": False,
     "cpu_compiler_flags": None, "extra_build_options": None, "default_grid_stride": None,
+    "enable_mathdx_gemm": None, "enable_mathdx_solver": None, "enable_mathdx_fft": None,
 }
 
 
