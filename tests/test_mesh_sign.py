@@ -354,3 +354,37 @@ def test_winding_number_uses_the_meshs_winding_data() -> None:
         wp.launch(winding_vs_rays, dim=2, inputs=[mesh.id, wp.array(xs, dtype=wp.vec3), out])
         np.testing.assert_array_equal(out.numpy()[:, 0], want, err_msg=f"winding data {winding}")
         np.testing.assert_array_equal(out.numpy()[:, 1], 1.0)
+
+
+@wp.kernel
+def no_sign_out_form(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), res: wp.array(dtype=float, ndim=2)):
+    i = wp.tid()
+    face, u, v = int(-7), float(7.0), float(7.0)
+    ok = wp.mesh_query_point_no_sign(mesh, xs[i], 2.0, face, u, v)
+    q = wp.mesh_query_point_no_sign(mesh, xs[i], 2.0)
+    res[i, 0] = float(ok)
+    res[i, 1] = float(face - q.face)
+    res[i, 2] = u - q.u
+    res[i, 3] = v - q.v
+    res[i, 4] = float(face)
+    ff, fu, fv = int(-7), float(7.0), float(7.0)
+    ok2 = wp.mesh_query_furthest_point_no_sign(mesh, xs[i], 1.5, ff, fu, fv)
+    far = wp.mesh_query_furthest_point_no_sign(mesh, xs[i], 1.5)
+    res[i, 5] = float(ok2)
+    res[i, 6] = float(ff - far.face)
+    res[i, 7] = float(ff)
+
+
+def test_no_sign_and_furthest_output_argument_forms() -> None:
+    """The older forms write face, u, v as the struct form reports them, and leave them when
+    nothing is found (a point 8 from the surface; a furthest point within min_dist)."""
+    pts, tris = closed_sphere()
+    mesh = make(pts, tris)
+    xs = np.array([[0.1, 0.2, 0.3], [9.0, 0.0, 0.0]], np.float32)
+    res = wp.zeros((2, 8), dtype=float)
+    wp.launch(no_sign_out_form, dim=2, inputs=[mesh.id, wp.array(xs, dtype=wp.vec3), res])
+    got = res.numpy()
+    np.testing.assert_array_equal(got[0, :4], [1, 0, 0, 0])
+    np.testing.assert_array_equal(got[1, [0, 4]], [0, -7])
+    np.testing.assert_array_equal(got[0, [5, 7]], [0, -7])  # every vertex within 1.5 of xs[0]
+    np.testing.assert_array_equal(got[1, 5:7], [1, 0])

@@ -41,6 +41,7 @@ from .registry import builtin
 from .values import (
     Composite,
     Ctx,
+    OutArgs,
     StructVal,
     Value,
     describe,
@@ -271,9 +272,12 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
 @builtin("mesh_query_point_no_sign", "the point of a Mesh closest to point within max_dist: "
          "a MeshQueryPoint with result (found), face and barycentrics u, v (the closest point is "
          "u * p0 + v * p1 + (1 - u - v) * p2 of the face's vertices); sign is not computed",
-         group=_GROUP, signatures="(id: uint64, point: vec3f, max_dist: float32) -> "
-         "MeshQueryPoint")
-def mesh_query_point_no_sign(ctx: Ctx, id: Value, point: Value, max_dist: Value) -> Value:
+         group=_GROUP, signatures=("(id: uint64, point: vec3f, max_dist: float32) -> "
+                                   "MeshQueryPoint",
+                                   "(id: uint64, point: vec3f, max_dist: float32, face: int32, "
+                                   "bary_u: float32, bary_v: float32) -> bool"))
+def mesh_query_point_no_sign(ctx: Ctx, id: Value, point: Value, max_dist: Value,
+                             *outs: Value) -> Value | OutArgs:
     desc = _descriptor(ctx, "mesh_query_point_no_sign", id)
     p = _point_arg(ctx, "mesh_query_point_no_sign", point)
     md = materialize(ctx, max_dist, float32)
@@ -284,10 +288,30 @@ def mesh_query_point_no_sign(ctx: Ctx, id: Value, point: Value, max_dist: Value)
     found = ctx.op("ge", face, ctx.const(0, int32))
     zero = ctx.const(0.0, float32)
     # Warp leaves face, u and v at 0 when nothing is within max_dist
+    if outs:
+        return out_form(ctx, "mesh_query_point_no_sign", found, (face, u, v), outs)
     face = ctx.op("select", found, face, ctx.const(0, int32))
     return StructVal(POINT_TYPE, (found, ctx.const(0.0, float32), face,
                                   ctx.op("select", found, u, zero),
                                   ctx.op("select", found, v, zero)))
+
+
+def out_form(ctx: Ctx, name: str, found: Var, new: tuple[Var, ...],
+             outs: tuple[Value, ...]) -> OutArgs:
+    """Warp's older call form: the outputs (the arguments after the query's three) written
+    where found, left as they were otherwise; the result is found."""
+    if len(outs) != len(new):
+        raise ctx.error(f"wp.{name}(): the {len(new)} outputs (face, bary_u, bary_v) must be "
+                        "variables")
+    written = []
+    for k, (old, val) in enumerate(zip(outs, new, strict=True)):
+        if not isinstance(old, Var) or old.type.is_float != val.type.is_float:
+            raise ctx.error(f"wp.{name}(): output {k + 4} must be a "
+                            f"{'float' if val.type.is_float else 'int'} variable, got "
+                            f"{describe(old)}")
+        val = val if val.type == old.type else ctx.op("cast", val, type=old.type)
+        written.append((k + 3, ctx.op("select", found, val, old)))
+    return OutArgs(found, tuple(written))
 
 
 @builtin("mesh_eval_position", "the position u * p0 + v * p1 + (1 - u - v) * p2 on face of a "
@@ -314,10 +338,12 @@ def mesh_eval_position(ctx: Ctx, id: Value, face: Value, bary_u: Value, bary_v: 
 @builtin("mesh_query_furthest_point_no_sign", "the point of a Mesh furthest from point, if "
          "further than min_dist: a MeshQueryPoint with result (found), face and barycentrics "
          "u, v (a triangle's furthest point is one of its vertices, so u and v do not vary "
-         "with point); sign is not computed", differentiable=False, group=_GROUP, signatures="(id: uint64, point: vec3f, min_dist: float32) -> "
-         "MeshQueryPoint")
+         "with point); sign is not computed", differentiable=False, group=_GROUP,
+         signatures=("(id: uint64, point: vec3f, min_dist: float32) -> MeshQueryPoint",
+                     "(id: uint64, point: vec3f, min_dist: float32, face: int32, "
+                     "bary_u: float32, bary_v: float32) -> bool"))
 def mesh_query_furthest_point_no_sign(ctx: Ctx, id: Value, point: Value,
-                                      min_dist: Value) -> Value:
+                                      min_dist: Value, *outs: Value) -> Value | OutArgs:
     name = "mesh_query_furthest_point_no_sign"
     desc = _descriptor(ctx, name, id)
     p = _point_arg(ctx, name, point)
@@ -347,5 +373,7 @@ def mesh_query_furthest_point_no_sign(ctx: Ctx, id: Value, point: Value,
 
     _, face, u, v = walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32), z, z], far, leaf)
     found = op("ge", face, ctx.const(0, int32))
+    if outs:
+        return out_form(ctx, name, found, (face, u, v), outs)
     return StructVal(POINT_TYPE, (found, z, op("select", found, face, ctx.const(0, int32)),
                                   op("select", found, u, z), op("select", found, v, z)))
