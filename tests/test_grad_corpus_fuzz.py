@@ -400,6 +400,19 @@ KNOWN_A_ARG = ("A through a @wp.func argument: a parameter starts as a plain cop
                "of a variable (found with --avoid ABCDE)")
 KNOWN_A_SRC = ("A seen from the source: a copy of a component of the loop-carried "
                "variable, taken before the loop (found with --avoid ABCDE)")
+@wp.kernel
+def two_shared_reads_merge_kernel(x0: wp.array(dtype=wp.float64), xq: wp.array(dtype=wp.quatd),
+                                  nt: int):
+    # fuzz 41:423 (B): x0[0] is overwritten by thread 0 before thread 1 reads it, and xq is
+    # read at a launch-dependent index; both loads flow into q, so the search for x0's hazard
+    # must not stop where xq's had been
+    tid = wp.tid()
+    q = xq[tid % nt]
+    q -= wp.quat_from_axis_angle(wp.vec3d(wp.float64(0.5), wp.float64(0.5), x0[0]), q[2])
+    x0[tid] = wp.float64(0.5)
+    xq[tid] = q
+
+
 KNOWN_B = "B: a thread reads an element another thread writes in the same launch"
 KNOWN_C = ("C (outside a loop): an int atomic changes an element that another "
            "thread's index read sees; the adjoint reads the final value")
@@ -430,6 +443,9 @@ CASES = [
           args=[arr([0.3, -0.7]), arr(np.zeros(2))], wrt=[0], outputs=[1]), KNOWN_A_SRC),
     (Case("read_other_then_overwrite", kernel=read_other_then_overwrite_kernel, dim=4,
           args=[arr(X4)], wrt=[0], outputs=[0], warp_xfail=WARP_OVERWRITE), KNOWN_B),
+    (Case("two_shared_reads_merge", kernel=two_shared_reads_merge_kernel, dim=2,
+          args=[arr([-1.0, -1.1]), arr(rnd((2, 4), seed=7), wp.quatd), 2], wrt=[0],
+          outputs=[1], warp_xfail=WARP_OVERWRITE), KNOWN_B),
     (Case("read_overwritten_element", kernel=read_overwritten_kernel, dim=2,
           args=[arr([-0.58, 0.42]), arr([0.57, 1.14])], wrt=[0, 1], outputs=[1],
           warp_xfail=WARP_OVERWRITE), KNOWN_B),

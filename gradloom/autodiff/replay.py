@@ -55,9 +55,11 @@ def replay_hazards(adjoint: KernelIR, shared: dict[int, SourceLoc]) -> set[int]:
     if not shared:
         return set()
     graph = FlowGraph(adjoint)
-    seen: set[Node] = set()
     found: set[int] = set()
     for origin in shared:
+        # each origin walks the whole graph: paths from two arrays' loads often merge, and a
+        # walk stopping at what another origin's saw would miss that this one reaches a sink
+        seen: set[Node] = set()
         todo: list[Node] = [("mem", origin)]
         while todo:
             node = todo.pop()
