@@ -22,7 +22,7 @@ from . import config
 from .codegen.cpu import compile_to_object
 from .errors import user_facing
 from .kernel import CompiledKernel, Kernel, PendingBuild
-from .modules import COMPILE_KERNELS, Module, get_module
+from .modules import COMPILE_KERNELS, Module, get_module, has_module
 
 
 def kernels_of(module: Any) -> list[Kernel]:
@@ -91,8 +91,11 @@ def load_module(module: Any = None, device: Any = None, recursive: bool = False,
     """Warp's `wp.load_module`: compile every kernel of `module` (default: the caller's) now.
     `recursive` also compiles kernels of its submodules; `max_workers` as in `force_load`."""
     if module is None:
-        module = sys.modules[sys._getframe(1).f_globals["__name__"]]
+        module = sys.modules[_caller_module()]
     elif isinstance(module, str) and module not in sys.modules:
+        if not has_module(module):
+            raise RuntimeError(f"Module '{module}' does not contain any Warp kernels, "
+                               "functions, or structs")
         module = get_module(module)
     elif isinstance(module, str):
         module = sys.modules[module]
@@ -102,7 +105,27 @@ def load_module(module: Any = None, device: Any = None, recursive: bool = False,
         for name, sub in list(sys.modules.items()):
             if name.startswith(prefix) and sub is not None:
                 found += kernels_of(sub)
+    if not found and isinstance(module, types.ModuleType) and not _defines_warp_content(module):
+        raise RuntimeError(f"Module '{module.__name__}' does not contain any Warp kernels, "
+                           "functions, or structs")
     compile_kernels(found, threads=_workers(max_workers))
+
+
+def _caller_module() -> str:
+    """The name of the first module outside gradloom on the stack (the program calling)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "gradloom":
+        frame = frame.f_back  # type: ignore[assignment]
+    return str(frame.f_globals["__name__"]) if frame is not None else "__main__"
+
+
+def _defines_warp_content(module: types.ModuleType) -> bool:
+    """Whether a Python module defines a @wp.func or a @wp.struct (its kernels were asked)."""
+    def warp_object(v: Any) -> bool:
+        is_func = type(v).__name__ == "Function" and hasattr(v, "overloads")
+        return is_func or bool(getattr(v, "__gl_struct__", False))
+
+    return any(warp_object(v) for v in vars(module).values())
 
 
 @user_facing

@@ -218,6 +218,11 @@ def get_module(name: str) -> Module:
     return module
 
 
+def has_module(name: str) -> bool:
+    """Whether a kernel module of that name exists (asking creates none)."""
+    return name in _MODULES
+
+
 def discard_module(module: Module) -> None:
     """Forget a module no kernel is kept in (a duplicate `module="unique"` kernel's)."""
     if _MODULES.get(module.name) is module:

@@ -47,3 +47,12 @@ def test_force_load_max_workers_and_execs():
     with pytest.raises(ValueError, match="max_workers"):
         wp.force_load(modules=[m], max_workers=-1)
     wp.load_module(m, max_workers=2)
+
+
+def test_load_module_without_warp_content_raises():
+    import json
+
+    with pytest.raises(RuntimeError, match="no_such_kernel_module.*does not contain any Warp"):
+        wp.load_module("no_such_kernel_module")
+    with pytest.raises(RuntimeError, match="'json' does not contain any Warp kernels"):
+        wp.load_module(json)
