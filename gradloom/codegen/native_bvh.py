@@ -6,14 +6,16 @@ box from its primitive and each inner node's box from its children (the left chi
 node, the right one sits at the left child's skip pointer). A leaf's primitive is a box
 (`lowers[prim]`, `uppers[prim]`) or, with a points pointer, a triangle (`indices[3 prim + k]`
 into `points`) whose box is widened by one float32 step on every side (slab and distance tests
-round; the box must still hold the triangle).
+round; the box must still hold the triangle); the triangles' edge lengths are summed on the way
+(the mesh's mean edge length scales `mesh_query_point_sign_normal`'s epsilon).
 """
 
 from __future__ import annotations
 
 from ..types.mesh_layout import MESH_NODE_SIZE, NODE_LOWER, NODE_PRIM, NODE_SKIP, NODE_UPPER
 
-#: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices)`: points null for box leaves
+#: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices, edge_sum)`: points null for
+#: box leaves; with triangles, the double at edge_sum gains every triangle's three edge lengths
 FUNCTIONS = ("gl_bvh_refit",)
 
 
@@ -78,7 +80,26 @@ def _tri_leaf() -> str:
         text += _step(f"wl{c}", f"%tl{c}", True) + _step(f"wh{c}", f"%th{c}", False)
         text += _store(f"tsl{c}", "%node", NODE_LOWER + 4 * c, f"%wl{c}")
         text += _store(f"tsh{c}", "%node", NODE_UPPER + 4 * c, f"%wh{c}")
-    return text + "  br label %next\n"
+    return text + _edges() + "  br label %next\n"
+
+
+def _edges() -> str:
+    """Add the triangle's three edge lengths (float32, summed in float64) to *edge_sum."""
+    text = ""
+    for e in range(3):
+        a, b = e, (e + 2) % 3
+        for c in range(3):
+            text += (f"  %ed{e}{c} = fsub float %p{a}{c}, %p{b}{c}\n"
+                     f"  %eq{e}{c} = fmul float %ed{e}{c}, %ed{e}{c}\n")
+        text += (f"  %es{e}a = fadd float %eq{e}0, %eq{e}1\n"
+                 f"  %es{e} = fadd float %es{e}a, %eq{e}2\n"
+                 f"  %el{e} = call float @llvm.sqrt.f32(float %es{e})\n"
+                 f"  %ex{e} = fpext float %el{e} to double\n")
+    return text + ("  %eacc = load double, ptr %edge_sum, align 8\n"
+                   "  %eacc1 = fadd double %eacc, %ex0\n"
+                   "  %eacc2 = fadd double %eacc1, %ex1\n"
+                   "  %eacc3 = fadd double %eacc2, %ex2\n"
+                   "  store double %eacc3, ptr %edge_sum, align 8\n")
 
 
 def _inner() -> str:
@@ -100,7 +121,7 @@ def _inner() -> str:
 def refit_module(triple: str, datalayout: str) -> str:
     """The module of FUNCTIONS for one target."""
     head = ("define void @gl_bvh_refit(ptr %nodes, i64 %count, ptr %lowers, ptr %uppers, "
-            "ptr %points, ptr %indices) nounwind {\n"
+            "ptr %points, ptr %indices, ptr %edge_sum) nounwind {\n"
             "entry:\n  %empty = icmp sle i64 %count, 0\n"
             "  br i1 %empty, label %done, label %loop\n"
             "loop:\n  %i = phi i64 [ %count, %entry ], [ %k, %next ]\n"
@@ -118,4 +139,4 @@ def refit_module(triple: str, datalayout: str) -> str:
             "  br i1 %more, label %loop, label %done\n"
             "done:\n  ret void\n}\n")
     return (f'target triple = "{triple}"\ntarget datalayout = "{datalayout}"\n'
-            + head + _box_leaf() + _tri_leaf() + _inner() + tail)
+            "declare float @llvm.sqrt.f32(float)\n" + head + _box_leaf() + _tri_leaf() + _inner() + tail)

@@ -21,9 +21,9 @@ import numpy.typing as npt
 from ..hooks import Hook
 
 NDArray = npt.NDArray[Any]
-#: the compiled refit: (nodes, node count, lowers, uppers, points, indices) addresses, with
-#: points 0 for box leaves (codegen/native_bvh.py)
-RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None], None]
+#: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum)
+#: addresses, with points 0 for box leaves (codegen/native_bvh.py)
+RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None, int | None], None]
 #: the compiled refit, which gradloom/native.py compiles (or loads from the disk cache)
 REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.native")
 
@@ -31,21 +31,26 @@ REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.na
 def refit_function(address: int) -> RefitFn:
     """The refit at this address as a ctypes callable (it releases the GIL while it runs)."""
     proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
     return proto(address)  # type: ignore[no-any-return]
 
 
 def refit_boxes(nodes: NDArray, lowers: NDArray, uppers: NDArray) -> None:
     """Every node's box in `nodes` (depth-first order) from box leaves: float32 (n, 3) arrays."""
     lo, hi = np.ascontiguousarray(lowers, np.float32), np.ascontiguousarray(uppers, np.float32)
-    REFIT.get()()(nodes.ctypes.data, len(nodes), lo.ctypes.data, hi.ctypes.data, None, None)
+    REFIT.get()()(nodes.ctypes.data, len(nodes), lo.ctypes.data, hi.ctypes.data, None, None,
+                  None)
 
 
-def refit_triangles(nodes: NDArray, points: NDArray, indices: NDArray) -> None:
+def refit_triangles(nodes: NDArray, points: NDArray, indices: NDArray) -> float:
     """Every node's box in `nodes` from triangle leaves (points: float32 (n, 3); indices: int32,
-    three per triangle), each leaf box one float32 step wider than its triangle."""
+    three per triangle), each leaf box one float32 step wider than its triangle; returns the
+    mean edge length (three edges per triangle, float32 lengths summed in float64)."""
     p, i = np.ascontiguousarray(points, np.float32), np.ascontiguousarray(indices, np.int32)
-    REFIT.get()()(nodes.ctypes.data, len(nodes), None, None, p.ctypes.data, i.ctypes.data)
+    edge_sum = np.zeros(1, np.float64)
+    REFIT.get()()(nodes.ctypes.data, len(nodes), None, None, p.ctypes.data, i.ctypes.data,
+                  edge_sum.ctypes.data)
+    return float(edge_sum[0]) / max(len(i), 1)
 
 
 def _spread(v: NDArray) -> NDArray:

@@ -132,18 +132,17 @@ class Mesh:
 
     def refit(self) -> None:
         """Recompute the BVH's boxes from the points' current values (same tree)."""
-        refit_triangles(self._nodes, self.points.numpy(), self.indices.numpy())
+        self._mean_edge = refit_triangles(self._nodes, self.points.numpy(), self.indices.numpy())
         self._write_descriptor()
         self._write_sign_data()
 
     def _write_sign_data(self) -> None:
         """The mean edge length and, with support_winding_number, the nodes' winding data."""
-        p = self.points.numpy().astype(np.float64)[self._tris]
-        edges = np.linalg.norm(p - np.roll(p, 1, axis=1), axis=2)
         self._desc[MESH_AVG_EDGE:MESH_AVG_EDGE + 4] = np.frombuffer(
-            np.float32(edges.mean()).tobytes(), np.uint8)
+            np.float32(self._mean_edge).tobytes(), np.uint8)  # summed by the compiled refit
         wind = 0
         if self.support_winding_number:
+            p = self.points.numpy().astype(np.float64)[self._tris]
             self._wind = _winding(self._tree, p)[self._tree.order]
             wind = int(self._wind.ctypes.data)
         self._desc[MESH_WINDING:MESH_WINDING + 8] = np.frombuffer(np.uint64(wind).tobytes(),

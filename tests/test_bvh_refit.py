@@ -1,0 +1,59 @@
+"""The compiled BVH refit (codegen/native_bvh.py) behind wp.Mesh.refit and wp.Bvh.refit: every
+node box holds its subtree (leaf boxes hold their triangle, one float32 step wider; a Bvh's leaf
+boxes are the user's boxes exactly), and the mesh's mean edge length matches numpy's."""
+
+import numpy as np
+
+import gradloom as wp
+from gradloom.types.mesh_layout import MESH_AVG_EDGE
+
+
+def _check_nested(nodes: np.ndarray) -> None:
+    """Each inner node's box is the union of its two children's (left = next, right = skip of
+    the left child)."""
+    inner = np.flatnonzero(nodes["prim"] < 0)
+    left = inner + 1
+    right = nodes["skip"][left]
+    lo = np.minimum(nodes["lower"][left], nodes["lower"][right])
+    hi = np.maximum(nodes["upper"][left], nodes["upper"][right])
+    np.testing.assert_array_equal(nodes["lower"][inner], lo)
+    np.testing.assert_array_equal(nodes["upper"][inner], hi)
+
+
+def test_mesh_refit_boxes_and_mean_edge_follow_the_points() -> None:
+    rng = np.random.default_rng(0)
+    pts = rng.normal(size=(300, 3)).astype(np.float32)
+    tris = rng.integers(0, 300, size=(500, 3)).astype(np.int32)
+    points = wp.array(pts, dtype=wp.vec3)
+    mesh = wp.Mesh(points, wp.array(tris.reshape(-1), dtype=wp.int32))
+    moved = (pts * np.float32(2.5) + np.float32(1.0)).astype(np.float32)
+    points.assign(moved)
+    mesh.refit()
+    nodes = mesh._nodes
+    leaves = np.flatnonzero(nodes["prim"] >= 0)
+    corners = moved[tris[nodes["prim"][leaves]]]
+    np.testing.assert_array_equal(nodes["lower"][leaves],
+                                  np.nextafter(corners.min(1), np.float32(-np.inf)))
+    np.testing.assert_array_equal(nodes["upper"][leaves],
+                                  np.nextafter(corners.max(1), np.float32(np.inf)))
+    _check_nested(nodes)
+    p = moved.astype(np.float64)[tris]
+    want = np.linalg.norm(p - np.roll(p, 1, axis=1), axis=2).mean()
+    got = np.frombuffer(mesh._desc[MESH_AVG_EDGE:MESH_AVG_EDGE + 4].tobytes(), np.float32)[0]
+    assert abs(got - want) <= 1e-6 * want
+
+
+def test_bvh_refit_keeps_the_users_boxes_exactly() -> None:
+    rng = np.random.default_rng(1)
+    lo = rng.uniform(-1, 1, size=(200, 3)).astype(np.float32)
+    hi = (lo + rng.uniform(0, 0.2, size=(200, 3))).astype(np.float32)
+    lows, ups = wp.array(lo, dtype=wp.vec3), wp.array(hi, dtype=wp.vec3)
+    bvh = wp.Bvh(lows, ups, groups=wp.array(np.arange(200, dtype=np.int32) % 3, dtype=wp.int32))
+    lows.assign(lo - np.float32(0.5))
+    ups.assign(hi + np.float32(0.5))
+    bvh.refit()
+    nodes = bvh._nodes
+    leaves = np.flatnonzero(nodes["prim"] >= 0)
+    np.testing.assert_array_equal(nodes["lower"][leaves], lo[nodes["prim"][leaves]] - 0.5)
+    np.testing.assert_array_equal(nodes["upper"][leaves], hi[nodes["prim"][leaves]] + 0.5)
+    _check_nested(nodes)
