@@ -68,7 +68,7 @@ TEST_FILES: tuple[str, ...] = (
     "test_apic_utility_algorithms",
     # interop (jax and paddle are not installed here: their tests skip on both) and AOT modules
     "interop.test_dlpack", "interop.test_torch", "interop.test_jax", "interop.test_paddle",
-    "aot.test_module_aot",
+    "aot.test_module_aot", "test_examples",
     # warp/tests/cuda (CUDA-only on warp-lang's CPU baseline: counted, mostly skipped)
     "cuda.test_array_fill_capture", "cuda.test_async", "cuda.test_capture_mode",
     "cuda.test_capture_release", "cuda.test_clang_cuda", "cuda.test_cluster_dim",
