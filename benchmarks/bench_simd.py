@@ -8,7 +8,9 @@ The kernels of bench_core.py (kernels_src.py, gradloom side only), forward and f
 cell the median over the rounds. Alternating in one process keeps the load of a shared machine
 out of the ratio. `--threads 1` (the default) measures one core; the split launches of
 `--threads 2` add the pool's noise. Before timing, every kernel's outputs and input gradients
-are compared bit for bit between the two settings (they must be equal: docs/performance.md).
+are compared bit for bit between the two settings: they are equal except where every lane adds
+into one element, which the lanes sum as a tree (nbody's adjoint, neo_hookean's energy:
+docs/performance.md, "Which results can change").
 See benchmarks/README.md.
 """
 
