@@ -279,3 +279,31 @@ def test_tile_matmul_register_blocks_and_odd_shapes() -> None:
                                                       wp.array(b, dtype=float), c, d], block_dim=1)
     np.testing.assert_allclose(c.numpy(), 0.5 * a @ b + c0, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(d.numpy(), a[:7] @ b[:, :5], rtol=1e-5, atol=1e-6)
+
+
+@wp.kernel
+def _mixed_kernel(a: wp.array2d(dtype=wp.float16), b: wp.array2d(dtype=wp.float32),
+                  c: wp.array2d(dtype=wp.float64)):
+    x = wp.tile_load(a, shape=(4, 3))
+    y = wp.tile_load(b, shape=(3, 2))
+    acc = wp.tile_load(c, shape=(4, 2))
+    wp.tile_matmul(x, y, acc, alpha=0.5, beta=-1.5)  # computed in float64, out's type
+    wp.tile_store(c, acc)
+
+
+def test_tile_matmul_mixed_precision() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((4, 3)).astype(np.float16)
+    b = rng.standard_normal((3, 2)).astype(np.float32)
+    c0 = rng.standard_normal((4, 2))
+    aw, bw = wp.array(a, dtype=wp.float16, requires_grad=True), wp.array(b, requires_grad=True)
+    cw = wp.array(c0, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(_mixed_kernel, dim=[1], inputs=[aw, bw, cw], block_dim=1)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(cw.numpy(), 0.5 * a64 @ b64 - 1.5 * c0, rtol=1e-12)
+    g = np.ones((4, 2))
+    tape.backward(grads={cw: wp.array(g, dtype=wp.float64)})
+    np.testing.assert_allclose(bw.grad.numpy(), 0.5 * a64.T @ g, rtol=1e-6)
+    np.testing.assert_allclose(aw.grad.numpy().astype(np.float64), 0.5 * g @ b64.T, rtol=1e-2)

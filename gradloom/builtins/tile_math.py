@@ -318,8 +318,8 @@ def _gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var, beta: Var 
         cols = [_scaled_index(ctx, bi[1], rn, q) for q in range(rn)]
 
         def step(kk: list[Var], acc: list[Var]) -> list[Var]:
-            av = [read(ctx, a, [r, kk[0]]) for r in rows]
-            bv = [read(ctx, b, [kk[0], c]) for c in cols]
+            av = [convert(ctx, read(ctx, a, [r, kk[0]]), t) for r in rows]
+            bv = [convert(ctx, read(ctx, b, [kk[0], c]), t) for c in cols]
             return [ctx.op("add", acc[x * rn + y], ctx.op("mul", av[x], bv[y]))
                     for x in range(rm) for y in range(rn)]
         zero = ctx.const(0, t)
@@ -347,10 +347,14 @@ def _scaled_index(ctx: Ctx, i: Var, r: int, q: int) -> Var:
 def tile_matmul(ctx: Ctx, a: Any, b: Any, out: Any = None, alpha: Any = _ONE,
                 beta: Any = _ONE, precision: Any = None) -> TileVal | None:
     x, y = tile_arg(ctx, a, "a"), tile_arg(ctx, b, "b")
-    if x.type.ndim != 2 or y.type.ndim != 2 or x.type.dtype != y.type.dtype:
+    mixed = isinstance(out, TileVal) and all(
+        isinstance(d, ScalarType) and d.is_float for d in (x.type.dtype, y.type.dtype,
+                                                           out.type.dtype))
+    if x.type.ndim != 2 or y.type.ndim != 2 or (x.type.dtype != y.type.dtype and not mixed):
         raise ctx.error(f"wp.tile_matmul() needs 2-D tiles of one dtype, got {x.type!r} and "
                         f"{y.type!r}")
-    t = x.type.dtype
+    # mixed float precisions (Warp: float16 @ float32 into float64): computed in out's type
+    t = out.type.dtype if mixed else x.type.dtype
     alpha, beta = (ctx.const(float(v), t) if isinstance(v, (int, float)) else v
                    for v in (alpha, beta))
     al = scalar(ctx, alpha, t)
