@@ -307,3 +307,18 @@ def test_tile_matmul_mixed_precision() -> None:
     tape.backward(grads={cw: wp.array(g, dtype=wp.float64)})
     np.testing.assert_allclose(bw.grad.numpy(), 0.5 * a64.T @ g, rtol=1e-6)
     np.testing.assert_allclose(aw.grad.numpy().astype(np.float64), 0.5 * g @ b64.T, rtol=1e-2)
+
+
+@wp.kernel
+def _scatter_literal_kernel(out: wp.array(dtype=float)):
+    t = wp.tile_zeros(shape=4, dtype=float)
+    wp.tile_scatter_add(t, 1, 1.0, True)  # a literal value
+    wp.tile_scatter_add(t, 1, 2.5, True)
+    wp.tile_scatter_masked(t, 3, 7.0, True)
+    wp.tile_store(out, t)
+
+
+def test_tile_scatter_with_literal_values() -> None:
+    out = wp.zeros(4, dtype=float)
+    wp.launch_tiled(_scatter_literal_kernel, dim=[1], inputs=[out], block_dim=1)
+    np.testing.assert_array_equal(out.numpy(), [0.0, 3.5, 0.0, 7.0])

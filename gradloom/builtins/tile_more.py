@@ -15,6 +15,7 @@ from .tile_loops import convert, copy_into, each, fold, get, new_tile, read, row
 from .tile_math import element_op
 from .tiles import (
     _T,
+    _element,
     _array_arg,
     _in_bounds,
     _offsets,
@@ -364,7 +365,7 @@ def _scatter_args(ctx: Ctx, name: str, a: Any, args: tuple[Any, ...]) -> tuple[T
                      "(a: Tile, i: Int, j: Int, k: Int, value: Any, has_value: bool) -> None"))
 def tile_scatter_masked(ctx: Ctx, a: Any, *args: Any) -> None:
     t, idx, value, flag = _scatter_args(ctx, "tile_scatter_masked", a, args)
-    v = convert(ctx, value, t.type.dtype)
+    v = convert(ctx, _element(ctx, value, t.type.dtype), t.type.dtype)  # a literal too
 
     def put() -> list[Var]:
         write(ctx, t, idx, v)
@@ -381,7 +382,7 @@ def tile_scatter_masked(ctx: Ctx, a: Any, *args: Any) -> None:
                      "atomic: bool) -> None"))  # fmt: skip
 def tile_scatter_add(ctx: Ctx, a: Any, *args: Any, atomic: Any = True) -> None:
     t, idx, value, flag = _scatter_args(ctx, "tile_scatter_add", a, args)
-    v = convert(ctx, value, t.type.dtype)
+    v = convert(ctx, _element(ctx, value, t.type.dtype), t.type.dtype)  # a literal too
 
     def add() -> list[Var]:
         write(ctx, t, idx, element_op(ctx, "add", get(ctx, t, idx), v))
