@@ -15,8 +15,8 @@ from .tile_loops import convert, copy_into, each, fold, get, new_tile, read, row
 from .tile_math import element_op
 from .tiles import (
     _T,
-    _element,
     _array_arg,
+    _element,
     _in_bounds,
     _offsets,
     const_ints,
