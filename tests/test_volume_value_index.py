@@ -1,7 +1,7 @@
 """Index lookups and index sampling on value volumes (a voxel's index is its place among the
 leaves' values, the order of `get_voxels`), `allocate_by_tiles(bg_value=None)` making an index
-volume of whole tiles, and the point masks of allocate_by_voxels / allocate_by_tiles, checked
-against numpy models."""
+volume of whole tiles, the point masks of allocate_by_voxels / allocate_by_tiles and the grid
+types typed backgrounds pick, checked against numpy models and warp-lang's choices."""
 
 from __future__ import annotations
 
@@ -78,3 +78,23 @@ def test_point_masks_leave_out_points():
     empty = wp.Volume.allocate_by_tiles(tiles, voxel_size=1.0, bg_value=1.0, point_mask=none)
     assert empty.get_tile_count() == 0 and empty.get_tiles().numpy().shape == (0, 3)
     assert wp.Volume.allocate_by_voxels(tiles, voxel_size=1.0, point_mask=none).get_voxel_count() == 0
+
+
+@wp.kernel
+def _background_f64(vid: wp.uint64, out: wp.array(dtype=wp.float64)):
+    out[0] = wp.volume_lookup(vid, 100000, 0, 0, dtype=wp.float64)
+
+
+def test_typed_backgrounds_pick_their_grid_type():
+    pts = wp.array(np.array([[0, 0, 0], [8, 0, 0]], np.int32), dtype=wp.int32)
+    cases = [(wp.uint32(7), "uint32", wp.uint32), (wp.int64(7), "int64", wp.int64),
+             (wp.float64(7.5), "double", wp.float64), (wp.vec3d(1.0, 2.0, 3.0), "Vec3d", wp.vec3d),
+             (7, "int32", wp.int32), (7.0, "float", wp.float32), (wp.vec3(1.0, 2.0, 3.0), "Vec3f", wp.vec3f)]  # fmt: skip
+    for bg, type_str, dtype in cases:
+        for vol in (wp.Volume.allocate_by_tiles(pts, 1.0, bg),
+                    wp.Volume.allocate(min=[0, 0, 0], max=[3, 3, 3], voxel_size=1.0, bg_value=bg)):  # fmt: skip
+            assert vol.get_grid_info().type_str == type_str and vol.dtype == dtype
+    vol = wp.Volume.allocate_by_tiles(pts, 1.0, wp.float64(0.1))
+    out = wp.zeros(1, dtype=wp.float64)
+    wp.launch(_background_f64, 1, inputs=[vol.id, out])
+    assert out.numpy()[0] == 0.1  # exact: a double grid, not a float one

@@ -76,11 +76,20 @@ def _voxel_matrix(voxel_size: Any) -> np.ndarray:
     return np.diag(vs)
 
 
-def _layout_for(bg_value: Any, vector: bool = False) -> tuple[L.ValueLayout, np.ndarray]:
+#: typed background values that pick their own grid type in `allocate` / `allocate_by_tiles`
+_TYPED_GRID = {np.dtype(np.float64): 2, np.dtype(np.int64): 5, np.dtype(np.uint32): 10}
+
+
+def _layout_for(bg_value: Any, vector: bool = False, typed: bool = False) -> tuple[L.ValueLayout, np.ndarray]:
     """The value type a background value picks (Warp's rule: an int makes an int32 volume,
-    three numbers a vec3f one, four a vec4f one, anything else float32)."""
+    three numbers a vec3f one, four a vec4f one, anything else float32; with `typed`, a
+    wp.float64 / int64 / uint32 / vec3d value a grid of its own type)."""
+    if typed and isinstance(bg_value, np.generic) and bg_value.dtype in _TYPED_GRID:
+        lay = L.LAYOUTS[_TYPED_GRID[bg_value.dtype]]
+        return lay, np.array([bg_value], lay.scalar)
     if vector or (np.ndim(bg_value) and np.size(bg_value) == 3):
-        return L.LAYOUTS[6], np.broadcast_to(np.asarray(bg_value, np.float32), (3,)).copy()
+        grid = 7 if typed and getattr(bg_value, "gl_type", None) == T.vec3d else 6
+        return L.LAYOUTS[grid], np.broadcast_to(np.asarray(bg_value, L.LAYOUTS[grid].scalar), (3,)).copy()
     if np.ndim(bg_value) and np.size(bg_value) == 4:
         # a wp.vec4d makes a Vec4d volume; any other four numbers a Vec4f one
         grid = 18 if getattr(bg_value, "gl_type", None) == T.vec4d else 17
@@ -227,7 +236,7 @@ class Volume:
 
     @classmethod
     def _empty(cls, origins: np.ndarray, mat: np.ndarray, translation: Any, bg_value: Any) -> Volume:
-        layout, bg = _layout_for(bg_value)
+        layout, bg = _layout_for(bg_value, typed=True)
         n = len(origins)
         values = np.broadcast_to(bg, (n, L.LEAF_COUNT, layout.channels)).astype(layout.scalar)
         active = np.ones((n, L.LEAF_COUNT), bool)
