@@ -211,6 +211,36 @@ def test_count_trailing_zeros_snippet_counts_them():
     np.testing.assert_array_equal(out.numpy(), expected)
 
 
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return __frsqrt_rn(value);
+#else
+return 1.0f / sqrtf(value);
+#endif
+""")
+def rsqrt_rn(value: float) -> float: ...
+
+
+@wp.kernel
+def rsqrt_kernel(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = rsqrt_rn(x[i]) * x[i]
+
+
+def test_reciprocal_square_root_snippet_is_computed_and_differentiated():
+    # newton's support functions normalise directions with this snippet
+    xs = np.array([0.25, 2.0, 9.0], dtype=np.float32)
+    x, out = wp.array(xs, dtype=float, requires_grad=True), wp.zeros(3, dtype=float,
+                                                                      requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(rsqrt_kernel, 3, inputs=[x, out])
+    np.testing.assert_allclose(out.numpy(), np.sqrt(xs), rtol=1e-6)
+    tape.backward(grads={out: wp.ones(3, dtype=float)})
+    # d/dx (x / sqrt(x)) = 1 / (2 sqrt(x)): the snippet's meaning differentiated
+    np.testing.assert_allclose(x.grad.numpy(), 0.5 / np.sqrt(xs.astype(np.float64)), rtol=1e-5)
+
+
 # -- wp.grad ------------------------------------------------------------------------------------------
 
 

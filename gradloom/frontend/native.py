@@ -4,7 +4,9 @@ has no C++ compiler to build a snippet with). The few standard snippets librarie
 are recognised by their CPU code (what Warp's CPU build compiles: the `#else` branch of an
 `#if defined(__CUDA_ARCH__)`) and given their meaning instead: a block barrier
 (`WP_TILE_SYNC();`, `__syncthreads();`) does nothing, since a tile block is one thread here
-(Warp's CPU rule); `return __builtin_ctzll(x);` counts a 64-bit integer's trailing zero bits."""
+(Warp's CPU rule); `return __builtin_ctzll(x);` counts a 64-bit integer's trailing zero bits;
+`return 1.0f / sqrtf(x);` is the float32 reciprocal square root. A recognised snippet is
+differentiated as what it computes (Warp: by its `adj_snippet`, none here: zero)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,14 @@ from typing import Any
 
 from ..builtins.values import Ctx, scalar
 from ..errors import CompileError, GradloomError
-from ..types import int32, uint64
+from ..types import float32, int32, uint64
 
 #: snippets (comments and whitespace dropped) that mean nothing with one thread per block
 _BARRIERS = frozenset({"WP_TILE_SYNC();", "__syncthreads();"})
 #: `return __builtin_ctzll(x);`, the argument maybe cast: its name
 _CTZ = re.compile(r"return__builtin_ctzll\((?:\((?:unsigned|long|int)+\))?(\w+)\);")
+#: `return 1.0f / sqrtf(x);`: its argument's name
+_RSQRT = re.compile(r"return1(?:\.0?)?f/sqrtf\((\w+)\);")
 
 
 def _cpu_code(snippet: str) -> str:
@@ -35,14 +39,15 @@ def _cpu_code(snippet: str) -> str:
 
 
 def _meaning(snippet: str, params: list[str]) -> str | None:
-    """'barrier', 'ctz' (the trailing zero bits of the only parameter) or None for any other
-    code."""
+    """'barrier', 'ctz' (the trailing zero bits of the only parameter), 'rsqrt' (its float32
+    reciprocal square root) or None for any other code."""
     code = _cpu_code(snippet)
     if code in _BARRIERS:
         return "barrier"
-    ctz = _CTZ.fullmatch(code)
-    if ctz is not None and params == [ctz.group(1)]:
-        return "ctz"
+    for name, pattern in (("ctz", _CTZ), ("rsqrt", _RSQRT)):
+        found = pattern.fullmatch(code)
+        if found is not None and params == [found.group(1)]:
+            return name
     return None
 
 
@@ -83,6 +88,11 @@ class NativeFunction:
             return None
         if meaning == "ctz" and len(args) == 1 and not kwargs:
             return count_trailing_zeros(ctx, args[0])
+        if meaning == "rsqrt" and len(args) == 1 and not kwargs:
+            v = scalar(ctx, args[0], float32)
+            if v.type != float32:
+                v = ctx.op("cast", v, type=float32)
+            return ctx.op("div", ctx.const(1.0, float32), ctx.op("sqrt", v))
         raise CompileError(str(self.error()), ctx.loc)
 
     def __repr__(self) -> str:
