@@ -322,3 +322,21 @@ def test_tile_scatter_with_literal_values() -> None:
     out = wp.zeros(4, dtype=float)
     wp.launch_tiled(_scatter_literal_kernel, dim=[1], inputs=[out], block_dim=1)
     np.testing.assert_array_equal(out.numpy(), [0.0, 3.5, 0.0, 7.0])
+
+
+def test_tile_matmul_refuses_complex_and_bfloat16_out() -> None:
+    @wp.kernel(module="unique")
+    def cplx(a: wp.array2d(dtype=wp.vec2)) -> None:
+        t = wp.tile_load(a, shape=(2, 2))
+        wp.tile_matmul(t, t)
+
+    @wp.kernel(module="unique")
+    def bf16_out(a: wp.array2d(dtype=float)) -> None:
+        t = wp.tile_load(a, shape=(2, 2))
+        c = wp.tile_zeros(shape=(2, 2), dtype=wp.bfloat16)
+        wp.tile_matmul(t, t, c)
+
+    with pytest.raises(TypeError, match="does not support complex tiles"):
+        wp.launch_tiled(cplx, dim=[1], inputs=[wp.zeros((2, 2), dtype=wp.vec2)], block_dim=1)
+    with pytest.raises(TypeError, match="does not support a bfloat16 'out' tile"):
+        wp.launch_tiled(bf16_out, dim=[1], inputs=[wp.zeros((2, 2), dtype=float)], block_dim=1)

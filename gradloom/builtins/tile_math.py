@@ -347,6 +347,14 @@ def _scaled_index(ctx: Ctx, i: Var, r: int, q: int) -> Var:
 def tile_matmul(ctx: Ctx, a: Any, b: Any, out: Any = None, alpha: Any = _ONE,
                 beta: Any = _ONE, precision: Any = None) -> TileVal | None:
     x, y = tile_arg(ctx, a, "a"), tile_arg(ctx, b, "b")
+    tiles = [x, y, *([out] if isinstance(out, TileVal) else [])]
+    if any(not isinstance(v.type.dtype, ScalarType) for v in tiles):
+        raise ctx.error("wp.tile_matmul() does not support complex tiles or other non-scalar "
+                        f"elements, got {[v.type.dtype for v in tiles]}; use scalar tiles")
+    res_t = out.type.dtype if isinstance(out, TileVal) else x.type.dtype
+    if res_t.name == "bfloat16":
+        raise ctx.error("wp.tile_matmul() does not support a bfloat16 'out' tile (given or "
+                        "made by the returning form); accumulate into a float32 tile")
     mixed = isinstance(out, TileVal) and all(
         isinstance(d, ScalarType) and d.is_float for d in (x.type.dtype, y.type.dtype,
                                                            out.type.dtype))
