@@ -19,7 +19,7 @@ from . import memory
 from .registry import builtin
 from .values import ArrayVal, Composite, Ctx, OutArgs, Value, describe, if_values, materialize
 from .volume import index_coords, int_arg, sampling_mode, volume_pointer
-from .volume_walk import i64, load_i64, table_slot, value_offset
+from .volume_walk import WalkLayout, i64, load_i64, table_slot, value_offset
 
 _GROUP = "Geometry"
 
@@ -68,27 +68,32 @@ def _add1(ctx: Ctx, v: Var) -> Var:
 
 
 def _value_grid_index(ctx: Ctx, p: Var, ijk: list[Var], layouts: list[L.ValueLayout]) -> Var:
-    """A value grid's leaf-value index of voxel ijk (-1 outside the leaves), for the grid types
-    in `layouts` (-1 for the others)."""
-    if not layouts:
-        return i64(ctx, -1)
-    lay = layouts[0]
+    """A value grid's leaf-value index of voxel ijk (-1 outside the leaves, or for grid types not
+    in `layouts`): one walk, its offsets and sizes picked by the grid type at run time."""
     grid_type = ctx.op("load", p, i64(ctx, L.GRID_OFF["grid_type"]), type=int32)
+    matches = [ctx.op("eq", grid_type, ctx.const(lay.grid_type, int32)) for lay in layouts]
 
-    def walk() -> list[Var]:
-        offset, is_leaf = value_offset(ctx, p, lay, ijk)
-        n = table_slot(ctx, ijk, 7, 0, 3)
-        base = ctx.op("sub", offset, ctx.op("add", i64(ctx, lay.leaf_table),
-                                            ctx.op("mul", n, i64(ctx, lay.value_bytes))))
-        leaf0 = ctx.op("add", load_i64(ctx, p, i64(ctx, L.GRID_SIZE + L.TREE_OFF["leaf"])),
-                       i64(ctx, L.GRID_SIZE))
-        number = ctx.op("div", ctx.op("sub", base, leaf0), i64(ctx, lay.leaf_size))
-        index = ctx.op("add", ctx.op("mul", number, i64(ctx, L.LEAF_COUNT)), n)
-        return [ctx.op("select", ctx.op("ne", is_leaf, ctx.const(0, int32)), index, i64(ctx, -1))]
+    def pick(field: str) -> Var:
+        out = i64(ctx, getattr(layouts[0], field))
+        for lay, match in zip(layouts[1:], matches[1:], strict=True):
+            out = ctx.op("select", match, i64(ctx, getattr(lay, field)), out)
+        return out
 
-    (out,) = if_values(ctx, ctx.op("eq", grid_type, ctx.const(lay.grid_type, int32)), walk,
-                       lambda: [_value_grid_index(ctx, p, ijk, layouts[1:])])
-    return out
+    walk = WalkLayout(*(pick(f) for f in ("root_size", "tile_size", "tile_value", "root_background",
+                                          "upper_table", "lower_table", "table_stride", "leaf_table",
+                                          "value_bytes")))  # fmt: skip
+    offset, is_leaf = value_offset(ctx, p, walk, ijk)
+    n = table_slot(ctx, ijk, 7, 0, 3)
+    base = ctx.op("sub", offset, ctx.op("add", walk.leaf_table, ctx.op("mul", n, walk.value_bytes)))
+    leaf0 = ctx.op("add", load_i64(ctx, p, i64(ctx, L.GRID_SIZE + L.TREE_OFF["leaf"])),
+                   i64(ctx, L.GRID_SIZE))
+    number = ctx.op("div", ctx.op("sub", base, leaf0), pick("leaf_size"))
+    index = ctx.op("add", ctx.op("mul", number, i64(ctx, L.LEAF_COUNT)), n)
+    known = matches[0]
+    for match in matches[1:]:
+        known = ctx.op("or", known, match)
+    found = ctx.op("and", known, ctx.op("ne", is_leaf, ctx.const(0, int32)))
+    return ctx.op("select", found, index, i64(ctx, -1))
 
 
 @builtin("volume_voxel_count", "the number of indexed voxels of an index volume (the size a "

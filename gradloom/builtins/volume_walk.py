@@ -10,14 +10,17 @@ order, types/volume.py), so autodiff sees no float value from memory.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir.nodes import Var
 from ..types import int32, int64
 from ..types import volume as L
 from .values import Ctx, if_values, while_loop
 
 
-def i64(ctx: Ctx, v: int) -> Var:
-    return ctx.const(v, int64)
+def i64(ctx: Ctx, v: int | Var) -> Var:
+    """An int64 constant (a value already computed passes through)."""
+    return v if isinstance(v, Var) else ctx.const(v, int64)
 
 
 def load_i64(ctx: Ctx, p: Var, offset: Var) -> Var:
@@ -54,7 +57,23 @@ def _has_child(ctx: Ctx, p: Var, mask_at: Var, slot: Var) -> Var:
     return ctx.op("ne", bit, i64(ctx, 0))
 
 
-def value_offset(ctx: Ctx, p: Var, lay: L.ValueLayout, ijk: list[Var]) -> tuple[Var, Var]:
+@dataclass(frozen=True)
+class WalkLayout:
+    """A layout whose offsets and sizes are values computed in the kernel (picked by the grid's
+    type at run time), for walks that must serve several value types with one walk."""
+
+    root_size: Var
+    tile_size: Var
+    tile_value: Var
+    root_background: Var
+    upper_table: Var
+    lower_table: Var
+    table_stride: Var
+    leaf_table: Var
+    value_bytes: Var
+
+
+def value_offset(ctx: Ctx, p: Var, lay: L.ValueLayout | WalkLayout, ijk: list[Var]) -> tuple[Var, Var]:
     """(byte offset of voxel ijk's value in the buffer at p, int32 1 if it is a leaf voxel)."""
     root = _add(ctx, load_i64(ctx, p, i64(ctx, L.GRID_SIZE + L.TREE_OFF["root"])), L.GRID_SIZE)
     count = ctx.op("cast", ctx.op("load", p, _add(ctx, root, L.ROOT_OFF_TABLE_SIZE), type=int32),
@@ -89,7 +108,7 @@ def value_offset(ctx: Ctx, p: Var, lay: L.ValueLayout, ijk: list[Var]) -> tuple[
     return out[0], out[1]
 
 
-def _upper(ctx: Ctx, p: Var, lay: L.ValueLayout, node: Var, ijk: list[Var]) -> list[Var]:
+def _upper(ctx: Ctx, p: Var, lay: L.ValueLayout | WalkLayout, node: Var, ijk: list[Var]) -> list[Var]:
     slot = table_slot(ctx, ijk, 4095, 7, 5)
     entry = ctx.op("add", _add(ctx, node, lay.upper_table),
                    ctx.op("mul", slot, i64(ctx, lay.table_stride)))  # fmt: skip
@@ -98,7 +117,7 @@ def _upper(ctx: Ctx, p: Var, lay: L.ValueLayout, node: Var, ijk: list[Var]) -> l
                      lambda: [entry, ctx.const(0, int32)])  # fmt: skip
 
 
-def _lower(ctx: Ctx, p: Var, lay: L.ValueLayout, node: Var, ijk: list[Var]) -> list[Var]:
+def _lower(ctx: Ctx, p: Var, lay: L.ValueLayout | WalkLayout, node: Var, ijk: list[Var]) -> list[Var]:
     slot = table_slot(ctx, ijk, 127, 3, 4)
     entry = ctx.op("add", _add(ctx, node, lay.lower_table),
                    ctx.op("mul", slot, i64(ctx, lay.table_stride)))  # fmt: skip
