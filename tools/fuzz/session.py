@@ -95,6 +95,8 @@ class Session:
                 w = None  # warp-lang itself fell over: no reference for this case
             elif w is not None and w.get("status") == "rejected" and g.get("status") != "error":
                 self.notes["warp-lang rejects, gradloom accepts"] += 1
+            if g.get("jvp"):
+                self.notes[f"jvp: tangents {g['jvp'].get('status')}"] += 1
             if g.get("unstable"):
                 self.notes["forward not compared with warp-lang: a branch follows rounding"] += 1
             cls, detail = classify(c.dtype, g, w)
