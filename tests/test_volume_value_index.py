@@ -98,3 +98,16 @@ def test_typed_backgrounds_pick_their_grid_type():
     out = wp.zeros(1, dtype=wp.float64)
     wp.launch(_background_f64, 1, inputs=[vol.id, out])
     assert out.numpy()[0] == 0.1  # exact: a double grid, not a float one
+
+
+def test_active_stats_count_the_tree():
+    pts = wp.array(np.array([[-1, -2, -3], [0, 0, 0], [1, 2, 3], [1, 2, 3], [4, 5, 6], [128, 0, 0]], np.int32),
+                   dtype=wp.int32)  # fmt: skip
+    vol = wp.Volume.allocate_by_voxels(pts, voxel_size=1.0)
+    assert not vol.is_rebuildable and vol.get_rebuild_info() == wp.Volume.RebuildInfo(None, 0, 0, 0, 0)
+    # 5 voxels in 3 leaves (origins -8,-8,-8 / 0,0,0 / 128,0,0), 3 lower nodes, 2 upper nodes
+    assert vol.get_active_stats() == wp.Volume.ActiveStats(5, 3, 3, 2)
+    tiles = wp.Volume.allocate_by_tiles(pts, voxel_size=1.0, bg_value=2.0)
+    assert tiles.get_active_stats() == (3 * 512, 3, 3, 2)
+    dense = wp.Volume.load_from_numpy(np.ones((9, 9, 9), np.float32))
+    assert dense.get_active_stats() == (8 * 512, 8, 1, 1)  # whole leaves, as warp-lang counts

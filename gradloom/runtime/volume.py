@@ -46,6 +46,25 @@ class FeatureInfo(NamedTuple):
     type_str: str
 
 
+class Rebuild(NamedTuple):
+    """Capacities reserved for rebuilds (gradloom's volumes are not rebuildable: kind None)."""
+
+    kind: str | None
+    max_voxel_count: int
+    max_leaf_node_count: int
+    max_lower_node_count: int
+    max_upper_node_count: int
+
+
+class Stats(NamedTuple):
+    """The grid's active voxel count and its leaf, lower and upper node counts."""
+
+    voxel_count: int
+    leaf_node_count: int
+    lower_node_count: int
+    upper_node_count: int
+
+
 def _check_grid(buf: np.ndarray, aligned: bool) -> tuple[N.GridHeader, L.ValueLayout, list[C.Blind], bool]:
     """The header, layout and blind data of the grid starting buf (checked); breadth-first?"""
     _size, breadth_first = C.check_header(buf[: L.GRID_SIZE + L.TREE_SIZE].tobytes(), len(buf), aligned)
@@ -106,6 +125,8 @@ class Volume:
     LINEAR: ClassVar[int] = 1
 
     FeatureArrayInfo: ClassVar[type[FeatureInfo]] = FeatureInfo
+    RebuildInfo: ClassVar[type[Rebuild]] = Rebuild
+    ActiveStats: ClassVar[type[Stats]] = Stats
 
     def __init__(self, data: Any, copy: bool = True) -> None:
         if isinstance(data, np.ndarray):
@@ -165,7 +186,8 @@ class Volume:
         dims = np.array(data.shape[:3])
         tiles = np.stack(np.meshgrid(*[np.arange(0, d, 8) for d in dims], indexing="ij"), -1)
         origins = tiles.reshape(-1, 3).astype(np.int32)
-        values, active = _dense_leaves(data.reshape(*dims, -1), origins, bg, layout)
+        values, _inside = _dense_leaves(data.reshape(*dims, -1), origins, bg, layout)
+        active = np.ones(_inside.shape, bool)  # every voxel of the leaves, as in Warp
         spec = N.GridSpec(layout, origins, values, active, bg, _voxel_matrix(voxel_size),
                           np.asarray(min_world, np.float64))  # fmt: skip
         return cls(np.frombuffer(N.build_grid(spec), np.uint8))
@@ -277,6 +299,20 @@ class Volume:
         """The origins (index coordinates) of the 8³ leaves, in the grid's order."""
         self._check_fixed_leaves()
         return _filled(out, N.leaf_origins(self._buffer, self._head, self._layout))
+
+    @property
+    def is_rebuildable(self) -> bool:
+        """Whether `rebuild` can refill this volume (never: gradloom has no rebuildable volumes)."""
+        return False
+
+    def get_rebuild_info(self) -> Rebuild:
+        return Rebuild(None, 0, 0, 0, 0)
+
+    def get_active_stats(self) -> Stats:
+        """The tree header's active voxel count and node counts."""
+        raw = self._buffer[L.GRID_SIZE:L.GRID_SIZE + L.TREE_SIZE].tobytes()
+        leaf, lower, upper = struct.unpack_from("<3I", raw, L.TREE_OFF["count_leaf"])
+        return Stats(struct.unpack_from("<Q", raw, L.TREE_OFF["voxel_count"])[0], leaf, lower, upper)
 
     def get_voxel_count(self) -> int:
         """Voxels of the leaves (an index volume: its indexed voxels)."""
