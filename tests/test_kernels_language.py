@@ -1015,6 +1015,27 @@ def test_wp_static_expressions():
     np.testing.assert_array_equal(z.numpy(), [sum(range(6)) + 8] * 4)
 
 
+@wp.kernel
+def same_value_both_branches_kernel(flags: wp.array(dtype=int), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    p = wp.vec3(1.0, 2.0, 3.0)
+    q = wp.vec3(-1.0, 0.0, 1.0)
+    if flags[i] == 0:
+        first = p  # the same value on both branches, made before the if
+        second = q
+    else:
+        first = p
+        second = p
+    out[i] = first + second
+
+
+def test_a_name_both_branches_bind_to_one_value_is_defined_after_the_if():
+    # newton's heightfield triangles: `v0_local = p00` on both sides of an if
+    out = zeros(2, wp.vec3)
+    launch(same_value_both_branches_kernel, 2, warr(np.array([0, 1]), int), out)
+    np.testing.assert_allclose(out.numpy(), [[0.0, 2.0, 4.0], [2.0, 4.0, 6.0]])
+
+
 def _scale_func(n: int):
     @wp.func
     def scale(v: float):

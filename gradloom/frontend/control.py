@@ -128,6 +128,10 @@ class ControlLowerer(ExprLowerer):
             yields.append(self.b.close_block(flat))
         results = iter(self.b.emit_if(cond, yields[0], yields[1], loc))
         self.env = dict(before)
+        # a name both branches bound to the very value (made before the if: `v = p` on each
+        # side) needs no merge, and keeps that value after the if
+        self.env.update({n: v for n, v in then_env.items() if else_env.get(n) is v
+                         and before.get(n) is not v and isinstance(v, KernelValue)})
         for n in names:
             template = then_env[n] if n in then_env else else_env[n]
             self.env[n] = merged.get(n) or rebuild(template, results)
