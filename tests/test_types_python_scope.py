@@ -388,3 +388,18 @@ def test_integer_vector_components_wrap():
     v[1:3] = (-2, -3)
     assert list(v) == [1, 2**32 - 2, 2**32 - 3]
     assert list(wp.vec3ub(-1)) == [255, 255, 255]
+
+
+def test_from_buffer_shares_memory_with_the_buffer_as_warps_ctypes_types_do():
+    # newton's host transforms: wp.transform.from_buffer(values), then writes through either
+    buf = np.arange(7, dtype=np.float32)
+    t = wp.transform.from_buffer(buf)
+    assert isinstance(t, wp.transform)
+    np.testing.assert_array_equal(np.asarray(t), np.arange(7))
+    np.asarray(t)[0] = 42.0
+    buf[6] = -1.0
+    assert buf[0] == 42.0 and t[6] == -1.0
+    m = wp.mat22.from_buffer(np.arange(5, dtype=np.float32), 4)  # byte offset 4
+    np.testing.assert_array_equal(np.asarray(m), [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(TypeError, match="not writable"):
+        wp.vec3.from_buffer(np.arange(3, dtype=np.float32).tobytes())
