@@ -67,7 +67,7 @@ def _check(lowers: Any, uppers: Any, groups: Any, leaf_size: int) -> None:
     for name, a in (("lowers", lowers), ("uppers", uppers)):
         if not isinstance(a, array) or a.dtype != vec3f or a.ndim != 1 or not a.is_contiguous:
             raise RuntimeError(f"{name} should be a contiguous array of type wp.vec3")
-        if a.device.is_cuda:
+        if not a.device.backend.host_memory:
             raise MeshError("wp.Bvh on a CUDA device is not supported yet: build it on the CPU")
     if lowers.shape != uppers.shape:
         raise RuntimeError("The same number of lower and upper bounds must be provided")

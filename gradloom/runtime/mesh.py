@@ -98,7 +98,7 @@ class Mesh:
         if velocities is not None and (not isinstance(velocities, array)
                                        or velocities.dtype != vec3f):
             raise MeshError("wp.Mesh(velocities=...) must be a wp.array of wp.vec3 or None")
-        if points.device.is_cuda:
+        if not points.device.backend.host_memory:
             raise MeshError("wp.Mesh on a CUDA device is not supported yet: build it on the CPU")
         self.points, self.indices, self.velocities = points, indices, velocities
         self.device = points.device
