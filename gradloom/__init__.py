@@ -43,8 +43,8 @@ from .kernel import VERSION as __version__
 from .kernel import Kernel, codegen_ptx, kernel, overload
 from .loading import compile_kernels, force_load, load_module
 from .modules import Module, get_module, get_module_options, set_module_options
-from .runtime.array import array
-from .runtime.array_ops import (
+from .runtime.array.array import array
+from .runtime.array.ops import (
     array1d,
     array2d,
     array3d,
@@ -61,6 +61,7 @@ from .runtime.array_ops import (
     zeros,
     zeros_like,
 )
+from .runtime.array.structs import struct
 from .runtime.cpu.command import Launch
 from .runtime.device import (
     Device,
@@ -77,10 +78,9 @@ from .runtime.device import (
     synchronize,
     synchronize_device,
 )
-from .runtime.launch import launch
-from .runtime.launch_tiled import launch_tiled
-from .runtime.structs import struct
-from .runtime.tape import Tape
+from .runtime.launch.launch import launch
+from .runtime.launch.tiled import launch_tiled
+from .runtime.tape.tape import Tape
 from .types import (
     bool_ as bool,  # Warp's name
 )
@@ -150,7 +150,13 @@ from .types import (
 # -- runtime library: timing, streams and events, graph capture ---------------------
 from . import utils
 from .runtime.cache import clear as clear_kernel_cache
-from .runtime.capture import (
+from .runtime.device import (
+    get_cuda_device,
+    get_cuda_devices,
+    get_cuda_driver_version,
+    is_device_available,
+)
+from .runtime.launch.capture import (
     CaptureMode,
     Graph,
     ScopedCapture,
@@ -160,12 +166,6 @@ from .runtime.capture import (
     capture_launch,
     capture_while,
     is_conditional_graph_supported,
-)
-from .runtime.device import (
-    get_cuda_device,
-    get_cuda_devices,
-    get_cuda_driver_version,
-    is_device_available,
 )
 from .runtime.occupancy import get_suggested_block_size
 from .runtime.stream import (
@@ -211,19 +211,19 @@ tau = _math.tau
 inf = _math.inf
 nan = _math.nan
 
-# -- hash grids, indexed arrays, fixed-size local arrays (runtime/hash_grid.py,
-# builtins/hash_grid.py, runtime/indexedarray.py, builtins/fixedarray.py)
+# -- hash grids, indexed arrays, fixed-size local arrays (runtime/geometry/hash_grid.py,
+# builtins/hash_grid.py, runtime/array/indexed.py, builtins/fixedarray.py)
 from .builtins.hash_grid import HashGridQuery  # noqa: E402
-from .runtime.hash_grid import HashGrid  # noqa: E402
-from .runtime.indexedarray import (  # noqa: E402
+from .runtime.array.indexed import (  # noqa: E402
     indexedarray,
     indexedarray1d,
     indexedarray2d,
     indexedarray3d,
     indexedarray4d,
 )
-from .runtime.texture import Texture, Texture1D, Texture2D, Texture3D  # noqa: E402
-from .runtime.volume import Volume  # noqa: E402
+from .runtime.geometry.hash_grid import HashGrid  # noqa: E402
+from .runtime.geometry.texture import Texture, Texture1D, Texture2D, Texture3D  # noqa: E402
+from .runtime.geometry.volume import Volume  # noqa: E402
 
 # Python-scope values (host evaluation): the remaining vector aliases Warp exports
 from .types import (  # noqa: E402
@@ -306,12 +306,12 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(f".{name}", __name__)
     if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB", "MeshQuery", "Bvh",
                 "BvhQuery", "BvhQueryTiled", "BvhConstructor", "is_cubql_available"):
-        import importlib  # runtime/mesh.py, runtime/bvh.py, builtins/mesh*.py, builtins/bvh.py
+        import importlib  # runtime/geometry/mesh.py, bvh.py, builtins/mesh*.py, builtins/bvh.py
 
-        mod = {"Mesh": ".runtime.mesh", "MeshQueryRay": ".builtins.mesh_ray",
+        mod = {"Mesh": ".runtime.geometry.mesh", "MeshQueryRay": ".builtins.mesh_ray",
                "MeshQueryAABB": ".builtins.mesh_aabb", "MeshQuery": ".builtins.mesh_aabb",
-               "Bvh": ".runtime.bvh", "BvhConstructor": ".runtime.bvh",
-               "is_cubql_available": ".runtime.bvh",
+               "Bvh": ".runtime.geometry.bvh", "BvhConstructor": ".runtime.geometry.bvh",
+               "is_cubql_available": ".runtime.geometry.bvh",
                "BvhQuery": ".builtins.bvh",
                "BvhQueryTiled": ".builtins.bvh_tiled"}.get(name, ".builtins.mesh")
         # wp.MeshQuery (Warp's annotation for any mesh query): the box query, the one mesh

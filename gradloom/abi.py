@@ -1,8 +1,8 @@
 """The launch ABI: the block of bytes every compiled entry (CPU and CUDA) takes as its one
 argument, word by word — what the runtime packs and the codegen entries read.
 
-The host side (runtime/packing.py, runtime/launch.py, runtime/cuda/launch.py,
-runtime/cpu/chunking.py, runtime/cpu/parallel.py, runtime/checks.py) and the kernel side
+The host side (runtime/launch/packing.py, runtime/launch/launch.py, runtime/cuda/launch.py,
+runtime/cpu/chunking.py, runtime/cpu/parallel.py, runtime/launch/checks.py) and the kernel side
 (codegen/entry_cpu.py, codegen/entry_nvptx.py, codegen/llvm_ops.py, codegen/native_pool.py,
 the gradient slot autodiff/reverse.py reads) take every offset from here, so the two sides
 cannot drift apart (tests/test_abi.py checks the packed block against what both entries read).
@@ -96,7 +96,7 @@ def failed_thread(buf: bytes | bytearray) -> int:
 # arguments
 
 # An array argument's 8-byte words, as offsets from the argument's own offset: the host packs
-# them in this order (runtime/packing.py, runtime/indexedarray.py, runtime/cuda/launch.py) and
+# them in this order (runtime/launch/packing.py, runtime/array/indexed.py, runtime/cuda/launch.py) and
 # the kernel reads them in it (types.leaves, builtins/values.ArrayVal.from_words).
 ARRAY_DATA = 0  # ptr: the first element (null: Warp's empty array)
 ARRAY_GRAD = 8  # ptr: the gradient's first element (null: no gradient)

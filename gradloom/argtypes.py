@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from .errors import GradloomError, LaunchError
-from .runtime.array import array
-from .runtime.foreign import foreign_to_array
-from .runtime.indexedarray import indexedarray
+from .runtime.array.array import array
+from .runtime.array.foreign import foreign_to_array
+from .runtime.array.indexed import indexedarray
 from .types import (
     ArrayType,
     IndexedArrayType,

@@ -14,10 +14,10 @@ import numpy as np
 
 from .errors import GradloomError
 from .kernel import Kernel
-from .runtime.array import NDArray, array
-from .runtime.array_ops import clone, zeros
-from .runtime.launch import launch
-from .runtime.tape import Tape
+from .runtime.array.array import NDArray, array
+from .runtime.array.ops import clone, zeros
+from .runtime.launch.launch import launch
+from .runtime.tape.tape import Tape
 from .types import MatrixType, ScalarType, VectorType, float64
 
 __all__ = ["GradcheckError", "PairCheck", "compare_jacobians", "format_report", "gradcheck",

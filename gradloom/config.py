@@ -180,7 +180,7 @@ _WARP_DEFAULTS: dict[str, _Any] = {
 globals().update(_WARP_DEFAULTS)
 _WARP_ONLY = frozenset(_WARP_DEFAULTS)
 
-#: called after an option in _REBUILD changes (kernel.py and runtime/launch.py drop their builds)
+#: called after an option in _REBUILD changes (kernel.py and runtime/launch/launch.py drop their builds)
 _on_rebuild: list[_Callable[[], None]] = []
 
 

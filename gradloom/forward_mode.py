@@ -1,7 +1,7 @@
 """Forward mode for users: `jvp` and `hvp` of a Python function (or a kernel launch) that
 launches kernels.
 
-The function runs once inside a `TangentTape` (runtime/tangent.py): each launch runs its
+The function runs once inside a `TangentTape` (runtime/tape/tangent.py): each launch runs its
 kernel's tangent kernel, which computes the same values and their tangents
 (autodiff/forward.py). `hvp` also records those launches on a `wp.Tape` and runs it backwards
 from the loss's tangent: reverse-over-forward, d/dx (∇L(x)·v) = H v, exact through runtime
@@ -19,10 +19,10 @@ import numpy as np
 
 from .errors import GradloomError
 from .kernel import Kernel
-from .runtime.array import NDArray, array
-from .runtime.launch import launch
-from .runtime.tangent import TangentTape
-from .runtime.tape import Tape
+from .runtime.array.array import NDArray, array
+from .runtime.launch.launch import launch
+from .runtime.tape.tangent import TangentTape
+from .runtime.tape.tape import Tape
 
 __all__ = ["hvp", "jvp", "tangent_run"]
 

@@ -29,7 +29,7 @@ from .modules import discard_module, get_module, module_for, qualified_key
 from .native import compiled_symbols, install_signal_handlers
 from .passes.threads import ThreadPlan
 from .runtime import cache
-from .runtime.structs import array_fields, type_key
+from .runtime.array.structs import array_fields, type_key
 from .types import ArrayType, IndexedArrayType, StructType, arg_offsets, resolve_annotation
 from .types.query import scalar_of
 

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from .codegen import cpu, float32_math, native_bvh, native_memory
 from .codegen import signals as native_signals
 from .ir import hostops
-from .runtime import bvh_tree, cache, memops
+from .runtime import cache, memops
 from .runtime import signals as runtime_signals
+from .runtime.geometry import bvh_tree
 
 
 def compiled_symbols(tag: str, text: str, names: tuple[str, ...]) -> tuple[int, ...]:

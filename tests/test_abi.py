@@ -201,7 +201,7 @@ def _host_words(params) -> dict[int, str]:
     """Block offset -> struct code of every leaf the host packer writes."""
     import struct
 
-    from gradloom.runtime.packing import Packer
+    from gradloom.runtime.launch.packing import Packer
 
     packer = Packer("k", params)
     assert packer.whole.size == packer.block_bytes == abi.BLOCK_ARGS + packer.size
@@ -276,7 +276,7 @@ def test_a_block_packed_by_hand_runs_on_the_cpu_entry():
 
     import numpy as np
 
-    from gradloom.runtime.packing import Packer
+    from gradloom.runtime.launch.packing import Packer
 
     args, out, want = _every_kind_args("cpu")
     compiled = every_kind.compiled()

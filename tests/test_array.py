@@ -1,4 +1,4 @@
-"""Tests for gradloom.runtime.array / array_ops / device: Warp-style arrays on the CPU."""
+"""Tests for gradloom.runtime.array.array / array_ops / device: Warp-style arrays on the CPU."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 from gradloom import types as T
 from gradloom.errors import GradloomError
-from gradloom.runtime import array as wa
-from gradloom.runtime import array_ops as ops
 from gradloom.runtime import device as dv
+from gradloom.runtime.array import array as wa
+from gradloom.runtime.array import ops as ops
 
 # --------------------------------------------------------------------------------------------
 # Constructors and dtypes

@@ -11,7 +11,7 @@ import pytest
 import gradloom as wp
 from gradloom import checkpoint
 from gradloom.errors import TapeError
-from gradloom.runtime import checkpoint_plan as plans
+from gradloom.runtime.tape import checkpoint_plan as plans
 
 
 @wp.kernel

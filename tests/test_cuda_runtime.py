@@ -173,7 +173,7 @@ def test_nvptx_entry_reads_the_block_where_the_host_writes_it():
 def test_device_packer_packs_like_the_cpu_packer():
     """Arguments go to the offsets types.arg_offsets gives, device pointers included."""
     from gradloom.runtime.cuda.launch import DevicePacker
-    from gradloom.runtime.packing import Packer
+    from gradloom.runtime.launch.packing import Packer
     from gradloom.types import arg_offsets
 
     params = list(saxpy.params)

@@ -1,4 +1,4 @@
-"""Relaunching a kernel with the arrays of a recent launch (runtime/packing.py `Packer.fill`,
+"""Relaunching a kernel with the arrays of a recent launch (runtime/launch/packing.py `Packer.fill`,
 kernels of packing.RECALL_ARRAYS arrays or more): the packed bytes are reused, and the results,
 errors and gradients are those of a fresh pack."""
 
@@ -13,7 +13,7 @@ import pytest
 
 import gradloom as wp
 from gradloom.errors import LaunchError
-from gradloom.runtime import packing
+from gradloom.runtime.launch import packing
 
 
 @wp.kernel

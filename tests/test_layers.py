@@ -27,7 +27,7 @@ ALLOWED = {
     "builtins": _BASE | {"ir"},
     "passes": _BASE | {"ir"},
     "codegen": _BASE | {"ir"},
-    # array operators (`a + b`) are wp.map of the builtin: a hook (runtime/array_arith.py
+    # array operators (`a + b`) are wp.map of the builtin: a hook (runtime/array/arith.py
     # ELEMENTWISE) that utils/mapping.py fills
     "runtime": _BASE,
     "interop": _BASE | {"runtime"},
@@ -45,10 +45,10 @@ ALLOWED = {
                        "argtypes", "native", "modules", "cuda_build", "pipeline"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
     "autograd": _BASE | {"runtime", "kernel", "forward_mode"},
-    # jvp of functions that launch kernels: runtime/tangent.py's TangentTape, kernels' tangent
+    # jvp of functions that launch kernels: runtime/tape/tangent.py's TangentTape, kernels' tangent
     # entries
     "forward_mode": _BASE | {"runtime", "kernel"},
-    # checkpointed rollouts: re-exports runtime/checkpoint.py
+    # checkpointed rollouts: re-exports runtime/tape/checkpoint.py
     "checkpoint": _BASE | {"runtime"},
     # optim/_kernels.py is kernel source written against the public API (`import gradloom as
     # wp`), as a user's is: optim sits above the package's own modules (which never import it)
@@ -127,39 +127,32 @@ def test_the_checker_sees_relative_imports() -> None:
 # of its own rank or lower ones; cycles are refused by tests/test_import_cycles.py.
 
 RUNTIME_RANKS: list[tuple[str, set[str]]] = [
-    # facts and mechanisms nothing else in the runtime is below: layouts, handles, the
-    # backend registry, the worker pool, signals, the NanoVDB byte format, the CUDA driver
-    # loader (device discovery)
-    ("base", {"layout", "handles", "readmarks", "signals", "page_map", "pool", "nanovdb",
-              "nanovdb_check",
-              "cache", "array_annotation", "array_arith", "backend", "recorded",
-              "cuda.driver"}),
+    # facts and mechanisms nothing else in the runtime is below: layouts, handles, read marks,
+    # the backend registry, the worker pool, signals, the kernel cache, the CUDA driver loader
+    # (device discovery)
+    ("base", {"layout", "handles", "readmarks", "signals", "page_map", "pool", "cache",
+              "backend", "cuda.driver"}),
     # devices and host memory operations
     ("device", {"device", "memops", "dlpack_capsule", "occupancy"}),
     # what arrays report to: active tapes and captures, streams
     ("recording", {"recording", "capturing", "stream", "timing"}),
-    # the one array class and its operations
-    ("array", {"array_protocols", "array_storage", "watch", "host_array", "array",
-               "indexedarray", "structs", "array_ops", "foreign"}),
-    # launches and graph capture
-    ("launch", {"packing", "checks", "launch", "launch_tiled", "capture"}),
-    # the Tape and forward mode's tangent tape
-    ("tape", {"adjoint", "tape_graph", "tape", "tangent", "checkpoint", "checkpoint_plan"}),
-    # geometry objects built on arrays
-    ("geometry", {"bvh_tree", "mesh", "bvh", "volume", "texture", "hash_grid"}),
-    # the backends (runtime/cpu/, runtime/cuda/): above every generic module
+    # packages, each a rank: the one array class and its operations; launches and graph
+    # capture; the Tape, checkpointed rollouts and forward mode's tangent tape; geometry
+    # objects built on arrays; the backends, above every generic module
+    ("array", {"array"}),
+    ("launch", {"launch"}),
+    ("tape", {"tape"}),
+    ("geometry", {"geometry"}),
     ("backends", {"cpu", "cuda"}),
 ]
 
 
 def _runtime_rank(module: str) -> int | None:
-    """The rank of a runtime module (dotted under runtime/), None if it has none."""
-    for rank, (_, members) in enumerate(RUNTIME_RANKS):
-        if module in members:
-            return rank
-    top = module.split(".")[0]
-    if top in RUNTIME_RANKS[-1][1] and module != "cuda.driver":
-        return len(RUNTIME_RANKS) - 1
+    """The rank of a runtime module (dotted under runtime/): its own, else its package's."""
+    for key in (module, module.split(".")[0]):
+        for rank, (_, members) in enumerate(RUNTIME_RANKS):
+            if key in members:
+                return rank
     return None
 
 
@@ -187,6 +180,7 @@ def test_runtime_imports_point_downward() -> None:
 
 
 def test_the_rank_checker_sees_an_upward_import() -> None:
-    assert _runtime_rank("array") is not None and _runtime_rank("tape") is not None
-    assert _runtime_rank("array") < _runtime_rank("tape")  # type: ignore[operator]
-    assert "array" in _runtime_modules()["tape"]
+    assert _runtime_rank("array.array") is not None and _runtime_rank("tape.tape") is not None
+    assert _runtime_rank("array.array") < _runtime_rank("tape.tape")  # type: ignore[operator]
+    assert _runtime_rank("cuda.driver") == 0
+    assert "array.array" in _runtime_modules()["tape.tape"]

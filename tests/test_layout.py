@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradloom as wp
-from gradloom.runtime.array_storage import copy_same_layout, zeros_same_layout
+from gradloom.runtime.array.storage import copy_same_layout, zeros_same_layout
 from gradloom.runtime.layout import is_contiguous, packed_strides, same_layout, span
 
 

@@ -1254,7 +1254,7 @@ def _double_into(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 
 
 def test_a_replaced_gradient_receives_the_next_backward() -> None:
-    """Launches pack an array's words once per gradient (runtime/packing.py): a gradient set
+    """Launches pack an array's words once per gradient (runtime/launch/packing.py): a gradient set
     with `a.grad = ...` or `requires_grad` after a launch is the one the next adjoint fills."""
     x = wp.array(np.arange(4.0), dtype=float, requires_grad=True)
     y = wp.zeros(4, dtype=float, requires_grad=True)

@@ -14,7 +14,7 @@ import pytest
 from gradfd import arr, check_kernel
 
 import gradloom as wp
-from gradloom.runtime.adjoint import LaunchRecord
+from gradloom.runtime.tape.adjoint import LaunchRecord
 
 F64 = wp.array(dtype=wp.float64)
 

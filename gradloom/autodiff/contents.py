@@ -1,7 +1,7 @@
 """Which arrays' pre-launch contents an adjoint reads; its replayed writes to the others go.
 
 An adjoint replays the forward's writes into a working copy of each array the kernel reads and
-writes, so that its loads see what the forward's loads saw (runtime/adjoint.py). Where no value
+writes, so that its loads see what the forward's loads saw (runtime/tape/adjoint.py). Where no value
 loaded from an array reaches what the adjoint keeps or writes into gradients (a linear update
 `y[i] = a * x[i] + y[i]` or `x[i] += v[i] * dt`: its derivative needs no primal), the contents
 do not matter: the replayed writes to that array are dropped here, the adjoint records which

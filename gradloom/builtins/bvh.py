@@ -1,6 +1,6 @@
 """BVH queries in kernels: `bvh_query_aabb`, `bvh_query_ray`, `bvh_query_capsule`,
 `bvh_query_sphere`, `bvh_query_next`, `for index in query:` and `bvh_get_group_root` over a
-`wp.Bvh` (runtime/bvh.py).
+`wp.Bvh` (runtime/geometry/bvh.py).
 
 The query (`wp.BvhQuery`) is a struct of integers: the node array, the end of the walked
 range, the next node, the kind (box, ray, capsule, sphere) and seven float32 values held as

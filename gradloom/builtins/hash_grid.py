@@ -1,7 +1,7 @@
 """Hash grid queries in kernels: `hash_grid_query`, `hash_grid_query_next`, `hash_grid_point_id`.
 
 A kernel receives a `HashGrid.id` (uint64): the address of the descriptor that
-runtime/hash_grid.py writes (field offsets `GRID_*` in types.py). The builtins read it with
+runtime/geometry/hash_grid.py writes (field offsets `GRID_*` in types.py). The builtins read it with
 integer loads and walk the grid with integer loop state, so no new primitive is involved and
 autodiff sees only integer values here: gradients flow through what the user's loop reads
 (`x[index]`), as in any loop.

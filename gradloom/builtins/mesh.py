@@ -1,6 +1,6 @@
 """Mesh queries in kernels: `mesh_query_point_no_sign` and `mesh_eval_position`.
 
-A kernel receives a `Mesh.id` (uint64): the address of the descriptor runtime/mesh.py writes
+A kernel receives a `Mesh.id` (uint64): the address of the descriptor runtime/geometry/mesh.py writes
 (offsets in types/mesh_layout.py). The BVH's nodes are in depth-first order with skip pointers,
 so the closest-point search is a while loop over integer state (node index) and the best
 candidate so far: no stack, no new primitive. Vertex positions are read with plain loads, so

@@ -10,7 +10,7 @@ with respect to the query point, are those of `mesh_query_point_no_sign`), then 
 - `_sign_normal`: the angle-weighted pseudo-normal of the faces whose distance is within
   epsilon * (mean edge length) of the closest (a second walk), against point - closest point.
 - `_sign_winding_number`: the generalised winding number, > threshold is inside. A walk over the
-  nodes' winding data (runtime/mesh.py): a node further than accuracy times its radius counts as
+  nodes' winding data (runtime/geometry/mesh.py): a node further than accuracy times its radius counts as
   a dipole, a leaf's triangle by its exact solid angle. Without that data (a mesh built without
   support_winding_number), the three rays decide, as in Warp.
 - `_sign_parity`: n_sample rays along (1, 1, 1) perturbed by draws from rand_init(42); an odd

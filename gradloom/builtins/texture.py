@@ -1,4 +1,4 @@
-"""`texture_sample` in kernels: filtered, addressed reads of a texture (runtime/texture.py).
+"""`texture_sample` in kernels: filtered, addressed reads of a texture (runtime/geometry/texture.py).
 
 The texture arrives as a struct value (types/texture.py). Per axis the coordinate becomes texel
 space (times the level's size when normalised), a linear filter reads the two texels around

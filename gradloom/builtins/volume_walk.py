@@ -1,6 +1,6 @@
 """Finding a voxel's value in a NanoVDB grid buffer from kernel code (builtins/volume.py's base).
 
-A kernel receives a volume's id: the address of its grid buffer (runtime/volume.py). The walk
+A kernel receives a volume's id: the address of its grid buffer (runtime/geometry/volume.py). The walk
 is NanoVDB's own: the root's tile whose key covers the voxel (a search over the root table),
 then the upper node's 32³ table, the lower node's 16³ table and the leaf's 8³ values, each step
 taken only where the node's child mask says a child exists; elsewhere the value is the tile's,

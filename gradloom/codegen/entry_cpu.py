@@ -1,6 +1,6 @@
 """The CPU target's entry function: a loop over the thread range [start, end) of a launch block.
 
-The entry takes one pointer, to a launch block (layout: abi.py; runtime/launch.py fills
+The entry takes one pointer, to a launch block (layout: abi.py; runtime/launch/launch.py fills
 it): one ctypes argument keeps a launch's foreign call cheap, and each worker thread of a split
 launch gets its own block. The thread loop is emitted twice (a copy for contiguous arrays — SIMD
 lanes where codegen/lanes.py can, else unit innermost strides that LLVM vectorises — and the

@@ -160,7 +160,7 @@ class AdjointEmitter(Bf16Emitter):
         """Debug mode: an index outside [0, extent) stops the launch, leaving in the error
         record (abi.STATUS_*) where: the error word (1 + the source location's index), the
         argument-block offset of the extent's word (-1 if it is not an argument), the index,
-        the extent and the thread (runtime/checks.py turns them into a message)."""
+        the extent and the thread (runtime/launch/checks.py turns them into a message)."""
         f = self.f
         ok, fail, cont = f.fresh("%inb"), f.fresh("oob"), f.fresh("inb")
         index, extent = self.a(s, 0), self.a(s, 1)

@@ -1,4 +1,4 @@
-"""LLVM IR of the BVH refit behind `wp.Mesh.refit` and `wp.Bvh.refit` (runtime/bvh_tree.py).
+"""LLVM IR of the BVH refit behind `wp.Mesh.refit` and `wp.Bvh.refit` (runtime/geometry/bvh_tree.py).
 
 The nodes are stored depth first (types/mesh_layout.py: lower, upper, skip, prim; 32 bytes), so
 every child comes after its parent: one loop from the last node to the first sets each leaf's

@@ -13,9 +13,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from gradloom.runtime.array_ops import zeros_like
+from gradloom.runtime.array.ops import zeros_like
+from gradloom.runtime.array.watch import before_write
 from gradloom.runtime.recording import ACTIVE_TAPES, FuncRecord
-from gradloom.runtime.watch import before_write
 
 from .headers import Header
 from .tensors import DistributedError, as_tensor, check_array

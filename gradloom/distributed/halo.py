@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gradloom.runtime.array.watch import before_write
 from gradloom.runtime.recording import ACTIVE_TAPES, FuncRecord
-from gradloom.runtime.watch import before_write
 
 from .headers import Header
 from .tensors import (

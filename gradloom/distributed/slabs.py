@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from gradloom.runtime.array import array
+from gradloom.runtime.array.array import array
 
 from .halo import halo_exchange
 from .tensors import DistributedError, as_tensor, check_array

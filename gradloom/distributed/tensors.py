@@ -7,7 +7,7 @@ from typing import Any
 
 from gradloom.errors import GradloomError
 from gradloom.interop.torch import to_torch
-from gradloom.runtime.array import array
+from gradloom.runtime.array.array import array
 
 
 class DistributedError(GradloomError, RuntimeError):

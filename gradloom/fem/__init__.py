@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runtime.structs import struct
+from ..runtime.array.structs import struct
 from ..types import float32, float64, int32, vec2i, vec3, vec3d
 
 #: index of a geometry element, of a quadrature point; a (node, component) degree of freedom

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from gradloom.errors import GradloomError
-from gradloom.runtime.array import array
-from gradloom.runtime.array_protocols import DLPACK_CPU
+from gradloom.runtime.array.aligned import DLPACK_CPU
+from gradloom.runtime.array.array import array
+from gradloom.runtime.array.foreign import is_torch_tensor, wrap_numpy
 from gradloom.runtime.backend import CUDA
-from gradloom.runtime.foreign import is_torch_tensor, wrap_numpy
 
 DLPACK_CUDA = 2  # kDLCUDA
 

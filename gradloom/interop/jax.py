@@ -15,7 +15,7 @@ import numpy as np
 from gradloom.errors import GradloomError
 from gradloom.interop.dlpack import from_dlpack
 from gradloom.interop.numpy import dtype_from_numpy, dtype_to_numpy
-from gradloom.runtime.array import array
+from gradloom.runtime.array.array import array
 from gradloom.runtime.device import Device, get_device
 
 

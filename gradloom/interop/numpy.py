@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from gradloom.errors import GradloomError
-from gradloom.runtime.array import resolve_dtype, storage_dtype
-from gradloom.runtime.foreign import scalar_dtype_of
+from gradloom.runtime.array.array import resolve_dtype, storage_dtype
+from gradloom.runtime.array.foreign import scalar_dtype_of
 
 
 def dtype_from_numpy(numpy_dtype: Any) -> Any:

@@ -10,9 +10,9 @@ import numpy as np
 
 from gradloom import types as _t
 from gradloom.errors import GradloomError
-from gradloom.runtime.array import array, resolve_dtype
+from gradloom.runtime.array.array import array, resolve_dtype
+from gradloom.runtime.array.foreign import memory_for, wrap_tensor
 from gradloom.runtime.device import Device, get_device
-from gradloom.runtime.foreign import memory_for, wrap_tensor
 
 _DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                 "uint64", "float16", "float32", "float64")

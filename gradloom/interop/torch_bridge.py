@@ -20,12 +20,12 @@ import numpy as np
 
 from gradloom.errors import GradloomError
 from gradloom.interop.torch import _tensor_of, torch_module
-from gradloom.runtime.array import array, elem_shape
-from gradloom.runtime.array_ops import clone, zeros
-from gradloom.runtime.foreign import wrap_tensor
-from gradloom.runtime.launch import launch
-from gradloom.runtime.tape import Tape
-from gradloom.runtime.watch import Watch
+from gradloom.runtime.array.array import array, elem_shape
+from gradloom.runtime.array.foreign import wrap_tensor
+from gradloom.runtime.array.ops import clone, zeros
+from gradloom.runtime.array.watch import Watch
+from gradloom.runtime.launch.launch import launch
+from gradloom.runtime.tape.tape import Tape
 from gradloom.types import ArrayType
 
 ShapeSpec = str | int | tuple[int, ...] | Callable[..., Any] | None

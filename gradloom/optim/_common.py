@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import GradloomError
-from ..runtime.array import array
+from ..runtime.array.array import array
 from ..types import VectorType, float16, float32, float64
 from ..types.query import type_name
 

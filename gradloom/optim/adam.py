@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..runtime.array import array
-from ..runtime.array_ops import zeros
-from ..runtime.launch import launch
+from ..runtime.array.array import array
+from ..runtime.array.ops import zeros
+from ..runtime.launch.launch import launch
 from ..types import float16, float32
 from ..types.query import scalar_of
 from . import _kernels

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..runtime.array import array
-from ..runtime.array_ops import zeros_like
-from ..runtime.launch import launch
+from ..runtime.array.array import array
+from ..runtime.array.ops import zeros_like
+from ..runtime.launch.launch import launch
 from ..types.query import scalar_of, type_name
 from . import _kernels
 from ._common import (

@@ -50,7 +50,7 @@ class OpNode:
 
 
 #: The capture in progress in this context, if any: on the CPU the `Graph` recording operations
-#: (runtime/capture.py), on a CUDA device the stream capture (runtime/cuda/graph.py `Capture`).
+#: (runtime/launch/capture.py), on a CUDA device the stream capture (runtime/cuda/graph.py `Capture`).
 #: Both name their `device`.
 ACTIVE_CAPTURE: ContextVar[Any] = ContextVar("gradloom_active_capture", default=None)
 

@@ -34,7 +34,7 @@ class Device:
     #: what generic code calls to allocate, copy and launch on this device (runtime/backend.py)
     backend: Backend
     #: where a kernel keeps its forward entry prepared for this device, if its backend keeps it
-    #: there (runtime/launch.py looks it up before asking the backend)
+    #: there (runtime/launch/launch.py looks it up before asking the backend)
     entry_key: str
 
     def __init__(self, alias: str, ordinal: int = -1) -> None:

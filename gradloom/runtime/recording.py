@@ -44,7 +44,7 @@ def record_op(backward: Callable[[], None], arrays: Sequence[Any],
     `backward` runs, so a `.grad` replaced after recording is the one used). `devices`: the
     backward step handles arrays in device memory (through `on_host`); other operations on
     CUDA arrays are refused. `carried`: forward-mode tapes were told already (`forward_step`);
-    otherwise they refuse the operation (runtime/tangent.py)."""
+    otherwise they refuse the operation (runtime/tape/tangent.py)."""
     tapes = ACTIVE_TAPES.get()
     if tapes and not devices and not all(a.device.backend.host_memory for a in arrays):
         raise TapeError("recording this operation on CUDA arrays on a wp.Tape is not "
@@ -56,7 +56,7 @@ def record_op(backward: Callable[[], None], arrays: Sequence[Any],
 
 
 def refuse_forward_mode(what: str) -> None:
-    """Refuse an operation that forward mode (runtime/tangent.py) cannot carry tangents
+    """Refuse an operation that forward mode (runtime/tape/tangent.py) cannot carry tangents
     through, while a forward-mode tape is active."""
     if any(hasattr(t, "takes_launch") for t in ACTIVE_TAPES.get()):
         raise TapeError(f"{what} has no forward-mode (jvp) rule yet; run it outside the jvp, "
@@ -64,7 +64,7 @@ def refuse_forward_mode(what: str) -> None:
 
 
 def forward_step(name: str, *args: Any) -> None:
-    """Tell each active forward-mode tape (runtime/tangent.py: `copied`, `range_copied`,
+    """Tell each active forward-mode tape (runtime/tape/tangent.py: `copied`, `range_copied`,
     `overwritten`) about an array operation whose tangents it carries."""
     for tape in ACTIVE_TAPES.get():
         step = getattr(tape, name, None)

@@ -1,4 +1,4 @@
-"""Byte offsets of the `wp.Bvh` descriptor that runtime/bvh.py writes and builtins/bvh.py reads.
+"""Byte offsets of the `wp.Bvh` descriptor that runtime/geometry/bvh.py writes and builtins/bvh.py reads.
 
 The node array and count sit where the mesh descriptor has them (types/mesh_layout.py:
 `MESH_NODES`, `MESH_NUM_NODES`), so the mesh's node reader walks a Bvh's tree too.

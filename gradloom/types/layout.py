@@ -181,7 +181,7 @@ def _resolve(obj: Any) -> Any:
 POOL_CONTROL_BYTES = 256
 
 
-# The HashGrid descriptor a `HashGrid.id` points to (runtime/hash_grid.py writes it, the
+# The HashGrid descriptor a `HashGrid.id` points to (runtime/geometry/hash_grid.py writes it, the
 # builtins in builtins/hash_grid.py read it in kernels): byte offsets of its fields.
 GRID_POINT_IDS = 0  # ptr: int32 original point index, in cell-sorted order
 GRID_CELL_STARTS = 8  # ptr: int32 per cell, first sorted position of the cell's points

@@ -1,4 +1,4 @@
-"""Byte offsets of the `wp.Mesh` descriptor that runtime/mesh.py writes and builtins/mesh.py reads."""
+"""Byte offsets of the `wp.Mesh` descriptor that runtime/geometry/mesh.py writes and builtins/mesh.py reads."""
 
 from __future__ import annotations
 

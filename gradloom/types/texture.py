@@ -1,6 +1,6 @@
 """Textures' kernel-side facts: Warp's filter and address modes, and the fields a texture carries.
 
-A texture reaches a kernel as a struct value (runtime/texture.py builds the struct type with the
+A texture reaches a kernel as a struct value (runtime/geometry/texture.py builds the struct type with the
 Python class, builtins/texture.py samples it); both read the layout from here. The texels are
 float32, already converted from the data's type (integers normalised as Warp does), stored level
 after level; `levels` points at one int32 row `(offset, width, height, depth)` per mip level,

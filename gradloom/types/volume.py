@@ -1,4 +1,4 @@
-"""The NanoVDB grid layout volumes use (runtime/nanovdb.py writes and reads it, builtins/volume.py
+"""The NanoVDB grid layout volumes use (runtime/geometry/nanovdb.py writes and reads it, builtins/volume.py
 walks it in kernels): byte offsets of the grid and tree headers and, per value type, of the root,
 internal and leaf nodes (the facts of NanoVDB's published format, version 32)."""
 

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import GradloomError
-from ..runtime.array import NDArray, array, elem_shape
+from ..runtime.array.array import NDArray, array, elem_shape
+from ..runtime.array.watch import before_write
 from ..runtime.capturing import defer
 from ..runtime.recording import ACTIVE_TAPES, refuse_forward_mode
-from ..runtime.watch import before_write
 from ..types import float32, float64
 
 

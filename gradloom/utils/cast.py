@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.array import NDArray, array, elem_shape
-from ..runtime.array_ops import copy
+from ..runtime.array.array import NDArray, array, elem_shape
+from ..runtime.array.ops import copy
+from ..runtime.array.watch import before_write
 from ..runtime.recording import record_op
-from ..runtime.watch import before_write
 from ..types import float16, float32, float64
 from ..types.query import scalar_of
 from ._common import (

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import warn_caller
-from ..runtime.array import array
+from ..runtime.array.array import array
 
 
 class GraphColoringAlgorithm(enum.IntEnum):

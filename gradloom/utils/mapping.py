@@ -26,11 +26,11 @@ from ..errors import CompileError
 from ..frontend.func import Function
 from ..frontend.func import define as make_func
 from ..kernel import Kernel, kernel
-from ..runtime.array import array
-from ..runtime.array_arith import ELEMENTWISE
-from ..runtime.array_ops import empty
-from ..runtime.indexedarray import indexedarray
-from ..runtime.launch import launch
+from ..runtime.array.arith import ELEMENTWISE
+from ..runtime.array.array import array
+from ..runtime.array.indexed import indexedarray
+from ..runtime.array.ops import empty
+from ..runtime.launch.launch import launch
 from ..types import StructType, type_of_constant
 from ..types.query import scalar_of, type_name
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from ..runtime.array import NDArray, array
-from ..runtime.array_ops import empty
+from ..runtime.array.array import NDArray, array
+from ..runtime.array.ops import empty
+from ..runtime.array.watch import Watch
 from ..runtime.capturing import recording_graph
 from ..runtime.recording import record_op
-from ..runtime.watch import Watch
 from ..types.query import scalar_of, type_name
 from ._common import (
     FLOATS,

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.array import NDArray, array
-from ..runtime.array_ops import empty
+from ..runtime.array.array import NDArray, array
+from ..runtime.array.ops import empty
+from ..runtime.array.watch import before_write
 from ..runtime.capturing import recording_graph
 from ..runtime.recording import record_op
-from ..runtime.watch import before_write
 from ..types import float32, float64, int32, int64, size_of, uint32, uint64
 from ..types.query import scalar_of, type_name
 from ._common import (

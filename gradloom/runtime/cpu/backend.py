@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .. import capture
-from ..array import array
-from ..array_ops import copy_flat_host
-from ..array_storage import copy_host
+from ..array.array import array
+from ..array.ops import copy_flat_host
+from ..array.storage import copy_host
 from ..backend import CPU_BACKEND
 from ..device import CPU, Device
+from ..launch import capture
 from ..stream import Stream, StreamError
 from . import command, launch
 
@@ -75,6 +75,6 @@ CPU_BACKEND.provide(
     # streams and events
     new_stream=new_stream, new_event=new_event, default_stream=default_stream,
     synchronize=synchronize,
-    # graph capture: a Graph of recorded operations (runtime/capture.py)
+    # graph capture: a Graph of recorded operations (runtime/launch/capture.py)
     begin_capture=capture.begin_host_capture, end_capture=capture.end_host_capture,
 )

@@ -28,10 +28,10 @@ from ...abi import (
     error_word,
 )
 from .. import page_map
-from ..array import NDArray, array
-from ..array_storage import zeros_same_layout
+from ..array.array import NDArray, array
+from ..array.storage import zeros_same_layout
+from ..array.structs import field_value
 from ..pool import NativePool, native_pool, native_run, share
-from ..structs import field_value
 
 _SUM_CODES = {np.dtype(np.float32): JOB.SUM_F32, np.dtype(np.float64): JOB.SUM_F64,
               np.dtype(np.int32): JOB.SUM_I32, np.dtype(np.uint32): JOB.SUM_I32,

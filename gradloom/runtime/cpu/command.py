@@ -8,15 +8,15 @@ from typing import Any
 
 from ...abi import ERROR_WORD, NO_ERROR, error_word
 from ...errors import LaunchError, user_traceback
-from .. import checks
-from ..array import array
+from ..array.array import array
+from ..array.foreign import adapt_args
+from ..array.watch import before_write
 from ..capturing import no_tape_while_capturing, recording_graph
 from ..device import CPU, get_device
-from ..foreign import adapt_args
-from ..launch import _dims, default_args, launch
-from ..recorded import RecordedParams
+from ..launch import checks
+from ..launch.launch import _dims, default_args, launch
+from ..launch.recorded import RecordedParams
 from ..recording import ACTIVE_TAPES
-from ..watch import before_write
 from . import parallel
 from .launch import prepared_adjoint, prepared_forward
 

@@ -25,14 +25,14 @@ from ...abi import (
     header,
 )
 from ...errors import KernelRuntimeError, LaunchError
-from .. import checks
-from ..array import NDArray, array
+from ..array.array import NDArray, array
+from ..array.foreign import adapt_args, array_slots
+from ..array.watch import before_write
 from ..device import Device
-from ..foreign import adapt_args, array_slots
-from ..launch import arg_array, array_keys
-from ..packing import Packer, describe
+from ..launch import checks
+from ..launch.launch import arg_array, array_keys
+from ..launch.packing import Packer, describe
 from ..signals import launch_words
-from ..watch import before_write
 from . import parallel
 
 _FIRST_STACK = 1 << 16
@@ -76,7 +76,7 @@ class Prepared:
         self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None
         self.verify_fp = config.verify_fp
-        # debug mode and verify_fp wrap run (runtime/checks.py); release launches pay nothing
+        # debug mode and verify_fp wrap run (runtime/launch/checks.py); release launches pay nothing
         self.checked = config.mode == "debug" or self.verify_fp
         if self.checked:
             wrap = checks.debug_run if config.mode == "debug" else checks.verified_run
@@ -234,7 +234,7 @@ class Prepared:
 
     def begin(self, tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
               max_blocks: int, block_dim: int) -> Any:
-        """A tape's record of the launch about to run (runtime/adjoint.py)."""
+        """A tape's record of the launch about to run (runtime/tape/adjoint.py)."""
         return tape.begin_launch(kernel, dims, args, self.compiled)
 
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from ... import config
 from ...abi import JOB, STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL
-from ..array import array
-from ..checks import status_error
+from ..array.array import array
+from ..launch.checks import status_error
 from .chunking import Chunking, bounds, scatter_target
 
 #: launches of at least this many threads are timed, to learn what a thread costs

@@ -3,7 +3,7 @@
 A CUDA array is a `wp.array` whose elements live in a device allocation (storage.DeviceBuffer,
 shared by its views); `init_device_array` (the CUDA backend's `init_array`) allocates it and
 gives the array `DeviceArray` as its methods, the ones whose work depends on where the memory
-lives (runtime/host_array.py says how). `numpy()` copies to the host, as in Warp. Operations
+lives (runtime/array/host.py says how). `numpy()` copies to the host, as in Warp. Operations
 are queued on the device's current stream.
 
 Not yet on the device: copies between non-contiguous arrays are staged through the host, and a
@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import GradloomError
 from ...types import ArrayType, size_of
-from ..array import (
+from ..array.array import (
     MAX_DIMS,
     NDArray,
     _storage_from_data,
@@ -36,15 +36,15 @@ from ..array import (
     resolve_dtype,
     storage_dtype,
 )
-from ..array_storage import fill_value, to_numpy
+from ..array.host import flat_source
+from ..array.storage import fill_value, to_numpy
+from ..array.watch import Memory
 from ..capturing import deferrable
 from ..device import CPU, Device
 from ..dlpack_capsule import DLPACK_CUDA, export
-from ..host_array import flat_source
 from ..layout import is_contiguous, packed_strides, same_layout, span
 from ..recording import record_copy
 from ..stream import cuda_stream
-from ..watch import Memory
 from .driver import current
 from .memory import DeviceBuffer, ExternalBuffer, dtod, dtoh, fill, htod
 from .stream import order_streams
@@ -100,7 +100,7 @@ def stream_of(a: array) -> Any:
 
 
 class DeviceArray:
-    """The methods of an array in CUDA memory (runtime/host_array.py says how arrays use
+    """The methods of an array in CUDA memory (runtime/array/host.py says how arrays use
     them); `self` is the array, whose `_buffer` owns the allocation."""
 
     # ---- host copies -----------------------------------------------------------------------

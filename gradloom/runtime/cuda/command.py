@@ -2,7 +2,7 @@
 `launch()` runs (again), with Warp's `Launch` methods to change its parameters and grid.
 
 Its arguments are checked against the kernel when it is made and when they change. Each
-`launch()` goes through `wp.launch` (runtime/launch.py), so it is recorded on active
+`launch()` goes through `wp.launch` (runtime/launch/launch.py), so it is recorded on active
 tapes, captured into a CUDA graph being captured on its device, and raises as a launch does.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from ...errors import GradloomError, user_traceback
 from ..device import Device
-from ..launch import _dims, launch
-from ..recorded import RecordedParams
+from ..launch.launch import _dims, launch
+from ..launch.recorded import RecordedParams
 from .launch import prepared
 
 

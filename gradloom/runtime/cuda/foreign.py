@@ -10,7 +10,7 @@ tensors — with the stream handshake of each protocol.
   grad), so torch orders its current stream before gradloom's; a tensor that requires grad
   lends its `.grad` (created if None) as the array's gradient.
 
-Like runtime/foreign.py for host memory, nothing here imports torch.
+Like runtime/array/foreign.py for host memory, nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from ...errors import GradloomError, LaunchError
 from ...types import ArrayType
-from ..array import array, elem_shape, resolve_dtype
+from ..array.array import array, elem_shape, resolve_dtype
+from ..array.foreign import element_view, is_torch_tensor, memory_for, scalar_dtype_of
 from ..device import Device, get_device
 from ..dlpack_capsule import DLPACK_CUDA, consume
-from ..foreign import element_view, is_torch_tensor, memory_for, scalar_dtype_of
 from ..layout import packed_strides
 from ..stream import cuda_stream
 from .stream import order_streams

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...types import size_of
-from ..array import array
-from ..array_arith import ELEMENTWISE
-from ..launch import launch
+from ..array.arith import ELEMENTWISE
+from ..array.array import array
+from ..launch.launch import launch
 from .array import fill_bytes, index_view, is_device_array, view_of
 
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from ...abi import STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL, error_word
 from ...errors import GradloomError, KernelRuntimeError
-from .. import checks
-from ..capture import CaptureError, CaptureMode, Graph
 from ..capturing import ACTIVE_CAPTURE, capturing
 from ..device import Device
+from ..launch import checks
+from ..launch.capture import CaptureError, CaptureMode, Graph
 from ..stream import Stream, cuda_stream, get_stream, set_stream
 from .driver import Driver, current
 from .memory import host_bytes

@@ -39,16 +39,16 @@ from ...abi import (
 from ...errors import GradloomError, KernelRuntimeError, LaunchError
 from ...types import ArrayType, IndexedArrayType, size_of
 from ...types import StructType as _StructType
-from .. import checks
-from ..array import array
+from ..array.array import array
+from ..array.watch import before_write
 from ..backend import CUDA
 from ..capturing import capturing
 from ..device import Device
-from ..launch import arg_array, array_keys
+from ..launch import checks
+from ..launch.launch import arg_array, array_keys
+from ..launch.packing import ArgError, Getter, Packer, describe, flat_values
 from ..layout import span
-from ..packing import ArgError, Getter, Packer, describe, flat_values
 from ..stream import cuda_stream
-from ..watch import before_write
 from .array import address, is_device_array, with_grad
 from .driver import Driver, current
 from .foreign import adapt_device_args, is_device_foreign
@@ -213,7 +213,7 @@ class CudaPrepared:
         self.launch_ndim = int(entry["launch_ndim"])
         self.uses_stack = bool(entry["uses_stack"])
         self.is_adjoint = variant == "adjoint"
-        #: what a Tape reads (runtime/adjoint.py): how the kernel touches each array (None:
+        #: what a Tape reads (runtime/tape/adjoint.py): how the kernel touches each array (None:
         #: not analysable), and how its threads share memory
         self.access = entry.get("access")
         #: adjoints: what each launch checks of its threads' addresses (passes/overlap.py)

@@ -1,9 +1,9 @@
 """CUDA launches on a `wp.Tape`: copy-on-write snapshots in device memory and the adjoint
 launched on the device.
 
-A recorded CUDA launch is a `LaunchRecord` (runtime/adjoint.py) whose watches keep device
+A recorded CUDA launch is a `LaunchRecord` (runtime/tape/adjoint.py) whose watches keep device
 copies: when something is about to overwrite an array the adjoint will read, `before_write`
-(runtime/watch.py) makes each watch copy the array's byte span device-to-device, queued on the
+(runtime/array/watch.py) makes each watch copy the array's byte span device-to-device, queued on the
 device's current stream ahead of the write. `backward()` launches the kernel's adjoint on the
 device against the contents the forward saw (the snapshots, or the arrays themselves when
 nothing overwrote them), with the arrays' own gradients; a full adjoint stack reruns the whole
@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..adjoint import LaunchRecord, _replace
-from ..array import array
+from ..array.array import array
+from ..array.watch import NDArray, Watch
 from ..device import Device
-from ..launch import arg_array
+from ..launch.launch import arg_array
 from ..recording import on_host
 from ..stream import cuda_stream
-from ..watch import NDArray, Watch
+from ..tape.adjoint import LaunchRecord, _replace
 from .array import copy_same_layout, view_of, with_grad
 from .launch import prepared as prepared_for
 

@@ -1,0 +1,1 @@
+"""Geometry objects built on arrays: hash grids, meshes, BVHs, NanoVDB volumes, textures."""

@@ -1,0 +1,244 @@
+"""`wp.HashGrid`: points bucketed into a periodic grid of cells, built on the host for kernel queries.
+
+A build computes each point's cell (Warp's rule: the cell coordinate is `floor(p * (1 / width))`
+in the grid's precision, clamped to int32, wrapped into `[0, dim)` per axis), sorts the point
+indices by cell (stably, so points of one cell keep their original order), and records each
+cell's `[start, end)` range in that order. Grouped builds sort by (cell, group) keys instead.
+
+Kernels receive `grid.id`: the address of a descriptor (layout in types.py, `GRID_*`) holding
+the dims, the inverse cell width and pointers to the arrays. Every build allocates fresh arrays
+and rewrites the descriptor, so a Tape's frozen copy of an older descriptor (runtime/handles.py)
+keeps pointing at the arrays of the build its launch used.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ...errors import GradloomError
+from ...types import (
+    GRID_CELL_ENDS,
+    GRID_CELL_STARTS,
+    GRID_DESCRIPTOR_SIZE,
+    GRID_DIMS,
+    GRID_HAS_GROUPS,
+    GRID_INV_WIDTH,
+    GRID_KEYS,
+    GRID_NUM_POINTS,
+    GRID_POINT_IDS,
+    GRID_READY,
+    ScalarType,
+    VectorType,
+    float16,
+    float32,
+    float64,
+    int32,
+    resolve_annotation,
+)
+from ..array.aligned import aligned_zeros
+from ..array.array import NDArray, array
+from ..capturing import defer, recording_graph
+from ..device import Device, get_device
+from ..handles import Handle
+
+_MAX_CELLS = (1 << 31) - 1
+
+
+class HashGridError(GradloomError, RuntimeError):
+    """Bad HashGrid dimensions or build inputs (a RuntimeError, as Warp raises)."""
+
+
+_INT_MAX, _INT_MIN = (1 << 31) - 1, -(1 << 31)
+_NP: dict[str, type[np.floating[Any]]] = {"float16": np.float16, "float32": np.float32,
+                                          "float64": np.float64}
+
+
+def cell_coords(points: NDArray, inv: Any, t: ScalarType) -> NDArray:
+    """int64 cell coordinates of (n, 3) points: floor(p * inv) in precision t, clamped to
+    [INT_MIN, INT_MAX - 1]; NaN gives 0."""
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are handled below
+        v = points.astype(_NP[t.name]) * _NP[t.name](inv)
+    c = np.floor(v.astype(np.float32) if t == float16 else v).astype(np.float64)
+    np.nan_to_num(c, copy=False, nan=0.0)
+    return np.clip(c, _INT_MIN, _INT_MAX - 1).astype(np.int64)
+
+
+def cell_index(coords: NDArray, dims: tuple[int, int, int]) -> NDArray:
+    """The linear cell of int64 coordinates, each wrapped into [0, dim) (periodic grid)."""
+    dx, dy, _ = dims
+    w = np.mod(coords, np.array(dims, dtype=np.int64))
+    return w[:, 2] * (dx * dy) + w[:, 1] * dx + w[:, 0]
+
+
+class HashGrid:
+    """A hash grid of dim_x × dim_y × dim_z cells for neighbour queries (`wp.hash_grid_query`)."""
+
+    def __init__(self, dim_x: int, dim_y: int, dim_z: int, device: Any = None,
+                 dtype: Any = None) -> None:
+        t = float32 if dtype is None else _grid_dtype(dtype)
+        self.dtype = t
+        self.device: Device = get_device(device)
+        if not self.device.backend.host_memory:  # its descriptor and arrays are host memory
+            raise HashGridError(f"wp.HashGrid on {self.device} is not supported yet: build it "
+                                "on the CPU (device='cpu'); docs/gpu.md")
+        try:
+            dims = (operator.index(dim_x), operator.index(dim_y), operator.index(dim_z))
+        except TypeError:
+            raise TypeError("HashGrid dimensions must be integers") from None
+        if min(dims) <= 0:
+            raise HashGridError("Hash grid dimensions must be positive")
+        cells = dims[0] * dims[1] * dims[2]
+        if cells > _MAX_CELLS:
+            raise HashGridError(f"Hash grid cell count exceeds supported limit: {dims[0]} * "
+                                f"{dims[1]} * {dims[2]} = {cells} > {_MAX_CELLS}")
+        self._dims = dims
+        self._desc = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
+        self._arrays: dict[str, NDArray] = {}
+        self.reserved = False
+        self.groups: array | None = None
+        self._set_arrays(np.zeros(1, np.int32), np.zeros(cells, np.int32),
+                         np.zeros(cells, np.int32), None, num_points=0, ready=False)
+        self.id = Handle(int(self._desc.ctypes.data), self, self._freeze)
+
+    def __del__(self) -> None:
+        """Nothing to free: the grid's memory is numpy's (Warp frees native memory here)."""
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        return self._dims
+
+    def build(self, points: array, radius: float, groups: array | None = None) -> None:
+        """Bucket `points` (an array of vec3 in the grid's precision) into cells of width
+        `radius`; with `groups` (int32, one per point), queries can be restricted to a group.
+        Inside a graph capture the build is recorded: each replay rebuilds from the arrays'
+        contents then (a saveable capture, `apic=True`, cannot hold it)."""
+        graph = recording_graph()
+        if graph is not None:
+            if getattr(graph, "apic", False):
+                raise NotImplementedError("HashGrid serialization is not yet supported: build "
+                                          "the grid outside a saveable (apic=True) capture")
+            self._points(points)  # checked now, read when the graph runs
+            defer(lambda: self.build(points, radius, groups), "HashGrid.build")
+            return
+        pts = self._points(points)
+        if not float(radius) > 0.0:
+            raise ValueError(f"Hash grid cell width must be positive, got {radius}")
+        group_ids = None if groups is None else self._groups(groups, len(pts))
+        t = self.dtype
+        inv = _NP[t.name](1) / _NP[t.name](radius)
+        cells = cell_index(cell_coords(pts, inv, t), self._dims)
+        n = len(pts)
+        if group_ids is None:
+            # a stable sort by cell: (cell, index) keys are unique, and sorting plain int64
+            # values is several times faster than a stable argsort
+            order = np.sort(cells * n + np.arange(n, dtype=np.int64)) % max(n, 1)
+            keys = None
+            sorted_cells = cells[order]
+        else:
+            all_keys = (cells.astype(np.uint64) << np.uint64(32)) | group_ids.astype(
+                np.uint32).astype(np.uint64)
+            order = np.argsort(all_keys, kind="stable")
+            keys = all_keys[order]
+            sorted_cells = (keys >> np.uint64(32)).astype(np.int64)
+        starts, ends = _cell_ranges(sorted_cells, self._dims)
+        self.groups = groups
+        # one spare slot: a finished query's last load stays in bounds (builtins/hash_grid.py)
+        point_ids = np.append(order, 0).astype(np.int32)
+        self._set_arrays(point_ids, starts, ends, keys, num_points=n, ready=True)
+        self._set_inverse_width(float(radius))
+        self.reserved = True
+
+    def reserve(self, num_points: int, with_groups: bool = False) -> None:
+        """Make room for `num_points` points (builds allocate as needed anyway)."""
+        if recording_graph() is not None:
+            raise NotImplementedError("HashGrid.reserve() cannot be captured into a graph: "
+                                      "reserve before capture")
+        n = operator.index(num_points)
+        a = self._arrays
+        keys = np.zeros(n, np.uint64) if with_groups else a.get("keys")
+        self._set_arrays(np.zeros(n + 1, np.int32), a["starts"], a["ends"], keys,
+                         num_points=n, ready=True)
+        self.reserved = True
+
+    # -- the descriptor ------------------------------------------------------------------------
+
+    def _set_arrays(self, point_ids: NDArray, starts: NDArray, ends: NDArray,
+                    keys: NDArray | None, num_points: int, ready: bool) -> None:
+        self._arrays = {"point_ids": point_ids, "starts": starts, "ends": ends}
+        if keys is not None:
+            self._arrays["keys"] = keys
+        d = self._desc
+        words = {GRID_POINT_IDS: point_ids, GRID_CELL_STARTS: starts, GRID_CELL_ENDS: ends,
+                 GRID_KEYS: keys}
+        for off, a in words.items():
+            d[off:off + 8].view(np.uint64)[0] = 0 if a is None else a.ctypes.data
+        d[GRID_DIMS:GRID_DIMS + 12].view(np.int32)[:] = self._dims
+        d[GRID_NUM_POINTS:GRID_NUM_POINTS + 4].view(np.int32)[0] = num_points
+        d[GRID_READY:GRID_READY + 4].view(np.int32)[0] = int(ready)
+        d[GRID_HAS_GROUPS:GRID_HAS_GROUPS + 4].view(np.int32)[0] = int(keys is not None
+                                                                        and ready)
+
+    def _set_inverse_width(self, width: float) -> None:
+        for name, off in GRID_INV_WIDTH.items():
+            t = _NP[name]
+            value = t(1) / t(width)
+            self._desc[off:off + value.itemsize].view(t)[0] = value
+
+    def _freeze(self) -> Handle:
+        """A handle to a copy of the descriptor: the grid as it is now, kept alive with it."""
+        copy = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
+        copy[:] = self._desc
+        return Handle(int(copy.ctypes.data), (copy, dict(self._arrays)))
+
+    # -- argument checks -----------------------------------------------------------------------
+
+    def _points(self, points: Any) -> NDArray:
+        want = VectorType(3, self.dtype)
+        if not isinstance(points, array):
+            raise TypeError(f"Hash grid points should be a wp.array of {want!r}, got "
+                            f"{type(points).__name__}")
+        if points.dtype != want:
+            raise TypeError(f"Hash grid points should have type {want!r}, got {points.dtype!r}")
+        if points.device != self.device:
+            raise HashGridError("points must live on the same device as this HashGrid")
+        return np.asarray(points.numpy()).reshape(-1, 3)
+
+    def _groups(self, groups: Any, n: int) -> NDArray:
+        if not isinstance(groups, array) or groups.dtype != int32:
+            raise HashGridError("groups should be an array of type wp.int32")
+        if groups.device != self.device:
+            raise HashGridError("groups must live on the same device as this HashGrid")
+        if groups.size != n:
+            raise HashGridError("groups must have the same length as points")
+        return np.asarray(groups.numpy()).reshape(-1)
+
+    def __repr__(self) -> str:
+        return f"HashGrid(dims={self._dims}, dtype={self.dtype!r})"
+
+
+def _grid_dtype(dtype: Any) -> ScalarType:
+    try:
+        t = resolve_annotation(dtype)
+    except TypeError:
+        t = None
+    if t not in (float16, float32, float64):
+        raise TypeError(f"Unsupported dtype {dtype!r} for HashGrid. Supported types: float16, "
+                        "float32, float64")
+    assert isinstance(t, ScalarType)
+    return t
+
+
+def _cell_ranges(sorted_cells: NDArray, dims: tuple[int, int, int]) -> tuple[NDArray, NDArray]:
+    """Per cell, the [start, end) range of its points in sorted order (0, 0 when empty)."""
+    cells = dims[0] * dims[1] * dims[2]
+    starts = np.zeros(cells, np.int32)
+    ends = np.zeros(cells, np.int32)
+    if len(sorted_cells):
+        first = np.concatenate(([0], np.flatnonzero(np.diff(sorted_cells)) + 1))
+        cells_present = sorted_cells[first]
+        starts[cells_present] = first
+        ends[cells_present] = np.append(first[1:], len(sorted_cells))
+    return starts, ends

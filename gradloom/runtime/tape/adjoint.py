@@ -1,0 +1,240 @@
+"""A recorded launch run backwards: the arrays' contents it needs, working copies, the adjoint."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...abi import BLOCK_ARGS
+from ...errors import CompileError, TapeError
+from ..array.array import NDArray, array
+from ..array.storage import copy_same_layout
+from ..array.watch import Watch
+from ..capturing import ACTIVE_CAPTURE, refuse_while_capturing
+from ..device import CPU, Device
+from ..handles import frozen
+from ..launch.launch import adjoint_reads, arg_array, array_keys
+from ..memops import copy_into
+
+Key = tuple[int, str | None]
+
+
+class LaunchRecord:
+    """One launch on a tape, with watches on the array contents its adjoint will read."""
+
+    #: how the record keeps array contents (a CUDA launch's: runtime/cuda/tape.py)
+    watch: Callable[[Any], Watch] = Watch
+    #: where the adjoint runs (a CUDA launch's record says which device)
+    device: Device = CPU
+
+    def __init__(self, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
+                 compiled: Any) -> None:
+        # handles (a HashGrid's id) are frozen: the adjoint sees the grid this launch used
+        self.kernel, self.dims, self.args = kernel, dims, frozen(args)
+        self.keys, self.names, self.flags, reads = _plan(kernel, compiled)
+        #: (key, flags, array) of each array argument the launch was given
+        self.given = [(key, flags, a) for key, flags in self.flags.items()
+                      if (a := arg_array(self.args, key)) is not None]
+        self._named: list[tuple[array, str, bool, bool]] | None = None
+        self.before: dict[Key, Watch] = {}
+        self.after: dict[Key, Watch] = {}
+        for key, flags, a in self.given:
+            needed = reads is None or key in reads or "minmax" in flags
+            if flags & {"loads", "result_used", "minmax"} and needed:
+                self.before[key] = self.watch(a)
+
+    def finish(self) -> None:
+        """After the launch: atomic_min/max targets are needed as the launch left them."""
+        for key, flags, a in self.given:
+            if "minmax" in flags:
+                self.after[key] = self.watch(a)
+
+    def touches(self) -> list[tuple[array, bool, bool]]:
+        """(array, reads its contents, writes it) for each array the launch accesses."""
+        return [(a, bool(flags & {"loads", "result_used"}), bool(flags & {"stores", "minmax"}))
+                for _, flags, a in self.given]
+
+    def named_touches(self) -> list[tuple[array, str, bool, bool]]:
+        """(array, its parameter's name, reads, writes) for each array the launch accesses
+        (worked out once: the launch's arguments are fixed)."""
+        if self._named is not None:
+            return self._named
+        out = []
+        for (i, field), flags, a in self.given:
+            name = self.names[i] if i < len(self.names) else f"#{i}"
+            out.append((a, name if field is None else f"{name}.{field}",
+                        bool(flags & {"loads", "result_used"}),
+                        bool(flags & {"stores", "minmax"})))
+        self._named = out
+        return out
+
+    def thread_own(self) -> list[bool]:
+        """Per array of `named_touches`: every access is at an element no other thread
+        touches, and the kernel reads all it reads before it writes anything (so two names for
+        one array read what one name would)."""
+        return ["shared" not in flags and "reads_first" in flags for _, flags, _ in self.given]
+
+    def check_aliases(self, compiled: Any) -> None:
+        """Refuse two array arguments sharing memory where the kernel writes either: its
+        adjoint (and the analysis behind it) takes them for separate arrays. Exact, and so
+        allowed: the same view twice where every access through both is at the thread's own
+        element and every read comes before every write (then it is an in-place update,
+        `y[i] = f(x[i])` with y = x)."""
+        memories = {id(a._mem) for _, _, a in self.given}
+        if len(memories) == len(self.given):
+            return  # no two arrays share memory
+        plan = compiled.threads
+        own = plan.serial is None and not plan.scatter
+        touched = [(a, name, writes, thread_own) for (a, name, _, writes), thread_own
+                   in zip(self.named_touches(), self.thread_own(), strict=True)]
+        for k, (a, name, writes, a_own) in enumerate(touched):
+            for b, other, other_writes, b_own in touched[k + 1:]:
+                same_view = (a.ptr, a.shape, a.strides) == (b.ptr, b.shape, b.strides)
+                exact = same_view and own and a_own and b_own
+                if a._mem is b._mem and (writes or other_writes) and not exact:
+                    raise TapeError(
+                        f"kernel '{self.kernel.key}': arguments '{name}' and '{other}' are the "
+                        f"same array (or views of one), and the kernel writes "
+                        f"'{name if writes else other}': its gradient would treat them as two "
+                        f"arrays; pass a copy (wp.clone) as one of them")
+
+    def check_thread_order(self) -> None:
+        """Refuse a launch of more than one thread whose adjoint runs threads in launch order
+        (it uses a value an atomic returns) where threads store floats into the same element:
+        the last store wins, but launch order hands its gradient to the first thread."""
+        flags = [f for _, f, _ in self.given]
+        if math.prod(self.dims) <= 1 or not any("result_used" in f for f in flags):
+            return
+        for (_, name, _, _), f in zip(self.named_touches(), flags, strict=True):
+            if "contested_store" in f:
+                raise TapeError(
+                    f"kernel '{self.kernel.key}': cannot differentiate this launch: the kernel "
+                    f"uses a value an atomic operation returns, so its adjoint runs threads in "
+                    f"launch order, and threads may store into the same element of '{name}', "
+                    f"whose gradient belongs to the last store; store each thread's value at "
+                    f"its own element, or split the kernel into two launches")
+
+    def arrays(self) -> list[array]:
+        """Every array the launch was given, struct fields (nested too) included."""
+        return [a for key in self.keys if (a := arg_array(self.args, key)) is not None]
+
+    def backward(self) -> None:
+        if ACTIVE_CAPTURE.get() is not None:
+            refuse_while_capturing("Tape.backward()")
+        prepared = self.device.backend.prepared(self.kernel, "adjoint", self.device)
+        self.check_overlap(prepared.compiled, prepared.packer)
+        args, working = self.adjoint_args()
+        restart: Callable[[], None] | None = None
+        if working and prepared.compiled.uses_stack:
+            restart = self._restarter(args, working)
+        prepared.run(self.dims, args, restart=restart)
+        self._consume_replaced_minmax()
+
+    def check_overlap(self, compiled: Any, packer: Any, exclusive: bool = False) -> None:
+        """Refuse the launch where its threads read elements of an array that other threads
+        write and the adjoint needs them not to: decided from this launch's arguments and
+        grid (passes/overlap.py). `exclusive`: threads writing one element overlap too."""
+        check = compiled.launch_check
+        if check is None:
+            return
+        block = bytearray(packer.block_bytes)
+        packer.pack(self.args, block)  # the arguments as the launch block holds them
+        found = check.error(bytes(block[BLOCK_ARGS:]), self.dims, exclusive)
+        if found is not None:
+            raise CompileError(*found)
+
+    def _consume_replaced_minmax(self) -> None:
+        """Where a thread's value replaced an atomic_min/max target's earlier value, that earlier
+        value lost: its gradient (read by the winning thread) is consumed."""
+        for key, watch in self.after.items():
+            a = arg_array(self.args, key)
+            if a is not None and a.grad is not None:
+                replaced = self.before[key].contents() != watch.contents()
+                a.grad.numpy()[replaced] = 0
+
+    def adjoint_args(self) -> tuple[list[Any], list[tuple[NDArray, Watch]]]:
+        """The launch's arguments, each array's data replaced by the contents the adjoint must
+        see (a fresh working copy for arrays the kernel reads and writes); grads unchanged."""
+        args = list(self.args)
+        working: list[tuple[NDArray, Watch]] = []
+        for key, flags in self.flags.items():
+            a = arg_array(self.args, key)
+            seen = None if a is None else self.adjoint_contents(key, flags, copy_same_layout)
+            if a is None or seen is None:
+                continue
+            data, is_working = seen
+            if is_working:
+                working.append((data, self.before[key]))
+            grad = None if a.grad is None else a.grad.numpy()
+            _replace(args, key, array._wrap(data, a.dtype, a.device, grad))
+        return args, working
+
+    def adjoint_contents(self, key: Key, flags: frozenset[str], copy: Callable[[Any], Any]
+                         ) -> tuple[Any, bool] | None:
+        """The contents of one array the adjoint must see, and whether they are a working copy
+        (made by `copy` from the pre-launch contents; the adjoint replays writes into it), or
+        None where the launch kept nothing of the array."""
+        if "working" in flags and key in self.before:
+            return copy(self.before[key].contents()), True
+        if key in self.after:
+            return self.after[key].contents(), False
+        if key in self.before:
+            return self.before[key].contents(), False
+        return None
+
+    def _restarter(self, args: list[Any], working: list[tuple[NDArray, Watch]]
+                   ) -> Callable[[], None]:
+        """Undo a partial adjoint run: restore the gradients and the working copies."""
+        grads = [g for key in self.flags
+                 if (a := arg_array(self.args, key)) is not None and (g := a.grad) is not None]
+        saved = [g.numpy().copy() for g in grads]
+
+        def restart() -> None:
+            for g, s in zip(grads, saved, strict=True):
+                copy_into(g.numpy(), s)
+            for data, watch in working:
+                copy_into(data, watch.contents())
+
+        return restart
+
+
+def _plan(kernel: Any, compiled: Any) -> tuple[list[Key], list[str], dict[Key, frozenset[str]],
+                                               frozenset[Key] | None]:
+    """A kernel's array keys, parameter names, per-array access flags and the arrays its
+    adjoint reads (None: all), worked out once per compiled entry (a Tape records the same
+    kernel at every step). The flags are shared by its records: never changed."""
+    cached = getattr(kernel, "__dict__", {}).get("_gl_record_plan")
+    if cached is not None and cached[0] is compiled:
+        return cached[1]  # type: ignore[no-any-return]
+    keys = array_keys(compiled.params)
+    access = compiled.access
+    if access is None:  # not analysable: keep everything as read and written
+        access = {k: frozenset({"loads", "stores", "working"}) for k in keys}
+    # arrays whose contents the adjoint never uses need no snapshot (autodiff/contents.py)
+    if getattr(kernel, "enable_backward", None) is False:
+        reads: frozenset[Key] | None = frozenset()  # no adjoint: it reads nothing
+    else:
+        reads = adjoint_reads(kernel) if hasattr(kernel, "adjoint_reads") else None
+    plan = keys, [name for name, _ in compiled.params], dict(access), reads
+    kernel._gl_record_plan = (compiled, plan)
+    return plan
+
+
+def _replace(args: list[Any], key: Key, value: array) -> None:
+    """Put value at key in args; the struct instances on a field path are copied, never
+    changed (they are the user's)."""
+    i, field = key
+    if field is None:
+        args[i] = value
+    else:
+        args[i] = _with_field(args[i], field.split("."), value)
+
+
+def _with_field(holder: Any, path: list[str], value: array) -> Any:
+    out = copy.copy(holder)
+    name = path[0]
+    inner = value if len(path) == 1 else _with_field(getattr(holder, name), path[1:], value)
+    setattr(out, name, inner)
+    return out
