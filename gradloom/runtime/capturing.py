@@ -70,15 +70,26 @@ def recording_graph() -> Any:
     return cap if cap is not None and cap.records_nodes else None
 
 
-def no_tape_while_capturing(what: str) -> None:
-    """A captured operation does not run now, so an active Tape cannot record it: refuse."""
-    if ACTIVE_TAPES.get():
-        raise GradloomError(
-            f"{what} inside a graph capture while a Tape is recording: gradloom cannot record a "
-            "captured operation on a Tape (it runs only when the graph is launched). Capture "
-            "outside the Tape, then call wp.capture_launch(graph) inside `with tape:` — its "
-            "launches and copies are recorded there."
-        )
+class TapedNode:
+    """A node captured while tapes recorded (Warp: `with tape:` inside a capture). It runs
+    with those tapes active, so its launch or operation is recorded when the graph runs —
+    with the copy-on-write snapshots of that moment — after cutting each tape back to the
+    records it had when the capture first reached it: a replay's records replace the last
+    replay's, as Warp's tape holds one copy of the captured launches."""
+
+    __slots__ = ("cut", "node", "tapes")
+
+    def __init__(self, node: Node, tapes: tuple[Any, ...], cut: list[tuple[Any, int]]) -> None:
+        self.node, self.tapes, self.cut = node, tapes, cut
+
+    def run(self) -> None:
+        for tape, n in self.cut:
+            del tape.records[n:]
+        token = ACTIVE_TAPES.set(self.tapes)
+        try:
+            self.node.run()
+        finally:
+            ACTIVE_TAPES.reset(token)
 
 
 def defer(fn: Callable[[], Any], what: str) -> bool:
@@ -86,7 +97,6 @@ def defer(fn: Callable[[], Any], what: str) -> bool:
     graph = recording_graph()
     if graph is None:
         return False
-    no_tape_while_capturing(what)
     graph.add(OpNode(fn, what))
     return True
 

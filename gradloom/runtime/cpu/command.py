@@ -11,7 +11,7 @@ from ...errors import LaunchError, user_traceback
 from ..array.array import array
 from ..array.foreign import adapt_args
 from ..array.watch import before_write
-from ..capturing import no_tape_while_capturing, recording_graph
+from ..capturing import recording_graph
 from ..device import CPU, get_device
 from ..launch import checks
 from ..launch.launch import _dims, default_args, launch
@@ -115,8 +115,6 @@ class Launch(RecordedParams):
     def _capture(self) -> None:
         """Inside a graph capture: record a copy (later changes to this command do not reach
         the graph, as a CUDA graph keeps the parameters it captured)."""
-        if self.record_tape:
-            no_tape_while_capturing(f"Launch.launch() of {self.kernel.key!r}")
         graph = recording_graph()
         assert graph is not None
         graph.add(Launch.recorded(self.kernel, self.dims, list(self.args), self.adjoint,

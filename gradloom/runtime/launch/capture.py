@@ -21,7 +21,7 @@ from ...errors import GradloomError
 from ...types import int32
 from ..array.array import array
 from ..array.watch import before_write
-from ..capturing import ACTIVE_CAPTURE, Node, OpNode, capturing, recording_graph
+from ..capturing import ACTIVE_CAPTURE, Node, OpNode, TapedNode, capturing, recording_graph
 from ..device import CPU, Device, get_device
 from ..recording import ACTIVE_TAPES
 from ..signals import launch_words
@@ -48,6 +48,14 @@ class Graph:
         return False
 
     def add(self, node: Node) -> None:
+        """Record a node; one captured while tapes record runs with them (TapedNode)."""
+        tapes = ACTIVE_TAPES.get()
+        if tapes:
+            seen = self.__dict__.setdefault("_taped", set())
+            cut = [(t, len(t.records)) for t in tapes
+                   if id(t) not in seen and hasattr(t, "records")]
+            seen.update(id(t) for t, _ in cut)
+            node = TapedNode(node, tapes, cut)
         self.nodes.append(node)
 
     def replay(self) -> None:

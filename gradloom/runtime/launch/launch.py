@@ -24,7 +24,7 @@ from ...types import (
 )
 from ..array.array import array
 from ..array.structs import array_fields, field_value
-from ..capturing import ACTIVE_CAPTURE, no_tape_while_capturing, recording_graph
+from ..capturing import ACTIVE_CAPTURE, recording_graph
 from ..device import current_device, get_device
 from ..recording import ACTIVE_TAPES
 
@@ -195,8 +195,6 @@ def _command_or_adjoint(kernel: Any, dim: Any, args: list[Any], adj: list[Any] |
     backend = dev.backend
     graph = None if record_cmd else recording_graph()
     if record_cmd or graph is not None:
-        if graph is not None and record_tape:
-            no_tape_while_capturing(f"wp.launch({getattr(kernel, 'key', kernel)!r})")
         cmd = backend.command(kernel, dim, args, adj, dev, stream, max_blocks, block_dim,
                               record_tape)
         if graph is None:

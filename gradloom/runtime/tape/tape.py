@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from contextvars import Token
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from .. import readmarks
 from ..array.array import NDArray, array, zero_arrays
 from ..array.foreign import as_array
 from ..array.structs import field_value
+from ..capturing import OpNode, recording_graph
 from ..recording import ACTIVE_TAPES, FuncRecord, on_host
 from .adjoint import LaunchRecord
 from .graph import tape_dot
@@ -144,6 +146,10 @@ class Tape:
         array the tape writes (and does not read first) holds its values again afterwards, so
         a second call adds the same gradients again.
         """
+        graph = recording_graph()
+        if graph is not None:  # inside a capture, as Warp: the backward pass runs at replay
+            graph.add(OpNode(functools.partial(self.backward, loss, grads), "Tape.backward()"))
+            return
         if loss is None and not grads:
             self._seeded_backward()
             return
