@@ -376,10 +376,10 @@ def test_assign_sources_and_shape_check() -> None:
     b.assign(a)
     np.testing.assert_array_equal(b.numpy(), a.numpy())
     assert b.ptr != a.ptr
+    a.assign(np.zeros((2, 3)))  # fewer elements: the first ones (Warp's assign is a copy)
+    np.testing.assert_array_equal(a.numpy(), [[0, 0, 0], [0, 0, 0], [1, 2, 3]])
     with pytest.raises(GradloomError):
-        a.assign(np.ones((2, 3)))
-    with pytest.raises(GradloomError):
-        a.assign(ops.zeros(4, dtype=T.vec3))
+        a.assign(ops.zeros(4, dtype=T.vec3))  # more than it holds
 
 
 def test_copy_whole_and_with_offsets() -> None:
@@ -606,7 +606,7 @@ def test_array_deleter_runs_once_no_view_of_the_memory_is_left() -> None:
     assert freed == [(ptr, 16)]
 
 
-def test_assign_copies_as_many_contiguous_elements_in_order_as_warp() -> None:
+def test_assign_copies_the_sources_contiguous_elements_in_order_as_warp() -> None:
     import gradloom as wp
 
     # MuJoCo Warp: d.mocap_pos (nworld, nmocap) of vec3 assigned a numpy (nmocap, 3) array
@@ -616,7 +616,48 @@ def test_assign_copies_as_many_contiguous_elements_in_order_as_warp() -> None:
     flat = wp.zeros(6, dtype=float)
     flat.assign(wp.array(np.arange(6.0).reshape(2, 3), dtype=float))
     np.testing.assert_array_equal(flat.numpy(), np.arange(6.0))
+    # Warp's assign is wp.copy: all of a smaller source's elements, the rest untouched
+    # (MuJoCo Warp assigns 5 values to a (1, 16) array)
+    flat.assign(np.full(2, -1.0, dtype=np.float32))
+    np.testing.assert_array_equal(flat.numpy(), [-1, -1, 2, 3, 4, 5])
+    flat.assign(wp.full(3, 7.0, dtype=float))
+    np.testing.assert_array_equal(flat.numpy(), [7, 7, 7, 3, 4, 5])
     with pytest.raises(GradloomError, match="assign"):
-        flat.assign(np.zeros(5, dtype=np.float32))  # not as many: refused, never a part copy
-    with pytest.raises(GradloomError, match="assign"):
-        flat.assign(wp.zeros(4, dtype=float))
+        flat.assign(np.zeros(7, dtype=np.float32))  # more than it holds: an error
+    strided = wp.zeros((4, 2), dtype=float)[:, 0]
+    with pytest.raises(GradloomError, match="contiguous"):
+        strided.assign(np.zeros(2, dtype=np.float32))  # not contiguous: shapes must match
+
+
+def test_assign_of_fewer_elements_keeps_the_others_gradients() -> None:
+    import gradloom as wp
+
+    @wp.kernel
+    def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = 2.0 * x[i]
+
+    x = wp.array(np.arange(4.0), dtype=float, requires_grad=True)
+    y = wp.zeros(4, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        x.assign(wp.array([10.0, 20.0], dtype=float))  # overwrites x[0:2] only
+        wp.launch(double, 4, inputs=[x, y])
+    tape.backward(grads={y: wp.ones(4, dtype=float)})
+    np.testing.assert_array_equal(y.numpy(), [20, 40, 4, 6])
+    # the overwritten elements' old values reach nothing; the others keep their gradient
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 2, 2])
+
+
+def test_array_from_data_with_a_minus_one_in_its_shape() -> None:
+    import gradloom as wp
+
+    # MuJoCo Warp's tests: wp.array(qfrc, dtype=wp.float32, shape=(1, -1)), as numpy reshapes
+    a = wp.array(np.arange(6, dtype=np.float32), dtype=wp.float32, shape=(2, -1))
+    assert a.shape == (2, 3)
+    np.testing.assert_array_equal(a.numpy(), np.arange(6).reshape(2, 3))
+    assert wp.array(np.arange(6, dtype=np.float32), dtype=wp.vec3, shape=(-1,)).shape == (2,)
+    with pytest.raises(GradloomError, match="does not fit"):
+        wp.array(np.arange(7, dtype=np.float32), dtype=wp.float32, shape=(2, -1))
+    with pytest.raises(GradloomError, match="non-negative"):
+        wp.zeros((2, -1), dtype=float)  # without data there is nothing to infer from

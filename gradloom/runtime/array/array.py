@@ -138,7 +138,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
             self._init_annotation(dtype, ndim)
             return
         dev = get_device(device)
-        dims = None if shape is None else normalize_shape(shape)
+        # with data, one -1 may stand for the size the data leaves (as Warp, numpy's reshape)
+        dims = None if shape is None else normalize_shape(shape, infer=data is not None)
         # the device's backend allocates (or wraps `ptr`) and fills (runtime/backend.py)
         dev.backend.init_array(self, dev, data, dtype, dims, strides, ptr, capacity, ndim,
                                requires_grad, deleter, copy)

@@ -55,14 +55,19 @@ def _packed(view: NDArray) -> NDArray:
     return np.lib.stride_tricks.as_strided(view, strides=packed_strides(view.shape, view.itemsize))
 
 
-def flat_source(dest: Any, src: Any) -> Any:
-    """`src` for `dest.assign(src)`: itself, or — both contiguous, as many elements, another
-    shape — its view in dest's shape (Warp copies contiguous memory in order); else an error."""
+def flat_pair(dest: Any, src: Any) -> tuple[Any, Any]:
+    """(what `dest.assign(src)` writes, what it reads): the arrays themselves, or — another
+    shape, both contiguous — the first `src.size` elements of dest and src, flat: Warp's
+    assign is `wp.copy`, which copies all of the source's elements in order; a source with
+    more elements than dest is an error."""
     if src.shape == dest.shape:
-        return src
-    if src.size == dest.size and src.is_contiguous and dest.is_contiguous:
-        return src.reshape(dest.shape)
-    raise GradloomError(f"assign: source shape {src.shape} != destination {dest.shape}")
+        return dest, src
+    if src.size <= dest.size and src.is_contiguous and dest.is_contiguous:
+        flat = dest.reshape(-1)
+        return (flat if src.size == dest.size else flat[:src.size]), src.reshape(-1)
+    raise GradloomError(f"assign: source shape {src.shape} != destination {dest.shape} (Warp "
+                        "copies another shape only between contiguous arrays, at most as "
+                        "many elements as the destination holds)")
 
 
 class HostArray:
@@ -152,20 +157,18 @@ class HostArray:
         contiguous, of as many elements: Warp copies them in order) into this array."""
         storage = self._concrete()
         if isinstance(src, _array()):
-            src = flat_source(self, src)
-            self._overwrite()
-            copy_storage(self, src)
-            record_copy(self, src)
+            dest, src = flat_pair(self, src)
+            dest._overwrite()
+            copy_storage(dest, src)
+            record_copy(dest, src)
             return
         data = fit_data(to_numpy(src, storage_dtype(self.dtype), False, self.dtype), self.dtype,
                         None)
-        if data.shape != storage.shape and data.size == storage.size and self.is_contiguous:
-            data = data.reshape(storage.shape)  # as many elements, in order (Warp's copy)
-        if data.shape != storage.shape:
-            raise GradloomError(
-                f"assign: source data of shape {data.shape[: data.ndim - len(elem_shape(self.dtype))]}"
-                f" does not match the array's shape {self.shape} (dtype {self.dtype!r})"
-            )
+        if data.shape != storage.shape:  # another shape: Warp's copy of its elements in order
+            dest, _ = flat_pair(self, type(self)._wrap(data, self.dtype, self.device))
+            dest._overwrite()
+            copy_into(dest._concrete(), data.reshape(dest._concrete().shape))
+            return
         self._overwrite()
         copy_into(storage, data)
 

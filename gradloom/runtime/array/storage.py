@@ -157,6 +157,13 @@ def to_numpy(data: Any, npdt: np.dtype[Any] | None, copy: bool, t: Any = None) -
 def fit_data(arr: NDArray, t: Any, shape: tuple[int, ...] | None) -> NDArray:
     """Reshape data to `shape + elem_shape(t)`, taking the element's trailing dims as Warp does."""
     es = elem_shape(t)
+    if shape is not None and -1 in shape:  # `shape=(1, -1)`: the size the data leaves, as Warp
+        known = math.prod(d for d in shape if d != -1) * math.prod(es)
+        fill = arr.size // known if known and arr.size % known == 0 else -1
+        shape = tuple(fill if d == -1 else d for d in shape)
+        if fill < 0:
+            raise GradloomError(f"data of shape {arr.shape} ({arr.size} values) does not fit an "
+                                f"array of shape {shape} with dtype {t!r}")
     if shape is not None:
         target = shape + es
         if arr.size != math.prod(target):

@@ -36,7 +36,7 @@ from ..array.array import (
     resolve_dtype,
     storage_dtype,
 )
-from ..array.host import flat_source
+from ..array.host import flat_pair
 from ..array.storage import fill_value, to_numpy
 from ..array.watch import Memory
 from ..capturing import deferrable
@@ -253,10 +253,10 @@ class DeviceArray:
     def assign(self: Any, src: Any) -> None:
         """Copy `src` (an array on any device, numpy data or a nested list of the same shape)."""
         if isinstance(src, array):
-            src = flat_source(self, src)
-            self._overwrite()
-            copy_arrays(self, src)
-            record_copy(self, src)
+            dest, src = flat_pair(self, src)
+            dest._overwrite()
+            copy_arrays(dest, src)
+            record_copy(dest, src)
             return
         data = fit_data(to_numpy(src, storage_dtype(self.dtype), copy=False), self.dtype, None)
         full = (*self.shape, *elem_shape(self.dtype))

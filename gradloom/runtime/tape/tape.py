@@ -13,7 +13,7 @@ import numpy as np
 from ... import config
 from ...errors import TapeError, user_facing, warn_caller
 from .. import readmarks
-from ..array.array import NDArray, array, zero_arrays
+from ..array.array import NDArray, array, elem_shape, zero_arrays
 from ..array.foreign import as_array
 from ..array.structs import field_value
 from ..capturing import OpNode, recording_graph
@@ -337,7 +337,12 @@ def _seed(a: Any, seed: Any) -> None:
             seed.shape == a.shape:
         a.grad.assign(seed)  # a copy on the device (the seed is read, never written)
         return
-    a.grad.assign(_values(seed))
+    values = _values(seed)
+    components = a.size * int(np.prod(elem_shape(a.dtype)))
+    if np.size(values) != components:  # a seed seeds every element: never part of them
+        raise TapeError(f"Tape.backward(grads=...): the seed of {a!r} has {np.size(values)} "
+                        f"values, the array {components} (shape {a.shape})")
+    a.grad.assign(values)
 
 
 def _gradient_of(a: Any, what: str) -> array:
