@@ -403,3 +403,9 @@ def test_from_buffer_shares_memory_with_the_buffer_as_warps_ctypes_types_do():
     np.testing.assert_array_equal(np.asarray(m), [[1.0, 2.0], [3.0, 4.0]])
     with pytest.raises(TypeError, match="not writable"):
         wp.vec3.from_buffer(np.arange(3, dtype=np.float32).tobytes())
+
+
+def test_a_vector_or_matrix_value_is_true_when_it_has_components():
+    # Warp's types are ctypes arrays (true when not empty), even all zeros
+    assert bool(wp.vec3(0.0)) and bool(wp.mat22(0.0))
+    assert any(row for row in wp.mat33(0.0))  # newton's builder: any(x for x in inertia)

@@ -245,6 +245,12 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     def __pos__(self) -> Any:
         return self._op("pos", self)
 
+    def __bool__(self) -> bool:
+        """True for every value with components, zeros included: Warp's types are ctypes
+        arrays, true when not empty (newton: `any(row for row in inertia)`). numpy's
+        "ambiguous" error would refuse code that runs on Warp."""
+        return bool(self.size)
+
     def __eq__(self, o: Any) -> Any:  # type: ignore[override]
         same = self._same_components(o)
         return same if same is not None else self._op("eq", self, o)
