@@ -1036,6 +1036,21 @@ def test_a_name_both_branches_bind_to_one_value_is_defined_after_the_if():
     np.testing.assert_allclose(out.numpy(), [[0.0, 2.0, 4.0], [2.0, 4.0, 6.0]])
 
 
+@wp.kernel
+def pick_array_kernel(a: wp.array(dtype=int), b: wp.array(dtype=int), flags: wp.array(dtype=int),
+                      out: wp.array(dtype=int)):
+    i = wp.tid()
+    ids = a if flags[i] == 0 else b  # MuJoCo Warp's ray casts pick a BVH id array so
+    out[i] = ids[i]
+
+
+def test_a_conditional_expression_picks_an_array():
+    a, b = warr(np.array([1, 2, 3]), int), warr(np.array([10, 20, 30]), int)
+    out = zeros(3, int)
+    launch(pick_array_kernel, 3, a, b, warr(np.array([0, 1, 0]), int), out)
+    np.testing.assert_array_equal(out.numpy(), [1, 20, 3])
+
+
 def _scale_func(n: int):
     @wp.func
     def scale(v: float):

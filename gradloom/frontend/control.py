@@ -225,7 +225,8 @@ class ControlLowerer(ExprLowerer):
         """`a if c else b` runs only the chosen branch (as Warp) when a branch can have an effect
         or read memory (a call, a subscript); plain arithmetic is selected branch-free."""
         cond = self.value(node.test)
-        if isinstance(cond, Literal) or all(_plain(n) for n in (node.body, node.orelse)):
+        if isinstance(cond, Literal) or (all(_plain(n) for n in (node.body, node.orelse))
+                                         and not self._names_an_array(node.body)):
             return super().expr_IfExp(node)
         loc = self.info.loc(node)
         first, second = node.body, node.orelse
@@ -251,6 +252,11 @@ class ControlLowerer(ExprLowerer):
         if outer is not None:
             self.env[IFEXP] = outer
         return value  # type: ignore[no-any-return]
+
+    def _names_an_array(self, e: ast.expr) -> bool:
+        """Whether `e` is a name bound to an array (`ids = a if c else b` picks an array: the
+        branches merge its words, as an if statement does; `wp.where` selects numbers)."""
+        return isinstance(e, ast.Name) and isinstance(self.env.get(e.id), ArrayVal)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
         """`a and b` / `a or b` stop at the first operand that decides (as in Warp) when a
