@@ -56,6 +56,8 @@ ALLOWED = {
     # sparse/_kernels.py is kernel source against the public API, as optim's; optim.linear's
     # operators wrap its matrices
     "sparse": _BASE | {"runtime", "kernel", "__init__"},
+    # geometry/_kernels.py is kernel source against the public API, as sparse's
+    "geometry": _BASE | {"runtime", "kernel", "__init__"},
     "utils": _BASE | {"ir", "builtins", "codegen", "runtime", "frontend", "kernel"},
     "torch": {"interop"},
     # halo exchange / all-reduce / broadcast over torch.distributed (docs/distributed.md):
