@@ -20,6 +20,7 @@ from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
 from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, KernelTypeError
 from .frontend.lower import lower_kernel
+from .ir.builder import DIFFERENTIATED
 from .ir.nodes import KernelIR, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
@@ -49,13 +50,22 @@ def variant_of(adjoint: bool | str) -> Variant:
     return Variant.ADJOINT if adjoint else Variant.FORWARD
 
 
-def lowered(kernel: Any) -> KernelIR:
+def lowered(kernel: Any, differentiated: bool = False) -> KernelIR:
     """The kernel's IR as the frontend lowers it (its `locs` name the user's source lines); for
-    a tangent kernel (`dual_of`: the kernel it is the tangent of), that kernel's tangent IR."""
+    a tangent kernel (`dual_of`: the kernel it is the tangent of), that kernel's tangent IR.
+    `differentiated`: the IR is for an adjoint (ir/builder.DIFFERENTIATED)."""
     primal = getattr(kernel, "dual_of", None)
     if primal is None:
-        return lower_kernel(kernel.info, list(kernel.params))
-    ir = drop_invariant_params(lower_kernel(primal.info, list(primal.params)))
+        token = DIFFERENTIATED.set(differentiated)
+        try:
+            return lower_kernel(kernel.info, list(kernel.params))
+        finally:
+            DIFFERENTIATED.reset(token)
+    token = DIFFERENTIATED.set(True)
+    try:
+        ir = drop_invariant_params(lower_kernel(primal.info, list(primal.params)))
+    finally:
+        DIFFERENTIATED.reset(token)
     verify(ir)
     return tangent_kernel(ir, tangent_offsets(kernel))
 
@@ -81,14 +91,14 @@ def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None
     if getattr(kernel, "is_generic", False):
         raise KernelTypeError(f"kernel '{kernel.key}' is generic: compile one of its overloads "
                               f"(wp.overload) instead", kernel.info.loc(kernel.info.tree))
-    ir = drop_invariant_params(lowered(kernel))
+    adjoint = variant_of(adjoint) is Variant.ADJOINT
+    ir = drop_invariant_params(lowered(kernel, adjoint))
     verify(ir)
     kernel._locs = ir.locs
     access = access_facts(kernel, ir)
     # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
     # replaces regions itself, the forward kernel runs their bodies inline
-    ir = drop_dead(adjoint_kernel(ir) if variant_of(adjoint) is Variant.ADJOINT
-                   else inline_custom(ir))
+    ir = drop_dead(adjoint_kernel(ir) if adjoint else inline_custom(ir))
     verify(ir)
     return ir, access
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..ir.builder import DIFFERENTIATED
 from ..ir.nodes import Var
 from ..types import ScalarType, StructType, TileType, int32
 from . import ops
@@ -310,6 +311,8 @@ def _gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var, beta: Var 
         raise ctx.error(f"wp.tile_matmul(): shapes {a.type.shape} @ {b.type.shape} -> "
                         f"{out.type.shape} do not fit")
     t = out.type.dtype
+    if _fast_gemm(ctx, a, b, out, alpha, beta):
+        return
     rm = next(r for r in (4, 2, 1) if m % r == 0)
     rn = next(r for r in (4, 2, 1) if n % r == 0)
 
@@ -333,6 +336,25 @@ def _gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var, beta: Var 
                     v = ctx.op("add", v, kept)
                 write(ctx, out, [r, c], v)
     each(ctx, (m // rm, n // rn), block)
+
+
+def _fast_gemm(ctx: Ctx, a: TileVal, b: TileVal, out: TileVal, alpha: Var,
+               beta: Var | None) -> bool:
+    """Emit the product as one `lgemm` op (codegen/tile_gemm.py: a register-blocked, vectorised
+    kernel on the CPU, plain loops for the GPU) where it can: float32/float64 tiles of one type
+    at constant places, out apart from a and b, and IR that autodiff will not see (it
+    differentiates the scalar loops of _gemm instead)."""
+    t = out.type.dtype
+    if DIFFERENTIATED.get() or t.name not in ("float32", "float64") or \
+            a.type.dtype != t or b.type.dtype != t or \
+            any(x.dyn is not None for x in (a, b, out)) or out.base in (a.base, b.base):
+        return False
+    (m, k), n = a.type.shape, b.type.shape[1]
+    attr = (m, n, k, a.offset, *a.strides, b.offset, *b.strides, out.offset, *out.strides,
+            beta is not None)
+    ctx.b.effect("lgemm", (a.base, b.base, out.base, alpha,
+                           beta if beta is not None else ctx.const(0, t)), ctx.loc, attr=attr)
+    return True
 
 
 def _scaled_index(ctx: Ctx, i: Var, r: int, q: int) -> Var:

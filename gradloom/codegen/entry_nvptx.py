@@ -36,6 +36,7 @@ class NvptxKernelEmitter(KernelEmitter):
     math = NVPTX_MATH
     atomic_grads = True
     shared_status = True  # every thread of the grid reads and may fail into one block
+    tile_vectors = False  # tile products in scalar loops (codegen/tile_gemm.py)
     module_declares = tuple(f"declare i32 @{_SREG}.{r}.x()" for r in ("tid", "ctaid", "ntid",
                                                                       "nctaid"))
     module_metadata = ('!3 = !{i32 4, !"nvvm-reflect-ftz", i32 0}', "!llvm.module.flags = !{!3}")

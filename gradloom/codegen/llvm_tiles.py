@@ -14,6 +14,7 @@ from typing import Any
 
 from ..ir.nodes import Op
 from .llvm_types import literal, mem_type, reg_type
+from .tile_gemm import lgemm
 
 #: a comment line in every module with a tile buffer: codegen/cpu.py compiles such modules at
 #: most at O2 and without the loop vectoriser (measured: O3's unrolling of the nested
@@ -85,4 +86,5 @@ def ltake(e: Any, s: Op) -> None:
 
 RULES: dict[str, Callable[[Any, Op], None]] = {
     "local": local, "lload": lload, "lstore": lstore, "ladd": ladd, "ltake": ltake,
+    "lgemm": lgemm,
 }

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from ..errors import KernelTypeError, SourceLoc
 from ..types import ScalarType
 from .nodes import Block, Custom, If, Loop, Op, Stmt, Var
 from .prims import PRIMS, Effect, result_type
+
+#: whether the IR being lowered is for autodiff (an adjoint or tangent kernel): operations with
+#: a fast form autodiff has no rule for (tile_matmul's `lgemm`) emit their scalar form instead
+DIFFERENTIATED: ContextVar[bool] = ContextVar("gradloom_differentiated", default=False)
 
 
 class Builder:

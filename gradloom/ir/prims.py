@@ -550,6 +550,12 @@ def _ladd_type(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
 
 _LOCAL_UNAVAILABLE = hostops.Unavailable("reads or writes a kernel thread's tile memory")
 
+
+def _lgemm_type(ts: tuple[ScalarType, ...], _: ScalarType | None) -> None:
+    if ts[:3] != (ptr, ptr, ptr) or ts[3] != ts[4] or ts[3] not in FLOAT_TYPES:
+        raise TypeError(f"lgemm takes (ptr, ptr, ptr, alpha, beta) of one float type, got {ts}")
+    return None
+
 _N = Effect.NONE
 _RMW = Effect.READ | Effect.WRITE | Effect.ATOMIC
 _M = MemoryRule
@@ -645,6 +651,10 @@ _TABLE: list[Prim] = [
          doc="adjoint kernels: local memory += value at (ptr, offset); returns the sum"),
     Prim("ltake", 2, _load, Effect.LOCAL | Effect.LOCAL_WRITE, host=_LOCAL_UNAVAILABLE,
          doc="adjoint kernels: the local value at (ptr, offset), then zero it there"),
+    Prim("lgemm", 5, _lgemm_type, Effect.LOCAL | Effect.LOCAL_WRITE, host=_LOCAL_UNAVAILABLE,
+         doc="lgemm(a, b, c, alpha, beta): c = alpha * a @ b (+ beta * c) on tile buffers, "
+             "shapes and views in attr (builtins/tile_gemm.py); forward kernels only: IR that "
+             "autodiff sees has the scalar loops instead (ir/builder.DIFFERENTIATED)"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
     Prim("push", 1, lambda ts, r: None, Effect.STACK, host=hostops.ADJOINT,
          doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),
