@@ -22,6 +22,11 @@ FILES = {
     "cloth": "benchmarks/benchmark_cloth_warp.py",
     "wave": "core/example_wave.py",
     "fluid": "core/example_fluid.py",
+    # tile examples (bench_tile_examples.py): those warp-lang's tests run on its CPU
+    "tile_matmul": "tile/example_tile_matmul.py",
+    "tile_cholesky": "tile/example_tile_cholesky.py",
+    "tile_nbody": "tile/example_tile_nbody.py",
+    "tile_mcgp": "tile/example_tile_mcgp.py",
 }
 CLOTH_HOST = "benchmarks/benchmark_cloth.py"  # the Cloth grid builder (numpy; needs pxr stubbed)
 

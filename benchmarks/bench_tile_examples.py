@@ -1,0 +1,127 @@
+"""warp-lang's tile examples on gradloom and on warp-lang's CPU: ms per call, one run, one thread.
+
+    python benchmarks/bench_tile_examples.py [--runs 5] [--bodies 2048] [--height 64]
+
+Each example is read from the installed wheel (examples_src.py) with `wp` bound to either
+backend, and its own kernels are launched as its `__main__` block or `Example` does: matmul
+(`tile_gemm` on the example's 56 x 48 x 20 problem), cholesky (the 32 x 32 factor and solve),
+nbody (`Example.step()`, --bodies bodies), mcgp (`Example.render()` of one slice, --height
+pixels high). Compiles are not timed (one call first); both backends run serially
+(gradloom: config.num_threads = 1). Each row checks that the two backends' outputs agree
+(max |a - b| <= 1e-3 max |b|), so a fast wrong answer shows as WRONG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import examples_src
+
+Run = Callable[[], np.ndarray]
+
+
+def matmul(mod: Any, wp: Any, _: argparse.Namespace) -> Run:
+    m, k, n = mod.TILE_M * 7, mod.TILE_K * 6, mod.TILE_N * 5
+    rng = np.random.default_rng(42)
+    a = wp.array(rng.random((m, k), dtype=np.float32))
+    b = wp.array(rng.random((k, n), dtype=np.float32).astype(np.float16))
+    c = wp.zeros((m, n), dtype=wp.float64)
+
+    def run() -> np.ndarray:
+        wp.launch_tiled(mod.tile_gemm, dim=(m // mod.TILE_M, n // mod.TILE_N), inputs=[a, b],
+                        outputs=[c], block_dim=mod.TILE_THREADS)
+        return c.numpy()
+    return run
+
+
+def cholesky(mod: Any, wp: Any, _: argparse.Namespace) -> Run:
+    t = mod.TILE
+    a = wp.array2d(np.ones((t, t)) + 5 * np.eye(t), dtype=mod.wp_type)
+    l_ = wp.zeros((t, t), dtype=mod.wp_type)
+    x = wp.array1d(np.arange(t, dtype=np.float64), dtype=mod.wp_type)
+    y = wp.zeros(t, dtype=mod.wp_type)
+
+    def run() -> np.ndarray:
+        wp.launch_tiled(mod.cholesky, dim=[1, 1], inputs=[a, l_, x, y], block_dim=mod.BLOCK_DIM)
+        return np.concatenate([l_.numpy().ravel(), y.numpy()])
+    return run
+
+
+def nbody(mod: Any, wp: Any, args: argparse.Namespace) -> Run:
+    ex = mod.Example(headless=True, num_bodies=args.bodies)
+
+    def run() -> np.ndarray:
+        ex.step()
+        return ex.pos_array_0.numpy()
+    return run
+
+
+def mcgp(mod: Any, wp: Any, args: argparse.Namespace) -> Run:
+    with contextlib.redirect_stdout(io.StringIO()):
+        ex = mod.Example(1, height=args.height, slices=2, sphere_resolution=16)
+
+    def run() -> np.ndarray:
+        ex.seed = 1  # every call renders the same samples
+        with contextlib.redirect_stdout(io.StringIO()):
+            ex.render(0)
+        return ex.images[0]
+    return run
+
+
+EXAMPLES = {"tile_matmul": matmul, "tile_cholesky": cholesky, "tile_nbody": nbody,
+            "tile_mcgp": mcgp}
+
+
+def timed(run: Run, runs: int) -> tuple[float, np.ndarray]:
+    out = run()  # compile
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--bodies", type=int, default=2048)
+    p.add_argument("--height", type=int, default=64)
+    p.add_argument("--examples", nargs="+", default=list(EXAMPLES))
+    args = p.parse_args()
+    import warp
+
+    import gradloom
+
+    gradloom.config.num_threads = 1
+    warp.config.quiet = True
+    warp.init()
+    tmp = Path(tempfile.mkdtemp(prefix="gl_tile_examples_"))
+    print(f"{'example':16}{'gradloom ms':>13}{'warp-lang ms':>14}{'speedup':>10}  check")
+    for name in args.examples:
+        res = {}
+        for backend, wp in (("gradloom", gradloom), ("warp", warp)):
+            with contextlib.redirect_stdout(io.StringIO()):
+                mod = examples_src.load(name, backend, tmp)
+            with wp.ScopedDevice("cpu"):
+                res[backend] = timed(EXAMPLES[name](mod, wp, args), args.runs)
+        (tg, og), (tw, ow) = res["gradloom"], res["warp"]
+        ok = np.abs(og - ow).max() <= 1e-3 * max(np.abs(ow).max(), 1e-30)
+        print(f"{name:16}{tg * 1e3:13.3f}{tw * 1e3:14.3f}{tw / tg:10.2f}  "
+              f"{'ok' if ok else 'WRONG'}")
+
+
+if __name__ == "__main__":
+    main()
