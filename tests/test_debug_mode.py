@@ -34,7 +34,7 @@ def read_at_n(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 @wp.kernel
 def read_negative(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
-    y[i] = x[i - 1]  # <- read_negative
+    y[i] = x[i - 5]  # <- read_negative (Warp counts -4..-1 from the end)
 
 
 @wp.kernel
@@ -46,7 +46,7 @@ def write_at_n(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 @wp.kernel
 def write_negative(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
-    y[i - 1] = x[i]  # <- write_negative
+    y[i - 5] = x[i]  # <- write_negative
 
 
 @wp.kernel

@@ -60,7 +60,7 @@ def index_array(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | Place:
         raise ctx.error(f"too many indices ({len(idx)}) for a {n}-D array")
     offset: Var | None = None
     for k, v in enumerate(idx):
-        i = index64(ctx, v)
+        i = _from_end(ctx, v, index64(ctx, v), arr.shape[k])
         if config.mode == "debug":
             ctx.b.effect("check_bounds", (i, arr.shape[k]), ctx.loc, attr=ctx.b.loc_index(ctx.loc))
         if arr.indices:
@@ -76,6 +76,40 @@ def index_array(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | Place:
     kind = IndexedArrayType if arr.indices else ArrayType
     return ArrayVal(kind(arr.type.dtype, n - rest), data, grad, arr.shape[rest:],
                     arr.strides[rest:], arr.indices[rest:])
+
+
+#: integer ops whose result is >= 0 when their operands are (no wrap-around in index ranges)
+_KEEPS_NONNEGATIVE = frozenset({"add", "mul", "div", "mod", "min", "max", "tid"})
+
+
+def _nonnegative(ctx: Ctx, v: Value, depth: int = 6) -> bool:
+    """v is an index known at compile time to be >= 0: a literal or constant, a wp.tid()
+    component, an unsigned integer, or sums and products of such."""
+    if isinstance(v, Literal):
+        return isinstance(v.value, int) and v.value >= 0
+    if not isinstance(v, Var) or not v.type.is_int:
+        return False
+    if v.type.kind == "u":
+        return True
+    op = ctx.b.defining_op(v)
+    if op is None or depth == 0:
+        return False
+    if op.prim == "const":
+        return isinstance(op.attr, int) and op.attr >= 0
+    if op.prim == "cast":
+        src = op.args[0]
+        return src.type.is_int and src.type.bits <= v.type.bits and _nonnegative(ctx, src, depth - 1)
+    return op.prim in _KEEPS_NONNEGATIVE and all(_nonnegative(ctx, a, depth - 1) for a in op.args)
+
+
+def _from_end(ctx: Ctx, v: Value, i: Var, extent: Var) -> Var:
+    """Warp's negative indices: a[-1] is the last element (i + extent where i < 0). Indices
+    known to be >= 0 (wp.tid(), constants) stay as they are, so their addresses keep the
+    `index * stride` form that passes/threads.py proves thread-own."""
+    if _nonnegative(ctx, v):
+        return i
+    zero = ctx.const(0, int64)
+    return ctx.op("add", i, ctx.op("select", ctx.op("lt", i, zero), extent, zero))
 
 
 def _through_index(ctx: Ctx, indices: Var, i: Var) -> Var:

@@ -22,6 +22,7 @@ class Builder:
         self._next_id = 0
         self._blocks: list[list[Stmt]] = [[]]
         self.locs: list[SourceLoc] = []
+        self._defs: dict[int, Op] = {}
 
     def new_var(self, t: ScalarType) -> Var:
         self._next_id += 1
@@ -54,8 +55,17 @@ class Builder:
         if Effect.ATOMIC in PRIMS[prim].effects:
             rt = args[2].type
         result = None if rt is None else self.new_var(rt)
-        self._blocks[-1].append(Op(prim, args, result, loc, attr))
+        op = Op(prim, args, result, loc, attr)
+        self._blocks[-1].append(op)
+        if result is not None:
+            self._defs[result.id] = op
         return result
+
+    def defining_op(self, v: Var) -> Op | None:
+        """The op this builder emitted that defines v (None for parameters, region results
+        and variables of other builders)."""
+        op = self._defs.get(v.id)
+        return op if op is not None and op.result is v else None
 
     def hoist(self, prim: str, loc: SourceLoc, attr: Any = None,
               type: ScalarType | None = None) -> Var:

@@ -1,0 +1,72 @@
+"""Kernel constructs that newton and MuJoCo Warp rely on, reproduced in small kernels.
+
+Each test is the construct a library failure came down to, checked against numpy or float64
+finite differences (tests/gradfd.py), not against the library itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gradfd import Case, arr
+
+import gradloom as wp
+from gradloom.runtime.cpu.launch import prepared_adjoint, prepared_forward
+
+f64 = wp.float64
+
+
+# -- negative array indices count from the end, as in Warp ------------------------------------
+# newton's integrate_particles reads `gravity[particle_world[tid]]` with particle_world -1 for
+# particles in no world: Warp reads the last element; gradloom read before the array.
+
+
+@wp.kernel
+def world_gravity(world: wp.array(dtype=wp.int32), gravity: wp.array(dtype=wp.vec3),
+                  out: wp.array(dtype=wp.vec3)):
+    tid = wp.tid()
+    out[tid] = gravity[world[tid]]
+
+
+@wp.kernel
+def negative_2d(a: wp.array2d(dtype=f64), i: int, j: int, out: wp.array(dtype=f64),
+                b: wp.array2d(dtype=f64)):
+    out[0] = a[i, j]
+    b[i, j] = f64(7.0)
+    wp.atomic_add(out, i, f64(1.0))
+
+
+@wp.kernel
+def last_weighted(x: wp.array(dtype=f64), k: int, y: wp.array(dtype=f64)):
+    i = wp.tid()
+    y[i] = x[i] * x[k - i] + wp.sin(x[-1 - i])
+
+
+def test_negative_index_reads_from_the_end() -> None:
+    world = wp.array(np.array([-1, 0, 1, -2], dtype=np.int32))
+    g = np.array([[0.0, 0.0, -9.81], [1.0, 2.0, 3.0]], dtype=np.float32)
+    out = wp.zeros(4, dtype=wp.vec3)
+    wp.launch(world_gravity, 4, [world, wp.array(g, dtype=wp.vec3), out])
+    np.testing.assert_array_equal(out.numpy(), g[[-1, 0, 1, -2]])
+
+
+def test_negative_index_stores_and_atomics() -> None:
+    a = np.arange(12.0).reshape(3, 4)
+    out, b = wp.zeros(3, dtype=f64), wp.zeros((3, 4), dtype=f64)
+    wp.launch(negative_2d, 1, [wp.array(a, dtype=f64), -1, -3, out, b])
+    expected_b = np.zeros((3, 4))
+    expected_b[-1, -3] = 7.0
+    np.testing.assert_array_equal(b.numpy(), expected_b)
+    np.testing.assert_array_equal(out.numpy(), [a[-1, -3], 0.0, 1.0])  # out[-1] += 1
+
+
+def test_negative_index_gradient_matches_fd() -> None:
+    x = np.random.default_rng(5).uniform(-1.0, 1.0, 5)
+    Case("negative_indices", kernel=last_weighted, dim=5, args=[arr(x), 1, arr(np.zeros(5))],
+         wrt=[0], outputs=[2]).run()  # k - i runs 1, 0, -1, -2, -3
+
+
+def test_thread_index_addresses_stay_thread_own() -> None:
+    """Indices known to be >= 0 (wp.tid(), constants) get no wrap, so launches still split."""
+    for plan in (prepared_forward(world_gravity).compiled.threads,
+                 prepared_adjoint(world_gravity).compiled.threads):
+        assert plan.serial is None
