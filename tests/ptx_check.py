@@ -1,5 +1,6 @@
-"""Compile every kernel of the gradient corpus and the benchmarks to PTX, forward and adjoint, and
-assemble each with ptxas for the given architectures: `python tests/ptx_check.py sm_80 sm_90`.
+"""Compile every kernel of the gradient corpus, the tile tests, warp-lang's tile examples and the
+benchmarks to PTX, forward and adjoint, and assemble each with ptxas for the given
+architectures: `python tests/ptx_check.py sm_80 sm_90` (`--tiles`: the tile kernels only).
 
 Prints one JSON object: {"kernels": n, "compiled": n, "failures": [[kernel, stage, message]]}.
 Run as a child process (tests/test_ptx.py): an NVPTX selection failure in LLVM ends the process,
@@ -19,24 +20,52 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+TILE_MODULES = ("test_tiles", "test_tiles_grad", "test_tiles_more", "test_tiles_fft",
+                "test_tiles_struct", "test_tiles_branch", "test_tiles_gemm")
 CORPUS_MODULES = ("test_grad_corpus", "test_grad_corpus_loops", "test_grad_corpus_fuzz",
-                  "test_tiles", "test_tiles_grad", "test_tiles_more", "test_tiles_fft",
-                  "test_tiles_struct")
+                  *TILE_MODULES)
 
 
-def corpus_kernels() -> list:
+def corpus_kernels(modules: tuple[str, ...] = CORPUS_MODULES, benchmarks: bool = True) -> list:
     import gradloom as wp
 
     sys.path.insert(0, str(HERE))
     found = []
-    for name in CORPUS_MODULES:
+    for name in modules:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError:
             continue
         found += [(f"{name}.{k}", v) for k, v in vars(module).items()
                   if isinstance(v, wp.Kernel) and not v.is_generic]
-    return found + benchmark_kernels()
+    return found + tile_example_kernels() + (benchmark_kernels() if benchmarks else [])
+
+
+def tile_example_kernels() -> list:
+    """The module-level kernels of warp-lang's tile examples, read from the installed wheel with
+    `wp` bound to gradloom (benchmarks/examples_src.py); none without warp-lang."""
+    import gradloom as wp
+
+    sys.path.insert(0, str(HERE.parent / "benchmarks"))
+    import examples_src  # noqa: PLC0415
+
+    try:
+        tile_dir = examples_src.examples_dir() / "tile"
+    except ModuleNotFoundError:
+        return []
+    work = Path(tempfile.mkdtemp(prefix="gl_ptx_tile_examples_"))
+    found = []
+    for path in sorted(tile_dir.glob("example_tile_*.py")):
+        try:
+            src = examples_src.bind(path.read_text(), "gradloom", str(path))
+        except examples_src.ExampleChanged:  # imports more of warp (mlp: warp.optim)
+            continue
+        (work / f"glptx_{path.stem}.py").write_text(src)
+        sys.path.insert(0, str(work))
+        module = importlib.import_module(f"glptx_{path.stem}")
+        found += [(f"examples.{path.stem}.{k}", v) for k, v in vars(module).items()
+                  if isinstance(v, wp.Kernel) and not v.is_generic]
+    return found
 
 
 def benchmark_kernels() -> list:
@@ -64,7 +93,9 @@ def main(archs: list[str]) -> None:
     import gradloom as wp
 
     work = Path(tempfile.mkdtemp(prefix="gl_ptx_"))
-    kernels = corpus_kernels()
+    tiles = "--tiles" in archs
+    archs = [a for a in archs if a != "--tiles"] or ["sm_80", "sm_90"]
+    kernels = corpus_kernels(TILE_MODULES, False) if tiles else corpus_kernels()
     failures: list[list[str]] = []
     jobs = []
     for name, kernel in kernels:
