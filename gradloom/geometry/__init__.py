@@ -2,5 +2,11 @@
 
 from .iso_surface import IsoSurfaceBase
 from .marching_cubes import IsoSurfaceMarchingCubes
+from .sparse_marching_cubes import (
+           lipschitz_octree,
+           sparse_marching_cubes,
+           sparse_marching_cubes_from_cells,
+)
 
-__all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes"]
+__all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes", "lipschitz_octree", "sparse_marching_cubes",
+           "sparse_marching_cubes_from_cells"]

@@ -36,3 +36,44 @@ def edge_vertices(field: wp.array3d(dtype=float), edges: wp.array2d(dtype=wp.int
     f1 = field[i1, j1, k1]
     t = (threshold - f0) / (f1 - f0)
     verts[v] = wp.lerp(node_position(i, j, k, lower, delta), node_position(i1, j1, k1, lower, delta), t)
+
+
+@wp.func
+def corner_position(rel: wp.vec3i, origin: wp.vec3, delta: wp.vec3):
+    """The position of corner subscript ``rel`` (relative to ``origin``)."""
+    return origin + wp.cw_mul(delta, wp.vec3(float(rel[0]), float(rel[1]), float(rel[2])))
+
+
+@wp.func
+def axis_step(axis: int):
+    s = wp.vec3i(0, 0, 0)
+    s[axis] = 1
+    return s
+
+
+@wp.kernel
+def sparse_vertices(values: wp.array(dtype=float), ends: wp.array2d(dtype=wp.int32),
+                    lowers: wp.array(dtype=wp.vec3i), axes: wp.array(dtype=wp.int32), threshold: float,
+                    origin: wp.vec3, delta: wp.vec3, verts: wp.array(dtype=wp.vec3)):  # fmt: skip
+    """Vertex v on the edge from corner lowers[v] along axes[v], whose values are values[ends[v]]."""
+    v = wp.tid()
+    f0 = values[ends[v, 0]]
+    f1 = values[ends[v, 1]]
+    t = (threshold - f0) / (f1 - f0)
+    r0 = lowers[v]
+    r1 = r0 + axis_step(axes[v])
+    verts[v] = wp.lerp(corner_position(r0, origin, delta), corner_position(r1, origin, delta), t)
+
+
+@wp.kernel
+def sparse_vertices_2d(values: wp.array2d(dtype=float), ends: wp.array2d(dtype=wp.int32),
+                       lowers: wp.array(dtype=wp.vec3i), axes: wp.array(dtype=wp.int32), threshold: float,
+                       origin: wp.vec3, delta: wp.vec3, verts: wp.array(dtype=wp.vec3)):  # fmt: skip
+    """As sparse_vertices, values read per (cell, corner): ends[v] = row0, col0, row1, col1."""
+    v = wp.tid()
+    f0 = values[ends[v, 0], ends[v, 1]]
+    f1 = values[ends[v, 2], ends[v, 3]]
+    t = (threshold - f0) / (f1 - f0)
+    r0 = lowers[v]
+    r1 = r0 + axis_step(axes[v])
+    verts[v] = wp.lerp(corner_position(r0, origin, delta), corner_position(r1, origin, delta), t)
