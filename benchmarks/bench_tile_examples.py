@@ -29,7 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import examples_src
 
-Run = Callable[[], np.ndarray]
+#: one call of the example's work, and its output read back afterwards (not timed)
+Run = tuple[Callable[[], None], Callable[[], np.ndarray]]
 
 
 def matmul(mod: Any, wp: Any, _: argparse.Namespace) -> Run:
@@ -39,11 +40,10 @@ def matmul(mod: Any, wp: Any, _: argparse.Namespace) -> Run:
     b = wp.array(rng.random((k, n), dtype=np.float32).astype(np.float16))
     c = wp.zeros((m, n), dtype=wp.float64)
 
-    def run() -> np.ndarray:
+    def run() -> None:
         wp.launch_tiled(mod.tile_gemm, dim=(m // mod.TILE_M, n // mod.TILE_N), inputs=[a, b],
                         outputs=[c], block_dim=mod.TILE_THREADS)
-        return c.numpy()
-    return run
+    return run, c.numpy
 
 
 def cholesky(mod: Any, wp: Any, _: argparse.Namespace) -> Run:
@@ -53,45 +53,53 @@ def cholesky(mod: Any, wp: Any, _: argparse.Namespace) -> Run:
     x = wp.array1d(np.arange(t, dtype=np.float64), dtype=mod.wp_type)
     y = wp.zeros(t, dtype=mod.wp_type)
 
-    def run() -> np.ndarray:
+    def run() -> None:
         wp.launch_tiled(mod.cholesky, dim=[1, 1], inputs=[a, l_, x, y], block_dim=mod.BLOCK_DIM)
-        return np.concatenate([l_.numpy().ravel(), y.numpy()])
-    return run
+    return run, lambda: np.concatenate([l_.numpy().ravel(), y.numpy()])
 
 
 def nbody(mod: Any, wp: Any, args: argparse.Namespace) -> Run:
     ex = mod.Example(headless=True, num_bodies=args.bodies)
 
-    def run() -> np.ndarray:
-        ex.step()
-        return ex.pos_array_0.numpy()
-    return run
+    return ex.step, lambda: ex.pos_array_0.numpy()
 
 
 def mcgp(mod: Any, wp: Any, args: argparse.Namespace) -> Run:
     with contextlib.redirect_stdout(io.StringIO()):
         ex = mod.Example(1, height=args.height, slices=2, sphere_resolution=16)
 
-    def run() -> np.ndarray:
-        ex.seed = 1  # every call renders the same samples
+    def run() -> None:
+        ex.seed = 1  # every call renders the same samples (render() reads the pixels back)
         with contextlib.redirect_stdout(io.StringIO()):
             ex.render(0)
-        return ex.images[0]
-    return run
+    return run, lambda: ex.images[0]
 
 
 EXAMPLES = {"tile_matmul": matmul, "tile_cholesky": cholesky, "tile_nbody": nbody,
             "tile_mcgp": mcgp}
 
 
-def timed(run: Run, runs: int) -> tuple[float, np.ndarray]:
-    out = run()  # compile
+def timed(wp: Any, job: Run, runs: int, reps: int | None) -> tuple[float, np.ndarray, int]:
+    """Median seconds per call over `runs` samples of `reps` calls (None: enough for 2 ms), the
+    output after them and reps (both backends run the same calls: nbody's state moves)."""
+    run, output = job
+    run()  # compile
+    wp.synchronize_device("cpu")
+    if reps is None:
+        t0 = time.perf_counter()
+        run()
+        wp.synchronize_device("cpu")
+        reps = min(1000, max(1, int(2e-3 / max(time.perf_counter() - t0, 1e-7))))
+    else:
+        run()
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        out = run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+        for _ in range(reps):
+            run()
+        wp.synchronize_device("cpu")
+        times.append((time.perf_counter() - t0) / reps)
+    return statistics.median(times), output(), reps
 
 
 def main() -> None:
@@ -112,11 +120,13 @@ def main() -> None:
     print(f"{'example':16}{'gradloom ms':>13}{'warp-lang ms':>14}{'speedup':>10}  check")
     for name in args.examples:
         res = {}
+        reps = None
         for backend, wp in (("gradloom", gradloom), ("warp", warp)):
             with contextlib.redirect_stdout(io.StringIO()):
                 mod = examples_src.load(name, backend, tmp)
             with wp.ScopedDevice("cpu"):
-                res[backend] = timed(EXAMPLES[name](mod, wp, args), args.runs)
+                t, out, reps = timed(wp, EXAMPLES[name](mod, wp, args), args.runs, reps)
+            res[backend] = t, out
         (tg, og), (tw, ow) = res["gradloom"], res["warp"]
         ok = np.abs(og - ow).max() <= 1e-3 * max(np.abs(ow).max(), 1e-30)
         print(f"{name:16}{tg * 1e3:13.3f}{tw * 1e3:14.3f}{tw / tg:10.2f}  "
