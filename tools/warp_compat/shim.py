@@ -21,9 +21,11 @@ EXPERIMENT_FILE = "experiment.py"
 # Warp-private modules under warp._src that Warp's tests import by name.
 PRIVATE_MODULES = ("builtins", "codegen", "context", "logger", "types", "utils", "thirdparty",
                    "build", "autograd")
-# Warp-private packages and their modules (test_linear_solvers, test_fsai, test_apic* import
+# Warp-private packages and their modules (test_linear_solvers, test_fsai, test_apic*,
+# geometry/test_surface_nets and test_delaunay import
 # from these)
-PRIVATE_PACKAGES = {"optim": ("linear", "fsai"), "apic": ("capture", "types")}
+PRIVATE_PACKAGES = {"optim": ("linear", "fsai"), "apic": ("capture", "types"),
+                    "geometry": ("surface_nets", "delaunay")}
 #: per private module, the names given a public meaning (shimlib.py builds the values)
 _DATA = {"types": "_shimlib.src_types_data()", "context": "_shimlib.src_context_data()",
          "utils": "_shimlib.src_utils_data()"}
