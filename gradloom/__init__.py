@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools as _functools
 import math as _math
+import os as _os
 
 from . import autograd, config, errors, types
 from .builtins import catalog as _catalog
@@ -211,9 +213,7 @@ tau = _math.tau
 inf = _math.inf
 nan = _math.nan
 
-# -- hash grids, indexed arrays, fixed-size local arrays (runtime/geometry/hash_grid.py,
-# builtins/hash_grid.py, runtime/array/indexed.py, builtins/fixedarray.py)
-from .builtins.hash_grid import HashGridQuery  # noqa: E402
+# -- indexed arrays, fixed-size local arrays (runtime/array/indexed.py, builtins/fixedarray.py)
 from .runtime.array.indexed import (  # noqa: E402
     indexedarray,
     indexedarray1d,
@@ -221,9 +221,6 @@ from .runtime.array.indexed import (  # noqa: E402
     indexedarray3d,
     indexedarray4d,
 )
-from .runtime.geometry.hash_grid import HashGrid  # noqa: E402
-from .runtime.geometry.texture import Texture, Texture1D, Texture2D, Texture3D  # noqa: E402
-from .runtime.geometry.volume import Volume  # noqa: E402
 
 # Python-scope values (host evaluation): the remaining vector aliases Warp exports
 from .types import (  # noqa: E402
@@ -273,8 +270,9 @@ PHI = phi = (1.0 + _math.sqrt(5.0)) / 2.0
 #: Warp's log levels (`wp.config.log_level`; gradloom logs nothing it would filter)
 LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
 
-# Every registered kernel builtin is reachable as wp.<name>, as in Warp.
-globals().update({name: b for name, b in _REGISTRY.items() if name not in globals()})
+# Every kernel builtin is reachable as wp.<name>, as in Warp: those registered at import here,
+# the on-demand ones (builtins/catalog.py) through __getattr__ below.
+globals().update({name: b for name, b in _REGISTRY.loaded().items() if name not in globals()})
 
 # Help and packaging (fault tolerance and everyday experience): help(wp.vec3) explains the type
 from . import typedocs as _typedocs  # noqa: E402
@@ -293,8 +291,36 @@ from .frontend.native import func_native  # noqa: E402
 from .errors import LaunchValueError, StructFieldError, WarpDeterminismError  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
 
+#: geometry objects, imported on first use: name -> module (relative to this package)
+_GEOMETRY = {
+    "Mesh": ".runtime.geometry.mesh", "Bvh": ".runtime.geometry.bvh",
+    "BvhConstructor": ".runtime.geometry.bvh", "is_cubql_available": ".runtime.geometry.bvh",
+    "HashGrid": ".runtime.geometry.hash_grid", "Volume": ".runtime.geometry.volume",
+    "Texture": ".runtime.geometry.texture", "Texture1D": ".runtime.geometry.texture",
+    "Texture2D": ".runtime.geometry.texture", "Texture3D": ".runtime.geometry.texture",
+    "MeshQueryPoint": ".builtins.mesh", "MeshQueryRay": ".builtins.mesh_ray",
+    "MeshQueryAABB": ".builtins.mesh_aabb", "BvhQuery": ".builtins.bvh",
+    "BvhQueryTiled": ".builtins.bvh_tiled", "HashGridQuery": ".builtins.hash_grid",
+}
+
+
+@_functools.cache
+def _submodules() -> frozenset[str]:
+    return frozenset(n.removesuffix(".py") for n in _os.listdir(_os.path.dirname(__file__)))
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_GEOMETRY) | set(_REGISTRY))
+
 
 def __getattr__(name: str) -> object:
+    if name in _GEOMETRY or name == "MeshQuery":
+        import importlib
+
+        # wp.MeshQuery (Warp's annotation for any mesh query): the box query, the one mesh
+        # query kind that is a loop state
+        attr = "MeshQueryAABB" if name == "MeshQuery" else name
+        return getattr(importlib.import_module(_GEOMETRY[attr], __name__), attr)
     if name in ("install_as_warp", "uninstall_as_warp"):  # `import warp` answered by gradloom
         import importlib
 
@@ -304,20 +330,10 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    if name in ("Mesh", "MeshQueryPoint", "MeshQueryRay", "MeshQueryAABB", "MeshQuery", "Bvh",
-                "BvhQuery", "BvhQueryTiled", "BvhConstructor", "is_cubql_available"):
-        import importlib  # runtime/geometry/mesh.py, bvh.py, builtins/mesh*.py, builtins/bvh.py
-
-        mod = {"Mesh": ".runtime.geometry.mesh", "MeshQueryRay": ".builtins.mesh_ray",
-               "MeshQueryAABB": ".builtins.mesh_aabb", "MeshQuery": ".builtins.mesh_aabb",
-               "Bvh": ".runtime.geometry.bvh", "BvhConstructor": ".runtime.geometry.bvh",
-               "is_cubql_available": ".runtime.geometry.bvh",
-               "BvhQuery": ".builtins.bvh",
-               "BvhQueryTiled": ".builtins.bvh_tiled"}.get(name, ".builtins.mesh")
-        # wp.MeshQuery (Warp's annotation for any mesh query): the box query, the one mesh
-        # query kind that is a loop state
-        attr = "MeshQueryAABB" if name == "MeshQuery" else name
-        return getattr(importlib.import_module(mod, __name__), attr)
+    # an on-demand builtin (builtins/catalog.py); `from . import x` asks for submodules here
+    # first, which must not load every builtin module
+    if not name.startswith("__") and name not in _submodules() and name in _REGISTRY:
+        return _REGISTRY[name]
     raise AttributeError(
         f"module 'gradloom' has no attribute '{name}' (not implemented yet, or not a Warp name)"
     )

@@ -10,12 +10,11 @@ import functools
 import hashlib
 from collections.abc import Callable
 
-from .codegen import cpu, float32_math, native_bvh, native_memory
+from .codegen import cpu, float32_math, native_memory
 from .codegen import signals as native_signals
 from .ir import hostops
 from .runtime import cache, memops
 from .runtime import signals as runtime_signals
-from .runtime.geometry import bvh_tree
 
 
 def compiled_symbols(tag: str, text: str, names: tuple[str, ...]) -> tuple[int, ...]:
@@ -67,16 +66,6 @@ def stream_functions() -> memops.Streams:
     text = native_memory.memory_module(target.triple, target.datalayout)
     fill, copy = compiled_symbols(f"memory|{target.key}", text, native_memory.FUNCTIONS)
     return memops.stream_functions(fill, copy)
-
-
-@bvh_tree.REFIT.fill
-@functools.cache
-def bvh_refit() -> bvh_tree.RefitFn:
-    """The compiled BVH refit (codegen/native_bvh.py; compiled once per process, cached)."""
-    target = cpu.host_target()
-    text = native_bvh.refit_module(target.triple, target.datalayout)
-    (address,) = compiled_symbols(f"bvh-refit|{target.key}", text, native_bvh.FUNCTIONS)
-    return bvh_tree.refit_function(address)
 
 
 hostops.use_own_float32(own_float32_functions)

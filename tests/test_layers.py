@@ -35,6 +35,8 @@ ALLOWED = {
     "autodiff": _BASE | {"ir", "passes"},
     "argtypes": _BASE | {"runtime"},
     "native": _BASE | {"ir", "codegen", "runtime"},
+    # the compiled BVH refit, loaded by name through runtime/geometry/bvh_tree.py's hook
+    "native_geometry": _BASE | {"codegen", "runtime", "native"},
     # Module.load() compiles its kernels through a hook loading.py fills
     "modules": _BASE,
     "cuda_build": _BASE | {"ir", "passes", "codegen", "runtime"},

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +65,55 @@ class Builtin:
         return f"builtin:{self.name}"
 
 
-REGISTRY: dict[str, Builtin] = {}
+class Registry(Mapping[str, Builtin]):
+    """Every builtin by name. The modules of subsystems a program may not use (tiles' linear
+    algebra, meshes, volumes, ...) register theirs on demand: the first lookup of a name not
+    registered yet, or a walk over all names, runs the loaders the catalog gave (`on_miss`)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Builtin] = {}
+        self._loaders: list[Callable[[], None]] = []
+        self._lock = threading.RLock()
+
+    def add(self, b: Builtin) -> None:
+        if b.name in self._entries:
+            raise RuntimeError(f"builtin {b.name} registered twice")
+        self._entries[b.name] = b
+
+    def on_miss(self, loader: Callable[[], None]) -> None:
+        """Run loader (it imports builtin modules) before answering a name not registered."""
+        self._loaders.append(loader)
+
+    def loaded(self) -> dict[str, Builtin]:
+        """The builtins registered so far, loading nothing."""
+        return dict(self._entries)
+
+    def _load_rest(self) -> None:
+        # the lock makes a second thread wait until the modules are in, rather than miss
+        with self._lock:
+            loaders, self._loaders = self._loaders, []
+            for load in loaders:
+                load()
+
+    def __getitem__(self, name: str) -> Builtin:
+        found = self._entries.get(name)
+        if found is None:
+            self._load_rest()  # returns once any other thread's loading is done, too
+            found = self._entries.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_rest()
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        self._load_rest()
+        return len(self._entries)
+
+
+REGISTRY = Registry()
 
 _TYPE_WORDS = ("Types: Float is float16, float32 or float64; Int any integer type; Scalar\n"
                "either; Vector and Matrix any size (one float dtype), Vector3 and Matrix33 a\n"
@@ -96,9 +145,7 @@ def builtin(
         raise RuntimeError(f"builtin {name}: unknown group {group!r}")
 
     def register(fn: BuiltinFn) -> BuiltinFn:
-        if name in REGISTRY:
-            raise RuntimeError(f"builtin {name} registered twice")
-        REGISTRY[name] = Builtin(name, fn, doc, differentiable, sigs, group)
+        REGISTRY.add(Builtin(name, fn, doc, differentiable, sigs, group))
         return fn
 
     return register

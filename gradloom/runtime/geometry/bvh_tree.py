@@ -24,8 +24,8 @@ NDArray = npt.NDArray[Any]
 #: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum)
 #: addresses, with points 0 for box leaves (codegen/native_bvh.py)
 RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None, int | None], None]
-#: the compiled refit, which gradloom/native.py compiles (or loads from the disk cache)
-REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.native")
+#: the compiled refit, which gradloom/native_geometry.py compiles (or loads from the disk cache)
+REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.native_geometry")
 
 
 def refit_function(address: int) -> RefitFn:
