@@ -7,6 +7,7 @@ from .sparse_marching_cubes import (
            sparse_marching_cubes,
            sparse_marching_cubes_from_cells,
 )
+from .surface_nets import IsoSurfaceNets
 
-__all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes", "lipschitz_octree", "sparse_marching_cubes",
+__all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes", "IsoSurfaceNets", "lipschitz_octree", "sparse_marching_cubes",
            "sparse_marching_cubes_from_cells"]

@@ -77,3 +77,18 @@ def sparse_vertices_2d(values: wp.array2d(dtype=float), ends: wp.array2d(dtype=w
     r0 = lowers[v]
     r1 = r0 + axis_step(axes[v])
     verts[v] = wp.lerp(corner_position(r0, origin, delta), corner_position(r1, origin, delta), t)
+
+
+@wp.kernel
+def average_points(points: wp.array(dtype=wp.vec3), refs: wp.array2d(dtype=wp.int32),
+                   out: wp.array(dtype=wp.vec3)):  # fmt: skip
+    """out[v]: the mean of the points refs[v] names (a row ends at its first -1)."""
+    v = wp.tid()
+    s = wp.vec3(0.0, 0.0, 0.0)
+    n = float(0.0)
+    for r in range(refs.shape[1]):
+        k = refs[v, r]
+        if k >= 0:
+            s = s + points[k]
+            n = n + 1.0
+    out[v] = s / n

@@ -95,3 +95,10 @@ def build() -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 CASE_TO_TRI_RANGE, TRI_LOCAL_INDICES = build()
+
+
+def case_loops() -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """Per case, the loops of crossed edges: each loop is one sheet of the surface in the cell
+    (surface nets places one vertex per loop)."""
+    faces = _faces()
+    return tuple(tuple(tuple(loop) for loop in _loops(_segments(case, faces))) for case in range(256))
