@@ -70,3 +70,50 @@ def test_thread_index_addresses_stay_thread_own() -> None:
     for plan in (prepared_forward(world_gravity).compiled.threads,
                  prepared_adjoint(world_gravity).compiled.threads):
         assert plan.serial is None
+
+
+# -- a slot counter behind a function with several returns -------------------------------------
+# newton's create_soft_contacts stores each contact at the slot `counter_increment` hands out:
+# an atomic_add's result returned from inside an if, or -1 on another path. A value merged
+# from a slot and a constant is still a slot, so the stores are not contested.
+
+
+@wp.func
+def take_slot(counter: wp.array(dtype=int), tids: wp.array(dtype=int), tid: int, limit: int):
+    count = wp.atomic_add(counter, 0, 1)
+    if count < limit or limit < 0:
+        if tid < tids.shape[0]:
+            tids[tid] = count
+        return count
+    if tid < tids.shape[0]:
+        tids[tid] = -1
+    return -1
+
+
+@wp.kernel
+def slot_contacts(x: wp.array(dtype=float), counter: wp.array(dtype=int),
+                  tids: wp.array(dtype=int), out: wp.array(dtype=float),
+                  owner: wp.array(dtype=int)):
+    tid = wp.tid()
+    if x[tid] > 0.0:
+        s = take_slot(counter, tids, tid, -1)
+        if s < out.shape[0]:
+            out[s] = x[tid] * x[tid]
+            owner[s] = tid
+
+
+def test_counter_slots_from_a_function_with_returns_differentiate() -> None:
+    xs = np.array([0.5, -1.0, 2.0, 3.0, 0.25], dtype=np.float32)
+    x = wp.array(xs, requires_grad=True)
+    out, owner = wp.zeros(5, dtype=float, requires_grad=True), wp.full(5, -1, dtype=int)
+    counter, tids = wp.zeros(1, dtype=int), wp.zeros(5, dtype=int)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(slot_contacts, 5, [x, counter, tids, out, owner])
+    seed = np.array([1.0, 10.0, 100.0, 1000.0, 1e4], dtype=np.float32)
+    tape.backward(grads={out: wp.array(seed)})
+    expected = np.zeros(5, dtype=np.float32)
+    for slot, t in enumerate(owner.numpy()[: counter.numpy()[0]]):
+        expected[t] = 2.0 * xs[t] * seed[slot]  # d(x^2)/dx times the slot's seed
+    assert sorted(owner.numpy()[:4]) == [0, 2, 3, 4]
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import CompileError, SourceLoc
-from ..ir.nodes import Block, Custom, If, KernelIR, Op, Var, pointer_root, walk_ops
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect, MemoryRule
 from ..passes.threads import Addresses
 
@@ -148,17 +148,30 @@ def _runtime_pointer(ka: KernelAccess, p: Var) -> bool:
     return d is None or d.prim != "arg"
 
 
-def _from_counters(ops: list[Op]) -> set[int]:
+def _from_counters(b: Block, consts: set[int], out: set[int] | None = None) -> set[int]:
     """Ids of values computed from what an atomic_add/sub returned (slot counters: each thread
-    gets its own slot), followed through ops in program order."""
-    out: set[int] = set()
-    for op in ops:
-        if op.result is None:
-            continue
-        counter = Effect.ATOMIC in PRIMS[op.prim].effects and \
-            PRIMS[op.prim].memory_rule is MemoryRule.ACCUMULATE
-        if counter or any(a.id in out for a in op.args):
-            out.add(op.result.id)
+    gets its own slot), followed through ops in program order and through ifs: an if's result
+    is a slot where a branch yields one and the others a slot or a constant (the "no slot" -1
+    of a counter function that returns on several paths, as newton's counter_increment)."""
+    out = set() if out is None else out
+    for s in b.stmts:
+        if isinstance(s, Op):
+            if s.result is None:
+                continue
+            counter = Effect.ATOMIC in PRIMS[s.prim].effects and \
+                PRIMS[s.prim].memory_rule is MemoryRule.ACCUMULATE
+            if counter or any(a.id in out for a in s.args):
+                out.add(s.result.id)
+        elif isinstance(s, If):
+            _from_counters(s.then, consts, out)
+            _from_counters(s.orelse, consts, out)
+            for k, r in enumerate(s.results):
+                ys = (s.then.yields[k].id, s.orelse.yields[k].id)
+                if any(y in out for y in ys) and all(y in out or y in consts for y in ys):
+                    out.add(r.id)
+        else:
+            for inner in (s.cond, s.body) if isinstance(s, Loop) else (s.body, s.adjoint):
+                _from_counters(inner, consts, out)
     return out
 
 
@@ -168,7 +181,8 @@ def analyze(kernel: KernelIR) -> KernelAccess:
     ka.defs = {op.result.id: op for op in ops if op.result is not None}
     used = _live_ids(kernel.body)
     addresses = Addresses(kernel)
-    counted = _from_counters(ops)
+    counted = _from_counters(kernel.body, {op.result.id for op in ops if op.prim == "const"
+                                           and op.result is not None})
     for op in ops:
         if not ka.tracked(op):
             continue
