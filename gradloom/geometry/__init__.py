@@ -1,13 +1,32 @@
-"""`gradloom.geometry` (Warp's `warp.geometry`): isosurface extraction from dense fields."""
+"""`gradloom.geometry` (Warp's `warp.geometry`): isosurface extraction from dense fields and implicit
+functions, swept volumes of moving meshes."""
 
+from ._swept_kernels import swept_volume_sdf
 from .iso_surface import IsoSurfaceBase
 from .marching_cubes import IsoSurfaceMarchingCubes
 from .sparse_marching_cubes import (
-           lipschitz_octree,
-           sparse_marching_cubes,
-           sparse_marching_cubes_from_cells,
+    lipschitz_octree,
+    sparse_marching_cubes,
+    sparse_marching_cubes_from_cells,
 )
 from .surface_nets import IsoSurfaceNets
+from .swept_volume import (
+    SweptVolumeSignMode,
+    swept_volume_bounds,
+    swept_volume_field,
+    swept_volume_mesh,
+)
 
-__all__ = ["IsoSurfaceBase", "IsoSurfaceMarchingCubes", "IsoSurfaceNets", "lipschitz_octree", "sparse_marching_cubes",
-           "sparse_marching_cubes_from_cells"]
+__all__ = [
+    "IsoSurfaceBase",
+    "IsoSurfaceMarchingCubes",
+    "IsoSurfaceNets",
+    "SweptVolumeSignMode",
+    "lipschitz_octree",
+    "sparse_marching_cubes",
+    "sparse_marching_cubes_from_cells",
+    "swept_volume_bounds",
+    "swept_volume_field",
+    "swept_volume_mesh",
+    "swept_volume_sdf",
+]
