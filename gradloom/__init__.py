@@ -325,7 +325,14 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return getattr(importlib.import_module(".as_warp", __name__), name)
-    if name in ("torch", "optim", "fem", "sparse", "render", "checkpoint"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value
+    if name == "MarchingCubes":  # Warp's deprecated name of wp.geometry.IsoSurfaceMarchingCubes
+        import importlib
+        import warnings
+
+        warnings.warn("wp.MarchingCubes is deprecated and will be removed in a future version of Warp. "
+                      "Use wp.geometry.IsoSurfaceMarchingCubes instead.", DeprecationWarning, stacklevel=2)
+        return importlib.import_module(".geometry", __name__).IsoSurfaceMarchingCubes
+    if name in ("torch", "optim", "fem", "sparse", "render", "checkpoint", "geometry"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value
         # types only), `wp.sparse`, as in Warp; imported when used
         import importlib
 

@@ -220,3 +220,10 @@ def test_deprecated_names_warn_and_forward() -> None:
     v2, i2 = MC.extract(field, 0.0)
     np.testing.assert_array_equal(v.numpy(), v2.numpy())
     np.testing.assert_array_equal(i.numpy(), i2.numpy())
+
+
+def test_top_level_alias_warns_and_is_the_class() -> None:
+    with pytest.warns(DeprecationWarning, match="wp.MarchingCubes is deprecated"):
+        alias = wp.MarchingCubes
+    assert alias is MC
+    assert wp.geometry is geom
