@@ -67,7 +67,7 @@ def test_install_in_process_and_module_mode(tmp_path):
 @pytest.mark.parametrize("use, kind, words", [
     ("import warp.jax_experimental", "ModuleNotFoundError", ["warp.jax_experimental", "gradloom"]),
     ("import warp.tests", "ModuleNotFoundError", ["warp.tests", "test suite"]),
-    ("import warp._src.context", "ModuleNotFoundError", ["warp._src", "Warp-private"]),
+    ("import warp._src.codegen", "ModuleNotFoundError", ["warp._src", "Warp-private"]),
     ("warp.NoSuchThing", "AttributeError", ["warp.NoSuchThing", "gradloom"]),
     ("print(hasattr(warp, 'NoSuchThing'))", "", ["False"]),
 ])  # fmt: skip

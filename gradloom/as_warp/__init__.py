@@ -46,6 +46,7 @@ SUBMODULES: dict[str, str] = {
 PRIVATE: dict[str, str] = {
     "_src.types": "gradloom.types",
     "_src.thirdparty.appdirs": "gradloom.as_warp.appdirs",
+    "_src.context": "gradloom.as_warp.context",
 }
 _PRIVATE_PACKAGES = {".".join(k.split(".")[:n]) for k in PRIVATE for n in range(1, k.count(".") + 1)}
 
@@ -78,7 +79,8 @@ class WarpModule(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         finder = _installed()
-        if name in SUBMODULES or (finder is not None and name in finder.packages):
+        if name in SUBMODULES or name in _PRIVATE_PACKAGES or (
+                finder is not None and name in finder.packages):
             return importlib.import_module(f"{_NAME}.{name}")
         import gradloom  # the alias stands on the whole public package
 
@@ -139,6 +141,14 @@ class _NamespaceLoader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         module.__path__ = []  # type: ignore[attr-defined]
+        prefix = module.__name__[len(_NAME) + 1:] + "."
+
+        def submodule(name: str) -> types.ModuleType:  # `warp._src.context` read as an attribute
+            if prefix + name in PRIVATE or prefix + name in _PRIVATE_PACKAGES:
+                return importlib.import_module(f"{module.__name__}.{name}")
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+        module.__getattr__ = submodule  # type: ignore[method-assign]
 
 
 class WarpFinder(importlib.abc.MetaPathFinder):
