@@ -1,7 +1,9 @@
 """`gradloom.geometry` (Warp's `warp.geometry`): isosurface extraction from dense fields and implicit
 functions, swept volumes of moving meshes."""
 
+from ._kernels import find_triangle_neighbor_edge_index
 from ._swept_kernels import swept_volume_sdf
+from .delaunay import delaunay_edge_flip, tri_tri_adjacency
 from .iso_surface import IsoSurfaceBase
 from .marching_cubes import IsoSurfaceMarchingCubes
 from .sparse_marching_cubes import (
@@ -22,6 +24,8 @@ __all__ = [
     "IsoSurfaceMarchingCubes",
     "IsoSurfaceNets",
     "SweptVolumeSignMode",
+    "delaunay_edge_flip",
+    "find_triangle_neighbor_edge_index",
     "lipschitz_octree",
     "sparse_marching_cubes",
     "sparse_marching_cubes_from_cells",
@@ -29,4 +33,5 @@ __all__ = [
     "swept_volume_field",
     "swept_volume_mesh",
     "swept_volume_sdf",
+    "tri_tri_adjacency",
 ]

@@ -92,3 +92,14 @@ def average_points(points: wp.array(dtype=wp.vec3), refs: wp.array2d(dtype=wp.in
             s = s + points[k]
             n = n + 1.0
     out[v] = s / n
+
+
+@wp.func
+def find_triangle_neighbor_edge_index(triangle_neighbors: wp.array2d(dtype=wp.int32), triangle: wp.int32,
+                                      neighbor: wp.int32):  # fmt: skip
+    """The local edge j of ``triangle`` with triangle_neighbors[triangle, j] == neighbor, or -1."""
+    found = int(-1)
+    for j in range(3):
+        if found < 0 and triangle_neighbors[triangle, j] == neighbor:
+            found = j
+    return found
