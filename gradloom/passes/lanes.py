@@ -132,12 +132,41 @@ def _refusal(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
             return "debug-mode bounds checks"
         if Effect.IO in effects:
             return "the kernel prints"
-        if effects & (Effect.LOCAL | Effect.LOCAL_WRITE):
-            return "tiles (thread-local memory: one buffer per thread, not per lane)"
         types = [a.type for a in op.args] + ([op.result.type] if op.result else [])
         if any(t.is_float and t.bits == 16 for t in types):
             return "float16/bfloat16 values"
-    return _memory_refusal(kernel, arrays) or _loop_refusal(kernel, threads, ordered)
+    return (_memory_refusal(kernel, arrays) or _tile_refusal(kernel.body)
+            or _loop_refusal(kernel, threads, ordered))
+
+
+def _tile_refusal(body: Block) -> str | None:
+    """Tiles run in lanes only where every lane holds the same tile: one buffer for the vector
+    of threads serves them all when every access to tile memory has operands equal in all lanes
+    (a tile loaded at a thread-invariant offset, n-body's) and every write happens in every lane
+    alike (under no condition or loop where lanes differ)."""
+    varying = varying_values(body)
+    why = "tiles whose contents differ between threads (one buffer per thread, not per lane)"
+
+    def refusal(b: Block, split: bool) -> str | None:
+        for s in b.stmts:
+            if isinstance(s, Op):
+                effects = PRIMS[s.prim].effects
+                if effects & (Effect.LOCAL | Effect.LOCAL_WRITE) and (
+                        any(a.id in varying for a in s.args)
+                        or (split and Effect.LOCAL_WRITE in effects)):
+                    return why
+            elif isinstance(s, If):
+                inner = split or s.cond.id in varying
+                r = refusal(s.then, inner) or refusal(s.orelse, inner)
+                if r:
+                    return r
+            elif isinstance(s, Loop):
+                inner = split or s.cond.yields[0].id in varying
+                r = refusal(s.cond, inner) or refusal(s.body, inner)
+                if r:
+                    return r
+        return None
+    return refusal(body, False)
 
 
 def _root(defs: dict[int, Op], p: Var) -> int | None:
