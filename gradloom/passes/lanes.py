@@ -67,29 +67,37 @@ def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
     shared = _shared_atomics(kernel, threads)
     if isinstance(shared, str):
         return LanePlan(shared)
-    reason = _unprofitable(kernel, threads)
+    reason = _unprofitable(kernel, threads, ordered)
     if reason is not None:
         return LanePlan(reason)
     return LanePlan(None, frozenset(varying_values(kernel.body)), roots, written, shared, ordered)
 
 
 #: what a gathered access and a logged shared addition cost in lanes, against one float
-#: operation done lane-wise instead of one thread at a time (measured: docs/performance.md)
+#: operation done lane-wise instead of one thread at a time (measured: docs/performance.md).
+#: An addition every lane makes into one element outside loops (a loss, `energy[0]`) is summed
+#: as a tree of halves and added once per vector: it costs no more than the float operation it
+#: replaces, so it counts as one (in lane order, with `ordered`, it is a logged addition)
 GATHER_COST, SHARED_ADD_COST = 1, 3
 
 
-def _unprofitable(kernel: KernelIR, threads: ThreadPlan) -> str | None:
+def _unprofitable(kernel: KernelIR, threads: ThreadPlan, ordered: bool = False) -> str | None:
     """Why lanes would not pay: a kernel whose threads mostly gather from elements of other
     threads and add into shared memory (done lane by lane after each vector) gains less from
-    its vector arithmetic than those cost."""
+    its vector arithmetic than those cost. Tree-summed additions (see above) are float work
+    done in lanes, not a cost."""
     addr = Addresses(kernel)
     flops = gathers = adds = 0
+    tree = set() if ordered else _tree_summed(kernel, addr)
     for op in walk_ops(kernel.body):
         effects = PRIMS[op.prim].effects
         if effects == Effect.NONE and op.result is not None and op.result.type.is_float:
             flops += 1
         elif Effect.ACCUMULATE in effects and addr.root(op.args[0]) in threads.scatter:
-            adds += 1
+            if id(op) in tree:
+                flops += 1
+            else:
+                adds += 1
         elif PRIMS[op.prim].has(_MEMORY) and not (addr.own(op.args[1])
                                                   or addr.invariant(op.args[1])):
             gathers += 1
@@ -97,6 +105,31 @@ def _unprofitable(kernel: KernelIR, threads: ThreadPlan) -> str | None:
         return (f"{adds} additions into shared memory and {gathers} gathers per thread against "
                 f"{flops} float operations: faster one thread at a time")
     return None
+
+
+def _tree_summed(kernel: KernelIR, addr: Addresses) -> set[int]:
+    """ids of the additions into memory that codegen sums as a tree (codegen/lane_log.py
+    `shared_add`): outside loops, at an address every thread shares, the only addition into
+    its array."""
+    adds = [o for o in walk_ops(kernel.body) if Effect.ACCUMULATE in PRIMS[o.prim].effects]
+    per_root: dict[int | None, int] = {}
+    for o in adds:
+        root = addr.root(o.args[0])
+        per_root[root] = per_root.get(root, 0) + 1
+    outside = _outside_loops(kernel.body)
+    return {id(o) for o in adds if id(o) in outside and addr.invariant(o.args[1])
+            and per_root[addr.root(o.args[0])] == 1}
+
+
+def _outside_loops(b: Block) -> set[int]:
+    """ids of the ops of b that no loop encloses (branches included)."""
+    out: set[int] = set()
+    for s in b.stmts:
+        if isinstance(s, Op):
+            out.add(id(s))
+        elif isinstance(s, If):
+            out |= _outside_loops(s.then) | _outside_loops(s.orelse)
+    return out
 
 
 def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | str:
