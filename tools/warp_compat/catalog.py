@@ -29,6 +29,9 @@ TEST_FILES: tuple[str, ...] = (
     # meshes and BVHs
     "geometry.test_mesh", "geometry.test_mesh_query_point", "geometry.test_mesh_query_ray",
     "geometry.test_mesh_query_aabb", "geometry.test_bvh",
+    # isosurfaces, swept volumes, Delaunay flips (warp.geometry)
+    "geometry.test_marching_cubes", "geometry.test_sparse_marching_cubes", "geometry.test_surface_nets",
+    "geometry.test_swept_volume", "geometry.test_delaunay",
     "deterministic.test_deterministic_backward", "deterministic.test_deterministic_counter",
     "deterministic.test_deterministic_options", "deterministic.test_deterministic_scatter",
     "deterministic.test_deterministic_graph_capture",
