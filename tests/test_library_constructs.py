@@ -141,3 +141,29 @@ def test_native_runtime_core_is_refused_by_name(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     assert "refused: warp._src.context.runtime.core is Warp's native C++ library" in out.stdout
     assert "ctypes.byref" in out.stdout and out.stdout.split()[-1] == "False"
+
+
+# -- an optional vector compared with None inside wp.static --------------------------------------
+# MuJoCo Warp's test kernels close over `pos: wp.vec3 | None` and branch on
+# `wp.static(pos == None)`; numpy's elementwise comparison made that an array.
+
+
+def _offset_kernel(pos: wp.vec3 | None):
+    @wp.kernel(module="unique")
+    def offset(x: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        if wp.static(pos == None):  # noqa: E711 (the library's spelling)
+            x[i] = x[i] + wp.vec3(1.0, 1.0, 1.0)
+        else:
+            x[i] = x[i] + pos
+
+    return offset
+
+
+def test_vector_compared_with_none_is_a_bool() -> None:
+    v = wp.vec3(1.0, 2.0, 3.0)
+    assert (v == None) is False and (v != None) is True  # noqa: E711
+    for pos, add in ((None, 1.0), (wp.vec3(2.0, 3.0, 4.0), np.array([2.0, 3.0, 4.0]))):
+        x = wp.zeros(2, dtype=wp.vec3)
+        wp.launch(_offset_kernel(pos), 2, [x])
+        np.testing.assert_array_equal(x.numpy(), np.broadcast_to(add, (2, 3)))

@@ -261,7 +261,10 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
 
     def _same_components(self, o: Any) -> bool | None:
         """`v == (1, 2, 3)`, or two values of different types: whether every component is
-        equal (Warp's answer); None where the operator's own rule applies."""
+        equal (Warp's answer); None where the operator's own rule applies. Compared with None,
+        a value is unequal (MuJoCo Warp: `wp.static(pos == None)` for an optional vec3)."""
+        if o is None:
+            return False
         if self.gl_type is None:
             return None
         other_t = getattr(o, "gl_type", None)
