@@ -35,6 +35,13 @@ for _e in range(12):
     _LOCAL_EDGE[(*_EDGE_BASE[_e], _EDGE_AXIS[_e])] = _e
 
 
+# the four cells around an edge along axis a, counter-clockwise about +a in the plane of the next
+# two axes; the first cell as warp-lang's quads start (seen running it side by side), so the
+# triangle split of each quad is the same
+_AROUND = (((0, 0), (-1, 0), (-1, -1), (0, -1)), ((0, 0), (-1, 0), (-1, -1), (0, -1)),
+           ((-1, 0), (-1, -1), (0, -1), (0, 0)))
+
+
 def _check_topology(topology: str) -> None:
     if topology not in _TOPOLOGIES:
         raise ValueError(f"topology must be 'triangle' or 'quad', got {topology!r}.")
@@ -65,7 +72,7 @@ def _quads(cross: np.ndarray, inside: np.ndarray, vertex_at: np.ndarray, ncell: 
         b, c = (a + 1) % 3, (a + 2) % 3
         node = np.argwhere(cross[..., a])
         cells, local = [], []
-        for ob, oc in ((0, 0), (-1, 0), (-1, -1), (0, -1)):  # counter-clockwise about +a
+        for ob, oc in _AROUND[a]:
             off = np.zeros(3, dtype=np.int64)
             off[b], off[c] = ob, oc
             cells.append(node + off)
