@@ -167,3 +167,35 @@ def test_vector_compared_with_none_is_a_bool() -> None:
         x = wp.zeros(2, dtype=wp.vec3)
         wp.launch(_offset_kernel(pos), 2, [x])
         np.testing.assert_array_equal(x.numpy(), np.broadcast_to(add, (2, 3)))
+
+
+# -- a for loop's name reused after a float variable of that name -------------------------------
+# MuJoCo Warp's _reset_sensor_history_kernel sets a float `k` in one loop, then runs
+# `for k in range(total_vals)`: the loop's k is a new int each trip (Warp shadows the float).
+
+
+@wp.kernel
+def reused_loop_name(out: wp.array(dtype=float), n: int, flag: int):
+    if flag > 0:
+        next_k = float(0.0)
+        for j in range(n - 1, -1, -1):
+            k = wp.ceil(float(j) * 0.5)
+            if k >= next_k:
+                k = next_k - 1.0
+            out[j] = k
+            next_k = k
+    for k in range(n):
+        out[n + k] = float(k)
+
+
+def test_for_loop_name_shadows_a_variable_of_another_type() -> None:
+    out = wp.zeros(8, dtype=float)
+    wp.launch(reused_loop_name, 1, [out, 4, 1])
+    expected = np.zeros(8, dtype=np.float32)
+    next_k = 0.0
+    for j in range(3, -1, -1):  # the kernel's first loop, in Python
+        k = float(np.ceil(j * 0.5))
+        k = next_k - 1.0 if k >= next_k else k
+        expected[j], next_k = k, k
+    expected[4:] = np.arange(4)
+    np.testing.assert_array_equal(out.numpy(), expected)

@@ -82,7 +82,7 @@ class LoopLowerer(ControlLowerer):
             self.unrolled(node, name, range(*bounds), counter_t, loc)
             return
         target = name if self.read_outside(node, name) else None
-        self.in_loop(node, loc, test, body, [start_v], target)
+        self.in_loop(node, loc, test, body, [start_v], target, fresh=name)
 
     def unrolls(self, node: ast.For, name: str, bounds: tuple[Value, Value, Value]) -> bool:
         """A constant-range loop is unrolled when a static expression reads its index, or when
@@ -144,18 +144,20 @@ class LoopLowerer(ControlLowerer):
     def in_loop(self, node: ast.For | ast.While, loc: Any, test: Any, pre_body: Any,
                 extras: list[Any], target: str | None = None,
                 post_body: Callable[[], None] | None = None,
-                also_carried: tuple[str, ...] = ()) -> None:
+                also_carried: tuple[str, ...] = (), fresh: str | None = None) -> None:
         """Lower a loop; names it sets first (and `target`, a for loop's name when read after
         the loop) are declared before it, so they are carried and outlive it. `post_body` runs
         after each trip's body; `also_carried` names are carried although the body does not
-        assign them (the state of a rotated loop test)."""
+        assign them (the state of a rotated loop test). `fresh`: a for loop's name, bound anew
+        at each trip's start, so carried only as `target` (a variable of another type before
+        the loop is shadowed, as in Warp: `k = 0.5 ... for k in range(n)`)."""
         new = [n for n in assigned_names(node.body) if n not in self.env]
         if target is not None and target not in self.env:
             new.append(target)
         if new:
             types = self.loop_local_types(node, new, loc, lambda probe: self._loop(
                 node.body, loc, test, pre_body, extras, None, (new, probe), post_body,
-                also_carried))
+                also_carried, fresh))
             for n, t in types.items():
                 try:
                     self.env[n] = zeros_of(self.ctx_at(loc), t)
@@ -166,20 +168,20 @@ class LoopLowerer(ControlLowerer):
         carry_target = target is not None and isinstance(self.env.get(target), KernelValue) \
             and type_of(self.env[target]) == counter_t
         self._loop(node.body, loc, test, pre_body, extras, target if carry_target else None, None,
-                   post_body, also_carried)
+                   post_body, also_carried, fresh)
 
     def _loop(self, body: list[ast.stmt], loc: Any, test: Any, pre_body: Any,
               extras: list[Any], target: str | None,
               probe: tuple[list[str], dict[str, Any]] | None,
               post_body: Callable[[], None] | None = None,
-              also_carried: tuple[str, ...] = ()) -> None:
+              also_carried: tuple[str, ...] = (), fresh: str | None = None) -> None:
         saved = {f: self.env.get(f) for f in (BREAK, CONTINUE)}
         self.env.pop(CONTINUE, None)
         if contains_jump(body, (ast.Break,)):
             self.env[BREAK] = self.flag(False, loc)
         else:
             self.env.pop(BREAK, None)
-        carried = self.carried_names(body)
+        carried = [n for n in self.carried_names(body) if n != fresh]
         if target is not None and target not in carried:
             carried.append(target)  # the for loop's name, read after the loop
         carried += [n for n in also_carried if n not in carried and n in self.env]
