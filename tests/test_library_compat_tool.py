@@ -41,3 +41,14 @@ def test_scores_count_only_what_passes_on_warp_lang():
         ("AttributeError: no attribute 'Bvh'", 2), ("ValueError: shape N differs", 1)]
     text = report.table("T", "cmd", [(warp, gl)])
     assert "**1 of the 2 tests" in text and "| `f.py` | 2 | 1 | ok |" in text
+
+
+def test_loss_lines_of_the_diffsim_examples_and_their_comparison():
+    from tools.library_compat import probes
+
+    text = ("Train iter: 0 Loss: [0.2392059]\n    x_min: 0.8 g_min: -0.2\nIteration 0: [9.400977]\n"
+            "[  1/10] loss=0.12345678\nTrain iter: 8 Loss: 0.286\nMax Mu Grad: 3.9e-05\n")
+    assert probes._LOSS.findall(text) == ["0.2392059", "9.400977", "0.12345678", "0.286"]
+    assert abs(probes.loss_difference([1.0, 2.0], [1.0, 2.2]) - 0.1) < 1e-12
+    assert probes.loss_difference([1.0], [1.0, 2.0]) is None
+    assert set(probes.DIFFSIM_OPTIONS) == set(probes.DIFFSIM)

@@ -1,4 +1,4 @@
-"""Command line: ``python -m tools.library_compat {setup,mujoco-tests,mujoco-step,newton-diffsim}``.
+"""Command line: ``python -m tools.library_compat {setup,mujoco-tests,mujoco-step,newton-diffsim,newton-step}``.
 
 Every command runs each library on warp-lang and on gradloom (through ``python -m
 gradloom.as_warp``), in the separate environment ``setup`` made (``--python`` to use another).
@@ -54,12 +54,31 @@ def _mujoco_step(args: argparse.Namespace) -> None:
 def _newton(args: argparse.Namespace) -> None:
     out = {}
     for name in args.examples or probes.DIFFSIM:
-        out[name] = {b: probes.newton_example(args.python, b, name, WORK / "newton", args.frames,
-                                              args.timeout) for b in ("warp", "gradloom")}  # fmt: skip
-        for b, r in out[name].items():
+        runs = {b: probes.newton_example(args.python, b, name, WORK / "newton", args.frames,
+                                         args.timeout) for b in ("warp", "gradloom")}  # fmt: skip
+        for b, r in runs.items():
             print(f"  diffsim_{name:12s} {b:9s} {r['status']:8s} {r['seconds']:6.1f} s "
                   f"losses {r['losses'][:3]} … {r['last_line'][:120]}", flush=True)
+        diff = probes.loss_difference(runs["warp"]["losses"], runs["gradloom"]["losses"])
+        n = len(runs["warp"]["losses"])
+        print(f"  diffsim_{name:12s} losses: {n} on warp-lang, max relative difference "
+              + ("n/a (trajectories differ in length)" if diff is None else f"{diff:.1e}"),
+              flush=True)  # fmt: skip
+        out[name] = {**runs, "loss_max_rel_diff": diff}
     (WORK / "newton.json").write_text(json.dumps(out, indent=1))
+
+
+def _newton_step(args: argparse.Namespace) -> None:
+    runs = {b: probes.newton_step(args.python, b, args.example, WORK, args.steps, args.timeout)
+            for b in ("warp", "gradloom")}  # fmt: skip
+    for b, r in runs.items():
+        steps = r.get("step_s", [])
+        first = r.get("build_s", float("nan")) + (steps[0] if steps else float("nan"))
+        later = sorted(steps[1:])[len(steps[1:]) // 2] if len(steps) > 1 else float("nan")
+        print(f"  {b:9s} {r['status']:8s} import {r.get('import_s', float('nan')):.2f} s, build + "
+              f"first step {first:.2f} s, later steps median {later:.4f} s, "
+              f"losses {r.get('loss', [])[:4]}")
+    (WORK / f"newton_step_{args.example}.json").write_text(json.dumps(runs, indent=1))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -78,13 +97,17 @@ def main(argv: list[str] | None = None) -> None:
     st.add_argument("--steps", type=int, default=10)
     n = sub.add_parser("newton-diffsim", help="newton's diffsim examples on both backends")
     n.add_argument("--examples", nargs="+", choices=probes.DIFFSIM)
-    n.add_argument("--frames", type=int, default=3)
+    n.add_argument("--frames", type=int, default=None,
+                   help="frames per example (default: newton's own CPU test options)")
+    ns = sub.add_parser("newton-step", help="one diffsim example built and trained, timed")
+    ns.add_argument("--example", choices=probes.DIFFSIM, default="cloth")
+    ns.add_argument("--steps", type=int, default=5)
     args = p.parse_args(argv)
     if args.command == "setup":
         print(env.setup(args.venv))
     else:
         {"mujoco-tests": _mujoco_tests, "mujoco-step": _mujoco_step,
-         "newton-diffsim": _newton}[args.command](args)  # fmt: skip
+         "newton-diffsim": _newton, "newton-step": _newton_step}[args.command](args)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VENV = REPO_ROOT / "build" / "libenv"
 #: what `setup` installs beside gradloom (pinned to the releases the numbers were taken with)
-PACKAGES = ("mujoco-warp==4.0.0", "newton==1.8.0", "warp-lang==1.19.0", "pytest", "torch==2.13.0")
+PACKAGES = ("mujoco-warp==4.0.0", "newton==1.8.0", "warp-lang==1.19.0", "pytest", "torch==2.13.0",
+            "usd-core==26.11")  # usd-core: pxr, which newton's bear example reads its mesh with
 
 
 def python_of(venv: Path) -> Path:
