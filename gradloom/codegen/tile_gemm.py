@@ -135,8 +135,9 @@ def function_text(name: str, g: Gemm, ty: str, size: int, p: Plan, cpu: bool) ->
         if g.m * g.n * g.k >= 512:
             attrs += " noinline"
     w = _Text()
-    w.lines.append(f"define internal void @{name}(ptr noalias readonly %a, ptr noalias readonly "
-                   f"%b, ptr noalias %c, {ty} %alpha, {ty} %beta) {attrs} {{")
+    ptrs = ", ".join(f"ptr noalias nocapture {r}%{p}" for p, r in
+                     (("a", "readonly "), ("b", "readonly "), ("c", "")))
+    w.lines.append(f"define internal void @{name}({ptrs}, {ty} %alpha, {ty} %beta) {attrs} {{")
     w.lines.append("entry:")
     al, be = _splat(w, "%alpha", ty, p.vw), _splat(w, "%beta", ty, p.vw)
     w.emit("br label %iloop")
