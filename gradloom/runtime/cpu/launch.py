@@ -27,6 +27,7 @@ from ...abi import (
 from ...errors import KernelRuntimeError, LaunchError
 from ..array.array import NDArray, array
 from ..array.foreign import adapt_args, array_slots
+from ..array.storage import copy_same_layout
 from ..array.watch import before_write
 from ..device import Device
 from ..launch import checks
@@ -227,7 +228,7 @@ class Prepared:
         """The arguments with foreign arrays (numpy, torch, DLPack) wrapped as arrays."""
         return adapt_args(self.kernel.key, self.array_slots, args)
 
-    def with_gradients(self, args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
+    def with_gradients(self, args: Sequence[Any], adj: Sequence[Any]) -> GradientArgs:
         """An adjoint's arguments whose arrays use the gradient arrays `adj` (None: each
         array's own .grad)."""
         return with_gradients(args, adapt_args(self.kernel.key, self.array_slots, adj))
@@ -279,14 +280,37 @@ def prepared(kernel: Any, variant: str, device: Device | None = None) -> Prepare
     return prepared_forward(kernel) if variant == "forward" else prepared_adjoint(kernel)
 
 
-def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> list[Any]:
-    """Arguments whose arrays use the given gradient arrays (None: the array's own .grad)."""
-    out = list(args)
+class GradientArgs(list):  # type: ignore[type-arg]
+    """An adjoint's arguments, and the gradient arrays laid out unlike their arrays: the
+    kernel indexes a gradient with its array's strides, so such a gradient is passed as a
+    copy in the array's layout and `write_back()` copies the result into it after the run."""
+
+    def __init__(self, args: list[Any], back: list[tuple[NDArray, NDArray]]) -> None:
+        super().__init__(args)
+        self.back = back
+
+    def write_back(self) -> None:
+        for dest, tmp in self.back:
+            dest[...] = tmp
+
+
+def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> GradientArgs:
+    """Arguments whose arrays use the given gradient arrays (None: the array's own .grad).
+    A gradient whose strides differ from its array's (a torch gradient expanded from a
+    scalar has stride 0) goes through a copy in the array's layout (GradientArgs)."""
+    out, back = list(args), []
     for i, (value, g) in enumerate(zip(args, adj, strict=True)):
         if g is None or not isinstance(value, array):
             continue
         if not isinstance(g, array) or g.shape != value.shape or g.dtype != value.dtype:
             raise LaunchError(f"adjoint argument {i}: expected an array of shape {value.shape} "
                               f"and dtype {value.dtype!r} for the gradient, got {describe(g)}")
-        out[i] = array._wrap(value.numpy(), value.dtype, value.device, g.numpy())
-    return out
+        vnp, gnp = value.numpy(), g.numpy()
+        if value.size and gnp.strides != vnp.strides:
+            tmp = copy_same_layout(vnp)
+            tmp[...] = gnp
+            if 0 not in gnp.strides:  # a broadcast gradient is read, never written back
+                back.append((gnp, tmp))
+            gnp = tmp
+        out[i] = array._wrap(vnp, value.dtype, value.device, gnp)
+    return GradientArgs(out, back)

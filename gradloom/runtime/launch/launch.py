@@ -204,6 +204,9 @@ def _command_or_adjoint(kernel: Any, dim: Any, args: list[Any], adj: list[Any] |
     assert adj is not None
     prepared = backend.prepared(kernel, "adjoint", dev)
     args = list(prepared.adapt(args))
-    prepared.run(_dims(dim), prepared.with_gradients(args, adj), stream, max_blocks,
-                    block_dim)
+    grad_args = prepared.with_gradients(args, adj)
+    prepared.run(_dims(dim), grad_args, stream, max_blocks, block_dim)
+    write_back = getattr(grad_args, "write_back", None)  # gradients passed as copies
+    if write_back is not None:
+        write_back()
     return None
