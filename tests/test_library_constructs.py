@@ -6,6 +6,8 @@ finite differences (tests/gradfd.py), not against the library itself.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from gradfd import Case, arr
 
@@ -199,3 +201,28 @@ def test_for_loop_name_shadows_a_variable_of_another_type() -> None:
         expected[j], next_k = k, k
     expected[4:] = np.arange(4)
     np.testing.assert_array_equal(out.numpy(), expected)
+
+
+# -- Python's math functions in kernels ---------------------------------------------------------
+# MuJoCo Warp's SDF plugins (test_data/collision_sdf/torus.py) call math.sqrt in a @wp.func;
+# Warp resolves a call whose name is a builtin's to that builtin.
+
+
+@wp.func
+def torus_sdf(p: wp.vec3, major: float, minor: float) -> float:
+    q = math.sqrt(p[0] * p[0] + p[1] * p[1]) - major
+    return math.sqrt(q * q + p[2] * p[2]) - minor + math.sin(0.0) * math.cos(p[2])
+
+
+@wp.kernel
+def torus_distances(p: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = torus_sdf(p[i], 1.0, 0.25)
+
+
+def test_math_module_functions_are_the_builtins() -> None:
+    pts = np.array([[1.0, 0.0, 0.0], [2.0, 1.0, 0.5], [0.0, 0.0, 3.0]], dtype=np.float32)
+    out = wp.zeros(3, dtype=float)
+    wp.launch(torus_distances, 3, [wp.array(pts, dtype=wp.vec3), out])
+    q = np.hypot(pts[:, 0], pts[:, 1]) - 1.0
+    np.testing.assert_allclose(out.numpy(), np.hypot(q, pts[:, 2]) - 0.25, rtol=1e-6)

@@ -416,6 +416,9 @@ class ExprLowerer:
         callee = getattr(callee, "__gl_kernel_builtin__", callee)
         if isinstance(callee, str) and callee in REGISTRY:
             callee = REGISTRY[callee]
+        if getattr(callee, "__module__", None) == "math" and \
+                getattr(callee, "__name__", None) in REGISTRY:
+            callee = REGISTRY[callee.__name__]  # `math.sqrt(x)`: Warp calls its builtin sqrt
         if isinstance(callee, Builtin):
             return self.call_builtin(ctx, node, callee, args, kwargs)
         if callee is len:
