@@ -12,10 +12,13 @@ never loads the CUDA code, and the CPU is a backend like any other (as tinygrad 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
 #: The protocol: every backend provides each of these parts (tests/test_backends.py checks it).
 PROTOCOL: dict[str, str] = {
+    # what Warp's `Device` reports
+    "properties": "(device) -> DeviceProperties",
     # launches
     "prepared": "(kernel, variant, device) -> the kernel's entry of that variant, loaded on the "
                 "device: `admit(args)`, `adapt(args)`, `with_gradients(args, adj)`, "
@@ -47,6 +50,21 @@ PROTOCOL: dict[str, str] = {
     "end_capture": "(capture) -> the graph `wp.capture_launch` runs",
     "synchronize": "(device) -> None: wait for all of the device's queued work",
 }
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """Warp's facts about a device (`Device.name`, `arch`, `sm_count`, ...), as its backend
+    reports them."""
+
+    name: str
+    #: compute capability as an int (90 for sm_90); 0 where there is none
+    arch: int = 0
+    sm_count: int = 0
+    max_threads_per_sm: int = 0
+    total_memory: int = 0
+    is_mempool_supported: bool = False
+    is_uva: bool = False
 
 
 class Backend:

@@ -16,7 +16,7 @@ from gradloom.errors import GradloomError
 from gradloom.runtime.cuda import driver as cuda_driver
 
 from ..hooks import Hook
-from .backend import CPU_BACKEND, CUDA, Backend
+from .backend import CPU_BACKEND, CUDA, Backend, DeviceProperties
 
 #: a device's current stream, and setting it: runtime/stream.py, built on this module, fills them
 GET_STREAM: Hook[Any] = Hook("Device.stream", "gradloom.runtime.stream")
@@ -52,7 +52,7 @@ class Device:
     @property
     def name(self) -> str:
         """The product name of a CUDA device ("NVIDIA H100 80GB HBM3"); "cpu" for the CPU."""
-        return self.info.name if self.is_cuda else self.alias
+        return self.properties.name
 
     @property
     def is_cpu(self) -> bool:
@@ -61,6 +61,11 @@ class Device:
     @property
     def is_cuda(self) -> bool:
         return self.ordinal >= 0
+
+    @property
+    def properties(self) -> DeviceProperties:
+        """What the device's backend reports of it (runtime/backend.py)."""
+        return self.backend.properties(self)  # type: ignore[no-any-return]
 
     @property
     def info(self) -> cuda_driver.DeviceInfo:
@@ -72,23 +77,23 @@ class Device:
     @property
     def arch(self) -> int:
         """Compute capability as an int (90 for sm_90); 0 for the CPU."""
-        return self.info.arch if self.is_cuda else 0
+        return self.properties.arch
 
     @property
     def sm_count(self) -> int:
-        return self.info.sm_count if self.is_cuda else 0
+        return self.properties.sm_count
 
     @property
     def total_memory(self) -> int:
-        return self.info.total_memory if self.is_cuda else 0
+        return self.properties.total_memory
 
     @property
     def is_mempool_supported(self) -> bool:
-        return self.info.mempool if self.is_cuda else False
+        return self.properties.is_mempool_supported
 
     @property
     def is_uva(self) -> bool:
-        return self.info.uva if self.is_cuda else False
+        return self.properties.is_uva
 
     @property
     def is_capturing(self) -> bool:

@@ -26,5 +26,5 @@ def get_suggested_block_size(kernel: Any, device: Any = None) -> tuple[int, int]
     if getattr(kernel, "is_generic", False):
         raise LaunchError(f"get_suggested_block_size({kernel.key}): a generic kernel has no "
                           "code for a CUDA device; pass an overload (wp.overload)")  # fmt: skip
-    per_sm = max(1, dev.info.max_threads_per_sm // CUDA_BLOCK)
+    per_sm = max(1, dev.properties.max_threads_per_sm // CUDA_BLOCK)
     return CUDA_BLOCK, dev.sm_count * per_sm

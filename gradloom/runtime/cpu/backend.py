@@ -13,7 +13,7 @@ from typing import Any
 from ..array.array import array
 from ..array.ops import copy_flat_host
 from ..array.storage import copy_host
-from ..backend import CPU_BACKEND
+from ..backend import CPU_BACKEND, DeviceProperties
 from ..device import CPU, Device
 from ..launch import capture
 from ..stream import Stream, StreamError
@@ -60,11 +60,17 @@ def default_stream(device: Device) -> Stream:
     return Stream(CPU)
 
 
+def properties(device: Device) -> DeviceProperties:
+    """The CPU as Warp's `Device` describes it: its alias, no compute capability or SMs."""
+    return DeviceProperties(name=device.alias)
+
+
 def synchronize(device: Device) -> None:
     """CPU work has always finished when its call returns."""
 
 
 CPU_BACKEND.provide(
+    properties=properties,
     # launches and recorded launches
     prepared=launch.prepared, command=command.command,
     # memory

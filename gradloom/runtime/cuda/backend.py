@@ -7,10 +7,22 @@ device layer asks which devices exist), so their dependencies point this way onl
 
 from __future__ import annotations
 
-from ..backend import CUDA
-from . import array, command, foreign, grads, graph, launch, stream, tape
+from ..backend import CUDA, DeviceProperties
+from ..device import Device
+from . import array, command, driver, foreign, grads, graph, launch, stream, tape
+
+
+def properties(device: Device) -> DeviceProperties:
+    """What the driver reports of the device (read once, runtime/cuda/driver.py)."""
+    info = driver.current().info(device.ordinal)
+    return DeviceProperties(name=info.name, arch=info.arch, sm_count=info.sm_count,
+                            max_threads_per_sm=info.max_threads_per_sm,
+                            total_memory=info.total_memory, is_mempool_supported=info.mempool,
+                            is_uva=info.uva)
+
 
 CUDA.provide(
+    properties=properties,
     # arrays in device memory
     init_array=array.init_device_array, copy_arrays=array.copy_arrays,
     copy_flat=array.copy_flat, write_host=array.write_host,
