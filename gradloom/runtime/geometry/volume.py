@@ -25,6 +25,7 @@ from ..array.array import array as Array
 from ..device import get_device
 from . import nanovdb as N
 from . import nanovdb_check as C
+from . import volume_rebuild as R
 
 GridInfo = namedtuple("GridInfo", "name size_in_bytes grid_index grid_count type_str "
                                   "translation transform_matrix")  # fmt: skip
@@ -123,6 +124,12 @@ class Volume:
 
     CLOSEST: ClassVar[int] = 0
     LINEAR: ClassVar[int] = 1
+    REBUILD_SUCCESS: ClassVar[int] = R.SUCCESS
+    REBUILD_LEAF_CAPACITY_EXCEEDED: ClassVar[int] = R.LEAF_EXCEEDED
+    REBUILD_LOWER_CAPACITY_EXCEEDED: ClassVar[int] = R.LOWER_EXCEEDED
+    REBUILD_UPPER_CAPACITY_EXCEEDED: ClassVar[int] = R.UPPER_EXCEEDED
+    REBUILD_VOXEL_CAPACITY_EXCEEDED: ClassVar[int] = R.VOXEL_EXCEEDED
+    REBUILD_INVALID_INPUT: ClassVar[int] = R.INVALID_INPUT
 
     FeatureArrayInfo: ClassVar[type[FeatureInfo]] = FeatureInfo
     RebuildInfo: ClassVar[type[Rebuild]] = Rebuild
@@ -139,6 +146,7 @@ class Volume:
             raise _unsupported_layout()
         self.device = get_device("cpu")
         self._aliased = False
+        self._reserve: R.Reserve | None = None
 
     # -- construction -------------------------------------------------------------------------
 
@@ -215,38 +223,67 @@ class Volume:
                           **options: Any) -> Volume:  # fmt: skip
         """An empty volume with the leaves (8³ tiles) containing the given points: integer
         points are index coordinates, float ones world coordinates. bg_value None makes an
-        index volume whose tiles' voxels are all indexed."""
+        index volume whose tiles' voxels are all indexed. ``rebuildable=True`` or a ``max_*``
+        capacity reserves room for `rebuild` (``status`` receives the REBUILD_* flags)."""
         pts = _unmasked(tile_points, options.pop("point_mask", None))
         mat = _voxel_matrix(1.0 if voxel_size is None else voxel_size)
-        if np.issubdtype(pts.dtype, np.integer):
-            index = pts.reshape(-1, 3).astype(np.int64)
-        else:
-            local = (pts.reshape(-1, 3) - np.asarray(translation)) @ np.linalg.inv(mat).T
-            index = np.floor(local + 0.5).astype(np.int64)  # the nearest voxel centre
-        origins = np.unique((index >> 3) << 3, axis=0).astype(np.int32)
-        if bg_value is None:
-            return cls._index(origins, np.ones((len(origins), L.LEAF_COUNT), bool), mat, translation)
-        return cls._empty(origins, mat, translation, bg_value)
+        tiles = _tile_origins(_index_coords(pts, mat, translation))
+        layout, bg = (L.ONINDEX, None) if bg_value is None else _layout_for(bg_value, typed=True)
+        status = options.pop("status", None)
+        res = R.reserve("tiles", options, len(tiles), layout, bg, mat, translation)
+        return cls._reserved(res, tiles, status) if res else cls._tiles(tiles, layout, bg, mat, translation)
 
     @classmethod
     def allocate_by_voxels(cls, voxel_points: Any, voxel_size: Any = None,
                            translation: Any = (0.0, 0.0, 0.0), device: Any = None,
                            **options: Any) -> Volume:  # fmt: skip
         """An index volume with one active voxel per point (integer points: index coordinates;
-        float ones: the world point's nearest voxel), numbered leaf by leaf."""
+        float ones: the world point's nearest voxel), numbered leaf by leaf; rebuildable as
+        `allocate_by_tiles` is, with voxel points."""
         pts = _unmasked(voxel_points, options.pop("point_mask", None))
         mat = _voxel_matrix(1.0 if voxel_size is None else voxel_size)
-        if np.issubdtype(pts.dtype, np.integer):
-            voxels = pts.reshape(-1, 3).astype(np.int64)
-        else:
-            local = (pts.reshape(-1, 3) - np.asarray(translation)) @ np.linalg.inv(mat).T
-            voxels = np.floor(local + 0.5).astype(np.int64)
-        voxels = np.unique(voxels, axis=0)
+        voxels = _sorted_unique(_index_coords(pts, mat, translation))
+        status = options.pop("status", None)
+        res = R.reserve("voxels", options, len(voxels), L.ONINDEX, None, mat, translation)
+        return cls._reserved(res, voxels, status) if res else cls._voxels(voxels, mat, translation)
+
+    @classmethod
+    def _tiles(cls, tiles: np.ndarray, layout: L.ValueLayout, bg: Any, mat: np.ndarray, translation: Any) -> Volume:
+        if layout is L.ONINDEX:
+            return cls._index(tiles, np.ones((len(tiles), L.LEAF_COUNT), bool), mat, translation)
+        return cls._empty(tiles, mat, translation, bg, layout)
+
+    @classmethod
+    def _voxels(cls, voxels: np.ndarray, mat: np.ndarray, translation: Any) -> Volume:
         origins, which = np.unique((voxels >> 3) << 3, axis=0, return_inverse=True)
         active = np.zeros((len(origins), L.LEAF_COUNT), bool)
-        local_v = voxels - origins[which]
+        local_v = voxels - origins[which.ravel()]
         active[which.ravel(), (local_v[:, 0] << 6) | (local_v[:, 1] << 3) | local_v[:, 2]] = True
-        return cls._index(origins, active, mat, translation)
+        return cls._index(origins.astype(np.int32), active, mat, translation)
+
+    @classmethod
+    def _reserved(cls, res: R.Reserve, coords: np.ndarray, status: Any) -> Volume:
+        """A rebuildable volume: a buffer of the capacities' full size holding the grid of what fits."""
+        buf = np.zeros(res.size(), np.uint8)
+        flags = _write_grid(buf, res, coords)
+        vol = cls(buf, copy=False)
+        vol._reserve = res
+        R.report(status, flags)
+        return vol
+
+    def rebuild(self, points: Any, status: Any = None, point_mask: Any = None) -> Any:
+        """Replace the topology with the one ``points`` give (tile points or voxel points, as the
+        volume was allocated), in the same buffer (``id`` unchanged, background and transform
+        kept); ``status`` receives the REBUILD_* flags. Values of rebuilt tiles are the background."""
+        res = self._reserve
+        if res is None:
+            raise N.VolumeError("rebuild: this volume was not allocated rebuildable (rebuildable=True "
+                                "or max_* capacities)")  # fmt: skip
+        coords = _index_coords(_unmasked(points, point_mask), res.mat, res.translation)
+        coords = _tile_origins(coords) if res.kind == "tiles" else _sorted_unique(coords)
+        flags = _write_grid(self._buffer, res, coords)
+        self._head, self._layout, self._blind, _ = _check_grid(self._buffer, False)
+        return R.report(status, flags)
 
     @classmethod
     def _index(cls, origins: np.ndarray, active: np.ndarray, mat: np.ndarray, translation: Any) -> Volume:
@@ -257,8 +294,11 @@ class Volume:
         return cls(np.frombuffer(N.build_grid(spec), np.uint8))
 
     @classmethod
-    def _empty(cls, origins: np.ndarray, mat: np.ndarray, translation: Any, bg_value: Any) -> Volume:
-        layout, bg = _layout_for(bg_value, typed=True)
+    def _empty(cls, origins: np.ndarray, mat: np.ndarray, translation: Any, bg_value: Any,
+               layout: L.ValueLayout | None = None) -> Volume:  # fmt: skip
+        """Leaves at the origins, every voxel the background (given as a value, or with its
+        layout as an already converted array)."""
+        layout, bg = (layout, bg_value) if layout is not None else _layout_for(bg_value, typed=True)
         n = len(origins)
         values = np.broadcast_to(bg, (n, L.LEAF_COUNT, layout.channels)).astype(layout.scalar)
         active = np.ones((n, L.LEAF_COUNT), bool)
@@ -302,11 +342,13 @@ class Volume:
 
     @property
     def is_rebuildable(self) -> bool:
-        """Whether `rebuild` can refill this volume (never: gradloom has no rebuildable volumes)."""
-        return False
+        """Whether `rebuild` can refill this volume (allocated with rebuild capacities)."""
+        return self._reserve is not None
 
     def get_rebuild_info(self) -> Rebuild:
-        return Rebuild(None, 0, 0, 0, 0)
+        """The rebuild input kind ("tiles" / "voxels", None if not rebuildable) and capacities."""
+        r = self._reserve
+        return Rebuild(None, 0, 0, 0, 0) if r is None else Rebuild(r.kind, r.voxels, r.leaves, r.lowers, r.uppers)
 
     def get_active_stats(self) -> Stats:
         """The tree header's active voxel count and node counts."""
@@ -315,7 +357,10 @@ class Volume:
         return Stats(struct.unpack_from("<Q", raw, L.TREE_OFF["voxel_count"])[0], leaf, lower, upper)
 
     def get_voxel_count(self) -> int:
-        """Voxels of the leaves (an index volume: its indexed voxels)."""
+        """Voxels of the leaves (an index volume: its indexed voxels; a rebuildable one: its
+        reserved voxel capacity)."""
+        if self._reserve is not None:
+            return self._reserve.voxels
         if self.is_index:
             return int(struct.unpack_from("<Q", self._buffer.tobytes()[:L.GRID_SIZE], L.GRID_OFF["data1"])[0]) - 1
         return self._head.leaf_count * L.LEAF_COUNT
@@ -402,11 +447,46 @@ def _unmasked(points: Any, mask: Any) -> np.ndarray:
 
 
 def _filled(out: Any, values: np.ndarray) -> Array:
-    """(n, 3) int32 coordinates, as a 2-D array (Warp's shape), or written into `out`."""
+    """(n, 3) int32 coordinates, as a 2-D array (Warp's shape), or written into the first rows
+    of `out` (a rebuildable volume's may be longer than its current topology)."""
     if out is None:
         return Array(values.astype(np.int32), dtype=T.int32, device="cpu")
-    out.assign(values.astype(np.int32))
+    flat = out.numpy().reshape(-1, 3).copy()
+    if len(values) > len(flat):
+        raise N.VolumeError(f"out holds {len(flat)} coordinates, {len(values)} needed")
+    flat[:len(values)] = values
+    out.assign(flat.reshape(out.numpy().shape))
     return out
+
+
+def _index_coords(pts: np.ndarray, mat: np.ndarray, translation: Any) -> np.ndarray:
+    """Index coordinates of points: integer points as they are, float (world) points the nearest
+    voxel centre."""
+    if np.issubdtype(pts.dtype, np.integer):
+        return pts.reshape(-1, 3).astype(np.int64)
+    local = (pts.reshape(-1, 3) - np.asarray(translation)) @ np.linalg.inv(mat).T
+    return np.floor(local + 0.5).astype(np.int64)
+
+
+def _sorted_unique(coords: np.ndarray) -> np.ndarray:
+    return np.unique(coords.reshape(-1, 3), axis=0) if len(coords) else coords.reshape(0, 3)
+
+
+def _tile_origins(index: np.ndarray) -> np.ndarray:
+    return _sorted_unique((index >> 3) << 3).astype(np.int32)
+
+
+def _write_grid(buf: np.ndarray, res: R.Reserve, coords: np.ndarray) -> int:
+    """Build the grid of what of coords fits res into buf (zeroing the rest); its flags."""
+    kept, flags = R.fit(np.asarray(coords, np.int64), res)
+    if res.kind == "tiles":
+        vol = Volume._tiles(kept.astype(np.int32), res.layout, res.background, res.mat, res.translation)
+    else:
+        vol = Volume._voxels(kept, res.mat, res.translation)
+    grid = vol._buffer
+    buf[:] = 0
+    buf[:len(grid)] = grid
+    return flags
 
 
 def _dense_leaves(data: np.ndarray, origins: np.ndarray, bg: np.ndarray,
