@@ -1,7 +1,7 @@
 """`wp.Bvh`: a bounding volume hierarchy over user boxes (lowers, uppers), built on the host.
 
-The tree is runtime/geometry/bvh_tree.py's linear BVH (Morton order of the box centres, one box per
-leaf, depth-first nodes with skip pointers), grouped when `groups=` is given: each group's
+The tree is runtime/geometry/bvh_tree.py's radix tree (Morton order of the box centres, one box
+per leaf, depth-first nodes with skip pointers), grouped when `groups=` is given: each group's
 boxes form one subtree, whose root `wp.bvh_get_group_root` finds (builtins/bvh.py) by a binary
 search over the descriptor's sorted group keys (layout in types/bvh_layout.py).
 """

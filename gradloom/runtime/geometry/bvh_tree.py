@@ -1,12 +1,12 @@
-"""The shape of the linear BVH that `wp.Mesh` and `wp.Bvh` share, and its box refit.
+"""The shape of the BVH that `wp.Mesh` and `wp.Bvh` share, and its box refit.
 
-Leaves are the primitives sorted by the Morton code of their centres (by group first, for a
-grouped tree); adjacent nodes are paired bottom-up level by level (numpy, vectorised per level),
-one primitive per leaf. In a grouped tree the pairing stays inside each group until every group
-has one root; then the group roots are paired the same way, so each group is one subtree.
-Nodes are stored in depth-first order (`pos`), where a subtree is the contiguous range
-`[pos, pos + size)`: a kernel walks it with skip pointers and no stack, and a query restricted
-to a subtree starts at its position and stops at its end.
+The tree is a binary radix tree over the primitives sorted by the Morton code of their centres
+(by group first, for a grouped tree: each group is one subtree): a node splits its range where
+the highest differing bit of the codes flips, so every node is a cell of the Morton grid, built
+with numpy, one vectorised step per bit height. One primitive per leaf. Nodes are stored in
+depth-first order, where a subtree is the contiguous range [position, skip): a kernel walks it
+with skip pointers and no stack, and a query restricted to a subtree starts at its position and
+stops at its end.
 """
 
 from __future__ import annotations
@@ -54,90 +54,123 @@ def refit_triangles(nodes: NDArray, points: NDArray, indices: NDArray) -> float:
 
 
 def _spread(v: NDArray) -> NDArray:
-    """The 10 low bits of v spread to every third bit (uint32 arithmetic wraps)."""
-    v = (v * np.uint32(0x00010001)) & np.uint32(0xFF0000FF)
-    v = (v * np.uint32(0x00000101)) & np.uint32(0x0F00F00F)
-    v = (v * np.uint32(0x00000011)) & np.uint32(0xC30C30C3)
-    return (v * np.uint32(0x00000005)) & np.uint32(0x49249249)
+    """The 21 low bits of v (uint64) spread to every third bit."""
+    v = v & np.uint64(0x1FFFFF)
+    for shift, mask in ((32, 0x1F00000000FFFF), (16, 0x1F0000FF0000FF),
+                        (8, 0x100F00F00F00F00F), (4, 0x10C30C30C30C30C3),
+                        (2, 0x1249249249249249)):
+        v = (v | (v << np.uint64(shift))) & np.uint64(mask)
+    return v
 
 
-def morton(c: NDArray) -> NDArray:
-    """30-bit Morton codes of (n, 3) points normalised to [0, 1] (x in the highest bit of
-    each triple)."""
-    q = np.clip(c * 1023.0, 0, 1023).astype(np.uint32)
-    return (_spread(q[:, 0]) << np.uint32(2)) | (_spread(q[:, 1]) << np.uint32(1)) \
+def morton(c: NDArray, bits: int = 21) -> NDArray:
+    """Morton codes (uint64, `bits` per axis, x in the highest bit of each triple) of (n, 3)
+    points normalised to [0, 1]."""
+    top = float((1 << bits) - 1)
+    q = np.clip(c * top, 0, top).astype(np.uint64)
+    return (_spread(q[:, 0]) << np.uint64(2)) | (_spread(q[:, 1]) << np.uint64(1)) \
         | _spread(q[:, 2])
 
 
+def high_bit(x: NDArray) -> NDArray:
+    """The index of the highest set bit of each x > 0 (uint64), as int64."""
+    b = np.floor(np.log2(x.astype(np.float64))).astype(np.int64)
+    return b - ((x >> b.astype(np.uint64)) == 0)  # float64 may round x up to 2 ** (b + 1)
+
+
+def _keys(centroids: NDArray, groups: NDArray | None) -> tuple[NDArray, NDArray, NDArray, int]:
+    """(order, sorted keys, group ranks in that order, Morton bits per axis): keys are the
+    group's rank in the high bits over the Morton code of the centroid (as many bits per axis
+    as fit in 63)."""
+    n = len(centroids)
+    if groups is None:
+        rank, rank_bits = np.zeros(n, np.int64), 0
+    else:
+        _, rank = np.unique(groups, return_inverse=True)
+        rank_bits = int(rank.max()).bit_length()
+    bits = min(21, (63 - rank_bits) // 3)
+    if bits < 1:
+        raise ValueError("too many BVH groups")
+    lo, hi = centroids.min(0), centroids.max(0)
+    code = morton((centroids - lo) / np.maximum(hi - lo, 1e-30), bits)
+    key = (rank.astype(np.uint64) << np.uint64(3 * bits)) | code
+    order = np.argsort(key, kind="stable")
+    return order, key[order], rank[order], bits
+
+
 class Tree:
-    """Node ids (leaves first, primitives in sorted order), children, the pairing levels, the
-    depth-first positions, and for a grouped tree each group's subtree root."""
+    """A binary radix tree over the primitives in key order (Karras 2012), stored depth first.
+
+    Gap g (between sorted leaves g and g + 1) is split at the height of the highest bit in
+    which their keys differ (equal keys: by their indices' bits, below every key bit). Merging
+    the clusters on both sides of every gap, lowest gaps first, builds the tree bottom-up with
+    one vectorised step per height: inside any cluster exactly one gap has the highest height,
+    so gaps of one height never touch the same cluster. Group ranks sit above the Morton bits,
+    so a group is merged whole before it meets another: each group is one subtree.
+
+    Per depth-first position: `skip` (the position after the subtree), `prim` (the leaf's
+    primitive, -1 for an inner node); `levels`: (parent, left, right) positions, children's
+    lists before their parents'; `group_keys` (sorted) and `group_roots` (positions).
+    """
 
     def __init__(self, centroids: NDArray, groups: NDArray | None = None) -> None:
         n = len(centroids)
-        lo, hi = centroids.min(0), centroids.max(0)
-        codes = morton((centroids - lo) / np.maximum(hi - lo, 1e-30))
-        if groups is None:
-            order = np.argsort(codes, kind="stable")
-            seg = np.zeros(n, np.int64)
-        else:
-            order = np.lexsort((codes, groups))
-            seg = groups[order].astype(np.int64)
+        order, key, rank, bits = _keys(centroids, groups)
         self.n_leaves = n
-        self.prim = np.concatenate([order, np.full(max(n - 1, 0), -1)]).astype(np.int32)
-        self.left = np.full(2 * n - 1, -1, np.int64)
-        self.right = np.full(2 * n - 1, -1, np.int64)
-        self.levels: list[tuple[NDArray, NDArray, NDArray]] = []
-        ids, seg, next_id = self._pair(np.arange(n), seg, n)
-        group_nodes = ids
-        ids, _, _ = self._pair(ids, np.zeros(len(ids), np.int64), next_id)
-        self.root = int(ids[0])
-        self.order = self._preorder()
-        # each group's key and its subtree root's depth-first position (sorted by key)
-        self.group_keys = seg.astype(np.int32) if groups is not None else np.zeros(1, np.int32)
-        self.group_roots = self.pos[group_nodes].astype(np.int32) if groups is not None \
-            else np.zeros(1, np.int32)
+        idx = np.arange(max(n - 1, 0))
+        x = key[:-1] ^ key[1:]
+        height = np.where(x > 0, 64 + high_bit(np.maximum(x, np.uint64(1))),
+                          high_bit((idx ^ (idx + 1)).astype(np.uint64)))
+        by_height = np.argsort(height, kind="stable")
+        cuts = np.flatnonzero(np.diff(height[by_height])) + 1
+        # node ids: leaves 0..n-1 (sorted order), gap g's node n + g
+        left, right = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
+        first, last = np.arange(n), np.arange(n)  # a cluster's other end, at each end
+        at_first, at_last = np.arange(n), np.arange(n)  # the cluster's node, at each end
+        merges = np.split(by_height, cuts) if n > 1 else []
+        group_top = 64 + 3 * bits  # a gap between groups is at least this high
+        group_roots: NDArray | None = None
+        for g in merges:
+            if groups is not None and group_roots is None and height[g[0]] >= group_top:
+                group_roots = self._group_nodes(rank, at_first)
+            s, e = first[g], last[g + 1]
+            left[g], right[g] = at_last[g], at_first[g + 1]
+            last[s], first[e] = e, s
+            at_first[s] = at_last[e] = n + g
+        if groups is not None and group_roots is None:
+            group_roots = self._group_nodes(rank, at_first)
+        self._layout(n, left, right, merges, order, group_roots)
+        if groups is not None:
+            self.group_keys = np.unique(groups).astype(np.int32)
+        else:
+            self.group_keys = np.zeros(1, np.int32)
+            self.group_roots = np.zeros(1, np.int32)
 
-    def _pair(self, ids: NDArray, seg: NDArray, next_id: int) -> tuple[NDArray, NDArray, int]:
-        """Pair neighbours inside each run of equal `seg` until every run is one node."""
-        while True:
-            starts = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-            if len(starts) == len(ids):
-                return ids, seg, next_id
-            lens = np.diff(np.r_[starts, len(ids)])
-            run = np.repeat(np.arange(len(starts)), lens)
-            rank = np.arange(len(ids)) - starts[run]
-            li = np.flatnonzero((rank % 2 == 0) & (rank + 1 < lens[run]))
-            new = np.arange(next_id, next_id + len(li))
-            self.left[new], self.right[new] = ids[li], ids[li + 1]
-            self.levels.append((new, ids[li], ids[li + 1]))
-            next_id += len(li)
-            ids = ids.copy()
-            ids[li] = new
-            keep = rank % 2 == 0  # a run's odd one out moves up unchanged
-            ids, seg = ids[keep], seg[keep]
+    @staticmethod
+    def _group_nodes(rank: NDArray, at_first: NDArray) -> NDArray:
+        starts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
+        return at_first[starts].copy()
 
-    def _preorder(self) -> NDArray:
-        """Node ids in depth-first order (left subtree first); sets `size` and `pos`."""
-        size = np.ones(len(self.left), np.int64)
-        for new, lft, rgt in self.levels:
-            size[new] = 1 + size[lft] + size[rgt]
-        pos = np.zeros(len(self.left), np.int64)
-        frontier = np.array([self.root])
-        while len(frontier):
-            inner = frontier[self.left[frontier] >= 0]
-            lft, rgt = self.left[inner], self.right[inner]
-            pos[lft] = pos[inner] + 1
-            pos[rgt] = pos[inner] + 1 + size[lft]
-            frontier = np.concatenate([lft, rgt])
-        self.size = size
-        self.pos = pos
-        out = np.empty(len(pos), np.int64)
-        out[pos] = np.arange(len(pos))
-        return out
+    def _layout(self, n: int, left: NDArray, right: NDArray, merges: list[NDArray],
+                order: NDArray, group_nodes: NDArray | None) -> None:
+        """Depth-first positions, top-down one height at a time; skip, prim and levels."""
+        pos = np.zeros(2 * n - 1, np.int64)
+        leaves = np.ones(2 * n - 1, np.int64)
+        for g in merges:
+            leaves[n + g] = leaves[left[g]] + leaves[right[g]]
+        for g in reversed(merges):
+            pos[left[g]] = pos[n + g] + 1
+            pos[right[g]] = pos[n + g] + 2 * leaves[left[g]]
+        self.skip = np.empty(2 * n - 1, np.int32)
+        self.skip[pos] = pos + 2 * leaves - 1
+        self.prim = np.full(2 * n - 1, -1, np.int32)
+        self.prim[pos[:n]] = order
+        self.levels = [(pos[n + g], pos[left[g]], pos[right[g]]) for g in merges]
+        if group_nodes is not None:
+            self.group_roots = pos[group_nodes].astype(np.int32)
 
     def skip_and_prim(self) -> tuple[NDArray, NDArray]:
         """Per node in depth-first order: the position after its subtree, and its primitive
         (-1 for an inner node)."""
-        return ((self.pos[self.order] + self.size[self.order]).astype(np.int32),
-                self.prim[self.order])
+        return self.skip, self.prim
+

@@ -1,7 +1,7 @@
 """`wp.Mesh`: a triangle mesh with a BVH over its triangles, built on the host for kernel queries.
 
-The BVH is a linear BVH: triangles sorted by the Morton code of their centroids, then paired
-bottom-up level by level (numpy, vectorised per level), one triangle per leaf. Its nodes are
+The BVH is runtime/geometry/bvh_tree.py's radix tree over the triangles' centroids in Morton
+order, one triangle per leaf. Its nodes are
 stored in depth-first order with skip pointers (the node after a node's subtree), so a kernel
 traverses it with integer state only and no stack (builtins/mesh.py). `refit()` recomputes the
 boxes over the same tree from the current points.
@@ -44,7 +44,7 @@ _WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius
 def tree_nodes(tree: _Tree) -> NDArray:
     """The node array of a tree (depth-first order): skip pointers and primitives set, boxes
     left for a refit."""
-    nodes = np.zeros(len(tree.order), _NODE)
+    nodes = np.zeros(len(tree.skip), _NODE)
     nodes["skip"], nodes["prim"] = tree.skip_and_prim()
     return nodes
 
@@ -54,22 +54,23 @@ class MeshError(GradloomError, ValueError):
 
 
 def _winding(tree: _Tree, p: NDArray) -> NDArray:
-    """Per node (by node id): area-weighted centre, summed area vector, and a squared radius
-    around the centre holding the subtree's vertices (a child's radius plus its centre's
-    offset: an upper bound, which only makes the winding-number walk descend more)."""
-    n_nodes, n = len(tree.left), tree.n_leaves
+    """Per node (depth-first order): area-weighted centre, summed area vector, and a squared
+    radius around the centre holding the subtree's vertices (a child's radius plus its
+    centre's offset: an upper bound, which only makes the winding-number walk descend more)."""
+    n_nodes = len(tree.prim)
     area_vec = 0.5 * np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
     area = np.linalg.norm(area_vec, axis=1)
     w = np.zeros(n_nodes)
     wc, normal = np.zeros((n_nodes, 3)), np.zeros((n_nodes, 3))
     radius = np.zeros(n_nodes)
-    prim = tree.prim[:n]
-    w[:n], normal[:n] = area[prim], area_vec[prim]
-    wc[:n] = area[prim, None] * p[prim].mean(1)
+    leaf = np.flatnonzero(tree.prim >= 0)
+    prim = tree.prim[leaf]
+    w[leaf], normal[leaf] = area[prim], area_vec[prim]
+    wc[leaf] = area[prim, None] * p[prim].mean(1)
     center = np.empty((n_nodes, 3))
-    center[:n] = np.where(w[:n, None] > 0, wc[:n] / np.maximum(w[:n, None], 1e-300),
-                          p[prim].mean(1))
-    radius[:n] = np.sqrt(((p[prim] - center[:n, None]) ** 2).sum(2).max(1))
+    center[leaf] = np.where(w[leaf, None] > 0, wc[leaf] / np.maximum(w[leaf, None], 1e-300),
+                            p[prim].mean(1))
+    radius[leaf] = np.sqrt(((p[prim] - center[leaf, None]) ** 2).sum(2).max(1))
     for new, lft, rgt in tree.levels:
         w[new], wc[new] = w[lft] + w[rgt], wc[lft] + wc[rgt]
         normal[new] = normal[lft] + normal[rgt]
@@ -143,7 +144,7 @@ class Mesh:
         wind = 0
         if self.support_winding_number:
             p = self.points.numpy().astype(np.float64)[self._tris]
-            self._wind = _winding(self._tree, p)[self._tree.order]
+            self._wind = _winding(self._tree, p)
             wind = int(self._wind.ctypes.data)
         self._desc[MESH_WINDING:MESH_WINDING + 8] = np.frombuffer(np.uint64(wind).tobytes(),
                                                                   np.uint8)

@@ -1,0 +1,59 @@
+"""The BVH shape (runtime/geometry/bvh_tree.py): a radix tree over Morton codes, stored depth
+first with skip pointers. Checked against a direct recursive construction in plain Python: every
+inner node splits its leaf range where the highest differing bit of the sorted codes flips."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradloom.runtime.geometry.bvh_tree import Tree, morton
+
+
+def _expected(keys: list[int], a: int, b: int, out: list[tuple[int, int]]) -> None:
+    """Depth-first (first leaf, leaf count) of every node over sorted keys[a:b]."""
+    out.append((a, b - a))
+    if b - a == 1:
+        return
+    x = keys[a] ^ keys[b - 1]
+    if x == 0:  # equal keys: split by the indices' highest differing bit
+        x = a ^ (b - 1)
+        bit = x.bit_length() - 1
+        split = ((b - 1) >> bit) << bit
+    else:
+        bit = x.bit_length() - 1
+        split = next(i for i in range(a, b) if keys[i] >> bit & 1)
+    _expected(keys, a, split, out)
+    _expected(keys, split, b, out)
+
+
+def _check(centroids: np.ndarray) -> None:
+    tree = Tree(centroids)
+    lo, hi = centroids.min(0), centroids.max(0)
+    codes = morton((centroids - lo) / np.maximum(hi - lo, 1e-30))
+    order = np.argsort(codes, kind="stable")
+    keys = [int(k) for k in codes[order]]
+    want: list[tuple[int, int]] = []
+    _expected(keys, 0, len(keys), want)
+    # the tree's depth-first nodes: leaf count from the skip pointer, first leaf by counting
+    skip, prim = tree.skip_and_prim()
+    leaves_before = np.cumsum(np.r_[0, prim >= 0])
+    got = [(int(leaves_before[i]), int(leaves_before[skip[i]] - leaves_before[i]))
+           for i in range(len(skip))]
+    assert got == want
+    assert list(prim[prim >= 0]) == list(order)
+
+
+def test_radix_tree_splits_at_the_highest_differing_bit() -> None:
+    rng = np.random.default_rng(3)
+    _check(rng.random((300, 3)))
+
+
+def test_equal_codes_split_by_index() -> None:
+    rng = np.random.default_rng(4)
+    pts = rng.random((40, 3))
+    _check(np.concatenate([pts, pts, pts[:7]]))  # many equal codes
+
+
+def test_single_primitive() -> None:
+    tree = Tree(np.zeros((1, 3)))
+    assert list(tree.skip) == [1] and list(tree.prim) == [0]
