@@ -169,6 +169,7 @@ from .runtime.launch.capture import (
     capture_while,
     is_conditional_graph_supported,
 )
+from .graph_file import capture_load, capture_load_from_bytes, capture_save
 from .runtime.occupancy import get_suggested_block_size
 from .runtime.stream import (
     Event,
@@ -220,6 +221,14 @@ from .runtime.array.indexed import (  # noqa: E402
     indexedarray2d,
     indexedarray3d,
     indexedarray4d,
+)
+
+# -- Fabric arrays: elements in buckets of memory (runtime/array/fabric.py)
+from .runtime.array.fabric import (  # noqa: E402
+    fabricarray,
+    fabricarrayarray,
+    indexedfabricarray,
+    indexedfabricarrayarray,
 )
 
 # Python-scope values (host evaluation): the remaining vector aliases Warp exports

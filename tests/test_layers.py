@@ -52,6 +52,8 @@ ALLOWED = {
     "forward_mode": _BASE | {"runtime", "kernel"},
     # checkpointed rollouts: re-exports runtime/tape/checkpoint.py
     "checkpoint": _BASE | {"runtime"},
+    # saved CPU graphs: kernels named by module and key, found again through modules.py
+    "graph_file": _BASE | {"runtime", "kernel", "modules"},
     # optim/_kernels.py is kernel source written against the public API (`import gradloom as
     # wp`), as a user's is: optim sits above the package's own modules (which never import it)
     "optim": _BASE | {"runtime", "kernel", "__init__", "sparse"},

@@ -114,7 +114,8 @@ def deferrable(what: str) -> Callable[[F], F]:
                 return method(self, *args)
             kept = tuple(a if hasattr(a, "_mem") or isinstance(a, np.ndarray)
                          else copy.deepcopy(a) for a in args)
-            defer(lambda: method(self, *kept), what)
+            # a partial of the class attribute (not a lambda): a saved graph pickles it
+            defer(functools.partial(write, self, *kept), what)
             return None
 
         return write  # type: ignore[return-value]

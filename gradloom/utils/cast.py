@@ -8,6 +8,7 @@ truncates toward zero, as a C cast. Under a Tape a float-to-float cast passes gr
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,7 @@ def array_cast(in_array: array, out_array: array, count: int | None = None) -> N
     if n > in_size or n > out_size:
         raise UtilsRuntimeError(f"Cast count ({n}) exceeds the input size ({in_size}) or output "
                                 f"size ({out_size})")
-    if captured(lambda: array_cast(in_array, out_array, count), "wp.utils.array_cast()"):
+    if captured(functools.partial(array_cast, in_array, out_array, count), "wp.utils.array_cast()"):
         return
     _convert(in_array, out_array, n, scalar_level)
 

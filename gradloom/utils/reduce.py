@@ -9,6 +9,7 @@ required, as in Warp).
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -98,7 +99,7 @@ def array_sum(values: array, out: array | None = None, value_count: int | None =
         return _result(out, host, axis)
     if scalar_of(values.dtype) not in FLOATS:
         raise UtilsRuntimeError(f"Unsupported data type: {type_name(values.dtype)}")
-    if captured(lambda: array_sum(values, out, count, axis), "wp.utils.array_sum()"):
+    if captured(functools.partial(array_sum, values, out, count, axis), "wp.utils.array_sum()"):
         return out
     _sum_into(values, out, count, axis)
     return _result(out, host, axis)
@@ -165,7 +166,7 @@ def array_inner(a: array, b: array, out: array | None = None, count: int | None 
         return out
     if st not in FLOATS:
         raise UtilsRuntimeError(f"Unsupported data type: {type_name(a.dtype)}")
-    if captured(lambda: array_inner(a, b, out, n, axis), "wp.utils.array_inner()"):
+    if captured(functools.partial(array_inner, a, b, out, n, axis), "wp.utils.array_inner()"):
         return out
     _inner_into(a, b, out, n, axis)
     return _result(out, host, axis)

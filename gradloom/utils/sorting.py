@@ -8,6 +8,7 @@ Inside a graph capture each call is recorded and runs when the graph runs.
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -63,7 +64,7 @@ def array_scan(in_array: array, out_array: array, inclusive: bool = True) -> Non
     if scalar_of(in_array.dtype) not in _SCAN_TYPES or getattr(in_array.dtype, "kind",
                                                                  "") == "mat":
         raise UtilsRuntimeError(f"Unsupported data type: {type_name(in_array.dtype)}")
-    if captured(lambda: array_scan(in_array, out_array, inclusive), "wp.utils.array_scan()"):
+    if captured(functools.partial(array_scan, in_array, out_array, inclusive), "wp.utils.array_scan()"):
         return
     st = scalar_of(in_array.dtype)
     assert st is not None
@@ -158,7 +159,7 @@ def radix_sort_pairs(keys: array, values: array, count: int, begin_bit: int = 0,
     if begin_bit == end:
         return
     _no_tape_through("wp.utils.radix_sort_pairs()", keys, values)
-    if captured(lambda: radix_sort_pairs(keys, values, count, begin_bit, end_bit),
+    if captured(functools.partial(radix_sort_pairs, keys, values, count, begin_bit, end_bit),
                 "wp.utils.radix_sort_pairs()"):
         return
     k, v = flat(keys), flat(values)  # views: both are contiguous
@@ -233,7 +234,7 @@ def segmented_sort_pairs(keys: array, values: array, count: int, segment_start_i
     if keys.dtype not in (int32, float32) or values.dtype != int32:
         raise UtilsRuntimeError(f"Unsupported data type: {type_name(keys.dtype)}")
     _no_tape_through("wp.utils.segmented_sort_pairs()", keys, values)
-    if captured(lambda: segmented_sort_pairs(keys, values, count, starts, ends),
+    if captured(functools.partial(segmented_sort_pairs, keys, values, count, starts, ends),
                 "wp.utils.segmented_sort_pairs()"):
         return
     bounds = _segment_bounds(starts, ends, count)  # all checked before anything moves
@@ -287,7 +288,7 @@ def runlength_encode(values: array, run_values: array, run_lengths: array,
     if n == 0:
         run_count.zero_()
         return run_count
-    if not captured(lambda: _encode(values, run_values, run_lengths, run_count, n),
+    if not captured(functools.partial(_encode, values, run_values, run_lengths, run_count, n),
                     "wp.utils.runlength_encode()"):
         _encode(values, run_values, run_lengths, run_count, n)
     return run_count

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, ClassVar
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from gradloom.errors import ArrayCopyError, GradloomError
 from gradloom.runtime.array.array import NDArray, array, copy_storage, elem_shape, normalize_shape
+from gradloom.runtime.array.fabric import FABRIC_CLASSES
 from gradloom.runtime.array.indexed import indexedarray
 from gradloom.runtime.array.watch import before_write
 from gradloom.runtime.capturing import defer, recording_graph
@@ -30,6 +32,9 @@ from gradloom.types import int32 as _int32
 
 from ..backend import transfer_backend
 from .array import CLONE
+
+#: arrays whose elements are gathered into a contiguous copy when read in Python scope
+_GATHERED = (indexedarray, *FABRIC_CLASSES)
 
 
 class array1d(array):
@@ -181,7 +186,9 @@ def _scalar_or_fail(npdt: np.dtype[Any], value: Any) -> Any:
 
 
 def _check(a: Any, what: str) -> array:
-    if isinstance(a, indexedarray):  # read as a template or source: its elements, gathered
+    if isinstance(a, FABRIC_CLASSES) and a.ndim > 1:  # a template: its shape and dtype
+        return array(shape=a.shape, dtype=a.dtype, device=a.device)
+    if isinstance(a, _GATHERED):  # read as a template or source: its elements, gathered
         return a.contiguous()
     if not isinstance(a, array):
         raise GradloomError(f"{what} must be a gradloom array, got {type(a).__name__}")
@@ -250,10 +257,10 @@ def clone(
     retain_grad: bool = False,
 ) -> array:
     """A contiguous copy of `src` (its grad, if any, is a fresh zeroed one, as in Warp)."""
-    if isinstance(src, indexedarray):
+    if isinstance(src, _GATHERED):
         src = src.contiguous()
     out = _like(src, device, requires_grad)
-    if not defer(lambda: _copy_all(out, src), "wp.clone()"):
+    if not defer(functools.partial(_copy_all, out, src), "wp.clone()"):
         _copy_all(out, src)
     return out
 
@@ -302,7 +309,7 @@ def copy(
     must match), and offsets/count on non-contiguous arrays need both arrays to be 1-D.
     """
     _no_indexed_range(dest, src, dest_offset, src_offset, count)
-    if isinstance(dest, indexedarray):  # whole copies only (Warp's non-contiguous rule)
+    if isinstance(dest, _GATHERED):  # whole copies only (Warp's non-contiguous rule)
         dest.assign(_check(src, "copy source"))
         return
     d, s = _check(dest, "copy destination"), _check(src, "copy source")
@@ -317,7 +324,7 @@ def copy(
             f"dtype={type_repr(d.dtype)}, source dtype={type_repr(s.dtype)}"
         )
     if recording_graph() is not None:
-        defer(lambda: copy(d, s, dest_offset, src_offset, count), "wp.copy()")
+        defer(functools.partial(copy, d, s, dest_offset, src_offset, count), "wp.copy()")
         return
     before_write(d)
     if d.is_contiguous and s.is_contiguous:
@@ -334,7 +341,7 @@ def copy(
 def _no_indexed_range(dest: Any, src: Any, dest_offset: Any, src_offset: Any,
                       count: Any) -> None:
     """Offsets and count on an indexed array: refused (Warp's words)."""
-    if (isinstance(dest, indexedarray) or isinstance(src, indexedarray)) and \
+    if (isinstance(dest, _GATHERED) or isinstance(src, _GATHERED)) and \
             (dest_offset or src_offset or count):
         raise ArrayCopyError("copy: dest_offset, src_offset and count are not supported for "
                              "indexed or Fabric arrays")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -46,6 +47,25 @@ class Graph:
     @property
     def is_loaded(self) -> bool:
         return False
+
+    # a graph read back by wp.capture_load binds named parameters (gradloom/graph_file.py)
+    def _not_loaded(self, what: str) -> CaptureError:
+        return CaptureError(f"Graph.{what}() is available on loaded APIC graphs only (from "
+                            "wp.capture_load); this graph comes from a capture")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Named parameters: none, for a captured graph."""
+        return {}
+
+    def set_param(self, name: str, arr: Any) -> None:
+        raise self._not_loaded("set_param")
+
+    def get_param(self, name: str, arr: Any) -> None:
+        raise self._not_loaded("get_param")
+
+    def get_param_ptr(self, name: str) -> int | None:
+        raise self._not_loaded("get_param_ptr")
 
     def add(self, node: Node) -> None:
         """Record a node; one captured while tapes record runs with them (TapedNode)."""
@@ -247,15 +267,16 @@ def capture_if(condition: array, on_true: Callable[..., Any] | Graph | None = No
         return
     yes = None if on_true is None else _body(on_true, kwargs)
     no = None if on_false is None else _body(on_false, kwargs)
-
-    def run() -> None:
-        branch = yes if _is_true(cond) else no
-        if branch is not None:
-            branch.replay()
-
     graph = recording_graph()
     assert graph is not None
-    graph.add(OpNode(run, "capture_if"))
+    graph.add(OpNode(functools.partial(_run_if, cond, yes, no), "capture_if"))
+
+
+def _run_if(cond: array, yes: Graph | None, no: Graph | None) -> None:
+    """A recorded capture_if (a partial of a module function, so a saved graph can hold it)."""
+    branch = yes if _is_true(cond) else no
+    if branch is not None:
+        branch.replay()
 
 
 def capture_while(condition: array, while_body: Callable[..., Any] | Graph,
@@ -268,14 +289,15 @@ def capture_while(condition: array, while_body: Callable[..., Any] | Graph,
             _run_body(while_body, kwargs)
         return
     body = _body(while_body, kwargs)
-
-    def run() -> None:
-        while _is_true(cond):
-            body.replay()
-
     graph = recording_graph()
     assert graph is not None
-    graph.add(OpNode(run, "capture_while"))
+    graph.add(OpNode(functools.partial(_run_while, cond, body), "capture_while"))
+
+
+def _run_while(cond: array, body: Graph) -> None:
+    """A recorded capture_while."""
+    while _is_true(cond):
+        body.replay()
 
 
 def is_conditional_graph_supported() -> bool:
