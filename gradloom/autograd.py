@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from . import autograd_tape
 from .errors import GradloomError
 from .kernel import Kernel
 from .runtime.array.array import NDArray, array
@@ -21,7 +22,7 @@ from .runtime.tape.tape import Tape
 from .types import MatrixType, ScalarType, VectorType, float64
 
 __all__ = ["GradcheckError", "PairCheck", "compare_jacobians", "format_report", "gradcheck",
-           "hvp", "jacobian", "jacobian_fd", "jvp"]
+           "gradcheck_tape", "hvp", "jacobian", "jacobian_fd", "jacobian_plot", "jvp"]
 
 #: (input index, output index) → Jacobian of shape (output components, input components).
 Jacobians = dict[tuple[int, int], array]
@@ -470,6 +471,29 @@ def gradcheck(function: Kernel | Callable[..., Any], dim: Any = None,
 _TITLES = {"rev": "reverse mode", "fwd": "forward mode"}
 
 
+def gradcheck_tape(tape: Tape, *, eps: float = 1e-4, atol: float = 1e-3, rtol: float = 1e-2,
+                   raise_exception: bool = True,
+                   input_output_masks: Mapping[str, Mask] | None = None,
+                   blacklist_kernels: Sequence[Any] | None = None,
+                   whitelist_kernels: Sequence[Any] | None = None,
+                   max_inputs_per_var: int = -1, max_outputs_per_var: int = -1,
+                   plot_relative_error: bool = False, plot_absolute_error: bool = False,
+                   show_summary: bool = True, reverse_launches: bool = False,
+                   skip_to_launch_index: int = 0) -> bool:
+    """`gradcheck` of every kernel launch the tape recorded, each on its own (autograd_tape.py):
+    inputs are the arguments before the first array the kernel writes. Kernels are named in
+    the lists and `input_output_masks` by key (or passed as kernels)."""
+    autograd_tape.no_tape(tape)
+    return autograd_tape.check_tape(
+        tape, gradcheck, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
+        input_output_masks=input_output_masks, blacklist_kernels=blacklist_kernels,
+        whitelist_kernels=whitelist_kernels, max_inputs_per_var=max_inputs_per_var,
+        max_outputs_per_var=max_outputs_per_var, plot_relative_error=plot_relative_error,
+        plot_absolute_error=plot_absolute_error, show_summary=show_summary,
+        reverse_launches=reverse_launches, skip_to_launch_index=skip_to_launch_index,
+        error=GradcheckError)
+
+
 def _launch_kw(device: Any, max_blocks: int, block_dim: int) -> dict[str, Any]:
     return {"device": device, "max_blocks": max_blocks, "block_dim": block_dim}
 
@@ -582,6 +606,29 @@ def _plot_errors(ad: Mapping[tuple[int, int], NDArray], fd: Mapping[tuple[int, i
     if relative:
         rel = {k: e / np.maximum(np.abs(fd[k]), _REL_FLOOR) for k, e in abs_err.items()}
         _plot(rel, target, "Jacobian relative error")
+
+
+def jacobian_plot(jacobians: Mapping[tuple[int, int], Any], kernel: Any = None,
+                  inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
+                  show_plot: bool = True, **_: Any) -> Any:
+    """Draw Jacobians from `jacobian` / `jacobian_fd` in one figure (outputs down, inputs
+    across) and return the matplotlib Figure (None without Jacobians); needs matplotlib."""
+    if not jacobians:
+        return None
+    figure_module = importlib.import_module("matplotlib.figure")
+    dense = {k: (v.numpy() if isinstance(v, array) else np.asarray(v)) for k, v in
+             jacobians.items()}
+    ins, outs = sorted({i for i, _ in dense}), sorted({j for _, j in dense})
+    fig = figure_module.Figure(figsize=(3 + 2.5 * len(ins), 2 + 2.5 * len(outs)))
+    axes = fig.subplots(len(outs), len(ins), squeeze=False)
+    for (i, j), jac in dense.items():
+        ax = axes[outs.index(j)][ins.index(i)]
+        fig.colorbar(ax.imshow(jac.astype(np.float64), cmap="coolwarm",
+                               interpolation="nearest", aspect="auto"), ax=ax)
+        ax.set_xlabel(f"input {i}")
+        ax.set_ylabel(f"output {j}")
+    fig.suptitle(getattr(kernel, "key", None) or "Jacobians")
+    return fig
 
 
 def _plot(jacs: Mapping[tuple[int, int], NDArray], target: _Target, what: str) -> Path | None:
