@@ -151,6 +151,7 @@ from .types import (
 # isort: split
 # -- runtime library: timing, streams and events, graph capture ---------------------
 from . import utils
+from .graph_file import capture_load, capture_load_from_bytes, capture_save
 from .runtime.cache import clear as clear_kernel_cache
 from .runtime.device import (
     get_cuda_device,
@@ -169,7 +170,6 @@ from .runtime.launch.capture import (
     capture_while,
     is_conditional_graph_supported,
 )
-from .graph_file import capture_load, capture_load_from_bytes, capture_save
 from .runtime.occupancy import get_suggested_block_size
 from .runtime.stream import (
     Event,
@@ -223,14 +223,6 @@ from .runtime.array.indexed import (  # noqa: E402
     indexedarray4d,
 )
 
-# -- Fabric arrays: elements in buckets of memory (runtime/array/fabric.py)
-from .runtime.array.fabric import (  # noqa: E402
-    fabricarray,
-    fabricarrayarray,
-    indexedfabricarray,
-    indexedfabricarrayarray,
-)
-
 # Python-scope values (host evaluation): the remaining vector aliases Warp exports
 from .types import (  # noqa: E402
     TextureAddressMode,
@@ -276,8 +268,18 @@ LOG10E = log10e = _math.log10(_math.e)
 LN2 = ln2 = _math.log(2.0)
 LN10 = ln10 = _math.log(10.0)
 PHI = phi = (1.0 + _math.sqrt(5.0)) / 2.0
-#: Warp's log levels (`wp.config.log_level`; gradloom logs nothing it would filter)
-LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
+# Warp's logging API and log levels (`wp.config.log_level`)
+from .logger import (  # noqa: E402
+    LOG_DEBUG,
+    LOG_ERROR,
+    LOG_INFO,
+    LOG_WARNING,
+    Logger,
+    ScopedLogger,
+    ScopedLogLevel,
+    get_logger,
+    set_logger,
+)
 
 # Every kernel builtin is reachable as wp.<name>, as in Warp: those registered at import here,
 # the on-demand ones (builtins/catalog.py) through __getattr__ below.

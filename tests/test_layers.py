@@ -49,6 +49,7 @@ ALLOWED = {
     "autograd": _BASE | {"runtime", "kernel", "forward_mode", "autograd_tape"},
     # gradcheck_tape's walk over a tape's launches (autograd.py passes its gradcheck in)
     "autograd_tape": _BASE | {"runtime"},
+    "logger": _BASE,
     # jvp of functions that launch kernels: runtime/tape/tangent.py's TangentTape, kernels' tangent
     # entries
     "forward_mode": _BASE | {"runtime", "kernel"},
