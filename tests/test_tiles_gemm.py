@@ -117,3 +117,34 @@ def test_blocking() -> None:
     strided = g._replace(b_cs=32, b_rs=1)  # a transposed b: its rows are not contiguous
     assert plan(strided, 4, 64).vw == 1
     assert plan(g._replace(n=24, b_rs=24, c_rs=24), 4, 64).vw == 8
+
+
+@wp.kernel(module="unique")
+def _tf32_half(a: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float16)):
+    x = wp.tile_load(a, shape=(4, 4))
+    wp.tile_store(c, wp.tile_matmul(x, x, precision="tf32"))
+
+
+@wp.kernel(module="unique")
+def _bad_precision(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+    x = wp.tile_load(a, shape=(4, 4))
+    wp.tile_store(c, wp.tile_matmul(x, x, precision="fp8"))
+
+
+@wp.kernel(module="unique")
+def _tf32_float(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+    x = wp.tile_load(a, shape=(4, 4))
+    wp.tile_store(c, wp.tile_matmul(x, x, precision="tf32"))
+
+
+def test_precision_argument_is_checked() -> None:
+    h = wp.zeros((4, 4), dtype=wp.float16)
+    with pytest.raises(TypeError, match="precision='tf32' requires float32 tiles"):
+        wp.launch_tiled(_tf32_half, dim=[1], inputs=[h, h], block_dim=1)
+    f = wp.array(np.eye(4, dtype=np.float32) * 2)
+    c = wp.zeros((4, 4), dtype=float)
+    with pytest.raises(ValueError, match="precision must be the string literal 'default' or "
+                                         "'tf32', got 'fp8'"):
+        wp.launch_tiled(_bad_precision, dim=[1], inputs=[f, c], block_dim=1)
+    wp.launch_tiled(_tf32_float, dim=[1], inputs=[f, c], block_dim=1)
+    np.testing.assert_array_equal(c.numpy(), np.eye(4) * 4)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import CompileValueError
 from ..ir.builder import DIFFERENTIATED
 from ..ir.nodes import Var
-from ..types import ScalarType, StructType, TileType, int32
+from ..types import ScalarType, StructType, TileType, float32, int32
 from . import ops
 from .registry import Builtin, builtin
 from .tile_loops import convert, each, fold, get, linear, new_tile, read, write
@@ -363,6 +364,22 @@ def _scaled_index(ctx: Ctx, i: Var, r: int, q: int) -> Var:
     return v if q == 0 else ctx.op("add", v, ctx.const(q, int32))
 
 
+def _check_precision(ctx: Ctx, precision: Any, dtypes: list[Any]) -> None:
+    """Warp's `precision=`: None, 'default' or 'tf32' (tensor-core rounding on GPUs; the CPU
+    computes in float32 either way), given as a literal; 'tf32' only for float32 tiles."""
+    p = precision.value if isinstance(precision, Literal) else precision
+    if p is None:
+        return
+    want = "wp.tile_matmul(): precision must be the string literal 'default' or 'tf32'"
+    if not isinstance(p, str):
+        raise CompileValueError(f"{want}, got a non-literal argument", ctx.loc)
+    if p not in ("default", "tf32"):
+        raise CompileValueError(f"{want}, got {p!r}", ctx.loc)
+    if p == "tf32" and any(d != float32 for d in dtypes):
+        raise ctx.error(f"wp.tile_matmul(): precision='tf32' requires float32 tiles, got "
+                        f"{', '.join(sorted({repr(d) for d in dtypes}))}")
+
+
 @builtin("tile_matmul", "matrix product of 2-D tiles: tile_matmul(a, b) returns alpha * a @ b; "
          "tile_matmul(a, b, out, alpha, beta) sets out = alpha * a @ b + beta * out", group=_T,
          signatures=("(a: Tile, b: Tile) -> Tile", "(a: Tile, b: Tile, out: Tile) -> None"))
@@ -373,6 +390,7 @@ def tile_matmul(ctx: Ctx, a: Any, b: Any, out: Any = None, alpha: Any = _ONE,
     if any(not isinstance(v.type.dtype, ScalarType) for v in tiles):
         raise ctx.error("wp.tile_matmul() does not support complex tiles or other non-scalar "
                         f"elements, got {[v.type.dtype for v in tiles]}; use scalar tiles")
+    _check_precision(ctx, precision, [v.type.dtype for v in tiles])
     res_t = out.type.dtype if isinstance(out, TileVal) else x.type.dtype
     if res_t.name == "bfloat16":
         raise ctx.error("wp.tile_matmul() does not support a bfloat16 'out' tile (given or "
