@@ -9,6 +9,7 @@ import numpy as np
 
 from .errors import GradloomError, LaunchError
 from .runtime.array.array import array
+from .runtime.array.fabric import FABRIC_CLASSES
 from .runtime.array.foreign import foreign_to_array
 from .runtime.array.indexed import indexedarray
 from .types import (
@@ -37,7 +38,7 @@ def launch_arg_type(kernel_key: str, name: str, value: Any, template: Any) -> An
 
 
 def _array_type(value: Any, name: str) -> ArrayType | IndexedArrayType | None:
-    if isinstance(value, (array, indexedarray)):
+    if isinstance(value, (array, indexedarray, *FABRIC_CLASSES)):
         return value.__gl_type__()  # type: ignore[no-any-return]
     if isinstance(value, (VecValue, np.generic)):
         return None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
-from ..ir.prims import PRIMS, Effect, MemoryRule
+from ..ir.prims import NO_GRADIENT, PRIMS, Effect, MemoryRule
 from ..passes.threads import Addresses
 
 
@@ -59,6 +59,9 @@ class KernelAccess:
         """op reads or writes array data whose gradient autodiff follows."""
         if not PRIMS[op.prim].memory:
             return False
+        root = pointer_root(self.defs, op.args[0])
+        if root is not None and root.prim == "cast" and root.attr == NO_GRADIENT:
+            return False  # memory without a gradient (Fabric arrays, as in Warp)
         if op.result is not None and Effect.WRITE not in PRIMS[op.prim].effects:
             if op.result.type.kind == "p":
                 return False  # reading an array that lives inside a struct in memory

@@ -216,7 +216,8 @@ class Reverse:
         """Apply the primitive's MemoryRule (ir/prims.py) to a load, store or atomic."""
         rule = PRIMS[op.prim].memory_rule
         value = op.result if rule is MemoryRule.GATHER else op.args[2]
-        if value is None or not value.type.is_float or rule is MemoryRule.INTEGER:
+        if value is None or not value.type.is_float or rule is MemoryRule.INTEGER or \
+                not self.access.tracked(op):
             return
         em = self.em
         if rule is MemoryRule.GATHER:

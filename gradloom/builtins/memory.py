@@ -9,6 +9,7 @@ from .. import config
 from ..ir.nodes import Var
 from ..types import (
     ArrayType,
+    FabricArrayType,
     IndexedArrayType,
     MatrixType,
     ScalarType,
@@ -20,6 +21,7 @@ from ..types import (
     ptr,
     uint64,
 )
+from . import fabric
 from .values import (
     ArrayVal,
     Composite,
@@ -56,6 +58,8 @@ def index64(ctx: Ctx, v: Value) -> Var:
 def index_array(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | Place:
     """a[i, j, ...]: a Place when every dimension is indexed, else a sub-array view."""
     n = arr.type.ndim
+    if isinstance(arr.type, FabricArrayType):
+        return fabric.index_fabric(ctx, arr, idx)
     if len(idx) > n:
         raise ctx.error(f"too many indices ({len(idx)}) for a {n}-D array")
     offset: Var | None = None

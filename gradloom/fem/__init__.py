@@ -38,3 +38,25 @@ def _sample(name: str, coords: Any, weight: Any, doc: str) -> Any:
 Sample = _sample("Sample", Coords, float32, "Per-sample point context (float32).")
 #: `Sample` with float64 coordinates and weight
 Sample_f64 = _sample("Sample_f64", Coords_f64, float64, "Per-sample point context (float64).")
+
+
+class Integrand:
+    """What `@fem.integrand` makes of a function. gradloom has no FEM library to run it with,
+    so defining one works (modules that declare integrands import) and calling it says so."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+        self.name = getattr(func, "__qualname__", repr(func))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from ..errors import GradloomError
+
+        raise GradloomError(f"integrand '{self.name}': gradloom does not provide warp.fem's "
+                            "integrands, fields or spaces")
+
+
+def integrand(func: Any = None, **kwargs: Any) -> Any:
+    """`@fem.integrand` (with or without options): an `Integrand` that cannot be evaluated."""
+    if func is None:
+        return Integrand
+    return Integrand(func)

@@ -86,7 +86,8 @@ def matches_template(t: Any, template: Any) -> bool:
     if not is_generic(template):
         return bool(t == template)
     if isinstance(template, (ArrayType, IndexedArrayType)):
-        return isinstance(t, type(template)) and t.ndim == template.ndim and \
+        return type(t) is type(template) and t.ndim == template.ndim and \
+            getattr(t, "indexed", None) == getattr(template, "indexed", None) and \
             matches_template(t.dtype, template.dtype)
     if isinstance(template, VectorType):
         return isinstance(t, VectorType) and t.kind == template.kind and \

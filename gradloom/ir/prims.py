@@ -487,6 +487,10 @@ def _select_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
     return (None, e.op("select", c, g, zero), e.op("select", c, zero, g))
 
 
+#: attr of a `cast` to ptr whose memory has no gradient: reverse mode reads and adds nothing there
+NO_GRADIENT = "no_gradient"
+
+
 def _cast_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
     """Float-to-float casts pass the gradient back in the source precision; ints carry none."""
     src = op.args[0].type
@@ -611,7 +615,8 @@ _TABLE: list[Prim] = [
          doc="select(cond, if_true, if_false)"),
     Prim("cast", 1, _given, _N, vjp=_cast_vjp, jvp=_cast_jvp, host=hostops.CAST,
          host_threads=_THREADS["cast"],
-         doc="numeric conversion to the result type"),
+         doc="numeric conversion to the result type; an integer-to-pointer cast with attr "
+             "NO_GRADIENT addresses memory that has no gradient (Fabric arrays)"),
     Prim("bitcast", 1, _bitcast, _N, host=hostops.BITCAST, host_threads=_THREADS["bitcast"],
          doc="the same bits read as the result type (no derivative)"),
     Prim("ptr_add", 2, _gep, _N, host=hostops.MEMORY, doc="pointer plus a byte offset"),

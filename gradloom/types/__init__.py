@@ -94,6 +94,7 @@ from .layout import (
     POOL_CONTROL_BYTES,
     ArrayType,
     FixedArrayType,
+    FabricArrayType,
     IndexedArrayType,
     StructType,
     alignment_of,

@@ -112,6 +112,22 @@ class IndexedArrayType:
 
 
 @dataclass(frozen=True)
+class FabricArrayType(IndexedArrayType):
+    """The type of a Fabric array argument (`wp.fabricarray`, `wp.indexedfabricarray`): buckets
+    of memory addressed by one flat index. Packed in an indexed array's words, read differently:
+    data is a table of one uint64 address per element (ndim 2: the address of the element's
+    sub-array pointer), shape[0] the element count, strides[0] the table's stride (8), indices[0]
+    an int32 index array (null: not indexed); for ndim 2 strides[1] holds the address of a table
+    of the sub-arrays' length addresses. There is no gradient (as in Warp)."""
+
+    indexed: bool = False
+
+    def __repr__(self) -> str:
+        kind = "indexedfabricarray" if self.indexed else "fabricarray"
+        return f"{kind}(dtype={self.dtype!r}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
 class FixedArrayType:
     """A fixed-size array local to a kernel thread (`wp.zeros(shape=..., dtype=...)` inside a
     kernel). A value, like a vector: its elements are SSA values (builtins/fixedarray.py)."""
@@ -134,12 +150,16 @@ class FixedArrayType:
         return f"fixedarray(shape={self.shape}, dtype={self.dtype!r})"
 
 
-def fixedarray(shape: Any = None, dtype: Any = None) -> FixedArrayType:
-    """`wp.fixedarray(shape=(2, 3), dtype=int)`: the type of a kernel-local fixed-size array."""
-    dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape or ())
-    if not dims or any(not isinstance(d, builtins.int) or d <= 0 for d in dims):
-        raise TypeError(f"wp.fixedarray() needs a shape of positive ints, got {shape!r}")
-    return FixedArrayType(dims, _resolve(float if dtype is None else dtype))
+class fixedarray:
+    """`wp.fixedarray(shape=(2, 3), dtype=int)`: the type of a kernel-local fixed-size array.
+    A class (Warp's is one, and programs subclass it); calling it or a subclass gives the
+    FixedArrayType."""
+
+    def __new__(cls, shape: Any = None, dtype: Any = None) -> Any:
+        dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape or ())
+        if not dims or any(not isinstance(d, builtins.int) or d <= 0 for d in dims):
+            raise TypeError(f"wp.fixedarray() needs a shape of positive ints, got {shape!r}")
+        return FixedArrayType(dims, _resolve(float if dtype is None else dtype))
 
 
 def size_of(t: Any) -> int:

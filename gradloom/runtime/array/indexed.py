@@ -17,10 +17,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import GradloomError
-from ...types import IndexedArrayType, int32
+from ...types import FabricArrayType, IndexedArrayType, int32
 from .annotation import AnnotationProtocols, annotation_ndim
 from .arith import ArrayArithmetic
 from .array import MAX_DIMS, NDArray, array, fit_data, resolve_dtype, storage_dtype
+from .fabric import fabric_words
 from .host import INDEX_VIEW
 from .storage import INDEXED_WORDS, fill_value
 
@@ -201,7 +202,10 @@ def _check_indices(idx: Any, data: array) -> None:
 
 @INDEXED_WORDS.fill
 def indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
-    """data, grad, indexed shape, data strides, index pointers: an indexed array argument."""
+    """data, grad, indexed shape, data strides, index pointers: an indexed array argument
+    (a Fabric array's words: runtime/array/fabric.py)."""
+    if isinstance(t, FabricArrayType):
+        return fabric_words(value, t)
     if not isinstance(value, indexedarray) or value.data is None:
         raise TypeError(f"expected {t!r}, got {type(value).__name__}")
     if value.ndim != t.ndim or value.dtype != t.dtype:

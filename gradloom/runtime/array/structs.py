@@ -10,6 +10,7 @@ import numpy as np
 from ...errors import StructFieldError
 from ...types import (
     ArrayType,
+    FabricArrayType,
     IndexedArrayType,
     MatrixType,
     ScalarType,
@@ -19,6 +20,7 @@ from ...types import (
     resolve_annotation,
 )
 from .array import array, struct_record
+from .fabric import fabricarray, indexedfabricarray
 from .indexed import indexedarray
 from .storage import storage_dtype, struct_dtype_spec
 
@@ -126,10 +128,8 @@ def assigned_value(name: str, t: Any, value: Any) -> Any:
 
 
 def _array_field(name: str, t: ArrayType | IndexedArrayType, value: Any) -> Any:
-    indexed = isinstance(t, IndexedArrayType)
-    want = indexedarray if indexed else array
+    want, what = _family(t)
     if not isinstance(value, want):
-        what = "a Warp indexed array" if indexed else "a Warp array"
         raise StructFieldError(f"Struct field '{name}' expects {what}, got "
                                f"{type(value).__name__}")
     if value.dtype != t.dtype:
@@ -139,6 +139,16 @@ def _array_field(name: str, t: ArrayType | IndexedArrayType, value: Any) -> Any:
         raise StructFieldError(f"Struct field '{name}' expects an array with {t.ndim} "
                                f"dimension(s), got {value.ndim} dimension(s)")
     return value
+
+
+def _family(t: ArrayType | IndexedArrayType) -> tuple[type[Any], str]:
+    """The class a struct's array field takes, and its name in messages."""
+    if isinstance(t, FabricArrayType):
+        return (indexedfabricarray, "a Warp indexed Fabric array") if t.indexed else \
+            (fabricarray, "a Warp Fabric array")
+    if isinstance(t, IndexedArrayType):
+        return indexedarray, "a Warp indexed array"
+    return array, "a Warp array"
 
 
 def _add_numpy_views(cls: type, st: StructType) -> None:

@@ -15,6 +15,7 @@ from ... import config
 from ...errors import GradloomError, LaunchError, user_traceback
 from ...types import (
     ArrayType,
+    FabricArrayType,
     IndexedArrayType,
     MatrixType,
     ScalarType,
@@ -58,6 +59,8 @@ def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]
     for i, (_, t) in enumerate(params):
         if isinstance(t, ArrayType):
             keys.append((i, None))
+        elif isinstance(t, FabricArrayType):
+            continue  # Fabric memory: no array to track (no gradient, as in Warp)
         elif isinstance(t, IndexedArrayType):
             keys.append((i, "data"))  # the array an indexed array views
         elif isinstance(t, StructType):
