@@ -214,7 +214,14 @@ tau = _math.tau
 inf = _math.inf
 nan = _math.nan
 
-# -- indexed arrays, fixed-size local arrays (runtime/array/indexed.py, builtins/fixedarray.py)
+# -- indexed arrays, fixed-size local arrays (runtime/array/indexed.py, builtins/fixedarray.py),
+# Fabric arrays: elements in buckets of memory (runtime/array/fabric.py)
+from .runtime.array.fabric import (  # noqa: E402
+    fabricarray,
+    fabricarrayarray,
+    indexedfabricarray,
+    indexedfabricarrayarray,
+)
 from .runtime.array.indexed import (  # noqa: E402
     indexedarray,
     indexedarray1d,

@@ -30,7 +30,14 @@ from .native import compiled_symbols, install_signal_handlers
 from .passes.threads import ThreadPlan
 from .runtime import cache
 from .runtime.array.structs import array_fields, type_key
-from .types import ArrayType, IndexedArrayType, StructType, arg_offsets, resolve_annotation
+from .types import (
+    ArrayType,
+    FabricArrayType,
+    IndexedArrayType,
+    StructType,
+    arg_offsets,
+    resolve_annotation,
+)
 from .types.query import scalar_of
 
 VERSION = "0.1.0"
@@ -371,6 +378,8 @@ class Kernel:
         for i, ((_, t), off) in enumerate(zip(self.params, offsets, strict=True)):
             if isinstance(t, ArrayType):
                 where[off] = (i, None)
+            elif isinstance(t, FabricArrayType):
+                continue
             elif isinstance(t, IndexedArrayType):
                 where[off] = (i, "data")
             elif isinstance(t, StructType):
@@ -422,6 +431,8 @@ def native_pool_functions() -> tuple[int, int] | None:
 
 def _holds_float_arrays(t: Any) -> bool:
     """A parameter type whose values hold float arrays (it gets a tangent argument)."""
+    if isinstance(t, FabricArrayType):
+        return False
     if isinstance(t, (ArrayType, IndexedArrayType)):
         st = scalar_of(t.dtype)
         return st is not None and st.is_float
