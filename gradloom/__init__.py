@@ -151,6 +151,7 @@ from .types import (
 # isort: split
 # -- runtime library: timing, streams and events, graph capture ---------------------
 from . import utils
+from .diagnostics import print_diagnostics
 from .graph_file import capture_load, capture_load_from_bytes, capture_save
 from .runtime.cache import clear as clear_kernel_cache
 from .runtime.device import (
@@ -339,6 +340,10 @@ def __getattr__(name: str) -> object:
         # query kind that is a loop state
         attr = "MeshQueryAABB" if name == "MeshQuery" else name
         return getattr(importlib.import_module(_GEOMETRY[attr], __name__), attr)
+    if name in ("compile_aot_module", "load_aot_module"):  # module files (aot.py)
+        import importlib
+
+        return getattr(importlib.import_module(".aot", __name__), name)
     if name in ("install_as_warp", "uninstall_as_warp"):  # `import warp` answered by gradloom
         import importlib
 

@@ -292,7 +292,7 @@ class Kernel:
         """The entry loaded from the cache, or what remains to compile: LLVM IR text (which
         loading.py may compile in another process) and the facts to store with its object."""
         key = self.cache_key(variant)
-        symbol = f"gl_{_symbol_safe(self.__name__)}_{variant[0]}{key[:20]}"
+        symbol = self._symbol(key, variant)
         entry = None if config.print_ir else cache.load(key)
         if entry is None:
             text, facts = self._codegen(symbol, variant)
@@ -301,6 +301,26 @@ class Kernel:
             suffix = "" if variant == "forward" else f" {variant}"
             print(f"gradloom: loaded kernel {self.key} from cache{suffix}", file=sys.stderr)
         return self._load(entry, symbol)
+
+    def _symbol(self, key: str, variant: str) -> str:
+        return f"gl_{_symbol_safe(self.__name__)}_{variant[0]}{key[:20]}"
+
+    def aot_record(self, variant: str = "forward") -> tuple[str, dict[str, Any]]:
+        """The entry's symbol and cache record (launch facts and object code), compiled when the
+        cache lacks it: what an ahead-of-time module file keeps (aot.py)."""
+        key = self.cache_key(variant)
+        entry = cache.load(key)
+        if entry is None:
+            text, facts = self._codegen(self._symbol(key, variant), variant)
+            entry = {**facts, "object": cpu.compile_to_object(text, self.opt_level)}
+            cache.store(key, entry)
+        return self._symbol(key, variant), entry
+
+    def load_record(self, variant: str, symbol: str, entry: dict[str, Any]) -> None:
+        """Run this record's code for variant from now on (an ahead-of-time module file's)."""
+        for name in ("_gl_prepared", "_gl_adjoint_prepared"):
+            self.__dict__.pop(name, None)
+        self.set_compiled(variant, self._load(entry, symbol))
 
     def finish_build(self, pending: PendingBuild, obj: bytes) -> CompiledKernel:
         """Store the compiled object code in the cache and load it."""

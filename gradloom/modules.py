@@ -156,6 +156,16 @@ class Module:
         loaded = bool(live) and all(k.built("forward") for k in live)
         return {(None, int(self.options.get("block_dim") or 1)): self} if loaded else {}
 
+    def get_module_identifier(self) -> str:
+        """Warp's name of the module's ahead-of-time files: `wp_<name>_<7 hex digits of the
+        module hash and the config that shapes code>`, or `wp_<name>` with the `strip_hash`
+        option."""
+        if self.options.get("strip_hash"):
+            return f"wp_{self.name}"
+        h = hashlib.sha256(self.hash_module())
+        h.update(f"{config.mode};{config.verify_fp};{config.opt_level}".encode())
+        return f"wp_{self.name}_{h.hexdigest()[:7]}"
+
     def get_module_hash(self, block_dim: int | None = None) -> bytes:
         """Warp's name for `hash_module()` (`block_dim` is a CUDA launch fact: ignored)."""
         return self.hash_module()

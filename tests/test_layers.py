@@ -46,10 +46,13 @@ ALLOWED = {
     "kernel": _BASE | {"ir", "builtins", "passes", "codegen", "runtime", "frontend", "autodiff",
                        "argtypes", "native", "modules", "cuda_build", "pipeline"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
+    # ahead-of-time module files: kernels' cache records written to and read from one file
+    "aot": _BASE | {"codegen", "runtime", "kernel", "modules"},
     "autograd": _BASE | {"runtime", "kernel", "forward_mode", "autograd_tape"},
     # gradcheck_tape's walk over a tape's launches (autograd.py passes its gradcheck in)
     "autograd_tape": _BASE | {"runtime"},
     "logger": _BASE,
+    "diagnostics": _BASE | {"runtime"},
     # jvp of functions that launch kernels: runtime/tape/tangent.py's TangentTape, kernels' tangent
     # entries
     "forward_mode": _BASE | {"runtime", "kernel"},
