@@ -11,9 +11,12 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
-from . import config
+from . import config as _config
 
 LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
+
+#: the options module (log_level is one of Warp's options it keeps: config.py)
+config: Any = _config
 
 _METHODS = ("debug", "info", "warning", "error")
 
