@@ -40,6 +40,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--experiment", type=Path, default=None, metavar="FILE",
                    help="Python code appended to the shim's warp/__init__.py, to look behind a "
                    "known gap (the report is marked as an experiment; give --report)")
+    p.add_argument("--merge", action="store_true",
+                   help="with --files: put these files' new results into the last full run's "
+                   "(build/warp_compat/full_results.json), run the examples, and rewrite the "
+                   "full report")
     p.add_argument("--report", type=Path, default=None,
                    help=f"report path (default {DOC_PATH.relative_to(REPO_ROOT)} on a full run)")
     return p.parse_args(argv)  # fmt: skip
@@ -77,12 +81,36 @@ def _experiment(args: argparse.Namespace) -> str:
     return args.experiment.read_text() if args.experiment else ""
 
 
+FULL_RESULTS = BUILD_DIR / "full_results.json"
+
+
+def _is_full(args: argparse.Namespace) -> bool:
+    return args.merge or not (args.files or args.examples or args.no_tests or args.no_examples
+                              or args.experiment)
+
+
 def _run_tests(modules: list[str], args: argparse.Namespace, root: Path) -> dict[str, FileRun]:
     runs = run_gradloom(modules, args, root)
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     out = {m: r.to_json() for m, r in runs.items()}
     (BUILD_DIR / "gradloom_results.json").write_text(json.dumps(out, indent=1))
+    revision = report.git_revision()
+    if args.merge:  # the last full run's results, these files' replaced
+        kept = json.loads(FULL_RESULTS.read_text())
+        revision = kept["revision"]
+        out = {**kept["files"], **out}
+        runs = {m: FileRun.from_json(m, d) for m, d in out.items()}
+    if _is_full(args):
+        FULL_RESULTS.write_text(json.dumps({"revision": revision, "files": out}, indent=1))
     return runs
+
+
+def _merge_note(args: argparse.Namespace) -> str:
+    if not args.merge:
+        return ""
+    kept = json.loads(FULL_RESULTS.read_text())["revision"]
+    return (f" Test files re-run on this revision: {', '.join(args.files)}; the others are "
+            f"from the full run on {kept}.")
 
 
 def _run_examples(args: argparse.Namespace) -> list[Any]:
@@ -95,13 +123,14 @@ def _run_examples(args: argparse.Namespace) -> list[Any]:
 
 
 def _write_report(args: argparse.Namespace, runs: dict[str, FileRun], examples: Any) -> None:
-    full = not (args.files or args.examples or args.no_tests or args.no_examples or args.experiment)
+    full = _is_full(args)
     path = args.report or (DOC_PATH if full else None)
     base = baseline.load()
     if path is None:
         print(report.summary(runs, base))
         return
-    text = report.render(runs, base, examples, full=full, experiment=str(args.experiment or ""))
+    text = report.render(runs, base, examples, full=full, experiment=str(args.experiment or ""),
+                         note=_merge_note(args))
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path}")
 
@@ -113,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         print("warp-lang is not installed: pip install -e '.[compat]'", file=sys.stderr)
         return 2
     modules = list(args.files or catalog.TEST_FILES)
+    if args.merge and (not args.files or args.no_tests or args.no_examples or args.experiment
+                       or not FULL_RESULTS.exists()):
+        print("--merge needs --files, tests and examples run, and a full run's results in "
+              f"{FULL_RESULTS}", file=sys.stderr)
+        return 2
     if args.refresh_baseline and not args.no_tests:
         refresh_baseline(modules, args)
     runs = {} if args.no_tests else _run_tests(modules, args, root)

@@ -51,7 +51,7 @@ as the public type factories).
 """
 
 
-def _git_revision() -> str:
+def git_revision() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
@@ -179,17 +179,17 @@ def _summary_lines(scores: list[FileScore], examples: list[ExampleResult] | None
 
 
 def render(runs: dict[str, FileRun], base: Baseline, examples: list[ExampleResult] | None,
-           full: bool = True, experiment: str = "") -> str:  # fmt: skip
-    """The whole page."""
+           full: bool = True, experiment: str = "", note: str = "") -> str:  # fmt: skip
+    """The whole page (`note`: a line after the revision, e.g. which files a merge re-ran)."""
     meta, _ = base
     scores = score_all(runs, base)
     harness = ", ".join(f"`{k}={v!r}`" for k, v in HARNESS_CONFIG_DEFAULTS.items())
     out = [_HEAD.format(harness=harness)]
     if experiment:
         out.append(f"**EXPERIMENT**: the shim ran with `{experiment}` appended; not gradloom's score.\n")
-    out.append(f"Generated {datetime.date.today().isoformat()} on gradloom {_git_revision()}; "
+    out.append(f"Generated {datetime.date.today().isoformat()} on gradloom {git_revision()}; "
                f"warp-lang {meta.get('warp_version', '?')} baseline of "
-               f"{meta.get('updated', '?')}.{'' if full else ' (partial run)'}")  # fmt: skip
+               f"{meta.get('updated', '?')}.{'' if full else ' (partial run)'}{note}")  # fmt: skip
     out += ["", "## Summary", "", *_summary_lines(scores, examples)]
     out += ["", "## What to fix next: most common failure causes", ""]
     out += ["Failed and errored tests grouped by exception type and message (locations and "
