@@ -43,6 +43,9 @@ TEXTURE_FIELDS: tuple[tuple[str, Any], ...] = (
     ("_address_v", int32),
     ("_address_w", int32),
     ("_normalized", int32),
+    ("width", int32),  # level 0's sizes (1 past the texture's dimensions), read as `tex.width`
+    ("height", int32),
+    ("depth", int32),
 )
 
 #: texture struct type name -> number of coordinates it is sampled with

@@ -20,7 +20,7 @@ EXPERIMENT_FILE = "experiment.py"
 
 # Warp-private modules under warp._src that Warp's tests import by name.
 PRIVATE_MODULES = ("builtins", "codegen", "context", "logger", "types", "utils", "thirdparty",
-                   "build", "autograd")
+                   "build", "autograd", "texture")
 # Warp-private packages and their modules (test_linear_solvers, test_fsai, test_apic*,
 # geometry/test_surface_nets and test_delaunay import
 # from these)

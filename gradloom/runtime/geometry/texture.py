@@ -68,15 +68,21 @@ def full_chain_length(sizes: tuple[int, ...]) -> int:
     return int(max(sizes)).bit_length()
 
 
+def _mode(kind: Any, value: Any, what: str) -> Any:
+    """The enum member ``value`` names; a TextureError (a ValueError) naming ``what`` if none."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise TextureError(f"Invalid texture {what} {value!r}; one of "
+                           f"{', '.join(f'{m.name} ({int(m)})' for m in kind)}") from None
+
+
 def _address_modes(ndim: int, address_mode: Any, per_axis: tuple[Any, ...]) -> list[int]:
     modes = list(address_mode) if isinstance(address_mode, (tuple, list)) else [address_mode] * ndim
     if len(modes) != ndim:
         raise TextureError(f"address_mode: {ndim} values for a {ndim}-D texture, got {len(modes)}")
     modes = [m if o is None else o for m, o in zip(modes, per_axis, strict=False)]
-    try:
-        out = [int(TextureAddressMode(m)) for m in modes]
-    except ValueError as exc:
-        raise TextureError(f"address_mode: {exc}") from None
+    out = [int(_mode(TextureAddressMode, m, "address mode")) for m in modes]
     return out + [int(TextureAddressMode.CLAMP)] * (3 - ndim)
 
 
@@ -110,6 +116,9 @@ class Texture:
     def _raw_data(self, data: Any, sizes: tuple[int, int, int], channels: int, dtype: Any) -> np.ndarray:
         if data is None:
             dims = [s for s in sizes[3 - self.ndim:]]
+            if max(dims) == 0:  # Warp's empty texture (a struct field's default): one zero texel
+                self._empty = True
+                return np.zeros((*([1] * self.ndim), channels or 1), np.float32)
             if min(dims) <= 0:
                 raise TextureError(f"a {self.ndim}-D texture without data needs its sizes "
                                    f"(width, height, depth as it has them), got {dims[::-1]}")  # fmt: skip
@@ -134,12 +143,16 @@ class Texture:
                    address_mode: Any, per_axis: tuple[Any, ...], has_data: bool) -> None:  # fmt: skip
         wide = self.dtype.name in _WIDE_INTS
         default = TextureFilterMode.CLOSEST if wide else TextureFilterMode.LINEAR
-        self.filter_mode = TextureFilterMode(default if filter_mode is None else filter_mode)
-        self.mip_filter_mode = TextureFilterMode(default if mip_filter_mode is None
-                                                 else mip_filter_mode)  # fmt: skip
-        if wide and TextureFilterMode.LINEAR in (self.filter_mode, self.mip_filter_mode):
-            raise TextureError(f"{self.dtype!r} textures support closest filtering only "
-                               "(filter_mode and mip_filter_mode)")  # fmt: skip
+        self.filter_mode = _mode(TextureFilterMode, default if filter_mode is None else filter_mode,
+                                 "filter mode")  # fmt: skip
+        self.mip_filter_mode = _mode(TextureFilterMode, default if mip_filter_mode is None
+                                     else mip_filter_mode, "mip filter mode")  # fmt: skip
+        if wide and self.filter_mode == TextureFilterMode.LINEAR:
+            raise TextureError(f"{self.dtype!r} textures support closest filtering only: filter_mode "
+                               "must be TextureFilterMode.CLOSEST")  # fmt: skip
+        if wide and num_mip_levels != 1 and self.mip_filter_mode == TextureFilterMode.LINEAR:
+            raise TextureError(f"{self.dtype!r} textures support closest filtering only: "
+                               "mip_filter_mode must be TextureFilterMode.CLOSEST")  # fmt: skip
         if num_mip_levels < 0 or (num_mip_levels != 1 and not has_data):
             raise TextureError("num_mip_levels: 1 (no mipmaps), 0 (the full chain) or a count, "
                                "and mipmaps need data")  # fmt: skip
@@ -151,7 +164,10 @@ class Texture:
     def _build(self, level0: np.ndarray) -> None:
         sizes = level0.shape[:-1]
         full = full_chain_length(sizes)
-        count = full if self._requested_levels == 0 else min(self._requested_levels, full)
+        if self._requested_levels > full:
+            raise TextureError(f"num_mip_levels {self._requested_levels}: a texture of sizes "
+                               f"{tuple(sizes)} has at most {full} levels")  # fmt: skip
+        count = full if self._requested_levels == 0 else self._requested_levels
         levels = mip_chain(level0, self.ndim, count)
         self._store = np.concatenate([lv.ravel() for lv in levels]).astype(np.float32)
         table = []
@@ -178,17 +194,22 @@ class Texture:
 
     # -- Warp's attributes ----------------------------------------------------------------
 
+    _empty: bool = False
+
     @property
     def width(self) -> int:
-        return int(self._table[0, 1])
+        return 0 if self._empty else int(self._table[0, 1])
 
     @property
     def height(self) -> int:
-        return int(self._table[0, 2])
+        return 0 if self._empty else int(self._table[0, 2])
 
     @property
     def depth(self) -> int:
-        return int(self._table[0, 3])
+        return 0 if self._empty else int(self._table[0, 3])
+
+    def __del__(self) -> None:
+        """Nothing to release by hand (numpy memory); safe on an instance never initialised."""
 
     @property
     def num_channels(self) -> int:

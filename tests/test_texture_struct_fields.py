@@ -1,0 +1,63 @@
+"""Textures as struct fields and their sizes in kernels: a struct's texture field starts as an
+empty texture (no sizes, one zero texel), `tex.width/height/depth` read in a kernel equal the
+data's shape, `__del__` is safe on an instance never initialised, and invalid modes and mip
+counts are refused with Warp's words."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradloom as wp
+
+
+@wp.struct
+class _Holder:
+    tex: wp.Texture3D
+    scale: float
+
+
+@wp.kernel
+def _sizes(s: _Holder, out: wp.array(dtype=wp.int32)):
+    out[0] = s.tex.width
+    out[1] = s.tex.height
+    out[2] = s.tex.depth
+
+
+@wp.kernel
+def _sample(s: _Holder, out: wp.array(dtype=float)):
+    out[0] = s.scale * wp.texture_sample(s.tex, wp.vec3(0.5, 0.5, 0.5), dtype=float)
+
+
+def test_struct_field_defaults_to_an_empty_texture_then_takes_one() -> None:
+    s = _Holder()
+    assert (s.tex.width, s.tex.height, s.tex.depth) == (0, 0, 0)
+    out = wp.zeros(1, dtype=float)
+    s.scale = 2.0
+    wp.launch(_sample, 1, inputs=[s, out])
+    assert out.numpy()[0] == 0.0  # the empty texture reads zero
+    s.tex = wp.Texture3D(np.full((3, 5, 7), 0.25, np.float32))  # depth, height, width
+    sizes = wp.zeros(3, dtype=wp.int32)
+    wp.launch(_sizes, 1, inputs=[s, sizes])
+    np.testing.assert_array_equal(sizes.numpy(), [7, 5, 3])
+    wp.launch(_sample, 1, inputs=[s, out])
+    assert out.numpy()[0] == pytest.approx(0.5)
+
+
+def test_del_on_an_uninitialised_instance() -> None:
+    wp.Texture2D.__new__(wp.Texture2D).__del__()
+
+
+def test_invalid_modes_and_levels() -> None:
+    data = np.zeros((8, 8), np.float32)
+    with pytest.raises(ValueError, match="Invalid texture filter mode"):
+        wp.Texture2D(data, filter_mode=2)
+    with pytest.raises(ValueError, match="Invalid texture address mode"):
+        wp.Texture2D(data, address_mode=7)
+    with pytest.raises(ValueError):
+        wp.Texture2D(data, num_mip_levels=5)  # an 8x8 texture has 4 levels
+    assert wp.Texture2D(data, num_mip_levels=4).num_mip_levels == 4
+    ints = np.zeros((4, 4), np.uint32)
+    with pytest.raises(ValueError, match="filter_mode.*CLOSEST"):
+        wp.Texture2D(ints, filter_mode=wp.TextureFilterMode.LINEAR)
+    wp.Texture2D(ints, mip_filter_mode=wp.TextureFilterMode.LINEAR)  # unused by one level
