@@ -1,7 +1,7 @@
 """Forward mode's cost: one `jvp` of a program (two kernels) against its forward alone, and one
 `hvp` against forward + backward on a `wp.Tape`, gradloom only (warp-lang has no forward mode).
-Prints medians of several runs in milliseconds and the ratios (the targets: JVP <= 1.5x the
-forward, HVP <= 4x forward + backward).
+Prints medians of several interleaved rounds in milliseconds and the median of each round's
+ratio (the targets: JVP <= 1.5x the forward, HVP <= 4x forward + backward).
 
     python benchmarks/bench_forward_mode.py [--n 1000000] [--runs 9]
 """
@@ -39,14 +39,19 @@ def program(x: wp.array, grad: bool = False) -> wp.array:
     return e
 
 
-def _median_ms(fn: Callable[[], object], runs: int) -> float:
-    fn()  # compile, warm up
-    samples = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
+def _interleaved_ms(cases: dict[str, Callable[[], object]], runs: int
+                    ) -> dict[str, list[float]]:
+    """Each case once to compile and warm up, then `runs` rounds of every case in turn, so a
+    change of load on a shared machine reaches all cases alike; milliseconds per sample."""
+    for fn in cases.values():
         fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples)
+    samples: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(runs):
+        for k, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[k].append((time.perf_counter() - t0) * 1e3)
+    return samples
 
 
 def forward_backward(x: wp.array) -> None:
@@ -65,15 +70,19 @@ def main() -> None:
     x = wp.array(rng.uniform(-1, 1, args.n).astype(np.float32), dtype=float)
     xg = wp.array(x.numpy(), dtype=float, requires_grad=True)
     v = rng.normal(size=args.n).astype(np.float32)
-    fwd = _median_ms(lambda: program(x), args.runs)
-    tan = _median_ms(lambda: jvp(program, [x], [v]), args.runs)
-    fb = _median_ms(lambda: forward_backward(xg), args.runs)
-    hv = _median_ms(lambda: hvp(program, [x], [v]), args.runs)
-    print(f"n={args.n}, median of {args.runs} runs (ms)")
-    print(f"forward          {fwd:8.2f}")
-    print(f"jvp              {tan:8.2f}   {tan / fwd:5.2f}x forward")
-    print(f"forward+backward {fb:8.2f}")
-    print(f"hvp              {hv:8.2f}   {hv / fb:5.2f}x forward+backward")
+    samples = _interleaved_ms({
+        "forward": lambda: program(x), "jvp": lambda: jvp(program, [x], [v]),
+        "fb": lambda: forward_backward(xg), "hvp": lambda: hvp(program, [x], [v])}, args.runs)
+    med = {k: statistics.median(s) for k, s in samples.items()}
+    # the ratio within each round (same load), then its median
+    jr = statistics.median(j / f for j, f in zip(samples["jvp"], samples["forward"], strict=True))
+    hr = statistics.median(h / f for h, f in zip(samples["hvp"], samples["fb"], strict=True))
+    print(f"n={args.n}, median of {args.runs} interleaved rounds (ms); ratio: median of the "
+          "rounds' ratios")
+    print(f"forward          {med['forward']:8.2f}")
+    print(f"jvp              {med['jvp']:8.2f}   {jr:5.2f}x forward")
+    print(f"forward+backward {med['fb']:8.2f}")
+    print(f"hvp              {med['hvp']:8.2f}   {hr:5.2f}x forward+backward")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import numpy as np
 
 from .errors import GradloomError
 from .kernel import Kernel
+from .runtime.array.aligned import aligned_zeros
 from .runtime.array.array import NDArray, array
 from .runtime.launch.launch import launch
 from .runtime.tape.tangent import TangentTape
@@ -36,8 +37,15 @@ def tangent_run(run: Callable[[], list[Any]], seeds: Sequence[tuple[array, Any]]
             _check_seed(a, values)
             tape.set_tangent(a, values)
         outputs = run()
-        tangents = [np.array(tape.tangent(o)) if _float_array(o) else None for o in outputs]
+        tangents = [_copy(tape.tangent(o)) if _float_array(o) else None for o in outputs]
     return outputs, tangents
+
+
+def _copy(t: NDArray) -> NDArray:
+    """A copy an array can wrap as it is (aligned, contiguous): `jvp` copies once."""
+    out = aligned_zeros(t.shape, t.dtype) if t.size else np.array(t)
+    out[...] = t
+    return out
 
 
 def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any],
@@ -100,7 +108,7 @@ def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequenc
         seeds_of = _loss_seeds(outs, weights)
         grads = {tangents.tangent_array(o): array(w, dtype=o.dtype) for o, w in seeds_of}
     tape.backward(grads=grads)
-    return [array(np.array(tangents.gradient(a)), dtype=a.dtype) if _float_array(a) else None
+    return [array(_copy(tangents.gradient(a)), dtype=a.dtype) if _float_array(a) else None
             for a in ins]
 
 

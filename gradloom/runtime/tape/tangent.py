@@ -32,21 +32,56 @@ from ..recording import ACTIVE_TAPES, FuncRecord, refuse_forward_mode
 
 
 class _Shadow:
-    """The tangent (and its gradient) of one allocation: bytes laid out like the allocation."""
+    """The tangent (and its gradient) of one allocation: bytes laid out like the allocation.
 
-    def __init__(self, root: NDArray, gradients: bool) -> None:
+    A seed given as a contiguous buffer of the array's own layout is *borrowed*: the tangent is
+    read where the caller keeps it (`bytes` then covers only the seeded array's bytes, from
+    `lo`), and copied into a buffer of the tape's own (`own`) before anything would write it or
+    a view reaches outside it."""
+
+    def __init__(self, root: NDArray, gradients: bool, borrowed: NDArray | None = None,
+                 at: int = 0) -> None:
         self.root = root  # kept alive: its id keys the shadow
-        self.lo, hi = _bounds(root)
-        self.bytes = np.zeros(hi - self.lo, np.uint8)
-        self.grad = np.zeros(hi - self.lo, np.uint8) if gradients else None
+        self.root_lo, self.root_hi = _bounds(root)
+        self.borrowed = borrowed is not None
+        if borrowed is None:
+            self.lo, self.bytes = self.root_lo, np.zeros(self.root_hi - self.root_lo, np.uint8)
+        else:
+            self.lo, self.bytes = at, borrowed
+        size = self.root_hi - self.root_lo
+        self.grad = np.zeros(size, np.uint8) if gradients else None
         #: the gradient of the allocation's own values where it has none (gradients=True)
-        self.primal_grad = np.zeros(hi - self.lo, np.uint8) if gradients else None
+        self.primal_grad = np.zeros(size, np.uint8) if gradients else None
         self.mem = Memory()
 
     def view(self, storage: NDArray, buf: NDArray | None = None) -> NDArray:
-        buf = self.bytes if buf is None else buf
         first = storage.__array_interface__["data"][0]
-        return np.ndarray(storage.shape, storage.dtype, buf, first - self.lo, storage.strides)
+        if buf is None:
+            if self.borrowed and not self.covers(storage):
+                self.own()
+            buf, lo = self.bytes, self.lo
+        else:
+            lo = self.root_lo
+        return np.ndarray(storage.shape, storage.dtype, buf, first - lo, storage.strides)
+
+    def covers(self, storage: NDArray) -> bool:
+        lo, hi = _bounds(storage)
+        return self.lo <= lo and hi <= self.lo + self.bytes.size
+
+    def overlaps(self, lo: int, hi: int) -> bool:
+        """A borrowed tangent's memory (the caller's buffer) meets bytes [lo, hi)."""
+        if not self.borrowed:
+            return False
+        at = self.bytes.__array_interface__["data"][0]
+        return lo < at + self.bytes.size and at < hi
+
+    def own(self) -> None:
+        """Copy a borrowed tangent into a zeroed buffer of the whole allocation."""
+        if self.borrowed:
+            full = np.zeros(self.root_hi - self.root_lo, np.uint8)
+            at = self.lo - self.root_lo
+            full[at:at + self.bytes.size] = self.bytes
+            self.lo, self.bytes, self.borrowed = self.root_lo, full, False
 
 
 class TangentTape:
@@ -73,18 +108,21 @@ class TangentTape:
     # -- tangents -----------------------------------------------------------------------------
 
     def _shadow(self, storage: NDArray) -> _Shadow:
-        root = storage
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        root = _root(storage)
         shadow = self._shadows.get(id(root))
         if shadow is None:
             shadow = self._shadows[id(root)] = _Shadow(root, self.gradients)
         return shadow
 
-    def tangent(self, a: array) -> NDArray:
-        """The tangent of `a` as numpy storage with a's shape and strides (zero until set)."""
+    def tangent(self, a: array, write: bool = False) -> NDArray:
+        """The tangent of `a` as numpy storage with a's shape and strides (zero until set);
+        write: the caller writes it (a borrowed seed is copied first)."""
         storage = a.numpy()
-        return self._shadow(storage).view(storage)
+        shadow = self._shadow(storage)
+        if write:
+            shadow.own()
+            self._before_write(storage)
+        return shadow.view(storage)
 
     def tangent_array(self, a: array) -> array:
         """The tangent of `a` as an array (with its gradient under `gradients=True`)."""
@@ -114,8 +152,27 @@ class TangentTape:
         return shadow.view(storage, shadow.primal_grad)
 
     def set_tangent(self, a: array, values: Any) -> None:
+        """Seed a's tangent. A contiguous numpy array (or host array) of a's dtype and shape,
+        with a contiguous, is read where it is (borrowed, see `_Shadow`), never written."""
         data = values.numpy() if isinstance(values, array) else values
-        self.tangent(a)[...] = np.asarray(data).reshape(a.numpy().shape)
+        storage = a.numpy()
+        root = _root(storage)
+        if (isinstance(data, np.ndarray) and data.dtype == storage.dtype
+                and data.shape == storage.shape and data.flags.c_contiguous
+                and storage.flags.c_contiguous and storage.size and id(root) not in self._shadows):
+            borrowed = data.reshape(-1).view(np.uint8)
+            at = storage.__array_interface__["data"][0]
+            self._shadows[id(root)] = _Shadow(root, self.gradients, borrowed, at)
+            return
+        self.tangent(a, write=True)[...] = np.asarray(data).reshape(storage.shape)
+
+    def _before_write(self, storage: NDArray) -> None:
+        """Something writes `storage` (values or tangent): borrowed tangents whose memory it
+        meets (a seed that is itself an array of the program) become the tape's own first."""
+        lo, hi = _bounds(storage)
+        for shadow in self._shadows.values():
+            if shadow.overlaps(lo, hi):
+                shadow.own()
 
     # -- launches (runtime/launch/launch.py) ---------------------------------------------------------
 
@@ -127,11 +184,20 @@ class TangentTape:
         if not hasattr(kernel, "tangent_kernel"):
             raise GradloomError(f"forward mode needs a @wp.kernel, got {type(kernel).__name__}")
         dual = kernel.tangent_kernel()
+        for k in _written_params(dual, len(kernel.params)):
+            self._map_arrays(args[k], kernel.params[k][1], self._written)
         tangents = [self._tangent_arg(args[k], kernel.params[k][1]) for k, _ in dual.dual_pairs]
         if self.gradients:
             args = [self._map_arrays(v, t, self.with_gradient)
                     for v, (_, t) in zip(args, kernel.params, strict=True)]
         launch(dual, dims, inputs=[*args, *tangents])
+
+    def _written(self, a: array) -> array:
+        """A launch writes `a`, and so its tangent: no borrowed seed may be written."""
+        storage = a.numpy()
+        self._shadow(storage).own()
+        self._before_write(storage)
+        return a
 
     def _tangent_arg(self, value: Any, t: Any) -> Any:
         """The tangent argument of a kernel argument that holds float arrays."""
@@ -168,14 +234,18 @@ class TangentTape:
         """dest[where] = src: the tangent goes along (broadcast as the values were)."""
         if _is_float(dest):
             self._untaped("an array copy")
-            self.tangent(dest)[where] = self.tangent(src) if _is_float(src) else 0
+            self.tangent(dest, write=True)[where] = self.tangent(src) if _is_float(src) else 0
 
     def range_copied(self, dest: array, src: array, dest_offset: int, src_offset: int,
                      count: int) -> None:
         """wp.copy of `count` elements at flat offsets (runtime/array/ops.py)."""
+        lo, hi = _bounds(dest.numpy())
+        if any(sh.overlaps(lo, hi) for sh in self._shadows.values()):
+            raise TapeError("wp.copy overwrote the memory of a tangent given to jvp/hvp, which "
+                            "is read where it is: pass a copy of it")
         if _is_float(dest):
             self._untaped("wp.copy")
-            target = _flat(self.tangent(dest), dest)[dest_offset:dest_offset + count]
+            target = _flat(self.tangent(dest, write=True), dest)[dest_offset:dest_offset + count]
             target[...] = (_flat(self.tangent(src), src)[src_offset:src_offset + count]
                            if _is_float(src) else 0)
 
@@ -183,7 +253,7 @@ class TangentTape:
         """a[where] was filled or given host data: constants, tangent zero."""
         if _is_float(a):
             self._untaped("filling or assigning an array")
-            self.tangent(a)[where] = 0
+            self.tangent(a, write=True)[where] = 0
 
     def record(self, record: FuncRecord) -> None:
         refuse_forward_mode("this array operation")
@@ -192,6 +262,23 @@ class TangentTape:
         if self.gradients:
             raise TapeError(f"{what} inside a Hessian-vector product is not supported yet: "
                             "write it as a kernel")
+
+
+def _root(storage: NDArray) -> NDArray:
+    root = storage
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root
+
+
+def _written_params(dual: Any, n: int) -> list[int]:
+    """The parameters (of the n the kernel has) its tangent kernel writes (all when its
+    accesses are unknown)."""
+    access = dual.compiled().access
+    if access is None:
+        return list(range(n))
+    return sorted({k for (k, _), flags in access.items()
+                   if k < n and flags & {"stores", "minmax"}})
 
 
 def _bounds(a: NDArray) -> tuple[int, int]:
