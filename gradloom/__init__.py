@@ -257,6 +257,7 @@ from .types import (  # noqa: E402
     vec4ul,
     vec4us,
 )
+from .types.reference import ref  # noqa: E402 - wp.ref[T]: by-reference func parameters
 
 # isort: split
 # -- types, Python-scope values, config, errors: bfloat16, Warp's constants, log

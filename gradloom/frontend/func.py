@@ -18,6 +18,7 @@ from ..errors import CompileError, GradloomError, KernelTypeError, SourceLoc
 from ..hooks import Hook
 from ..types import ScalarType, resolve_annotation
 from .generic import is_generic, matches_template, tuple_template
+from .refs import ref_params
 from .source import SourceInfo, parse_function, source_digest
 from .static import parse_declared
 
@@ -123,6 +124,10 @@ class Function:
         types = [t for _, t in new.param_types()]
         for i, old in enumerate(self.overloads):
             if [t for _, t in old.param_types()] == types:
+                if set(ref_params(old)) != set(ref_params(new)):
+                    raise RuntimeError(f"overloads of {self.key}() differ only in which "
+                                       "parameters are wp.ref[T]; Warp cannot tell such calls "
+                                       "apart")
                 self.overloads[i] = new
                 return
         self.overloads.append(new)
