@@ -46,6 +46,8 @@ from ..types import (
     resolve_annotation,
     size_of,
 )
+from . import refs as refs_mod
+from .asserts import AssertLowerer
 from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import GRADIENT_SCOPE, emit_custom_call
@@ -283,6 +285,9 @@ class Lowerer(StoreLowerer, IterLowerer):
         if overload in self.stack:
             raise UnsupportedSyntaxError(f"recursion ({fn.key} calls itself) is not supported",
                                          ctx.loc)
+        refs = refs_mod.ref_params(overload)
+        if refs:
+            refs_mod.check_targets(self.env, ctx, node, overload, refs)
         env = bind_arguments(ctx, overload, args, kwargs)
         stack = [*self.stack, overload]
         final: dict[str, Any] = {}
@@ -305,6 +310,8 @@ class Lowerer(StoreLowerer, IterLowerer):
         start = dict(env)  # the callee's lowerer rebinds names in env itself
         result = lower(overload.info, env)
         self.write_back_fixed_arrays(node, overload, start, final)
+        if refs:
+            refs_mod.write_back(self, ctx, node, overload, final, refs)
         return result
 
     def write_back_fixed_arrays(self, node: ast.Call, fn: Any, start: dict[str, Any],
