@@ -47,7 +47,6 @@ from ..types import (
     size_of,
 )
 from . import refs as refs_mod
-from .asserts import AssertLowerer
 from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import GRADIENT_SCOPE, emit_custom_call
