@@ -22,7 +22,8 @@ from .runtime.tape.tape import Tape
 from .types import MatrixType, ScalarType, VectorType, float64
 
 __all__ = ["GradcheckError", "PairCheck", "compare_jacobians", "format_report", "gradcheck",
-           "gradcheck_tape", "hvp", "jacobian", "jacobian_fd", "jacobian_plot", "jvp"]
+           "gradcheck_hvp", "gradcheck_tape", "hvp", "jacobian", "jacobian_fd", "jacobian_plot",
+           "jvp"]
 
 #: (input index, output index) → Jacobian of shape (output components, input components).
 Jacobians = dict[tuple[int, int], array]
@@ -346,6 +347,23 @@ def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequenc
     mode over forward mode (see gradloom/forward_mode.py `hvp`, and docs/autodiff.md)."""
     return _forward_mode().hvp(function, inputs, v, dim, outputs,  # type: ignore[no-any-return]
                                weights)
+
+
+def gradcheck_hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any],
+                  v: Sequence[Any] | None = None, *, raise_exception: bool = True,
+                  show_summary: bool = True, **options: Any) -> bool:
+    """The second-order check: `hvp` against central differences of reverse-mode gradients
+    (options: dim, outputs, weights, eps, atol, rtol, seed; see second_order.py `hvp_check`).
+    Prints the report when `show_summary`; on failure raises `GradcheckError` if
+    `raise_exception`, else returns False."""
+    from . import second_order
+
+    passed, report = second_order.hvp_check(function, inputs, v, **options)
+    if show_summary:
+        print(report)
+    if not passed and raise_exception:
+        raise GradcheckError(report)
+    return passed
 
 
 _MODES = {"rev": "rev", "reverse": "rev", "fwd": "fwd", "forward": "fwd"}

@@ -48,7 +48,7 @@ ALLOWED = {
     "loading": _BASE | {"codegen", "kernel", "modules"},
     # ahead-of-time module files: kernels' cache records written to and read from one file
     "aot": _BASE | {"codegen", "runtime", "kernel", "modules"},
-    "autograd": _BASE | {"runtime", "kernel", "forward_mode", "autograd_tape"},
+    "autograd": _BASE | {"runtime", "kernel", "forward_mode", "autograd_tape", "second_order"},
     # gradcheck_tape's walk over a tape's launches (autograd.py passes its gradcheck in)
     "autograd_tape": _BASE | {"runtime"},
     "logger": _BASE,
@@ -56,6 +56,8 @@ ALLOWED = {
     # jvp of functions that launch kernels: runtime/tape/tangent.py's TangentTape, kernels' tangent
     # entries
     "forward_mode": _BASE | {"runtime", "kernel"},
+    # the second-order check: hvp against finite differences of reverse-mode gradients
+    "second_order": _BASE | {"runtime", "kernel", "forward_mode"},
     # checkpointed rollouts: re-exports runtime/tape/checkpoint.py
     "checkpoint": _BASE | {"runtime"},
     # saved CPU graphs: kernels named by module and key, found again through modules.py
