@@ -32,6 +32,8 @@ TEST_FILES: tuple[str, ...] = (
     # isosurfaces, swept volumes, Delaunay flips (warp.geometry)
     "geometry.test_marching_cubes", "geometry.test_sparse_marching_cubes", "geometry.test_surface_nets",
     "geometry.test_swept_volume", "geometry.test_delaunay",
+    # textures (warp/tests/cuda/test_texture: most of it runs on the CPU too)
+    "cuda.test_texture",
     "deterministic.test_deterministic_backward", "deterministic.test_deterministic_counter",
     "deterministic.test_deterministic_options", "deterministic.test_deterministic_scatter",
     "deterministic.test_deterministic_graph_capture",
