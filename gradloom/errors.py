@@ -38,6 +38,14 @@ class SourceLoc:
         return f"    {stripped}\n    {caret}"
 
 
+@dataclass(frozen=True)
+class AssertLoc(SourceLoc):
+    """The location of a kernel's `assert` (checked in debug mode), with the assertion's text
+    for the error a failure raises."""
+
+    message: str = ""
+
+
 UNKNOWN_LOC = SourceLoc("<unknown>", 0, 0)
 
 

@@ -47,6 +47,7 @@ from ..types import (
     size_of,
 )
 from . import refs as refs_mod
+from .asserts import AssertLowerer
 from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import GRADIENT_SCOPE, emit_custom_call
@@ -64,11 +65,11 @@ _UNSUPPORTED_STMTS = {
     "ClassDef": "a class definition", "FunctionDef": "a nested function definition",
     "Try": "try/except", "With": "a with-statement", "Raise": "raise", "Global": "global",
     "Nonlocal": "nonlocal", "Delete": "del", "Import": "import", "ImportFrom": "import",
-    "Assert": "assert", "AsyncFunctionDef": "async def", "Match": "match",
+    "AsyncFunctionDef": "async def", "Match": "match",
 }
 
 
-class Lowerer(StoreLowerer, IterLowerer):
+class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
     """Lowers one function body into the shared builder; funcs it calls get their own Lowerer."""
 
     def __init__(self, b: Builder, info: SourceInfo, env: dict[str, Any], stack: list[Any],

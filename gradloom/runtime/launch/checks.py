@@ -22,7 +22,7 @@ from ...abi import (
     STATUS_INTERRUPTED,
     STATUS_WHERE,
 )
-from ...errors import KernelRuntimeError
+from ...errors import AssertLoc, KernelRuntimeError
 from ...types import ArrayType, StructType, arg_offsets
 from ..array.array import NDArray, array
 from ..signals import raise_interrupt
@@ -118,6 +118,10 @@ def status_error(prepared: Any, err: int, buf: bytearray) -> BaseException:
     ndim = max(prepared.launch_ndim, 1)
     thread = tuple(int(i) for i in np.unravel_index(tid, dims[:ndim]))
     thread_s = str(thread[0]) if len(thread) == 1 else str(thread)
+    if isinstance(loc, AssertLoc):
+        return KernelRuntimeError(f"kernel '{prepared.kernel.key}': Assertion failed: "
+                                  f"{loc.message}, in thread {thread_s}, at {loc}\n"
+                                  f"{loc.excerpt()}")
     found = _array_at(prepared.compiled.params, where, buf)
     array_s = (f"dimension {found[1]} (size {extent}) of array {found[0]}" if found
                else f"an array dimension of size {extent}")
