@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..ir.nodes import Op
+from ..ir.nodes import Op, walk_ops
+from ..ir.prims import PRIMS, Effect
 from .llvm_types import literal, mem_type, reg_type
 from .tile_gemm import lgemm
 
@@ -44,10 +45,23 @@ def _entry_alloca(e: Any, s: Op) -> str:
 
 
 def local(e: Any, s: Op) -> None:
-    """The buffer, zeroed: every thread starts with zero data and zero adjoints."""
+    """The buffer, zeroed: every thread starts with zero data and zero adjoints (the adjoint
+    half only where the kernel reads it: adjoints; forward kernels never touch it)."""
     buf = _entry_alloca(e, s)
     e.f.emit(f"{e.res(s)} = getelementptr i8, ptr {buf}, i64 0")
-    e.f.emit(f"call void @llvm.memset.p0.i64(ptr {buf}, i8 0, i64 {2 * int(s.attr)}, i1 false)")
+    size = int(s.attr) * (2 if _uses_adjoints(e) else 1)
+    e.f.emit(f"call void @llvm.memset.p0.i64(ptr {buf}, i8 0, i64 {size}, i1 false)")
+
+
+def _uses_adjoints(e: Any) -> bool:
+    """Whether the kernel being emitted may read tile adjoints: it moves adjoints through tile
+    buffers (ladd / ltake) or gradients through arrays (made by autodiff for adjoints only)."""
+    known = e.__dict__.get("_tile_adjoints")
+    if known is None:
+        known = e.__dict__["_tile_adjoints"] = any(
+            RULES.get(op.prim) in (ladd, ltake) or PRIMS[op.prim].has(Effect.GRAD)
+            for op in walk_ops(e.kernel.body))
+    return bool(known)
 
 
 def _at(e: Any, s: Op) -> str:
