@@ -1,5 +1,5 @@
 """Saved CPU graphs: `wp.capture_save`, `wp.capture_load`, `wp.capture_load_from_bytes` and the
-loaded graph's named parameters, in gradloom's own file format (docs/graphs.md).
+loaded graph's named parameters, in gradloom's own file format (docs/differences.md).
 
 A saved graph is one `.wrp` file: `MAGIC`, a JSON header (format version, device, the memory
 regions, the named parameters), the graph's nodes as a pickle stream, then each region's bytes.
@@ -31,7 +31,7 @@ from numpy.lib.array_utils import byte_bounds
 
 from .kernel import Kernel
 from .modules import get_module
-from .runtime.array.aligned import ALIGNMENT, aligned_zeros
+from .runtime.array.aligned import aligned_zeros
 from .runtime.array.array import array
 from .runtime.array.indexed import indexedarray
 from .runtime.array.watch import Memory, before_write
@@ -71,35 +71,46 @@ class ParamBinding:
 # regions: the allocations a graph uses
 
 
-def _extent(a: array) -> tuple[int, int]:
-    """(low, high) byte addresses of the allocation `a` views: its root numpy buffer, less
-    the padding of an aligned allocation (runtime/array/aligned.py: a view of a uint8 buffer
-    at most ALIGNMENT bytes longer)."""
-    child, root = a._np, a._np
+def _root(a: array) -> tuple[int, int]:
+    """The byte bounds of the numpy buffer that owns the memory `a` views (numpy keeps the
+    owner as every view's base): views of one allocation share it."""
+    root = a._np
     while isinstance(root.base, np.ndarray):
-        child, root = root, root.base
+        root = root.base
     lo, hi = byte_bounds(root)
-    if root.dtype == np.uint8 and root.ndim == 1 and child is not root:
-        c_lo, c_hi = byte_bounds(child)
-        if hi - lo - (c_hi - c_lo) <= ALIGNMENT:  # the padding of an aligned allocation
-            lo, hi = c_lo, c_hi
+    return int(lo), int(hi)
+
+
+def _span(a: array) -> tuple[int, int]:
+    if a._np.size == 0:
+        p = int(a._np.__array_interface__["data"][0])
+        return p, p
+    lo, hi = byte_bounds(a._np)
     return int(lo), int(hi)
 
 
 class _Regions:
-    """The allocations met while saving, in order of first use."""
+    """The allocations met while saving, in order of first use. A region is the smallest span
+    of its allocation that holds every view of it the graph (or a named parameter) uses: all
+    views are noted first (`note`), then placed (`of`)."""
 
     def __init__(self) -> None:
-        self.bounds: list[tuple[int, int]] = []
-        self.index: dict[tuple[int, int], int] = {}
+        self.hulls: dict[tuple[int, int], list[int]] = {}
+
+    def note(self, a: array) -> None:
+        lo, hi = _span(a)
+        hull = self.hulls.setdefault(_root(a), [lo, hi])
+        hull[0], hull[1] = min(hull[0], lo), max(hull[1], hi)
 
     def of(self, a: array) -> tuple[int, int]:
         """(region, byte offset of the array's first element in it)."""
-        lo, hi = _extent(a)
-        i = self.index.setdefault((lo, hi), len(self.bounds))
-        if i == len(self.bounds):
-            self.bounds.append((lo, hi))
-        return i, int(a._np.__array_interface__["data"][0]) - lo
+        key = _root(a)
+        lo = self.hulls[key][0]
+        return list(self.hulls).index(key), int(a._np.__array_interface__["data"][0]) - lo
+
+    @property
+    def bounds(self) -> list[tuple[int, int]]:
+        return [(lo, hi) for lo, hi in self.hulls.values()]
 
     def contents(self) -> list[bytes]:
         return [ctypes.string_at(lo, hi - lo) if hi > lo else b"" for lo, hi in self.bounds]
@@ -130,15 +141,18 @@ def _composite(cls: Any, fields: dict[str, Any]) -> Any:
 
 
 class _Saver(pickle.Pickler):
-    def __init__(self, file: Any, regions: _Regions) -> None:
+    def __init__(self, file: Any, regions: _Regions, noting: bool) -> None:
         super().__init__(file, protocol=5)
-        self.regions = regions
+        self.regions, self.noting = regions, noting
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, array) and not obj._annotation:
             a = _host_array(obj, "an array the graph uses")
-            region, offset = self.regions.of(a)
             grad = a._grad if a._requires_grad else None
+            if self.noting:  # the first pass: where each allocation's views lie
+                self.regions.note(a)
+                return ("array", grad)
+            region, offset = self.regions.of(a)
             return ("array", region, offset, a._np.shape, a._np.strides,
                     np.lib.format.dtype_to_descr(a._np.dtype), a.dtype, grad)
         if isinstance(obj, Kernel):
@@ -191,10 +205,10 @@ def _subgraph(nodes: list[Any]) -> Graph:
     return g
 
 
-def _pickled_nodes(graph: Graph, regions: _Regions) -> bytes:
+def _pickled_nodes(graph: Graph, regions: _Regions, noting: bool) -> bytes:
     buf = io.BytesIO()
     try:
-        _Saver(buf, regions).dump(list(graph.nodes))
+        _Saver(buf, regions, noting).dump(list(graph.nodes))
     except GraphFileError:
         raise
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
@@ -205,19 +219,27 @@ def _pickled_nodes(graph: Graph, regions: _Regions) -> bytes:
     return buf.getvalue()
 
 
-def _params(regions: _Regions, inputs: Mapping[str, Any] | None,
-            outputs: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _named(inputs: Mapping[str, Any] | None, outputs: Mapping[str, Any] | None
+           ) -> list[tuple[str, str, array]]:
+    out = []
     for role, named in (("input", inputs), ("output", outputs)):
         for name, a in (named or {}).items():
             if not isinstance(name, str) or not name:
                 raise ValueError(f"capture_save: parameter names must be non-empty strings, "
                                  f"got {name!r}")
-            region, _ = regions.of(_host_array(a, f"parameter '{name}'"))
-            entry = out.setdefault(name, {"region": region, "input": False, "output": False})
-            if entry["region"] != region:
-                raise ValueError(f"capture_save: '{name}' names two different arrays")
-            entry[role] = True
+            out.append((role, name, _host_array(a, f"parameter '{name}'")))
+    return out
+
+
+def _params(regions: _Regions, named: list[tuple[str, str, array]]
+            ) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for role, name, a in named:
+        region, _ = regions.of(a)
+        entry = out.setdefault(name, {"region": region, "input": False, "output": False})
+        if entry["region"] != region:
+            raise ValueError(f"capture_save: '{name}' names two different arrays")
+        entry[role] = True
     return out
 
 
@@ -235,9 +257,12 @@ def graph_bytes(graph: Any, inputs: Mapping[str, Any] | None = None,
     if not graph.apic and not graph.is_loaded:
         raise GraphFileError("capture_save() needs a graph captured with apic=True "
                              "(wp.ScopedCapture(apic=True) or wp.capture_begin(apic=True))")
-    regions = _Regions()
-    params = _params(regions, inputs, outputs)
-    nodes = _pickled_nodes(graph, regions)
+    regions, named = _Regions(), _named(inputs, outputs)
+    for _, _, a in named:
+        regions.note(a)
+    _pickled_nodes(graph, regions, noting=True)
+    params = _params(regions, named)
+    nodes = _pickled_nodes(graph, regions, noting=False)
     contents = regions.contents()
     offset, table = 0, []
     for data in contents:

@@ -178,3 +178,29 @@ def test_unsaveable_operation_is_named(tmp_path):
     with pytest.raises(RuntimeError, match="Tape"):
         wp.capture_save(cap.graph, str(tmp_path / "t"))
     assert not os.path.exists(str(tmp_path / "t.wrp"))
+
+
+@wp.kernel
+def double_into(src: wp.array(dtype=wp.int64), dst: wp.array(dtype=wp.int64)):
+    i = wp.tid()
+    dst[i] = src[i] * wp.int64(2)
+
+
+def test_views_share_their_allocation_region(tmp_path):
+    # strided views of named arrays: one region per allocation, spanning every view of it
+    base = wp.array(np.arange(12, dtype=np.int64), dtype=wp.int64)
+    out = wp.zeros(12, dtype=wp.int64)
+    with wp.ScopedCapture(device="cpu", apic=True) as cap:
+        wp.launch(double_into, dim=6, inputs=[base[0:12:2], out[1:12:2]])
+    path = str(tmp_path / "views")
+    wp.capture_save(cap.graph, path, inputs={"base": base}, outputs={"out": out})
+    loaded = wp.capture_load(path)
+    assert loaded.params["base"].nbytes == 96 and loaded.params["out"].nbytes == 96
+    new_base = np.array([5, -1, 7, -1, 9, -1, 11, -1, 13, -1, 15, -1], dtype=np.int64)
+    loaded.set_param("base", wp.array(new_base, dtype=wp.int64))
+    wp.capture_launch(loaded)
+    got = wp.empty_like(out)
+    loaded.get_param("out", got)
+    expected = np.zeros(12, np.int64)
+    expected[1::2] = 2 * new_base[::2]
+    np.testing.assert_array_equal(got.numpy(), expected)
