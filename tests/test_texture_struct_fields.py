@@ -1,7 +1,7 @@
 """Textures as struct fields and their sizes in kernels: a struct's texture field starts as an
 empty texture (no sizes, one zero texel), `tex.width/height/depth` read in a kernel equal the
-data's shape, `__del__` is safe on an instance never initialised, and invalid modes and mip
-counts are refused with Warp's words."""
+data's shape, far periodic coordinates sample where near ones do, `__del__` is safe on an
+instance never initialised, and invalid modes and mip counts are refused with Warp's words."""
 
 from __future__ import annotations
 
@@ -61,3 +61,22 @@ def test_invalid_modes_and_levels() -> None:
     with pytest.raises(ValueError, match="filter_mode.*CLOSEST"):
         wp.Texture2D(ints, filter_mode=wp.TextureFilterMode.LINEAR)
     wp.Texture2D(ints, mip_filter_mode=wp.TextureFilterMode.LINEAR)  # unused by one level
+
+
+@wp.kernel
+def _sample_1d(tex: wp.Texture1D, u: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.texture_sample(tex, u[i], dtype=float)
+
+
+def test_far_periodic_coordinates_keep_their_place_in_a_texel() -> None:
+    n = 16384
+    data = (np.arange(n) % 4).astype(np.float32)
+    u = np.array([0.125, 512.125, -511.875], np.float32)  # one place, whole periods apart
+    # linear filtering at 0.125 * n - 0.5 = 2047.5: the mean of texels 2047 and 2048
+    want = 0.5 * (data[2047] + data[2048])
+    for mode in (wp.TextureAddressMode.WRAP, wp.TextureAddressMode.MIRROR):  # periods 1 and 2
+        tex = wp.Texture1D(data, address_mode=mode)
+        out = wp.zeros(3, dtype=float)
+        wp.launch(_sample_1d, 3, inputs=[tex, wp.array(u, dtype=float), out])
+        np.testing.assert_array_equal(out.numpy(), [want] * 3)

@@ -73,9 +73,23 @@ def _address(ctx: Ctx, i: Var, n: Var, mode: Var) -> tuple[Var, Var]:
     return idx, reads
 
 
+def _periodic(ctx: Ctx, tex: _Tex, coord: Var, mode: Var) -> Var:
+    """A normalized coordinate brought into its first period before it is scaled (WRAP: [0, 1),
+    MIRROR: [0, 2)), so far coordinates keep their position within a texel in float32; the
+    shift is a whole number of periods, so the derivative is unchanged."""
+    wrap = ctx.op("eq", mode, _i(ctx, int(TextureAddressMode.WRAP)))
+    mirror = ctx.op("eq", mode, _i(ctx, int(TextureAddressMode.MIRROR)))
+    period = ctx.op("select", mirror, _f(ctx, 2.0), _f(ctx, 1.0))
+    turns = ctx.op("floor", ctx.op("div", coord, period))
+    reduced = ctx.op("sub", coord, ctx.op("mul", turns, period))
+    use = ctx.op("and", ctx.op("or", wrap, mirror), ctx.op("ne", tex["_normalized"], _i(ctx, 0)))
+    return ctx.op("select", use, reduced, coord)
+
+
 def _axis(ctx: Ctx, tex: _Tex, coord: Var, n: Var, mode: Var) -> list[tuple[Var, Var, Var]]:
     """The two texels an axis reads: (index, reads, weight) each."""
     linear = ctx.op("eq", tex["_filter"], _i(ctx, int(TextureFilterMode.LINEAR)))
+    coord = _periodic(ctx, tex, coord, mode)
     scaled = ctx.op("mul", coord, ctx.op("cast", n, type=float32))
     x = ctx.op("select", ctx.op("ne", tex["_normalized"], _i(ctx, 0)), scaled, coord)
     x = ctx.op("sub", x, ctx.op("select", linear, _f(ctx, 0.5), _f(ctx, 0.0)))
