@@ -79,9 +79,27 @@ class Overload:
         return f"{self.key}({', '.join(parts)})"
 
 
+class FunctionParam:
+    """The type of a `g: wp.Function` parameter: the argument is a function (a @wp.func or a
+    builtin), bound by name in the callee, so `g(x)` there calls it."""
+
+    def __repr__(self) -> str:
+        return "wp.Function"
+
+
+FUNCTION_PARAM = FunctionParam()
+
+
+def is_function_value(v: Any) -> bool:
+    """v can be passed for a `wp.Function` parameter."""
+    return isinstance(v, Function) or type(v).__name__ in ("Builtin", "GradFunction")
+
+
 def _fits(v: Any, t: Any) -> int | None:
     """How well an argument fits a parameter type: 2 exactly, 1 by converting a literal, 0 a
     generic parameter; None not at all."""
+    if t is FUNCTION_PARAM:
+        return 2 if is_function_value(v) else None
     if isinstance(v, Literal):
         if is_generic(t):
             return 0 if matches_template(v.default_type, t) else None
@@ -189,6 +207,9 @@ def annotated_params(info: SourceInfo) -> list[tuple[str, Any]]:
             ann = _eval_annotation(info, name, ann, node)
         if ann is inspect.Parameter.empty:
             out.append((name, Any))
+            continue
+        if ann is Function:  # `g: wp.Function`: a function passed by name, inlined where called
+            out.append((name, FUNCTION_PARAM))
             continue
         try:
             out.append((name, tuple_template(ann) or resolve_annotation(ann)))

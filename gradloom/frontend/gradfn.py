@@ -24,7 +24,7 @@ from ..ir.nodes import Block, Custom, If, Loop, Op, Var
 from ..ir.prims import PRIMS
 from ..types import ScalarType
 from .custom import GRADIENT_SCOPE
-from .func import BIND_ARGUMENTS, LOWERER
+from .func import BIND_ARGUMENTS, LOWERER, is_function_value
 from .source import fingerprint_value, parse_function
 
 #: per float value: its tangent along each input component (None: zero)
@@ -96,13 +96,14 @@ grad.__gl_call__ = _grad_in_kernel  # type: ignore[attr-defined]
 def lower_gradient(lowerer: Any, ctx: Ctx, node: ast.Call, func: Any, args: list[Any]) -> Value:
     """Emit func(args) with tangents; return the gradient of its summed outputs."""
     b: Builder = ctx.b
-    values = _inputs(ctx, func, args)
+    given = _inputs(ctx, func, args)
+    values = [v for v in given if not is_function_value(v)]  # wp.Function arguments: no gradient
     inputs = [_fresh(b, v, ctx.loc) for v in flatten_all(values)]
     b.open_block()
     scope = [*lowerer.stack, GRADIENT_SCOPE]
     saved, lowerer.stack = lowerer.stack, scope
     try:
-        result = lowerer.call(ctx, node, func, list(_rebuilt(values, inputs)), {})
+        result = lowerer.call(ctx, node, func, _with_functions(given, _rebuilt(values, inputs)), {})
     finally:
         lowerer.stack = saved
     if result is None:
@@ -119,6 +120,12 @@ def lower_gradient(lowerer: Any, ctx: Ctx, node: ast.Call, func: Any, args: list
     comps = [next(grads) if v.type.is_float else b.const(0, v.type, ctx.loc) for v in inputs]
     out = list(_rebuilt(values, comps))
     return out[0] if len(out) == 1 else TupleVal(tuple(out))
+
+
+def _with_functions(given: list[Any], values: list[Value]) -> list[Any]:
+    """The call's arguments: the function arguments where they were, the values between."""
+    it = iter(values)
+    return [g if is_function_value(g) else next(it) for g in given]
 
 
 def flatten_all(values: list[Value]) -> list[Var]:

@@ -52,7 +52,7 @@ from .constants import python_constant
 from .control import BREAK, CONTINUE, RETURN, RETVAL, contains_jump
 from .custom import GRADIENT_SCOPE, emit_custom_call
 from .expr import BINOPS
-from .func import BIND_ARGUMENTS, LOWERER
+from .func import BIND_ARGUMENTS, FUNCTION_PARAM, LOWERER, is_function_value
 from .generic import matches_template
 from .gradfn import GradFunction
 from .iterate import IterLowerer
@@ -305,6 +305,9 @@ class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
             return result
 
         if getattr(overload, "grad", None) is not None and GRADIENT_SCOPE not in self.stack:
+            if any(t is FUNCTION_PARAM for _, t in overload.param_types()):
+                raise CompileError(f"{overload.key}(): Function parameters are not supported in "
+                                   "functions with custom gradients or replay functions", ctx.loc)
             return emit_custom_call(self.b, ctx, overload, env, lower,
                                     [*self.stack, GRADIENT_SCOPE])
         start = dict(env)  # the callee's lowerer rebinds names in env itself
@@ -392,6 +395,12 @@ def bind_arguments(ctx: Ctx, fn: Any, args: list[Any], kwargs: dict[str, Any]) -
     env: dict[str, Any] = {}
     for name, t in params:
         v = bound.arguments[name]
+        if t is FUNCTION_PARAM:
+            if not is_function_value(v):
+                raise KernelTypeError(f"{fn.key}(): argument '{name}' expects a function "
+                                      f"(wp.Function), got {describe(v)}", ctx.loc)
+            env[name] = v
+            continue
         if not isinstance(v, KernelValue):
             v = python_constant(ctx, v)
         env[name] = coerce_argument(ctx, fn.key, name, v, t)

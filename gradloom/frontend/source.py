@@ -129,6 +129,8 @@ def fingerprint_value(value: Any, visiting: set[int]) -> str:
     if isinstance(value, Builtin):
         return f"builtin:{value.name}"
     fp = getattr(value, "__gl_fingerprint__", None)
+    if isinstance(value, type) and not hasattr(value, "__gl_struct__"):
+        fp = None  # a class whose instances have fingerprints (wp.Function in an annotation)
     if fp is not None:
         return str(fp(visiting))
     if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
