@@ -38,6 +38,11 @@ class GradcheckError(GradloomError, AssertionError, ValueError):
     """`gradcheck` failed; the message is the report. (Warp raises ValueError; this is both.)"""
 
 
+class JacobianArgumentError(GradloomError, ValueError):
+    """What was asked cannot be differentiated as given (a mask naming no input or output, a
+    kernel without an adjoint): a ValueError, as Warp raises."""
+
+
 # --------------------------------------------------------------------------------------------
 # What is differentiated: a kernel launch or a Python function, run on fresh argument copies
 
@@ -206,7 +211,7 @@ def _slot(ref: int | str, labels: list[str], kind: str) -> int:
             return names[ref]
     elif isinstance(ref, (int, np.integer)) and not isinstance(ref, bool) and 0 <= ref < len(labels):
         return int(ref)
-    raise GradloomError(f"input_output_mask: there is no {kind} {ref!r}; the {kind}s are "
+    raise JacobianArgumentError(f"input_output_mask: there is no {kind} {ref!r}; the {kind}s are "
                         f"{', '.join(labels) or 'none'}")
 
 
@@ -229,9 +234,10 @@ def _limit(n: int, cap: int) -> int:
 
 def _fd_jacobians(target: _Target, pairs: list[tuple[int, int]], eps: float,
                   max_inputs_per_var: int) -> dict[tuple[int, int], NDArray]:
-    """Central differences in float64, one column per perturbed input component."""
-    jacs = {(i, j): np.zeros((_components(target.outputs[j]), _components(target.inputs[i])))
-            for i, j in pairs}
+    """Central differences in float64, one column per perturbed input component (columns
+    past `max_inputs_per_var` are NaN, as in Warp)."""
+    jacs = {(i, j): np.full((_components(target.outputs[j]), _components(target.inputs[i])),
+                            np.nan) for i, j in pairs}
     for i in sorted({i for i, _ in pairs}):
         outs = [j for a, j in pairs if a == i]
         for c in range(_limit(_components(target.inputs[i]), max_inputs_per_var)):
@@ -278,14 +284,16 @@ def _new_tape() -> Tape:
 
 def _ad_jacobians(target: _Target, pairs: list[tuple[int, int]],
                   max_outputs_per_var: int) -> dict[tuple[int, int], NDArray]:
-    """One backward pass per output component, seeded one-hot; each gives a row."""
-    jacs = {(i, j): np.zeros((_components(target.outputs[j]), _components(target.inputs[i])))
-            for i, j in pairs}
+    """One backward pass per output component, seeded one-hot; each gives a row (rows past
+    `max_outputs_per_var` are NaN, as in Warp)."""
+    jacs = {(i, j): np.full((_components(target.outputs[j]), _components(target.inputs[i])),
+                            np.nan) for i, j in pairs}
     ins, outs = _fresh_args(target.inputs, target.outputs)
     tape = _new_tape()
     with tape:
         produced = target.run(ins, outs, True)
     produced = _checked_outputs(target, produced)
+    _refuse_without_adjoint(tape)
     for j in sorted({j for _, j in pairs}):
         sources = [i for i, b in pairs if b == j]
         seed = zeros(produced[j].shape, dtype=produced[j].dtype)
@@ -301,6 +309,16 @@ def _ad_jacobians(target: _Target, pairs: list[tuple[int, int]],
                 if ins[i].grad is not None:
                     ins[i].grad.zero_()
     return jacs
+
+
+def _refuse_without_adjoint(tape: Tape) -> None:
+    """A launch of a kernel compiled without an adjoint would give zero rows silently."""
+    for record in getattr(tape, "records", ()):
+        kernel = getattr(record, "kernel", None)
+        if kernel is not None and getattr(kernel, "enable_backward", None) is False:
+            raise JacobianArgumentError(
+                f"Kernel must have backward pass enabled to compute Jacobians: kernel "
+                f"'{kernel.key}' is built with enable_backward=False (on it or its module)")
 
 
 def _fwd_jacobians(target: _Target, pairs: list[tuple[int, int]],
