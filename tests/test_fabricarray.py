@@ -174,6 +174,9 @@ def test_struct_fields():
     np.testing.assert_array_equal(fa.numpy(), [1, 1, 0, 0])
     np.testing.assert_array_equal(fb.numpy(), [10, 0, 0, 10])
     assert keep_a and keep_b  # Fabric arrays do not own their memory
+    moved = h.to("cpu")  # the same device: the same views
+    assert moved is not h and moved.values is fa and moved.picked is h.picked
+    assert _Holder.key == "_Holder"
     with pytest.raises(TypeError, match="expects a Warp Fabric array"):
         h.values = [1.0]
 

@@ -19,6 +19,7 @@ from ...types import (
     make_composite_value,
     resolve_annotation,
 )
+from ..device import get_device
 from .array import array, struct_record
 from .fabric import fabricarray, indexedfabricarray
 from .indexed import indexedarray
@@ -50,6 +51,25 @@ class _StructInstance:
             object.__setattr__(self, name, value)  # a property: its setter (or Python's error)
         else:
             raise AttributeError(f"{type(self).__name__} has no field '{name}'")
+
+    def to(self, device: Any) -> Any:
+        """A copy whose arrays are on device (Warp's `s.to(device)`): arrays are copied there,
+        nested structs moved; indexed and Fabric arrays cannot move (they view other memory)."""
+        target = get_device(device)
+        out = type(self)()
+        for name, t in type(self).__gl_fields__.items():  # type: ignore[attr-defined]
+            value = getattr(self, name)
+            if value is not None and isinstance(t, StructType):
+                value = value.to(target)
+            elif value is not None and isinstance(t, IndexedArrayType) and \
+                    value.device != target:
+                _, what = _family(t)
+                raise ValueError(f"Cannot move struct field '{name}' containing {what} to "
+                                 f"{target}")
+            elif value is not None and isinstance(t, ArrayType):
+                value = value.to(target)
+            object.__setattr__(out, name, value)
+        return out
 
     def __repr__(self) -> str:
         names = type(self).__gl_fields__  # type: ignore[attr-defined]
@@ -90,6 +110,8 @@ def struct(cls: type) -> type:
     new_cls.__gl_struct__ = True  # type: ignore[attr-defined]
     if "cls" not in field_types:
         new_cls.cls = new_cls  # type: ignore[attr-defined]  # Warp's `S.cls`: the class itself
+    if "key" not in field_types and "key" not in vars(cls):
+        new_cls.key = cls.__qualname__  # type: ignore[attr-defined]  # Warp's `S.key`: its name
     new_cls.__gl_fingerprint__ = staticmethod(  # type: ignore[attr-defined]
         lambda visiting: "struct:" + type_key(st))
     _add_numpy_views(new_cls, st)
