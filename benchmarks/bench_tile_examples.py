@@ -6,7 +6,9 @@ Each example is read from the installed wheel (examples_src.py) with `wp` bound 
 backend, and its own kernels are launched as its `__main__` block or `Example` does: matmul
 (`tile_gemm` on the example's 56 x 48 x 20 problem), cholesky (the 32 x 32 factor and solve),
 nbody (`Example.step()`, --bodies bodies), mcgp (`Example.render()` of one slice, --height
-pixels high). Compiles are not timed (one call first). Columns: gradloom at its default
+pixels high). Compiles are not timed (one call first). Every round times every column once,
+in a shuffled order, the same number of calls (at least 2 ms); the table shows medians over
+the rounds. Columns: gradloom at its default
 thread count and at one thread, warp-lang's CPU backend (serial); speedup = warp-lang's time
 over gradloom's (default, 1 thread). Each row checks that every column's output agrees with
 warp-lang's (max |a - b| <= 1e-3 max |b|), so a fast wrong answer shows as WRONG.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import random
 import statistics
 import sys
 import tempfile
@@ -80,27 +83,37 @@ EXAMPLES = {"tile_matmul": matmul, "tile_cholesky": cholesky, "tile_nbody": nbod
             "tile_mcgp": mcgp}
 
 
-def timed(wp: Any, job: Run, runs: int, reps: int | None) -> tuple[float, np.ndarray, int]:
-    """Median seconds per call over `runs` samples of `reps` calls (None: enough for 2 ms), the
-    output after them and reps (both backends run the same calls: nbody's state moves)."""
-    run, output = job
-    run()  # compile
+def sample(wp: Any, run: Callable[[], None], reps: int) -> float:
+    """Seconds per call over reps calls."""
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        run()
     wp.synchronize_device("cpu")
-    if reps is None:
-        t0 = time.perf_counter()
-        run()
+    return (time.perf_counter() - t0) / reps
+
+
+def interleaved(cols: list[tuple[Any, int, Run]], runs: int, threads: Any) -> list[float]:
+    """Median seconds per call of each column; every round times every column once, in a
+    shuffled order (load on the machine then falls on all alike), the same calls each."""
+    for wp, n, (run, _) in cols:
+        threads(n)
+        run()  # compile
         wp.synchronize_device("cpu")
-        reps = min(1000, max(1, int(2e-3 / max(time.perf_counter() - t0, 1e-7))))
-    else:
-        run()
-    times = []
+    threads(cols[0][1])
+    first = sample(cols[0][0], cols[0][2][0], 1)
+    reps = min(1000, max(1, int(2e-3 / max(first, 1e-7))))
+    for wp, n, (run, _) in cols[1:]:
+        threads(n)
+        sample(wp, run, 1)  # every column has run the same calls
+    times: list[list[float]] = [[] for _ in cols]
     for _ in range(runs):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            run()
-        wp.synchronize_device("cpu")
-        times.append((time.perf_counter() - t0) / reps)
-    return statistics.median(times), output(), reps
+        order = list(range(len(cols)))
+        random.shuffle(order)
+        for k in order:
+            wp, n, (run, _) = cols[k]
+            threads(n)
+            times[k].append(sample(wp, run, reps))
+    return [statistics.median(t) for t in times]
 
 
 def main() -> None:
@@ -122,22 +135,26 @@ def main() -> None:
     heads = [f"gradloom {default_threads}t", "gradloom 1t", "warp-lang"]
     print(f"{'example (ms)':16}" + "".join(f"{h:>13}" for h in heads) +
           f"{'speedup':>9}{'1t':>7}  check")
+    def threads(n: int) -> None:
+        gradloom.config.num_threads = n
+
     for name in args.examples:
-        res = []
-        reps = None
-        for backend, threads in cols:
+        jobs = []
+        for backend, n in cols:
             wp = gradloom if backend == "gradloom" else warp
-            gradloom.config.num_threads = threads
+            threads(n)
             with contextlib.redirect_stdout(io.StringIO()):
                 mod = examples_src.load(name, backend, tmp)
             with wp.ScopedDevice("cpu"):
-                t, out, reps = timed(wp, EXAMPLES[name](mod, wp, args), args.runs, reps)
-            res.append((t, out))
-        gradloom.config.num_threads = default_threads
-        tw, ow = res[-1]
-        ok = all(np.abs(o - ow).max() <= 1e-3 * max(np.abs(ow).max(), 1e-30) for _, o in res)
-        print(f"{name:16}" + "".join(f"{t * 1e3:13.3f}" for t, _ in res) +
-              f"{tw / res[0][0]:9.2f}{tw / res[1][0]:7.2f}  {'ok' if ok else 'WRONG'}")
+                jobs.append((wp, n, EXAMPLES[name](mod, wp, args)))
+        with warp.ScopedDevice("cpu"), gradloom.ScopedDevice("cpu"):
+            ts = interleaved(jobs, args.runs, threads)
+        threads(default_threads)
+        outs = [job[1]() for _, _, job in jobs]
+        ow = outs[-1]
+        ok = all(np.abs(o - ow).max() <= 1e-3 * max(np.abs(ow).max(), 1e-30) for o in outs)
+        print(f"{name:16}" + "".join(f"{t * 1e3:13.3f}" for t in ts) +
+              f"{ts[-1] / ts[0]:9.2f}{ts[-1] / ts[1]:7.2f}  {'ok' if ok else 'WRONG'}")
 
 if __name__ == "__main__":
     main()
