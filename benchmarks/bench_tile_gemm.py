@@ -1,6 +1,7 @@
 """Tile GEMM benchmark: a float32 GEMM written with Warp's tile API (tile_load / tile_matmul /
 tile_store over output tiles) on gradloom and on warp-lang's CPU, against numpy's matmul, all on
-one thread, in one run (medians of several runs; compiles not timed).
+one thread, in one run (medians of several rounds, each timing every column once in a shuffled
+order; compiles not timed).
 
     python benchmarks/bench_tile_gemm.py [--n 512] [--tile 32] [--runs 5]
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -24,16 +26,21 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 
-def median_time(fn: Callable[[], Any], runs: int) -> float:
-    times = []
+def interleaved(fns: list[Callable[[], Any]], runs: int) -> list[float]:
+    """Median seconds per call of each function; every round calls each once, in a shuffled
+    order, so load on the machine falls on all of them alike."""
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        order = list(range(len(fns)))
+        random.shuffle(order)
+        for k in order:
+            t0 = time.perf_counter()
+            fns[k]()
+            times[k].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
-def tile_gemm(wp: Any, a: np.ndarray, b: np.ndarray, tile: int, runs: int) -> tuple[float, np.ndarray]:
+def tile_gemm(wp: Any, a: np.ndarray, b: np.ndarray, tile: int) -> tuple[Callable[[], None], Callable[[], np.ndarray]]:
     n = a.shape[0]
     steps = n // tile
 
@@ -55,7 +62,7 @@ def tile_gemm(wp: Any, a: np.ndarray, b: np.ndarray, tile: int, runs: int) -> tu
         wp.synchronize_device("cpu")
 
     run()  # compile
-    return median_time(run, runs), C.numpy()
+    return run, C.numpy
 
 
 def main() -> None:
@@ -69,22 +76,31 @@ def main() -> None:
     a = rng.standard_normal((args.n, args.n)).astype(np.float32)
     b = rng.standard_normal((args.n, args.n)).astype(np.float32)
     ref = a @ b
-    t_np = median_time(lambda: a @ b, args.runs)
     flops = 2.0 * args.n ** 3
 
     import gradloom
 
     gradloom.config.num_threads = 1
-    rows = [("numpy matmul (1 thread)", t_np, None)]
-    t_gl, c_gl = tile_gemm(gradloom, a, b, args.tile, args.runs)
-    rows.append(("gradloom tiles", t_gl, float(np.abs(c_gl - ref).max())))
+    names = ["numpy matmul (1 thread)"]
+    runs: list[Callable[[], Any]] = [lambda: a @ b]
+    outs: list[Callable[[], np.ndarray] | None] = [None]
+    run, out = tile_gemm(gradloom, a, b, args.tile)
+    names.append("gradloom tiles")
+    runs.append(run)
+    outs.append(out)
     if not args.no_warp:
         import warp
 
         warp.config.quiet = True
         warp.init()
-        t_w, c_w = tile_gemm(warp, a, b, args.tile, args.runs)
-        rows.append(("warp-lang tiles (CPU)", t_w, float(np.abs(c_w - ref).max())))
+        run, out = tile_gemm(warp, a, b, args.tile)
+        names.append("warp-lang tiles (CPU)")
+        runs.append(run)
+        outs.append(out)
+    times = interleaved(runs, args.runs)
+    t_np = times[0]
+    rows = [(n, t, None if o is None else float(np.abs(o() - ref).max()))
+            for n, t, o in zip(names, times, outs, strict=True)]
     print(f"{args.n}^3 float32 GEMM, tile {args.tile}, median of {args.runs}")
     print(f"{'':26}{'ms':>10}{'GFLOP/s':>10}{'vs numpy':>10}{'max |err|':>12}")
     for name, t, err in rows:
