@@ -72,6 +72,8 @@ ALLOWED = {
     "geometry": _BASE | {"runtime", "kernel", "__init__"},
     "utils": _BASE | {"ir", "builtins", "codegen", "runtime", "frontend", "kernel"},
     "torch": {"interop"},
+    # torch.func.jvp and double backward of gradloom.torch functions (the bridge's SECOND hook)
+    "torch_forward": _BASE | {"runtime", "interop", "kernel", "forward_mode"},
     # halo exchange / all-reduce / broadcast over torch.distributed (docs/distributed.md):
     # arrays, tapes and the torch interop below it; nothing in gradloom imports it
     "distributed": _BASE | {"runtime", "interop"},

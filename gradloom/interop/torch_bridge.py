@@ -5,7 +5,11 @@ of them under a `wp.Tape`, and returns torch tensors that carry a `torch.autogra
 node. That node's backward seeds the outputs' gradients from (a copy of) `grad_outputs`,
 replays the tape, and returns fresh gradient tensors; torch alone accumulates them into leaf
 `.grad`s. So backward is re-entrant (`retain_graph`), never writes `grad_outputs`, inputs or
-leaf gradients itself, and counts nothing twice.
+leaf gradients itself, and counts nothing twice. Forward mode (`torch.func.jvp`,
+`torch.autograd.forward_ad`) runs the function's tangent kernels, and a backward with
+`create_graph=True` is itself differentiable (double backward: Hessian-vector products); both
+through `gradloom.torch_forward`, reached by the `SECOND` hook (forward mode sits above
+interop).
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from gradloom.errors import GradloomError
+from gradloom.hooks import Hook
 from gradloom.interop.torch import _tensor_of, torch_module
 from gradloom.runtime.array.array import array, elem_shape
 from gradloom.runtime.array.foreign import wrap_tensor
@@ -29,6 +35,16 @@ from gradloom.runtime.tape.tape import Tape
 from gradloom.types import ArrayType
 
 ShapeSpec = str | int | tuple[int, ...] | Callable[..., Any] | None
+
+#: jvp(fn, arrays, tangents) -> output tangents, and vjp_grads(fn, arrays, grad_outputs, u)
+#: -> (J u per output, H u per input): forward mode and HVPs for torch (torch_forward.py)
+#: what `_forward` hands the `setup_context` calls torch makes after it (one per torch.func
+#: transform level, which may see the outputs wrapped, so nothing rides on them); `op`
+#: clears it when the call returns
+_PENDING: ContextVar[tuple[Any, ...] | None] = ContextVar("gl_torch_pending", default=None)
+
+SECOND: Hook[Any] = Hook("forward mode and double backward of gradloom.torch functions",
+                         "gradloom.torch_forward")
 
 
 class _ReadOnly(Watch):
@@ -90,9 +106,11 @@ def _output_tensor(torch: Any, o: array, inputs: Sequence[Any]) -> Any:
     return _tensor_of(torch, data, "gradloom.torch output")
 
 
-def _forward(ctx: Any, spec: _Spec, args: tuple[Any, ...]) -> Any:
+def _forward(spec: _Spec, args: tuple[Any, ...]) -> Any:
+    """Run the function on views of the tensors (under a Tape where a tensor needs a
+    gradient); the output tensors, the first carrying what `_setup` keeps on ctx."""
     torch = torch_module()
-    needs = list(ctx.needs_input_grad[1:])
+    needs = [isinstance(a, torch.Tensor) and a.requires_grad for a in args]
     arrays = _inputs(spec, args, needs)
     guards = [_ReadOnly(a, f"{spec.name}: argument {i}") for i, a in enumerate(arrays)
               if isinstance(a, array)]
@@ -108,17 +126,60 @@ def _forward(ctx: Any, spec: _Spec, args: tuple[Any, ...]) -> Any:
         if tape is not None and t.is_floating_point() and o.grad is None:
             raise GradloomError(f"{spec.name}: an output has no gradient buffer; allocate "
                                 "outputs with requires_grad=True")
+    _PENDING.set((spec, tape, arrays, outs))
+    return tensors[0] if len(tensors) == 1 else tuple(tensors)
+
+
+def _setup(ctx: Any, args: tuple[Any, ...], output: Any) -> None:
+    torch = torch_module()
+    tensors = list(output) if isinstance(output, tuple) else [output]
+    pending = _PENDING.get()  # torch.func calls setup_context once per transform level
+    assert pending is not None, "setup_context runs after forward, inside `op`"
+    ctx.spec, ctx.tape, ctx.arrays, ctx.outs = pending
+    for t in tensors:
         if not t.is_floating_point():
             ctx.mark_non_differentiable(t)
-    ctx.spec, ctx.tape, ctx.arrays, ctx.outs = spec, tape, arrays, outs
     ctx.shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
     ctx.save_for_backward(*(a for a in args if isinstance(a, torch.Tensor)), *tensors)
-    return tensors[0] if len(tensors) == 1 else tuple(tensors)
+
+
+def _jvp(ctx: Any, tangents: Sequence[Any]) -> Any:
+    """Output tangents from input tangents (tensors or None): the tangent kernels."""
+    torch = torch_module()
+    seeds = [None if t is None or not isinstance(a, array) else _host(t)
+             for a, t in zip(ctx.arrays, tangents)]
+    with ctx.spec.lock:
+        touts = SECOND.get()[0](ctx.spec.fn, ctx.arrays, seeds)
+    out = [torch.zeros(o.numpy().shape, dtype=torch.float64) if t is None
+           else torch.from_numpy(np.array(t, copy=True)) for o, t in zip(ctx.outs, touts)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _host(t: Any) -> Any:
+    """A tensor's values as numpy (a torch.func transform's wrappers taken off first)."""
+    torch = torch_module()
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(t):
+        t = functorch.get_unwrapped(t)
+    with torch._C._DisableFuncTorch():  # detach() would wrap it again
+        return t.detach().cpu().numpy()
 
 
 def _backward(ctx: Any, grad_outputs: Sequence[Any]) -> tuple[Any, ...]:
     torch = torch_module()
-    ctx.saved_tensors  # noqa: B018  (raises if an input or output was modified in place)
+    saved = ctx.saved_tensors  # raises if an input or output was modified in place
+    if torch.is_grad_enabled():  # create_graph=True: the gradients are differentiable too
+        inputs = saved[:len(saved) - len(ctx.outs)]
+        grads = _vjp_class().apply(ctx, len(grad_outputs), *grad_outputs, *inputs)
+        it = iter(grads if isinstance(grads, tuple) else (grads,))
+        return (None, *(next(it) if need and isinstance(a, array) and a.grad is not None
+                        else None for a, need in zip(ctx.arrays, ctx.needs_input_grad[1:])))
+    return _gradients(ctx, grad_outputs)
+
+
+def _gradients(ctx: Any, grad_outputs: Sequence[Any]) -> tuple[Any, ...]:
+    """(None for spec, then each input's gradient or None): the tape run backwards."""
+    torch = torch_module()
     spec, tape = ctx.spec, ctx.tape
     with spec.lock:
         tape.zero()
@@ -161,14 +222,61 @@ def _function_class() -> Any:
 
     class GradloomFunction(base):  # type: ignore[misc]
         @staticmethod
-        def forward(ctx: Any, spec: _Spec, *args: Any) -> Any:
-            return _forward(ctx, spec, args)
+        def forward(spec: _Spec, *args: Any) -> Any:
+            return _forward(spec, args)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+            _setup(ctx, inputs[1:], output)
 
         @staticmethod
         def backward(ctx: Any, *grad_outputs: Any) -> Any:
             return _backward(ctx, grad_outputs)
 
+        @staticmethod
+        def jvp(ctx: Any, *tangents: Any) -> Any:
+            return _jvp(ctx, tangents[1:])
+
     return GradloomFunction
+
+
+@functools.cache
+def _vjp_class() -> Any:
+    """The gradients of a GradloomFunction as a function of (grad_outputs, inputs), itself
+    differentiable: its backward takes u (one per input gradient) to J u for each grad_output
+    and to H u (the Hessian of Σ grad_output·output) for each input."""
+    base: Any = torch_module().autograd.Function
+
+    class GradloomVJP(base):  # type: ignore[misc]
+        @staticmethod
+        def forward(vctx: Any, fctx: Any, n_out: int, *rest: Any) -> Any:
+            vctx.fctx, vctx.n_out = fctx, n_out
+            vctx.gos = [g.detach() if g is not None else None for g in rest[:n_out]]
+            grads = [g for g in _gradients(fctx, rest[:n_out])[1:] if g is not None]
+            return grads[0] if len(grads) == 1 else tuple(grads)
+
+        @staticmethod
+        def backward(vctx: Any, *us: Any) -> Any:
+            return _second(vctx, us)
+
+    return GradloomVJP
+
+
+def _second(vctx: Any, us: Sequence[Any]) -> tuple[Any, ...]:
+    """Backward of GradloomVJP: (None, None, J u per grad_output, H u per input)."""
+    torch = torch_module()
+    fctx = vctx.fctx
+    it = iter(us)
+    u = [(_host(g) if (g := next(it)) is not None else None)
+         if need and isinstance(a, array) and a.grad is not None else None
+         for a, need in zip(fctx.arrays, fctx.needs_input_grad[1:])]
+    weights = [None if g is None else _host(g) for g in vctx.gos]
+    with fctx.spec.lock:
+        ju, hu = SECOND.get()[1](fctx.spec.fn, fctx.arrays, weights, u)
+    as_t = [None if t is None else torch.from_numpy(np.array(t, copy=True)) for t in ju]
+    hs = [None if h is None else torch.from_numpy(np.array(h, copy=True)).reshape(shape)
+          for h, shape in zip(hu, fctx.shapes) if shape is not None]  # tensor inputs only
+    return (None, None, *as_t, *hs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,7 +316,10 @@ def function(target: Any = None, *, outputs: Sequence[str] | Mapping[str, ShapeS
 
     @functools.wraps(fn)
     def op(*args: Any, **kwargs: Any) -> Any:
-        return _function_class().apply(spec, *_bind(spec, params, args, kwargs))
+        try:
+            return _function_class().apply(spec, *_bind(spec, params, args, kwargs))
+        finally:
+            _PENDING.set(None)  # every setup_context has run
 
     op.spec = spec  # type: ignore[attr-defined]
     return op
