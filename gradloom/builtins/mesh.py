@@ -1,9 +1,10 @@
 """Mesh queries in kernels: `mesh_query_point_no_sign` and `mesh_eval_position`.
 
 A kernel receives a `Mesh.id` (uint64): the address of the descriptor runtime/geometry/mesh.py writes
-(offsets in types/mesh_layout.py). The BVH's nodes are in depth-first order with skip pointers,
-so the closest-point search is a while loop over integer state (node index) and the best
-candidate so far: no stack, no new primitive. Vertex positions are read with plain loads, so
+(offsets in types/mesh_layout.py). The BVH's nodes are in depth-first order with skip pointers:
+`walk` visits them with integer state only (no stack), for queries that visit every node a test
+accepts; the closest-point search walks nearest box first with a stack (builtins/bvh_stack.py)
+and then computes the found face's closest point again from the query point. Vertex positions are read with plain loads, so
 gradients flow to the query point through the closest-point arithmetic (piecewise smooth), not
 to the mesh's points; they reach the points through the user's own reads (e.g. `points[i]`).
 """
@@ -195,27 +196,6 @@ def node(ctx: Ctx, nodes: Var, i: Var) -> tuple[V3, V3, Var, Var]:
     return lo, hi, at(NODE_SKIP, int32), at(NODE_PRIM, int32)
 
 
-def descend(ctx: Ctx, desc: Var, p: V3) -> Var:
-    """The triangle of the leaf reached from the root by always entering the child whose box
-    is nearer p: a good first guess that lets the full walk skip most of the tree. (An inner
-    node's children: the next node, and the node its first child's subtree skips to.)"""
-    nodes = _field(ctx, desc, MESH_NODES, ptr)
-    op = ctx.op
-
-    def step(s: list[Var]) -> list[Var]:
-        left = op("add", s[0], ctx.const(1, int32))
-        lo_l, hi_l, right, _ = node(ctx, nodes, left)
-        lo_r, hi_r, _, _ = node(ctx, nodes, right)
-        nearer_right = op("lt", _box_dist2(ctx, p, lo_r, hi_r), _box_dist2(ctx, p, lo_l, hi_l))
-        nxt = op("select", nearer_right, right, left)
-        return [nxt, node(ctx, nodes, nxt)[3]]
-
-    root_prim = node(ctx, nodes, ctx.const(0, int32))[3]
-    end = while_loop(ctx, [ctx.const(0, int32), root_prim],
-                     lambda s: op("lt", s[1], ctx.const(0, int32)), step)
-    return end[1]
-
-
 def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> list[Var]:
     """Visit the BVH depth first with skip pointers: a node whose box `far(lower, upper,
     state)` rejects is skipped with its subtree; at a leaf, `leaf(face, a, b, c, state)`
@@ -244,29 +224,35 @@ def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> lis
 
 
 def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
-    """The closest-point walk: [best squared distance, face (-1 if none), u, v]."""
+    """The closest point within max_dist: [squared distance, face (-1 if none), u, v]. The
+    walk (builtins/bvh_stack.py) finds the face on detached values; its closest point is then
+    computed again from p itself, so gradients reach p through that face's closest point."""
+    from .bvh_stack import detach, detach3, nearest_walk
+
     op = ctx.op
-
-    def far(lo: V3, hi: V3, s: list[Var]) -> Var:
-        return op("gt", _box_dist2(ctx, p, lo, hi), s[0])
-
-    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
-        best, face, u, v = s
-        wa, wb, wc = closest_bary(ctx, p, a, b, c)
-        q: V3 = tuple(op("add", op("add", op("mul", wa, a[k]), op("mul", wb, b[k])),  # type: ignore
-                         op("mul", wc, c[k])) for k in range(3))
-        d = _Ops(ctx).sub3(p, q)
-        d2 = _Ops(ctx).dot(d, d)
-        better = op("lt", d2, best)
-        return [op("select", better, d2, best), op("select", better, tri, face),
-                op("select", better, wa, u), op("select", better, wb, v)]
-
-    zero = ctx.const(0.0, float32)
-    init = [op("mul", max_dist, max_dist), ctx.const(-1, int32), zero, zero]
-    guess = descend(ctx, desc, p)
+    pd = detach3(ctx, p)
     points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
-    a, b, c = (_vertex(ctx, points, indices, guess, k) for k in range(3))
-    return walk(ctx, desc, leaf(guess, a, b, c, init), far, leaf)
+
+    def nearest(q: V3, a: V3, b: V3, c: V3) -> tuple[Var, Var, Var, Var]:
+        wa, wb, wc = closest_bary(ctx, q, a, b, c)
+        at: V3 = tuple(op("add", op("add", op("mul", wa, a[k]), op("mul", wb, b[k])),  # type: ignore
+                          op("mul", wc, c[k])) for k in range(3))
+        d = _Ops(ctx).sub3(q, at)
+        return _Ops(ctx).dot(d, d), wa, wb, wc
+
+    def leaf(tri: Var, s: list[Var]) -> list[Var]:
+        a, b, c = (_vertex(ctx, points, indices, tri, k) for k in range(3))
+        d2 = nearest(pd, a, b, c)[0]
+        better = op("lt", d2, s[0])
+        return [op("select", better, d2, s[0]), op("select", better, tri, s[1])]
+
+    md = detach(ctx, max_dist)
+    _, face = nearest_walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32)],
+                           lambda lo, hi: _box_dist2(ctx, pd, lo, hi), leaf)
+    f = op("select", op("ge", face, ctx.const(0, int32)), face, ctx.const(0, int32))
+    a, b, c = (_vertex(ctx, points, indices, f, k) for k in range(3))
+    d2, wa, wb, _ = nearest(p, a, b, c)
+    return [d2, face, wa, wb]
 
 
 @builtin("mesh_query_point_no_sign", "the point of a Mesh closest to point within max_dist: "

@@ -1,16 +1,19 @@
 """Ray casts against a wp.Mesh in kernels: `mesh_query_ray` (the nearest hit along a ray).
 
-The walk is builtins/mesh.py's stackless BVH traversal: a node is skipped when the ray misses
-its box or enters it beyond the nearest hit so far; a leaf's triangle is intersected with the
-Möller–Trumbore test. Gradients reach the ray's origin and direction through t, u and v (the
-mesh's data is read as constants).
+`mesh_query_ray` walks nearest box first (builtins/bvh_stack.py: boxes in the order the ray
+enters them; a box entered beyond the nearest hit so far is dropped); a leaf's triangle is
+intersected with the Möller–Trumbore test, and the hit face's intersection is computed again
+from the ray itself, so gradients reach its origin and direction through t, u and v (the
+mesh's data is read as constants). The counting and any-hit queries use builtins/mesh.py's
+stackless walk.
 """
 
 from __future__ import annotations
 
 from ..ir.nodes import Var
-from ..types import StructType, VectorType, bool_, float32, int32, vec3f
-from .mesh import V3, _descriptor, _Ops, walk
+from ..types import StructType, VectorType, bool_, float32, int32, ptr, vec3f
+from ..types.mesh_layout import MESH_INDICES, MESH_POINTS
+from .mesh import V3, _descriptor, _field, _Ops, _vertex, walk
 from .registry import builtin
 from .values import Composite, Ctx, OutArgs, StructVal, Value, describe, materialize
 
@@ -118,19 +121,8 @@ def _ray(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value) -> StructV
     inv: V3 = tuple(op("select", op("eq", x, m.k(0.0)), big, op("div", m.k(1.0), x))  # type: ignore
                     for x in d)
 
-    def far(lo: V3, hi: V3, s: list[Var]) -> Var:
-        return _slab_far(ctx, o, inv, lo, hi, s[0])
-
-    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
-        ok, t, wb, wc = _hit(ctx, o, d, a, b, c)
-        better = op("and", ok, op("le", t, s[0]))
-        n = _cross(ctx, m.sub3(b, a), m.sub3(c, a))
-        new = [t, tri, wb, wc, *n]
-        return [op("select", better, x, y) for x, y in zip(new, s, strict=True)]
-
+    t, face, wb, wc, n = _nearest_hit(ctx, desc, o, d, inv, mt)
     z = m.k(0.0)
-    t, face, wb, wc, *n = walk(ctx, desc, [mt, ctx.const(-1, int32), z, z, z, z, z],
-                               far, leaf)
     found = op("ge", face, ctx.const(0, int32))
     length = op("sqrt", m.dot(n, n))  # type: ignore[arg-type]
     unit = tuple(m.safe_div(x, length) for x in n)
@@ -143,6 +135,42 @@ def _ray(ctx: Ctx, id: Value, start: Value, dir: Value, max_t: Value) -> StructV
     return StructVal(RAY_TYPE, (found, keep(sign, z), keep(face, ctx.const(0, int32)),
                                 keep(t, z), keep(u, z), keep(wb, z),
                                 Composite(vec3f, tuple(keep(x, z) for x in unit))))
+
+
+def _nearest_hit(ctx: Ctx, desc: Var, o: V3, d: V3, inv: V3,
+                 max_t: Var) -> tuple[Var, Var, Var, Var, V3]:
+    """The nearest hit: (t, face (-1 if none), weight of b, weight of c, unnormalised
+    normal). The walk (builtins/bvh_stack.py) enters boxes in the order the ray does, on
+    detached values; the hit of the face it finds is computed again from o and d, so
+    gradients reach them through that face's intersection."""
+    from .bvh_stack import detach, detach3, nearest_walk
+
+    op, m = ctx.op, _Ops(ctx)
+    od, dd, invd = detach3(ctx, o), detach3(ctx, d), detach3(ctx, inv)
+    points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
+    miss = m.k(3.0e38)
+
+    def key(lo: V3, hi: V3) -> Var:
+        """The ray's entry t into the box, or 3e38 when it misses it at t >= 0."""
+        t0, t1 = m.k(0.0), miss
+        for k in range(3):
+            a = op("mul", op("sub", lo[k], od[k]), invd[k])
+            b = op("mul", op("sub", hi[k], od[k]), invd[k])
+            t0 = op("max", t0, op("min", a, b))
+            t1 = op("min", t1, op("max", a, b))
+        return op("select", op("le", t0, t1), t0, miss)
+
+    def leaf(tri: Var, s: list[Var]) -> list[Var]:
+        a, b, c = (_vertex(ctx, points, indices, tri, k) for k in range(3))
+        ok, t, _, _ = _hit(ctx, od, dd, a, b, c)
+        better = op("and", ok, op("le", t, s[0]))
+        return [op("select", better, t, s[0]), op("select", better, tri, s[1])]
+
+    _, face = nearest_walk(ctx, desc, [detach(ctx, max_t), ctx.const(-1, int32)], key, leaf)
+    f = op("select", op("ge", face, ctx.const(0, int32)), face, ctx.const(0, int32))
+    a, b, c = (_vertex(ctx, points, indices, f, k) for k in range(3))
+    _, t, wb, wc = _hit(ctx, o, d, a, b, c)
+    return t, face, wb, wc, _cross(ctx, m.sub3(b, a), m.sub3(c, a))
 
 
 @builtin("mesh_query_ray_count_intersections", "the number of the Mesh's triangles that the ray "
