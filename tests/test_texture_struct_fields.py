@@ -80,3 +80,30 @@ def test_far_periodic_coordinates_keep_their_place_in_a_texel() -> None:
         out = wp.zeros(3, dtype=float)
         wp.launch(_sample_1d, 3, inputs=[tex, wp.array(u, dtype=float), out])
         np.testing.assert_array_equal(out.numpy(), [want] * 3)
+
+
+def test_copies_round_trip_in_place() -> None:
+    data = np.array([[1, 2, 3, 4], [5, 6, 7, 4294967295]], np.uint32)
+    tex = wp.Texture2D(data)
+    dst = wp.zeros(data.shape, dtype=wp.uint32)
+    tex.copy_to(dst)
+    np.testing.assert_array_equal(dst.numpy(), data)  # exact, not through float32
+    f = wp.Texture2D(np.zeros((2, 3), np.float32))
+    tid = f.id
+    f.copy_from(np.full((2, 3), 0.5, np.float32))
+    out = np.zeros((2, 3), np.float32)
+    f.copy_to(out)
+    assert f.id == tid and (out == 0.5).all()
+    s = _Holder()
+    s.tex = wp.Texture3D(np.zeros((1, 1, 1), np.float32))
+    s.tex.copy_from(np.full((1, 1, 1), 0.25, np.float32))
+    s.scale = 4.0
+    got = wp.zeros(1, dtype=float)
+    wp.launch(_sample, 1, inputs=[s, got])
+    assert got.numpy()[0] == pytest.approx(1.0)  # kernels read the copied texels
+    with pytest.raises(ValueError, match="Incompatible array shape"):
+        f.copy_from(np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match="Incompatible array data type"):
+        f.copy_to(np.zeros((2, 3), np.int32))
+    with pytest.raises(RuntimeError):
+        wp.Texture2D(np.zeros((4, 4), np.float32), num_mip_levels=2).copy_from(np.zeros((4, 4), np.float32))

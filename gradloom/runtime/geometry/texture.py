@@ -35,6 +35,10 @@ class TextureError(GradloomError, ValueError):
     """A texture given data, sizes or modes Warp's textures do not take."""
 
 
+class TextureCopyError(GradloomError, RuntimeError):
+    """A copy a texture cannot take (its levels are derived from level 0: mipmapped)."""
+
+
 def texels(data: np.ndarray) -> np.ndarray:
     """float32 texel values of data, as a sampler reads them (Warp's normalisation rules)."""
     name = data.dtype.name
@@ -109,6 +113,7 @@ class Texture:
         self._set_modes(filter_mode, mip_filter_mode, num_mip_levels, address_mode,
                         (address_mode_u, address_mode_v, address_mode_w), data is not None)  # fmt: skip
         self.normalized_coords = bool(normalized_coords)
+        self._raw = raw.copy()  # level 0 as given (its own dtype): what copy_to gives back
         self._build(texels(raw))
 
     # -- construction ---------------------------------------------------------------------
@@ -150,9 +155,6 @@ class Texture:
         if wide and self.filter_mode == TextureFilterMode.LINEAR:
             raise TextureError(f"{self.dtype!r} textures support closest filtering only: filter_mode "
                                "must be TextureFilterMode.CLOSEST")  # fmt: skip
-        if wide and num_mip_levels != 1 and self.mip_filter_mode == TextureFilterMode.LINEAR:
-            raise TextureError(f"{self.dtype!r} textures support closest filtering only: "
-                               "mip_filter_mode must be TextureFilterMode.CLOSEST")  # fmt: skip
         if num_mip_levels < 0 or (num_mip_levels != 1 and not has_data):
             raise TextureError("num_mip_levels: 1 (no mipmaps), 0 (the full chain) or a count, "
                                "and mipmaps need data")  # fmt: skip
@@ -168,6 +170,9 @@ class Texture:
             raise TextureError(f"num_mip_levels {self._requested_levels}: a texture of sizes "
                                f"{tuple(sizes)} has at most {full} levels")  # fmt: skip
         count = full if self._requested_levels == 0 else self._requested_levels
+        if count > 1 and self.dtype.name in _WIDE_INTS and self.mip_filter_mode == TextureFilterMode.LINEAR:
+            raise TextureError(f"{self.dtype!r} textures support closest filtering only: "
+                               "mip_filter_mode must be TextureFilterMode.CLOSEST")  # fmt: skip
         levels = mip_chain(level0, self.ndim, count)
         self._store = np.concatenate([lv.ravel() for lv in levels]).astype(np.float32)
         table = []
@@ -207,6 +212,49 @@ class Texture:
     @property
     def depth(self) -> int:
         return 0 if self._empty else int(self._table[0, 3])
+
+    # -- copies (Warp's copy_from / copy_to; level 0 of a texture without mipmaps) ----------
+
+    def _copy_shape(self) -> tuple[int, ...]:
+        raw = self._raw
+        return raw.shape[:-1] if raw.shape[-1] == 1 else raw.shape
+
+    def _check_copy(self, other: np.ndarray, role: str) -> np.ndarray:
+        if self.is_mipmapped:
+            raise TextureCopyError("copy_from / copy_to: a mipmapped texture's levels are derived; "
+                                "create a new texture instead")  # fmt: skip
+        shape = self._copy_shape()
+        if other.shape != shape and other.shape != self._raw.shape:
+            raise TextureError(f"Incompatible array shape for copy: texture shape={shape}, "
+                               f"{role} shape={other.shape}")  # fmt: skip
+        if other.dtype != self._raw.dtype:
+            raise TextureError(f"Incompatible array data type for copy: texture dtype={self._raw.dtype.name}, "
+                               f"{role} dtype={other.dtype.name}")  # fmt: skip
+        return other.reshape(self._raw.shape)
+
+    def copy_from(self, src: Any) -> None:
+        """Replace the texels with ``src`` (an array, numpy array or texture of the same shape
+        and dtype), in place: the texture's id stays the same."""
+        if isinstance(src, Texture):
+            if src._copy_shape() != self._copy_shape():
+                raise TextureError(f"Incompatible texture shapes for copy: destination shape="
+                                   f"{self._copy_shape()}, source shape={src._copy_shape()}")  # fmt: skip
+            src = src._raw
+        data = self._check_copy(np.asarray(src.numpy() if hasattr(src, "numpy") else src), "source")
+        self._raw[...] = data
+        self._store[: self._raw.size] = texels(self._raw).ravel()
+
+    def copy_to(self, dst: Any) -> None:
+        """Write the texels into ``dst`` (an array, numpy array or texture of the same shape and dtype)."""
+        if isinstance(dst, Texture):
+            dst.copy_from(self)
+            return
+        host = dst.numpy() if hasattr(dst, "numpy") else dst
+        self._check_copy(np.asarray(host), "destination")
+        if hasattr(dst, "assign"):
+            dst.assign(self._raw.reshape(host.shape))
+        else:
+            dst[...] = self._raw.reshape(dst.shape)
 
     def __del__(self) -> None:
         """Nothing to release by hand (numpy memory); safe on an instance never initialised."""
