@@ -28,7 +28,7 @@ PRIVATE_PACKAGES = {"optim": ("linear", "fsai"), "apic": ("capture", "types"),
                     "geometry": ("surface_nets", "delaunay")}
 #: per private module, the names given a public meaning (shimlib.py builds the values)
 _DATA = {"types": "_shimlib.src_types_data()", "context": "_shimlib.src_context_data()",
-         "utils": "_shimlib.src_utils_data()"}
+         "utils": "_shimlib.src_utils_data()", "codegen": "_shimlib.src_codegen_data()"}
 
 
 def _write(path: Path, doc: str, body: str) -> None:

@@ -187,6 +187,16 @@ def src_context_data() -> dict[str, Any]:
     return {"_is_graph_capture_allocation_supported": capture_allocation_supported}
 
 
+def src_codegen_data() -> dict[str, Any]:
+    """The codegen error classes, which Warp also exports publicly (``wp.WarpCodegenError``,
+    ...): tests import them from ``warp._src.codegen`` to check that kernels are refused."""
+    names = ("WarpCodegenError WarpCodegenTypeError WarpCodegenValueError WarpCodegenIndexError "
+             "WarpCodegenKeyError WarpCodegenAttributeError")
+    import gradloom
+
+    return {n: getattr(gradloom, n) for n in names.split() if hasattr(gradloom, n)}
+
+
 def src_utils_data() -> dict[str, Any]:
     """`warp._src.utils.check_p2p`, which Warp's tests read only to skip peer-to-peer tests:
     False, as Warp answers without two CUDA devices (the runner's only device is the CPU)."""
