@@ -44,8 +44,13 @@ def test_struct_field_defaults_to_an_empty_texture_then_takes_one() -> None:
     assert out.numpy()[0] == pytest.approx(0.5)
 
 
-def test_del_on_an_uninitialised_instance() -> None:
+def test_del_on_an_uninitialised_instance_and_no_cuda_handles() -> None:
     wp.Texture2D.__new__(wp.Texture2D).__del__()
+    tex = wp.Texture2D(np.zeros((2, 2), np.float32))
+    assert tex.id > 0
+    for handle in ("cuda_texture", "cuda_array", "cuda_surface"):
+        with pytest.raises(RuntimeError, match="only supported for CUDA textures"):
+            getattr(tex, handle)
 
 
 def test_invalid_modes_and_levels() -> None:

@@ -36,7 +36,8 @@ class TextureError(GradloomError, ValueError):
 
 
 class TextureCopyError(GradloomError, RuntimeError):
-    """A copy a texture cannot take (its levels are derived from level 0: mipmapped)."""
+    """What a host texture cannot do: copies into mipmapped levels (derived from level 0), CUDA
+    handles."""
 
 
 def texels(data: np.ndarray) -> np.ndarray:
@@ -274,6 +275,22 @@ class Texture:
     @property
     def id(self) -> int:
         return self._data
+
+    def _cuda_handle(self, what: str) -> int:
+        raise TextureCopyError(f"Texture.{what} is only supported for CUDA textures; gradloom's "
+                               "textures live in host memory")  # fmt: skip
+
+    @property
+    def cuda_texture(self) -> int:
+        return self._cuda_handle("cuda_texture")
+
+    @property
+    def cuda_array(self) -> int:
+        return self._cuda_handle("cuda_array")
+
+    @property
+    def cuda_surface(self) -> int:
+        return self._cuda_handle("cuda_surface")
 
     def __repr__(self) -> str:
         dims = "x".join(str(d) for d in (self.width, self.height, self.depth)[:self.ndim])
