@@ -67,6 +67,9 @@ _FIELDS: tuple[tuple[str, ScalarType], ...] = (
     ("x_start", int32), ("y_start", int32), ("x_end", int32), ("y_end", int32),
     ("z_end", int32), ("x", int32), ("y", int32), ("z", int32),
     ("cell_index", int32), ("cell_end", int32), ("group", int32), ("use_groups", bool_),
+    # the cell coordinates wrapped into [0, dim): advanced with the unwrapped ones, so moving
+    # to the next cell needs no division
+    ("wx_start", int32), ("wy_start", int32), ("wx", int32), ("wy", int32), ("wz", int32),
 )
 _NAMES = [n for n, _ in _FIELDS]
 
@@ -162,12 +165,18 @@ def _wrap(ctx: Ctx, x: Var, dim: Var) -> Var:
     return ctx.op("select", ctx.op("lt", r, _i32(ctx, 0)), ctx.op("add", r, dim), r)
 
 
+def _wrap_next(ctx: Ctx, w: Var, dim: Var) -> Var:
+    """The wrapped coordinate after w (in [0, dim)): w + 1, or 0 past the grid's end."""
+    w1 = ctx.op("add", w, _i32(ctx, 1))
+    return ctx.op("select", ctx.op("ge", w1, dim), _i32(ctx, 0), w1)
+
+
 def _set_cell(ctx: Ctx, q: _Query, x: Var, y: Var, z: Var) -> tuple[Var, Var]:
-    """The [start, end) range of sorted positions of cell (x, y, z) (wrapped), narrowed to the
-    query's group when it has one and the grid was built with groups."""
+    """The [start, end) range of sorted positions of cell (x, y, z) (coordinates wrapped into
+    the grid), narrowed to the query's group when it has one and the grid has groups."""
     dx, dy = q["dim_x"], q["dim_y"]
-    cell = ctx.op("add", ctx.op("mul", _wrap(ctx, z, q["dim_z"]), ctx.op("mul", dx, dy)),
-                  ctx.op("add", ctx.op("mul", _wrap(ctx, y, dy), dx), _wrap(ctx, x, dx)))
+    cell = ctx.op("add", ctx.op("mul", z, ctx.op("mul", dx, dy)),
+                  ctx.op("add", ctx.op("mul", y, dx), x))
     start = _element(ctx, q["cell_starts"], cell, int32)
     end = _element(ctx, q["cell_ends"], cell, int32)
 
@@ -236,9 +245,12 @@ def hash_grid_query(ctx: Ctx, id: Value, point: Value, max_dist: Value,
         "z_end": ends[2], "x": starts[0], "y": starts[1], "z": starts[2],
         "group": group_id, "use_groups": use_groups,
     }
+    wrapped = [_wrap(ctx, starts[k], dims[k]) for k in range(3)]
+    fields.update(wx_start=wrapped[0], wy_start=wrapped[1], wx=wrapped[0], wy=wrapped[1],
+                  wz=wrapped[2])
     zero = _i32(ctx, 0)
     q = _Query(StructVal(QUERY_TYPE, tuple(fields.get(n, zero) for n in _NAMES)))
-    ci, ce = _set_cell(ctx, q, starts[0], starts[1], starts[2])
+    ci, ce = _set_cell(ctx, q, *wrapped)
     return q.with_(cell_index=ci, cell_end=ce)
 
 
@@ -280,25 +292,30 @@ def _next(ctx: Ctx, query: StructVal, index: Var) -> tuple[Var, StructVal, Var]:
     q = _Query(query)
 
     def step(ps: list[Var]) -> list[Var]:
-        x, y, z, ci, ce, _ = ps
-        x1 = ctx.op("add", x, _i32(ctx, 1))
-        wrap_x = ctx.op("gt", x1, q["x_end"])
-        x2 = ctx.op("select", wrap_x, q["x_start"], x1)
-        y1 = ctx.op("select", wrap_x, ctx.op("add", y, _i32(ctx, 1)), y)
-        wrap_y = ctx.op("gt", y1, q["y_end"])
-        y2 = ctx.op("select", wrap_y, q["y_start"], y1)
-        z1 = ctx.op("select", wrap_y, ctx.op("add", z, _i32(ctx, 1)), z)
-        done = ctx.op("gt", z1, q["z_end"])
-        start, end = _set_cell(ctx, q, x2, y2, z1)  # wrapped: a valid cell even when done
-        return [x2, y2, z1, ctx.op("select", done, ci, start),
-                ctx.op("select", done, ce, end), done]
+        x, y, z, ci, ce, _, wx, wy, wz = ps
+        op = ctx.op
+        x1 = op("add", x, _i32(ctx, 1))
+        wrap_x = op("gt", x1, q["x_end"])
+        x2 = op("select", wrap_x, q["x_start"], x1)
+        wx2 = op("select", wrap_x, q["wx_start"], _wrap_next(ctx, wx, q["dim_x"]))
+        y1 = op("select", wrap_x, op("add", y, _i32(ctx, 1)), y)
+        wy1 = op("select", wrap_x, _wrap_next(ctx, wy, q["dim_y"]), wy)
+        wrap_y = op("gt", y1, q["y_end"])
+        y2 = op("select", wrap_y, q["y_start"], y1)
+        wy2 = op("select", wrap_y, q["wy_start"], wy1)
+        z1 = op("select", wrap_y, op("add", z, _i32(ctx, 1)), z)
+        wz1 = op("select", wrap_y, _wrap_next(ctx, wz, q["dim_z"]), wz)
+        done = op("gt", z1, q["z_end"])
+        start, end = _set_cell(ctx, q, wx2, wy2, wz1)  # a valid cell even when done
+        return [x2, y2, z1, op("select", done, ci, start), op("select", done, ce, end), done,
+                wx2, wy2, wz1]
 
     def more(ps: list[Var]) -> Var:
         return ctx.op("and", ctx.op("ge", ps[3], ps[4]), ctx.op("not", ps[5]))
 
-    x, y, z, ci, ce, _ = while_loop(
-        ctx, [q["x"], q["y"], q["z"], q["cell_index"], q["cell_end"], ctx.const(False, bool_)],
-        more, step)
+    x, y, z, ci, ce, _, wx, wy, wz = while_loop(
+        ctx, [q["x"], q["y"], q["z"], q["cell_index"], q["cell_end"], ctx.const(False, bool_),
+              q["wx"], q["wy"], q["wz"]], more, step)
     found = ctx.op("lt", ci, ce)
     # point_ids has a spare slot at the end, so this load is in bounds even when nothing is found
     point = _element(ctx, q["point_ids"], ci, int32)
@@ -306,7 +323,8 @@ def _next(ctx: Ctx, query: StructVal, index: Var) -> tuple[Var, StructVal, Var]:
         point = ctx.op("cast", point, type=index.type)
     new_index = ctx.op("select", found, point, index)
     ci = ctx.op("add", ci, ctx.op("select", found, _i32(ctx, 1), _i32(ctx, 0)))
-    return found, q.with_(x=x, y=y, z=z, cell_index=ci, cell_end=ce), new_index
+    return found, q.with_(x=x, y=y, z=z, cell_index=ci, cell_end=ce, wx=wx, wy=wy, wz=wz), \
+        new_index
 
 
 @builtin("hash_grid_point_id", "the original index of the point at position index of the "
