@@ -8,6 +8,7 @@ here (each kernel compiles on its own); they carry options and let `load()` comp
 from __future__ import annotations
 
 import hashlib
+import numbers
 import re
 import sys
 import types
@@ -285,8 +286,9 @@ def set_module_options(options: dict[str, Any], module: Any = None) -> None:
 
 
 def check_max_records(value: Any) -> None:
-    """`deterministic_max_records` is a non-negative int (bool refused), as in Warp."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """`deterministic_max_records` is a non-negative integer (a NumPy one too, as MuJoCo Warp
+    passes; bool refused), as in Warp."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"the 'deterministic_max_records' option takes a non-negative int, got "
                         f"{value!r}")
     if value < 0:

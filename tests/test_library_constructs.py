@@ -226,3 +226,16 @@ def test_math_module_functions_are_the_builtins() -> None:
     wp.launch(torus_distances, 3, [wp.array(pts, dtype=wp.vec3), out])
     q = np.hypot(pts[:, 0], pts[:, 1]) - 1.0
     np.testing.assert_allclose(out.numpy(), np.hypot(q, pts[:, 2]) - 0.25, rtol=1e-6)
+
+
+# -- module options given NumPy integers ---------------------------------------------------------
+# MuJoCo Warp sets module_options["deterministic_max_records"] = njmax, a NumPy integer.
+
+
+def test_deterministic_max_records_takes_numpy_integers() -> None:
+    def body(x: wp.array(dtype=float)):
+        x[wp.tid()] = 1.0
+
+    k = wp.kernel(body, module="unique",
+                  module_options={"deterministic_max_records": np.int64(12)})  # fmt: skip
+    assert k.module.options["deterministic_max_records"] == 12
