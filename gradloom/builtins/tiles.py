@@ -60,6 +60,8 @@ def const_ints(ctx: Ctx, v: Any, what: str) -> tuple[int, ...]:
     out = []
     for i in items:
         i = i.value if isinstance(i, Literal) else i
+        if isinstance(i, Var) and i.type.is_int:  # a local bound to a constant (`n = 3`)
+            i = ctx.b.constant_value(i)
         if not isinstance(i, int) or isinstance(i, bool):
             raise ctx.error(f"{what} must be compile-time constant integers, got {describe(v)}")
         out.append(i)
@@ -165,15 +167,22 @@ def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "registe
     dt = dtype_of(ctx, dtype, float32)  # Warp's default, whatever the numbers' types
     if not isinstance(dt, ScalarType) or dt.kind == "b":
         raise ctx.error(f"tile_arange() requires a numeric scalar dtype, got {dt!r}")
+    _representable(ctx, dict(zip(("start", "stop", "step"), (start, stop, step), strict=True)),
+                   dt)
     if dt.is_float:  # bounds in the tile's type, as Warp (0.99999999 is 1.0 in float32)
         f = np.dtype(dt.np_dtype).type
+        lo, hi, by = (_rounded(f, v) for v in (start, stop, step))
         with np.errstate(all="ignore"):
-            count = float((f(stop) - f(start)) / f(step))  # in the tile's type (0.3/0.1: 3)
-        start, stop, step = float(f(start)), float(f(stop)), float(f(step))
+            count = float((hi - lo) / by)  # in the tile's type (0.3/0.1: 3)
+        start, stop, step = float(lo), float(hi), float(by)
+        if not math.isfinite(count):  # the span overflows the type (-3e38 to 3e38 in float32)
+            with np.errstate(all="ignore"):
+                count = (stop - start) / step
         if count == 0 and (stop - start) / step > 0:  # a quotient below the type's range
             count = 1.0
         if not math.isfinite(count):
-            raise ctx.error(f"tile_arange({start}, {stop}, {step}): the range is uncountable")
+            raise ctx.error(f"tile_arange({start}, {stop}, {step}): the range spans more "
+                            "elements than can be counted")
         n = max(0, math.ceil(count))
     elif all(isinstance(v, int) for v in (start, stop, step)):
         n = max(0, -(-(int(stop) - int(start)) // int(step)))  # exact for wide integers
@@ -190,6 +199,38 @@ def tile_arange(ctx: Ctx, *args: Any, dtype: Any = None, storage: str = "registe
         write(ctx, out, i, v)
     each(ctx, out.type.shape, fill)
     return out
+
+
+def _rounded(f: Any, v: int | float) -> Any:
+    """v in the float type f, rounded once (an int64 bound as C converts it: numpy's own
+    conversion of a Python int goes through a double and rounds twice)."""
+    if isinstance(v, int) and -2 ** 63 <= v < 2 ** 63:
+        return np.int64(v).astype(f)
+    if isinstance(v, int) and 0 <= v < 2 ** 64:
+        return np.uint64(v).astype(f)
+    return f(v)
+
+
+def _representable(ctx: Ctx, bounds: dict[str, Any], dt: ScalarType) -> None:
+    """tile_arange's bounds as the tile's type holds them: integers that fit a 64-bit integer,
+    in an integer tile's range and without a fractional part; floats finite in a float tile's
+    type (Warp's checks and words)."""
+    for name, v in bounds.items():
+        where = f"tile_arange() {name}={v!r}"
+        if isinstance(v, int) and not -2 ** 63 <= v < 2 ** 64:
+            raise ctx.error(f"{where} is too wide to use as an integer bound; write it as a "
+                            f"float ({float(v)!r})")
+        if dt.is_float:
+            with np.errstate(all="ignore"):
+                bad = math.isfinite(v) and not np.isfinite(_rounded(np.dtype(dt.np_dtype).type, v))
+            if bad:
+                raise ctx.error(f"{where} is out of range for {dt!r}")
+            continue
+        if isinstance(v, float) and not v.is_integer():
+            raise ctx.error(f"{where} has a fractional part; {dt!r} tiles need integer bounds")
+        info = np.iinfo(dt.np_dtype)
+        if not info.min <= v <= info.max:
+            raise ctx.error(f"{where} is out of range for {dt!r}")
 
 
 @builtin("tile", "a tile of shape (block_dim,) from each thread's value; on the CPU block_dim "
