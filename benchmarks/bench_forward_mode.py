@@ -3,7 +3,7 @@
 Prints medians of several interleaved rounds in milliseconds and the median of each round's
 ratio (the targets: JVP <= 1.5x the forward, HVP <= 4x forward + backward).
 
-    python benchmarks/bench_forward_mode.py [--n 1000000] [--runs 9]
+    python benchmarks/bench_forward_mode.py [--n 1000000] [--runs 9] [--threads N]
 """
 
 from __future__ import annotations
@@ -65,7 +65,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="config.num_threads (0: the default, every core)")
     args = parser.parse_args()
+    if args.threads:
+        wp.config.num_threads = args.threads
     rng = np.random.default_rng(0)
     x = wp.array(rng.uniform(-1, 1, args.n).astype(np.float32), dtype=float)
     xg = wp.array(x.numpy(), dtype=float, requires_grad=True)
