@@ -12,6 +12,7 @@ stops at its end.
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -125,6 +126,8 @@ class Tree:
         cuts = np.flatnonzero(np.diff(height[by_height])) + 1
         # node ids: leaves 0..n-1 (sorted order), gap g's node n + g
         left, right = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
+        span = np.empty(max(n - 1, 0), np.int64)  # gap g's (first leaf, its node's leaves)
+        first_leaf = np.empty(max(n - 1, 0), np.int64)
         first, last = np.arange(n), np.arange(n)  # a cluster's other end, at each end
         at_first, at_last = np.arange(n), np.arange(n)  # the cluster's node, at each end
         merges = np.split(by_height, cuts) if n > 1 else []
@@ -135,11 +138,12 @@ class Tree:
                 group_roots = self._group_nodes(rank, at_first)
             s, e = first[g], last[g + 1]
             left[g], right[g] = at_last[g], at_first[g + 1]
+            first_leaf[g], span[g] = s, e - s + 1
             last[s], first[e] = e, s
             at_first[s] = at_last[e] = n + g
         if groups is not None and group_roots is None:
             group_roots = self._group_nodes(rank, at_first)
-        self._layout(n, left, right, merges, order, group_roots)
+        self._layout(n, (left, right, first_leaf, span), merges, order, group_roots)
         if groups is not None:
             self.group_keys = np.unique(groups).astype(np.int32)
         else:
@@ -151,23 +155,31 @@ class Tree:
         starts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
         return at_first[starts].copy()
 
-    def _layout(self, n: int, left: NDArray, right: NDArray, merges: list[NDArray],
-                order: NDArray, group_nodes: NDArray | None) -> None:
-        """Depth-first positions, top-down one height at a time; skip, prim and levels."""
+    def _layout(self, n: int, gaps: tuple[NDArray, NDArray, NDArray, NDArray],
+                merges: list[NDArray], order: NDArray, group_nodes: NDArray | None) -> None:
+        """Depth-first positions, top-down one height at a time; skip and prim."""
+        left, right, first_leaf, span = gaps
         pos = np.zeros(2 * n - 1, np.int64)
-        leaves = np.ones(2 * n - 1, np.int64)
-        for g in merges:
-            leaves[n + g] = leaves[left[g]] + leaves[right[g]]
         for g in reversed(merges):
-            pos[left[g]] = pos[n + g] + 1
-            pos[right[g]] = pos[n + g] + 2 * leaves[left[g]]
+            at = pos[n + g]
+            pos[left[g]] = at + 1
+            pos[right[g]] = at + 2 * (g - first_leaf[g] + 1)  # after the left subtree
+        leaves = np.ones(2 * n - 1, np.int64)
+        leaves[n:] = span
         self.skip = np.empty(2 * n - 1, np.int32)
         self.skip[pos] = pos + 2 * leaves - 1
         self.prim = np.full(2 * n - 1, -1, np.int32)
         self.prim[pos[:n]] = order
-        self.levels = [(pos[n + g], pos[left[g]], pos[right[g]]) for g in merges]
+        self._merges = (pos, n, left, right, merges)
         if group_nodes is not None:
             self.group_roots = pos[group_nodes].astype(np.int32)
+
+    @functools.cached_property
+    def levels(self) -> list[tuple[NDArray, NDArray, NDArray]]:
+        """(parent, left, right) positions, children's lists before their parents' (made on
+        first use: only the winding-number data needs them)."""
+        pos, n, left, right, merges = self._merges
+        return [(pos[n + g], pos[left[g]], pos[right[g]]) for g in merges]
 
     def skip_and_prim(self) -> tuple[NDArray, NDArray]:
         """Per node in depth-first order: the position after its subtree, and its primitive

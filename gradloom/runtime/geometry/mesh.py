@@ -44,9 +44,11 @@ _WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius
 def tree_nodes(tree: _Tree) -> NDArray:
     """The node array of a tree (depth-first order): skip pointers and primitives set, boxes
     left for a refit."""
-    nodes = np.zeros(len(tree.skip), _NODE)
-    nodes["skip"], nodes["prim"] = tree.skip_and_prim()
-    return nodes
+    skip, prim = tree.skip_and_prim()
+    words = np.zeros((len(skip), _NODE.itemsize // 4), np.int32)  # filled column by column
+    words[:, _NODE.fields["skip"][1] // 4] = skip
+    words[:, _NODE.fields["prim"][1] // 4] = prim
+    return words.view(_NODE).reshape(len(skip))
 
 
 class MeshError(GradloomError, ValueError):
