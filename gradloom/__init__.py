@@ -82,6 +82,24 @@ from .runtime.device import (
 )
 from .runtime.launch.launch import launch
 from .runtime.launch.tiled import launch_tiled
+from .runtime.mempool import (
+    ScopedMempool,
+    ScopedMempoolAccess,
+    ScopedPeerAccess,
+    get_mempool_release_threshold,
+    get_mempool_used_mem_current,
+    get_mempool_used_mem_high,
+    is_mempool_access_enabled,
+    is_mempool_access_supported,
+    is_mempool_enabled,
+    is_mempool_supported,
+    is_peer_access_enabled,
+    is_peer_access_supported,
+    set_mempool_access_enabled,
+    set_mempool_enabled,
+    set_mempool_release_threshold,
+    set_peer_access_enabled,
+)
 from .runtime.tape.tape import Tape
 from .types import (
     bool_ as bool,  # Warp's name

@@ -149,7 +149,7 @@ RUNTIME_RANKS: list[tuple[str, set[str]]] = [
     ("base", {"layout", "handles", "readmarks", "signals", "page_map", "pool", "cache",
               "backend", "cuda.driver"}),
     # devices and host memory operations
-    ("device", {"device", "memops", "dlpack_capsule", "occupancy"}),
+    ("device", {"device", "memops", "dlpack_capsule", "occupancy", "mempool"}),
     # what arrays report to: active tapes and captures, streams
     ("recording", {"recording", "capturing", "stream", "timing"}),
     # packages, each a rank: the one array class and its operations; launches and graph

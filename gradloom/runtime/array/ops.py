@@ -326,6 +326,8 @@ def copy(
     if recording_graph() is not None:
         defer(functools.partial(copy, d, s, dest_offset, src_offset, count), "wp.copy()")
         return
+    if d.grad is not None and s.grad is not None and d.grad is not s.grad:
+        copy(d.grad, s.grad, dest_offset, src_offset, count)  # as Warp: gradients come along
     before_write(d)
     if d.is_contiguous and s.is_contiguous:
         _check_range(d, s, dest_offset, src_offset, count)

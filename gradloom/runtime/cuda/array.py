@@ -43,6 +43,7 @@ from ..capturing import deferrable
 from ..device import CPU, Device
 from ..dlpack_capsule import DLPACK_CUDA, export
 from ..layout import is_contiguous, packed_strides, same_layout, span
+from ..mempool import is_mempool_enabled
 from ..recording import record_copy
 from ..stream import cuda_stream
 from .driver import current
@@ -308,7 +309,8 @@ def bind(out: array, buffer: Any, ptr: int, shape: tuple[int, ...],
 
 
 def allocate(device: Device, nbytes: int) -> DeviceBuffer:
-    return DeviceBuffer(current(), device.ordinal, nbytes, cuda_stream(device))
+    return DeviceBuffer(current(), device.ordinal, nbytes, cuda_stream(device),
+                        pooled=is_mempool_enabled(device))
 
 
 def new_array(device: Device, shape: tuple[int, ...], t: Any, zero: bool = True) -> array:
