@@ -55,6 +55,7 @@ def tile_example_kernels() -> list:
         return []
     work = Path(tempfile.mkdtemp(prefix="gl_ptx_tile_examples_"))
     found = []
+    saved = wp.config.enable_backward  # mcgp sets it off at import, for the whole process
     for path in sorted(tile_dir.glob("example_tile_*.py")):
         try:
             src = examples_src.bind(path.read_text(), "gradloom", str(path))
@@ -65,6 +66,7 @@ def tile_example_kernels() -> list:
         module = importlib.import_module(f"glptx_{path.stem}")
         found += [(f"examples.{path.stem}.{k}", v) for k, v in vars(module).items()
                   if isinstance(v, wp.Kernel) and not v.is_generic]
+        wp.config.enable_backward = saved
     return found
 
 
