@@ -55,7 +55,7 @@ def tile_example_kernels() -> list:
         return []
     work = Path(tempfile.mkdtemp(prefix="gl_ptx_tile_examples_"))
     found = []
-    saved = wp.config.enable_backward  # mcgp sets it off at import, for the whole process
+    saved = wp.config.enable_backward  # mcgp sets it off at import: keep the process's own
     for path in sorted(tile_dir.glob("example_tile_*.py")):
         try:
             src = examples_src.bind(path.read_text(), "gradloom", str(path))
