@@ -40,16 +40,27 @@ def tangent_kernel(kernel: KernelIR, tangent_of: Callable[[int], int | None]) ->
 
 #: the effects whose forward rules this module knows: a primitive with any other (tile memory,
 #: the adjoint's stack and gradients) is refused with a clear error, not given a zero tangent
+_LOCAL = Effect.LOCAL | Effect.LOCAL_WRITE
+
+
+def _floats(op: Op) -> bool:
+    return any(v.type.is_float for v in (*op.args, *([op.result] if op.result else [])))
+
+
 KNOWN_EFFECTS = (Effect.READ | Effect.WRITE | Effect.ATOMIC | Effect.ACCUMULATE | Effect.IO
                  | Effect.CHECK | Effect.THREAD | Effect.PARAM)
 
 
-def refusal(prim: Prim) -> str | None:
-    """Why forward mode refuses a primitive, or None."""
+def refusal(prim: Prim, op: Op | None = None) -> str | None:
+    """Why forward mode refuses a primitive (at this op), or None. Thread-local memory that
+    holds integers only (a BVH walk's stack) carries no tangent and passes; through floats
+    (tiles) it is refused by the ops' jvp rules."""
     if prim.has(Effect.GRAD | Effect.STACK):
         return "adjoint kernels (forward-over-reverse) are not supported; Hessian-vector " \
                "products take reverse-over-forward (gradloom.autograd.hvp)"
     unknown = prim.effects & ~KNOWN_EFFECTS
+    if unknown and not unknown & ~_LOCAL and op is not None and not _floats(op):
+        return None
     if unknown:
         return f"forward mode has no rule for its effects ({unknown}) yet; use reverse mode"
     return None
@@ -121,7 +132,7 @@ class Forward:
 
     def statement(self, op: Op) -> None:
         prim = PRIMS[op.prim]
-        why = refusal(prim)
+        why = refusal(prim, op)
         if why is not None:
             raise CompileError(f"forward mode (jvp) of '{op.prim}': {why}", op.loc)
         self.em.cur.stmts.append(op)

@@ -28,6 +28,8 @@ from ...types.mesh_layout import (
     MESH_POINTS,
     MESH_VELOCITIES,
     MESH_WINDING,
+    NODE_PRIM,
+    NODE_SKIP,
 )
 from ..array.aligned import aligned_zeros
 from ..array.array import NDArray, array
@@ -46,8 +48,8 @@ def tree_nodes(tree: _Tree) -> NDArray:
     left for a refit."""
     skip, prim = tree.skip_and_prim()
     words = np.zeros((len(skip), _NODE.itemsize // 4), np.int32)  # filled column by column
-    words[:, _NODE.fields["skip"][1] // 4] = skip
-    words[:, _NODE.fields["prim"][1] // 4] = prim
+    words[:, NODE_SKIP // 4] = skip
+    words[:, NODE_PRIM // 4] = prim
     return words.view(_NODE).reshape(len(skip))
 
 
