@@ -224,3 +224,16 @@ def test_gradients_flow_past_fabric_values():
     fd = np.array([(f(x0 + h * e) - f(x0 - h * e)).sum() / (2 * h) for e in np.eye(3)])
     np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-6, atol=1e-9)
     assert keep
+
+
+def test_arithmetic_and_map_read_fabric_elements():
+    values = np.arange(5, dtype=np.float32)
+    fa, keep = _buckets(values, wp.float32, [2, 3])
+    np.testing.assert_array_equal((fa - 1.0).numpy(), values - 1.0)
+    np.testing.assert_array_equal((fa + fa).numpy(), values * 2)
+    ifa = fa[wp.array([4, 1], dtype=wp.int32)]
+    np.testing.assert_array_equal((ifa * 3.0).numpy(), [12.0, 3.0])
+    out = wp.zeros(5, dtype=float)
+    wp.map(wp.sin, fa, out=out)
+    np.testing.assert_allclose(out.numpy(), np.sin(values), rtol=1e-6)
+    assert keep

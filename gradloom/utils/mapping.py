@@ -28,6 +28,7 @@ from ..frontend.func import define as make_func
 from ..kernel import Kernel, kernel
 from ..runtime.array.arith import ELEMENTWISE
 from ..runtime.array.array import array
+from ..runtime.array.fabric import fabricarray, indexedfabricarray
 from ..runtime.array.indexed import indexedarray
 from ..runtime.array.ops import empty
 from ..runtime.launch.launch import launch
@@ -229,15 +230,13 @@ def _build_map_kernel(fn: Any, inputs: tuple[Any, ...], out_types: tuple[Any, ..
     layout: list[tuple[int, ...] | None] = []
     for k, desc in enumerate(inputs):
         if desc[0] == "array":
-            _, dtype, n, mask, indexed = desc
-            kind = indexedarray if indexed else array
+            _, dtype, n, mask, kind = desc
             namespace[f"_In{k}"] = kind(dtype=_dtype_arg(dtype), ndim=n)
             layout.append(mask)
         else:
             namespace[f"_In{k}"] = desc[1]
             layout.append(None)
-    for k, (t, indexed) in enumerate(out_types):
-        kind = indexedarray if indexed else array
+    for k, (t, kind) in enumerate(out_types):
         namespace[f"_Out{k}"] = kind(dtype=_dtype_arg(t), ndim=ndim)
     source = python_src.map_kernel(ndim, layout, len(out_types))
     return kernel(_compile(source, "map_kernel", namespace))  # type: ignore[no-any-return]
@@ -255,6 +254,16 @@ def _resolve(fn: Any) -> Any:
     if not callable(fn):
         raise TypeError("func must be a callable function or a warp.Function")
     return create_warp_function(fn)[0]
+
+
+#: the array classes map takes; each input is annotated with its family's class
+_ARRAYS = (array, indexedarray, fabricarray, indexedfabricarray)
+
+
+def _family(value: Any) -> type:
+    """The array class a value's kernel parameter is annotated with (a subclass's family)."""
+    return next(k for k in (indexedfabricarray, fabricarray, indexedarray, array)
+                if isinstance(value, k))
 
 
 def _check_arity(fn: Any, n: int) -> None:
@@ -276,11 +285,10 @@ def map(func: Any, *inputs: Any, out: Any = None, return_kernel: bool = False,
     arg_types: list[Any] = []
     shapes: list[tuple[int, ...]] = []
     for value in inputs:
-        if isinstance(value, (array, indexedarray)):
+        if isinstance(value, _ARRAYS):
             shapes.append(value.shape)
             descs.append(("array", value.dtype, value.ndim,
-                          tuple(bool(n == 1) for n in value.shape),
-                          isinstance(value, indexedarray)))
+                          tuple(bool(n == 1) for n in value.shape), _family(value)))
             arg_types.append(value.dtype)
         else:
             t = _value_type(value)
@@ -291,7 +299,7 @@ def map(func: Any, *inputs: Any, out: Any = None, return_kernel: bool = False,
     out_types = _result_types(fn, tuple(arg_types))
     shape = broadcast_shapes(shapes)
     outputs = _outputs(out, out_types, shape, inputs)
-    kinds = tuple((t, isinstance(o, indexedarray)) for t, o in zip(out_types, outputs, strict=True))
+    kinds = tuple((t, _family(o)) for t, o in zip(out_types, outputs, strict=True))
     k = _map_kernel(fn, tuple(descs), kinds, len(shape))
     if return_kernel:
         return k
@@ -305,7 +313,7 @@ def _outputs(out: Any, types: tuple[Any, ...], shape: tuple[int, ...],
         grad = any(isinstance(a, array) and a.requires_grad for a in inputs)
         return [empty(shape, dtype=_dtype_arg(t), requires_grad=grad and _differentiable(t))
                 for t in types]
-    if isinstance(out, (array, indexedarray)) and len(types) == 1:
+    if isinstance(out, _ARRAYS) and len(types) == 1:
         _check_output(out, types[0], shape, "")
         return [out]
     if len(types) > 1 and isinstance(out, (list, tuple)):
@@ -320,7 +328,7 @@ def _outputs(out: Any, types: tuple[Any, ...], shape: tuple[int, ...],
 
 
 def _check_output(o: Any, t: Any, shape: tuple[int, ...], which: str) -> None:
-    if not isinstance(o, (array, indexedarray)):
+    if not isinstance(o, _ARRAYS):
         raise TypeError(f"Output array{which} must be a gradloom array, got {type(o).__name__}")
     if o.dtype != t:
         raise TypeError(f"Output array{which} dtype {type_name(o.dtype)} does not match "

@@ -26,6 +26,7 @@ from ...errors import GradloomError
 from ...types import FabricArrayType, int32, matrix, quaternion, size_of, uint64, vector
 from ..device import get_device
 from .annotation import AnnotationProtocols, annotation_ndim
+from .arith import ArrayArithmetic
 from .array import NDArray, array, fit_data, resolve_dtype, storage_dtype
 from .storage import elem_shape, fill_value
 
@@ -72,7 +73,7 @@ class _GlType:
         return lambda: t
 
 
-class _Family(AnnotationProtocols):
+class _Family(ArrayArithmetic, AnnotationProtocols):
     """What both Fabric array classes share: annotations, host-side gathers and scatters."""
 
     _indexed: typing.ClassVar[bool] = False
