@@ -33,10 +33,36 @@ def test_strided_gradient():
     buf = np.arange(1, 65, dtype=np.float32)
     adj_y = wp.array(buf[::2], dtype=float, copy=False)
     np.testing.assert_array_equal(_adjoint(adj_y), -2.0 * np.arange(1, 65, 2, dtype=np.float32))
-    np.testing.assert_array_equal(buf[1::2], np.arange(2, 65, 2, dtype=np.float32))  # untouched
+    np.testing.assert_array_equal(buf, np.arange(1, 65, dtype=np.float32))  # seed kept, gaps too
+
+
+def test_seed_of_an_output_is_kept():
+    # as Warp's explicit adjoint launch: the caller's gradient of an array the kernel only
+    # writes holds its seed afterwards (the adjoint consumes it internally)
+    adj_y = wp.array(np.full(8, 3.0, np.float32))
+    np.testing.assert_array_equal(_adjoint(adj_y), np.full(8, -6.0, np.float32))
+    np.testing.assert_array_equal(adj_y.numpy(), np.full(8, 3.0, np.float32))
+
+
+@wp.kernel
+def scale_in_place(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = x[i] * 3.0
+
+
+def test_in_out_gradient_is_written_back_through_a_strided_copy():
+    buf = np.ones(16, np.float32)
+    x = wp.array(np.arange(8, dtype=np.float32))
+    adj_x = wp.array(buf[::2], dtype=float, copy=False)
+    wp.launch(scale_in_place, dim=8, inputs=[x], adj_inputs=[adj_x], device="cpu", adjoint=True)
+    np.testing.assert_array_equal(buf[::2], np.full(8, 3.0, np.float32))  # d(3x)/dx * seed 1
+    np.testing.assert_array_equal(buf[1::2], np.ones(8, np.float32))
 
 
 def test_torch_expanded_gradient():
     torch = pytest.importorskip("torch")
     adj_y = torch.ones(()).expand(32)
     np.testing.assert_array_equal(_adjoint(wp.from_torch(adj_y)), np.full(32, -2.0, np.float32))
+    strided = torch.ones(64)[::2]
+    np.testing.assert_array_equal(_adjoint(wp.from_torch(strided)), np.full(32, -2.0, np.float32))
+    assert bool((strided == 1).all())  # torch's gradient buffer is the caller's: kept

@@ -231,7 +231,11 @@ class Prepared:
     def with_gradients(self, args: Sequence[Any], adj: Sequence[Any]) -> GradientArgs:
         """An adjoint's arguments whose arrays use the gradient arrays `adj` (None: each
         array's own .grad)."""
-        return with_gradients(args, adapt_args(self.kernel.key, self.array_slots, adj))
+        access = self.kernel.compiled().access or {}
+        write_only = frozenset(i for (i, field), flags in access.items() if field is None
+                               and "stores" in flags and not flags & {"loads", "minmax"})
+        return with_gradients(args, adapt_args(self.kernel.key, self.array_slots, adj),
+                              write_only)
 
     def begin(self, tape: Any, kernel: Any, dims: tuple[int, ...], args: Sequence[Any],
               max_blocks: int, block_dim: int) -> Any:
@@ -281,9 +285,11 @@ def prepared(kernel: Any, variant: str, device: Device | None = None) -> Prepare
 
 
 class GradientArgs(list):  # type: ignore[type-arg]
-    """An adjoint's arguments, and the gradient arrays laid out unlike their arrays: the
-    kernel indexes a gradient with its array's strides, so such a gradient is passed as a
-    copy in the array's layout and `write_back()` copies the result into it after the run."""
+    """An adjoint's arguments, and what `write_back()` does after the run: a gradient laid out
+    unlike its array (the kernel indexes a gradient with its array's strides) was passed as a
+    copy in the array's layout and gets the result; the given gradient of an array the kernel
+    only writes gets its seed back (the adjoint consumes it; Warp's explicit adjoint launch
+    leaves the caller's buffer as it was)."""
 
     def __init__(self, args: list[Any], back: list[tuple[NDArray, NDArray]]) -> None:
         super().__init__(args)
@@ -294,10 +300,10 @@ class GradientArgs(list):  # type: ignore[type-arg]
             dest[...] = tmp
 
 
-def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> GradientArgs:
-    """Arguments whose arrays use the given gradient arrays (None: the array's own .grad).
-    A gradient whose strides differ from its array's (a torch gradient expanded from a
-    scalar has stride 0) goes through a copy in the array's layout (GradientArgs)."""
+def with_gradients(args: Sequence[Any], adj: Sequence[Any],
+                   write_only: frozenset[int] = frozenset()) -> GradientArgs:
+    """Arguments whose arrays use the given gradient arrays (None: the array's own .grad);
+    `write_only`: the positions of arrays the kernel writes and never reads (GradientArgs)."""
     out, back = list(args), []
     for i, (value, g) in enumerate(zip(args, adj, strict=True)):
         if g is None or not isinstance(value, array):
@@ -309,8 +315,11 @@ def with_gradients(args: Sequence[Any], adj: Sequence[Any]) -> GradientArgs:
         if value.size and gnp.strides != vnp.strides:
             tmp = copy_same_layout(vnp)
             tmp[...] = gnp
-            if 0 not in gnp.strides:  # a broadcast gradient is read, never written back
+            # a broadcast gradient is never written back, nor a seed the adjoint consumes
+            if 0 not in gnp.strides and i not in write_only:
                 back.append((gnp, tmp))
             gnp = tmp
+        elif value.size and i in write_only:
+            back.append((gnp, copy_same_layout(gnp)))
         out[i] = array._wrap(vnp, value.dtype, value.device, gnp)
     return GradientArgs(out, back)
