@@ -192,7 +192,7 @@ def test_annotations_and_interface_errors():
         wp.fabricarray(_interface([data.ptr], [1], (True, "f4", 6, 0, "matrix")), "a")
     with pytest.raises(ValueError, match="only support indexing using index arrays"):
         _buckets(np.zeros(2, np.float32), wp.float32, [2])[0][0]
-    with pytest.raises(LaunchError, match="expected fabricarray"):
+    with pytest.raises(LaunchError, match="expects an array of type fabricarray"):
         wp.launch(_scale, dim=1, inputs=[data, 1.0])
 
 

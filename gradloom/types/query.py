@@ -9,7 +9,14 @@ from typing import Any
 import numpy as np
 
 from .composite import MatrixType, VectorType
-from .layout import ArrayType, FixedArrayType, IndexedArrayType, StructType, fixedarray
+from .layout import (
+    ArrayType,
+    FabricArrayType,
+    FixedArrayType,
+    IndexedArrayType,
+    StructType,
+    fixedarray,
+)
 from .scalars import FLOAT_TYPES, INT_TYPES, ScalarType, bool_, float32, int32, scalar_from_numpy
 from .tiles import TileAnnotation, tile
 
@@ -203,6 +210,8 @@ def type_repr(t: Any) -> str:
         return "Any"
     if isinstance(t, (ArrayType, IndexedArrayType)):
         kind = "array" if isinstance(t, ArrayType) else "indexedarray"
+        if isinstance(t, FabricArrayType):
+            kind = "indexedfabricarray" if t.indexed else "fabricarray"
         return f"{kind}(ndim={t.ndim}, dtype={type_repr(t.dtype)})"
     if (isinstance(t, VectorType) and t.kind == "vec" and t.length > 4) or \
             (isinstance(t, VectorType) and t.dtype.name not in _SHORT and t.kind == "vec"):

@@ -23,7 +23,16 @@ import numpy as np
 
 from ... import types as scalars
 from ...errors import GradloomError
-from ...types import FabricArrayType, int32, matrix, quaternion, size_of, uint64, vector
+from ...types import (
+    FabricArrayType,
+    int32,
+    matrix,
+    quaternion,
+    size_of,
+    type_repr,
+    uint64,
+    vector,
+)
 from ..device import get_device
 from .annotation import AnnotationProtocols, annotation_ndim
 from .arith import ArrayArithmetic
@@ -352,8 +361,9 @@ FABRIC_CLASSES = (fabricarray, indexedfabricarray)
 def fabric_words(value: Any, t: FabricArrayType) -> list[int]:
     """The argument words of a Fabric array passed for type t."""
     want = indexedfabricarray if t.indexed else fabricarray
-    if not isinstance(value, want) or value.device is None:
-        raise TypeError(f"expected {t!r}, got {type(value).__name__}")
+    if not isinstance(value, want) or value.device is None:  # Warp's words
+        raise TypeError(f"expects an array of type {type_repr(t)}, but passed value has type "
+                        f"{type(value).__name__}")
     if value.ndim != t.ndim or value.dtype != t.dtype:
         raise TypeError(f"expected {t!r}, got {value!r}")
     return value.kernel_words()

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import GradloomError
-from ...types import FabricArrayType, IndexedArrayType, int32
+from ...types import FabricArrayType, IndexedArrayType, int32, type_repr
 from .annotation import AnnotationProtocols, annotation_ndim
 from .arith import ArrayArithmetic
 from .array import MAX_DIMS, NDArray, array, fit_data, resolve_dtype, storage_dtype
@@ -206,8 +206,9 @@ def indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
     (a Fabric array's words: runtime/array/fabric.py)."""
     if isinstance(t, FabricArrayType):
         return fabric_words(value, t)
-    if not isinstance(value, indexedarray) or value.data is None:
-        raise TypeError(f"expected {t!r}, got {type(value).__name__}")
+    if not isinstance(value, indexedarray) or value.data is None:  # Warp's words
+        raise TypeError(f"expects an array of type {type_repr(t)}, but passed value has type "
+                        f"{type(value).__name__}")
     if value.ndim != t.ndim or value.dtype != t.dtype:
         raise TypeError(f"expected {t!r}, got {value!r}")
     d = value.data
