@@ -4,12 +4,15 @@ A handle is the address of a descriptor that kernels read through builtins. It i
 it passes as a `wp.uint64` argument, and `wp.uint64(handle)` returns it unchanged. It holds its
 owner alive. A Tape records launches with `frozen(args)`: each handle is replaced by one that
 points at a copy of the descriptor as it is now, so that the adjoint, run later, sees the
-structure the forward launch saw even if the owner was rebuilt in between.
+structure the forward launch saw even if the owner was rebuilt in between. A frozen copy may
+keep its structure compactly: its owner's `thaw()` makes it whole for the adjoint's run
+(`thawed(args)`) and returns what lets it go again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -38,3 +41,16 @@ class Handle(int):
 def frozen(args: Sequence[Any]) -> list[Any]:
     """Launch arguments with every handle frozen (what a Tape records)."""
     return [a.frozen() if isinstance(a, Handle) else a for a in args]
+
+
+@contextmanager
+def thawed(args: Sequence[Any]) -> Iterator[None]:
+    """While the block runs, the frozen handles among `args` whose owner keeps its structure
+    compactly (`thaw()`) are whole."""
+    releases = [a._owner.thaw() for a in args
+                if isinstance(a, Handle) and hasattr(a._owner, "thaw")]
+    try:
+        yield
+    finally:
+        for release in releases:
+            release()

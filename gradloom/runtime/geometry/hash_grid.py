@@ -6,14 +6,17 @@ indices by cell (stably, so points of one cell keep their original order), and r
 cell's `[start, end)` range in that order. Grouped builds sort by (cell, group) keys instead.
 
 Kernels receive `grid.id`: the address of a descriptor (layout in types.py, `GRID_*`) holding
-the dims, the inverse cell width and pointers to the arrays. Every build allocates fresh arrays
-and rewrites the descriptor, so a Tape's frozen copy of an older descriptor (runtime/handles.py)
-keeps pointing at the arrays of the build its launch used.
+the dims, the inverse cell width and pointers to the arrays. A build rewrites the per-cell
+ranges in place (clearing only the cells the last build filled: a 128^3 grid is 16 MB, and
+newton rebuilds its particle grid every substep) and allocates fresh point arrays. A Tape's
+frozen copy (runtime/handles.py) keeps that build compactly (its points and filled cells'
+ranges, O(points)), and `thaw` makes the per-cell arrays while the adjoint runs.
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -97,6 +100,7 @@ class HashGrid:
         self._dims = dims
         self._desc = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
         self._arrays: dict[str, NDArray] = {}
+        self._ranges = _Ranges.empty()  # the cells the last build filled, and their ranges
         self.reserved = False
         self.groups: array | None = None
         self._set_arrays(np.zeros(1, np.int32), np.zeros(cells, np.int32),
@@ -143,7 +147,10 @@ class HashGrid:
             order = np.argsort(all_keys, kind="stable")
             keys = all_keys[order]
             sorted_cells = (keys >> np.uint64(32)).astype(np.int64)
-        starts, ends = _cell_ranges(sorted_cells, self._dims)
+        starts, ends = self._arrays["starts"], self._arrays["ends"]
+        self._ranges.clear(starts, ends)
+        self._ranges = _Ranges.of(sorted_cells)
+        self._ranges.fill(starts, ends)
         self.groups = groups
         # one spare slot: a finished query's last load stays in bounds (builtins/hash_grid.py)
         point_ids = np.append(order, 0).astype(np.int32)
@@ -188,10 +195,10 @@ class HashGrid:
             self._desc[off:off + value.itemsize].view(t)[0] = value
 
     def _freeze(self) -> Handle:
-        """A handle to a copy of the descriptor: the grid as it is now, kept alive with it."""
-        copy = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
-        copy[:] = self._desc
-        return Handle(int(copy.ctypes.data), (copy, dict(self._arrays)))
+        """A handle to a copy of the descriptor: the grid as it is now, kept compactly (its
+        per-cell arrays are made by `thaw`, while an adjoint that reads them runs)."""
+        copy = _FrozenGrid(self._desc, dict(self._arrays), self._ranges)
+        return Handle(int(copy.desc.ctypes.data), copy)
 
     # -- argument checks -----------------------------------------------------------------------
 
@@ -231,14 +238,57 @@ def _grid_dtype(dtype: Any) -> ScalarType:
     return t
 
 
-def _cell_ranges(sorted_cells: NDArray, dims: tuple[int, int, int]) -> tuple[NDArray, NDArray]:
-    """Per cell, the [start, end) range of its points in sorted order (0, 0 when empty)."""
-    cells = dims[0] * dims[1] * dims[2]
-    starts = np.zeros(cells, np.int32)
-    ends = np.zeros(cells, np.int32)
-    if len(sorted_cells):
+class _Ranges:
+    """The cells a build filled and their [start, end) ranges in sorted order: O(points)."""
+
+    def __init__(self, cells: NDArray, starts: NDArray, ends: NDArray) -> None:
+        self.cells, self.starts, self.ends = cells, starts, ends
+
+    @staticmethod
+    def empty() -> _Ranges:
+        none = np.zeros(0, np.int32)
+        return _Ranges(none.astype(np.int64), none, none)
+
+    @staticmethod
+    def of(sorted_cells: NDArray) -> _Ranges:
+        if not len(sorted_cells):
+            return _Ranges.empty()
         first = np.concatenate(([0], np.flatnonzero(np.diff(sorted_cells)) + 1))
-        cells_present = sorted_cells[first]
-        starts[cells_present] = first
-        ends[cells_present] = np.append(first[1:], len(sorted_cells))
-    return starts, ends
+        return _Ranges(sorted_cells[first], first.astype(np.int32),
+                       np.append(first[1:], len(sorted_cells)).astype(np.int32))
+
+    def fill(self, starts: NDArray, ends: NDArray) -> None:
+        starts[self.cells], ends[self.cells] = self.starts, self.ends
+
+    def clear(self, starts: NDArray, ends: NDArray) -> None:
+        starts[self.cells], ends[self.cells] = 0, 0
+
+
+class _FrozenGrid:
+    """A Tape's copy of a grid's descriptor. Its per-cell arrays exist only while thawed (an
+    adjoint runs): a recorded launch per substep keeps O(points), not O(cells), alive."""
+
+    def __init__(self, desc: NDArray, arrays: dict[str, NDArray], ranges: _Ranges) -> None:
+        self.desc = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
+        self.desc[:] = desc
+        self.cells = len(arrays["starts"])
+        self.arrays = {k: v for k, v in arrays.items() if k not in ("starts", "ends")}
+        self.ranges = ranges
+        self._set(0, 0)
+
+    def _set(self, starts: int, ends: int) -> None:
+        self.desc[GRID_CELL_STARTS:GRID_CELL_STARTS + 8].view(np.uint64)[0] = starts
+        self.desc[GRID_CELL_ENDS:GRID_CELL_ENDS + 8].view(np.uint64)[0] = ends
+
+    def thaw(self) -> Callable[[], None]:
+        """Make the per-cell arrays (the descriptor points at them); returns their release."""
+        starts, ends = np.zeros(self.cells, np.int32), np.zeros(self.cells, np.int32)
+        self.ranges.fill(starts, ends)
+        self._set(starts.ctypes.data, ends.ctypes.data)
+
+        def release() -> None:
+            self._set(0, 0)
+            del starts_ends[:]
+
+        starts_ends = [starts, ends]  # alive until released
+        return release

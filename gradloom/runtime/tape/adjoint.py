@@ -14,7 +14,7 @@ from ..array.storage import copy_same_layout
 from ..array.watch import Watch
 from ..capturing import ACTIVE_CAPTURE, refuse_while_capturing
 from ..device import CPU, Device
-from ..handles import frozen
+from ..handles import frozen, thawed
 from ..launch.launch import adjoint_reads, arg_array, array_keys
 from ..memops import copy_into
 
@@ -129,7 +129,8 @@ class LaunchRecord:
         restart: Callable[[], None] | None = None
         if working and prepared.compiled.uses_stack:
             restart = self._restarter(args, working)
-        prepared.run(self.dims, args, restart=restart)
+        with thawed(args):  # frozen handles kept compactly are made whole (hash grids)
+            prepared.run(self.dims, args, restart=restart)
         self._consume_replaced_minmax()
 
     def check_overlap(self, compiled: Any, packer: Any, exclusive: bool = False) -> None:
