@@ -20,7 +20,7 @@ from .abi import GRAD_SLOT
 from .argtypes import launch_arg_type
 from .codegen import cpu, native_pool
 from .errors import CompileError, GradloomError, KernelTypeError, LaunchError, SourceLoc
-from .frontend.func import annotated_params
+from .frontend.func import annotated_params, refuse_array_instances
 from .frontend.generic import describe_type, is_generic, matches_template
 from .frontend.source import SourceInfo, source_digest
 from .frontend.static import parse_declared
@@ -483,6 +483,7 @@ def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | No
                          "wp.set_module_options()")
 
     def make(fn: Any) -> Kernel:
+        refuse_array_instances(fn)
         options = {k: v for k, v in cuda_options.items() if v is not None}
         k = Kernel(fn, key=name, module=module, options=options, enable_backward=enable_backward)
         if module_options is not None:

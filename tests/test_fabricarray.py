@@ -237,3 +237,24 @@ def test_arithmetic_and_map_read_fabric_elements():
     wp.map(wp.sin, fa, out=out)
     np.testing.assert_allclose(out.numpy(), np.sin(values), rtol=1e-6)
     assert keep
+
+
+def test_arrays_with_memory_are_not_annotations():
+    fa, keep = _buckets(np.zeros(2, np.float32), wp.float32, [2])
+    for concrete in (fa, fa[wp.array([0], dtype=wp.int32)], wp.zeros(2, dtype=float)):
+
+        def body(a):
+            pass
+
+        body.__annotations__ = {"a": concrete}
+        for decorate in (wp.kernel, wp.func):
+            with pytest.raises(TypeError, match="annotation"):
+                decorate(body)
+
+        class Fields:
+            pass
+
+        Fields.__annotations__ = {"arr": concrete}
+        with pytest.raises(TypeError, match="annotation"):
+            wp.struct(Fields)
+    assert keep

@@ -254,6 +254,7 @@ def define(pyfunc: Any, name: str | None = None) -> Function:
 
 def _define(pyfunc: Any, name: str | None) -> Function:
     _refuse_unions(pyfunc)
+    refuse_array_instances(pyfunc)
     if name is not None:
         fn = Function(pyfunc)
         fn.key = name
@@ -263,6 +264,17 @@ def _define(pyfunc: Any, name: str | None) -> Function:
         existing.add_overload(pyfunc)
         return existing
     return Function(pyfunc)
+
+
+def refuse_array_instances(pyfunc: Any) -> None:
+    """An array with memory written as a parameter annotation (`a: my_array`) is refused when
+    the function is declared, as Warp does: an annotation names a type."""
+    for pname, ann in getattr(pyfunc, "__annotations__", {}).items():
+        key = getattr(ann, "_annotation_key", None)
+        if not isinstance(ann, type) and key is not None and key() is None:
+            raise KernelTypeError(f"{pyfunc.__qualname__}: parameter '{pname}': an array with "
+                                  f"memory ({type(ann).__name__}) cannot be used as an "
+                                  "annotation; write its type (wp.array[float], ...)")
 
 
 def _refuse_unions(pyfunc: Any) -> None:

@@ -46,6 +46,10 @@ def resolve_annotation(obj: Any) -> Any:
                         "(wp.tile[float, 8, 4])")
     gl = getattr(obj, "__gl_type__", None)
     if gl is not None:
+        key = getattr(obj, "_annotation_key", None)
+        if not isinstance(obj, type) and key is not None and key() is None:
+            raise TypeError(f"an array with memory ({type(obj).__name__}) cannot be used as an "
+                            "annotation; write its type (wp.array[float], ...)")
         return gl() if callable(gl) else gl
     if isinstance(obj, (np.dtype, type)):
         try:
