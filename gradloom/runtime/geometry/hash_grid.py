@@ -101,6 +101,7 @@ class HashGrid:
         self._desc = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
         self._arrays: dict[str, NDArray] = {}
         self._ranges = _Ranges.empty()  # the cells the last build filled, and their ranges
+        self._scratch: _Scratch | None = None  # per-cell arrays its frozen copies thaw into
         self.reserved = False
         self.groups: array | None = None
         self._set_arrays(np.zeros(1, np.int32), np.zeros(cells, np.int32),
@@ -197,7 +198,9 @@ class HashGrid:
     def _freeze(self) -> Handle:
         """A handle to a copy of the descriptor: the grid as it is now, kept compactly (its
         per-cell arrays are made by `thaw`, while an adjoint that reads them runs)."""
-        copy = _FrozenGrid(self._desc, dict(self._arrays), self._ranges)
+        if self._scratch is None:
+            self._scratch = _Scratch(len(self._arrays["starts"]))
+        copy = _FrozenGrid(self._desc, dict(self._arrays), self._ranges, self._scratch)
         return Handle(int(copy.desc.ctypes.data), copy)
 
     # -- argument checks -----------------------------------------------------------------------
@@ -264,16 +267,25 @@ class _Ranges:
         starts[self.cells], ends[self.cells] = 0, 0
 
 
+class _Scratch:
+    """Per-cell arrays that one frozen copy of a grid at a time fills while it is thawed (a
+    Tape's adjoints run one after another), so a backward pass allocates them once."""
+
+    def __init__(self, cells: int) -> None:
+        self.starts, self.ends = np.zeros(cells, np.int32), np.zeros(cells, np.int32)
+        self.busy = False
+
+
 class _FrozenGrid:
     """A Tape's copy of a grid's descriptor. Its per-cell arrays exist only while thawed (an
     adjoint runs): a recorded launch per substep keeps O(points), not O(cells), alive."""
 
-    def __init__(self, desc: NDArray, arrays: dict[str, NDArray], ranges: _Ranges) -> None:
+    def __init__(self, desc: NDArray, arrays: dict[str, NDArray], ranges: _Ranges,
+                 scratch: _Scratch) -> None:
         self.desc = aligned_zeros((GRID_DESCRIPTOR_SIZE,), np.uint8)
         self.desc[:] = desc
-        self.cells = len(arrays["starts"])
         self.arrays = {k: v for k, v in arrays.items() if k not in ("starts", "ends")}
-        self.ranges = ranges
+        self.ranges, self.scratch = ranges, scratch
         self._set(0, 0)
 
     def _set(self, starts: int, ends: int) -> None:
@@ -281,14 +293,18 @@ class _FrozenGrid:
         self.desc[GRID_CELL_ENDS:GRID_CELL_ENDS + 8].view(np.uint64)[0] = ends
 
     def thaw(self) -> Callable[[], None]:
-        """Make the per-cell arrays (the descriptor points at them); returns their release."""
-        starts, ends = np.zeros(self.cells, np.int32), np.zeros(self.cells, np.int32)
-        self.ranges.fill(starts, ends)
-        self._set(starts.ctypes.data, ends.ctypes.data)
+        """Fill per-cell arrays (the grid's scratch, or fresh ones where another copy holds
+        it) and point the descriptor at them; returns what lets them go."""
+        scratch = self.scratch
+        if scratch.busy:
+            scratch = _Scratch(len(scratch.starts))
+        scratch.busy = True
+        self.ranges.fill(scratch.starts, scratch.ends)
+        self._set(scratch.starts.ctypes.data, scratch.ends.ctypes.data)
 
         def release() -> None:
             self._set(0, 0)
-            del starts_ends[:]
+            self.ranges.clear(scratch.starts, scratch.ends)
+            scratch.busy = False
 
-        starts_ends = [starts, ends]  # alive until released
         return release
