@@ -359,6 +359,10 @@ def __getattr__(name: str) -> object:
         # query kind that is a loop state
         attr = "MeshQueryAABB" if name == "MeshQuery" else name
         return getattr(importlib.import_module(_GEOMETRY[attr], __name__), attr)
+    if name == "get_cuda_supported_archs":  # the PTX compiler's (cuda_build.py)
+        import importlib
+
+        return importlib.import_module(".cuda_build", __name__).get_cuda_supported_archs
     if name in ("compile_aot_module", "load_aot_module"):  # module files (aot.py)
         import importlib
 

@@ -23,6 +23,17 @@ from .passes.threads import thread_plan
 from .runtime import cache
 
 
+def get_cuda_supported_archs() -> list[int]:
+    """Warp's list of the compute capabilities kernels can be compiled for (75 for sm_75),
+    lowest first: those of gradloom's PTX compiler (LLVM's NVPTX target, in-process) when
+    libdevice is installed, which it needs; empty otherwise. No GPU is needed."""
+    try:
+        nvptx.libdevice_path()
+    except nvptx.LibdeviceNotFound:
+        return []
+    return list(nvptx.SUPPORTED_ARCHS)
+
+
 def entry_key(kernel: Any, arch: str, variant: str) -> str:
     base = kernel.cache_key(variant)
     return hashlib.sha256(f"{base}|nvptx|{arch}|{nvptx.PTX_ISA}".encode()).hexdigest()

@@ -22,6 +22,10 @@ TRIPLE = "nvptx64-nvidia-cuda"
 #: (PTX 7.8: CUDA 11.8 drivers and newer), whatever architecture is targeted
 PTX_ISA = "+ptx78"
 DEFAULT_ARCH = "sm_80"
+#: the compute capabilities kernels are compiled for (`wp.get_cuda_supported_archs()`): PTX 7.8
+#: reaches sm_90, and CUDA 13's ptxas assembles sm_75 and newer; tests/ptx_check.py assembles
+#: every corpus, tile and benchmark kernel for each of them
+SUPPORTED_ARCHS: tuple[int, ...] = (75, 80, 86, 87, 89, 90)
 
 
 class LibdeviceNotFound(RuntimeError):
