@@ -110,14 +110,16 @@ class Rollout(FuncRecord):
         with _reverse_tapes_off():
             kept = self.state + [a for a, _, writes in self._touched if writes]
             final = _save(kept)
-            if self._pending is None:  # a second backward: run the forward's spine again
-                self._restore(0)
-                self._pending, _ = self._spine(0, self.schedule.segments, self.schedule.slots)
-            if self._last is None:
-                self._restore(self._last_segment)
-                self._last = self._record(self._last_segment)
-                if not self._touched:  # a segment(): its arrays are known from now on
-                    self._touched = _touches(self._last, self._steps_of, self.state)
+            with self._gradients_kept():
+                if self._pending is None:  # a second backward: run the forward's spine again
+                    self._restore(0)
+                    self._pending, _ = self._spine(0, self.schedule.segments,
+                                                   self.schedule.slots)
+                if self._last is None:
+                    self._restore(self._last_segment)
+                    self._last = self._record(self._last_segment)
+                    if not self._touched:  # a segment(): its arrays are known from now on
+                        self._touched = _touches(self._last, self._steps_of, self.state)
             self._note_peak()
             self._last._run()
             self._last = None
@@ -134,14 +136,30 @@ class Rollout(FuncRecord):
 
     def _sweep(self, lo: int, n: int, slots: int) -> None:
         """Gradients through segments lo..lo+n-1, from the state at lo's start (restored)."""
-        pending, last = self._spine(lo, n, slots)
-        tape = self._record(last)
+        with self._gradients_kept():
+            pending, last = self._spine(lo, n, slots)
+            tape = self._record(last)
         self._last = tape
         self._note_peak()
         self._last = None
         tape._run()
         del tape
         self._unwind(pending)
+
+    @contextmanager
+    def _gradients_kept(self) -> Iterator[None]:
+        """Re-running steps during backward leaves the gradients as they were: a step's
+        `wp.copy` also copies gradients (as Warp's does), which at backward time hold what
+        later segments passed back, not the zeros the forward pass copied."""
+        written = self.state + [a for a, _, writes in self._touched if writes]
+        grads = list({id(a.grad): a.grad for a in written if a.grad is not None}.values())
+        saved = _save(grads)
+        try:
+            yield
+        finally:
+            with _reverse_tapes_off():
+                for g, values in zip(grads, saved, strict=True):
+                    g.assign(values)
 
     def _restore(self, k: int) -> None:
         saved = self._input if k == 0 else self._held[k]
