@@ -106,3 +106,29 @@ def test_refusals():
         wp.launch(_custom, dim=1, inputs=[wp.zeros(1, dtype=float)])
     with pytest.raises(KernelTypeError):
         wp.launch(_not_a_function, dim=1, inputs=[wp.zeros(1, dtype=float)])
+
+
+@wp.kernel
+def _default_call(out: wp.array[float]):
+    out[0] = _apply_default(2.0)
+
+
+def test_changed_defaults_change_the_kernel():
+    """Warp's `Function.defaults` is the function's live default table: a kernel built after a
+    change calls the new default, and the module hash follows it."""
+    out = wp.zeros(1, dtype=float)
+    assert _apply_default.defaults["g"] is _cube
+    wp.launch(_default_call, dim=1, inputs=[out])
+    assert out.numpy()[0] == 8.0
+    before = _default_call.module.hash_module()
+    saved = _apply_default.defaults.copy()
+    try:
+        _apply_default.defaults["g"] = _square
+        assert _default_call.module.hash_module() != before
+        _default_call.unload()
+        wp.launch(_default_call, dim=1, inputs=[out])
+        assert out.numpy()[0] == 4.0
+    finally:
+        _apply_default.defaults = saved
+        _default_call.unload()
+    assert _default_call.module.hash_module() == before

@@ -19,7 +19,7 @@ from ..hooks import Hook
 from ..types import ScalarType, resolve_annotation
 from .generic import is_generic, matches_template, tuple_template
 from .refs import ref_params
-from .source import SourceInfo, parse_function, source_digest
+from .source import SourceInfo, fingerprint_value, parse_function, source_digest
 from .static import parse_declared
 
 #: a lowerer of function bodies into a builder, for calls from Python (frontend/lower.py
@@ -41,6 +41,8 @@ class Overload:
         self.pyfunc = pyfunc
         self.key = key
         self.grad: Any = None  # the @wp.func_grad Python function, if any
+        #: parameter defaults (Warp's `Function.defaults`: a call uses what this holds now)
+        self.defaults: dict[str, Any] = _defaults(pyfunc)
         self._info: SourceInfo | None = None
         self._params: list[tuple[str, Any]] | None = None
         with contextlib.suppress(GradloomError, SyntaxError):  # read the source now, as Warp
@@ -95,6 +97,14 @@ def is_function_value(v: Any) -> bool:
     return isinstance(v, Function) or type(v).__name__ in ("Builtin", "GradFunction")
 
 
+def _defaults(pyfunc: Any) -> dict[str, Any]:
+    try:
+        params = inspect.signature(pyfunc).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params if p.default is not p.empty}
+
+
 def _fits(v: Any, t: Any) -> int | None:
     """How well an argument fits a parameter type: 2 exactly, 1 by converting a literal, 0 a
     generic parameter; None not at all."""
@@ -134,6 +144,15 @@ class Function:
     def param_types(self) -> list[tuple[str, Any]]:
         return self.overloads[0].param_types()
 
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The first overload's parameter defaults, by name (Warp's `Function.defaults`)."""
+        return self.overloads[0].defaults
+
+    @defaults.setter
+    def defaults(self, value: dict[str, Any]) -> None:
+        self.overloads[0].defaults = dict(value)
+
     def add_overload(self, pyfunc: Any) -> None:
         """Another definition under the same name; one with the same parameter types replaces
         the earlier one (re-running a cell or a module redefines, it does not add)."""
@@ -167,6 +186,7 @@ class Function:
         parts = []
         for o in self.overloads:
             parts.append(source_digest(o.info, visiting))
+            parts.extend(f"{k}={fingerprint_value(v, visiting)}" for k, v in o.defaults.items())
             if o.grad is not None:
                 parts.append("grad:" + source_digest(parse_function(o.grad), visiting))
         return "func:" + ",".join(parts)

@@ -391,6 +391,9 @@ def bind_arguments(ctx: Ctx, fn: Any, args: list[Any], kwargs: dict[str, Any]) -
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
         raise KernelTypeError(f"{fn.key}(): {exc}", ctx.loc) from None
+    defaults = getattr(fn, "defaults", None)
+    for name, value in (defaults or {}).items():  # the function's current defaults (Warp's)
+        bound.arguments.setdefault(name, value)
     bound.apply_defaults()
     env: dict[str, Any] = {}
     for name, t in params:
