@@ -129,9 +129,21 @@ def test_device_and_dtype_mappings():
         wp.dtype_from_torch(torch.bfloat16)
 
 
+def test_bfloat16_and_integer_bits_are_shared():
+    # as Warp: bfloat16 tensors wrap as wp.bfloat16 (sharing memory), unsigned types go to
+    # torch as the signed type of their size, and a signed tensor may be read as unsigned
+    t = torch.tensor([1.0, 2.5, -3.0], dtype=torch.bfloat16)
+    a = wp.from_torch(t)
+    assert a.dtype == wp.bfloat16
+    t[0] = 8.0
+    assert wp.to_torch(a).dtype == torch.bfloat16 and float(wp.to_torch(a)[0]) == 8.0
+    assert wp.dtype_to_torch(wp.uint32) == torch.int32
+    u = wp.from_torch(torch.tensor([-1, 2], dtype=torch.int64), dtype=wp.uint64)
+    assert u.numpy().tolist() == [2**64 - 1, 2]
+    assert wp.to_torch(u).dtype == torch.int64
+
+
 def test_unsupported_dtypes_are_rejected_clearly():
-    with pytest.raises(GradloomError, match="bfloat16"):
-        wp.from_torch(torch.zeros(3, dtype=torch.bfloat16))
     with pytest.raises(GradloomError, match="complex64"):
         wp.from_torch(torch.zeros(3, dtype=torch.complex64))
     y = torch.zeros(3)

@@ -42,14 +42,42 @@ def dtype_from_torch(torch_dtype: Any) -> Any:
                         "bool, int8-64, uint8-64, float16, float32, float64)")
 
 
+#: Warp's torch types of unsigned integers (torch long lacked them): the signed type of the
+#: same size, whose bits a tensor of it shares
+_SIGNED = {"uint16": "int16", "uint32": "int32", "uint64": "int64"}
+
+
 def dtype_to_torch(gradloom_dtype: Any) -> Any:
-    """The torch dtype of a gradloom scalar type (vectors/matrices: their component's)."""
+    """The torch dtype of a gradloom scalar type (vectors/matrices: their component's), as
+    Warp maps them: uint16/32/64 -> torch.int16/32/64, bfloat16 -> torch.bfloat16."""
     t = resolve_dtype(gradloom_dtype)
     scalar = t.dtype if isinstance(t, (_t.VectorType, _t.MatrixType)) else t
+    torch = torch_module()
+    if scalar == _t.bfloat16:
+        return torch.bfloat16
     for gl, th in _pairs():
         if gl == scalar:
-            return th
+            name = _SIGNED.get(str(th).removeprefix("torch."))
+            return getattr(torch, name) if name else th
     raise GradloomError(f"{gradloom_dtype!r} has no torch equivalent")
+
+
+def _storage_view(torch: Any, t: Any, dtype: Any) -> tuple[Any, Any]:
+    """(tensor, dtype) for wrapping: a bfloat16 tensor as its uint16 bits (gradloom's storage
+    of bfloat16), an integer tensor given an integer dtype of its size but other signedness
+    as that type's bits (as Warp shares them)."""
+    if t.dtype == torch.bfloat16 and dtype in (None, _t.bfloat16):
+        return t.view(torch.uint16), _t.bfloat16
+    if dtype is not None:
+        scalar = resolve_dtype(dtype)
+        scalar = scalar.dtype if isinstance(scalar, (_t.VectorType, _t.MatrixType)) else scalar
+        name = str(scalar)
+        target = getattr(torch, name, None) if name.startswith(("int", "uint")) else None
+        if (target is not None and t.dtype != target and not t.dtype.is_floating_point
+                and not t.dtype.is_complex
+                and t.element_size() == torch.empty(0, dtype=target).element_size()):
+            return t.view(target), dtype
+    return t, dtype
 
 
 def device_from_torch(torch_device: Any) -> Device:
@@ -74,6 +102,9 @@ def from_torch(t: Any, dtype: Any = None, requires_grad: bool | None = None,
     torch = torch_module()
     if not isinstance(t, torch.Tensor):
         raise GradloomError(f"from_torch: expected a torch.Tensor, got {type(t).__name__}")
+    t, dtype = _storage_view(torch, t, dtype)
+    if grad is not None and isinstance(grad, torch.Tensor):
+        grad, _ = _storage_view(torch, grad, dtype)
     return wrap_tensor(t, dtype, requires_grad, grad, what="from_torch tensor")
 
 
@@ -89,13 +120,15 @@ def to_torch(a: array, requires_grad: bool | None = None) -> Any:
     if not a.device.backend.host_memory:  # device memory: shared through DLPack
         return _cuda_tensor(torch, a, requires_grad)
     t = _tensor_of(torch, a.numpy(), "to_torch")
+    if t.dtype != (want := dtype_to_torch(a.dtype)):  # Warp's types: bfloat16, signed
+        t = t.view(want)
     memory_for(int(t.untyped_storage().data_ptr()), a._mem)
     if a.requires_grad if requires_grad is None else requires_grad:
         if a.grad is None:
             a.requires_grad = True
         assert a.grad is not None
         t.requires_grad_(True)
-        t.grad = _tensor_of(torch, a.grad.numpy(), "to_torch (gradient)")
+        t.grad = _tensor_of(torch, a.grad.numpy(), "to_torch (gradient)").view(t.dtype)
     return t
 
 
