@@ -57,3 +57,35 @@ def test_equal_codes_split_by_index() -> None:
 def test_single_primitive() -> None:
     tree = Tree(np.zeros((1, 3)))
     assert list(tree.skip) == [1] and list(tree.prim) == [0]
+
+
+def test_nearest_walk_over_many_equal_centroids() -> None:
+    """Closest point and ray against 400 copies of one triangle and 400 copies of a far one
+    (equal Morton codes, so the tree splits them by index, deep and degenerate): the distance
+    above the near triangle's interior is the height, a ray straight down hits at t = height,
+    and the face found is one of the near copies."""
+    import gradloom as wp
+
+    tri = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    pts = np.concatenate([tri] * 400 + [tri + np.float32([10, 0, 0])] * 400)
+    mesh = wp.Mesh(wp.array(pts, dtype=wp.vec3),
+                   wp.array(np.arange(len(pts), dtype=np.int32), dtype=wp.int32))
+
+    @wp.kernel
+    def query(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), dist: wp.array(dtype=float),
+              t: wp.array(dtype=float), faces: wp.array(dtype=int)):
+        i = wp.tid()
+        q = wp.mesh_query_point_no_sign(mesh, xs[i], 100.0)
+        dist[i] = wp.length(xs[i] - wp.mesh_eval_position(mesh, q.face, q.u, q.v))
+        r = wp.mesh_query_ray(mesh, xs[i], wp.vec3(0.0, 0.0, -1.0), 100.0)
+        t[i] = r.t
+        faces[i] = q.face * 10000 + r.face
+
+    h = np.array([0.1, 0.5, 2.0, 7.0], np.float32)
+    xs = np.stack([np.full(4, 0.2), np.full(4, 0.3), h], 1).astype(np.float32)
+    dist, t = wp.zeros(4, dtype=float), wp.zeros(4, dtype=float)
+    faces = wp.zeros(4, dtype=int)
+    wp.launch(query, dim=4, inputs=[mesh.id, wp.array(xs, dtype=wp.vec3), dist, t, faces])
+    np.testing.assert_allclose(dist.numpy(), h, rtol=1e-6)
+    np.testing.assert_allclose(t.numpy(), h, rtol=1e-6)
+    assert (faces.numpy() // 10000 < 400).all() and (faces.numpy() % 10000 < 400).all()
