@@ -71,16 +71,6 @@ class ParamBinding:
 # regions: the allocations a graph uses
 
 
-def _root(a: array) -> tuple[int, int]:
-    """The byte bounds of the numpy buffer that owns the memory `a` views (numpy keeps the
-    owner as every view's base): views of one allocation share it."""
-    root = a._np
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    lo, hi = byte_bounds(root)
-    return int(lo), int(hi)
-
-
 def _span(a: array) -> tuple[int, int]:
     if a._np.size == 0:
         p = int(a._np.__array_interface__["data"][0])
@@ -90,29 +80,41 @@ def _span(a: array) -> tuple[int, int]:
 
 
 class _Regions:
-    """The allocations met while saving, in order of first use. A region is the smallest span
-    of its allocation that holds every view of it the graph (or a named parameter) uses: all
-    views are noted first (`note`), then placed (`of`)."""
+    """The memory a graph uses, in regions: the spans of the arrays it (or a named parameter)
+    uses, merged where they overlap (views of one allocation; foreign views of one torch
+    storage), so one region holds every view of its memory. All views are noted first
+    (`note`), then placed (`of`)."""
 
     def __init__(self) -> None:
-        self.hulls: dict[tuple[int, int], list[int]] = {}
+        self.spans: list[tuple[int, int]] = []
+        self.bounds: list[tuple[int, int]] = []
 
     def note(self, a: array) -> None:
-        lo, hi = _span(a)
-        hull = self.hulls.setdefault(_root(a), [lo, hi])
-        hull[0], hull[1] = min(hull[0], lo), max(hull[1], hi)
+        self.spans.append(_span(a))
+        self.bounds = []
+
+    def _merge(self) -> None:
+        merged: list[list[int]] = []
+        for lo, hi in sorted(self.spans):
+            if merged and (lo < merged[-1][1] or lo == hi == merged[-1][1]):
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        self.bounds = [(lo, hi) for lo, hi in merged]
 
     def of(self, a: array) -> tuple[int, int]:
         """(region, byte offset of the array's first element in it)."""
-        key = _root(a)
-        lo = self.hulls[key][0]
-        return list(self.hulls).index(key), int(a._np.__array_interface__["data"][0]) - lo
-
-    @property
-    def bounds(self) -> list[tuple[int, int]]:
-        return [(lo, hi) for lo, hi in self.hulls.values()]
+        if not self.bounds:
+            self._merge()
+        lo, hi = _span(a)
+        for k, (r_lo, r_hi) in enumerate(self.bounds):
+            if r_lo <= lo and hi <= r_hi:
+                return k, int(a._np.__array_interface__["data"][0]) - r_lo
+        raise GraphFileError("capture_save: an array was not noted before it was placed")
 
     def contents(self) -> list[bytes]:
+        if not self.bounds:
+            self._merge()
         return [ctypes.string_at(lo, hi - lo) if hi > lo else b"" for lo, hi in self.bounds]
 
 

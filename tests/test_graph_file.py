@@ -204,3 +204,28 @@ def test_views_share_their_allocation_region(tmp_path):
     expected = np.zeros(12, np.int64)
     expected[1::2] = 2 * new_base[::2]
     np.testing.assert_array_equal(got.numpy(), expected)
+
+
+@wp.kernel
+def write_then_read(first: wp.array(dtype=float), later: wp.array(dtype=float),
+                    out: wp.array(dtype=float)):
+    first[2] = 99.0  # later[0] is the same memory
+    out[0] = later[0]
+    out[1] = later[1]
+
+
+def test_overlapping_foreign_views_stay_one_memory(tmp_path):
+    torch = pytest.importorskip("torch")
+    base = torch.arange(6, dtype=torch.float32)
+    first, later = wp.from_torch(base[:]), wp.from_torch(base[2:])  # two wrappers, one storage
+    out = wp.zeros(2)
+    with wp.ScopedCapture(device="cpu", apic=True) as cap:
+        wp.launch(write_then_read, dim=1, inputs=[first, later, out])
+    path = str(tmp_path / "alias")
+    wp.capture_save(cap.graph, path, inputs={"first": first, "later": later}, outputs={"out": out})
+    loaded = wp.capture_load(path)
+    assert loaded.params["first"].region == loaded.params["later"].region
+    wp.capture_launch(loaded)
+    got = wp.zeros(2)
+    loaded.get_param("out", got)
+    np.testing.assert_array_equal(got.numpy(), [99.0, 3.0])
