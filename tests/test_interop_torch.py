@@ -259,3 +259,10 @@ def test_raw_vector_tensors():
     torch.testing.assert_close(out.detach(), v.detach().norm(dim=1))
     tape.backward(grads={out: torch.ones(5)})
     torch.testing.assert_close(v.grad, v.detach() / v.detach().norm(dim=1, keepdim=True))
+
+
+def test_retain_grad_flag_is_kept():
+    t = torch.zeros(4, requires_grad=True)
+    assert wp.from_torch(t, requires_grad=True, retain_grad=True).retain_grad
+    assert not wp.from_torch(t, requires_grad=True).retain_grad
+    assert wp.array([1.0, 2.0], dtype=float, requires_grad=True, retain_grad=True).retain_grad

@@ -91,7 +91,7 @@ def device_to_torch(device: Any = None) -> str:
 
 
 def from_torch(t: Any, dtype: Any = None, requires_grad: bool | None = None,
-               grad: Any = None) -> array:
+               grad: Any = None, retain_grad: bool = False) -> array:
     """An array sharing the tensor's memory (a write on one side shows on the other).
 
     `dtype` (default: the tensor's scalar type) may be a vector/matrix type, which takes the
@@ -105,7 +105,10 @@ def from_torch(t: Any, dtype: Any = None, requires_grad: bool | None = None,
     t, dtype = _storage_view(torch, t, dtype)
     if grad is not None and isinstance(grad, torch.Tensor):
         grad, _ = _storage_view(torch, grad, dtype)
-    return wrap_tensor(t, dtype, requires_grad, grad, what="from_torch tensor")
+    out = wrap_tensor(t, dtype, requires_grad, grad, what="from_torch tensor")
+    if retain_grad:  # Warp's flag, kept on the array (no effect in gradloom)
+        out.retain_grad = True
+    return out
 
 
 def to_torch(a: array, requires_grad: bool | None = None) -> Any:

@@ -115,6 +115,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     #: (dtype, the words): what a launch block recalled for this array depends on
     #: (runtime/launch/packing.py `Packer.fill`), dropped with the words
     _launch_key: tuple[Any, tuple[int, ...]] | None = None
+    #: Warp's flag that stores keep (not consume) this array's gradient: kept, with no effect
+    #: (gradloom's stores consume gradients as always: docs/differences.md)
+    retain_grad: bool = False
 
     def __init__(
         self,
@@ -145,6 +148,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
                                requires_grad, deleter, copy)
         if deleter is not None:
             self.deleter = deleter
+        if retain_grad:
+            self.retain_grad = True
 
     def _init_host(self, device: Device, data: Any, dtype: Any, dims: tuple[int, ...] | None,
                    strides: Any, ptr: int | None, capacity: int | None, ndim: int | None,
