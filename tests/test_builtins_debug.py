@@ -208,3 +208,25 @@ def test_python_print_is_the_print_builtin(capfd):
     capfd.readouterr()
     _run(python_print, 1, wp.array(np.array([1.25], dtype=np.float32), dtype=wp.float32))
     assert _out(capfd).splitlines() == ["%g" % 2.5]
+
+
+@wp.struct
+class _Pair:
+    a: float
+    b: float
+
+
+@wp.kernel
+def print_placeholders(s: _Pair, arr: wp.array(dtype=wp.float32)):
+    wp.print(s)
+    wp.print(arr)
+    wp.print(s.a)
+
+
+def test_print_struct_and_array_placeholders(capfd):
+    """As warp-lang 1.19 does: structs and arrays print a placeholder line, not an error."""
+    s = _Pair()
+    s.a = 1.5
+    _run(print_placeholders, 1, s, wp.zeros(3, dtype=wp.float32, device=DEVICE))
+    placeholder = "<type without print implementation>\n"
+    assert _out(capfd) == placeholder * 2 + "1.5\n"

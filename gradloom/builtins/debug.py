@@ -16,9 +16,11 @@ from ..types import MatrixType, ScalarType, StructType, VectorType, bool_, int32
 from . import ops, tile_more
 from .registry import builtin
 from .values import (
+    ArrayVal,
     Composite,
     Ctx,
     Literal,
+    StructVal,
     TileVal,
     Value,
     describe,
@@ -87,9 +89,15 @@ def print_(ctx: Ctx, *args: Any) -> None:
     if isinstance(value, TileVal):  # builtins/tile_more.py
         tile_more.print_tile(ctx, value)
         return
+    if isinstance(value, (StructVal, ArrayVal)):  # as Warp: a placeholder, not an error
+        _emit(ctx, _NO_PRINT, [])
+        return
     t, values = _values(ctx, "print", value)
     _emit(ctx, _text(ctx, "print", t), values)
 
+
+#: what wp.print() writes for a struct or an array (Warp's words)
+_NO_PRINT = "<type without print implementation>\n"
 
 _MAX_PRINTF_ARGS = 32
 
