@@ -95,7 +95,7 @@ def _keys(centroids: NDArray, groups: NDArray | None) -> tuple[NDArray, NDArray,
     lo, hi = centroids.min(0), centroids.max(0)
     code = morton((centroids - lo) / np.maximum(hi - lo, 1e-30), bits)
     key = (rank.astype(np.uint64) << np.uint64(3 * bits)) | code
-    order = np.argsort(key, kind="stable")
+    order = np.argsort(key)  # equal keys in any order: the tree then splits them by position
     return order, key[order], rank[order], bits
 
 
@@ -121,8 +121,8 @@ class Tree:
         idx = np.arange(max(n - 1, 0))
         x = key[:-1] ^ key[1:]
         height = np.where(x > 0, 64 + high_bit(np.maximum(x, np.uint64(1))),
-                          high_bit((idx ^ (idx + 1)).astype(np.uint64)))
-        by_height = np.argsort(height, kind="stable")
+                          high_bit((idx ^ (idx + 1)).astype(np.uint64))).astype(np.uint8)
+        by_height = np.argsort(height, kind="stable")  # a radix sort for 8-bit values
         cuts = np.flatnonzero(np.diff(height[by_height])) + 1
         # node ids: leaves 0..n-1 (sorted order), gap g's node n + g
         left, right = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
