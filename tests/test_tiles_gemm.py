@@ -119,25 +119,23 @@ def test_blocking() -> None:
     assert plan(g._replace(n=24, b_rs=24, c_rs=24), 4, 64).vw == 8
 
 
-@wp.kernel(module="unique")
-def _tf32_half(a: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float16)):
-    x = wp.tile_load(a, shape=(4, 4))
-    wp.tile_store(c, wp.tile_matmul(x, x, precision="tf32"))
-
-
-@wp.kernel(module="unique")
-def _bad_precision(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
-    x = wp.tile_load(a, shape=(4, 4))
-    wp.tile_store(c, wp.tile_matmul(x, x, precision="fp8"))
-
-
-@wp.kernel(module="unique")
-def _tf32_float(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
-    x = wp.tile_load(a, shape=(4, 4))
-    wp.tile_store(c, wp.tile_matmul(x, x, precision="tf32"))
-
-
 def test_precision_argument_is_checked() -> None:
+    # refused kernels live here, not at module level, where tests/ptx_check.py collects kernels
+    @wp.kernel(module="unique")
+    def _tf32_half(a: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float16)):
+        x = wp.tile_load(a, shape=(4, 4))
+        wp.tile_store(c, wp.tile_matmul(x, x, precision="tf32"))
+
+    @wp.kernel(module="unique")
+    def _bad_precision(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+        x = wp.tile_load(a, shape=(4, 4))
+        wp.tile_store(c, wp.tile_matmul(x, x, precision="fp8"))
+
+    @wp.kernel(module="unique")
+    def _tf32_float(a: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+        x = wp.tile_load(a, shape=(4, 4))
+        wp.tile_store(c, wp.tile_matmul(x, x, precision="tf32"))
+
     h = wp.zeros((4, 4), dtype=wp.float16)
     with pytest.raises(TypeError, match="precision='tf32' requires float32 tiles"):
         wp.launch_tiled(_tf32_half, dim=[1], inputs=[h, h], block_dim=1)
