@@ -208,17 +208,24 @@ def _subgraph(nodes: list[Any]) -> Graph:
 
 
 def _pickled_nodes(graph: Graph, regions: _Regions, noting: bool) -> bytes:
-    buf = io.BytesIO()
-    try:
-        _Saver(buf, regions, noting).dump(list(graph.nodes))
-    except GraphFileError:
-        raise
-    except (pickle.PicklingError, AttributeError, TypeError) as exc:
-        raise GraphFileError(
-            f"Failed to save APIC graph: an operation of the graph cannot be saved by gradloom "
-            f"({exc}); kernel launches, copies, fills, clones, capture_if/capture_while and "
-            "nested graphs can") from None
-    return buf.getvalue()
+    """The nodes as one pickle stream; the noting pass (first) goes node by node, so an
+    operation that cannot be saved is named."""
+    if not noting:
+        buf = io.BytesIO()
+        _Saver(buf, regions, False).dump(list(graph.nodes))
+        return buf.getvalue()
+    for node in graph.nodes:
+        try:
+            _Saver(io.BytesIO(), regions, True).dump(node)
+        except GraphFileError:
+            raise
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            what = getattr(node, "what", None) or type(node).__name__
+            raise GraphFileError(
+                f"Failed to save APIC graph: the operation {what} of the graph cannot be saved "
+                f"by gradloom ({exc}); kernel launches, copies, fills, clones, wp.utils calls, "
+                "capture_if/capture_while and nested graphs can") from None
+    return b""
 
 
 def _named(inputs: Mapping[str, Any] | None, outputs: Mapping[str, Any] | None

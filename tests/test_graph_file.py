@@ -229,3 +229,14 @@ def test_overlapping_foreign_views_stay_one_memory(tmp_path):
     got = wp.zeros(2)
     loaded.get_param("out", got)
     np.testing.assert_array_equal(got.numpy(), [99.0, 3.0])
+
+
+def test_an_unsaveable_operation_is_named(tmp_path):
+    x, y, _, _ = _arrays()
+    with wp.ScopedCapture(device="cpu", apic=True) as cap:
+        wp.launch(axpy, dim=N, inputs=[x, y, 1.0])
+    # an operation recorded as a local closure (not a partial of a module function)
+    cap.graph.add(graph_file.OpNode(lambda: None, "my_host_step()"))
+    with pytest.raises(RuntimeError, match=r"my_host_step\(\)"):
+        wp.capture_save(cap.graph, str(tmp_path / "c"))
+    assert not os.path.exists(str(tmp_path / "c.wrp"))
