@@ -57,6 +57,8 @@ def test_function_arguments_in_kernels():
 def test_function_arguments_in_python_scope():
     assert _apply(_square, 4.0) == pytest.approx(16.0)
     assert _apply_default(3.0) == pytest.approx(27.0)
+    with pytest.raises(RuntimeError, match="^Error calling function '_apply', no overload"):
+        _apply(lambda x: x, 3.0)  # a Python lambda is not a kernel function
 
 
 @wp.func

@@ -97,6 +97,19 @@ def is_function_value(v: Any) -> bool:
     return isinstance(v, Function) or type(v).__name__ in ("Builtin", "GradFunction")
 
 
+def _functions_fit(o: Overload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Every `wp.Function` parameter of overload o gets a function (other mismatches are
+    reported where the call is lowered)."""
+    if not any(t is FUNCTION_PARAM for _, t in o.param_types()):
+        return True
+    try:
+        bound = inspect.signature(o.pyfunc).bind(*args, **kwargs)
+    except TypeError:
+        return True
+    return all(is_function_value(bound.arguments[n]) for n, t in o.param_types()
+               if t is FUNCTION_PARAM and n in bound.arguments)
+
+
 def _defaults(pyfunc: Any) -> dict[str, Any]:
     try:
         params = inspect.signature(pyfunc).parameters.values()
@@ -195,6 +208,9 @@ class Function:
         """A call from Python: the function as a kernel computes it (lowered once per argument
         types, evaluated on the host values)."""
         loc = caller_loc(1)
+        if not any(_functions_fit(o, args, kwargs) for o in self.overloads):
+            raise RuntimeError(f"Error calling function '{self.key}', no overload found for "
+                               f"arguments {args!r}")  # Warp's words
         return host_call(self.host_cache, Call(f"{self.key}()", self._lower, list(args), kwargs,
                                                loc))
 
