@@ -258,3 +258,17 @@ def test_arrays_with_memory_are_not_annotations():
         with pytest.raises(TypeError, match="annotation"):
             wp.struct(Fields)
     assert keep
+
+
+def test_struct_array_read_back_gives_type_stubs():
+    """A struct array's element read back in Python cannot rebuild the Fabric view (its words
+    hold only addresses): the field is a data-less array of the field's type, as in Warp."""
+    fa, keep = _buckets(np.arange(4, dtype=np.float32), wp.float32, [2, 2])
+    h = _Holder()
+    h.values = fa
+    h.picked = fa[wp.array([1, 3], dtype=wp.int32)]
+    (back,) = wp.array([h], dtype=_Holder).list()
+    assert isinstance(back.values, wp.fabricarray) and back.values.device is None
+    assert isinstance(back.picked, wp.indexedfabricarray) and back.picked.dtype == wp.float32
+    assert back.to("cpu").values is back.values
+    assert keep

@@ -21,9 +21,9 @@ from ...types import FabricArrayType, IndexedArrayType, int32, type_repr
 from .annotation import AnnotationProtocols, annotation_ndim
 from .arith import ArrayArithmetic
 from .array import MAX_DIMS, NDArray, array, fit_data, resolve_dtype, storage_dtype
-from .fabric import fabric_words
+from .fabric import fabric_words, fabricarray, indexedfabricarray
 from .host import INDEX_VIEW
-from .storage import INDEXED_WORDS, fill_value
+from .storage import FIELD_STUB, INDEXED_WORDS, fill_value
 
 
 class _GlType:
@@ -215,6 +215,16 @@ def indexed_words(value: Any, t: IndexedArrayType) -> list[Any]:
     grad = d.grad
     ptrs = [0 if i is None else i.ptr or 0 for i in value.indices[:t.ndim]]
     return [d.ptr or 0, 0 if grad is None else grad.ptr or 0, *value.shape, *d.strides, *ptrs]
+
+
+@FIELD_STUB.fill
+def field_stub(t: IndexedArrayType) -> Any:
+    """A data-less indexed (or Fabric) array of type t: what a struct array's element holds
+    in such a field when read back in Python (as Warp's `list()`)."""
+    if isinstance(t, FabricArrayType):
+        cls = indexedfabricarray if t.indexed else fabricarray
+        return cls(dtype=t.dtype, ndim=t.ndim)
+    return indexedarray(dtype=t.dtype, ndim=t.ndim)
 
 
 @INDEX_VIEW.fill

@@ -38,6 +38,9 @@ from ..layout import is_contiguous, span
 ARRAY_CLASS: Hook[Any] = Hook("arrays held in structs", "gradloom.runtime.array.array")
 #: an indexed array in a struct packs its words (indexedarray.py fills it)
 INDEXED_WORDS: Hook[Any] = Hook("indexed arrays in structs", "gradloom.runtime.array.indexed")
+#: an indexed or Fabric array field read back from a struct array: a data-less stub of its type
+#: (indexed.py fills it; the memory it viewed is not known from the words)
+FIELD_STUB: Hook[Any] = Hook("indexed array field stubs", "gradloom.runtime.array.indexed")
 
 NDArray = npt.NDArray[Any]
 
@@ -318,6 +321,7 @@ def struct_instance(t: StructType, record: Any) -> Any:
     out = t.cls()
     for name, ft in t.fields:
         if isinstance(ft, IndexedArrayType):
+            setattr(out, name, FIELD_STUB.get()(ft))
             continue
         v = record[name]
         if isinstance(ft, ArrayType):

@@ -62,7 +62,7 @@ class _StructInstance:
             if value is not None and isinstance(t, StructType):
                 value = value.to(target)
             elif value is not None and isinstance(t, IndexedArrayType) and \
-                    value.device != target:
+                    value.device is not None and value.device != target:
                 _, what = _family(t)
                 raise ValueError(f"Cannot move struct field '{name}' containing {what} to "
                                  f"{target}")
