@@ -169,8 +169,6 @@ from .types import (
 # isort: split
 # -- runtime library: timing, streams and events, graph capture ---------------------
 from . import utils
-from .diagnostics import print_diagnostics
-from .graph_file import capture_load, capture_load_from_bytes, capture_save
 from .runtime.cache import clear as clear_kernel_cache
 from .runtime.device import (
     get_cuda_device,
@@ -329,8 +327,10 @@ from .frontend.native import func_native  # noqa: E402
 from .errors import LaunchValueError, StructFieldError, WarpDeterminismError  # noqa: E402
 from .modules import ModuleBuildOptions  # noqa: E402
 
-#: geometry objects, imported on first use: name -> module (relative to this package)
-_GEOMETRY = {
+#: public names whose modules load on first use (a program that never asks pays nothing):
+#: name -> module, relative to this package
+_ON_FIRST_USE = {
+    # geometry objects
     "Mesh": ".runtime.geometry.mesh", "Bvh": ".runtime.geometry.bvh",
     "BvhConstructor": ".runtime.geometry.bvh", "is_cubql_available": ".runtime.geometry.bvh",
     "HashGrid": ".runtime.geometry.hash_grid", "Volume": ".runtime.geometry.volume",
@@ -339,7 +339,16 @@ _GEOMETRY = {
     "MeshQueryPoint": ".builtins.mesh", "MeshQueryRay": ".builtins.mesh_ray",
     "MeshQueryAABB": ".builtins.mesh_aabb", "BvhQuery": ".builtins.bvh",
     "BvhQueryTiled": ".builtins.bvh_tiled", "HashGridQuery": ".builtins.hash_grid",
+    # saved graphs, module files, the PTX compiler's architectures, diagnostics
+    "capture_save": ".graph_file", "capture_load": ".graph_file",
+    "capture_load_from_bytes": ".graph_file",
+    "compile_aot_module": ".aot", "load_aot_module": ".aot",
+    "get_cuda_supported_archs": ".cuda_build", "print_diagnostics": ".diagnostics",
+    # `import warp` answered by gradloom
+    "install_as_warp": ".as_warp", "uninstall_as_warp": ".as_warp",
 }
+#: Warp's submodules, imported when used (`wp.fem`: its value types only)
+_SUBMODULES = ("torch", "optim", "fem", "sparse", "render", "checkpoint", "geometry")
 
 
 @_functools.cache
@@ -348,40 +357,24 @@ def _submodules() -> frozenset[str]:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_GEOMETRY) | set(_REGISTRY))
+    return sorted(set(globals()) | set(_ON_FIRST_USE) | set(_REGISTRY))
 
 
 def __getattr__(name: str) -> object:
-    if name in _GEOMETRY or name == "MeshQuery":
-        import importlib
+    import importlib
 
-        # wp.MeshQuery (Warp's annotation for any mesh query): the box query, the one mesh
-        # query kind that is a loop state
-        attr = "MeshQueryAABB" if name == "MeshQuery" else name
-        return getattr(importlib.import_module(_GEOMETRY[attr], __name__), attr)
-    if name == "get_cuda_supported_archs":  # the PTX compiler's (cuda_build.py)
-        import importlib
-
-        return importlib.import_module(".cuda_build", __name__).get_cuda_supported_archs
-    if name in ("compile_aot_module", "load_aot_module"):  # module files (aot.py)
-        import importlib
-
-        return getattr(importlib.import_module(".aot", __name__), name)
-    if name in ("install_as_warp", "uninstall_as_warp"):  # `import warp` answered by gradloom
-        import importlib
-
-        return getattr(importlib.import_module(".as_warp", __name__), name)
+    # wp.MeshQuery (Warp's annotation for any mesh query): the box query, the one mesh query
+    # kind that is a loop state
+    attr = "MeshQueryAABB" if name == "MeshQuery" else name
+    if attr in _ON_FIRST_USE:
+        return getattr(importlib.import_module(_ON_FIRST_USE[attr], __name__), attr)
     if name == "MarchingCubes":  # Warp's deprecated name of wp.geometry.IsoSurfaceMarchingCubes
-        import importlib
         import warnings
 
         warnings.warn("wp.MarchingCubes is deprecated and will be removed in a future version of Warp. "
                       "Use wp.geometry.IsoSurfaceMarchingCubes instead.", DeprecationWarning, stacklevel=2)
         return importlib.import_module(".geometry", __name__).IsoSurfaceMarchingCubes
-    if name in ("torch", "optim", "fem", "sparse", "render", "checkpoint", "geometry"):  # `wp.torch`, `wp.optim`, `wp.fem` (its value
-        # types only), `wp.sparse`, as in Warp; imported when used
-        import importlib
-
+    if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     # an on-demand builtin (builtins/catalog.py); `from . import x` asks for submodules here
     # first, which must not load every builtin module

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from ..ir.nodes import Var
 from ..types import float32, int32, int64, ptr, uint32
 from ..types.mesh_layout import MESH_NODES, MESH_NUM_NODES
-from .mesh import V3, _field, node
+from .mesh_nodes import V3, _field, node
 from .values import Ctx, if_values, while_loop
 
 #: stack entries (node int32, key float32 bits): more than the radix tree's deepest path

@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 from ..ir.nodes import Var
 from ..types import (
-    ScalarType,
     StructType,
     VectorType,
     bool_,
@@ -23,21 +22,16 @@ from ..types import (
     int32,
     int64,
     ptr,
-    uint32,
     vec3f,
 )
 from ..types.mesh_layout import (
     MESH_INDICES,
-    MESH_NODE_SIZE,
     MESH_NODES,
     MESH_NUM_NODES,
     MESH_POINTS,
-    NODE_LOWER,
-    NODE_PRIM,
-    NODE_SKIP,
-    NODE_UPPER,
 )
-from . import memory
+from .bvh_stack import detach, detach3, nearest_walk
+from .mesh_nodes import V3, _descriptor, _field, _load, node
 from .registry import builtin
 from .values import (
     Composite,
@@ -53,7 +47,6 @@ from .values import (
 )
 
 _GROUP = "Geometry"
-V3 = tuple[Var, Var, Var]
 
 
 class MeshQueryPoint:
@@ -66,22 +59,6 @@ POINT_TYPE = StructType("MeshQueryPoint", (("result", bool_), ("sign", float32),
                                            ("face", int32), ("u", float32), ("v", float32)),
                         MeshQueryPoint)
 MeshQueryPoint.__gl_type__ = POINT_TYPE
-
-
-def _descriptor(ctx: Ctx, name: str, mesh_id: Value) -> Var:
-    return memory.handle_pointer(ctx, name, mesh_id, "a mesh id (a Mesh's .id)")
-
-
-def _load(ctx: Ctx, base: Var, byte_offset: Var, t: ScalarType) -> Var:
-    """A load through a handle; floats are read as bits, so autodiff sees integers only (the
-    mesh's data is a constant of the kernel, not a value gradients flow into)."""
-    if t == float32:
-        return ctx.op("bitcast", ctx.op("load", base, byte_offset, type=uint32), type=float32)
-    return ctx.op("load", base, byte_offset, type=t)
-
-
-def _field(ctx: Ctx, desc: Var, offset: int, t: ScalarType) -> Var:
-    return ctx.op("load", desc, ctx.const(0, int64), attr=offset, type=t)
 
 
 def _vertex(ctx: Ctx, points: Var, indices: Var, face: Var, corner: int) -> V3:
@@ -183,19 +160,6 @@ FarFn = Callable[[V3, V3, list[Var]], Var]
 LeafFn = Callable[[Var, V3, V3, V3, list[Var]], list[Var]]
 
 
-def node(ctx: Ctx, nodes: Var, i: Var) -> tuple[V3, V3, Var, Var]:
-    """Node i's (lower, upper, skip, prim)."""
-    op = ctx.op
-    base = op("mul", op("cast", i, type=int64), ctx.const(MESH_NODE_SIZE, int64))
-
-    def at(off: int, t: ScalarType) -> Var:
-        return _load(ctx, nodes, op("add", base, ctx.const(off, int64)), t)
-
-    lo: V3 = (at(NODE_LOWER, float32), at(NODE_LOWER + 4, float32), at(NODE_LOWER + 8, float32))
-    hi: V3 = (at(NODE_UPPER, float32), at(NODE_UPPER + 4, float32), at(NODE_UPPER + 8, float32))
-    return lo, hi, at(NODE_SKIP, int32), at(NODE_PRIM, int32)
-
-
 def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> list[Var]:
     """Visit the BVH depth first with skip pointers: a node whose box `far(lower, upper,
     state)` rejects is skipped with its subtree; at a leaf, `leaf(face, a, b, c, state)`
@@ -227,8 +191,6 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
     """The closest point within max_dist: [squared distance, face (-1 if none), u, v]. The
     walk (builtins/bvh_stack.py) finds the face on detached values; its closest point is then
     computed again from p itself, so gradients reach p through that face's closest point."""
-    from .bvh_stack import detach, detach3, nearest_walk
-
     op = ctx.op
     pd = detach3(ctx, p)
     points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
