@@ -115,9 +115,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     #: (dtype, the words): what a launch block recalled for this array depends on
     #: (runtime/launch/packing.py `Packer.fill`), dropped with the words
     _launch_key: tuple[Any, tuple[int, ...]] | None = None
-    #: Warp's flag that stores keep (not consume) this array's gradient: kept, with no effect
-    #: (gradloom's stores consume gradients as always: docs/differences.md)
-    retain_grad: bool = False
+    _retain_grad: bool = False
 
     def __init__(
         self,
@@ -257,6 +255,21 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     def requires_grad(self, value: bool) -> None:
         """Give the array a zeroed gradient of its layout (True) or drop it (False)."""
         self._methods.set_requires_grad(self, value)
+        if not value:
+            self._retain_grad = False
+
+    @property
+    def retain_grad(self) -> bool:
+        """Warp's flag that stores keep (not consume) this array's gradient: kept, with no
+        effect (gradloom's stores consume gradients as always: docs/differences.md). Only an
+        array with a gradient takes it, as in Warp."""
+        return self._retain_grad
+
+    @retain_grad.setter
+    def retain_grad(self, value: bool) -> None:
+        if value and not self.requires_grad:
+            raise ValueError("retain_grad=True needs an array with requires_grad=True")
+        self._retain_grad = bool(value)
 
     @property
     def grad(self) -> array | None:

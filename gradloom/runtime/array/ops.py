@@ -66,14 +66,14 @@ class array4d(array):
 
 
 def _alloc(shape: Any, dtype: Any, device: Any, requires_grad: bool,
-           legacy: dict[str, Any] | None = None) -> array:
+           legacy: dict[str, Any] | None = None, retain_grad: bool = False) -> array:
     legacy = dict(legacy or {})
     strides = legacy.pop("strides", None)  # Warp's custom (transposed, gapped) layouts
     legacy.pop("ndim", None)  # accepted by Warp and ignored: the shape says it
     if legacy:
         shape = _legacy_shape(shape, legacy)
     return array(shape=normalize_shape(shape), dtype=dtype, device=device,
-                 requires_grad=requires_grad, strides=strides)
+                 requires_grad=requires_grad, strides=strides, retain_grad=retain_grad)
 
 
 def _legacy_shape(shape: Any, legacy: dict[str, Any]) -> Any:
@@ -102,7 +102,7 @@ def empty(
     **kwargs: Any,
 ) -> array:
     """A new array (its memory is zeroed on the CPU, though Warp leaves it undefined)."""
-    return _alloc(shape, dtype, device, requires_grad, kwargs)
+    return _alloc(shape, dtype, device, requires_grad, kwargs, retain_grad)
 
 
 def zeros(
@@ -115,7 +115,7 @@ def zeros(
     **kwargs: Any,
 ) -> array:
     """A new zero-filled array; dtype defaults to float32."""
-    return _zeroed(_alloc(shape, dtype, device, requires_grad, kwargs))
+    return _zeroed(_alloc(shape, dtype, device, requires_grad, kwargs, retain_grad))
 
 
 
@@ -133,7 +133,7 @@ def ones(
     **kwargs: Any,
 ) -> array:
     """A new array with every component of every element set to 1."""
-    out = _alloc(shape, dtype, device, requires_grad, kwargs)
+    out = _alloc(shape, dtype, device, requires_grad, kwargs, retain_grad)
     out.fill_(1)
     return out
 
@@ -150,7 +150,7 @@ def full(
 ) -> array:
     """A new array with every element set to `value`; dtype defaults to the value's type."""
     dtype = _value_dtype(value) if dtype is None else dtype
-    out = _alloc(shape, dtype, device, requires_grad, kwargs)
+    out = _alloc(shape, dtype, device, requires_grad, kwargs, retain_grad)
     out.fill_(value)
     return out
 
