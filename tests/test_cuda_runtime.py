@@ -599,6 +599,9 @@ def test_device_properties(env):
     assert dev == "cuda" and dev == "cuda:0" and dev != "cpu" and str(dev) == "cuda:0"
     assert dev is wp.get_cuda_device(0) and dev in wp.get_cuda_devices()
     assert dev.arch >= 50 and dev.sm_count > 0 and dev.total_memory > 0 and dev.name
+    assert dev.max_shared_memory_per_block >= 48 * 1024  # every CUDA GPU gives a block 48 KiB
+    cpu = wp.get_device("cpu")
+    assert (cpu.arch, cpu.sm_count, cpu.max_shared_memory_per_block) == (0, 0, 0)  # Warp's CPU
     assert wp.get_cuda_device_count() >= 1 and wp.is_cuda_available()
     with wp.ScopedDevice("cuda") as d:
         assert d is dev and wp.get_device() is dev

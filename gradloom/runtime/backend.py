@@ -65,6 +65,7 @@ class DeviceProperties:
     total_memory: int = 0
     is_mempool_supported: bool = False
     is_uva: bool = False
+    max_shared_memory_per_block: int = 0
 
 
 class Backend:

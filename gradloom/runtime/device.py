@@ -96,6 +96,11 @@ class Device:
         return self.properties.is_uva
 
     @property
+    def max_shared_memory_per_block(self) -> int:
+        """Bytes of shared memory a block may use by default; 0 for the CPU."""
+        return self.properties.max_shared_memory_per_block
+
+    @property
     def is_capturing(self) -> bool:
         """Whether a graph is being captured from this device's current stream (in this
         context; the CPU's: whether a CPU graph records)."""

@@ -18,7 +18,8 @@ def properties(device: Device) -> DeviceProperties:
     return DeviceProperties(name=info.name, arch=info.arch, sm_count=info.sm_count,
                             max_threads_per_sm=info.max_threads_per_sm,
                             total_memory=info.total_memory, is_mempool_supported=info.mempool,
-                            is_uva=info.uva)
+                            is_uva=info.uva,
+                            max_shared_memory_per_block=info.max_shared_memory_per_block)
 
 
 CUDA.provide(

@@ -46,6 +46,7 @@ class DeviceInfo:
     total_memory: int
     mempool: bool
     uva: bool
+    max_shared_memory_per_block: int = 0
 
     @property
     def sm(self) -> str:
@@ -165,7 +166,8 @@ class Driver:
             get("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR"),
             int(self.call("cuDeviceTotalMem", dev)),
             bool(get("CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED")),
-            bool(get("CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING")))
+            bool(get("CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING")),
+            get("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK"))
 
     def context(self, ordinal: int) -> Any:
         """The device's primary context (retained once; shared with the CUDA runtime, so torch
