@@ -98,6 +98,21 @@ def _custom(out: wp.array[float]):
     out[0] = _with_grad(_square, 2.0)
 
 
+@wp.func
+def _with_replay(g: wp.Function, x: float):
+    return g(x)
+
+
+@wp.func_replay(_with_replay)
+def _replay_with_replay(g: wp.Function, x: float):
+    return g(x)
+
+
+@wp.kernel
+def _replayed(out: wp.array[float]):
+    out[0] = _with_replay(_square, 2.0)
+
+
 @wp.kernel
 def _not_a_function(out: wp.array[float]):
     out[0] = _apply(1.0, 2.0)
@@ -106,6 +121,8 @@ def _not_a_function(out: wp.array[float]):
 def test_refusals():
     with pytest.raises(CompileError, match="custom gradients"):
         wp.launch(_custom, dim=1, inputs=[wp.zeros(1, dtype=float)])
+    with pytest.raises(CompileError, match="replay functions"):
+        wp.launch(_replayed, dim=1, inputs=[wp.zeros(1, dtype=float)])
     with pytest.raises(KernelTypeError):
         wp.launch(_not_a_function, dim=1, inputs=[wp.zeros(1, dtype=float)])
 

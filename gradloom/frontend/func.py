@@ -41,6 +41,7 @@ class Overload:
         self.pyfunc = pyfunc
         self.key = key
         self.grad: Any = None  # the @wp.func_grad Python function, if any
+        self.replay: Any = None  # the @wp.func_replay Python function, if any (never run)
         #: parameter defaults (Warp's `Function.defaults`: a call uses what this holds now)
         self.defaults: dict[str, Any] = _defaults(pyfunc)
         self._info: SourceInfo | None = None

@@ -304,10 +304,12 @@ class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
             final.update(callee.env)
             return result
 
+        custom = getattr(overload, "grad", None) is not None or \
+            getattr(overload, "replay", None) is not None
+        if custom and any(t is FUNCTION_PARAM for _, t in overload.param_types()):
+            raise CompileError(f"{overload.key}(): Function parameters are not supported in "
+                               "functions with custom gradients or replay functions", ctx.loc)
         if getattr(overload, "grad", None) is not None and GRADIENT_SCOPE not in self.stack:
-            if any(t is FUNCTION_PARAM for _, t in overload.param_types()):
-                raise CompileError(f"{overload.key}(): Function parameters are not supported in "
-                                   "functions with custom gradients or replay functions", ctx.loc)
             return emit_custom_call(self.b, ctx, overload, env, lower,
                                     [*self.stack, GRADIENT_SCOPE])
         start = dict(env)  # the callee's lowerer rebinds names in env itself

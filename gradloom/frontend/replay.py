@@ -23,9 +23,11 @@ def func_replay(forward: Function) -> Any:
         if any(is_generic(t) for t in types):
             raise RuntimeError(f"Cannot define custom replay definition for {forward.key}: the "
                                "replay function has generic parameters")
-        if not any([t for _, t in o.param_types()] == types for o in forward.overloads):
+        matching = [o for o in forward.overloads if [t for _, t in o.param_types()] == types]
+        if not matching:
             raise RuntimeError(f"Could not find forward definition of function {forward.key} "
                                "that matches the custom replay definition's parameters")
+        matching[0].replay = replay  # kept (unused) so calls can refuse what Warp refuses
         return replay
 
     return register
