@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     debug,
     decomp,
     euler,
+    fabric,
     fixedarray,
     lang,
     linalg,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir.nodes import Var
 from ..ir.prims import NO_GRADIENT
-from ..types import ArrayType, int64, ptr, size_of, uint64
+from ..types import ArrayType, FabricArrayType, int64, ptr, size_of, uint64
 from . import memory
 from .values import ArrayVal, Ctx, Value
 
@@ -48,3 +48,6 @@ def index_fabric(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | memory
                    (ctx.op("cast", count, type=int64),),
                    (ctx.const(size_of(arr.type.dtype), int64),))
     return row if len(idx) == 1 else memory.index_array(ctx, row, idx[1:])
+
+
+memory.SPECIAL_INDEX[FabricArrayType] = index_fabric

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +10,6 @@ from .. import config
 from ..ir.nodes import Var
 from ..types import (
     ArrayType,
-    FabricArrayType,
     IndexedArrayType,
     MatrixType,
     ScalarType,
@@ -21,7 +21,6 @@ from ..types import (
     ptr,
     uint64,
 )
-from . import fabric
 from .values import (
     ArrayVal,
     Composite,
@@ -48,6 +47,11 @@ class Place:
     type: Any
 
 
+#: array kinds addressed their own way, by type class (Fabric arrays: builtins/fabric.py fills it
+#: when imported; the catalog imports it with the package)
+SPECIAL_INDEX: dict[type, Callable[[Ctx, ArrayVal, list[Value]], ArrayVal | Place]] = {}
+
+
 def index64(ctx: Ctx, v: Value) -> Var:
     i = scalar(ctx, v, None)
     if not i.type.is_int:
@@ -58,8 +62,9 @@ def index64(ctx: Ctx, v: Value) -> Var:
 def index_array(ctx: Ctx, arr: ArrayVal, idx: list[Value]) -> ArrayVal | Place:
     """a[i, j, ...]: a Place when every dimension is indexed, else a sub-array view."""
     n = arr.type.ndim
-    if isinstance(arr.type, FabricArrayType):
-        return fabric.index_fabric(ctx, arr, idx)
+    special = SPECIAL_INDEX.get(type(arr.type))
+    if special is not None:
+        return special(ctx, arr, idx)
     if len(idx) > n:
         raise ctx.error(f"too many indices ({len(idx)}) for a {n}-D array")
     offset: Var | None = None
