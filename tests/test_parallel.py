@@ -614,7 +614,11 @@ def test_chunked_sum_is_the_chunk_order_sum_whatever_the_threads(threads, monkey
     monkeypatch.setattr(config, "parallel_min_ns", 10**15)
     got.append(_sum_squares(xv, 0.5))
     assert calls == [1]
-    assert got == [expected] * 4
+    # whoever runs the chunks, the same bits; SIMD lanes may add a vector's terms as a tree
+    # before adding them to the element (passes/lanes.py), so the order is the chunk order of
+    # those partial sums, within float64 rounding of the one-by-one reference
+    assert got == [got[0]] * 4
+    assert abs(got[0] - expected) <= 1e-12 * abs(expected)
 
 
 def test_chunks_on_python_threads_sum_like_the_native_pool(threads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
