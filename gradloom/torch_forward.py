@@ -1,5 +1,6 @@
-"""Forward mode and second derivatives for `gradloom.torch` functions: the `SECOND` hook of
-interop/torch_bridge.py (`torch.func.jvp`, double backward), over forward_mode.py."""
+"""Forward mode and second derivatives for `gradloom.torch` functions: what the `TANGENTS` and
+`VJP_GRADS` hooks of interop/torch_bridge.py call (`torch.func.jvp`, double backward), over
+forward_mode.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .forward_mode import hvp, jvp
-from .interop.torch_bridge import SECOND
+from .interop.torch_bridge import TANGENTS, VJP_GRADS
 from .runtime.array.array import NDArray, array
 
 __all__ = ["tangents_of", "vjp_grads"]
@@ -39,4 +40,5 @@ def vjp_grads(fn: Callable[..., Any], arrays: Sequence[Any], weights: Sequence[A
     return ju, [None if h is None else h.numpy() for h in hu]
 
 
-SECOND.fill((tangents_of, vjp_grads))
+TANGENTS.fill(tangents_of)
+VJP_GRADS.fill(vjp_grads)

@@ -8,7 +8,7 @@ replays the tape, and returns fresh gradient tensors; torch alone accumulates th
 leaf gradients itself, and counts nothing twice. Forward mode (`torch.func.jvp`,
 `torch.autograd.forward_ad`) runs the function's tangent kernels, and a backward with
 `create_graph=True` is itself differentiable (double backward: Hessian-vector products); both
-through `gradloom.torch_forward`, reached by the `SECOND` hook (forward mode sits above
+through `gradloom.torch_forward`, reached by the `TANGENTS` and `VJP_GRADS` hooks (forward mode sits above
 interop).
 """
 
@@ -43,8 +43,11 @@ ShapeSpec = str | int | tuple[int, ...] | Callable[..., Any] | None
 #: clears it when the call returns
 _PENDING: ContextVar[tuple[Any, ...] | None] = ContextVar("gl_torch_pending", default=None)
 
-SECOND: Hook[Any] = Hook("forward mode and double backward of gradloom.torch functions",
-                         "gradloom.torch_forward")
+#: forward mode of a gradloom.torch function: (fn, arrays, seeds) -> output tangents
+TANGENTS: Hook[Any] = Hook("forward mode of gradloom.torch functions", "gradloom.torch_forward")
+#: double backward: (fn, arrays, weights, u) -> (vjp, its derivative along u)
+VJP_GRADS: Hook[Any] = Hook("double backward of gradloom.torch functions",
+                            "gradloom.torch_forward")
 
 
 class _ReadOnly(Watch):
@@ -149,7 +152,7 @@ def _jvp(ctx: Any, tangents: Sequence[Any]) -> Any:
     seeds = [None if t is None or not isinstance(a, array) else _host(t)
              for a, t in zip(ctx.arrays, tangents)]
     with ctx.spec.lock:
-        touts = SECOND.get()[0](ctx.spec.fn, ctx.arrays, seeds)
+        touts = TANGENTS.get()(ctx.spec.fn, ctx.arrays, seeds)
     out = [torch.zeros(o.numpy().shape, dtype=torch.float64) if t is None
            else torch.from_numpy(np.array(t, copy=True)) for o, t in zip(ctx.outs, touts)]
     return out[0] if len(out) == 1 else tuple(out)
@@ -272,7 +275,7 @@ def _second(vctx: Any, us: Sequence[Any]) -> tuple[Any, ...]:
          for a, need in zip(fctx.arrays, fctx.needs_input_grad[1:])]
     weights = [None if g is None else _host(g) for g in vctx.gos]
     with fctx.spec.lock:
-        ju, hu = SECOND.get()[1](fctx.spec.fn, fctx.arrays, weights, u)
+        ju, hu = VJP_GRADS.get()(fctx.spec.fn, fctx.arrays, weights, u)
     as_t = [None if t is None else torch.from_numpy(np.array(t, copy=True)) for t in ju]
     hs = [None if h is None else torch.from_numpy(np.array(h, copy=True)).reshape(shape)
           for h, shape in zip(hu, fctx.shapes) if shape is not None]  # tensor inputs only
