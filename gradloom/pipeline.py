@@ -26,6 +26,7 @@ from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.custom import inline_custom
 from .passes.dead import drop_dead
+from .passes.index_signs import drop_proven_wraps
 from .passes.invariant import drop_invariant_params
 from .passes.lanes import LanePlan, lane_plan
 from .passes.threads import thread_plan
@@ -63,7 +64,8 @@ def lowered(kernel: Any, differentiated: bool = False) -> KernelIR:
             DIFFERENTIATED.reset(token)
     token = DIFFERENTIATED.set(True)
     try:
-        ir = drop_invariant_params(lower_kernel(primal.info, list(primal.params)))
+        ir = drop_proven_wraps(drop_invariant_params(lower_kernel(primal.info,
+                                                                  list(primal.params))))
     finally:
         DIFFERENTIATED.reset(token)
     verify(ir)
@@ -92,7 +94,7 @@ def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None
         raise KernelTypeError(f"kernel '{kernel.key}' is generic: compile one of its overloads "
                               f"(wp.overload) instead", kernel.info.loc(kernel.info.tree))
     adjoint = variant_of(adjoint) is Variant.ADJOINT
-    ir = drop_invariant_params(lowered(kernel, adjoint))
+    ir = drop_proven_wraps(drop_invariant_params(lowered(kernel, adjoint)))
     verify(ir)
     kernel._locs = ir.locs
     access = access_facts(kernel, ir)

@@ -38,6 +38,7 @@ from gradloom.ir.nodes import Block, If, KernelIR, Loop, Op, walk_ops
 from gradloom.ir.prims import PRIMS, result_type
 from gradloom.ir.printer import format_kernel
 from gradloom.ir.verify import verify
+from gradloom.passes.index_signs import drop_proven_wraps
 from gradloom.passes.invariant import drop_invariant_params
 from gradloom.runtime.cpu.launch import prepared_adjoint
 from gradloom.types import SCALAR_TYPES, ptr
@@ -51,7 +52,7 @@ F32 = wp.array(dtype=wp.float32)
 
 def primal_ir(k: Any) -> KernelIR:
     """The IR a kernel's adjoint is built from (the pipeline of gradloom/pipeline.py)."""
-    return drop_invariant_params(lower_kernel(k.info, list(k.params)))
+    return drop_proven_wraps(drop_invariant_params(lower_kernel(k.info, list(k.params))))
 
 
 def adjoint_ir(k: Any) -> KernelIR:
@@ -681,7 +682,9 @@ kernel golden_straight_adjoint (launch ndim 1):
   adj_add(%2, %11, %22) [0]
 """
 
-# p = p * x[k]: the forward loop counts its trips (%50) and pushes p (%15) once per trip; the
+# p = p * x[k]: the forward loop counts its trips (%31) and pushes p (%15) once per trip; x[k]
+# needs no negative-index wrap (k counts up from 0: passes/index_signs.py; the forward's unused
+# wrap, %19-%22, goes with dead code later); the
 # reverse loop runs the trips backwards, pops p, recomputes k = 0 + iteration * 1 and the load
 # of x[k] (x is never written), and passes g * p to x.grad[k] and g * x[k] on to the previous p.
 GOLDEN_PRODUCT = """
@@ -699,44 +702,48 @@ kernel golden_product_adjoint (launch ndim 1):
   %11:float64 = const() [1.0]
   %12:int32 = const() [0]
   %13:int32 = const() [1]
-  %26:int64 = const() [0]
-  %22:int32, %23:float64, %30:int64 = loop (%14:int32, %15:float64, %27:int64) from (%12:int32, %11:float64, %26:int64):
+  %30:int64 = const() [0]
+  %26:int32, %27:float64, %34:int64 = loop (%14:int32, %15:float64, %31:int64) from (%12:int32, %11:float64, %30:int64):
    while:
     %16:bool = lt(%14, %5)
     yield %16
    do:
     %17:int32 = add(%14, %13)
     %18:int64 = cast(%14)
-    %19:int64 = mul(%18, %4)
-    %20:float64 = load(%1, %19) [0]
-    %21:float64 = mul(%15, %20)
-    %28:int64 = const() [1]
-    %29:int64 = add(%27, %28)
+    %19:int64 = const() [0]
+    %20:bool = lt(%18, %19)
+    %21:int64 = select(%20, %3, %19)
+    %22:int64 = add(%18, %21)
+    %23:int64 = mul(%18, %4)
+    %24:float64 = load(%1, %23) [0]
+    %25:float64 = mul(%15, %24)
+    %32:int64 = const() [1]
+    %33:int64 = add(%31, %32)
     push(%15)
-    yield %17, %21, %29
-  %24:int64 = cast(%10)
-  %25:int64 = mul(%24, %9)
-  %31:float64 = adj_take(%7, %25) [0]
-  %48:int64, %49:float64 = loop (%32:int64, %35:float64) from (%30:int64, %31:float64):
+    yield %17, %25, %33
+  %28:int64 = cast(%10)
+  %29:int64 = mul(%28, %9)
+  %35:float64 = adj_take(%7, %29) [0]
+  %52:int64, %53:float64 = loop (%36:int64, %39:float64) from (%34:int64, %35:float64):
    while:
-    %46:int64 = const() [0]
-    %47:bool = gt(%32, %46)
-    yield %47
+    %50:int64 = const() [0]
+    %51:bool = gt(%36, %50)
+    yield %51
    do:
-    %33:int64 = const() [1]
-    %34:int64 = sub(%32, %33)
-    %42:float64 = pop()
-    %36:int32 = cast(%34)
-    %37:int32 = mul(%36, %13)
-    %38:int32 = add(%12, %37)
-    %39:int64 = cast(%38)
-    %40:int64 = mul(%39, %4)
-    %41:float64 = load(%1, %40) [0]
-    %43:float64 = mul(%42, %41)
-    %44:float64 = mul(%35, %41)
-    %45:float64 = mul(%35, %42)
-    adj_add(%2, %40, %45) [0]
-    yield %34, %44
+    %37:int64 = const() [1]
+    %38:int64 = sub(%36, %37)
+    %46:float64 = pop()
+    %40:int32 = cast(%38)
+    %41:int32 = mul(%40, %13)
+    %42:int32 = add(%12, %41)
+    %43:int64 = cast(%42)
+    %44:int64 = mul(%43, %4)
+    %45:float64 = load(%1, %44) [0]
+    %47:float64 = mul(%46, %45)
+    %48:float64 = mul(%39, %45)
+    %49:float64 = mul(%39, %46)
+    adj_add(%2, %44, %49) [0]
+    yield %38, %48
 """
 
 # The forward `if` also yields each branch's values (zero on the other branch); the reverse `if`
