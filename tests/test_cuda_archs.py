@@ -8,17 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cuda_env import have_libdevice as _libdevice
 
 import gradloom as wp
 from gradloom.codegen import nvptx
-
-
-def _libdevice() -> bool:
-    try:
-        nvptx.libdevice_path()
-    except nvptx.LibdeviceNotFound:
-        return False
-    return True
 
 
 @wp.kernel
