@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import autograd_tape
 from .errors import GradloomError
+from .jacobian_report import (
+    REL_FLOOR,
+    PairCheck,
+    compare_jacobians,
+    format_report,
+    jacobian_plot,
+    plot_to_file,
+)
 from .kernel import Kernel
 from .runtime.array.array import NDArray, array
 from .runtime.array.ops import clone, zeros
@@ -30,8 +35,6 @@ Jacobians = dict[tuple[int, int], array]
 Mask = Sequence[tuple[int | str, int | str]]
 _Runner = Callable[[list[Any], list[Any], bool], list[Any]]
 
-# A relative error divides by max(|FD|, _REL_FLOOR), so exact zeros do not divide by zero.
-_REL_FLOOR = 1e-8
 
 
 class GradcheckError(GradloomError, AssertionError, ValueError):
@@ -434,7 +437,8 @@ def jacobian(function: Kernel | Callable[..., Any], dim: Any = None,
     finally:
         target.restore()
     if plot_jacobians:
-        _plot(jacs, target, "Jacobian (autodiff)")
+        plot_to_file(jacs, target.input_labels, target.output_labels,
+                     f"{target.title}: Jacobian (autodiff)")
     return _as_arrays(jacs)
 
 
@@ -456,7 +460,8 @@ def jacobian_fd(function: Kernel | Callable[..., Any], dim: Any = None,
     finally:
         target.restore()
     if plot_jacobians:
-        _plot(jacs, target, "Jacobian (finite differences)")
+        plot_to_file(jacs, target.input_labels, target.output_labels,
+                     f"{target.title}: Jacobian (finite differences)")
     return _as_arrays(jacs)
 
 
@@ -548,146 +553,12 @@ def _conclude(checks: list[PairCheck], report: str, raise_exception: bool,
     return passed
 
 
-# --------------------------------------------------------------------------------------------
-# Comparison and report
-
-
-@dataclass(frozen=True)
-class PairCheck:
-    """The comparison of one (input, output) Jacobian; `worst` is (output comp, input comp)."""
-
-    input_label: str
-    output_label: str
-    max_abs_error: float
-    max_rel_error: float
-    worst: tuple[int, int]
-    ad_value: float
-    fd_value: float
-    has_nan: bool
-    passed: bool
-
-
-def compare_jacobians(jacs_ad: Mapping[tuple[int, int], Any],
-                      jacs_fd: Mapping[tuple[int, int], Any], *, atol: float = 1e-3,
-                      rtol: float = 1e-2, input_labels: Sequence[str] | None = None,
-                      output_labels: Sequence[str] | None = None, max_inputs_per_var: int = -1,
-                      max_outputs_per_var: int = -1) -> list[PairCheck]:
-    """Compare Jacobians (gradloom or numpy arrays) pair by pair, in float64.
-
-    Only the leading `max_outputs_per_var` rows and `max_inputs_per_var` columns are compared
-    when those are > 0. Labels default to `input k` / `output k`.
-    """
-    rows, cols = slice(None), slice(None)
-    if max_outputs_per_var > 0:
-        rows = slice(0, max_outputs_per_var)
-    if max_inputs_per_var > 0:
-        cols = slice(0, max_inputs_per_var)
-    checks = []
-    for (i, j), fd in jacs_fd.items():
-        if (i, j) not in jacs_ad:
-            raise GradloomError(f"no autodiff Jacobian for the pair (input {i}, output {j})")
-        ad64 = np.asarray(jacs_ad[i, j], dtype=np.float64)[rows, cols]
-        fd64 = np.asarray(fd, dtype=np.float64)[rows, cols]
-        in_label = input_labels[i] if input_labels else f"input {i}"
-        out_label = output_labels[j] if output_labels else f"output {j}"
-        checks.append(_compare_pair(ad64, fd64, atol, rtol, in_label, out_label))
-    return checks
-
-
-def _compare_pair(ad: NDArray, fd: NDArray, atol: float, rtol: float, input_label: str,
-                  output_label: str) -> PairCheck:
-    if ad.shape != fd.shape:
-        raise GradloomError(f"Jacobian shapes differ for ({input_label}, {output_label}): "
-                            f"autodiff {ad.shape}, finite differences {fd.shape}")
-    diff = np.abs(ad - fd)
-    has_nan = bool(np.isnan(ad).any() or np.isnan(fd).any())
-    passed = not has_nan and bool(np.all(diff <= atol + rtol * np.abs(fd)))
-    if diff.size == 0:
-        return PairCheck(input_label, output_label, 0.0, 0.0, (0, 0), 0.0, 0.0, has_nan, passed)
-    k = int(np.argmax(np.where(np.isnan(diff), np.inf, diff)))  # a NaN counts as the worst
-    worst = tuple(int(n) for n in np.unravel_index(k, diff.shape))
-    rel = diff / np.maximum(np.abs(fd), _REL_FLOOR)
-    return PairCheck(input_label, output_label, float(diff.flat[k]), float(np.max(rel)),
-                     (worst[0], worst[1]), float(ad.flat[k]), float(fd.flat[k]), has_nan, passed)
-
-
-def format_report(title: str, checks: Sequence[PairCheck], *, atol: float, rtol: float,
-                  eps: float | None = None) -> str:
-    """A plain-text table: one row per (input, output) pair, errors and PASS / FAIL / NaN."""
-    passed = all(c.passed for c in checks)
-    rule = f"|AD - FD| <= atol + rtol*|FD|, atol={atol:g}, rtol={rtol:g}"
-    head = f"gradcheck of {title}: {'passed' if passed else 'FAILED'} ({rule}"
-    head += f", FD eps={eps:g})" if eps is not None else ")"
-    header = ["input", "output", "max abs error", "at (out, in)", "AD there", "FD there",
-              "max rel error", "result"]
-    rows = [[c.input_label, c.output_label, f"{c.max_abs_error:.3e}",
-             f"({c.worst[0]}, {c.worst[1]})", f"{c.ad_value:.6g}", f"{c.fd_value:.6g}",
-             f"{c.max_rel_error:.3e}", "NaN" if c.has_nan else "PASS" if c.passed else "FAIL"]
-            for c in checks]
-    widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
-             for r in [header, *rows]]
-    return "\n".join([head, *lines])
-
-
-# --------------------------------------------------------------------------------------------
-# Optional plots (only with matplotlib installed): a PNG in the working directory
-
-
 def _plot_errors(ad: Mapping[tuple[int, int], NDArray], fd: Mapping[tuple[int, int], NDArray],
                  target: _Target, absolute: bool, relative: bool) -> None:
     abs_err = {k: np.abs(ad[k] - fd[k]) for k in fd}
+    labels = (target.input_labels, target.output_labels)
     if absolute:
-        _plot(abs_err, target, "Jacobian absolute error")
+        plot_to_file(abs_err, *labels, f"{target.title}: Jacobian absolute error")
     if relative:
-        rel = {k: e / np.maximum(np.abs(fd[k]), _REL_FLOOR) for k, e in abs_err.items()}
-        _plot(rel, target, "Jacobian relative error")
-
-
-def jacobian_plot(jacobians: Mapping[tuple[int, int], Any], kernel: Any = None,
-                  inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
-                  show_plot: bool = True, **_: Any) -> Any:
-    """Draw Jacobians from `jacobian` / `jacobian_fd` in one figure (outputs down, inputs
-    across) and return the matplotlib Figure (None without Jacobians); needs matplotlib."""
-    if not jacobians:
-        return None
-    figure_module = importlib.import_module("matplotlib.figure")
-    dense = {k: (v.numpy() if isinstance(v, array) else np.asarray(v)) for k, v in
-             jacobians.items()}
-    ins, outs = sorted({i for i, _ in dense}), sorted({j for _, j in dense})
-    fig = figure_module.Figure(figsize=(3 + 2.5 * len(ins), 2 + 2.5 * len(outs)))
-    axes = fig.subplots(len(outs), len(ins), squeeze=False)
-    for (i, j), jac in dense.items():
-        ax = axes[outs.index(j)][ins.index(i)]
-        fig.colorbar(ax.imshow(jac.astype(np.float64), cmap="coolwarm",
-                               interpolation="nearest", aspect="auto"), ax=ax)
-        ax.set_xlabel(f"input {i}")
-        ax.set_ylabel(f"output {j}")
-    fig.suptitle(getattr(kernel, "key", None) or "Jacobians")
-    return fig
-
-
-def _plot(jacs: Mapping[tuple[int, int], NDArray], target: _Target, what: str) -> Path | None:
-    """Draw each Jacobian in a grid (outputs down, inputs across); write `<name>_<what>.png`."""
-    title = f"{target.title}: {what}"
-    try:
-        figure_module = importlib.import_module("matplotlib.figure")
-    except ImportError:
-        print(f"gradloom.autograd: matplotlib is not installed; skipped the plot '{title}'")
-        return None
-    ins = sorted({i for i, _ in jacs})
-    outs = sorted({j for _, j in jacs})
-    fig = figure_module.Figure(figsize=(3 + 2.5 * len(ins), 2 + 2.5 * len(outs)))
-    axes = fig.subplots(len(outs), len(ins), squeeze=False)
-    for (i, j), jac in jacs.items():
-        ax = axes[outs.index(j)][ins.index(i)]
-        image = ax.imshow(np.asarray(jac, dtype=np.float64), cmap="coolwarm",
-                          interpolation="nearest", aspect="auto")
-        ax.set_xlabel(target.input_labels[i])
-        ax.set_ylabel(target.output_labels[j])
-        fig.colorbar(image, ax=ax)
-    fig.suptitle(title)
-    path = Path.cwd() / (re.sub(r"\W+", "_", title).strip("_") + ".png")
-    fig.savefig(path)
-    print(f"gradloom.autograd: wrote {path}")
-    return Path(path)
+        rel = {k: e / np.maximum(np.abs(fd[k]), REL_FLOOR) for k, e in abs_err.items()}
+        plot_to_file(rel, *labels, f"{target.title}: Jacobian relative error")

@@ -48,7 +48,10 @@ ALLOWED = {
     "loading": _BASE | {"codegen", "kernel", "modules"},
     # ahead-of-time module files: kernels' cache records written to and read from one file
     "aot": _BASE | {"codegen", "runtime", "kernel", "modules"},
-    "autograd": _BASE | {"runtime", "kernel", "forward_mode", "autograd_tape", "second_order"},
+    "autograd": _BASE | {"runtime", "kernel", "forward_mode", "autograd_tape", "second_order",
+                         "jacobian_report"},
+    # Jacobian comparison, the gradcheck report and plots
+    "jacobian_report": _BASE | {"runtime"},
     # gradcheck_tape's walk over a tape's launches (autograd.py passes its gradcheck in)
     "autograd_tape": _BASE | {"runtime"},
     "logger": _BASE,
