@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+import gradloom as wp
+
 from ..runtime.capturing import defer
 
 
@@ -41,8 +43,6 @@ def tri_tri_adjacency(indices: Any, vertex_count: int | None = None,
                       return_neighbor_edge_indices: bool = True) -> Any:  # fmt: skip
     """Per triangle and local vertex j, the triangle across the edge opposite j (-1 on a
     boundary), and with ``return_neighbor_edge_indices`` that edge's local index there."""
-    import gradloom as wp
-
     tris = _tris(indices)
     if vertex_count is None:
         if indices.device.is_capturing:
@@ -107,8 +107,6 @@ def delaunay_edge_flip(positions: Any, indices: Any, ref_positions: Any = None, 
                        area_epsilon: float = 0.0, ref_area_epsilon: float = 1e-10) -> Any:  # fmt: skip
     """Flip non-Delaunay interior edges of a counter-clockwise triangulation in place, in up to
     ``max_passes`` passes; returns a (1,) int32 array holding the number of flips."""
-    import gradloom as wp
-
     _tris(indices)
     if max_passes < 1:
         raise ValueError(f"max_passes must be at least 1, got {max_passes}.")

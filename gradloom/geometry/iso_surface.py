@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from ..types import float32
+
 Bound = Any  # a wp.vec3, a 3-tuple or None
 
 
 def validate_field(field: Any) -> None:
     """A 3D float32 array with at least two nodes (one cell) on every axis, as Warp requires."""
-    from ..types import float32
-
     if len(field.shape) != 3:
         raise ValueError(f"Expected a 3D array for 'field', but got an array with shape {field.shape}.")
     if any(n < 2 for n in field.shape):

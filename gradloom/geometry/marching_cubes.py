@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+import gradloom as wp
+
 from . import mc_tables
 from .iso_surface import Bound, IsoSurfaceBase, grid_frame, validate_field
 
@@ -69,8 +71,6 @@ def topology(values: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarr
 
 def extract_mesh(field: Any, threshold: float, lower: Bound, upper: Bound) -> tuple[Any, Any]:
     """The mesh of one field: vertices from a recorded launch, indices from the host."""
-    import gradloom as wp
-
     from . import _kernels
 
     validate_field(field)

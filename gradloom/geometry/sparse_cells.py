@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+import gradloom as wp
+
 from . import mc_tables
 from .marching_cubes import _EDGE_AXIS, _RANGE, _TRI_EDGES
 
@@ -81,8 +83,6 @@ def _as_cells(cells: Any) -> np.ndarray:
 
 def _as_values(corner_values: Any, n: int, device: Any) -> tuple[Any, np.ndarray]:
     """(the values as a gradloom array, their host copy as (N, 8))."""
-    import gradloom as wp
-
     arr = corner_values if isinstance(corner_values, wp.array) else \
         wp.array(np.asarray(corner_values, dtype=np.float32), dtype=wp.float32, device=device)
     host = np.asarray(arr.numpy(), dtype=np.float32)
@@ -95,8 +95,6 @@ def launch_vertices(values: Any, mesh: SparseMesh, entry: np.ndarray | None, thr
                     origin: np.ndarray, delta: np.ndarray, device: Any) -> Any:  # fmt: skip
     """The vertex array: one recorded launch reading ``values`` (per distinct corner, or per
     cell entry through ``entry``: the flat entry of each distinct corner)."""
-    import gradloom as wp
-
     from . import _kernels
 
     nv = len(mesh.axes)
@@ -122,8 +120,6 @@ def sparse_marching_cubes_from_cells(cells: Any, corner_values: Any, origin: Any
                                      device: Any = None) -> tuple[Any, Any]:  # fmt: skip
     """Marching cubes on the given cells ((N, 3) minimum-corner subscripts) from their corner
     values ((N, 8) in `CUBE_CORNER_OFFSETS` order, or flat); (vertices, flat int32 indices)."""
-    import gradloom as wp
-
     if not cell_width > 0.0:
         raise ValueError(f"cell_width must be positive, got {cell_width}.")
     if device is None and isinstance(corner_values, wp.array):

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+import gradloom as wp
+
 from .iso_surface import Bound, grid_frame
 from .sparse_cells import (
     launch_vertices,
@@ -24,8 +26,6 @@ _CHILDREN = np.array([(i, j, k) for i in (0, 1) for j in (0, 1) for k in (0, 1)]
 
 
 def _check_field(field: Any) -> None:
-    import gradloom as wp
-
     if isinstance(field, wp.Function) or not callable(field):
         raise TypeError("field must be a batched callable, evaluate(points: wp.array[wp.vec3]) -> "
                         "wp.array[wp.float32]; wrap a single-point @wp.func in a kernel over the batch.")  # fmt: skip
@@ -38,8 +38,6 @@ class _Evaluator:
         self.field, self.device, self.count = field, device, 0
 
     def __call__(self, points: np.ndarray) -> Any:
-        import gradloom as wp
-
         self.count += len(points)
         pts = wp.array(points.astype(np.float32), dtype=wp.vec3, device=self.device)
         return self.field(pts)
@@ -66,8 +64,6 @@ def lipschitz_octree(field: Any, origin: Any, root_width: float, max_depth: int,
                      lipschitz_bound: float = 1.0, device: Any = None) -> tuple[Any, float]:  # fmt: skip
     """(the leaf cells of width root_width / 2**max_depth that may meet the level set, as
     wp.vec3i minimum-corner subscripts, the cell width); not differentiated."""
-    import gradloom as wp
-
     _check_field(field)
     device = wp.get_device(device)
     width = float(root_width) / (1 << max_depth)
@@ -81,8 +77,6 @@ def sparse_marching_cubes(field: Any, nx: int, ny: int, nz: int, *, lower: Bound
                           return_stats: bool = False) -> tuple[Any, ...]:  # fmt: skip
     """The surface IsoSurfaceMarchingCubes.extract would find on the (nx, ny, nz) node grid over
     [lower, upper], sampling ``field`` only in the octree's band around it."""
-    import gradloom as wp
-
     _check_field(field)
     if min(nx, ny, nz) < 2:
         raise ValueError(f"Expected at least 2 nodes on each axis, got {(nx, ny, nz)}.")

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+import gradloom as wp
+
 from . import mc_tables
 from .iso_surface import Bound, IsoSurfaceBase, grid_frame, validate_field
 from .marching_cubes import _EDGE_AXIS, _EDGE_BASE, cell_cases, crossed_edges
@@ -91,8 +93,6 @@ def _quads(cross: np.ndarray, inside: np.ndarray, vertex_at: np.ndarray, ncell: 
 
 def surface_nets_mesh(field: Any, threshold: float, lower: Bound, upper: Bound, topology: str) -> tuple[Any, Any]:
     """(vertices, flat int32 faces) of one field."""
-    import gradloom as wp
-
     from . import _kernels
 
     validate_field(field)

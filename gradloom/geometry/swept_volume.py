@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+import gradloom as wp
+
 from .marching_cubes import extract_mesh
 
 
@@ -25,8 +27,6 @@ class SweptVolumeSignMode(enum.IntEnum):
 
 def _transforms(meshes: Sequence[Any], transforms: Any, device: Any) -> Any:
     """The poses as a (meshes, samples) array of wp.transform, checked against the meshes."""
-    import gradloom as wp
-
     if len(meshes) == 0:
         raise ValueError("swept volumes need at least one mesh.")
     if isinstance(transforms, wp.array):
@@ -43,14 +43,10 @@ def _transforms(meshes: Sequence[Any], transforms: Any, device: Any) -> Any:
 
 
 def _device(meshes: Sequence[Any], device: Any) -> Any:
-    import gradloom as wp
-
     return wp.get_device(device if device is not None else meshes[0].points.device)
 
 
 def _bounds(meshes: Sequence[Any], xforms: Any, device: Any) -> tuple[np.ndarray, np.ndarray]:
-    import gradloom as wp
-
     from . import _swept_kernels as K
 
     pts = [m.points.numpy().astype(np.float32) for m in meshes]
@@ -65,8 +61,6 @@ def _bounds(meshes: Sequence[Any], xforms: Any, device: Any) -> tuple[np.ndarray
 def swept_volume_bounds(meshes: Sequence[Any], transforms: Any, padding: float = 0.0,
                         device: Any = None) -> tuple[Any, Any]:  # fmt: skip
     """(lower, upper) world box of every mesh's rest box under every pose, widened by padding."""
-    import gradloom as wp
-
     device = _device(meshes, device) if meshes else device
     lo, hi = _bounds(meshes, _transforms(meshes, transforms, device), device)
     return wp.vec3(*(lo - padding)), wp.vec3(*(hi + padding))
@@ -104,8 +98,6 @@ def _grid(lo: np.ndarray, hi: np.ndarray, voxel_size: float | None, resolution: 
 
 def _field(meshes: Sequence[Any], transforms: Any, voxel_size: float | None, resolution: Any, lower: Any,
            upper: Any, sign_mode: int, device: Any, pad: float) -> tuple[Any, np.ndarray, np.ndarray]:  # fmt: skip
-    import gradloom as wp
-
     from . import _swept_kernels as K
 
     device = _device(meshes, device) if meshes else device
@@ -130,8 +122,6 @@ def swept_volume_field(meshes: Sequence[Any], transforms: Any, voxel_size: float
                        sign_mode: SweptVolumeSignMode = SweptVolumeSignMode.WINDING_NUMBER,
                        device: Any = None) -> tuple[Any, Any, Any]:  # fmt: skip
     """(field, lower, upper): the swept pseudo signed distance at the nodes of a dense grid."""
-    import gradloom as wp
-
     field, lo, hi = _field(meshes, transforms, voxel_size, resolution, lower, upper, sign_mode, device, 0.0)
     return field, wp.vec3(*lo), wp.vec3(*hi)
 
