@@ -15,24 +15,8 @@ import gradloom.torch as gt
 
 torch = pytest.importorskip("torch")
 
-F64 = wp.array(dtype=wp.float64)
-
-
-@wp.kernel
-def model(x: F64, w: F64, scale: wp.float64, y: F64):
-    i = wp.tid()
-    y[i] = scale * wp.sin(x[i]) * w[i] + x[i] * x[i] * w[i]
-
-
-def model_torch(x, w, scale):
-    return scale * torch.sin(x) * w + x * x * w
-
-
-@wp.kernel
-def two_outputs(x: F64, y: F64, z: F64):
-    i = wp.tid()
-    y[i] = wp.exp(x[i])
-    z[i] = x[i] * x[i] * x[i]
+# the kernels and their torch formula are the bridge tests' own
+from test_interop_torch_bridge import F64, model, model_torch, two_outputs  # noqa: E402
 
 
 @wp.kernel
