@@ -54,9 +54,12 @@ def test_components_rows_and_slices_have_kernel_types() -> None:
     m = wp.mat33(*range(9))
     row = m[1]
     assert row.gl_type == wp.vec3 and row.tolist() == [3.0, 4.0, 5.0]
-    assert [r.gl_type for r in m] == [wp.vec3] * 3 and [type(c) for c in row] == [np.float32] * 3
+    # float32 components are Python floats, as Warp 1.12+ returns them; other types keep theirs
+    assert [r.gl_type for r in m] == [wp.vec3] * 3 and [type(c) for c in row] == [float] * 3
     row[0] = 100.0  # a copy, as a kernel's m[1] is a value
-    assert m[1, 0] == 3.0 and type(m[1, 2]) is np.float32
+    assert m[1, 0] == 3.0 and type(m[1, 2]) is float
+    assert type(wp.vec3d(1.0, 2.0, 3.0)[0]) is np.float64 and type(wp.vec3h(1, 2, 3)[2]) is np.float16
+    assert type(wp.vec2i(1, 2)[0]) is int and type(wp.vec2s(1, 2)[0]) is np.int16
     v = wp.vec4(1.0, 2.0, 3.0, 4.0)
     assert v[1:3].gl_type == wp.vec2 and v[1:3].tolist() == [2.0, 3.0]
     v.y = 7.0

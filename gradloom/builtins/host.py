@@ -26,14 +26,16 @@ from ..ir.evaluate import HostUnavailableError, Prepared, evaluate, prepare, una
 from ..ir.nodes import Block, Var, walk_ops
 from ..ir.printer import format_block
 from ..types import (
+    ArrayType,
     MatrixType,
     ScalarType,
     StructType,
     VectorType,
     VecValue,
+    leaves,
     scalar_from_numpy,
 )
-from ..types.values import HOST_OPERATOR
+from ..types.values import HOST_OPERATOR, python_scalar
 from . import ops
 from .values import (
     ArrayVal,
@@ -65,6 +67,8 @@ class HostProgram:
     result: Any
     writes: tuple[tuple[int, Any], ...] = ()
     temporaries_ok: bool = False
+    #: the array arguments' values, by argument slot: one returned is that argument itself
+    arrays: tuple[tuple[ArrayVal, int | str], ...] = ()
 
 
 _PER_VALUE = object()  # cache marker: this key's Python floats are folded at compile time
@@ -96,10 +100,22 @@ def _is_python_float(v: Any) -> bool:
     return isinstance(v, float) and not isinstance(v, np.generic)
 
 
+def _array_type(v: Any) -> ArrayType | None:
+    """The type of an array argument (a `wp.array` or a subclass; not indexed or Fabric)."""
+    of = getattr(v, "__gl_type__", None)
+    if isinstance(v, type) or not callable(of) or not hasattr(v, "shape"):
+        return None
+    t = of()
+    return t if isinstance(t, ArrayType) else None
+
+
 def _arg_key(v: Any) -> Any:
     """What of an argument the lowered program depends on."""
     if isinstance(v, VecValue) and v.gl_type is not None:
         return ("c", v.gl_type)
+    array_type = _array_type(v)
+    if array_type is not None:  # by type: the program never reads its memory
+        return ("a", array_type)
     if isinstance(v, np.generic):
         return ("s", v.dtype)
     if _is_python_float(v):
@@ -148,6 +164,7 @@ class _Lowering:
         self.ctx = ctx
         self.inputs: list[Var] = []
         self.probe = probe
+        self.arrays: list[tuple[ArrayVal, int | str]] = []
 
     def var(self, t: ScalarType) -> Var:
         v = self.ctx.b.new_var(t)
@@ -172,6 +189,12 @@ class _Lowering:
         if isinstance(v, np.ndarray):
             raise GradloomError("a numpy array cannot be passed here: pass a vector or matrix "
                                 "value (e.g. wp.vec3(...))")
+        array_type = _array_type(v)
+        if array_type is not None and literal:
+            # its shape and strides are values; its memory is not (the host reads none)
+            val = ArrayVal.from_words(array_type, [self.var(t) for _, t in leaves(array_type)])
+            self.arrays.append((val, slot))
+            return val
         if hasattr(v, "ptr") and hasattr(v, "shape") and hasattr(v, "dtype"):
             raise GradloomError("arrays can be used in kernels only, not in builtins called "
                                 "from Python")
@@ -198,6 +221,8 @@ def _host_leaves(v: Any) -> Iterator[Any]:
     _Lowering made its free variables."""
     if isinstance(v, VecValue) and v.gl_type is not None:
         yield from np.ndarray.ravel(v.view(np.ndarray))
+    elif _array_type(v) is not None:  # null pointers: a host program loads no element
+        yield from (np.uint64(0), np.uint64(0), *map(np.int64, v.shape), *map(np.int64, v.strides))
     elif isinstance(v, np.generic):
         yield v
     elif isinstance(getattr(type(v), "__gl_type__", None), StructType):
@@ -211,14 +236,28 @@ def _host_leaves(v: Any) -> Iterator[Any]:
                 yield from _host_leaves(fv)
 
 
-def to_host(template: Any, env: dict[Var, Any]) -> Any:
-    """A lowered value's shape filled with the evaluated scalars, as Python-scope values."""
+def _literal_result(v: Any) -> Any:
+    """A result folded from Python numbers alone (`wp.mul(x, y)` of two ints): Warp computes
+    it in int32 / float32, as a kernel's literals are typed, so the number is wrapped or rounded
+    to that type (a Python int / float, as Warp returns those two types)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    if isinstance(v, int):
+        return python_scalar(np.uint32(v & 0xFFFFFFFF).astype(np.int32), "int32")
+    return python_scalar(np.float32(v), "float32")
+
+
+def to_host(template: Any, env: dict[Var, Any], arrays: dict[ArrayVal, Any] | None = None) -> Any:
+    """A lowered value's shape filled with the evaluated scalars, as Python-scope values; an
+    array argument's value (`arrays`) is that argument."""
     if template is None or isinstance(template, str):
         return template
+    if isinstance(template, ArrayVal) and arrays and template in arrays:
+        return arrays[template]
     if isinstance(template, Var):
-        return env[template]
+        return python_scalar(env[template], template.type.name)
     if isinstance(template, Literal):
-        return template.value
+        return _literal_result(template.value)
     if isinstance(template, Composite):
         t = template.type
         out = np.array([env[c] for c in template.comps], dtype=t.dtype.host_dtype)
@@ -226,10 +265,10 @@ def to_host(template: Any, env: dict[Var, Any]) -> Any:
         value.gl_type = t
         return value
     if isinstance(template, TupleVal):
-        return tuple(to_host(i, env) for i in template.items)
+        return tuple(to_host(i, env, arrays) for i in template.items)
     if isinstance(template, StructVal):
         names = [n for n, _ in template.type.fields]
-        fields = {n: to_host(f, env) for n, f in zip(names, template.fields, strict=True)}
+        fields = {n: to_host(f, env, arrays) for n, f in zip(names, template.fields, strict=True)}
         return template.type.cls(**fields)
     if isinstance(template, ArrayVal):
         raise GradloomError("a call from Python cannot return an array")
@@ -265,8 +304,11 @@ def _lower(call: Call, probe: Callable[[int | str], float] | None) -> HostProgra
         if not call.builtin:
             raise
         types = ", ".join(_type_word(a) for a in [*call.args, *call.kwargs.values()])
-        raise KernelTypeError(f"Couldn't find a function '{call.builtin}' compatible with the "
-                              f"arguments '{types}': {exc.bare_message}", call.loc) from None
+        # Warp's words alone (its tests anchor them with `$`); why, and where, in a note
+        error = KernelTypeError(f"Couldn't find a function '{call.builtin}' compatible with "
+                                f"the arguments '{types}'")
+        error.add_note(f"{call.loc}: {exc.bare_message}")
+        raise error from None
     writes: tuple[tuple[int, Any], ...] = ()
     temporaries_ok = False
     if isinstance(result, OutArgs):
@@ -278,7 +320,7 @@ def _lower(call: Call, probe: Callable[[int | str], float] | None) -> HostProgra
         raise HostUnavailableError(f"{call.loc}: {call.what} cannot run in Python: its '{op.prim}' "
                                    f"operation {reason}; call it inside a @wp.kernel")
     return HostProgram(block, prepare(block), tuple(conv.inputs), (), result, writes,
-                       temporaries_ok)
+                       temporaries_ok, tuple(conv.arrays))
 
 
 def _type_word(v: Any) -> str:
@@ -388,7 +430,9 @@ def run(program: HostProgram, call: Call) -> Any:
     evaluate(program.code, env)
     for index, template in program.writes:
         _write_back(call.what, args, index, to_host(template, env), program.temporaries_ok)
-    return to_host(program.result, env)
+    arrays = {val: args[slot] if isinstance(slot, int) else kwargs[slot]
+              for val, slot in program.arrays}
+    return to_host(program.result, env, arrays)
 
 
 def _write_back(what: str, args: list[Any], index: int, value: Any, temporaries_ok: bool) -> None:

@@ -189,7 +189,9 @@ def _apply(ctx: Ctx, name: str, xform: Value, vec: Value, point: bool) -> Value:
          "4x4 matrix (mat @ (point, 1), first three components)",
          signatures=("(xform: Transform, point: Vector3) -> Vector3",
                      "(mat: Matrix44, point: Vector3) -> Vector3"), group=GROUP)
-def transform_point(ctx: Ctx, xform: Value, point: Value) -> Value:
+def transform_point(ctx: Ctx, xform: Value | None = None, point: Value | None = None, *,
+                    mat: Value | None = None) -> Value:
+    xform, point = _operands(ctx, "transform_point", xform, mat, point, "point")
     return _apply(ctx, "transform_point", xform, point, point=True)
 
 
@@ -197,8 +199,18 @@ def transform_point(ctx: Ctx, xform: Value, point: Value) -> Value:
          "or by a 4x4 matrix (mat @ (vec, 0), first three components)",
          signatures=("(xform: Transform, vec: Vector3) -> Vector3",
                      "(mat: Matrix44, vec: Vector3) -> Vector3"), group=GROUP)
-def transform_vector(ctx: Ctx, xform: Value, vec: Value) -> Value:
+def transform_vector(ctx: Ctx, xform: Value | None = None, vec: Value | None = None, *,
+                     mat: Value | None = None) -> Value:
+    xform, vec = _operands(ctx, "transform_vector", xform, mat, vec, "vec")
     return _apply(ctx, "transform_vector", xform, vec, point=False)
+
+
+def _operands(ctx: Ctx, name: str, xform: Value | None, mat: Value | None, v: Value | None,
+              v_name: str) -> tuple[Value, Value]:
+    """The two operands, the first named `xform` or `mat` (the names of Warp's two overloads)."""
+    if (xform is None) == (mat is None) or v is None:
+        raise ctx.error(f"wp.{name}() takes a transform (xform) or a mat44 (mat), and {v_name}")
+    return (xform if xform is not None else mat), v  # type: ignore[return-value]
 
 
 def multiply_comps(e: Emit, a: Composite, b: Composite) -> tuple[Var, ...]:

@@ -12,12 +12,27 @@ import numpy as np
 from .. import config
 from ..hooks import Hook
 from .composite import CONSTRUCT, CompositeType, MatrixType, VectorType, quaternion
-from .scalars import bf16_round, scalar_from_numpy
+from .scalars import bf16_round, float32_to_bf16_bits, scalar_from_numpy
 
 #: a Python operator on vector/matrix values computes what the kernel library defines it as
 #: (builtins/host.py fills it)
 HOST_OPERATOR: Hook[Any] = Hook("the operators of vector and matrix values",
                                 "gradloom.builtins.host")
+
+
+#: the scalar types whose Python-scope results are Python numbers (Warp 1.12+: `wp.float32`,
+#: `wp.int32` and `wp.bool` stand for Python's float, int and bool there)
+_PYTHON_NUMBERS = frozenset({"float32", "int32", "bool"})
+
+
+def python_scalar(value: np.generic, type_name: str) -> Any:
+    """A scalar result of a Python-scope builtin call or of indexing a value, as Warp returns
+    it: a Python float / int / bool for float32 / int32 / bool, a numpy scalar of the exact
+    type otherwise (which is an instance of `wp.float64`, ...). With Warp's
+    `config.legacy_scalar_return_types`, every scalar is a Python number."""
+    if type_name in _PYTHON_NUMBERS or getattr(config, "legacy_scalar_return_types", False):
+        return value.item()
+    return value
 
 
 class VecValue(np.ndarray):  # type: ignore[type-arg]
@@ -39,13 +54,13 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         self.gl_type = t if t is not None and self.shape == t.shape else None  # type: ignore[assignment]
 
     def __getitem__(self, index: Any) -> Any:
-        """v[i] is a scalar, m[i] a row vector (a copy, as in a kernel), v[a:b] a vector.
-        With Warp's `config.legacy_scalar_return_types`, scalars are Python numbers."""
+        """v[i] is a scalar (python_scalar: Warp's types), m[i] a row vector (a copy, as in a
+        kernel), v[a:b] a vector."""
         self._check_key(index)
         out = super().__getitem__(index)
         if not isinstance(out, np.ndarray) or self.gl_type is None:
-            if isinstance(out, np.generic) and getattr(config, "legacy_scalar_return_types", False):
-                return out.item()
+            if isinstance(out, np.generic) and self.gl_type is not None:
+                return python_scalar(out, self.gl_type.dtype.name)
             return out
         basic = all(isinstance(i, (int, np.integer, slice))
                     for i in (index if isinstance(index, tuple) else (index,)))
@@ -105,6 +120,15 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     _shape_ = property(lambda self: self.gl_type._shape_)
     _length_ = property(lambda self: self.gl_type.length)
     _wp_scalar_type_ = property(lambda self: self.gl_type.dtype)
+
+    def __bytes__(self) -> bytes:
+        """The value's bytes as a kernel stores it (`bytes(v)`): bfloat16 components as 16-bit
+        bfloat16 bits, not the float32 they are held in here."""
+        t = self.__dict__.get("gl_type")
+        data = np.asarray(self)
+        if t is not None and t.dtype.name == "bfloat16":
+            return float32_to_bf16_bits(data).tobytes()
+        return data.tobytes()
 
     def __iter__(self) -> Any:
         """Components of a vector, rows (vectors) of a matrix."""
