@@ -187,7 +187,11 @@ from .runtime.launch.capture import (
     capture_while,
     is_conditional_graph_supported,
 )
-from .runtime.occupancy import get_suggested_block_size
+from .runtime.occupancy import (
+    get_cuda_kernel_properties,
+    get_cuda_max_cluster_dim,
+    get_suggested_block_size,
+)
 from .runtime.stream import (
     Event,
     ScopedStream,

@@ -85,6 +85,11 @@ cache_enabled: bool = _env_flag("GRADLOOM_CACHE", True)
 #: LLVM optimisation level used for kernels (0-3).
 opt_level: int = min(_env_int("GRADLOOM_OPT_LEVEL", 3, 0), 3)
 
+#: Warp's name for the kernels' optimisation level: None (the default) means `opt_level`; 0-3
+#: overrides it for modules whose own `optimization_level` option is None. Module hashes tell
+#: None from an explicit level, as Warp's do.
+optimization_level: int | None = None
+
 #: Print one line per kernel compile or cache load (Warp's `verbose`).
 verbose: bool = _env_flag("GRADLOOM_VERBOSE", False)
 
@@ -144,6 +149,8 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
     "cache_dir": (lambda v: isinstance(v, (str, _os.PathLike)), "a path"),
     "cache_enabled": (lambda v: isinstance(v, bool), "a bool"),
     "opt_level": (lambda v: type(v) is int and 0 <= v <= 3, "an int from 0 to 3"),
+    "optimization_level": (lambda v: v is None or (type(v) is int and 0 <= v <= 3),
+                           "None or an int from 0 to 3"),
     "verbose": (lambda v: isinstance(v, bool), "a bool"),
     "num_threads": (lambda v: type(v) is int and v >= 1, "an int >= 1"),
     "parallel_min_ns": (lambda v: type(v) is int and v >= 0, "an int >= 0"),
@@ -157,13 +164,14 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
 }
 
 #: options whose change makes existing kernels build again (see `_on_rebuild`)
-_REBUILD = frozenset({"mode", "opt_level", "verify_fp", "simd", "simd_width", "deterministic"})
+_REBUILD = frozenset({"mode", "opt_level", "optimization_level", "verify_fp", "simd", "simd_width",
+                      "deterministic"})
 
 #: Warp's options that gradloom accepts and ignores (so ported code runs unchanged), with Warp
 #: 1.19's defaults: reading one gives its value, assigning one changes nothing else.
 _WARP_DEFAULTS: dict[str, _Any] = {
     "launch_array_access_mode": 0, "verify_cuda": False,
-    "print_launches": False, "optimization_level": None, "verbose_warnings": False,
+    "print_launches": False, "verbose_warnings": False,
     "log_level": 20, "verify_autograd_array_access": False,
     "enable_vector_component_overwrites": False, "legacy_scalar_return_types": False,
     "cache_kernels": True, "kernel_cache_dir": None, "cuda_output": None,

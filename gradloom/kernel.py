@@ -20,12 +20,19 @@ from .abi import GRAD_SLOT
 from .argtypes import launch_arg_type
 from .codegen import cpu, native_pool
 from .errors import CompileError, GradloomError, KernelTypeError, LaunchError, SourceLoc
-from .frontend.func import annotated_params, refuse_array_instances
+from .frontend.func import MODULE_OF, annotated_params, refuse_array_instances
 from .frontend.generic import describe_type, is_generic, matches_template
 from .frontend.source import SourceInfo, source_digest
 from .frontend.static import parse_declared
 from .ir.nodes import KernelIR
-from .modules import discard_module, get_module, module_for, qualified_key
+from .modules import (
+    check_module_cluster_dim,
+    discard_module,
+    get_module,
+    kernel_options,
+    module_for,
+    qualified_key,
+)
 from .native import compiled_symbols, install_signal_handlers
 from .passes.threads import ThreadPlan
 from .runtime import cache
@@ -41,6 +48,8 @@ from .types import (
 from .types.query import scalar_of
 
 VERSION = "0.1.0"
+
+MODULE_OF.fill(module_for)  # a function's kernel module (frontend/func.py: Function.module)
 
 
 @dataclass(frozen=True)
@@ -197,8 +206,11 @@ class Kernel:
 
     @property
     def opt_level(self) -> int:
-        """LLVM's optimisation level: the module's `optimization_level`, else the config's."""
+        """LLVM's optimisation level: the module's `optimization_level`, else the config's
+        (Warp's `optimization_level`, else `opt_level`)."""
         level = self.module.options.get("optimization_level")
+        if level is None:
+            level = config.optimization_level
         return config.opt_level if level is None else int(level)
 
     def content_hash(self) -> str:
@@ -291,6 +303,7 @@ class Kernel:
     def start_build(self, variant: str = "forward") -> CompiledKernel | PendingBuild:
         """The entry loaded from the cache, or what remains to compile: LLVM IR text (which
         loading.py may compile in another process) and the facts to store with its object."""
+        check_module_cluster_dim(self.module)
         key = self.cache_key(variant)
         symbol = self._symbol(key, variant)
         entry = None if config.print_ir else cache.load(key)
@@ -484,7 +497,7 @@ def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | No
 
     def make(fn: Any) -> Kernel:
         refuse_array_instances(fn)
-        options = {k: v for k, v in cuda_options.items() if v is not None}
+        options = kernel_options(cuda_options)
         k = Kernel(fn, key=name, module=module, options=options, enable_backward=enable_backward)
         if module_options is not None:
             k.module.check_option_names(module_options)

@@ -91,6 +91,7 @@ class Module:
         }
         #: the latest kernel registered under each key
         self.kernels: dict[str, Any] = {}
+        self._hashes: dict[Any, bytes] = {}
 
     @property
     def deterministic(self) -> bool:
@@ -141,12 +142,21 @@ class Module:
     def hash_module(self) -> bytes:
         """Warp's module content hash (a SHA-256 digest): it changes when the source of any
         kernel of the module, or anything its names resolve to (functions, constants, struct
-        layouts, `wp.static` values), or the module's options change; kernels redefined
-        identically keep it."""
-        h = hashlib.sha256(repr(sorted(self.options.items(), key=lambda kv: kv[0])).encode())
+        layouts, `wp.static` values), a kernel's own options (`launch_bounds`, ...), the
+        overloads a generic kernel has, the module's options resolved against the config
+        (`mode`, `optimization_level`: None stays a level of its own) or `config.verify_fp`
+        change; kernels redefined identically keep it."""
+        options = self.resolve_options(block_dim=self.options.get("block_dim"))
+        options["verify_fp"] = config.verify_fp
+        h = hashlib.sha256(_sorted_repr(options).encode())
         for key in sorted(self.kernels):
-            h.update(f"{key}:{self.kernels[key].content_hash()};".encode())
-        return h.digest()
+            k = self.kernels[key]
+            h.update(f"{key}:{k.content_hash()}:{_sorted_repr(k.options)};".encode())
+            if k.is_generic:
+                h.update(f"overloads:{sorted(k.overloads)!r};".encode())
+        digest = h.digest()
+        self.hashers[options["block_dim"]] = digest
+        return digest
 
     @property
     def execs(self) -> dict[tuple[Any, int], Module]:
@@ -171,9 +181,17 @@ class Module:
         """Warp's name for `hash_module()` (`block_dim` is a CUDA launch fact: ignored)."""
         return self.hash_module()
 
+    @property
+    def hashers(self) -> dict[Any, bytes]:
+        """The latest hash computed, by block_dim (Warp keeps its module hashers there and
+        reuses them until cleared; here every `hash_module()` computes afresh, so clearing this
+        only forgets the record)."""
+        return self._hashes
+
     def resolve_options(self, config_: Any = None, block_dim: int | None = None) -> dict[str, Any]:
         """Warp's `Module.resolve_options(wp.config)`: a copy of the module's options with the
-        ones left at None (inherit) taken from the config (`mode`, `optimization_level`), and
+        ones left at None (inherit) taken from the config (`mode`, `optimization_level`: still
+        None when the config's is, meaning the default level, `config.opt_level` here), and
         block_dim replaced when given."""
         cfg = config if config_ is None else config_
         options = dict(self.options)
@@ -182,14 +200,18 @@ class Module:
         if options.get("mode") is None:
             options["mode"] = cfg.mode
         if options.get("optimization_level") is None:
-            options["optimization_level"] = getattr(cfg, "opt_level", config.opt_level)
+            options["optimization_level"] = getattr(cfg, "optimization_level", None)
         return options
 
     def load(self, device: Any = None, block_dim: Any = None) -> bool:
         """Compile (or load from the cache) every kernel of the module now. Kernels compile on
         their own here, so one that fails does not stop the others: it raises its error when
-        launched, and `load` returns False."""
+        launched, and `load` returns False. A module of one kernel (`module="unique"`) raises
+        that kernel's error, as Warp's `load` raises its module's build error."""
         compile_kernels = COMPILE_KERNELS.get()
+        if len(self.live_kernels()) == 1:
+            compile_kernels(self.live_kernels())
+            return True
         try:
             compile_kernels(self.live_kernels())
             return True
@@ -214,6 +236,10 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<gradloom module {self.name!r}>"
+
+
+def _sorted_repr(options: dict[str, Any]) -> str:
+    return repr(sorted(options.items(), key=lambda kv: kv[0]))
 
 
 # The registry of kernel modules by name: like `sys.modules`, part of the program's state (the
@@ -283,6 +309,54 @@ def set_module_options(options: dict[str, Any], module: Any = None) -> None:
     m = _named(module, 1)
     m.set_options(options)
     m.mark_modified()
+
+
+#: the most CTAs a CUDA thread-block cluster may have (Hopper's non-portable limit)
+MAX_CLUSTER_DIM = 16
+
+
+def check_cluster_dim(value: Any) -> int:
+    """A `cluster_dim` (CTAs per cluster): an int from 1 to 16; Warp's launches are 1-D, so a
+    shape tuple is refused (TypeError), as are bools."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"cluster_dim must be an int count of CTAs (launch grids are 1-D, so "
+                        f"not a cluster shape), got {type(value).__name__}: {value!r}")
+    if not 1 <= value <= MAX_CLUSTER_DIM:
+        raise ValueError(f"cluster_dim must be from 1 to {MAX_CLUSTER_DIM}, got {value!r}")
+    return value
+
+
+def kernel_options(given: dict[str, Any]) -> dict[str, Any]:
+    """The options `@wp.kernel(...)` keeps of its CUDA keywords (None: not given), checked as
+    Warp checks them when the kernel is declared: `cuda_max_registers` a positive int and not
+    with `launch_bounds`, `enable_cuda_smem_spilling` a bool (False is the default, so it is
+    not kept: such a kernel is the default kernel), `cluster_dim` as `check_cluster_dim`."""
+    options = {k: v for k, v in given.items() if v is not None}
+    regs = options.get("cuda_max_registers")
+    if regs is not None:
+        if "launch_bounds" in options:
+            raise ValueError("cuda_max_registers and launch_bounds cannot be given together")
+        if isinstance(regs, bool) or not isinstance(regs, int):
+            raise TypeError(f"cuda_max_registers must be a positive int, got {regs!r}")
+        if regs < 1:
+            raise ValueError(f"cuda_max_registers must be >= 1, got {regs!r}")
+    spill = options.get("enable_cuda_smem_spilling")
+    if spill is not None and not isinstance(spill, bool):
+        raise TypeError(f"enable_cuda_smem_spilling must be a bool, got {spill!r}")
+    if spill is False:
+        del options["enable_cuda_smem_spilling"]
+    if "cluster_dim" in options:
+        check_cluster_dim(options["cluster_dim"])
+    if "grid_stride" in options:
+        options["grid_stride"] = bool(options["grid_stride"])
+    return options
+
+
+def check_module_cluster_dim(module: Module) -> None:
+    """A module's `cluster_dim` option set by hand is checked when its kernels are built."""
+    value = module.options.get("cluster_dim", 1)
+    if value != 1:
+        check_cluster_dim(value)
 
 
 def check_max_records(value: Any) -> None:

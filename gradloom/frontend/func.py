@@ -29,6 +29,9 @@ LOWERER: Hook[Callable[[Any, SourceInfo], Any]] = Hook("the function lowerer",
 #: a call's arguments bound to a function's parameters, as lowered values
 BIND_ARGUMENTS: Hook[Callable[..., dict[str, Any]]] = Hook("argument binding",
                                                             "gradloom.frontend.lower")
+#: the kernel module a function belongs to, from `@wp.func(module=...)`'s value, its key and
+#: its Python function (kernel.py fills it: modules are a layer above the frontend)
+MODULE_OF: Hook[Callable[[Any, str, Any], Any]] = Hook("Function.module", "gradloom.kernel")
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -140,12 +143,24 @@ def _fits(v: Any, t: Any) -> int | None:
 class Function:
     """A kernel-language function; each call inlines the overload that matches its arguments."""
 
-    def __init__(self, pyfunc: Any) -> None:
+    def __init__(self, pyfunc: Any, module: Any = None, inline: bool | None = None) -> None:
         self.key = pyfunc.__qualname__
         self.overloads: list[Overload] = [Overload(pyfunc, self.key)]
         #: programs lowered for calls from Python, by argument types (builtins/host.py)
         self.host_cache = HostCache()
+        #: Warp's inlining hint (calls are always inlined here; it is part of the hash)
+        self.inline = inline
+        self._module_spec = module
+        self._module: Any = None
         functools.update_wrapper(self, pyfunc)
+
+    @property
+    def module(self) -> Any:
+        """The kernel module the function belongs to (Warp's `Function.module`): the one
+        `@wp.func(module=...)` named (a fresh one for "unique"), else its Python module's."""
+        if self._module is None:
+            self._module = MODULE_OF.get()(self._module_spec, self.key, self.pyfunc)
+        return self._module
 
     @property
     def pyfunc(self) -> Any:
@@ -197,7 +212,7 @@ class Function:
         return max(fits, key=lambda f: (f[0], f[1]))[2]
 
     def __gl_fingerprint__(self, visiting: set[int]) -> str:
-        parts = []
+        parts = [] if self.inline is None else [f"inline={self.inline}"]
         for o in self.overloads:
             parts.append(source_digest(o.info, visiting))
             parts.extend(f"{k}={fingerprint_value(v, visiting)}" for k, v in o.defaults.items())
@@ -276,12 +291,15 @@ def func(f: None = None, *, name: str | None = None, module: Any = None,
 def func(f: Any = None, *, name: str | None = None, module: Any = None,
          inline: bool | None = None) -> Any:
     """Decorator: `@wp.func`, or `@wp.func(name=..., module=..., inline=...)` as in Warp (calls
-    are always inlined here, so `module` and `inline` change nothing). Defining a function
+    are always inlined here: `module` is what `f.module` gives, `inline` a hint kept in module
+    hashes, and neither changes the code). Defining a function
     again under the same name in the same module with different parameter types adds an
     overload, as in Warp."""
+    if inline is not None and not isinstance(inline, bool):
+        raise TypeError(f"@wp.func: inline must be a bool or None, got {inline!r}")
     if f is None:
-        return lambda fn: _define(fn, name)
-    return _define(f, name)
+        return lambda fn: _define(fn, name, module, inline)
+    return _define(f, name, module, inline)
 
 
 def define(pyfunc: Any, name: str | None = None) -> Function:
@@ -289,18 +307,19 @@ def define(pyfunc: Any, name: str | None = None) -> Function:
     return _define(pyfunc, name)
 
 
-def _define(pyfunc: Any, name: str | None) -> Function:
+def _define(pyfunc: Any, name: str | None, module: Any = None,
+            inline: bool | None = None) -> Function:
     _refuse_unions(pyfunc)
     refuse_array_instances(pyfunc)
     if name is not None:
-        fn = Function(pyfunc)
+        fn = Function(pyfunc, module, inline)
         fn.key = name
         return fn
     existing = pyfunc.__globals__.get(pyfunc.__name__)
     if isinstance(existing, Function) and existing.key == pyfunc.__qualname__:
         existing.add_overload(pyfunc)
         return existing
-    return Function(pyfunc)
+    return Function(pyfunc, module, inline)
 
 
 def refuse_array_instances(pyfunc: Any) -> None:

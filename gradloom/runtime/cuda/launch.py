@@ -246,6 +246,16 @@ class CudaPrepared:
             self.function = driver.call("cuModuleGetFunction", self.module,
                                         entry["symbol"].encode())
 
+    def attributes(self) -> dict[str, int]:
+        """Warp's `get_cuda_kernel_properties`: registers per thread and local memory bytes
+        per thread of the loaded function, as the driver reports them."""
+        api = self.driver.api
+        attrs = {"register_count": api.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS,
+                 "local_memory_size": api.CUfunction_attribute.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}
+        self.driver.activate(self.ordinal)
+        return {name: int(self.driver.call("cuFuncGetAttribute", a, self.function))
+                for name, a in attrs.items()}
+
     # -- the backend protocol (runtime/backend.py) ---------------------------------------------
 
     def adapt(self, args: Sequence[Any]) -> Sequence[Any]:
