@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import int32
+from ..types import int32, int64
 from .registry import builtin
 from .tile_loops import copy_into, count_loop, each, new_tile, read, write
 from .tiles import _T, tile_arg, tile_transpose
@@ -34,26 +34,65 @@ def _dot_below(ctx: Ctx, a: TileVal, ra: Slot, b: TileVal, rb: Slot, n: Var) -> 
         "add", c[0], ctx.op("mul", read(ctx, a, at(ra, k)), read(ctx, b, at(rb, k))))])[0]
 
 
+#: rows of the factor whose inner products with the current column one loop computes: they
+#: share its loads, and read consecutive words of the factor's transposed copy, so the loop
+#: runs in vectors (measured on the 32 x 32 example: one row per loop 3.6 us, 4 rows 2.7 us)
+_ROWS = 4
+
+
 def _factor(ctx: Ctx, a: TileVal, out: TileVal) -> None:
     """out = the lower Cholesky factor of a (reading a's lower triangle; out may be a), the
-    strict upper triangle of out zeroed. Column by column (Cholesky–Crout)."""
+    strict upper triangle of out zeroed. Column by column (Cholesky–Crout), each inner product
+    summed in k order. While it runs the factor lives transposed in the strict upper triangle
+    (out[k, i] = L[i, k]): column j's rows below the diagonal go _ROWS at a time (the last
+    group moved up to end at the last row: rows it repeats are computed again from the same
+    values), and a's lower triangle is read unchanged; a last pass moves the factor down."""
     n = a.type.shape[0]
-    zero = ctx.const(0, a.type.dtype)
+    t = a.type.dtype
 
     def column(jv: list[Var]) -> None:
         j = jv[0]
         d = ctx.op("sqrt", ctx.op("sub", read(ctx, a, [j, j]),
-                                  _dot_below(ctx, out, [j, None], out, [j, None], j)))
+                                  _dot_below(ctx, out, [None, j], out, [None, j], j)))
+        below = ctx.op("sub", _one(ctx, n - 1), j)
+        if n >= _ROWS:
+            grouped = ctx.op("ge", below, _one(ctx, _ROWS))
+            groups = ctx.op("select", grouped, ctx.op("shr", ctx.op(
+                "add", below, _one(ctx, _ROWS - 1)), _one(ctx, _ROWS.bit_length() - 1)),
+                _one(ctx, 0))
+            count_loop(ctx, groups, [], lambda g, _: _rows(ctx, a, out, j, d, ctx.op(
+                "min", ctx.op("add", ctx.op("add", j, _one(ctx, 1)),
+                              ctx.op("mul", g, _one(ctx, _ROWS))), _one(ctx, n - _ROWS)), _ROWS))
+            below = ctx.op("select", grouped, _one(ctx, 0), below)
+        count_loop(ctx, below, [], lambda r, _: _rows(
+            ctx, a, out, j, d, ctx.op("add", ctx.op("add", j, _one(ctx, 1)), r), 1))
         write(ctx, out, [j, j], d)
-
-        def below(ii: Var, _: list[Var]) -> list[Var]:
-            i = ctx.op("add", ctx.op("add", j, _one(ctx, 1)), ii)
-            s = _dot_below(ctx, out, [i, None], out, [j, None], j)
-            write(ctx, out, [i, j], ctx.op("div", ctx.op("sub", read(ctx, a, [i, j]), s), d))
-            write(ctx, out, [j, i], zero)
-            return []
-        count_loop(ctx, ctx.op("sub", _one(ctx, n - 1), j), [], below)
     each(ctx, (n,), column)
+
+    def move_down(jv: list[Var]) -> None:
+        j = jv[0]
+
+        def one(ii: Var, _: list[Var]) -> list[Var]:
+            i = ctx.op("add", ctx.op("add", j, _one(ctx, 1)), ii)
+            write(ctx, out, [i, j], read(ctx, out, [j, i]))
+            write(ctx, out, [j, i], ctx.const(0, t))
+            return []
+        count_loop(ctx, ctx.op("sub", _one(ctx, n - 1), j), [], one)
+    each(ctx, (n,), move_down)
+
+
+def _rows(ctx: Ctx, a: TileVal, out: TileVal, j: Var, d: Var, i0: Var, count: int) -> list[Var]:
+    """L[i, j] for the rows i0 .. i0 + count - 1 (> j), into the transposed copy out[j, i]:
+    (a[i, j] - Σ_{k < j} L[i, k] L[j, k]) / d. The rows' indices are int64, so the optimiser
+    sees their words in a row of the copy as consecutive."""
+    first = ctx.op("cast", i0, type=int64)
+    idx = [first if r == 0 else ctx.op("add", first, ctx.const(r, int64)) for r in range(count)]
+    sums = count_loop(ctx, j, [ctx.const(0, a.type.dtype)] * count, lambda k, c: [
+        ctx.op("add", c[r], ctx.op("mul", read(ctx, out, [k, i]), read(ctx, out, [k, j])))
+        for r, i in enumerate(idx)])
+    for i, s in zip(idx, sums, strict=True):
+        write(ctx, out, [j, i], ctx.op("div", ctx.op("sub", read(ctx, a, [i, j]), s), d))
+    return []
 
 
 def _square(ctx: Ctx, a: Any, name: str) -> TileVal:
