@@ -35,21 +35,34 @@ _MAX_THREADS = 2**63
 def _dims(dim: Any) -> tuple[int, ...]:
     if type(dim) is int and 0 <= dim < _MAX_THREADS:
         return (dim,)
-    bad = LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints whose "
-                      f"product fits in int64, got {dim!r}")
+    plain = tuple(dim) if type(dim) is list else dim  # launch_tiled's grids are lists
+    # a tuple of non-negative ints (bools excluded by the exact type) skips the general checks
+    # below (they took 1.5 us of a launch, this loop 0.15)
+    if type(plain) is tuple and 0 < len(plain) <= 4:
+        for d in plain:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            if math.prod(plain) < _MAX_THREADS:
+                return plain
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
         dims: tuple[Any, ...] = (dim,)
     elif isinstance(dim, (tuple, list)):
         dims = tuple(dim)
     else:
-        raise bad
+        raise _bad_dims(dim)
     if not 1 <= len(dims) <= 4 or not all(
             isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in dims):
-        raise bad
+        raise _bad_dims(dim)
     out = tuple(int(d) for d in dims)
     if math.prod(out) >= _MAX_THREADS:
-        raise bad
+        raise _bad_dims(dim)
     return out
+
+
+def _bad_dims(dim: Any) -> LaunchError:
+    return LaunchError(f"launch dim must be an int or a tuple of 1-4 non-negative ints whose "
+                       f"product fits in int64, got {dim!r}")
 
 
 def array_keys(params: Sequence[tuple[str, Any]]) -> list[tuple[int, str | None]]:

@@ -10,6 +10,7 @@ arguments, and packs only its numbers (`Packer.fill`).
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import struct
@@ -77,13 +78,14 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
     empty array, as in Warp: `if not arr:` holds in the kernel)."""
     if value is None:
         return [0] * (2 + 2 * t.ndim)
-    if (type(value) is array and value._methods is HostArray and value.dtype is t.dtype
+    # isinstance: wp.array1d-4d(...) build subclasses of array (ndim fixed), launched as often
+    if (isinstance(value, array) and value._methods is HostArray and value.dtype is t.dtype
             and value.ndim == t.ndim):
         known = value._words  # dropped by the gradient's setters
         if known is not None:
             return known
         words = value.launch_words()
-        value._words, value._launch_key = words, (value.dtype, words)
+        value._words, value._launch_key = words, (dtype_token(value.dtype), words)
         return words
     if not isinstance(value, array):
         raise ArgError(f"expects an array of type {type_repr(t)}, but passed value has type "
@@ -93,6 +95,19 @@ def array_words(value: Any, t: ArrayType) -> Sequence[Any]:
     if not value.device.backend.host_memory:  # a host launch reads host memory only
         raise ArgError(f"array is on device {value.device}, but the launch is on cpu")
     return value.launch_words()
+
+
+@functools.cache
+def _canonical(dtype: Any) -> Any:
+    """The first dtype seen equal to this one, kept alive here (so its id is never reused)."""
+    return dtype
+
+
+def dtype_token(dtype: Any) -> int:
+    """An int standing for a dtype in launch keys (equal dtypes, equal tokens): a key hashes it
+    in C, where hashing the dtype itself runs its dataclass __hash__ (0.1 µs per array, per
+    launch)."""
+    return id(_canonical(dtype))
 
 
 def scalar_words(value: Any, t: ScalarType) -> list[Any]:
