@@ -494,6 +494,7 @@ def kernel(f: Any = None, *, name: str | None = None, enable_backward: bool | No
     if module_options is not None and module != "unique":
         raise ValueError("module_options requires module=\"unique\"; for a shared module use "
                          "wp.set_module_options()")
+    _check_entry_point_abi(cuda_options.get("entry_point_abi"), enable_backward)
 
     def make(fn: Any) -> Kernel:
         refuse_array_instances(fn)
@@ -524,6 +525,19 @@ def _deduplicated(k: Kernel) -> Kernel:
         return old
     _UNIQUE[sig] = k
     return k
+
+
+def _check_entry_point_abi(abi: Any, enable_backward: bool | None) -> None:
+    """Warp's checks of `entry_point_abi` at declaration: a known value, and the
+    external-constant-parameters entry (a CUDA-only ABI) only for forward-only kernels."""
+    if abi is None or abi == "warp":
+        return
+    if abi != "external_constant_params":
+        raise ValueError(f"entry_point_abi must be 'warp' or 'external_constant_params', "
+                         f"got {abi!r}")
+    if enable_backward is not False:
+        raise ValueError("entry_point_abi='external_constant_params' requires "
+                         "enable_backward=False")
 
 
 _CUDA_OPTIONS = {"launch_bounds", "cuda_max_registers", "enable_cuda_smem_spilling",

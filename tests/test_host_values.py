@@ -47,7 +47,10 @@ def test_reprs_as_warp_prints_them(warp: Any) -> None:
     m = (1.0, 2.0, 3.0, 4.0)
     assert str(wp.mat22(*m)) == str(warp.mat22(*m)) == "[[1.0, 2.0],\n [3.0, 4.0]]"
     assert repr(wp.mat22(*m)) == "mat22f([[1.0, 2.0],\n [3.0, 4.0]])"
-    assert repr(wp.vec3d(1.0, 2.0, 3.0)) == "vec3d([1.0, 2.0, 3.0])"
+    # other scalar types than float32/int32 are named per component, as Warp prints them
+    assert repr(wp.vec3d(1.0, 2.0, 3.0)) == repr(warp.vec3d(1.0, 2.0, 3.0)) == \
+        "vec3d([float64(1.0), float64(2.0), float64(3.0)])"
+    assert repr(wp.vec2ub(1, 2)) == repr(warp.vec2ub(1, 2)) == "vec2ub([uint8(1), uint8(2)])"
 
 
 def test_components_rows_and_slices_have_kernel_types() -> None:

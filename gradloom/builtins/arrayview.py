@@ -13,12 +13,15 @@ source array's gradient.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .. import config
 from ..ir.nodes import Var
-from ..types import ArrayType, bool_, int64
+from ..types import ArrayType, bool_, int64, resolve_annotation, size_of
+from ..types import ptr as ptr_t
 from .memory import index64
-from .values import ArrayVal, Ctx, Literal, Value
+from .registry import builtin
+from .values import ArrayVal, Ctx, Literal, TupleVal, Value, scalar
 
 
 @dataclass(frozen=True)
@@ -118,3 +121,37 @@ def _length(ctx: Ctx, start: Var, stop: Var, step: Var) -> Var:
     size = ctx.op("select", ctx.op("eq", size, zero), one, size)  # never divide by zero
     count = ctx.op("add", one, ctx.op("div", ctx.op("sub", span, one), size))
     return ctx.op("select", ctx.op("or", forward, backward, type=bool_), count, zero)
+
+
+@builtin("array", "an array over memory at a raw address (`wp.array(ptr=a.ptr, shape=(n, m), "
+         "dtype=float)` in a kernel): contiguous, row-major; it has no gradient array, so "
+         "differentiating through it is refused",
+         differentiable=False, group="Utility",
+         signatures=("(ptr: uint64, shape: Int, dtype: Any) -> Array",
+                     "(ptr: uint64, shape: Tuple, dtype: Any) -> Array"))
+def array_from_ptr(ctx: Ctx, ptr: Value | None = None, shape: Any = None,
+                   dtype: Any = None) -> ArrayVal:
+    """As Warp's kernel-side `wp.array(ptr=..., shape=..., dtype=...)`. Its memory has no
+    gradient: differentiating through it gets autodiff's refusal of an array chosen at run
+    time, never a silent zero."""
+    if ptr is None or shape is None or dtype is None:
+        raise ctx.error("wp.array() in a kernel takes ptr=, shape= and dtype=")
+    dims = shape.items if isinstance(shape, TupleVal) else \
+        (shape if isinstance(shape, tuple) else (shape,))
+    if not 1 <= len(dims) <= 4:
+        raise ctx.error(f"wp.array() in a kernel: shape needs 1 to 4 sizes, got {len(dims)}")
+    try:
+        elem = resolve_annotation(dtype)
+    except TypeError as exc:
+        raise ctx.error(f"wp.array() in a kernel: {exc}") from None
+    sizes = [ctx.const(d, int64) if isinstance(d, int) else index64(ctx, d) for d in dims]
+    strides: list[Var] = [ctx.const(size_of(elem), int64)]
+    for extent in reversed(sizes[1:]):
+        strides.insert(0, ctx.op("mul", strides[0], extent))
+    address = scalar(ctx, ptr, None)
+    if not address.type.is_int:
+        raise ctx.error(f"wp.array() in a kernel: ptr must be an integer address, got "
+                        f"{address.type}")
+    data = ctx.op("cast", address, type=ptr_t)
+    return ArrayVal(ArrayType(elem, len(sizes)), data, ctx.const(0, ptr_t), tuple(sizes),
+                    tuple(strides))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 
 from . import (  # noqa: F401
+    arrayview,
     atomics,
     construct,
     debug,

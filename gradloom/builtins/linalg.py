@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir.nodes import Var
-from ..types import MatrixType, VectorType
+from ..types import MatrixType, VectorType, float64
 from . import ops
 from .registry import builtin
 from .values import Composite, Ctx, Value, describe
@@ -136,7 +136,44 @@ def _det(ctx: Ctx, comps: tuple[Var, ...], n: int) -> Var:
          signatures="(m: Matrix) -> Float")
 def determinant(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "determinant", m)
+    if _rows(x) == 4:
+        return _det4(ctx, x.comps)
     return _det(ctx, x.comps, _rows(x))
+
+
+def _det4(ctx: Ctx, c: tuple[Var, ...]) -> Var:
+    """A 4x4 determinant as Warp computes it (expansion down the first column, the 2x2 minors
+    of the last two columns in the matrix's type, the 3x3 cofactors in double precision and
+    then rounded), so float32 results (and finite differences of them) match Warp's."""
+    t = c[0].type
+
+    def x(r: int, k: int) -> Var:
+        return c[r * 4 + k]
+
+    def minor(r: int, s: int) -> Var:  # columns 2 and 3 of rows r and s
+        return ctx.op("sub", ctx.op("mul", x(r, 2), x(s, 3)), ctx.op("mul", x(s, 2), x(r, 3)))
+
+    def wide(v: Var) -> Var:
+        return v if t == float64 else ctx.op("cast", v, type=float64)
+
+    y = {(r, s): wide(minor(r, s)) for r in range(4) for s in range(r + 1, 4)}
+
+    def cofactor(terms: list[tuple[int, tuple[int, int], bool]]) -> Var:
+        acc: Var | None = None
+        for row, key, negative in terms:
+            term = ctx.op("mul", wide(x(row, 1)), y[key])
+            acc = term if acc is None else ctx.op("sub" if negative else "add", acc, term)
+        assert acc is not None
+        return acc if t == float64 else ctx.op("cast", acc, type=t)
+
+    z30 = cofactor([(1, (0, 2), False), (2, (0, 1), True), (0, (1, 2), True)])
+    z20 = cofactor([(0, (1, 3), False), (1, (0, 3), True), (3, (0, 1), False)])
+    z10 = cofactor([(2, (0, 3), False), (3, (0, 2), True), (0, (2, 3), True)])
+    z00 = cofactor([(1, (2, 3), False), (2, (1, 3), True), (3, (1, 2), False)])
+    det = ctx.op("mul", x(3, 0), z30)
+    for row, z in ((2, z20), (1, z10), (0, z00)):
+        det = ctx.op("add", det, ctx.op("mul", x(row, 0), z))
+    return det
 
 
 @builtin("inverse", "matrix inverse (adjugate / determinant); a singular matrix gives zeros",

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..builtins.values import ArrayVal, Ctx, Literal, ShapeVal, StructVal, Value
 from ..errors import CompileAttributeError, CompileError
-from ..types import int32
+from ..types import int32, uint64
 
 
 def struct_field(ctx: Ctx, node: ast.Attribute, base: StructVal) -> Value:
@@ -21,13 +21,16 @@ def struct_field(ctx: Ctx, node: ast.Attribute, base: StructVal) -> Value:
 
 
 def array_attribute(ctx: Ctx, base: ArrayVal, attr: str) -> Any:
-    """`a.shape`, `a.ndim`, `a.dtype` (the element type, e.g. to construct one: `a.dtype(1)`)."""
+    """`a.shape`, `a.ndim`, `a.dtype` (the element type, e.g. to construct one: `a.dtype(1)`),
+    `a.ptr` (its data address, a uint64)."""
     if attr == "shape":
         return ShapeVal(tuple(ctx.op("cast", s, type=int32) for s in base.shape))
     if attr == "ndim":
         return Literal(base.type.ndim)
     if attr == "dtype":
         return base.type.dtype
+    if attr == "ptr" and not base.indices:  # the data address, as Warp's `a.ptr`
+        return ctx.op("cast", base.data, type=uint64)
     raise CompileError(f"arrays have no attribute '{attr}' in kernels", ctx.loc)
 
 

@@ -29,6 +29,13 @@ from .slices import constant_keys, has_slice, read_slice, write_slice
 Step = tuple[str, Any]  # ("attr", name) or ("index", value)
 
 
+class GroupStart(tuple):  # type: ignore[type-arg]
+    """The first ("index", key) step of a subscript with several keys (`a[i][j, k]`); `size`
+    is how many keys it has, which an array it applies to must take together."""
+
+    size: int
+
+
 class StoreLowerer(ExprLowerer):
     """Writes through a target path: functional updates of locals, stores into arrays."""
 
@@ -43,7 +50,11 @@ class StoreLowerer(ExprLowerer):
                 if has_slice(keys):  # the keys of a slice apply together (`m[1:, 0]`)
                     steps.append(("slice", keys))
                 else:
-                    steps.extend(("index", i) for i in reversed(keys))
+                    group: list[Step] = [("index", i) for i in keys]
+                    if len(keys) > 1:
+                        group[0] = GroupStart(group[0])
+                        group[0].size = len(keys)  # type: ignore[attr-defined]
+                    steps.extend(reversed(group))
             node = node.value
         if not isinstance(node, ast.Name):
             raise UnsupportedSyntaxError("assignment into this expression is not supported", self.info.loc(target))
@@ -194,11 +205,21 @@ class StoreLowerer(ExprLowerer):
                 cur = arrayview.view(ctx, cur, steps[0][1])
                 steps = steps[1:]
                 continue
+            if steps and getattr(steps[0], "size", 0) > n:  # `a[i][j, k]` on a 2-D array
+                raise CompileError("Incorrect number of indices specified for array indexing: "
+                                   f"{steps[0].size} indices for a {n}-D array",  # type: ignore[attr-defined]
+                                   ctx.loc)
             k = 0
-            while k < min(n, len(steps)) and steps[k][0] == "index":
+            while k < min(n, len(steps)) and steps[k][0] == "index" and \
+                    not (k and isinstance(steps[k], GroupStart)):  # a new subscript: a view
                 k += 1
             if k == 0:
                 raise CompileError(f"assignment to a {n}-D array needs {n} indices", ctx.loc)
+            for _, key in steps[:k]:
+                t = type_of(key) if not isinstance(key, Literal) else type(key.value)
+                if (isinstance(t, ScalarType) and not t.is_int) or t is float:
+                    raise KernelTypeError("Array slot write indices must be integers, got "
+                                          f"{getattr(t, '__name__', t)}", ctx.loc)
             cur = memory.index_array(ctx, cur, [key for _, key in steps[:k]])
             steps = steps[k:]
         return cur, steps

@@ -156,6 +156,8 @@ class fixedarray:
     FixedArrayType."""
 
     def __new__(cls, shape: Any = None, dtype: Any = None) -> Any:
+        if shape is None:  # `wp.fixedarray(dtype=int)`: a shapeless annotation, as Warp's
+            return FixedArrayType((), _resolve(float if dtype is None else dtype))
         dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape or ())
         if not dims or any(not isinstance(d, builtins.int) or d <= 0 for d in dims):
             raise TypeError(f"wp.fixedarray() needs a shape of positive ints, got {shape!r}")

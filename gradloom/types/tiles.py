@@ -81,6 +81,10 @@ class tile:
         dims = args[1] if len(args) == 2 and isinstance(args[1], tuple) else args[1:]
         return TileAnnotation(args[0], tuple(_size(d) for d in dims))
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __new__(cls, *args: Any, dtype: Any = None, shape: Any = None, **kwargs: Any) -> Any:
+        if not args and not kwargs and dtype is not None and shape is not None:
+            # `wp.tile(dtype=float, shape=(2, 2))`: the annotation, as Warp's tile type makes
+            dims = shape if isinstance(shape, tuple) else (shape,)
+            return TileAnnotation(dtype, tuple(_size(d) for d in dims))
         raise TypeError("wp.tile(x) builds a tile inside a kernel or @wp.func; outside one, "
-                        "wp.tile[...] is an annotation")
+                        "wp.tile[...] (or wp.tile(dtype=..., shape=...)) is an annotation")

@@ -3,6 +3,7 @@ with Warp's checks, and operators that mean what they mean in a kernel."""
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
@@ -292,7 +293,8 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         if self.gl_type is None:
             return None
         other_t = getattr(o, "gl_type", None)
-        if isinstance(o, (tuple, list)) or (other_t is not None and other_t != self.gl_type):
+        if isinstance(o, (tuple, list, ctypes.Array)) or (other_t is not None and
+                                                          other_t != self.gl_type):
             try:
                 b = np.asarray(o, dtype=np.float64 if self.dtype.kind == "f" else None)
             except (TypeError, ValueError):
@@ -319,6 +321,13 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     def __repr__(self) -> str:
         if self.gl_type is None:
             return super().__repr__()
+        scalar = getattr(self.gl_type, "dtype", None)
+        name = getattr(scalar, "name", "float32")
+        if np.ndim(self) == 1 and name not in ("float32", "int32", "bool"):
+            # Warp's repr of a vector, quaternion or transform names other scalar types:
+            # vec2d([float64(1.0), float64(2.0)])
+            text = ", ".join(f"{name}({x})" for x in self._text()[1:-1].split(", "))
+            return f"{self.gl_type!r}([{text}])"
         return f"{self.gl_type!r}({self._text()})"
 
     def __str__(self) -> str:

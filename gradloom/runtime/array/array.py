@@ -41,6 +41,7 @@ from gradloom.runtime.recording import ACTIVE_TAPES, forward_step, on_host, reco
 from gradloom.types import ArrayType, StructType, size_of
 
 from ...hooks import Hook
+from .ctype import array_cptr, array_ctype
 from .host import HostArray
 from .storage import ARRAY_CLASS, struct_record
 
@@ -87,6 +88,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
 
     _fixed_ndim: ClassVar[int | None] = None
     __gl_type__ = _GlType()
+    #: in a kernel, `wp.array(ptr=..., shape=..., dtype=...)` is an array over raw memory
+    __gl_kernel_builtin__: ClassVar[str] = "array"
+    _ref: Any = None
 
     dtype: Any
     shape: tuple[int, ...]
@@ -164,6 +168,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
                 if strides is None else strided_zeros(dims or (0,), t, strides)
         # as in Warp, data's own shape wins over ndim (wp.array(np.array([]), ndim=2) is 1-D)
         self._bind(storage, t, device, ndim if data is None else None)
+        if isinstance(data, np.ndarray) and np.may_share_memory(storage, data):
+            self._ref = data  # as Warp's `_ref`: the numpy array whose memory this one is
         self._grad, self._requires_grad = None, False
         self.requires_grad = requires_grad
 
@@ -374,6 +380,14 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
         """Copy `src` (an array on any device, numpy data or a nested list of the same shape)
         into this array."""
         self._methods.assign(self, src)
+
+    def __ctype__(self) -> Any:
+        """Warp's ctypes descriptor of the array: its launch words (runtime/array/ctype.py)."""
+        return array_ctype(self)
+
+    def cptr(self) -> Any:
+        """A ctypes pointer to the first element (host memory), as Warp's `cptr()`."""
+        return array_cptr(self)
 
     def list(self) -> list[Any]:
         """The elements in order, flattened (vector/matrix elements as their value type)."""

@@ -21,6 +21,7 @@ from ...types import (
 )
 from ..device import get_device
 from .array import array, struct_record
+from .ctype import struct_ctype
 from .fabric import fabricarray, indexedfabricarray
 from .indexed import indexedarray
 from .storage import storage_dtype, struct_dtype_spec
@@ -51,6 +52,10 @@ class _StructInstance:
             object.__setattr__(self, name, value)  # a property: its setter (or Python's error)
         else:
             raise AttributeError(f"{type(self).__name__} has no field '{name}'")
+
+    def __ctype__(self) -> Any:
+        """Warp's ctypes copy of the instance's stored bytes (runtime/array/ctype.py)."""
+        return struct_ctype(self)
 
     def to(self, device: Any) -> Any:
         """A copy whose arrays are on device (Warp's `s.to(device)`): arrays are copied there,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import LaunchError
+from ..array.ctype import from_ctype
 
 
 class RecordedParams:
@@ -45,3 +46,16 @@ class RecordedParams:
 
     def set_params(self, values: Sequence[Any]) -> None:
         self._set_args(list(values))
+
+    def set_param_at_index_from_ctype(self, index: int, value: Any) -> None:
+        """Warp's setter from a ctypes value (`s.__ctype__()`, `a.__ctype__()`, a ctypes vector
+        or scalar): converted back to the value it stands for, then set as any argument."""
+        params = list(getattr(self.kernel, "params", ()))
+        t = params[index][1] if isinstance(index, int) and 0 <= index < len(params) else None
+        self.set_param_at_index(index, from_ctype(t, value))
+
+    def set_param_by_name_from_ctype(self, name: str, value: Any) -> None:
+        if name not in self.params:
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter '{name}' "
+                              f"(parameters: {', '.join(self.params)})")
+        self.set_param_at_index_from_ctype(self.params.index(name), value)
