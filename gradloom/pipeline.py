@@ -109,7 +109,7 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
     """LLVM IR text of the CPU entry, and the facts a launch needs about it."""
     ir, access = kernel_ir(kernel, adjoint)
     target = cpu.host_target()
-    plan = thread_plan(ir)
+    plan = thread_plan(ir, permutations=True)  # each launch checks plan.conditions
     arrays = kernel.array_layouts()
     ordered = kernel.module.deterministic
     verdict = lane_plan(ir, plan, frozenset(arrays), ordered=ordered)
@@ -125,7 +125,7 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
                   "reverse_threads": ir.reverse_threads,
                   "launch_check": ir.launch_check, "ordered": ordered,
                   "threads": (plan.serial, plan.scatter, plan.float_atomics,
-                              plan.loops, plan.work, in_lanes),
+                              plan.loops, plan.work, in_lanes, plan.conditions),
                   "lanes": lane_reason(ir, lanes)}
 
 

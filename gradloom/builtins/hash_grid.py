@@ -117,7 +117,8 @@ class _Query:
 
 def _descriptor(ctx: Ctx, name: str, grid_id: Value) -> Var:
     """The descriptor pointer a grid id (uint64) names."""
-    return memory.handle_pointer(ctx, name, grid_id, "a grid id (a HashGrid's .id)")
+    return memory.handle_pointer(ctx, name, grid_id, "a grid id (a HashGrid's .id)",
+                                 private=True)
 
 
 def _field(ctx: Ctx, desc: Var, offset: int, t: ScalarType) -> Var:
@@ -335,12 +336,14 @@ def hash_grid_point_id(ctx: Ctx, id: Value, index: Value) -> Value:
     i = scalar(ctx, index, int32)
     if not i.type.is_int:
         raise ctx.error(f"wp.hash_grid_point_id(): index must be an integer, got {i.type}")
-    ready = ctx.op("ne", _field(ctx, desc, GRID_READY, int32), _i32(ctx, 0))
-    i64 = ctx.op("select", ready, ctx.op("cast", i, type=int64) if i.type != int64 else i,
-                 ctx.const(0, int64))
+    i64 = ctx.op("cast", i, type=int64) if i.type != int64 else i
     if config.mode == "debug":
+        ready = ctx.op("ne", _field(ctx, desc, GRID_READY, int32), _i32(ctx, 0))
         n = ctx.op("cast", _field(ctx, desc, GRID_NUM_POINTS, int32), type=int64)
+        at = ctx.op("select", ready, i64, ctx.const(0, int64))
         limit = ctx.op("select", ready, n, ctx.const(1, int64))
-        ctx.b.effect("check_bounds", (i64, limit), ctx.loc, attr=ctx.b.loc_index(ctx.loc))
-    point = _element(ctx, _field(ctx, desc, GRID_POINT_IDS, ptr), i64, int32)
-    return ctx.op("select", ready, point, _i32(ctx, -1))
+        ctx.b.effect("check_bounds", (at, limit), ctx.loc, attr=ctx.b.loc_index(ctx.loc))
+    # one primitive, not loads: the sorted ids are a permutation of the points, a fact the
+    # thread plan needs (threads storing at their point's index share a launch)
+    return ctx.op("permute", desc, i64, attr=(GRID_POINT_IDS, GRID_NUM_POINTS, GRID_READY),
+                  type=int32)

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import config
 from ..ir.nodes import Var
+from ..ir.prims import PRIVATE
 from ..types import (
     ArrayType,
     IndexedArrayType,
@@ -196,12 +197,13 @@ def atomic(ctx: Ctx, prim: str, place: Place, value: Value) -> Value:
     return _assemble(t, olds)
 
 
-def handle_pointer(ctx: Ctx, name: str, handle: Value, what: str) -> Var:
+def handle_pointer(ctx: Ctx, name: str, handle: Value, what: str, private: bool = False) -> Var:
     """The address a host object's id (a uint64: a HashGrid's, Mesh's, Volume's `.id`) names,
-    for builtins that read the object's memory; a clear error for anything else."""
+    for builtins that read the object's memory; a clear error for anything else. `private`:
+    the object's memory is its own (no array argument shares it) and kernels only read it."""
     if isinstance(handle, Literal) and isinstance(handle.value, int) \
             and not isinstance(handle.value, bool):
         handle = ctx.const(handle.value, uint64)
     if not isinstance(handle, Var) or handle.type.kind not in "iu" or handle.type.bits != 64:
         raise ctx.error(f"wp.{name}() needs {what} (wp.uint64), got {describe(handle)}")
-    return ctx.op("cast", handle, type=ptr)
+    return ctx.op("cast", handle, type=ptr, attr=PRIVATE if private else None)

@@ -285,6 +285,7 @@ class LaneLog(LaneMemory):
 
 MEMORY_RULES = {
     "load": LaneMemory.lane_load, "store": LaneMemory.lane_store,
+    "permute": LaneMemory.lane_permute,
     **{p: LaneLog.lane_atomic for p in ("atomic_add", "atomic_min", "atomic_max",
                                            "atomic_and", "atomic_or", "atomic_xor",
                                            "atomic_exch", "atomic_cas")},

@@ -65,6 +65,7 @@ class LaneMemory(LaneShuffles):
 
     if TYPE_CHECKING:
         def root_offset(self, p: Var) -> int | None: ...
+        def permutation(self, s: Op) -> tuple[str, str]: ...
 
     def setup_alias_scopes(self, roots: tuple[int, ...]) -> list[str]:
         """One alias scope per array pointer the SIMD loop accesses (the entry checked that
@@ -330,6 +331,19 @@ class LaneMemory(LaneShuffles):
         fn = f"llvm.{base}.{suffix}"
         self.declares.add(f"declare {ret} @{fn}({params})")
         return fn
+
+    def lane_permute(self, s: Op) -> None:
+        """W lanes' entries of a permutation (its descriptor the same in every lane:
+        passes/lanes.py): one gather, a vector load where the lanes' indices are consecutive
+        (`wp.hash_grid_point_id(grid, tid)`); -1 in every lane where there is none."""
+        ok, table = self.permutation(s)
+        vi, vr = self.vty("i64"), self.vty("i32")
+        index = self.f.fresh("%lperm")
+        self.f.emit(f"{index} = select i1 {ok}, {vi} {self.va(s, 1)}, {vi} zeroinitializer")
+        ptrs = self.f.fresh("%lperm")
+        self.f.emit(f"{ptrs} = getelementptr i32, ptr {table}, {vi} {index}")
+        got = self.gather(ptrs, "i32", 4)
+        self.f.emit(f"{self.vres(s)} = select i1 {ok}, {vr} {got}, {vr} splat (i32 -1)")
 
     def lane_load(self, s: Op) -> None:
         assert s.result is not None

@@ -39,6 +39,8 @@ class LaneFacts(Protocol):
     def shared_atomics(self) -> tuple[int, ...]: ...
     @property
     def ordered(self) -> bool: ...
+    @property
+    def conditions(self) -> tuple[tuple[int, int, int, int], ...]: ...
 
 #: a thread loop body of more IR ops than this prefetches its windows PREFETCH_VECTORS vectors
 #: of threads ahead. Measured (docs/performance.md): neo-Hookean's forward (100 ops, 9 cache
@@ -365,6 +367,8 @@ class LaneEmitter(LaneLog):
         f = self.f
         ok = f.fresh("%lok")
         f.emit(f"{ok} = icmp sle i64 %end, {MAX_LANE_THREADS}")
+        for condition in self.lane_plan.conditions:
+            ok = self.and_(ok, self.permutation_covers(*condition))
         roots = self.lane_plan.roots
         for r in self.lane_plan.written:
             ok = self.and_(ok, self.not_self_overlapping(r, arrays))
@@ -380,6 +384,26 @@ class LaneEmitter(LaneLog):
                 f.emit(f"{p} = getelementptr [2 x i64], ptr %lspans, i64 {k}, i64 {half}")
                 f.emit(f"store i64 {value}, ptr {p}, align 8")
         return self.and_(ok, self.disjoint_pairs(pairs))
+
+    def permutation_covers(self, offset: int, dim: int, count: int, ready: int) -> str:
+        """An i1: the permutation whose descriptor the argument at `offset` points at exists and
+        has at least the launch's extent along `dim` entries (passes/threads.py `conditions`:
+        lanes then store at distinct elements, as the plan assumed)."""
+        f = self.f
+        at, desc, flag = (f.fresh("%lpc") for _ in range(3))
+        f.emit(f"{at} = getelementptr i8, ptr %args, i64 {offset}")
+        f.emit(f"{desc} = load ptr, ptr {at}, align 8")
+        words = []
+        for word in (ready, count):
+            p, v = f.fresh("%lpc"), f.fresh("%lpc")
+            f.emit(f"{p} = getelementptr i8, ptr {desc}, i64 {word}")
+            f.emit(f"{v} = load i32, ptr {p}, align 4")
+            words.append(v)
+        f.emit(f"{flag} = icmp ne i32 {words[0]}, 0")
+        wide, enough = f.fresh("%lpc"), f.fresh("%lpc")
+        f.emit(f"{wide} = sext i32 {words[1]} to i64")
+        f.emit(f"{enough} = icmp sge i64 {wide}, %dim{dim}")
+        return self.and_(flag, enough)
 
     def disjoint_pairs(self, pairs: list[tuple[int, int]]) -> str:
         """An i1: the spans of each pair (indices into %lspans) do not overlap. A loop over a

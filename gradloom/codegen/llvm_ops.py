@@ -288,6 +288,24 @@ class OpEmitter(AdjointEmitter):
     def ptr_add(self, s: Op) -> None:
         self.f.emit(f"{self.res(s)} = getelementptr i8, ptr {self.a(s, 0)}, i64 {self.a(s, 1)}")
 
+    def permutation(self, s: Op) -> tuple[str, str]:
+        """(an i1: the permutation exists, its table) of a `permute` op's descriptor; the
+        descriptor is the same for every lane where the SIMD loop calls this."""
+        table, _, ready = s.attr
+        desc = self.name(s.args[0])
+        flag = self.emit_fresh(f"getelementptr i8, ptr {desc}, i64 {int(ready)}")
+        ok = self.emit_fresh(f"load i32, ptr {flag}, align 4")
+        ok = self.emit_fresh(f"icmp ne i32 {ok}, 0")
+        at = self.emit_fresh(f"getelementptr i8, ptr {desc}, i64 {int(table)}")
+        return ok, self.emit_fresh(f"load ptr, ptr {at}, align 8")
+
+    def permute(self, s: Op) -> None:
+        ok, table = self.permutation(s)
+        index = self.emit_fresh(f"select i1 {ok}, i64 {self.a(s, 1)}, i64 0")
+        p = self.emit_fresh(f"getelementptr i32, ptr {table}, i64 {index}")
+        value = self.emit_fresh(f"load i32, ptr {p}, align 4")
+        self.f.emit(f"{self.res(s)} = select i1 {ok}, i32 {value}, i32 -1")
+
     def load_value(self, dest: str, t: ScalarType, p: str, align: int) -> None:
         """dest = the value of type t at p (bools are stored as one byte)."""
         if t.kind == "b":
@@ -471,7 +489,8 @@ def _rules() -> dict[str, Callable[[OpEmitter, Op], None]]:
         "min": e.minmax, "max": e.minmax, "pow": e.pow_, "atan2": e.atan2, "copysign": e.copysign,
         "popcount": e.popcount, "not": e.not_,
         "shr": e.shr, "isnan": e.isnan, "isinf": e.isinf, "select": e.select, "cast": e.cast,
-        "ptr_add": e.ptr_add, "load": e.load, "store": e.store, "atomic_add": e.atomic,
+        "ptr_add": e.ptr_add, "permute": e.permute, "load": e.load, "store": e.store,
+        "atomic_add": e.atomic,
         "atomic_min": e.atomic, "atomic_max": e.atomic, "check_bounds": e.check_bounds,
         "atomic_and": e.atomic, "atomic_or": e.atomic, "atomic_xor": e.atomic,
         "atomic_exch": e.atomic, "atomic_cas": e.compare_exchange, "bitcast": e.bitcast,

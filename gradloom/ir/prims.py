@@ -174,6 +174,12 @@ class Prim:
     #: an integer from integers (float math, memory, the thread index and parameters, which
     #: the checks read from the launch)
     host_threads: ThreadsRule | None = None
+    #: the operand in which the result is one-to-one: a permutation of 0..n-1 that a host
+    #: object's descriptor (operand 0) holds, `attr` = (table, count, ready) the byte offsets of
+    #: its pointer, of n (int32) and of a flag (int32) that it exists. Threads passing their own
+    #: index there reach distinct results when the launch finds the flag set and n at least
+    #: the launch's extent (passes/threads.py plans on it, the launch checks it)
+    permutes: int | None = None
 
 
 def _same(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
@@ -290,6 +296,12 @@ def _local(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
 
 
 def _tid(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
+    return int32
+
+
+def _permute(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
+    if ts[0] != ptr or ts[1] != int64:
+        raise TypeError(f"permute takes (ptr, int64), got {ts}")
     return int32
 
 
@@ -489,6 +501,9 @@ def _select_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
 
 #: attr of a `cast` to ptr whose memory has no gradient: reverse mode reads and adds nothing there
 NO_GRADIENT = "no_gradient"
+#: attr of a `cast` to ptr that addresses a host object's own memory (a hash grid's descriptor
+#: and the arrays it points at): kernels only read it, and no array argument shares it
+PRIVATE = "private"
 
 
 def _cast_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
@@ -616,10 +631,16 @@ _TABLE: list[Prim] = [
     Prim("cast", 1, _given, _N, vjp=_cast_vjp, jvp=_cast_jvp, host=hostops.CAST,
          host_threads=_THREADS["cast"],
          doc="numeric conversion to the result type; an integer-to-pointer cast with attr "
-             "NO_GRADIENT addresses memory that has no gradient (Fabric arrays)"),
+             "NO_GRADIENT addresses memory that has no gradient (Fabric arrays), one with attr "
+             "PRIVATE a host object's own memory (hash grids)"),
     Prim("bitcast", 1, _bitcast, _N, host=hostops.BITCAST, host_threads=_THREADS["bitcast"],
          doc="the same bits read as the result type (no derivative)"),
     Prim("ptr_add", 2, _gep, _N, host=hostops.MEMORY, doc="pointer plus a byte offset"),
+    Prim("permute", 2, _permute, _N, host=hostops.MEMORY, permutes=1,
+         doc="permute(descriptor, index): entry index of the int32 permutation a host object's "
+             "descriptor points at (a hash grid's sorted point ids); -1 where its flag says "
+             "there is none (index unread); attr as Prim.permutes says. Pure: no kernel "
+             "writes the table"),
     Prim("load", 2, _load, Effect.READ, memory_rule=_M.GATHER, host=hostops.MEMORY,
          doc="load(ptr, byte offset); attr is a constant extra offset"),
     Prim("store", 3, _store, Effect.WRITE, memory_rule=_M.OVERWRITE, host=hostops.MEMORY,

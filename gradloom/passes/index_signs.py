@@ -14,6 +14,7 @@ uses of the wrapped value become uses of the index (the wrap is left dead, for d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Stmt, Var
@@ -96,21 +97,27 @@ class _Signs:
         self.block(s.adjoint, set(known), record)
 
     def _wrapped_index(self, s: Op) -> Var | None:
-        """i when s is `add(i, select(lt(i, 0), extent, 0))`, else None."""
-        if s.prim != "add" or len(s.args) != 2:
-            return None
-        index, chosen = s.args
-        select = self.defs.get(chosen)
-        if select is None or select.prim != "select" or not self._zero(select.args[2]):
-            return None
-        test = self.defs.get(select.args[0])
-        if test is None or test.prim != "lt" or test.args[0] is not index:
-            return None
-        return index if self._zero(test.args[1]) else None
+        return wrapped_index(s, self.defs.get)
 
-    def _zero(self, v: Var) -> bool:
-        op = self.defs.get(v)
-        return op is not None and op.prim == "const" and op.attr == 0 and v.type.is_int
+
+def wrapped_index(s: Op, define: Callable[[Var], Op | None]) -> Var | None:
+    """i when s is `add(i, select(lt(i, 0), extent, 0))` (Warp's wrap), else None; `define`
+    gives a value's defining op."""
+    if s.prim != "add" or len(s.args) != 2:
+        return None
+    index, chosen = s.args
+    select = define(chosen)
+    if select is None or select.prim != "select" or not _zero(select.args[2], define):
+        return None
+    test = define(select.args[0])
+    if test is None or test.prim != "lt" or test.args[0] is not index:
+        return None
+    return index if _zero(test.args[1], define) else None
+
+
+def _zero(v: Var, define: Callable[[Var], Op | None]) -> bool:
+    op = define(v)
+    return op is not None and op.prim == "const" and op.attr == 0 and v.type.is_int
 
 
 def _nonnegative(s: Op, known: set[Var]) -> bool:

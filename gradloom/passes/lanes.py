@@ -18,8 +18,11 @@ threads' memory accesses interleave, so a kernel runs in lanes only when that ca
   kept) go to an address every lane shares at each trip (n-body's `pos.grad[j]`), and are done
   at once, trip by trip, as such a tree. With `ordered` such a kernel keeps the scalar loop;
 - every array access goes through an array argument (or its gradient), so the entry can check at
-  run time that written arrays overlap no other (codegen/lanes.py), and no value is float16 or
-  bfloat16, and no loop's condition has side effects.
+  run time that written arrays overlap no other (codegen/lanes.py), or only reads a host object's
+  own memory (a hash grid's: `PRIVATE`, which no argument shares), and no value is float16 or
+  bfloat16, and no loop's condition has side effects;
+- a permutation's descriptor (passes/threads.py `conditions`) is the same in every lane; the
+  entry checks the plan's conditions before it takes the SIMD loop.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
-from ..ir.prims import PRIMS, Effect, MemoryRule
+from ..ir.prims import PRIMS, PRIVATE, Effect, MemoryRule
 from .threads import Addresses, ThreadPlan
 
 #: effects whose ops always run lane by lane (their results, if any, differ between lanes)
@@ -53,6 +56,8 @@ class LanePlan:
     #: additions every lane makes into one element reach it in lane order (`ordered`), not
     #: summed as a tree first
     ordered: bool = False
+    #: what the entry checks before it takes the SIMD loop (ThreadPlan.conditions)
+    conditions: tuple[tuple[int, int, int, int], ...] = ()
 
 
 def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
@@ -70,7 +75,8 @@ def lane_plan(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
     reason = _unprofitable(kernel, threads, ordered)
     if reason is not None:
         return LanePlan(reason)
-    return LanePlan(None, frozenset(varying_values(kernel.body)), roots, written, shared, ordered)
+    return LanePlan(None, frozenset(varying_values(kernel.body)), roots, written, shared, ordered,
+                    threads.conditions)
 
 
 #: what a gathered access and a logged shared addition cost in lanes, against one float
@@ -138,9 +144,10 @@ def _shared_atomics(kernel: KernelIR, threads: ThreadPlan) -> tuple[int, ...] | 
     addr = Addresses(kernel)
     own: dict[int, bool] = {}
     atomic: dict[int, set[MemoryRule | None]] = {}
+    defs = _defs(kernel)
     for op in walk_ops(kernel.body):
         effects = PRIMS[op.prim].effects
-        if not PRIMS[op.prim].has(_MEMORY):
+        if not PRIMS[op.prim].has(_MEMORY) or _private(defs, op.args[0]):
             continue
         root = addr.root(op.args[0])
         assert root is not None
@@ -211,15 +218,28 @@ def _defs(kernel: KernelIR) -> dict[int, Op]:
     return {op.result.id: op for op in walk_ops(kernel.body) if op.result is not None}
 
 
+def _private(defs: dict[int, Op], p: Var) -> bool:
+    """p points into a host object's own memory: it is read through pointers loaded from the
+    object's descriptor, itself cast from its id with attr PRIVATE."""
+    d = pointer_root(defs, p)
+    while d is not None and d.prim == "load":
+        d = pointer_root(defs, d.args[0])
+    return d is not None and d.prim == "cast" and d.attr == PRIVATE
+
+
 def _memory_refusal(kernel: KernelIR, arrays: frozenset[int]) -> str | None:
     defs = _defs(kernel)
     pointers = arrays | {off + 8 for off in arrays}  # data and gradient pointers
+    varying = varying_values(kernel.body)
     for op in walk_ops(kernel.body):
+        if PRIMS[op.prim].permutes is not None and op.args[0].id in varying:
+            return "a permutation whose descriptor differs between threads"
         if not PRIMS[op.prim].has(_MEMORY):
             continue
-        if _root(defs, op.args[0]) not in pointers:
+        private_read = PRIMS[op.prim].effects == Effect.READ and _private(defs, op.args[0])
+        if not private_read and _root(defs, op.args[0]) not in pointers:
             return ("memory reached through a pointer that is not an array parameter (a struct "
-                    "field, an indexed array, a hash grid)")
+                    "field, an indexed array, a mesh)")
     return None
 
 
@@ -257,7 +277,7 @@ def _roots(kernel: KernelIR) -> tuple[tuple[int, ...], tuple[int, ...]]:
     written: set[int] = set()
     for op in walk_ops(kernel.body):
         effects = PRIMS[op.prim].effects
-        if not PRIMS[op.prim].has(_MEMORY):
+        if not PRIMS[op.prim].has(_MEMORY) or _private(defs, op.args[0]):
             continue
         root = _root(defs, op.args[0])
         assert root is not None  # _memory_refusal

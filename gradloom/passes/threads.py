@@ -19,14 +19,19 @@ The plan it returns says, for one compiled entry:
   on how the launch is split (documented in docs/differences.md).
 - `loops`: the entry's threads run loops, so their cost is not bounded by the kernel's size
   (runtime/cpu/parallel.py lets such launches add into more private memory per thread).
+- `conditions`: what the launch must find for the plan to hold, where an address is a thread's
+  index mapped through a permutation (a primitive's `permutes` fact: `wp.hash_grid_point_id`,
+  whose sorted point ids are a permutation of the grid's points): the permutation exists and
+  covers the launch's extent. A launch that finds otherwise runs serially.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Var, pointer_root, walk_ops
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
+from .index_signs import wrapped_index
 
 #: the accesses that decide how threads share memory: array data and gradients
 _MEMORY = Effect.READ | Effect.WRITE | Effect.GRAD
@@ -47,6 +52,10 @@ class ThreadPlan:
     #: it, and it gets the contiguous copy): a fact of the code, not of the machine, so that
     #: chunks sized with it stay the same on every CPU and with `config.simd` off
     lanes: bool = False
+    #: (argument offset of a descriptor pointer, launch dimension, byte offsets of its count
+    #: and of its flag in the descriptor) per permutation the plan relies on: the flag must be
+    #: set and the count at least the launch's extent along that dimension
+    conditions: tuple[tuple[int, int, int, int], ...] = ()
 
 
 @dataclass
@@ -63,13 +72,17 @@ class _Root:
 
 
 class Addresses:
-    """Classifies address offsets of one kernel body."""
+    """Classifies address offsets of one kernel body. With `permutations`, a thread's index
+    mapped through a permutation counts as that index, under a condition on the launch that
+    `conditions` collects (see ThreadPlan)."""
 
-    def __init__(self, kernel: KernelIR) -> None:
+    def __init__(self, kernel: KernelIR, permutations: bool = False) -> None:
         ops = list(walk_ops(kernel.body))
         self.defs = {op.result.id: op for op in ops if op.result is not None}
         self.used = {a.id for op in ops for a in op.args}
         self._invariant: dict[int, bool] = {}
+        self.permutations = permutations
+        self.conditions: set[tuple[int, int, int, int]] = set()
 
     def root(self, p: Var) -> int | None:
         """The argument offset pointer p derives from (None: loaded from memory)."""
@@ -93,11 +106,34 @@ class Addresses:
         return [v]
 
     def tid_of(self, v: Var) -> tuple[int, int] | None:
-        """(component, count) when v is a wp.tid() component, possibly widened."""
+        """(component, count) when v is a wp.tid() component, possibly widened (or, with
+        `permutations`, one mapped through a permutation, possibly under Warp's negative-index
+        wrap: the value is >= 0 wherever the launch's check holds)."""
         d = self.defs.get(v.id)
+        inner = None if d is None else wrapped_index(d, lambda w: self.defs.get(w.id))
+        if inner is not None:
+            v, d = inner, self.defs.get(inner.id)
         if d is not None and d.prim == "cast" and v.type.kind == "i" and v.type.bits >= 32:
             d = self.defs.get(d.args[0].id)
-        return d.attr if d is not None and d.prim == "tid" else None  # type: ignore[no-any-return]
+        if d is None:
+            return None
+        if d.prim == "tid":
+            return d.attr  # type: ignore[no-any-return]
+        index = PRIMS[d.prim].permutes
+        return None if index is None or not self.permutations else self._permuted(d, index)
+
+    def _permuted(self, d: Op, index: int) -> tuple[int, int] | None:
+        """The tid component a permutation maps (noting what the launch must check), when its
+        descriptor is a kernel argument's value."""
+        component = self.tid_of(d.args[index])
+        desc = self.defs.get(d.args[0].id)
+        source = self.defs.get(desc.args[0].id) if desc is not None and desc.prim == "cast" \
+            else None
+        if component is None or source is None or source.prim != "arg":
+            return None
+        _, count, ready = d.attr
+        self.conditions.add((int(source.attr), component[0], int(count), int(ready)))
+        return component
 
     def own(self, offset: Var) -> bool:
         """Distinct threads reach distinct elements through this byte offset."""
@@ -119,11 +155,13 @@ class Addresses:
         return len(counts) == 1 and len(seen) == counts.pop()
 
 
-def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset()) -> ThreadPlan:
+def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
+                permutations: bool = False) -> ThreadPlan:
     """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen; accesses
     of the arrays at the argument offsets `checked` count as thread-own (each launch checks
-    that threads touch distinct elements of them: passes/overlap.py)."""
-    addr = Addresses(kernel)
+    that threads touch distinct elements of them: passes/overlap.py); `permutations`: the
+    launch checks the plan's `conditions` (the CPU backend's does)."""
+    addr = Addresses(kernel, permutations)
     roots: dict[int | None, _Root] = {}
     ops = list(walk_ops(kernel.body))
     if any(Effect.IO in PRIMS[op.prim].effects for op in ops):
@@ -148,7 +186,8 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset()) -> Thre
                                                   and op.result.id in addr.used)
     work = sum(1 for op in ops if PRIMS[op.prim].has(_MEMORY)
                or (op.result is not None and op.result.type.is_float))
-    return replace(_plan(roots, _has_loop(kernel.body)), work=work)
+    return replace(_plan(roots, _has_loop(kernel.body)), work=work,
+                   conditions=tuple(sorted(addr.conditions)))
 
 
 def _has_loop(b: Block) -> bool:

@@ -170,7 +170,7 @@ class Prepared:
             # a launch of a kernel without shared additions whose measured cost is below
             # config.parallel_min_ns runs serially (parallel.plan would say so, at a cost)
             chunks, wake, targets = (
-                parallel.plan(self, total, args)
+                parallel.plan(self, total, args, buf, dims)
                 if total > 1 and (self._scatter or cost is None
                                   or cost * total >= config.parallel_min_ns) else _ONE)
             if chunks > 1:

@@ -7,10 +7,11 @@ the chunks nobody has started. Whether to ask the workers at all: the launch nee
 configured thread (`config.num_threads`), a measured cost worth a wake-up
 (`config.parallel_min_ns`, against `Prepared.ns_per_thread`), and a kernel whose chunks give what
 one serial loop gives (passes/threads.py; a kernel whose threads read or overwrite what other
-threads write always runs serially). After each split the caller compares the time it took with
-what its own chunks say the whole launch costs serially; a split that did not gain (the other
-core was busy) makes the next 1, 3, 7, ... launches of that kernel run serially, so a busy
-machine pays for one probe now and then.
+threads write always runs serially, and one whose plan relies on a permutation runs serially
+where the launch finds it missing or too short: `conditions_hold`). After each split the
+caller compares the time it took with what its own chunks say the whole launch costs serially;
+a split that did not gain (the other core was busy) makes the next 1, 3, 7, ... launches of that
+kernel run serially, so a busy machine pays for one probe now and then.
 
 Memory that threads only add into at shared addresses (the plan's `scatter`: `wp.atomic_add`
 targets, an adjoint's gradient scatters) goes, for chunks 1..k-1, to private zeroed buffers
@@ -22,12 +23,13 @@ more). The sums cost memory traffic, so the chunk count is bounded by the launch
 
 from __future__ import annotations
 
+import ctypes
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import config
-from ...abi import JOB, STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL
+from ...abi import BLOCK_ARGS, JOB, STATUS_BYTES, STATUS_RECORD, STATUS_STACK_FULL
 from ..array.array import array
 from ..launch.checks import status_error
 from .chunking import Chunking, bounds, scatter_target
@@ -67,15 +69,18 @@ RETRY_NS = 50_000_000
 _SERIAL: tuple[int, bool, list[Any]] = (1, False, [])
 
 
-def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, list[Any]]:
+def plan(prepared: Any, total: int, args: Sequence[Any], buf: bytearray | None = None,
+         dims: tuple[int, ...] = ()) -> tuple[int, bool, list[Any]]:
     """(chunks, wake, targets): how many chunks this launch runs as (1: the plain serial loop),
     whether the pool's workers are asked to help, and the memory (numpy, or None) each of the
-    kernel's scatter entries adds into."""
+    kernel's scatter entries adds into. `buf`: the packed launch block, over `dims` (without
+    it, a plan with conditions is taken to fail them)."""
     n = config.num_threads
     compiled = prepared.compiled
     threads = compiled.threads
     if n < 2 or threads.serial is not None or \
-            (threads.float_atomics and (compiled.ordered or config.deterministic)):
+            (threads.float_atomics and (compiled.ordered or config.deterministic)) or \
+            (threads.conditions and not conditions_hold(threads.conditions, buf, dims)):
         return _SERIAL
     targets: list[Any] = []
     if compiled.scatter:
@@ -100,6 +105,21 @@ def plan(prepared: Any, total: int, args: Sequence[Any]) -> tuple[int, bool, lis
     if not _wake(prepared, total) or _overlapping(args):
         return _SERIAL
     return _free_chunks(prepared, total, n), True, targets
+
+
+def conditions_hold(conditions: Sequence[tuple[int, int, int, int]], buf: bytearray | None,
+                    dims: tuple[int, ...]) -> bool:
+    """Whether every permutation a thread plan relies on (passes/threads.py `conditions`)
+    exists and covers the launch's extent, read from the descriptors the launch block names."""
+    if buf is None:
+        return False
+    for offset, dim, count, ready in conditions:
+        at = BLOCK_ARGS + offset
+        desc = int.from_bytes(buf[at:at + 8], "little")
+        if not desc or not ctypes.c_int32.from_address(desc + ready).value \
+                or ctypes.c_int32.from_address(desc + count).value < dims[dim]:
+            return False
+    return True
 
 
 def chunk_work(threads: Any) -> int:

@@ -86,7 +86,8 @@ class LaunchRecord:
         if len(memories) == len(self.given):
             return  # no two arrays share memory
         plan = compiled.threads
-        own = plan.serial is None and not plan.scatter
+        # (a plan relying on a permutation holds only where the launch checks it)
+        own = plan.serial is None and not plan.scatter and not plan.conditions
         touched = [(a, name, writes, thread_own) for (a, name, _, writes), thread_own
                    in zip(self.named_touches(), self.thread_own(), strict=True)]
         for k, (a, name, writes, a_own) in enumerate(touched):
