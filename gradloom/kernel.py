@@ -145,6 +145,7 @@ class Kernel:
         """Drop the loaded entries (an option that shapes them changed: config.py)."""
         self._compiled = self._adjoint = None
         self.__dict__.pop("_gl_dual", None)
+        self.__dict__.pop("_gl_fresh", None)
         self._locs = None
 
     @property
@@ -280,6 +281,21 @@ class Kernel:
             dual._compiled = dual._adjoint = dual._locs = None
             self._gl_dual = dual
         return dual
+
+    def fresh_variant(self, pending: frozenset[int]) -> tuple[str, frozenset[int]]:
+        """The adjoint's variant that zeroes, each thread its own element, the gradients of
+        those arrays at the positions in `pending` whose gradient the adjoint touches only
+        there (pipeline.fresh_candidates), and their positions; ("adjoint", none) where none
+        qualifies. A Tape runs it where `Tape.zero()` deferred those zeroings."""
+        from . import pipeline
+
+        known: frozenset[int] | None = self.__dict__.get("_gl_fresh")
+        if known is None:
+            known = self._gl_fresh = pipeline.fresh_candidates(self)
+        chosen = frozenset(pending) & known
+        if not chosen:
+            return "adjoint", chosen
+        return pipeline.fresh_variant(tuple(sorted(chosen))), chosen
 
     def adjoint_reads(self) -> frozenset[tuple[int, str | None]] | None:
         """The arrays (keyed as `CompiledKernel.access`) whose contents before a launch the

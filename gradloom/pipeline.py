@@ -26,10 +26,12 @@ from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.custom import inline_custom
 from .passes.dead import drop_dead
+from .passes.fresh_gradients import fresh_ir
 from .passes.index_signs import drop_proven_wraps
 from .passes.invariant import drop_invariant_params
 from .passes.lanes import LanePlan, lane_plan
 from .passes.threads import thread_plan
+from .types import ArrayType, ScalarType
 
 Access = dict[tuple[int, str | None], frozenset[str]]
 
@@ -42,13 +44,59 @@ class Variant(enum.StrEnum):
     FORWARD = "forward"
     #: gradients flow from the outputs' gradient slots into the inputs' (autodiff/reverse.py)
     ADJOINT = "adjoint"
+    #: the adjoint, each thread first zeroing its own element of some arrays' gradients
+    #: (passes/fresh_gradients.py); named "fresh:i,j" by the positions of those arrays
+    FRESH = "fresh"
 
 
 def variant_of(adjoint: bool | str) -> Variant:
     """A variant named by its string, or by the older flag (True: the adjoint)."""
     if isinstance(adjoint, str):
-        return Variant(adjoint)
+        return Variant(adjoint.split(":")[0])
     return Variant.ADJOINT if adjoint else Variant.FORWARD
+
+
+def fresh_variant(params: tuple[int, ...]) -> str:
+    """The name of the FRESH variant zeroing the gradients of the arrays at `params`."""
+    return f"{Variant.FRESH.value}:{','.join(map(str, params))}"
+
+
+def fresh_candidates(kernel: Any) -> frozenset[int]:
+    """Positions of the 1-D float arrays whose gradient the kernel's adjoint touches only at
+    each thread's own element: those a FRESH variant may zero (none where the adjoint cannot
+    be built: backward then says why)."""
+    try:
+        ir, _ = kernel_ir(kernel, Variant.ADJOINT)
+    except Exception:
+        return frozenset()
+    return frozenset(i for i, spec in _fresh_specs(kernel, range(len(kernel.params))).items()
+                     if fresh_ir(ir, {spec[0]: spec[1]}) is not None)
+
+
+def _zeroing(kernel: Any, ir: KernelIR, name: str) -> KernelIR:
+    """The FRESH variant `name` of adjoint ir."""
+    params = tuple(int(i) for i in name.split(":")[1].split(","))
+    specs = _fresh_specs(kernel, params)
+    zeroing = fresh_ir(ir, dict(specs.values())) if len(specs) == len(params) else None
+    if zeroing is None:
+        raise CompileError(f"kernel '{kernel.key}': no {name} variant (an array's gradient is "
+                           "not touched at the thread's own element only)")
+    return zeroing
+
+
+def _fresh_specs(kernel: Any, params: Any) -> dict[int, tuple[int, tuple[Any, int]]]:
+    """position -> (data pointer's argument offset, (component type, element bytes)) of each
+    1-D float array among `params`."""
+    offsets, _ = arg_offsets([t for _, t in kernel.params])
+    out = {}
+    for i in params:
+        t = kernel.params[i][1]
+        if type(t) is not ArrayType or t.ndim != 1:
+            continue
+        scalar = t.dtype if isinstance(t.dtype, ScalarType) else getattr(t.dtype, "dtype", None)
+        if isinstance(scalar, ScalarType) and scalar.is_float:
+            out[i] = (offsets[i], (scalar, int(t.dtype.size)))
+    return out
 
 
 def lowered(kernel: Any, differentiated: bool = False) -> KernelIR:
@@ -88,12 +136,15 @@ def tangent_offsets(dual: Any) -> Callable[[int], int | None]:
 
 
 def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None]:
-    """The IR of the forward kernel or its adjoint (a `Variant`, or True for the adjoint),
-    verified, and the access facts."""
+    """The IR of the forward kernel or its adjoint (a `Variant`'s name, or True for the
+    adjoint), verified, and the access facts."""
+    variant_name = adjoint
     if getattr(kernel, "is_generic", False):
         raise KernelTypeError(f"kernel '{kernel.key}' is generic: compile one of its overloads "
                               f"(wp.overload) instead", kernel.info.loc(kernel.info.tree))
-    adjoint = variant_of(adjoint) is Variant.ADJOINT
+    variant = variant_of(adjoint)
+    fresh = variant is Variant.FRESH and isinstance(adjoint, str)
+    adjoint = variant is not Variant.FORWARD
     ir = drop_proven_wraps(drop_invariant_params(lowered(kernel, adjoint)))
     verify(ir)
     kernel._locs = ir.locs
@@ -101,6 +152,8 @@ def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None
     # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
     # replaces regions itself, the forward kernel runs their bodies inline
     ir = drop_dead(adjoint_kernel(ir) if adjoint else inline_custom(ir))
+    if fresh:
+        ir = _zeroing(kernel, ir, str(variant_name))
     verify(ir)
     return ir, access
 

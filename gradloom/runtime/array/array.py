@@ -43,6 +43,7 @@ from gradloom.types import ArrayType, StructType, size_of
 from ...hooks import Hook
 from .ctype import array_cptr, array_ctype
 from .host import HostArray
+from .lazy_zero import TOKEN, raw_ptr, settle
 from .storage import ARRAY_CLASS, struct_record
 
 #: what this module's class calls of modules built on it, which fill these when imported:
@@ -248,8 +249,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     def launch_words(self) -> tuple[int, ...]:
         """Data pointer, gradient pointer, shape, strides: the words an array argument takes
         in a launch block (abi.py `array_words`) — the one builder of them."""
-        grad = self._grad
-        return (self.ptr or 0, 0 if grad is None else grad.ptr or 0, *self.shape, *self.strides)
+        grad = self._grad  # a gradient whose zeroing is deferred keeps it deferred (lazy_zero)
+        return (self.ptr or 0, 0 if grad is None else raw_ptr(grad), *self.shape, *self.strides)
 
     # ---- gradient --------------------------------------------------------------------------
 
@@ -339,6 +340,14 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
         grad = None if self._grad is None else \
             view_storage(self._grad.numpy(), self.dtype, t, self.ndim)
         return array._wrap(storage, t, self.device, grad, self._mem)
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for attributes an instance lacks: a gradient whose zeroing `Tape.zero()`
+        deferred lacks its memory's (`_np`, `ptr`) until it is zeroed (lazy_zero.py)."""
+        if name in ("_np", "ptr") and TOKEN in self.__dict__:
+            settle(self)
+            return self.__dict__[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __del__(self) -> None:
         """Nothing to free: numpy owns the memory (Warp's arrays free theirs here)."""

@@ -76,6 +76,8 @@ class Prepared:
         self.backoff = parallel.Backoff()
         self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None
+        #: an adjoint's other variants (`prepared`)
+        self.variants: dict[str, Prepared] = {}
         self.verify_fp = config.verify_fp
         # debug mode and verify_fp wrap run (runtime/launch/checks.py); release launches pay nothing
         self.checked = config.mode == "debug" or self.verify_fp
@@ -280,8 +282,18 @@ config._add_rebuild_hook(_forget_prepared)
 
 
 def prepared(kernel: Any, variant: str, device: Device | None = None) -> Prepared:
-    """The kernel's forward or adjoint entry on the CPU (compiled at the first call)."""
-    return prepared_forward(kernel) if variant == "forward" else prepared_adjoint(kernel)
+    """The kernel's forward or adjoint entry on the CPU, or another variant of its adjoint
+    (pipeline.Variant names them; compiled at the first call)."""
+    if variant == "forward":
+        return prepared_forward(kernel)
+    adjoint = prepared_adjoint(kernel)
+    if variant == "adjoint":
+        return adjoint
+    # kept with the adjoint's entry, so they are dropped with it (options, unload)
+    other = adjoint.variants.get(variant)
+    if other is None:
+        other = adjoint.variants[variant] = Prepared(kernel, kernel._build(variant))
+    return other
 
 
 class GradientArgs(list):  # type: ignore[type-arg]

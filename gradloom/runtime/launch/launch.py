@@ -23,6 +23,7 @@ from ...types import (
     VectorType,
     make_composite_value,
 )
+from ..array import lazy_zero
 from ..array.array import array
 from ..array.structs import array_fields, field_value
 from ..capturing import ACTIVE_CAPTURE, recording_graph
@@ -218,6 +219,7 @@ def _command_or_adjoint(kernel: Any, dim: Any, args: list[Any], adj: list[Any] |
         graph.add(cmd)
         return None
     assert adj is not None
+    lazy_zero.settle_all()  # gradients it reads through its arrays' words hold zeros
     prepared = backend.prepared(kernel, "adjoint", dev)
     args = list(prepared.adapt(args))
     grad_args = prepared.with_gradients(args, adj)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...abi import BLOCK_ARGS
 from ...errors import CompileError, TapeError
+from ..array import lazy_zero
 from ..array.array import NDArray, array
 from ..array.storage import copy_same_layout
 from ..array.watch import Watch
@@ -124,15 +125,42 @@ class LaunchRecord:
     def backward(self) -> None:
         if ACTIVE_CAPTURE.get() is not None:
             refuse_while_capturing("Tape.backward()")
-        prepared = self.device.backend.prepared(self.kernel, "adjoint", self.device)
+        variant, fresh = self._fresh()
+        prepared = self.device.backend.prepared(self.kernel, variant, self.device)
         self.check_overlap(prepared.compiled, prepared.packer)
-        args, working = self.adjoint_args()
-        restart: Callable[[], None] | None = None
-        if working and prepared.compiled.uses_stack:
-            restart = self._restarter(args, working)
-        with thawed(args):  # frozen handles kept compactly are made whole (hash grids)
-            prepared.run(self.dims, args, restart=restart)
+        for (i, field), _, a in self.given:  # gradients Tape.zero() left unzeroed: zeroed now
+            if a.grad is not None and (field is not None or i not in fresh):
+                lazy_zero.settle(a.grad)
+        try:
+            args, working = self.adjoint_args(fresh)
+            restart: Callable[[], None] | None = None
+            if working and prepared.compiled.uses_stack:
+                restart = self._restarter(args, working)
+            with thawed(args):  # frozen handles kept compactly are made whole (hash grids)
+                prepared.run(self.dims, args, restart=restart)
+        except BaseException:
+            for a in fresh.values():  # partly written: zeroed (nothing is added after a failure)
+                lazy_zero.settle(a.grad)
+            raise
+        for a in fresh.values():  # every element zeroed by its thread, then added into
+            lazy_zero.discard(a.grad)
         self._consume_replaced_minmax()
+
+    def _fresh(self) -> tuple[str, dict[int, array]]:
+        """The adjoint variant to run, and {position: array} of the arrays whose gradient's
+        zeroing `Tape.zero()` deferred and that variant zeroes itself, each thread its own
+        element (passes/fresh_gradients.py): on the CPU, a 1-D launch over all of the array,
+        no other argument sharing its memory."""
+        if self.device is not CPU or len(self.dims) != 1:
+            return "adjoint", {}
+        memories = [id(a._mem) for _, _, a in self.given]
+        pending = {i: a for (i, field), _, a in self.given if field is None
+                   and a.grad is not None and a.shape == self.dims
+                   and lazy_zero.is_pending(a.grad) and memories.count(id(a._mem)) == 1}
+        if not pending:
+            return "adjoint", {}
+        variant, chosen = self.kernel.fresh_variant(frozenset(pending))
+        return variant, {i: pending[i] for i in chosen}
 
     def check_overlap(self, compiled: Any, packer: Any, exclusive: bool = False) -> None:
         """Refuse the launch where its threads read elements of an array that other threads
@@ -156,9 +184,11 @@ class LaunchRecord:
                 replaced = self.before[key].contents() != watch.contents()
                 a.grad.numpy()[replaced] = 0
 
-    def adjoint_args(self) -> tuple[list[Any], list[tuple[NDArray, Watch]]]:
+    def adjoint_args(self, fresh: dict[int, array] | None = None
+                     ) -> tuple[list[Any], list[tuple[NDArray, Watch]]]:
         """The launch's arguments, each array's data replaced by the contents the adjoint must
-        see (a fresh working copy for arrays the kernel reads and writes); grads unchanged."""
+        see (a fresh working copy for arrays the kernel reads and writes); grads unchanged
+        (those at the positions in `fresh` left unzeroed: the adjoint zeroes them)."""
         args = list(self.args)
         working: list[tuple[NDArray, Watch]] = []
         for key, flags in self.flags.items():
@@ -169,7 +199,8 @@ class LaunchRecord:
             data, is_working = seen
             if is_working:
                 working.append((data, self.before[key]))
-            grad = None if a.grad is None else a.grad.numpy()
+            grad = None if a.grad is None else lazy_zero.memory(a.grad) \
+                if fresh and key[1] is None and key[0] in fresh else a.grad.numpy()
             _replace(args, key, array._wrap(data, a.dtype, a.device, grad))
         return args, working
 

@@ -13,6 +13,7 @@ import numpy as np
 from ... import config
 from ...errors import TapeError, user_facing, warn_caller
 from .. import readmarks
+from ..array import lazy_zero
 from ..array.array import NDArray, array, elem_shape, zero_arrays
 from ..array.foreign import as_array
 from ..array.structs import field_value
@@ -260,8 +261,11 @@ class Tape:
         return out
 
     def zero(self) -> None:
-        """Zero the gradients of every array the tape recorded (struct fields included)."""
-        zero_arrays([a.grad for a in self._arrays() if a.grad is not None])
+        """Zero the gradients of every array the tape recorded (struct fields included). Large
+        host gradients are zeroed when next used, or never where the next use overwrites them
+        (array/lazy_zero.py)."""
+        zero_arrays([a.grad for a in self._arrays() if a.grad is not None
+                     and not lazy_zero.defer(a.grad)])
 
     def reset(self) -> None:
         """Zero the gradients, then forget everything recorded."""
@@ -335,6 +339,8 @@ def _seed(a: Any, seed: Any) -> None:
     assert a.grad is not None
     if isinstance(seed, array) and seed.device is a.device and seed.dtype == a.dtype and \
             seed.shape == a.shape:
+        if seed is not a.grad:  # every element is overwritten: no zeroing it first
+            lazy_zero.discard(a.grad)
         a.grad.assign(seed)  # a copy on the device (the seed is read, never written)
         return
     values = _values(seed)
@@ -342,6 +348,7 @@ def _seed(a: Any, seed: Any) -> None:
     if np.size(values) != components:  # a seed seeds every element: never part of them
         raise TapeError(f"Tape.backward(grads=...): the seed of {a!r} has {np.size(values)} "
                         f"values, the array {components} (shape {a.shape})")
+    lazy_zero.discard(a.grad)
     a.grad.assign(values)
 
 

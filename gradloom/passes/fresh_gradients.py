@@ -1,0 +1,87 @@
+"""An adjoint whose threads first zero their own element of some arrays' gradients: the variant
+a Tape runs where those gradients' zeroing was deferred (runtime/array/lazy_zero.py), so that
+no separate pass over memory zeroes them.
+
+Exact only where thread t touches the gradient at element t alone: a 1-D launch over a 1-D
+array, every gradient access at `tid · stride` through the array's own gradient pointer (no
+view, no other index). Then each element is zeroed by the one thread that uses it, before it
+uses it; a thread that restarts (its adjoint stack grew) zeroes it again. The launch must cover
+the whole array (runtime/tape/adjoint.py checks the grid); `fresh_ir` returns None where the
+code does not qualify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..abi import ARRAY_DATA, GRAD_SLOT, array_strides
+from ..ir.nodes import Block, KernelIR, Op, Var, max_var_id, walk_ops
+from ..ir.prims import PRIMS, Effect
+from ..types import ScalarType, int64
+
+#: a 1-D array's words: data pointer, gradient pointer, extent, stride (abi.py)
+_STRIDE_WORD = array_strides(1) - ARRAY_DATA
+
+
+def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int]]) -> KernelIR | None:
+    """ir (an adjoint) with a prologue zeroing, per thread, its element of the gradient of each
+    array in `arrays` (data pointer's argument offset -> (component type, element bytes));
+    None where an array's gradient is not touched at the thread's own element only."""
+    if ir.launch_ndim != 1 or not arrays:
+        return None
+    stmts = list(ir.body.stmts)
+    tids = [(k, s) for k, s in enumerate(stmts) if isinstance(s, Op) and s.prim == "tid"]
+    if len(tids) != 1:
+        return None
+    tid_at, tid = tids[0]
+    defs = {op.result.id: op for op in walk_ops(ir.body) if op.result is not None}
+    fresh = max_var_id(ir.body) + 1
+    prologue: list[Op] = []
+    last = tid_at
+    for off, (scalar, size) in arrays.items():
+        grad = _top_arg(stmts, off + GRAD_SLOT)
+        stride = _top_arg(stmts, off + _STRIDE_WORD)
+        assert tid.result is not None
+        if grad is None or stride is None or \
+                not _own_only(ir.body, defs, grad[1], stride[1], tid.result):
+            return None
+        last = max(last, stride[0], grad[0])
+        cast = Var(fresh, int64)
+        at = Var(fresh + 1, int64)
+        fresh += 2
+        prologue += [Op("cast", (tid.result,), cast, tid.loc),
+                     Op("mul", (cast, stride[1]), at, tid.loc)]
+        for c in range(0, size, scalar.size):
+            prologue.append(Op("adj_take", (grad[1], at), Var(fresh, scalar), tid.loc, c))
+            fresh += 1
+    body = Block((*stmts[:last + 1], *prologue, *stmts[last + 1:]), ir.body.yields)
+    return replace(ir, body=body)
+
+
+def _top_arg(stmts: Sequence[object], offset: int) -> tuple[int, Var] | None:
+    """(position, value) of the top-level `arg` op reading the argument word at offset."""
+    for k, s in enumerate(stmts):
+        if isinstance(s, Op) and s.prim == "arg" and s.attr == offset and s.result is not None:
+            return k, s.result
+    return None
+
+
+def _own_only(body: Block, defs: dict[int, Op], grad: Var, stride: Var, tid: Var) -> bool:
+    """Every use of the gradient pointer is a gradient access at `cast(tid) * stride`."""
+    for op in walk_ops(body):
+        if not any(a is grad for a in op.args):
+            continue
+        if not PRIMS[op.prim].effects & Effect.GRAD or op.args[0] is not grad or \
+                any(a is grad for a in op.args[1:]):
+            return False
+        at = defs.get(op.args[1].id)
+        if at is None or at.prim != "mul" or len(at.args) != 2:
+            return False
+        a, b = at.args
+        index = b if a is stride else a if b is stride else None
+        cast = None if index is None else defs.get(index.id)
+        if cast is None or cast.prim != "cast" or cast.args[0] is not tid or \
+                cast.result is None or cast.result.type != int64:
+            return False
+    return True
