@@ -15,10 +15,12 @@ from __future__ import annotations
 from ..ir.nodes import Var
 from ..types import (
     TEXTURE_FIELDS,
+    ScalarType,
     TextureAddressMode,
     TextureFilterMode,
     VectorType,
     float32,
+    float64,
     int32,
     int64,
     ptr,
@@ -73,30 +75,59 @@ def _address(ctx: Ctx, i: Var, n: Var, mode: Var) -> tuple[Var, Var]:
     return idx, reads
 
 
-def _periodic(ctx: Ctx, tex: _Tex, coord: Var, mode: Var) -> Var:
-    """A normalized coordinate brought into its first period before it is scaled (WRAP: [0, 1),
-    MIRROR: [0, 2)), so far coordinates keep their position within a texel in float32; the
-    shift is a whole number of periods, so the derivative is unchanged."""
+def _period(ctx: Ctx, tex: _Tex, mode: Var, n0: Var, t: ScalarType) -> tuple[Var, Var]:
+    """(whether the mode is periodic, its period in coordinate units): WRAP one, MIRROR two
+    widths of the base level (1 when normalised, its texel count otherwise)."""
     wrap = ctx.op("eq", mode, _i(ctx, int(TextureAddressMode.WRAP)))
     mirror = ctx.op("eq", mode, _i(ctx, int(TextureAddressMode.MIRROR)))
-    period = ctx.op("select", mirror, _f(ctx, 2.0), _f(ctx, 1.0))
-    turns = ctx.op("floor", ctx.op("div", coord, period))
-    reduced = ctx.op("sub", coord, ctx.op("mul", turns, period))
-    use = ctx.op("and", ctx.op("or", wrap, mirror), ctx.op("ne", tex["_normalized"], _i(ctx, 0)))
-    return ctx.op("select", use, reduced, coord)
+    width = ctx.op("select", _normalized(ctx, tex), ctx.const(1.0, t), ctx.op("cast", n0, type=t))
+    period = ctx.op("mul", width, ctx.op("select", mirror, ctx.const(2.0, t), ctx.const(1.0, t)))
+    return ctx.op("or", wrap, mirror), period
 
 
-def _axis(ctx: Ctx, tex: _Tex, coord: Var, n: Var, mode: Var) -> list[tuple[Var, Var, Var]]:
-    """The two texels an axis reads: (index, reads, weight) each."""
+def _normalized(ctx: Ctx, tex: _Tex) -> Var:
+    return ctx.op("ne", tex["_normalized"], _i(ctx, 0))
+
+
+def _periodic(ctx: Ctx, tex: _Tex, coord: Var, mode: Var, n0: Var) -> Var:
+    """A coordinate brought into its first period (WRAP: [0, 1), MIRROR: [0, 2) widths)
+    before it is scaled, by an exact remainder, so far coordinates keep their position within
+    a texel in float32; the shift is a whole number of periods: the derivative is unchanged."""
+    periodic, period = _period(ctx, tex, mode, n0, float32)
+    r = ctx.op("mod", coord, period)
+    r = ctx.op("select", ctx.op("lt", r, _f(ctx, 0.0)), ctx.op("add", r, period), r)
+    return ctx.op("select", periodic, r, coord)
+
+
+def _nearest(ctx: Ctx, tex: _Tex, coord: Var, n: Var, n0: Var, mode: Var) -> Var:
+    """A closest filter's texel index, in float64 as Warp's CPU sampler computes it: the
+    remainder keeps its sign (adding a period could round a tiny negative one up to the
+    period's end), non-periodic modes stop one texel outside the level."""
+    periodic, period = _period(ctx, tex, mode, n0, float64)
+    c = ctx.op("cast", coord, type=float64)
+    c = ctx.op("select", periodic, ctx.op("mod", c, period), c)
+    level = ctx.op("cast", n, type=float64)
+    texel = ctx.op("select", _normalized(ctx, tex), ctx.op("mul", c, level),
+                   ctx.op("div", ctx.op("mul", c, level), ctx.op("cast", n0, type=float64)))
+    bounded = ctx.op("max", ctx.const(-1.0, float64), ctx.op("min", texel, level))
+    texel = ctx.op("select", periodic, texel, bounded)
+    return ctx.op("cast", ctx.op("floor", texel), type=int32)
+
+
+def _axis(ctx: Ctx, tex: _Tex, coord: Var, n: Var, n0: Var,
+          mode: Var) -> list[tuple[Var, Var, Var]]:
+    """The two texels an axis reads: (index, reads, weight) each. The coordinate is normalised
+    (divided by the base level's size when it is in texels) and scaled by this level's."""
     linear = ctx.op("eq", tex["_filter"], _i(ctx, int(TextureFilterMode.LINEAR)))
-    coord = _periodic(ctx, tex, coord, mode)
-    scaled = ctx.op("mul", coord, ctx.op("cast", n, type=float32))
-    x = ctx.op("select", ctx.op("ne", tex["_normalized"], _i(ctx, 0)), scaled, coord)
-    x = ctx.op("sub", x, ctx.op("select", linear, _f(ctx, 0.5), _f(ctx, 0.0)))
+    reduced = _periodic(ctx, tex, coord, mode, n0)
+    unit = ctx.op("select", _normalized(ctx, tex), reduced,
+                  ctx.op("div", reduced, ctx.op("cast", n0, type=float32)))
+    x = ctx.op("sub", ctx.op("mul", unit, ctx.op("cast", n, type=float32)), _f(ctx, 0.5))
     x = ctx.op("max", _f(ctx, -(2.0**30)), ctx.op("min", x, _f(ctx, 2.0**30)))
     base = ctx.op("floor", x)
     frac = ctx.op("select", linear, ctx.op("sub", x, base), _f(ctx, 0.0))
-    i0 = ctx.op("cast", base, type=int32)
+    i0 = ctx.op("select", linear, ctx.op("cast", base, type=int32),
+                _nearest(ctx, tex, coord, n, n0, mode))
     out = []
     for i, w in ((i0, ctx.op("sub", _f(ctx, 1.0), frac)), (ctx.op("add", i0, _i(ctx, 1)), frac)):
         idx, reads = _address(ctx, i, n, mode)
@@ -125,8 +156,10 @@ def _level(ctx: Ctx, tex: _Tex, level: Var, coords: list[Var], channels: int) ->
     row = ctx.op("mul", ctx.op("cast", level, type=int64), ctx.const(16, int64))
     table = tex.pointer("_levels")
     offset, *sizes = (ctx.op("load", table, row, attr=4 * k, type=int32) for k in range(4))
+    zero = ctx.const(0, int64)
+    base_sizes = [ctx.op("load", table, zero, attr=4 * k, type=int32) for k in range(1, 4)]
     modes = (tex["_address_u"], tex["_address_v"], tex["_address_w"])
-    axes = [_axis(ctx, tex, c, sizes[a], modes[a]) for a, c in enumerate(coords)]
+    axes = [_axis(ctx, tex, c, sizes[a], base_sizes[a], modes[a]) for a, c in enumerate(coords)]
     total = [_f(ctx, 0.0)] * channels
     for corner in range(1 << len(axes)):
         picks = [axes[a][(corner >> a) & 1] for a in range(len(axes))]
@@ -144,17 +177,23 @@ def _level(ctx: Ctx, tex: _Tex, level: Var, coords: list[Var], channels: int) ->
     return total
 
 
-def _mip(ctx: Ctx, tex: _Tex, lod: Var, coords: list[Var], channels: int) -> list[Var]:
+def _mip(ctx: Ctx, tex: _Tex, lod: Var, coords: list[Var], channels: int,
+         lod_given: bool) -> list[Var]:
     """The sample at `lod`: one level, or a blend of two (linear mip filtering)."""
     top = ctx.op("cast", ctx.op("sub", tex["_num_levels"], _i(ctx, 1)), type=float32)
-    lodc = ctx.op("max", _f(ctx, 0.0), ctx.op("min", lod, top))
+    # lod first: min/max give a tie's gradient to their first operand, so lod = 0 (or the top
+    # level) has the one-sided slope into the chain, as Warp's
+    lodc = ctx.op("max", ctx.op("min", lod, top), _f(ctx, 0.0))
     linear = ctx.op("eq", tex["_mip_filter"], _i(ctx, int(TextureFilterMode.LINEAR)))
     nearest = ctx.op("floor", ctx.op("add", lodc, _f(ctx, 0.5)))
     low = ctx.op("select", linear, ctx.op("floor", lodc), nearest)
     frac = ctx.op("select", linear, ctx.op("sub", lodc, low), _f(ctx, 0.0))
     l0 = ctx.op("cast", low, type=int32)
     first = _level(ctx, tex, l0, coords, channels)
-    blend = ctx.op("gt", frac, _f(ctx, 0.0))
+    # a given lod on a whole level still blends (with weight 0) so its gradient is the slope
+    # towards the next level; without one, level 0 alone
+    blend = ctx.op("and", linear, ctx.op("lt", low, top)) if lod_given else \
+        ctx.op("gt", frac, _f(ctx, 0.0))
 
     def second() -> list[Var]:
         l1 = ctx.op("min", ctx.op("add", l0, _i(ctx, 1)), tex["_num_levels"])
@@ -211,7 +250,8 @@ def texture_sample(ctx: Ctx, tex: Value, *coords: Value, dtype: object = float,
     level = _f(ctx, 0.0) if lod is None else scalar(ctx, lod)
     if level.type != float32:
         level = ctx.op("cast", level, type=float32)
-    values = _mip(ctx, _Tex(ctx, tex), level, _coords(ctx, ndim, coords), channels)
+    values = _mip(ctx, _Tex(ctx, tex), level, _coords(ctx, ndim, coords), channels,
+                  lod is not None)
     if channels == 1:
         return values[0]
     assert isinstance(t, VectorType)
