@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from gradloom.errors import GradloomError
+from gradloom.errors import ArrayTypeError, GradloomError
 from gradloom.runtime.array.aligned import DLPACK_CPU
 from gradloom.runtime.array.array import array
 from gradloom.runtime.array.foreign import is_torch_tensor, wrap_numpy
@@ -15,7 +15,7 @@ from gradloom.runtime.backend import CUDA
 
 DLPACK_CUDA = 2  # kDLCUDA
 
-_DEVICE_NAMES = {2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal",
+_DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal",
                  10: "ROCm", 13: "CUDA managed", 14: "oneAPI"}
 
 
@@ -56,8 +56,28 @@ def from_dlpack(source: Any, dtype: Any = None) -> array:
     try:
         data = np.from_dlpack(source)
     except (TypeError, RuntimeError, BufferError, ValueError) as e:
+        if "PyCapsule" in str(e):  # the producer handed back something else (Warp's words)
+            got = type(source.__dlpack__()).__name__
+            raise ArrayTypeError(f"Expected a valid DLPack capsule, got {got}") from None
         raise GradloomError(f"from_dlpack: cannot import {type(source).__name__}: {e}") from None
-    return wrap_numpy(data, dtype, "from_dlpack source")
+    return wrap_numpy(_bool_as(data, dtype), dtype, "from_dlpack source")
+
+
+def _bool_as(data: np.ndarray, dtype: Any) -> np.ndarray:
+    """Bool data read as int8 / uint8 (the same bytes, as Warp allows); as any other type it is
+    refused with Warp's words."""
+    name = getattr(dtype, "name", None)
+    if data.dtype != np.bool_ or dtype is None or name == "bool":
+        return data
+    if name in ("int8", "uint8"):
+        return data.view(np.dtype(name))
+    raise DLPackTypeError(f"Incompatible data types: DLPack bool8 and Warp "
+                          f"{name if name else repr(dtype)}")
+
+
+class DLPackTypeError(GradloomError, RuntimeError):
+    """A DLPack tensor whose element type the requested dtype cannot read (a RuntimeError, as
+    Warp raises)."""
 
 
 def _device_type(source: Any) -> int:
@@ -69,11 +89,13 @@ def _check_device(source: Any) -> None:
     device = getattr(source, "__dlpack_device__", None)
     if device is None:
         return
-    kind = int(device()[0])
+    kind, ordinal = (int(x) for x in device())
+    if kind not in _DEVICE_NAMES:  # not a device DLPack names (Warp's words)
+        raise ArrayTypeError(f"Unsupported source device for DLPack: device_type={kind}, "
+                             f"device_id={ordinal}")
     if kind != DLPACK_CPU:
-        name = _DEVICE_NAMES.get(kind, f"type {kind}")
-        raise GradloomError(f"from_dlpack: the source lives in {name} memory; gradloom takes "
-                            "host (CPU) and CUDA memory")
+        raise GradloomError(f"from_dlpack: the source lives in {_DEVICE_NAMES[kind]} memory; "
+                            "gradloom takes host (CPU) and CUDA memory")
 
 
 def to_dlpack(a: array) -> Any:
