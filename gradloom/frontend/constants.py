@@ -41,7 +41,8 @@ def python_constant(ctx: Ctx, obj: Any) -> Any:
         return Literal(obj)
     if isinstance(obj, VecValue):
         t = obj.gl_type
-        comps = tuple(ctx.const(v.item(), t.dtype) for v in np.ravel(obj))
+        # components as Python numbers (iterating a value gives Warp's scalar types)
+        comps = tuple(ctx.const(v, t.dtype) for v in np.asarray(obj).ravel().tolist())
         return Composite(t, comps)
     if isinstance(obj, np.generic):  # numpy's own dtype (np.float64 is also a Python float)
         st = scalar_from_numpy(obj.dtype)

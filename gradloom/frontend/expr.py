@@ -307,23 +307,38 @@ class ExprLowerer:
         if opname is None:
             raise self.unsupported(node, f"the operator {type(node.op).__name__}")
         left, right = self.value(node.left), self.value(node.right)
+        user = self.user_operator(opname, left, right)
+        if user is not None:
+            return self.call_operator(self.ctx(node), user, opname, (node.left, node.right),
+                                      left, right)
         if isinstance(left, StructVal) or isinstance(right, StructVal):
-            return self.struct_operator(node, opname, left, right)
+            raise KernelTypeError(f"{describe(left)} {_OP_SIGNS[opname]} {describe(right)}: "
+                                  f"define a @wp.func named '{opname}' for these types",
+                                  self.ctx(node).loc)
         if isinstance(left, TileVal) or isinstance(right, TileVal):
             return tile_math.binary(self.ctx(node), opname, left, right)
         return ops.binary(self.ctx(node), opname, left, right)
 
-    def struct_operator(self, node: ast.BinOp, opname: str, left: Value, right: Value) -> Value:
-        """`a + b` on structs calls the user's @wp.func named for the operator (`add`), as
-        Warp's operators do."""
-        ctx = self.ctx(node)
+    def user_operator(self, opname: str, left: Value, right: Value) -> Any:
+        """Warp's operator overloading (`a + b`, `a += b`, `a[i].x += b`): the @wp.func named
+        for the operator (`add`, `sub`, `mul`, ...) that the code's scope resolves, when one
+        of its overloads takes these operands; None for the builtin operator (also inside that
+        very function, which would otherwise call itself)."""
         found, fn = self.info.resolve(opname)
         if not (found and hasattr(fn, "pyfunc") and hasattr(fn, "param_types")):
-            raise KernelTypeError(f"{describe(left)} {_OP_SIGNS[opname]} {describe(right)}: "
-                                  f"define a @wp.func named '{opname}' for these types",
-                                  ctx.loc)
-        call = ast.copy_location(ast.Call(func=ast.Name(opname, ast.Load()),
-                                          args=[node.left, node.right], keywords=[]), node)
+            return None
+        overloads = getattr(fn, "overloads", [fn])
+        if any(o in getattr(self, "stack", ()) for o in overloads):
+            return None
+        if all(o.accepts([left, right], {}) is None for o in overloads):
+            return None
+        return fn
+
+    def call_operator(self, ctx: Ctx, fn: Any, opname: str, nodes: tuple[ast.expr, ast.expr],
+                      left: Value, right: Value) -> Value:
+        """Inline the user's operator function on (left, right)."""
+        call = ast.copy_location(ast.Call(func=ast.Name(opname, ast.Load()), args=list(nodes),
+                                          keywords=[]), nodes[0])
         return self.inline_call(ctx, call, fn, [left, right], {})  # type: ignore[no-any-return]
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:

@@ -204,7 +204,11 @@ class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
         check_rebind(ctx, node.target.id, self.env.get(node.target.id), None)
         old = self.value(node.target)
         new: Value
-        if isinstance(old, TileVal) or isinstance(rhs, TileVal):  # builtins/tile_math.py
+        user = self.user_operator(opname, old, rhs)
+        if user is not None:  # Warp's operator overloading (expr.py)
+            new = materialize(ctx, self.call_operator(ctx, user, opname, (node.target, node.value),
+                                                      old, rhs))
+        elif isinstance(old, TileVal) or isinstance(rhs, TileVal):  # builtins/tile_math.py
             new = tile_math.binary(ctx, opname, old, rhs)
             if isinstance(old, TileVal):  # in place, as Warp (a tile argument of a func too)
                 new = tiles.settle(ctx, new, old)

@@ -20,6 +20,7 @@ from ..builtins.values import (
     materialize,
     scalar,
     type_of,
+    zeros_of,
 )
 from ..errors import CompileError, CompileValueError, KernelTypeError, UnsupportedSyntaxError
 from ..types import ArrayType, IndexedArrayType, MatrixType, ScalarType, VectorType
@@ -142,7 +143,7 @@ class StoreLowerer(ExprLowerer):
 
     def replace_whole(self, ctx: Ctx, cur: Value, value: Value, aug: str | None) -> Value:
         if aug is not None:
-            value = ops.binary(ctx, aug, cur, value)
+            value = self.apply_aug(ctx, aug, cur, value)
         t = type_of(cur)
         new = materialize(ctx, value, t if isinstance(t, ScalarType) else None)
         if type_of(new) != t:
@@ -238,7 +239,11 @@ class StoreLowerer(ExprLowerer):
         return key
 
     def write_place(self, ctx: Ctx, place: memory.Place, value: Value, aug: str | None) -> None:
-        """arr[...] = value; `+=` / `-=` are atomic, as in Warp; other ops read-modify-write."""
+        """arr[...] = value; `+=` / `-=` are atomic, as in Warp; other ops read-modify-write, and
+        so do `+=` / `-=` that a user's operator function takes (Warp's operator overloading)."""
+        if aug is not None and self.user_operator(aug, zeros_of(ctx, place.type), value):
+            memory.store(ctx, place, self.apply_aug(ctx, aug, memory.load(ctx, place), value))
+            return
         if aug in ("add", "sub"):
             if aug == "sub":
                 value = ops.unary(ctx, "neg", value)
@@ -247,6 +252,16 @@ class StoreLowerer(ExprLowerer):
         if aug is not None:
             value = ops.binary(ctx, aug, memory.load(ctx, place), value)
         memory.store(ctx, place, value)
+
+    def apply_aug(self, ctx: Ctx, aug: str, cur: Value, value: Value) -> Value:
+        """cur <op> value: the user's operator function where one takes them, else the
+        builtin operator."""
+        user = self.user_operator(aug, cur, value)
+        if user is None:
+            return ops.binary(ctx, aug, cur, value)
+        operand = ast.Name("_", ast.Load(), lineno=ctx.loc.line, col_offset=0)
+        return materialize(ctx, self.call_operator(ctx, user, aug, (operand, operand), cur,
+                                                   value))
 
 
 
