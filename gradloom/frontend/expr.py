@@ -386,7 +386,10 @@ class ExprLowerer:
         return where(ctx, cond, a, b)
 
     def expr_Tuple(self, node: ast.Tuple) -> Value:
-        return TupleVal(tuple(self.value(e) for e in node.elts))
+        # a slice(...) may stand among the items: tile_view(t, offset=(slice(0, -1, 1),))
+        items = [self.expr(e) for e in node.elts]
+        return TupleVal(tuple(v if isinstance(v, slice) else self.as_value(self.ctx(e), v)
+                              for e, v in zip(node.elts, items, strict=True)))
 
     def expr_Call(self, node: ast.Call) -> Any:
         ctx = self.ctx(node)
