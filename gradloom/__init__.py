@@ -350,6 +350,9 @@ _ON_FIRST_USE = {
     "get_cuda_supported_archs": ".cuda_build", "print_diagnostics": ".diagnostics",
     # `import warp` answered by gradloom
     "install_as_warp": ".as_warp", "uninstall_as_warp": ".as_warp",
+    # Warp's hidden dense linear-algebra helpers for kernels
+    "dense_gemm": ".utils.dense", "dense_chol": ".utils.dense", "dense_subs": ".utils.dense",
+    "dense_solve": ".utils.dense",
 }
 #: Warp's submodules, imported when used (`wp.fem`: its value types only)
 _SUBMODULES = ("torch", "optim", "fem", "sparse", "render", "checkpoint", "geometry")
