@@ -180,18 +180,25 @@ def _det4(ctx: Ctx, c: tuple[Var, ...]) -> Var:
          group=_VM, signatures="(m: Matrix) -> Matrix")
 def inverse(ctx: Ctx, m: Value) -> Value:
     x = _mat(ctx, "inverse", m)
-    n = _rows(x)
-    det = _det(ctx, x.comps, n)
-    zero = ctx.const(0, x.type.dtype)
+    n, t = _rows(x), x.type.dtype
+    # a 4x4 inverse cancels heavily in its cofactors: they, the determinant and the scaling are
+    # computed in double precision and rounded once (as Warp computes most of them), so float32
+    # results are as accurate as Warp's
+    wide = n == 4 and t != float64
+    comps = tuple(ctx.op("cast", c, type=float64) for c in x.comps) if wide else x.comps
+    w = float64 if wide else t
+    det = _det(ctx, comps, n)
+    zero = ctx.const(0, w)
     singular = ctx.op("eq", det, zero)
-    safe = ctx.op("select", singular, ctx.const(1, x.type.dtype), det)
-    inv_det = ctx.op("select", singular, zero, ctx.op("div", ctx.const(1, x.type.dtype), safe))
+    safe = ctx.op("select", singular, ctx.const(1, w), det)
+    inv_det = ctx.op("select", singular, zero, ctx.op("div", ctx.const(1, w), safe))
     out = []
     for r in range(n):
         for c in range(n):  # adjugate: transpose of the cofactor matrix
-            cof = _det(ctx, _minor(x.comps, n, c, r), n - 1) if n > 1 else ctx.const(1, x.type.dtype)
+            cof = _det(ctx, _minor(comps, n, c, r), n - 1) if n > 1 else ctx.const(1, w)
             signed = cof if (r + c) % 2 == 0 else ctx.op("neg", cof)
-            out.append(ctx.op("mul", signed, inv_det))
+            value = ctx.op("mul", signed, inv_det)
+            out.append(ctx.op("cast", value, type=t) if wide else value)
     return Composite(x.type, tuple(out))
 
 

@@ -129,7 +129,18 @@ def normalize_shape(shape: Any, what: str = "shape", infer: bool = False) -> tup
     if holes and not (infer and holes == [-1]):
         raise ArrayValueError(f"invalid {what}={dims}: Array shapes must be non-negative"
                               + (" (one -1 may stand for the remaining size)" if infer else ""))
+    check_int32_dims(dims, what)
     return dims
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def check_int32_dims(dims: tuple[int, ...], what: str = "shape") -> None:
+    """Kernels index and read `.shape` in int32 (as Warp's), so no dimension may exceed it."""
+    if any(d > _INT32_MAX for d in dims):
+        raise ArrayValueError(f"invalid {what}={dims}: Array shapes must not exceed the maximum "
+                              f"representable value of a signed 32-bit integer ({_INT32_MAX})")
 
 
 def infer_dtype(arr: NDArray) -> ScalarType:
@@ -179,6 +190,8 @@ def fit_data(arr: NDArray, t: Any, shape: tuple[int, ...] | None) -> NDArray:
         raise GradloomError("array data must have at least one dimension")
     if es:
         n = math.prod(es)
+        while arr.ndim > 1 and arr.shape[-1] == 1 and arr.shape[-len(es):] != es:
+            arr = arr[..., 0]  # inner dims of length 1 are dropped first, as Warp does
         if arr.shape == es:  # exactly one element (as Warp: one matrix from 2x2 data)
             arr = arr.reshape((1, *es))
         elif arr.shape[-len(es) :] == es and arr.ndim > len(es):
@@ -192,6 +205,7 @@ def fit_data(arr: NDArray, t: Any, shape: tuple[int, ...] | None) -> NDArray:
                 f"data of shape {arr.shape} does not fit dtype {t!r}: its trailing dimensions "
                 f"must be {es} or a last dimension that is a multiple of {n}"
             )
+    check_int32_dims(arr.shape[:arr.ndim - len(es)], "data shape")
     return _trailing_contiguous(arr, len(es))
 
 
