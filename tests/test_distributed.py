@@ -369,3 +369,20 @@ def test_bad_arguments_name_the_argument() -> None:
         comm.all_reduce(a, adjoint="mean")
     with pytest.raises(gd.DistributedError, match=r"expected a gradloom array"):
         comm.all_reduce(np.zeros(3))
+
+
+def test_the_group_init_created_is_torn_down_before_interpreter_exit(tmp_path: Path) -> None:
+    """Left to the C++ destructors at exit, gloo aborted a rank now and then after every step had
+    succeeded ("terminate called without an active exception"); gd.init destroys the group it
+    created at exit. The script's own exit hook, registered first, runs after gradloom's."""
+    script = (
+        "import atexit, sys, torch.distributed as dist\n"
+        "atexit.register(lambda: print('initialized at exit:', dist.is_initialized()))\n"
+        "import gradloom.distributed as gd\n"
+        f"comm = gd.init(init_method='file://{tmp_path / 'rendezvous'}', rank=0, world_size=1)\n"
+        "print('size', comm.size)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "GLOO_SOCKET_IFNAME": "lo"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "size 1" in done.stdout
+    assert "initialized at exit: False" in done.stdout, done.stdout
