@@ -241,3 +241,44 @@ def test_cptr_reads_struct_elements():
     p = items.cptr()
     assert p[2].i == 2 and p[2].f == 1.0
     assert p[2].v == wp.vec3(2.0, 0.0, 1.0) and p[1].v != wp.vec3(2.0, 0.0, 1.0)
+
+
+# =============================================================================================
+# 7. annotations: a dtype-only tile in a @wp.func, a class no array can hold
+
+
+@wp.func
+def tile_twice(t: wp.tile[float]) -> wp.tile[float]:  # any shape
+    return t * 2.0
+
+
+@wp.kernel
+def tile_through_dtype_only_func(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(2, 4), offset=(i * 2, 0))
+    wp.tile_store(out, tile_twice(t), offset=(i * 2, 0))
+
+
+def test_dtype_only_tile_parameter_takes_the_tile():
+    a = wp.array(np.arange(16, dtype=np.float32).reshape(4, 4), dtype=float, device=DEVICE)
+    out = wp.zeros((4, 4), dtype=float, device=DEVICE)
+    wp.launch_tiled(tile_through_dtype_only_func, dim=[2], inputs=[a, out], block_dim=1,
+                    device=DEVICE)
+    np.testing.assert_array_equal(out.numpy(), 2.0 * a.numpy())
+
+
+class NotAnElementType:
+    pass
+
+
+@gradloom_only
+def test_annotation_of_an_unknown_class_fails_where_used():
+    ann = wp.array[NotAnElementType]  # as Warp: kept, checked when code uses it
+    assert ann.dtype is NotAnElementType
+
+    @wp.kernel(module="unique")
+    def takes_it(x: ann):
+        pass
+
+    with pytest.raises(wp.GradloomError, match="unsupported array dtype"):
+        run(takes_it, 1, wp.zeros(1, dtype=float, device=DEVICE))

@@ -13,6 +13,7 @@ from ..types import (
     IndexedArrayType,
     MatrixType,
     ScalarType,
+    TileType,
     VectorType,
     resolve_annotation,
 )
@@ -67,6 +68,8 @@ def is_generic(t: Any) -> bool:
         return True  # `wp.types.vector(Any, float)`
     if isinstance(t, MatrixType) and typing.Any in (t.rows, t.cols):
         return True
+    if isinstance(t, TileType) and t.shape is typing.Any:
+        return True  # `wp.tile[float]`: a tile of any shape
     if isinstance(t, (ArrayType, IndexedArrayType, VectorType, MatrixType)):
         return is_generic(t.dtype)
     return False
@@ -85,6 +88,8 @@ def matches_template(t: Any, template: Any) -> bool:
         return t in template.members
     if not is_generic(template):
         return bool(t == template)
+    if isinstance(template, TileType):
+        return type(t) is type(template) and matches_template(t.dtype, template.dtype)
     if isinstance(template, (ArrayType, IndexedArrayType)):
         return type(t) is type(template) and t.ndim == template.ndim and \
             getattr(t, "indexed", None) == getattr(template, "indexed", None) and \

@@ -39,6 +39,8 @@ def resolve_annotation(obj: Any) -> Any:
         return typing.Any
     if isinstance(obj, TileType):
         return obj
+    if isinstance(obj, TileAnnotation) and not obj.shape:  # `wp.tile[float]`: any shape
+        return TileType(resolve_annotation(obj.dtype), typing.Any)  # type: ignore[arg-type]
     if isinstance(obj, TileAnnotation) and all(isinstance(d, int) for d in obj.shape):
         return TileType(resolve_annotation(obj.dtype), obj.shape)
     if isinstance(obj, TileAnnotation) or obj is tile:

@@ -79,7 +79,13 @@ class _GlType:
         if obj is None:
             generic = ArrayType(dtype=typing.Any, ndim=owner._fixed_ndim or 1)
             return lambda: generic
-        gl = obj._type
+        gl, error = obj._type, obj._dtype_error
+        if error is not None:  # an annotation of a dtype no array can hold: refused when used
+
+            def refuse() -> ArrayType:
+                raise GradloomError(error)
+
+            return refuse
         return lambda: gl
 
 
@@ -92,6 +98,7 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     #: in a kernel, `wp.array(ptr=..., shape=..., dtype=...)` is an array over raw memory
     __gl_kernel_builtin__: ClassVar[str] = "array"
     _ref: Any = None
+    _dtype_error: str | None = None
 
     dtype: Any
     shape: tuple[int, ...]
@@ -186,7 +193,14 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
         return cls(dtype=params)
 
     def _init_annotation(self, dtype: Any, ndim: int | None) -> None:
-        t = typing.Any if dtype is typing.Any else resolve_dtype(dtype)
+        try:
+            t = typing.Any if dtype is typing.Any else resolve_dtype(dtype)
+        except GradloomError as exc:
+            if not isinstance(dtype, type):
+                raise
+            # as Warp, an annotation keeps a class it does not know as its dtype; the error
+            # comes where the annotation is used (a kernel's or function's parameter)
+            t, self._dtype_error = dtype, str(exc)
         n = 1 if ndim is None else int(ndim)
         if not 1 <= n <= MAX_DIMS:
             raise GradloomError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
