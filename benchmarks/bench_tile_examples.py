@@ -1,6 +1,6 @@
 """warp-lang's tile examples on gradloom and on warp-lang's CPU: ms per call, one run, one thread.
 
-    python benchmarks/bench_tile_examples.py [--runs 5] [--bodies 2048] [--height 64]
+    python benchmarks/bench_tile_examples.py [--runs 5] [--bodies 2048] [--height 64] [--cpu-time]
 
 Each example is read from the installed wheel (examples_src.py) with `wp` bound to either
 backend, and its own kernels are launched as its `__main__` block or `Example` does: matmul
@@ -12,6 +12,10 @@ the rounds. Columns: gradloom at its default
 thread count and at one thread, warp-lang's CPU backend (serial); speedup = warp-lang's time
 over gradloom's (default, 1 thread). Each row checks that every column's output agrees with
 warp-lang's (max |a - b| <= 1e-3 max |b|), so a fast wrong answer shows as WRONG.
+
+--cpu-time times with the process's CPU time (time.process_time) instead of the wall clock: on
+a machine shared with other busy processes, the time they take from this one is not counted
+(the default-thread column then counts the CPU time of all of gradloom's threads).
 """
 
 from __future__ import annotations
@@ -83,16 +87,21 @@ EXAMPLES = {"tile_matmul": matmul, "tile_cholesky": cholesky, "tile_nbody": nbod
             "tile_mcgp": mcgp}
 
 
-def sample(wp: Any, run: Callable[[], None], reps: int) -> float:
-    """Seconds per call over reps calls."""
-    t0 = time.perf_counter()
+Clock = Callable[[], float]
+
+
+def sample(wp: Any, run: Callable[[], None], reps: int, clock: Clock = time.perf_counter
+           ) -> float:
+    """Seconds per call over reps calls (by `clock`)."""
+    t0 = clock()
     for _ in range(reps):
         run()
     wp.synchronize_device("cpu")
-    return (time.perf_counter() - t0) / reps
+    return (clock() - t0) / reps
 
 
-def interleaved(cols: list[tuple[Any, int, Run]], runs: int, threads: Any) -> list[float]:
+def interleaved(cols: list[tuple[Any, int, Run]], runs: int, threads: Any,
+                clock: Clock) -> list[float]:
     """Median seconds per call of each column; every round times every gradloom column once,
     in a shuffled order (load on the machine then falls on all alike), the same calls each;
     warp-lang's column (the last) is warmed up and timed after them (bench_tile_gemm.py: code
@@ -102,12 +111,12 @@ def interleaved(cols: list[tuple[Any, int, Run]], runs: int, threads: Any) -> li
     run()  # compile
     wp.synchronize_device("cpu")
     reps = min(1000, max(1, int(2e-3 / max(sample(wp, run, 1), 1e-7))))
-    return (_rounds(cols[:-1], runs, threads, reps, True) +
-            _rounds(cols[-1:], runs, threads, reps, False))
+    return (_rounds(cols[:-1], runs, threads, reps, True, clock) +
+            _rounds(cols[-1:], runs, threads, reps, False, clock))
 
 
 def _rounds(cols: list[tuple[Any, int, Run]], runs: int, threads: Any, reps: int,
-            first_ready: bool) -> list[float]:
+            first_ready: bool, clock: Clock) -> list[float]:
     """The rounds of these columns, each first brought to the two calls (a compile and a
     sample) the first column made (`first_ready`: it did here): nbody's state moves each call."""
     for k, (wp, n, (run, _)) in enumerate(cols):
@@ -124,7 +133,7 @@ def _rounds(cols: list[tuple[Any, int, Run]], runs: int, threads: Any, reps: int
         for k in order:
             wp, n, (run, _) = cols[k]
             threads(n)
-            times[k].append(sample(wp, run, reps))
+            times[k].append(sample(wp, run, reps, clock))
     return [statistics.median(t) for t in times]
 
 
@@ -134,6 +143,8 @@ def main() -> None:
     p.add_argument("--bodies", type=int, default=2048)
     p.add_argument("--height", type=int, default=16)
     p.add_argument("--examples", nargs="+", default=list(EXAMPLES))
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time with the process's CPU time instead of the wall clock")
     args = p.parse_args()
     import warp
 
@@ -160,7 +171,8 @@ def main() -> None:
             with wp.ScopedDevice("cpu"):
                 jobs.append((wp, n, EXAMPLES[name](mod, wp, args)))
         with warp.ScopedDevice("cpu"), gradloom.ScopedDevice("cpu"):
-            ts = interleaved(jobs, args.runs, threads)
+            ts = interleaved(jobs, args.runs, threads,
+                             time.process_time if args.cpu_time else time.perf_counter)
         threads(default_threads)
         outs = [job[1]() for _, _, job in jobs]
         ow = outs[-1]

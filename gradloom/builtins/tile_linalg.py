@@ -54,18 +54,20 @@ def _factor(ctx: Ctx, a: TileVal, out: TileVal) -> None:
         j = jv[0]
         d = ctx.op("sqrt", ctx.op("sub", read(ctx, a, [j, j]),
                                   _dot_below(ctx, out, [None, j], out, [None, j], j)))
+        # the rows below divide by d as one multiplication each, as Warp's CPU factor does
+        inv = ctx.op("div", ctx.const(1, t), d)
         below = ctx.op("sub", _one(ctx, n - 1), j)
         if n >= _ROWS:
             grouped = ctx.op("ge", below, _one(ctx, _ROWS))
             groups = ctx.op("select", grouped, ctx.op("shr", ctx.op(
                 "add", below, _one(ctx, _ROWS - 1)), _one(ctx, _ROWS.bit_length() - 1)),
                 _one(ctx, 0))
-            count_loop(ctx, groups, [], lambda g, _: _rows(ctx, a, out, j, d, ctx.op(
+            count_loop(ctx, groups, [], lambda g, _: _rows(ctx, a, out, j, inv, ctx.op(
                 "min", ctx.op("add", ctx.op("add", j, _one(ctx, 1)),
                               ctx.op("mul", g, _one(ctx, _ROWS))), _one(ctx, n - _ROWS)), _ROWS))
             below = ctx.op("select", grouped, _one(ctx, 0), below)
         count_loop(ctx, below, [], lambda r, _: _rows(
-            ctx, a, out, j, d, ctx.op("add", ctx.op("add", j, _one(ctx, 1)), r), 1))
+            ctx, a, out, j, inv, ctx.op("add", ctx.op("add", j, _one(ctx, 1)), r), 1))
         write(ctx, out, [j, j], d)
     each(ctx, (n,), column)
 
@@ -81,17 +83,18 @@ def _factor(ctx: Ctx, a: TileVal, out: TileVal) -> None:
     each(ctx, (n,), move_down)
 
 
-def _rows(ctx: Ctx, a: TileVal, out: TileVal, j: Var, d: Var, i0: Var, count: int) -> list[Var]:
+def _rows(ctx: Ctx, a: TileVal, out: TileVal, j: Var, inv: Var, i0: Var,
+          count: int) -> list[Var]:
     """L[i, j] for the rows i0 .. i0 + count - 1 (> j), into the transposed copy out[j, i]:
-    (a[i, j] - Σ_{k < j} L[i, k] L[j, k]) / d. The rows' indices are int64, so the optimiser
-    sees their words in a row of the copy as consecutive."""
+    (a[i, j] - Σ_{k < j} L[i, k] L[j, k]) * inv (inv = 1 / L[j, j]). The rows' indices are
+    int64, so the optimiser sees their words in a row of the copy as consecutive."""
     first = ctx.op("cast", i0, type=int64)
     idx = [first if r == 0 else ctx.op("add", first, ctx.const(r, int64)) for r in range(count)]
     sums = count_loop(ctx, j, [ctx.const(0, a.type.dtype)] * count, lambda k, c: [
         ctx.op("add", c[r], ctx.op("mul", read(ctx, out, [k, i]), read(ctx, out, [k, j])))
         for r, i in enumerate(idx)])
     for i, s in zip(idx, sums, strict=True):
-        write(ctx, out, [j, i], ctx.op("div", ctx.op("sub", read(ctx, a, [i, j]), s), d))
+        write(ctx, out, [j, i], ctx.op("mul", ctx.op("sub", read(ctx, a, [i, j]), s), inv))
     return []
 
 
