@@ -15,7 +15,7 @@ import gradloom as wp
 from gradloom.autodiff import forward
 from gradloom.autodiff.forward import MEMORY_RULES, tangent_kernel
 from gradloom.errors import CompileError
-from gradloom.ir import prims
+from gradloom.ir.prim_entry import jvp_of
 from gradloom.ir.prims import PRIMS, Effect, MemoryRule, Prim
 from gradloom.types import bool_, float32, int32, int64, ptr
 
@@ -78,9 +78,9 @@ def test_jvp_of_is_the_row_of_partials() -> None:
             self.args, self.result = args, result
 
     x, y = 3.0, 5.0
-    mul = prims.jvp_of(PRIMS["mul"].vjp)  # type: ignore[arg-type]
+    mul = jvp_of(PRIMS["mul"].vjp)  # type: ignore[arg-type]
     assert mul(Numbers(), FakeOp((x, y), x * y), (2.0, 7.0)) == pytest.approx(2.0 * y + 7.0 * x)
-    div = prims.jvp_of(PRIMS["div"].vjp)  # type: ignore[arg-type]
+    div = jvp_of(PRIMS["div"].vjp)  # type: ignore[arg-type]
     got = div(Numbers(), FakeOp((x, y), x / y), (2.0, 7.0))
     assert got == pytest.approx(2.0 / y - 7.0 * x / y**2)
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gradloom.ir.prims import OBSERVABLE, PRIMS, Effect, Prim
+from gradloom.ir.prim_entry import OBSERVABLE
+from gradloom.ir.prims import PRIMS, Effect, Prim
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gradloom"
 
