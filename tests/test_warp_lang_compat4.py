@@ -5,6 +5,8 @@ Runs on gradloom by default and on warp-lang with GL_TEST_BACKEND=warp (wpcompat
 checks the expectations themselves; gradloom-only tests are marked.
 """
 
+import typing
+
 import numpy as np
 import pytest
 from wpcompat import BACKEND, DEVICE, wp
@@ -282,3 +284,30 @@ def test_annotation_of_an_unknown_class_fails_where_used():
 
     with pytest.raises(wp.GradloomError, match="unsupported array dtype"):
         run(takes_it, 1, wp.zeros(1, dtype=float, device=DEVICE))
+
+
+@wp.func
+def rows_of(a: wp.array[float, typing.Any]) -> float:
+    return float(a.shape[0])
+
+
+@wp.kernel(module="unique")  # its own module: warp-lang cannot build it (see below)
+def any_ndim_kernel(a: wp.array(dtype=float), b: wp.array2d(dtype=float),
+                    out: wp.array(dtype=float)):
+    out[0] = rows_of(a)  # one function for arrays of any number of dimensions
+    out[1] = rows_of(b)
+
+
+def test_array_annotation_with_any_ndim():
+    for family in (wp.array, wp.indexedarray, wp.fabricarray, wp.indexedfabricarray):
+        ann = family[float, typing.Any]
+        assert ann.ndim is typing.Any and ann.dtype == wp.float32
+
+
+@gradloom_only
+def test_function_parameter_with_any_ndim():
+    """A superset: warp-lang 1.19 keeps the annotation but matches no array with it."""
+    out = wp.zeros(2, dtype=float, device=DEVICE)
+    run(any_ndim_kernel, 1, wp.zeros(5, dtype=float, device=DEVICE),
+        wp.zeros((3, 2), dtype=float, device=DEVICE), out)
+    np.testing.assert_array_equal(out.numpy(), [5.0, 3.0])

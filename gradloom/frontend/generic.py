@@ -70,6 +70,8 @@ def is_generic(t: Any) -> bool:
         return True
     if isinstance(t, TileType) and t.shape is typing.Any:
         return True  # `wp.tile[float]`: a tile of any shape
+    if isinstance(t, (ArrayType, IndexedArrayType)) and t.ndim is typing.Any:
+        return True  # `wp.array[float, Any]`: any number of dimensions
     if isinstance(t, (ArrayType, IndexedArrayType, VectorType, MatrixType)):
         return is_generic(t.dtype)
     return False
@@ -91,7 +93,7 @@ def matches_template(t: Any, template: Any) -> bool:
     if isinstance(template, TileType):
         return type(t) is type(template) and matches_template(t.dtype, template.dtype)
     if isinstance(template, (ArrayType, IndexedArrayType)):
-        return type(t) is type(template) and t.ndim == template.ndim and \
+        return type(t) is type(template) and _size_fits(t.ndim, template.ndim) and \
             getattr(t, "indexed", None) == getattr(template, "indexed", None) and \
             matches_template(t.dtype, template.dtype)
     if isinstance(template, VectorType):

@@ -11,8 +11,11 @@ from ... import types
 from ...types import MatrixType, ScalarType, StructType, VectorType, type_repr
 
 
-def annotation_ndim(n: Any) -> int:
-    """An ndim parameter: an int or `Literal[n]`."""
+def annotation_ndim(n: Any) -> Any:
+    """An ndim parameter: an int or `Literal[n]`; `Any` (any number of dimensions, a generic
+    annotation) stays `Any`."""
+    if n is typing.Any:
+        return n
     if typing.get_origin(n) is typing.Literal:
         n = typing.get_args(n)[0]
     return int(n)
@@ -61,6 +64,8 @@ class AnnotationProtocols:
 
     def annotation_repr(self) -> str:
         family, dtype, ndim = self._annotation_key() or ("array", self.dtype, self.ndim)
+        if ndim is typing.Any:
+            return f"wp.{family}[{_dtype_text(dtype)}, Any]"
         if family == "array" and 2 <= ndim <= 4:
             return f"wp.array{ndim}d[{_dtype_text(dtype)}]"
         if ndim == 1:

@@ -201,8 +201,8 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
             # as Warp, an annotation keeps a class it does not know as its dtype; the error
             # comes where the annotation is used (a kernel's or function's parameter)
             t, self._dtype_error = dtype, str(exc)
-        n = 1 if ndim is None else int(ndim)
-        if not 1 <= n <= MAX_DIMS:
+        n = 1 if ndim is None else ndim if ndim is typing.Any else int(ndim)
+        if n is not typing.Any and not 1 <= n <= MAX_DIMS:
             raise GradloomError(f"arrays have 1 to {MAX_DIMS} dimensions, got ndim={ndim}")
         self._annotation, self.dtype, self.ndim = True, t, n
         self._type = ArrayType(dtype=t, ndim=n)

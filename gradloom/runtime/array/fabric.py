@@ -105,8 +105,7 @@ class _Family(ArrayArithmetic, AnnotationProtocols):
             return cls(dtype=params)
         if len(params) != 2:
             raise TypeError(f"wp.{cls._family}[...] takes (dtype) or (dtype, ndim)")
-        ndim = None if params[1] is typing.Any else annotation_ndim(params[1])
-        return cls(dtype=params[0], ndim=ndim or 1)
+        return cls(dtype=params[0], ndim=annotation_ndim(params[1]))
 
     def _annotation_key(self) -> tuple[str, Any, int] | None:
         return (self._family, self.dtype, self.ndim) if self.device is None else None
@@ -206,7 +205,8 @@ class fabricarray(_Family):
         self.access = None
         if data is None:  # an annotation: wp.fabricarray(dtype=float, ndim=2)
             self.dtype = dtype if dtype is typing.Any else resolve_dtype(dtype)
-            self.ndim, self.device, self.size, self.shape = int(ndim or 1), None, 0, (0,)
+            self.ndim = typing.cast(int, ndim) if ndim is typing.Any else int(ndim or 1)  # generic
+            self.device, self.size, self.shape = None, 0, (0,)
             return
         iface, info = _attribute(data, attrib)
         self.device = get_device(iface.get("device"))
@@ -294,7 +294,8 @@ class indexedfabricarray(_Family):
         self.fa, self.indices = fa, indices
         if fa is None:
             self.dtype = typing.Any if dtype is None or dtype is typing.Any else resolve_dtype(dtype)
-            self.ndim, self.device, self.size, self.shape = int(ndim or 1), None, 0, (0,)
+            self.ndim = typing.cast(int, ndim) if ndim is typing.Any else int(ndim or 1)  # generic
+            self.device, self.size, self.shape = None, 0, (0,)
             return
         if not isinstance(indices, array) or indices.ndim != 1 or indices.dtype != int32:
             raise GradloomError(f"index arrays must be 1-D int32 wp.array, got {indices!r}")

@@ -51,8 +51,8 @@ class indexedarray(ArrayArithmetic, AnnotationProtocols):
         if data is None:  # an annotation: wp.indexedarray(dtype=float, ndim=2)
             self.dtype = typing.Any if dtype is None or dtype is typing.Any \
                 else resolve_dtype(dtype)
-            self.ndim = int(ndim or 1)
-            self.shape: tuple[int, ...] = (0,) * self.ndim
+            self.ndim = typing.cast(int, ndim) if ndim is typing.Any else int(ndim or 1)  # generic
+            self.shape: tuple[int, ...] = (0,) * (1 if ndim is typing.Any else self.ndim)
             self.device: Any = None
             self.size = 0
             return
