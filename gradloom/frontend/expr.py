@@ -208,8 +208,11 @@ class ExprLowerer:
     def component_index(self, node: ast.Attribute, base: Composite) -> int:
         idx = _COMPONENT.get(node.attr)
         if idx is None or not isinstance(base.type, VectorType) or idx >= base.type.length:
-            raise CompileError(f"{base.type!r} has no component '{node.attr}'",
-                               self.info.loc(node))
+            # Warp's words and type (an AttributeError), then ours
+            raise CompileAttributeError(
+                f"`{node.attr}` is not an attribute of '{ast.unparse(node.value)}' "
+                f"({base.type!r}): {base.type!r} has no component '{node.attr}'",
+                self.info.loc(node))
         return idx
 
     def component(self, ctx: Ctx, base: Composite, index: Value) -> Value:

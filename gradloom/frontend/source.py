@@ -8,11 +8,40 @@ import copy
 import hashlib
 import inspect
 import textwrap
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..builtins.registry import Builtin
 from ..errors import SourceLoc, UnsupportedSyntaxError
+
+
+class Closure(Mapping[str, Any]):
+    """A function's closure variables, read when looked up (as Python and Warp resolve them):
+    a kernel may use a name its enclosing function assigns only after the definition. An empty
+    cell is no entry."""
+
+    def __init__(self, cells: dict[str, Any]) -> None:
+        self._cells = cells
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._cells[name].cell_contents
+        except ValueError:  # not assigned (yet)
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n in self._cells if n in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, name: object) -> bool:
+        cell = self._cells.get(name) if isinstance(name, str) else None
+        try:
+            return cell is not None and (cell.cell_contents, True)[1]
+        except ValueError:
+            return False
 
 
 @dataclass
@@ -25,7 +54,7 @@ class SourceInfo:
     first_line: int
     col_offset: int
     text: str
-    closure: dict[str, Any] = field(default_factory=dict)
+    closure: Mapping[str, Any] = field(default_factory=dict)
     #: the `wp.static(...)` calls evaluated when the function was declared (id of the call
     #: node: its value), as Warp does; the others are evaluated while compiling (static.py)
     statics: dict[int, Any] = field(default_factory=dict)
@@ -77,13 +106,8 @@ def parse_function(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
                         indent + getattr(fdef, "col_offset", 0), pyfunc.__name__)
         raise UnsupportedSyntaxError(f"{pyfunc.__name__!r} is {what}; kernels and funcs are "
                                      "plain 'def' functions", loc)
-    closure = {}
-    if pyfunc.__closure__:
-        for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__, strict=True):
-            try:
-                closure[name] = cell.cell_contents
-            except ValueError:
-                continue
+    closure = Closure(dict(zip(pyfunc.__code__.co_freevars, pyfunc.__closure__ or (),
+                               strict=True)))
     if transformers:  # the rewritten code is what compiles: hash it too
         text += "\n# transformed:\n" + ast.dump(fdef)
     return SourceInfo(pyfunc, fdef, file, first, indent, text, closure)
