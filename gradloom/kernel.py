@@ -146,6 +146,7 @@ class Kernel:
         self._compiled = self._adjoint = None
         self.__dict__.pop("_gl_dual", None)
         self.__dict__.pop("_gl_fresh", None)
+        self.__dict__.pop("_gl_grad_reads", None)
         self._locs = None
 
     @property
@@ -296,6 +297,16 @@ class Kernel:
         if not chosen:
             return "adjoint", chosen
         return pipeline.fresh_variant(tuple(sorted(chosen))), chosen
+
+    def gradient_reads(self) -> frozenset[int]:
+        """Positions of the arrays whose gradient the adjoint only reads
+        (pipeline.read_gradients): a Tape hands it their seeds where they are."""
+        known: frozenset[int] | None = self.__dict__.get("_gl_grad_reads")
+        if known is None:
+            from . import pipeline
+
+            known = self._gl_grad_reads = pipeline.read_gradients(self)
+        return known
 
     def adjoint_reads(self) -> frozenset[tuple[int, str | None]] | None:
         """The arrays (keyed as `CompiledKernel.access`) whose contents before a launch the

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import config
-from .abi import arg_offsets
+from .abi import GRAD_SLOT, arg_offsets
 from .autodiff.access import analyze
 from .autodiff.forward import tangent_kernel
 from .autodiff.reverse import adjoint_kernel
@@ -21,7 +21,7 @@ from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, KernelTypeError
 from .frontend.lower import lower_kernel
 from .ir.builder import DIFFERENTIATED
-from .ir.nodes import KernelIR, walk_ops
+from .ir.nodes import KernelIR, pointer_root, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.custom import inline_custom
@@ -71,6 +71,26 @@ def fresh_candidates(kernel: Any) -> frozenset[int]:
         return frozenset()
     return frozenset(i for i, spec in _fresh_specs(kernel, range(len(kernel.params))).items()
                      if fresh_ir(ir, {spec[0]: spec[1]}) is not None)
+
+
+def read_gradients(kernel: Any) -> frozenset[int]:
+    """Positions of the arrays whose gradient the kernel's adjoint only reads (`adj_read`,
+    through views too) or never touches: a Tape may hand it a seed where the seed is."""
+    try:
+        ir, _ = kernel_ir(kernel, Variant.ADJOINT)
+    except Exception:
+        return frozenset()
+    defs = {op.result.id: op for op in walk_ops(ir.body) if op.result is not None}
+    written: set[int] = set()  # argument offsets of pointers used other than by reads
+    for op in walk_ops(ir.body):
+        for k, a in enumerate(op.args):
+            root = pointer_root(defs, a)
+            if root is not None and root.prim == "arg" and \
+                    not (k == 0 and op.prim in ("adj_read", "ptr_add")):
+                written.add(int(root.attr))
+    offsets, _ = arg_offsets([t for _, t in kernel.params])
+    return frozenset(i for i, (_, t) in enumerate(kernel.params)
+                     if type(t) is ArrayType and offsets[i] + GRAD_SLOT not in written)
 
 
 def _zeroing(kernel: Any, ir: KernelIR, name: str) -> KernelIR:

@@ -268,3 +268,96 @@ def test_gradient_after_deferred_zero_matches_fd_and_eager(kernel: wp.Kernel) ->
 
     fd = (loss(x0 + eps * d) - loss(x0 - eps * d)) / (2 * eps)
     assert abs(fd - float(lazy @ d)) <= 1e-6 * max(1.0, abs(fd))
+
+
+# ---- seeds copied into gradients when first used, or read where they are -------------------
+
+
+def _copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Bytes copied from seeds into waiting gradients, call by call."""
+    calls: list[int] = []
+    copy_into = lazy_zero.copy_into
+
+    def counted(dst: np.ndarray, src: np.ndarray) -> None:
+        calls.append(dst.nbytes)
+        copy_into(dst, src)
+
+    monkeypatch.setattr(lazy_zero, "copy_into", counted)
+    return calls
+
+
+def test_training_loop_neither_zeroes_nor_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y, s = _arrays()
+    expected = A * s.numpy()
+    _backward(x, y, s).zero()
+    fills, copies = _fills(monkeypatch), _copies(monkeypatch)
+    for _ in range(3):
+        tape = _backward(x, y, s)  # y's seed read where it is; x.grad zeroed by the adjoint
+        assert np.array_equal(x.grad.numpy(), expected)
+        tape.zero()
+    assert not fills and not copies
+    assert np.array_equal(y.grad.numpy(), np.zeros(N, np.float32))
+    assert np.array_equal(s.numpy(), _arrays()[2].numpy())  # the seed is never written
+
+
+@pytest.mark.parametrize("change", ["assign", "numpy", "fill", "launch"])
+def test_a_seed_changed_after_backward_leaves_the_gradient_a_copy(change: str) -> None:
+    x, y, s = _arrays()
+    before = s.numpy().copy()
+    _backward(x, y, s)
+    if change == "assign":
+        s.assign(np.zeros(N, np.float32))
+    elif change == "numpy":
+        s.numpy()[:] = 0.0
+    elif change == "fill":
+        s.fill_(3.0)
+    else:
+        wp.launch(double_into, N, inputs=[x, s])
+    assert np.array_equal(y.grad.numpy(), before)
+    assert np.array_equal(x.grad.numpy(), A * before)
+
+
+def test_a_seed_held_by_a_numpy_view_is_copied_at_once() -> None:
+    x, y, s = _arrays()
+    view = s.numpy()
+    tape = wp.Tape()
+    with tape:
+        wp.launch(saxpy, N, inputs=[A, x, y])
+    tape.backward(grads={y: s})
+    assert lazy_zero.seed_of(y.grad) is None
+    view[:] = 0.0
+    assert not np.array_equal(y.grad.numpy(), view)
+
+
+def test_a_seed_the_adjoint_writes_is_copied_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y, _ = _arrays()
+    start = np.random.default_rng(4).random(N, dtype=np.float32)
+    x.grad.assign(start)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(saxpy, N, inputs=[A, x, y])
+    tape.backward(grads={y: x.grad})  # the seed is x.grad, which the adjoint adds into
+    assert np.array_equal(y.grad.numpy(), start)
+    assert np.array_equal(x.grad.numpy(), start + A * start)
+
+
+def test_vector_seeds_read_in_place_and_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    n, dt = N // 3 + 1, np.float32(0.25)
+    rng = np.random.default_rng(5)
+    x = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, requires_grad=True)
+    v = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, requires_grad=True)
+    sx = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3)
+    sv = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3)
+    copies = _copies(monkeypatch)
+    for _ in range(2):
+        tape = wp.Tape()
+        with tape:
+            wp.launch(integrate, n, inputs=[x, v, wp.vec3(0.0, -9.8, 0.0), float(dt)])
+        tape.backward(grads={x: sx, v: sv})
+        # x's seed is only read (in place); v's gradient is added into (copied first)
+        assert copies == [v.grad.numpy().nbytes]
+        # d(x_out)/dx = 1, d(x_out)/dv = dt, d(v_out)/dv = 1
+        assert np.array_equal(x.grad.numpy(), sx.numpy())
+        assert np.array_equal(v.grad.numpy(), sv.numpy() + dt * sx.numpy())
+        tape.zero()
+        copies.clear()

@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ...abi import BLOCK_ARGS
 from ...errors import CompileError, TapeError
 from ..array import lazy_zero
@@ -125,14 +127,15 @@ class LaunchRecord:
     def backward(self) -> None:
         if ACTIVE_CAPTURE.get() is not None:
             refuse_while_capturing("Tape.backward()")
-        variant, fresh = self._fresh()
+        variant, fresh, seeds = self._gradient_plan()
         prepared = self.device.backend.prepared(self.kernel, variant, self.device)
         self.check_overlap(prepared.compiled, prepared.packer)
-        for (i, field), _, a in self.given:  # gradients Tape.zero() left unzeroed: zeroed now
-            if a.grad is not None and (field is not None or i not in fresh):
+        for (i, field), _, a in self.given:  # gradients left unzeroed or unseeded: done now
+            if a.grad is not None and (field is not None or (i not in fresh and i not in seeds)):
                 lazy_zero.settle(a.grad)
+        grads = {**{i: lazy_zero.memory(a.grad) for i, a in fresh.items()}, **seeds}
         try:
-            args, working = self.adjoint_args(fresh)
+            args, working = self.adjoint_args(grads)
             restart: Callable[[], None] | None = None
             if working and prepared.compiled.uses_stack:
                 restart = self._restarter(args, working)
@@ -146,21 +149,38 @@ class LaunchRecord:
             lazy_zero.discard(a.grad)
         self._consume_replaced_minmax()
 
-    def _fresh(self) -> tuple[str, dict[int, array]]:
-        """The adjoint variant to run, and {position: array} of the arrays whose gradient's
+    def _gradient_plan(self) -> tuple[str, dict[int, array], dict[int, NDArray]]:
+        """The adjoint variant to run; {position: array} of the arrays whose gradient's
         zeroing `Tape.zero()` deferred and that variant zeroes itself, each thread its own
-        element (passes/fresh_gradients.py): on the CPU, a 1-D launch over all of the array,
-        no other argument sharing its memory."""
-        if self.device is not CPU or len(self.dims) != 1:
-            return "adjoint", {}
+        element (passes/fresh_gradients.py: a 1-D launch over all of the array); {position:
+        seed memory} of the arrays whose gradient waits for a seed the adjoint only reads
+        (`Tape.backward(grads=...)`), read where it is. On the CPU, for arrays no other
+        argument shares memory with."""
+        if self.device is not CPU:
+            return "adjoint", {}, {}
         memories = [id(a._mem) for _, _, a in self.given]
-        pending = {i: a for (i, field), _, a in self.given if field is None
-                   and a.grad is not None and a.shape == self.dims
-                   and lazy_zero.is_pending(a.grad) and memories.count(id(a._mem)) == 1}
+        alone = {i: a for (i, field), _, a in self.given if field is None
+                 and a.grad is not None and memories.count(id(a._mem)) == 1}
+        seeds = self._seeds_in_place(alone)
+        pending = {i: a for i, a in alone.items() if len(self.dims) == 1
+                   and a.shape == self.dims and lazy_zero.is_pending(a.grad)}
         if not pending:
-            return "adjoint", {}
+            return "adjoint", {}, seeds
         variant, chosen = self.kernel.fresh_variant(frozenset(pending))
-        return variant, {i: pending[i] for i in chosen}
+        return variant, {i: pending[i] for i in chosen}, seeds
+
+    def _seeds_in_place(self, alone: dict[int, array]) -> dict[int, NDArray]:
+        """{position: seed memory} of the arrays in `alone` whose gradient waits for a seed
+        that the adjoint only reads and no argument's data or gradient shares memory with."""
+        waiting = {i: src.storage for i, a in alone.items()
+                   if (src := lazy_zero.seed_of(a.grad)) is not None}
+        if not waiting:
+            return {}
+        reads = self.kernel.gradient_reads()
+        held = [m for _, _, a in self.given for g in (a, a.grad) if g is not None
+                and (m := lazy_zero.storage_of(g)) is not None]
+        return {i: seed for i, seed in waiting.items() if i in reads
+                and not any(np.may_share_memory(seed, m) for m in held)}
 
     def check_overlap(self, compiled: Any, packer: Any, exclusive: bool = False) -> None:
         """Refuse the launch where its threads read elements of an array that other threads
@@ -184,23 +204,28 @@ class LaunchRecord:
                 replaced = self.before[key].contents() != watch.contents()
                 a.grad.numpy()[replaced] = 0
 
-    def adjoint_args(self, fresh: dict[int, array] | None = None
+    def adjoint_args(self, grads: dict[int, NDArray] | None = None
                      ) -> tuple[list[Any], list[tuple[NDArray, Watch]]]:
         """The launch's arguments, each array's data replaced by the contents the adjoint must
         see (a fresh working copy for arrays the kernel reads and writes); grads unchanged
-        (those at the positions in `fresh` left unzeroed: the adjoint zeroes them)."""
+        but for `grads` ({position: the gradient memory the adjoint uses})."""
         args = list(self.args)
         working: list[tuple[NDArray, Watch]] = []
+        given = grads or {}
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
-            seen = None if a is None else self.adjoint_contents(key, flags, copy_same_layout)
-            if a is None or seen is None:
+            if a is None:
                 continue
+            own = given.get(key[0]) if key[1] is None else None
+            seen = self.adjoint_contents(key, flags, copy_same_layout)
+            if seen is None:
+                if own is None:
+                    continue
+                seen = a.numpy(), False  # contents the adjoint does not read
             data, is_working = seen
             if is_working:
                 working.append((data, self.before[key]))
-            grad = None if a.grad is None else lazy_zero.memory(a.grad) \
-                if fresh and key[1] is None and key[0] in fresh else a.grad.numpy()
+            grad = own if own is not None else None if a.grad is None else a.grad.numpy()
             _replace(args, key, array._wrap(data, a.dtype, a.device, grad))
         return args, working
 

@@ -339,8 +339,10 @@ def _seed(a: Any, seed: Any) -> None:
     assert a.grad is not None
     if isinstance(seed, array) and seed.device is a.device and seed.dtype == a.dtype and \
             seed.shape == a.shape:
-        if seed is not a.grad:  # every element is overwritten: no zeroing it first
-            lazy_zero.discard(a.grad)
+        if seed is not a.grad:
+            if lazy_zero.defer_copy(a.grad, seed):  # copied when first used, if ever
+                return
+            lazy_zero.discard(a.grad)  # every element is overwritten: no zeroing it first
         a.grad.assign(seed)  # a copy on the device (the seed is read, never written)
         return
     values = _values(seed)
