@@ -25,6 +25,11 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
         "*.test_struct_array_gc_replacement_clears_grad_keepalive*":
             "reads Warp-private struct instance internals (the `_data_grad` keep-alive attribute)",
     },
+    "test_subscript_types": {
+        "*.test_annotation_vars_caching": "reads `.vars` of an array annotation: the variables "
+                                          "Warp's code generator gives array attributes "
+                                          "(`warp._src.codegen.Var` objects)",
+    },
     "test_fsai": {
         "*.test_skipped_topology_validation*":
             "counts launches of Warp's private kernel `warp._src.optim.fsai._compare_topology`",
