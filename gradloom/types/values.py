@@ -106,6 +106,8 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
             return value
         if _is_number(value):
             return value
+        if not isinstance(value, (Sequence, np.ndarray)) and hasattr(value, "__array__"):
+            value = np.asarray(value)  # a torch tensor or another array-like (as Warp takes)
         items = list(value) if isinstance(value, (Sequence, np.ndarray)) \
             else None
         if items is None or any(not _is_number(v) and np.ndim(v) != 0 and
@@ -413,6 +415,9 @@ def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]
         if k in given:
             raise TypeError(f"multiple values for argument '{k}'")
         given[k] = v
+    # torch tensors and other array-likes: numpy's view of them (their `.size` is a method)
+    given = {k: np.asarray(v) if hasattr(v, "__array__") and not isinstance(v, np.ndarray) else v
+             for k, v in given.items()}
     for k, v in given.items():
         if np.ndim(v) != 1:
             raise TypeError(f"Invalid argument '{k}' in transformation constructor: expected a "
