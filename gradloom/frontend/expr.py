@@ -390,9 +390,11 @@ class ExprLowerer:
 
     def expr_Tuple(self, node: ast.Tuple) -> Value:
         # a slice(...) may stand among the items: tile_view(t, offset=(slice(0, -1, 1),))
-        items = [self.expr(e) for e in node.elts]
-        return TupleVal(tuple(v if isinstance(v, slice) else self.as_value(self.ctx(e), v)
-                              for e, v in zip(node.elts, items, strict=True)))
+        items: list[Any] = []
+        for e in node.elts:
+            v = self.expr(e)
+            items.append(v if isinstance(v, slice) else self.as_value(self.ctx(e), v))
+        return TupleVal(tuple(items))
 
     def expr_Call(self, node: ast.Call) -> Any:
         ctx = self.ctx(node)

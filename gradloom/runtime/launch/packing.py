@@ -237,6 +237,9 @@ class Packer:
         #: whole launch blocks of recent launches, keyed by their arrays' launch words, dims and
         #: stack (`fill`)
         self._recalled: dict[tuple[Any, ...], bytes] = {}
+        #: the key and block of the launch recalled or packed last (one tuple, replaced whole:
+        #: other threads may launch too)
+        self._last: tuple[Any, bytes | None] = (None, None)
 
     def fill(self, buf: bytearray, args: Sequence[Any], dims: tuple[int, ...],
              stack: tuple[int, int]) -> None:
@@ -253,7 +256,14 @@ class Packer:
             except AttributeError:  # an array argument that is not a gradloom array
                 pass
         if key is not None:
-            known = self._recalled.get(key)
+            # the last launch's key first: comparing it costs less than hashing (µs per launch)
+            last = self._last
+            if key == last[0]:
+                known: bytes | None = last[1]
+            else:
+                known = self._recalled.get(key)
+                if known is not None:
+                    self._last = key, known
             if known is not None:
                 buf[:] = known
                 if not self._numbers or self._pack_numbers(buf, args):
@@ -265,7 +275,8 @@ class Packer:
         if key is not None and None not in key[0]:
             if len(self._recalled) >= RECALLED:
                 self._recalled.clear()  # start over (one call: other threads may launch too)
-            self._recalled[key] = bytes(buf)
+            self._recalled[key] = block = bytes(buf)
+            self._last = key, block
 
     def _pack_numbers(self, buf: bytearray, args: Sequence[Any]) -> bool:
         """Pack the numbers among the arguments; False where one does not convert (`values`
