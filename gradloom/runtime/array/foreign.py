@@ -181,8 +181,11 @@ def wrap_tensor(t: Any, dtype: Any = None, requires_grad: bool | None = None,
 
 
 def _is_foreign(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or (
-        not isinstance(value, array) and hasattr(type(value), "__dlpack__"))
+    """A numpy array, or an object of another class offering its memory through DLPack or
+    numpy's array interface (by its real class: one spoofing `__class__` is still foreign)."""
+    cls = type(value)
+    return isinstance(value, np.ndarray) or (not issubclass(cls, array) and (
+        hasattr(cls, "__dlpack__") or hasattr(cls, "__array_interface__")))
 
 
 def foreign_to_array(value: Any, t: Any, what: str) -> array:
@@ -192,6 +195,8 @@ def foreign_to_array(value: Any, t: Any, what: str) -> array:
         return wrap_numpy(value, t, what)
     if is_torch_tensor(value):
         return wrap_tensor(value, t, what=what)
+    if not hasattr(type(value), "__dlpack__"):  # numpy's array interface: a view, no copy
+        return wrap_numpy(np.asarray(value), t, what)
     try:
         data = np.from_dlpack(value)
     except (TypeError, RuntimeError, BufferError) as e:

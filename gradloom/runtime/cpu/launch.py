@@ -113,7 +113,7 @@ class Prepared:
         tapes that still need the contents of arrays it writes have copied them."""
         n = len(args)
         for i in self.array_positions:
-            if i < n and not isinstance(args[i], array):
+            if i < n and not issubclass(type(args[i]), array):  # the real class, not __class__
                 args = adapt_args(self.kernel.key, self.array_slots, args)
                 break
         self.protect_writes(args)
