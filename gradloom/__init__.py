@@ -68,6 +68,7 @@ from .runtime.cpu.command import Launch
 from .runtime.device import (
     Device,
     DeviceLike,
+    MemoryKind,
     ScopedDevice,
     get_cuda_device_count,
     get_device,

@@ -139,6 +139,10 @@ verify_autograd_array_access: bool = False
 #: slow, for debugging).
 verify_fp: bool = _env_flag("GRADLOOM_VERIFY_FP", False)
 
+#: Before each launch, log its kernel, dim, arguments and device to the active logger's info
+#: (Warp's option; the basic logger prints it).
+print_launches: bool = False
+
 #: Accepted for Warp compatibility; gradloom prints nothing it would silence.
 quiet: bool = True
 
@@ -171,7 +175,7 @@ _REBUILD = frozenset({"mode", "opt_level", "optimization_level", "verify_fp", "s
 #: 1.19's defaults: reading one gives its value, assigning one changes nothing else.
 _WARP_DEFAULTS: dict[str, _Any] = {
     "launch_array_access_mode": 0, "verify_cuda": False,
-    "print_launches": False, "verbose_warnings": False,
+    "verbose_warnings": False,
     "log_level": 20, "verify_autograd_array_access": False,
     "enable_vector_component_overwrites": False, "legacy_scalar_return_types": False,
     "cache_kernels": True, "kernel_cache_dir": None, "cuda_output": None,

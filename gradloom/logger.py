@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from . import config as _config
+from .runtime.launch.launch import PRINT_LAUNCH
 
 LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40
 
@@ -135,3 +136,11 @@ def log_warning(message: str, category: type[Warning] | None = None,
 def log_error(message: str) -> None:
     """Errors are always reported."""
     get_logger().error(message)
+
+
+def _print_launch(message: str) -> None:
+    """`config.print_launches`: the active logger's info, whatever the log level (as Warp)."""
+    get_logger().info(message)
+
+
+PRINT_LAUNCH.fill(_print_launch)

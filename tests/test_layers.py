@@ -54,7 +54,7 @@ ALLOWED = {
     "jacobian_report": _BASE | {"runtime"},
     # gradcheck_tape's walk over a tape's launches (autograd.py passes its gradcheck in)
     "autograd_tape": _BASE | {"runtime"},
-    "logger": _BASE,
+    "logger": _BASE | {"runtime"},  # fills the launch's print_launches hook
     "diagnostics": _BASE | {"runtime"},
     # jvp of functions that launch kernels: runtime/tape/tangent.py's TangentTape, kernels' tangent
     # entries

@@ -9,6 +9,7 @@ initialised on the first question about CUDA, never by CPU work.
 from __future__ import annotations
 
 import contextvars
+import enum
 from types import TracebackType
 from typing import Any
 
@@ -21,6 +22,18 @@ from .backend import CPU_BACKEND, CUDA, Backend, DeviceProperties
 #: a device's current stream, and setting it: runtime/stream.py, built on this module, fills them
 GET_STREAM: Hook[Any] = Hook("Device.stream", "gradloom.runtime.stream")
 SET_STREAM: Hook[Any] = Hook("Device.set_stream", "gradloom.runtime.stream")
+
+
+class MemoryKind(enum.IntEnum):
+    """The kind of memory behind an array (Warp's `wp.MemoryKind`, `array.memory_kind`): what
+    it was allocated as, not where it lives now. The values are Warp's."""
+
+    UNKNOWN = 0
+    HOST = 1
+    PINNED = 2
+    CUDA_DEVICE = 3
+    CUDA_MEMPOOL = 4
+    CUDA_MANAGED = 5
 
 
 class Device:

@@ -33,7 +33,7 @@ from gradloom.runtime.array.storage import resolve_dtype as resolve_dtype
 from gradloom.runtime.array.storage import storage_dtype as storage_dtype
 from gradloom.runtime.array.watch import Memory, before_write
 from gradloom.runtime.capturing import recording_graph
-from gradloom.runtime.device import Device, get_device
+from gradloom.runtime.device import Device, MemoryKind, get_device
 from gradloom.runtime.layout import is_contiguous, span
 from gradloom.runtime.memops import zero_all
 from gradloom.runtime.readmarks import ReadMarks
@@ -303,6 +303,16 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
         self._methods.set_grad(self, value)
 
     # ---- layout ----------------------------------------------------------------------------
+
+    @property
+    def memory_kind(self) -> MemoryKind:
+        """The kind of memory holding the data (Warp's): HOST or PINNED host memory,
+        CUDA_DEVICE memory; UNKNOWN for an annotation, which has none."""
+        if self._annotation:
+            return MemoryKind.UNKNOWN
+        if self.device.is_cuda:
+            return MemoryKind.CUDA_DEVICE
+        return MemoryKind.PINNED if self.pinned else MemoryKind.HOST
 
     @property
     def capacity(self) -> int:

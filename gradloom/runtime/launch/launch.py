@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ... import config
 from ...errors import GradloomError, LaunchError, user_traceback
+from ...hooks import Hook
 from ...types import (
     ArrayType,
     FabricArrayType,
@@ -31,6 +32,9 @@ from ..device import current_device, get_device
 from ..recording import ACTIVE_TAPES
 
 _MAX_THREADS = 2**63
+
+#: `config.print_launches`: a launch's line goes to the active logger's info (logger.py fills it)
+PRINT_LAUNCH: Hook[Callable[[str], None]] = Hook("config.print_launches", "gradloom.logger")
 
 
 def _dims(dim: Any) -> tuple[int, ...]:
@@ -169,6 +173,9 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
     """
     try:
         dev = current_device() if device is None else get_device(device)
+        if config.print_launches:  # Warp's line, before anything runs (a launch over 0 threads too)
+            PRINT_LAUNCH.get()(f"kernel: {getattr(kernel, 'key', kernel)} dim: {dim} inputs: "
+                               f"{list(inputs)} outputs: {list(outputs)} device: {dev}")
         args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
         if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
             kernel = kernel.specialize(list(args))
