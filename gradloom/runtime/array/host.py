@@ -121,7 +121,7 @@ class HostArray:
                                   f"into shape {dims} (size {size})") from None
         view = _packed(view)
         grad = None if self._grad is None else _packed(self._grad.numpy().reshape(view.shape))
-        return type(self)._wrap(view, self.dtype, self.device, grad, self._mem)
+        return _view_of(self, type(self)._wrap(view, self.dtype, self.device, grad, self._mem))
 
     def transpose(self: Any, axes: Any = None) -> Any:
         storage = self._concrete()
@@ -132,7 +132,8 @@ class HostArray:
             )
         full = perm + tuple(range(self.ndim, storage.ndim))
         grad = None if self._grad is None else self._grad.numpy().transpose(full)
-        return type(self)._wrap(storage.transpose(full), self.dtype, self.device, grad, self._mem)
+        return _view_of(self, type(self)._wrap(storage.transpose(full), self.dtype, self.device,
+                                               grad, self._mem))
 
     @deferrable("array.fill_()")
     def fill_(self: Any, value: Any) -> None:
@@ -182,7 +183,8 @@ class HostArray:
             value = element_value(self.dtype, storage[idx])
             return self.dtype(value) if elem_shape(self.dtype) else value
         grad = None if self._grad is None else self._grad.numpy()[idx]
-        return type(self)._wrap(storage[idx], self.dtype, self.device, grad, self._mem)
+        return _view_of(self, type(self)._wrap(storage[idx], self.dtype, self.device, grad,
+                                               self._mem))
 
     @deferrable("array[...] =")
     def __setitem__(self: Any, key: Any, value: Any) -> None:
@@ -239,3 +241,10 @@ class HostArray:
 
     def __dlpack_device__(self: Any) -> tuple[int, int]:
         return (DLPACK_CPU, 0)
+
+
+def _view_of(owner: Any, view: Any) -> Any:
+    """A view keeps the array it was taken from alive (Warp's `_ref`), so an object the user
+    made (a subclass instance) lives as long as views of its memory."""
+    view._ref = owner
+    return view
