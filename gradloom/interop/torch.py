@@ -3,6 +3,7 @@ device and dtype mappings. torch is imported when one of these is called, never 
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 from typing import Any
 
@@ -90,15 +91,38 @@ def device_to_torch(device: Any = None) -> str:
     return get_device(device).alias
 
 
+class ArrayDescriptor(ctypes.Structure):
+    """Warp's `array_t` descriptor, what `from_torch(..., return_ctype=True)` gives: the data
+    and gradient addresses (0: none), shape and byte strides (4 slots), and ndim."""
+
+    _fields_ = [("data", ctypes.c_uint64), ("grad", ctypes.c_uint64),
+                ("shape", ctypes.c_int32 * 4), ("strides", ctypes.c_int32 * 4),
+                ("ndim", ctypes.c_int32)]
+
+
+def _descriptor(a: array) -> ArrayDescriptor:
+    pad = (0,) * (4 - a.ndim)
+    grad = a.grad.ptr if a.grad is not None else None
+    return ArrayDescriptor(a.ptr or 0, grad or 0, (ctypes.c_int32 * 4)(*a.shape, *pad),
+                           (ctypes.c_int32 * 4)(*a.strides, *pad), a.ndim)
+
+
 def from_torch(t: Any, dtype: Any = None, requires_grad: bool | None = None,
-               grad: Any = None, retain_grad: bool = False) -> array:
+               grad: Any = None, retain_grad: bool = False, return_ctype: bool = False) -> Any:
     """An array sharing the tensor's memory (a write on one side shows on the other).
 
     `dtype` (default: the tensor's scalar type) may be a vector/matrix type, which takes the
     trailing dims (they must be contiguous). With `requires_grad` (default: the tensor's), the
     array's gradient is `grad` if given, else the tensor's `.grad`, allocated (zeros) if None.
-    Non-contiguous tensors keep their strides.
+    Non-contiguous tensors keep their strides. With `return_ctype`, Warp's `array_t`
+    descriptor of that array instead (the tensor and its `.grad` own the memory it names).
     """
+    out = _from_torch(t, dtype, requires_grad, grad, retain_grad)
+    return _descriptor(out) if return_ctype else out
+
+
+def _from_torch(t: Any, dtype: Any, requires_grad: bool | None, grad: Any,
+                retain_grad: bool) -> array:
     torch = torch_module()
     if not isinstance(t, torch.Tensor):
         raise GradloomError(f"from_torch: expected a torch.Tensor, got {type(t).__name__}")

@@ -1,0 +1,28 @@
+"""`wp.from_torch(t, return_ctype=True)`: Warp's `array_t` descriptor of the array the tensor
+becomes (data and gradient addresses, shape, byte strides, ndim)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+import gradloom as wp
+
+torch = pytest.importorskip("torch")
+
+
+def test_descriptor_of_a_scalar_tensor() -> None:
+    t = torch.zeros(10, dtype=torch.float16)
+    d = wp.from_torch(t, return_ctype=True)
+    assert (d.data, d.grad, d.ndim, d.shape[0], d.strides[0]) == (t.data_ptr(), 0, 1, 10, 2)
+    assert list(d.shape)[1:] == [0, 0, 0]
+
+
+def test_descriptor_of_vectors_with_a_new_gradient() -> None:
+    t = torch.zeros((6, 3), dtype=torch.float32)
+    d = wp.from_torch(t, dtype=wp.vec3, requires_grad=True, return_ctype=True)
+    assert t.grad is not None and d.grad == t.grad.data_ptr()
+    assert (d.data, d.ndim, d.shape[0], d.strides[0]) == (t.data_ptr(), 1, 6,
+                                                          3 * ctypes.sizeof(ctypes.c_float))
+    assert isinstance(wp.from_torch(t, dtype=wp.vec3), wp.array)  # the default is the array
