@@ -1,5 +1,6 @@
 """`wp.from_torch(t, return_ctype=True)`: Warp's `array_t` descriptor of the array the tensor
-becomes (data and gradient addresses, shape, byte strides, ndim)."""
+becomes (data and gradient addresses, shape, byte strides, ndim); the capacity of an array
+over a tensor view reaches the end of the tensor's storage, as Warp reports it."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ def test_descriptor_of_vectors_with_a_new_gradient() -> None:
     assert (d.data, d.ndim, d.shape[0], d.strides[0]) == (t.data_ptr(), 1, 6,
                                                           3 * ctypes.sizeof(ctypes.c_float))
     assert isinstance(wp.from_torch(t, dtype=wp.vec3), wp.array)  # the default is the array
+
+
+def test_capacity_of_a_view_reaches_the_end_of_the_tensors_storage() -> None:
+    base = torch.arange(24, dtype=torch.float32).reshape((4, 6))
+    for view, capacity in ((base[1:3, 2:5], (24 - 8) * 4), (base[2:, 1::2], (24 - 13) * 4),
+                           (base, 24 * 4)):
+        assert wp.from_torch(view).capacity == capacity
+    assert wp.from_torch(base)[:1].capacity == 6 * 4  # a view of the array: its own span

@@ -118,6 +118,8 @@ def from_torch(t: Any, dtype: Any = None, requires_grad: bool | None = None,
     descriptor of that array instead (the tensor and its `.grad` own the memory it names).
     """
     out = _from_torch(t, dtype, requires_grad, grad, retain_grad)
+    storage = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
+    out._storage_capacity = max(storage, out.capacity)
     return _descriptor(out) if return_ctype else out
 
 

@@ -99,6 +99,9 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
     __gl_kernel_builtin__: ClassVar[str] = "array"
     _ref: Any = None
     _dtype_error: str | None = None
+    #: bytes from the first element to the end of the memory it lies in, where that is known
+    #: and more than the elements span (a torch view: to the end of the tensor's storage)
+    _storage_capacity: int | None = None
 
     dtype: Any
     shape: tuple[int, ...]
@@ -316,9 +319,12 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
 
     @property
     def capacity(self) -> int:
-        """Bytes spanned by the elements, from the first to the end of the last."""
+        """Bytes spanned by the elements, from the first to the end of the last (for an array
+        over a torch tensor, to the end of the tensor's storage, as Warp reports)."""
         if self._annotation:
             self._concrete()  # raises: an annotation has no memory
+        if self._storage_capacity is not None:
+            return self._storage_capacity
         lo, hi = span(self.shape, self.strides, size_of(self.dtype))
         return hi - lo
 
