@@ -9,13 +9,18 @@ Three shapes, chosen per loop:
 - any other loop with a pure condition: the strip's exit tests the condition and a trip count;
 - a condition with side effects (an atomic, a print) must not run twice where a strip ends, so
   the trip count is tested first, in an exit of its own.
+
+A loop that provably ends within POLL_TRIPS trips (`for j in range(3)`, also with a `break`)
+is emitted plain, with no strips and no poll: a Ctrl-C waits no longer than between two strips,
+and LLVM is spared a second loop around it (mujoco-warp's kernels hold hundreds of these; the
+nest cost compile time in every loop pass).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.nodes import Block, Loop, Op, Var, walk_ops
+from ..ir.nodes import Block, If, Loop, Op, Var, walk_ops
 from ..ir.prims import PRIMS
 from .function_text import FunctionText
 from .llvm_types import reg_type
@@ -67,6 +72,9 @@ class LoopEmitter:
 
     def emit_loop(self, s: Loop) -> None:
         """A while loop, strip-mined (see the module's docstring for the three shapes)."""
+        if self.short(s):
+            self.emit_plain_loop(s)
+            return
         counted = self.counted(s)
         impure = any(PRIMS[op.prim].side_effect and op.prim != "check_bounds"
                      for op in walk_ops(s.cond))
@@ -108,6 +116,78 @@ class LoopEmitter:
         f.start_block(labels["endloop"])
         for r, p in zip(s.results, s.params, strict=True):
             self.loop_result(r, p)
+
+    def emit_plain_loop(self, s: Loop) -> None:
+        """A loop with no strips and no poll: head (phis, condition), body, back edge."""
+        f = self.f
+        labels = {k: f.fresh(k) for k in ("loop", "body", "endloop")}
+        pre = f.label
+        f.emit(f"br label %{labels['loop']}")
+        f.start_block(labels["loop"])
+        phi_at = len(f.lines)
+        for p in s.params:
+            self.define(p)
+        self.block(s.cond)
+        f.emit(f"br i1 {self.name(s.cond.yields[0])}, label %{labels['body']}, "
+               f"label %{labels['endloop']}")
+        f.start_block(labels["body"])
+        self.block(s.body)
+        back = f.label
+        f.emit(f"br label %{labels['loop']}")
+        f.lines[phi_at:phi_at] = [
+            f"  {self.name(p)} = phi {self.loop_phi_type(p)} [{self.loop_value(p, i)}, %{pre}], "
+            f"[{self.loop_value(p, y)}, %{back}]"
+            for p, i, y in zip(s.params, s.inits, s.body.yields, strict=True)]
+        f.start_block(labels["endloop"])
+        for r, p in zip(s.results, s.params, strict=True):
+            self.loop_result(r, p)
+
+    def short(self, s: Loop) -> bool:
+        """Whether the loop ends within POLL_TRIPS trips whatever it computes: its condition
+        is, alone or and-ed with other tests, `k < C` (`k > C`) for a counter k from a constant
+        start stepping by a constant towards the constant C."""
+        ifs = {r.id: (st, k) for st in s.cond.stmts if isinstance(st, If)
+               for k, r in enumerate(st.results)}
+        return any(self.bounded_by(s, cmp) for cmp in self.conjuncts(s.cond.yields[0], ifs))
+
+    def conjuncts(self, v: Var, ifs: dict[int, tuple[If, int]]) -> list[Op]:
+        """The ops and-ed together into the boolean v: `and` ops, and the ifs a short-circuit
+        `c and x` lowers to (`x` if c else False); v's own op when it is neither."""
+        if v.id in ifs:
+            st, k = ifs[v.id]
+            if self.constant(st.orelse.yields[k]) is False:
+                return self.conjuncts(st.cond, ifs)
+            return []
+        d = self.defs.get(v.id)
+        if d is None:
+            return []
+        if d.prim == "and" and v.type.kind == "b":
+            return [c for a in d.args for c in self.conjuncts(a, ifs)]
+        return [d]
+
+    def bounded_by(self, s: Loop, cmp: Op) -> bool:
+        if cmp.prim not in ("lt", "gt") or cmp.args[0] not in s.params:
+            return False
+        k = cmp.args[0]
+        if not k.type.is_int:
+            return False
+        index = s.params.index(k)
+        start, end = self.constant(s.inits[index]), self.constant(cmp.args[1])
+        step = self.step_of(s.body.yields[index], k)
+        if start is None or end is None or step is None or (step > 0) != (cmp.prim == "lt"):
+            return False
+        bits = k.type.bits if k.type.kind == "u" else k.type.bits - 1
+        low = 0 if k.type.kind == "u" else -(1 << bits)
+        if not low <= end + step < 1 << bits:  # the last step must not wrap around
+            return False
+        return (end - start) // step <= POLL_TRIPS
+
+    def constant(self, v: Var) -> int | bool | None:
+        """v's value when v is an integer or boolean constant."""
+        d = self.defs.get(v.id)
+        if d is None or d.prim != "const" or not (v.type.is_int or v.type.kind == "b"):
+            return None
+        return bool(d.attr) if v.type.kind == "b" else int(d.attr)
 
     def strip_test(self, s: Loop, counted: Counted | None, impure: bool, limit: str,
                    labels: dict[str, str]) -> tuple[str, str]:
