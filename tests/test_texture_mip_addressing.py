@@ -70,3 +70,37 @@ def test_lod_gradient_on_a_whole_level_is_the_slope_into_the_chain() -> None:
     right = (4.0 + (0.0 + h) * (2.5 - 4.0) - 4.0) / h
     np.testing.assert_allclose(dlod, [0.0, right, right, 0.0], rtol=1e-6)
     np.testing.assert_array_equal(dpos, 0.0)  # closest filtering: no slope in the coordinate
+
+
+@wp.kernel
+def _sample_2d(tex: wp.Texture2D, pos: wp.array(dtype=wp.vec2f), out: wp.array(dtype=float)):
+    out[0] = wp.texture_sample(tex, pos[0], dtype=float)
+
+
+def _slope_2d(data: np.ndarray, point: tuple[float, float], seed: float) -> np.ndarray:
+    tex = wp.Texture2D(data, normalized_coords=False, filter_mode=LINEAR)
+    pos = wp.array([point], dtype=wp.vec2f, requires_grad=True)
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_sample_2d, dim=1, inputs=[tex, pos, out])
+    tape.backward(grads={out: wp.array([seed], dtype=float)})
+    return pos.grad.numpy()[0]
+
+
+def test_slopes_of_texels_with_a_large_common_offset_are_exact() -> None:
+    """Texels 1e8 + 8 * [[0, 1], [2, 4]] (float32 holds them exactly): the slope is a
+    difference of texels interpolated in the other axis, not a cancelling sum of products."""
+    small = np.array([[0.0, 1.0], [2.0, 4.0]], np.float32) * 8.0  # rows: v, columns: u
+    fu, fv = 0.875 - 0.5, 0.75 - 0.5  # texel centres at 0.5 and 1.5
+    du = (1 - fv) * (small[0, 1] - small[0, 0]) + fv * (small[1, 1] - small[1, 0])
+    dv = (1 - fu) * (small[1, 0] - small[0, 0]) + fu * (small[1, 1] - small[0, 1])
+    for offset in (0.0, 1.0e8):
+        got = _slope_2d(small + np.float32(offset), (0.875, 0.75), -0.5)
+        np.testing.assert_allclose(got, [-0.5 * du, -0.5 * dv], rtol=1e-6, atol=1e-6)
+
+
+def test_a_zero_seed_passes_no_nan_from_overflowing_texel_differences() -> None:
+    big = np.float32(2.0**127)
+    data = np.array([[-big, big], [-big, big]], np.float32)  # neighbours 2**128 apart
+    np.testing.assert_array_equal(_slope_2d(data, (1.0, 1.0), 0.0), [0.0, 0.0])

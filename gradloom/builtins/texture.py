@@ -160,21 +160,40 @@ def _level(ctx: Ctx, tex: _Tex, level: Var, coords: list[Var], channels: int) ->
     base_sizes = [ctx.op("load", table, zero, attr=4 * k, type=int32) for k in range(1, 4)]
     modes = (tex["_address_u"], tex["_address_v"], tex["_address_w"])
     axes = [_axis(ctx, tex, c, sizes[a], base_sizes[a], modes[a]) for a, c in enumerate(coords)]
-    total = [_f(ctx, 0.0)] * channels
+    corners = []
     for corner in range(1 << len(axes)):
         picks = [axes[a][(corner >> a) & 1] for a in range(len(axes))]
-        index, stride, weight = _i(ctx, 0), _i(ctx, 1), _f(ctx, 1.0)
+        index, stride = _i(ctx, 0), _i(ctx, 1)
         ok: Var | None = None
-        for a, (idx, r, w) in enumerate(picks):
+        for a, (idx, r, _) in enumerate(picks):
             index = ctx.op("add", index, ctx.op("mul", idx, stride))
             stride = ctx.op("mul", stride, sizes[a])
-            weight = ctx.op("mul", weight, w)
             ok = r if ok is None else ctx.op("and", ok, r)
         assert ok is not None
-        weight = ctx.op("select", ok, weight, _f(ctx, 0.0))
-        values = _texel(ctx, tex, offset, index, channels)
-        total = [ctx.op("add", t, ctx.op("mul", weight, v)) for t, v in zip(total, values, strict=True)]
-    return total
+        zero = _f(ctx, 0.0)  # a border read outside the level is 0
+        corners.append([ctx.op("select", ok, v, zero)
+                        for v in _texel(ctx, tex, offset, index, channels)])
+    return _interpolate(ctx, corners, [axes[a][1][2] for a in range(len(axes))])
+
+
+def _interpolate(ctx: Ctx, corners: list[list[Var]], fracs: list[Var]) -> list[Var]:
+    """The first corner plus nested lerps (axis by axis) of the others' differences from it:
+    a slope is then a difference of nearby texels, exact even when the texels share a large
+    offset (as Warp's CPU gradients; a sum of weighted texels would cancel it away). In double
+    precision, rounded once: a difference of float32 texels never overflows, so a channel
+    whose result has a zero adjoint passes no NaN (0 * inf) to the coordinates."""
+    def wide(v: Var) -> Var:
+        return ctx.op("cast", v, type=float64)
+
+    first = [wide(v) for v in corners[0]]
+    deltas = [[ctx.op("sub", wide(v), f) for v, f in zip(c, first, strict=True)]
+              for c in corners]
+    for frac in map(wide, fracs):
+        deltas = [[ctx.op("add", a, ctx.op("mul", frac, ctx.op("sub", b, a)))
+                   for a, b in zip(deltas[k], deltas[k + 1], strict=True)]
+                  for k in range(0, len(deltas), 2)]
+    return [ctx.op("cast", ctx.op("add", f, d), type=float32)
+            for f, d in zip(first, deltas[0], strict=True)]
 
 
 def _mip(ctx: Ctx, tex: _Tex, lod: Var, coords: list[Var], channels: int,
@@ -199,9 +218,7 @@ def _mip(ctx: Ctx, tex: _Tex, lod: Var, coords: list[Var], channels: int,
         l1 = ctx.op("min", ctx.op("add", l0, _i(ctx, 1)), tex["_num_levels"])
         l1 = ctx.op("min", l1, ctx.op("sub", tex["_num_levels"], _i(ctx, 1)))
         upper = _level(ctx, tex, l1, coords, channels)
-        keep = ctx.op("sub", _f(ctx, 1.0), frac)
-        return [ctx.op("add", ctx.op("mul", keep, a), ctx.op("mul", frac, b))
-                for a, b in zip(first, upper, strict=True)]
+        return _interpolate(ctx, [first, upper], [frac])  # the levels' difference, in double
 
     return if_values(ctx, blend, second, lambda: list(first))
 
