@@ -165,3 +165,31 @@ def test_gradients_of_stores_at_the_sorted_point(threads: int, monkeypatch: Any)
     res = check_program(_sorted_program(40, 0.6), [arr(x, wp.vec3d)], wrt=[0],
                         name="sorted_energy")
     assert np.abs(res.reverse[0]).max() > 0.1  # neighbours were found and differentiated
+
+
+@wp.kernel
+def gather_from_sorted(grid: wp.uint64, x: wp.array(dtype=float)):
+    # thread t writes x[t] and reads x[id(t)], which thread id(t) writes: not thread-own
+    tid = wp.tid()
+    x[tid] = x[wp.hash_grid_point_id(grid, tid)] + 1.0
+
+
+@wp.kernel
+def transpose_in_place(a: wp.array2d(dtype=float)):
+    # each access alone is thread-own; together, thread (i, j) reads what (j, i) writes
+    i, j = wp.tid()
+    a[i, j] = a[j, i] + 1.0
+
+
+def test_accesses_mapped_differently_keep_thread_order(split: None) -> None:
+    assert gather_from_sorted.compiled().threads.serial is not None
+    assert transpose_in_place.compiled().threads.serial is not None
+    n = 64
+    start = np.random.default_rng(4).uniform(0.0, 1.0, (n, n)).astype(np.float32)
+    want = start.copy()
+    for i in range(n):
+        for j in range(n):
+            want[i, j] = want[j, i] + np.float32(1.0)
+    a = wp.array(start, dtype=float)
+    wp.launch(transpose_in_place, (n, n), inputs=[a])
+    np.testing.assert_array_equal(a.numpy(), want)

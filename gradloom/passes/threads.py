@@ -5,7 +5,9 @@ A launch runs as contiguous slices of its thread range on several worker threads
 thread reads or overwrites what another thread writes. This pass proves the common case: an
 access is *thread-own* when its address is `Σ index_d · stride_d` with every launch dimension's
 `wp.tid()` component among the indices and every other index thread-invariant, so distinct
-threads touch distinct elements (arrays with a zero stride are refused at launch).
+threads touch distinct elements (arrays with a zero stride are refused at launch); an array's
+accesses keep threads apart when they are all thread-own *the same way* (`a[i, j]` beside
+`a[j, i]` is not: thread (i, j) reaches what thread (j, i) does).
 
 The plan it returns says, for one compiled entry:
 - `serial`: why its slices must not run at once (threads read or overwrite memory other threads
@@ -28,6 +30,7 @@ The plan it returns says, for one compiled entry:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
@@ -69,6 +72,14 @@ class _Root:
     all_own: bool = True
     result_used: bool = False
     float_add: bool = False
+    mapping: frozenset[tuple[Any, ...]] | None = None  # how the accesses so far are thread-own
+
+    def same_mapping(self, mapping: frozenset[tuple[Any, ...]] | None) -> bool:
+        """This access is thread-own, the same way as every earlier one (Addresses.mapping)."""
+        if mapping is None or (self.mapping is not None and mapping != self.mapping):
+            return False
+        self.mapping = mapping
+        return True
 
 
 class Addresses:
@@ -109,6 +120,13 @@ class Addresses:
         """(component, count) when v is a wp.tid() component, possibly widened (or, with
         `permutations`, one mapped through a permutation, possibly under Warp's negative-index
         wrap: the value is >= 0 wherever the launch's check holds)."""
+        found = self.source(v)
+        return None if found is None else found[1]
+
+    def source(self, v: Var) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]] | None:
+        """(the permutations v's thread index went through, as (descriptor argument offset,
+        table offset) pairs, outermost first; (component, count)) when v is a tid component
+        or one mapped through permutations (see tid_of)."""
         d = self.defs.get(v.id)
         inner = None if d is None else wrapped_index(d, lambda w: self.defs.get(w.id))
         if inner is not None:
@@ -118,41 +136,60 @@ class Addresses:
         if d is None:
             return None
         if d.prim == "tid":
-            return d.attr  # type: ignore[no-any-return]
+            return (), d.attr
         index = PRIMS[d.prim].permutes
         return None if index is None or not self.permutations else self._permuted(d, index)
 
-    def _permuted(self, d: Op, index: int) -> tuple[int, int] | None:
-        """The tid component a permutation maps (noting what the launch must check), when its
+    def _permuted(self, d: Op, index: int
+                  ) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]] | None:
+        """source() of a permutation's result (noting what the launch must check), when its
         descriptor is a kernel argument's value."""
-        component = self.tid_of(d.args[index])
+        inner = self.source(d.args[index])
         desc = self.defs.get(d.args[0].id)
-        source = self.defs.get(desc.args[0].id) if desc is not None and desc.prim == "cast" \
+        arg = self.defs.get(desc.args[0].id) if desc is not None and desc.prim == "cast" \
             else None
-        if component is None or source is None or source.prim != "arg":
+        if inner is None or arg is None or arg.prim != "arg":
             return None
-        _, count, ready = d.attr
-        self.conditions.add((int(source.attr), component[0], int(count), int(ready)))
-        return component
+        table, count, ready = d.attr
+        self.conditions.add((int(arg.attr), inner[1][0], int(count), int(ready)))
+        return ((int(arg.attr), int(table)), *inner[0]), inner[1]
 
-    def own(self, offset: Var) -> bool:
-        """Distinct threads reach distinct elements through this byte offset."""
+    def mapping(self, offset: Var) -> frozenset[tuple[Any, ...]] | None:
+        """How a thread reaches this byte offset, when distinct threads reach distinct elements
+        through it (else None): per thread-dependent term, its index's source and its stride.
+        Accesses of one array keep threads apart only where their mappings are equal:
+        `a[i, j]` and `a[j, i]` are each thread-own, but thread (i, j) reads what (j, i) writes,
+        as `x[hash_grid_point_id(grid, t)]` reads what thread t' = that id writes to `x[t']`."""
         seen: set[tuple[int, int]] = set()
+        parts: set[tuple[Any, ...]] = set()
         for term in self.terms(offset):
             if self.invariant(term):
                 continue
             d = self.defs.get(term.id)
             if d is None or d.prim != "mul":
-                return False
+                return None
             for index, stride in ((d.args[0], d.args[1]), (d.args[1], d.args[0])):
-                component = self.tid_of(index)
-                if component is not None and self.invariant(stride):
-                    seen.add(component)
+                found = self.source(index)
+                if found is not None and self.invariant(stride):
+                    seen.add(found[1])
+                    parts.add((*found, self._stride(stride)))
                     break
             else:
-                return False
+                return None
         counts = {n for _, n in seen}
-        return len(counts) == 1 and len(seen) == counts.pop()
+        return frozenset(parts) if len(counts) == 1 and len(seen) == counts.pop() else None
+
+    def _stride(self, v: Var) -> object:
+        """What identifies a stride's value: a constant's value, an argument's offset, else
+        the value itself."""
+        d = self.defs.get(v.id)
+        if d is not None and d.prim in ("const", "arg"):
+            return d.prim, d.attr
+        return v.id
+
+    def own(self, offset: Var) -> bool:
+        """Distinct threads reach distinct elements through this byte offset."""
+        return self.mapping(offset) is not None
 
 
 def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
@@ -178,7 +215,8 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
         acc.loads = acc.loads or effects & (Effect.READ | Effect.WRITE) == Effect.READ
         acc.stores = acc.stores or (Effect.WRITE in effects
                                     and not effects & (Effect.ATOMIC | Effect.GRAD))
-        acc.all_own = acc.all_own and (addr.root(op.args[0]) in checked or addr.own(op.args[1]))
+        acc.all_own = acc.all_own and (addr.root(op.args[0]) in checked
+                                       or acc.same_mapping(addr.mapping(op.args[1])))
         if Effect.ATOMIC in effects:
             acc.float_add = acc.float_add or (Effect.ACCUMULATE in effects
                                               and op.args[2].type.is_float)
