@@ -189,6 +189,9 @@ class ThreadFacts:
 
     serial: str | None
     scatter: tuple[int, ...]
+    #: launch checks a CPU plan may rely on (ThreadPlan.conditions); CUDA entries are planned
+    #: without permutations, so there are none
+    conditions: tuple[tuple[int, int, int, int], ...] = ()
 
 
 class CudaPrepared:
