@@ -193,3 +193,22 @@ def test_accesses_mapped_differently_keep_thread_order(split: None) -> None:
     a = wp.array(start, dtype=float)
     wp.launch(transpose_in_place, (n, n), inputs=[a])
     np.testing.assert_array_equal(a.numpy(), want)
+
+
+@wp.kernel
+def first_ids(grids: wp.array(dtype=wp.uint64), out: wp.array(dtype=int)):
+    # a grid per thread: the permutation's descriptor differs between SIMD lanes
+    tid = wp.tid()
+    out[tid] = wp.hash_grid_point_id(grids[tid], 0)
+
+
+def test_a_grid_per_thread_runs_one_thread_at_a_time() -> None:
+    grids = [wp.HashGrid(4, 4, 4) for _ in range(2)]
+    grids[1].build(wp.array(_points(10, 5), dtype=wp.vec3), 0.5)
+    ids = wp.array([int(grids[k % 2].id) for k in range(40)], dtype=wp.uint64)
+    out = wp.zeros(40, dtype=int)
+    wp.launch(first_ids, 40, inputs=[ids, out])
+    first = int(grids[1]._arrays["point_ids"][0])
+    np.testing.assert_array_equal(out.numpy(), [-1, first] * 20)  # never built: -1
+    if cpu.lane_width() and config.simd:
+        assert "permutation" in (first_ids._codegen("gl_first_ids", False)[1]["lanes"] or "")

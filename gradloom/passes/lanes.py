@@ -230,10 +230,11 @@ def _private(defs: dict[int, Op], p: Var) -> bool:
 def _memory_refusal(kernel: KernelIR, arrays: frozenset[int]) -> str | None:
     defs = _defs(kernel)
     pointers = arrays | {off + 8 for off in arrays}  # data and gradient pointers
-    varying = varying_values(kernel.body)
+    permutes = [op for op in walk_ops(kernel.body) if PRIMS[op.prim].permutes is not None]
+    varying = varying_values(kernel.body) if permutes else set()
+    if any(op.args[0].id in varying for op in permutes):
+        return "a permutation whose descriptor differs between threads"
     for op in walk_ops(kernel.body):
-        if PRIMS[op.prim].permutes is not None and op.args[0].id in varying:
-            return "a permutation whose descriptor differs between threads"
         if not PRIMS[op.prim].has(_MEMORY):
             continue
         private_read = PRIMS[op.prim].effects == Effect.READ and _private(defs, op.args[0])
