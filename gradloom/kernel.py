@@ -20,7 +20,12 @@ from .abi import GRAD_SLOT
 from .argtypes import launch_arg_type
 from .codegen import cpu, native_pool
 from .errors import CompileError, GradloomError, KernelTypeError, LaunchError, SourceLoc
-from .frontend.func import MODULE_OF, annotated_params, refuse_array_instances
+from .frontend.func import (
+    MODULE_OF,
+    annotated_params,
+    referenced_functions,
+    refuse_array_instances,
+)
 from .frontend.generic import describe_type, is_generic, matches_template
 from .frontend.source import SourceInfo, source_digest
 from .frontend.static import parse_declared
@@ -32,11 +37,12 @@ from .modules import (
     kernel_options,
     module_for,
     qualified_key,
+    register_struct,
 )
 from .native import compiled_symbols, install_signal_handlers
 from .passes.threads import ThreadPlan
 from .runtime import cache
-from .runtime.array.structs import array_fields, type_key
+from .runtime.array.structs import REGISTER_STRUCT, array_fields, type_key
 from .types import (
     ArrayType,
     FabricArrayType,
@@ -50,6 +56,7 @@ from .types.query import scalar_of
 VERSION = "0.1.0"
 
 MODULE_OF.fill(module_for)  # a function's kernel module (frontend/func.py: Function.module)
+REGISTER_STRUCT.fill(register_struct)  # a struct's kernel module (runtime/array/structs.py)
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,16 @@ class Kernel:
         with contextlib.suppress(GradloomError, SyntaxError):  # read the source now, as Warp
             self._info = parse_declared(func, self.code_transformers)  # does (and wp.static)
         self.module.register_kernel(self)
+        self.scan_references()
         _KERNELS.add(self)
+
+    def scan_references(self) -> None:
+        """Record in its module the modules of the functions its code calls (at declaration
+        and at each build: names may be bound after the kernel is declared)."""
+        if self._info is None:
+            return
+        with contextlib.suppress(GradloomError, OSError, SyntaxError, TypeError):
+            self.module.add_references({f.module for f in referenced_functions(self._info)})
 
     @property
     def enable_backward(self) -> bool | None:
@@ -331,6 +347,7 @@ class Kernel:
         """The entry loaded from the cache, or what remains to compile: LLVM IR text (which
         loading.py may compile in another process) and the facts to store with its object."""
         check_module_cluster_dim(self.module)
+        self.scan_references()
         key = self.cache_key(variant)
         symbol = self._symbol(key, variant)
         entry = None if config.print_ir else cache.load(key)

@@ -92,6 +92,15 @@ class Module:
         #: the latest kernel registered under each key
         self.kernels: dict[str, Any] = {}
         self._hashes: dict[Any, bytes] = {}
+        #: the latest `@wp.func` defined under each key (Warp's `Module.functions`): a new
+        #: definition of a key takes its other overloads
+        self.functions: dict[str, Any] = {}
+        #: the latest `@wp.struct` class defined under each qualified name (`Module.structs`)
+        self.structs: dict[str, Any] = {}
+        #: modules whose functions this module's kernels call (Warp's), and the modules whose
+        #: kernels call this one's: a function defined again rebuilds its dependents' kernels
+        self.references: set[Module] = set()
+        self.dependents: set[Module] = set()
 
     @property
     def deterministic(self) -> bool:
@@ -234,8 +243,33 @@ class Module:
         """Options changed: compile again on next use."""
         self.unload()
 
+    def add_references(self, modules: Any) -> None:
+        """This module's kernels call functions of `modules` (both sides remember it)."""
+        for m in modules:
+            if m is not self:
+                self.references.add(m)
+                m.dependents.add(self)
+
+    def detach_references(self) -> None:
+        """Forget this module's references (a module being discarded)."""
+        for m in self.references:
+            m.dependents.discard(self)
+        self.references.clear()
+
+    def function_redefined(self) -> None:
+        """A function of this module was defined again (a reloaded module, a re-run cell):
+        kernels that may call it, here and in dependent modules, build again at next use."""
+        self.unload()
+        for m in list(self.dependents):
+            m.unload()
+
     def __repr__(self) -> str:
         return f"<gradloom module {self.name!r}>"
+
+
+def register_struct(cls: Any) -> None:
+    """Record a `@wp.struct` class in its Python module's kernel module."""
+    get_module(cls.__module__).structs[cls.__qualname__] = cls
 
 
 def _sorted_repr(options: dict[str, Any]) -> str:
@@ -262,6 +296,7 @@ def has_module(name: str) -> bool:
 
 def discard_module(module: Module) -> None:
     """Forget a module no kernel is kept in (a duplicate `module="unique"` kernel's)."""
+    module.detach_references()
     if _MODULES.get(module.name) is module:
         del _MODULES[module.name]
 

@@ -162,3 +162,35 @@ def test_cuda_kernel_queries_on_the_cpu():
     with pytest.raises(ValueError, match="block_dim"):
         wp.get_cuda_kernel_properties(k, device="cpu", block_dim=0)
     assert wp.get_cuda_max_cluster_dim(k, "cpu") == 1
+
+
+def _length_kernel(vec_type: Any) -> Any:
+    @wp.kernel
+    def k(out: wp.array(dtype=float)):
+        v = vec_type(1.0)
+        out[0] = float(wp.length_sq(v))
+
+    return k
+
+
+def _cast_kernel(scalar: Any) -> Any:
+    @wp.kernel
+    def k(out: wp.array(dtype=float)):
+        out[0] = float(scalar(16777217.0))  # float32 rounds it, float64 keeps it
+
+    return k
+
+
+def test_captured_types_are_part_of_the_cache_key():
+    # two kernels alike but for a captured type must not share compiled code (a disk cache hit
+    # of the first for the second gave vec2's result for vec3)
+    k2, k3 = _length_kernel(wp.vec2), _length_kernel(wp.vec3)
+    assert k2.cache_key() != k3.cache_key()
+    out = wp.zeros(1, dtype=float)
+    for k, expected in ((k2, 2.0), (k3, 3.0)):
+        wp.launch(k, dim=1, inputs=[out])
+        assert out.numpy()[0] == expected
+    f32, f64 = _cast_kernel(wp.float32), _cast_kernel(wp.float64)
+    assert f32.cache_key() != f64.cache_key()
+    assert (_length_kernel(wp.types.vector(length=5, dtype=wp.float64)).cache_key()
+            != _length_kernel(wp.types.vector(length=5, dtype=wp.float32)).cache_key())

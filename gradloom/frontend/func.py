@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import functools
 import inspect
 import types
@@ -19,7 +20,13 @@ from ..hooks import Hook
 from ..types import ScalarType, resolve_annotation
 from .generic import is_generic, matches_template, tuple_template
 from .refs import ref_params
-from .source import SourceInfo, fingerprint_value, parse_function, source_digest
+from .source import (
+    SourceInfo,
+    fingerprint_value,
+    parse_function,
+    referenced_names,
+    source_digest,
+)
 from .static import parse_declared
 
 #: a lowerer of function bodies into a builder, for calls from Python (frontend/lower.py
@@ -161,6 +168,16 @@ class Function:
         if self._module is None:
             self._module = MODULE_OF.get()(self._module_spec, self.key, self.pyfunc)
         return self._module
+
+    def redefined(self, pyfunc: Any) -> Function:
+        """A copy of this function with pyfunc's definition added (`add_overload`); this one is
+        left as it is."""
+        fn = copy.copy(self)
+        fn.overloads = list(self.overloads)
+        fn.host_cache = HostCache()
+        fn.add_overload(pyfunc)
+        functools.update_wrapper(fn, pyfunc)
+        return fn
 
     @property
     def pyfunc(self) -> Any:
@@ -309,17 +326,71 @@ def define(pyfunc: Any, name: str | None = None) -> Function:
 
 def _define(pyfunc: Any, name: str | None, module: Any = None,
             inline: bool | None = None) -> Function:
+    """A new Function for pyfunc. A function of the same key already in its kernel module,
+    defined in the same namespace (a module, a reloaded module, a notebook), lends it its other
+    overloads (a definition with the same parameter types replaces one,
+    as re-running a cell does); the earlier Function object keeps its own definitions, so a
+    name bound to it (`f_1 = f` before `f` is defined again, or a closure made by an earlier
+    call of a factory) still means what it meant, as in Warp."""
     _refuse_unions(pyfunc)
     refuse_array_instances(pyfunc)
-    if name is not None:
+    key = pyfunc.__qualname__ if name is None else name
+    kernel_module = MODULE_OF.get()(module, key, pyfunc)
+    existing = kernel_module.functions.get(key)
+    if (isinstance(existing, Function) and name is None
+            and existing.pyfunc.__globals__ is pyfunc.__globals__):  # not code made elsewhere
+        fn = existing.redefined(pyfunc)
+        kernel_module.function_redefined()  # kernels built with the old definition go
+    else:
         fn = Function(pyfunc, module, inline)
-        fn.key = name
-        return fn
-    existing = pyfunc.__globals__.get(pyfunc.__name__)
-    if isinstance(existing, Function) and existing.key == pyfunc.__qualname__:
-        existing.add_overload(pyfunc)
-        return existing
-    return Function(pyfunc, module, inline)
+        fn.key = key
+    fn._module = kernel_module
+    kernel_module.functions[key] = fn
+    return fn
+
+
+def referenced_functions(info: SourceInfo) -> list[Function]:
+    """The functions a kernel or function's code can call: named by its free names or as
+    attributes of a module or class (`ref.magic`, also when bound to a local first), and those
+    their own code names, recursively (Warp's module references follow these)."""
+    found: dict[int, Function] = {}
+
+    def visit(info: SourceInfo) -> None:
+        for value in _named_values(info):
+            if isinstance(value, Function) and id(value) not in found:
+                found[id(value)] = value
+                for o in value.overloads:
+                    with contextlib.suppress(GradloomError, OSError, SyntaxError, TypeError):
+                        visit(o.info)
+
+    visit(info)
+    return list(found.values())
+
+
+def _named_values(info: SourceInfo) -> list[Any]:
+    values = []
+    for name in referenced_names(info.tree):
+        found, value = info.resolve(name)
+        if found:
+            values.append(value)
+    for node in ast.walk(info.tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            found, holder = info.resolve(node.value.id)
+            if found and _user_holder(holder):
+                values.append(inspect.getattr_static(holder, node.attr, None))
+    return values
+
+
+def _user_holder(value: Any) -> bool:
+    """A module or class of the user's (gradloom's own hold no user functions; asking them
+    for attributes could load subsystems on first use)."""
+    if inspect.ismodule(value):
+        name = value.__name__
+    elif isinstance(value, type):
+        name = str(getattr(value, "__module__", ""))
+    else:
+        return False
+    return not name.startswith(("gradloom", "numpy", "builtins"))
 
 
 def refuse_array_instances(pyfunc: Any) -> None:

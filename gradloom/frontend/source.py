@@ -14,6 +14,23 @@ from typing import Any
 
 from ..builtins.registry import Builtin
 from ..errors import SourceLoc, UnsupportedSyntaxError
+from ..types import (
+    ArrayType,
+    FabricArrayType,
+    FixedArrayType,
+    IndexedArrayType,
+    MatrixType,
+    ScalarType,
+    StackType,
+    StructType,
+    TileType,
+    VectorType,
+)
+
+#: kernel-language type objects: a captured one (`vec_type(1.0)` in a factory's kernel) is
+#: fingerprinted by what it is (vec2f and vec3f are one class)
+_TYPE_OBJECTS = (ScalarType, VectorType, MatrixType, ArrayType, IndexedArrayType,
+                 FabricArrayType, FixedArrayType, TileType, StackType)
 
 
 class Closure(Mapping[str, Any]):
@@ -152,6 +169,14 @@ def fingerprint_value(value: Any, visiting: set[int]) -> str:
         return f"{type(value).__gl_fingerprint__(visiting)}({fields})"
     if isinstance(value, Builtin):
         return f"builtin:{value.name}"
+    if isinstance(value, _TYPE_OBJECTS):
+        return f"type:{type(value).__name__}:{value!r}"
+    if isinstance(value, StructType):
+        fields = ",".join(f"{n}:{fingerprint_value(t, visiting)}" for n, t in value.fields)
+        return f"struct:{value.name}({fields})"
+    annotation = getattr(value, "_annotation_key", None)  # `wp.array(dtype=...)` written as a value
+    if callable(annotation) and not isinstance(value, type) and annotation() is not None:
+        return f"annotation:{annotation()!r}"
     fp = getattr(value, "__gl_fingerprint__", None)
     if isinstance(value, type) and not hasattr(value, "__gl_struct__"):
         fp = None  # a class whose instances have fingerprints (wp.Function in an annotation)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import StructFieldError
+from ...hooks import Hook
 from ...types import (
     ArrayType,
     FabricArrayType,
@@ -25,6 +26,10 @@ from .ctype import struct_ctype
 from .fabric import fabricarray, indexedfabricarray
 from .indexed import indexedarray
 from .storage import storage_dtype, struct_dtype_spec
+
+#: records a struct class in the kernel module of its Python module (Warp's `Module.structs`;
+#: kernel.py fills it: modules are a layer above the runtime)
+REGISTER_STRUCT: Hook[Any] = Hook("Module.structs", "gradloom.kernel")
 
 
 def _default(t: Any) -> Any:
@@ -111,6 +116,7 @@ def struct(cls: type) -> type:
         "__doc__": cls.__doc__,
     })
     st = StructType(cls.__name__, tuple(fields), new_cls)
+    REGISTER_STRUCT.get()(new_cls)
     new_cls.__gl_type__ = st  # type: ignore[attr-defined]
     new_cls.__gl_struct__ = True  # type: ignore[attr-defined]
     if "cls" not in field_types:
