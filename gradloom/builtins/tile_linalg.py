@@ -140,8 +140,12 @@ def _solve(ctx: Ctx, m: TileVal, y: TileVal, out: TileVal, lower: bool) -> None:
                     return [ctx.op("add", acc[0], ctx.op("mul", read(ctx, m, [i, k]),
                                                          read(ctx, out, full(rhs(k, c)))))]
                 s = count_loop(ctx, iv[0], [ctx.const(0, m.type.dtype)], term)[0]
-            v = ctx.op("div", ctx.op("sub", read(ctx, y, full(rhs(i, c))), s),
-                       read(ctx, m, [i, i]))
+            # a zero on the diagonal leaves the row's value undivided, as Warp's CPU solves do
+            # (not inf or NaN)
+            r, diag = ctx.op("sub", read(ctx, y, full(rhs(i, c))), s), read(ctx, m, [i, i])
+            zero = ctx.op("eq", diag, ctx.const(0, m.type.dtype))
+            v = ctx.op("select", zero, r, ctx.op("div", r, ctx.op("select", zero, ctx.const(
+                1, m.type.dtype), diag)))
             write(ctx, out, full(rhs(i, c)), v)
         each(ctx, (n,), row)
     each(ctx, (cols,), column)
