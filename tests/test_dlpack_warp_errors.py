@@ -50,3 +50,26 @@ def test_unknown_devices_and_non_capsules_are_type_errors() -> None:
         wp.from_dlpack(_Elsewhere())
     with pytest.raises(TypeError, match="Expected a valid DLPack capsule, got object"):
         wp.from_dlpack(_NotACapsule())
+
+
+def test_bfloat16_travels_as_dlpack_bfloat() -> None:
+    values = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    a = wp.array(values, dtype=wp.bfloat16)
+    back = wp.from_dlpack(wp.to_dlpack(a))
+    assert back.dtype == wp.bfloat16 and back.ptr == a.ptr and back.shape == (4,)
+    np.testing.assert_array_equal(back.list(), values)
+    vec3bf = wp.types.vector(3, dtype=wp.bfloat16)
+    rows = wp.zeros((5, 3), dtype=wp.bfloat16)
+    as_vectors = wp.from_dlpack(wp.to_dlpack(rows), dtype=vec3bf)
+    assert as_vectors.shape == (5,) and as_vectors.dtype == vec3bf and as_vectors.ptr == rows.ptr
+    assert wp.from_dlpack(wp.to_dlpack(wp.zeros(0, dtype=wp.bfloat16))).shape == (0,)
+    torch = pytest.importorskip("torch")
+    t = torch.from_dlpack(wp.to_dlpack(a))
+    assert t.dtype == torch.bfloat16 and t.tolist() == values.tolist()
+
+
+def test_integers_read_as_the_other_signedness_in_place() -> None:
+    source = wp.array(np.array([-1, 2], np.int16), dtype=wp.int16)
+    out = wp.from_dlpack(wp.to_dlpack(source), dtype=wp.uint16)
+    assert out.dtype == wp.uint16 and out.ptr == source.ptr
+    assert out.numpy().tolist() == [65535, 2]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import weakref
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,7 @@ from gradloom.runtime.array.aligned import DLPACK_CPU
 from gradloom.runtime.array.array import array
 from gradloom.runtime.array.foreign import is_torch_tensor, wrap_numpy
 from gradloom.runtime.backend import CUDA
+from gradloom.types import bfloat16
 
 DLPACK_CUDA = 2  # kDLCUDA
 
@@ -39,10 +42,12 @@ def from_dlpack(source: Any, dtype: Any = None) -> array:
     gradloom's current stream on that device (the DLPack stream handshake)."""
     if type(source).__name__ == "PyCapsule":
         # the capsule's C structs are read only for a bare capsule: not at `import gradloom`
-        from gradloom.runtime.dlpack_capsule import capsule_device
+        from gradloom.runtime.dlpack_capsule import capsule_device, capsule_is_bfloat16
 
         if capsule_device(source)[0] == DLPACK_CUDA:  # device memory: the CUDA backend's
             return CUDA.get("from_capsule")(source, dtype, "from_dlpack capsule")
+        if capsule_is_bfloat16(source):  # numpy has no bfloat16: read the capsule ourselves
+            return _bfloat16_capsule(source, dtype)
         source = _Capsule(source)
     elif not hasattr(source, "__dlpack__"):
         raise GradloomError(f"from_dlpack: {type(source).__name__} is neither a DLPack "
@@ -64,9 +69,13 @@ def from_dlpack(source: Any, dtype: Any = None) -> array:
 
 
 def _bool_as(data: np.ndarray, dtype: Any) -> np.ndarray:
-    """Bool data read as int8 / uint8 (the same bytes, as Warp allows); as any other type it is
-    refused with Warp's words."""
+    """Integer data read as the same-size integer of the other signedness, bool data as int8 /
+    uint8 (the same bytes, as Warp allows); bool as any other type is refused in Warp's
+    words."""
     name = getattr(dtype, "name", None)
+    if data.dtype.kind in "iu" and isinstance(name, str) and name.startswith(("int", "uint")) \
+            and np.dtype(name).itemsize == data.dtype.itemsize:
+        return data.view(np.dtype(name))  # the other signedness: the same bits (as Warp)
     if data.dtype != np.bool_ or dtype is None or name == "bool":
         return data
     if name in ("int8", "uint8"):
@@ -78,6 +87,27 @@ def _bool_as(data: np.ndarray, dtype: Any) -> np.ndarray:
 class DLPackTypeError(GradloomError, RuntimeError):
     """A DLPack tensor whose element type the requested dtype cannot read (a RuntimeError, as
     Warp raises)."""
+
+
+def _bfloat16_capsule(capsule: Any, dtype: Any) -> array:
+    """An array over a host capsule of bfloat16 elements (their uint16 bits, gradloom's storage
+    of bfloat16); the capsule's deleter runs when the memory is no longer used."""
+    from gradloom.runtime.dlpack_capsule import consume
+
+    imp = consume(capsule)
+    shape, strides = imp.shape, imp.strides
+    if any(s < 0 for s in strides):
+        imp.release()
+        raise GradloomError("from_dlpack: negative strides are not supported")
+    if 0 in shape:  # no memory to share
+        imp.release()
+        data = np.zeros(shape, np.uint16)
+    else:
+        extent = sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) + 2
+        buffer = (ctypes.c_char * extent).from_address(imp.data)
+        data = np.ndarray(shape, np.uint16, buffer=memoryview(buffer), strides=strides)
+        weakref.finalize(buffer, imp.release)
+    return wrap_numpy(data, dtype if dtype is not None else bfloat16, "from_dlpack capsule")
 
 
 def _device_type(source: Any) -> int:

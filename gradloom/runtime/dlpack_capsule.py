@@ -48,6 +48,8 @@ DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_vo
 #: DLPack's type codes by numpy kind (kDLInt, kDLUInt, kDLFloat, kDLBool)
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
 _KINDS = {v: k for k, v in _CODES.items()}
+#: kDLBfloat: bfloat16 elements (held as their uint16 bits here)
+BFLOAT = 4
 
 
 
@@ -85,9 +87,11 @@ def _capsule_destructor(capsule: int) -> None:
 
 
 def export(keep: Any, data: int, device_id: int, npdt: np.dtype[Any], shape: tuple[int, ...],
-           strides: tuple[int, ...]) -> Any:
-    """A "dltensor" capsule for device memory at `data` (strides in bytes, shape including
-    vector/matrix component dims); `keep` stays alive while the consumer holds it."""
+           strides: tuple[int, ...], device_type: int = DLPACK_CUDA,
+           bfloat16: bool = False) -> Any:
+    """A "dltensor" capsule for memory at `data` on a device (CUDA unless `device_type` says
+    otherwise; strides in bytes, shape including vector/matrix component dims); `keep` stays
+    alive while the consumer holds it. `bfloat16`: uint16 elements that are bfloat16 bits."""
     if npdt.kind not in _CODES or npdt.names is not None:
         raise BufferError(f"DLPack has no type for elements of dtype {npdt}")
     if any(s % npdt.itemsize for s in strides):
@@ -97,8 +101,8 @@ def export(keep: Any, data: int, device_id: int, npdt: np.dtype[Any], shape: tup
     strides_c = (ctypes.c_int64 * n)(*(s // npdt.itemsize for s in strides))
     managed = DLManagedTensor()
     t = managed.dl_tensor
-    t.data, t.device = data, DLDevice(DLPACK_CUDA, device_id)
-    t.ndim, t.dtype = n, DLDataType(_CODES[npdt.kind], 8 * npdt.itemsize, 1)
+    t.data, t.device = data, DLDevice(device_type, device_id)
+    t.ndim, t.dtype = n, DLDataType(BFLOAT if bfloat16 else _CODES[npdt.kind], 8 * npdt.itemsize, 1)
     t.shape = ctypes.cast(shape_c, ctypes.POINTER(ctypes.c_int64))
     t.strides = ctypes.cast(strides_c, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0
@@ -119,6 +123,8 @@ class Imported:
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     release: Any
+    #: the elements are bfloat16 (`dtype` is then uint16, their bits)
+    bfloat16: bool = False
 
 
 def consume(capsule: Any) -> Imported:
@@ -129,7 +135,7 @@ def consume(capsule: Any) -> Imported:
     address = _pointer(capsule, _NAME)
     managed = DLManagedTensor.from_address(address)
     t = managed.dl_tensor
-    kind = _KINDS.get(t.dtype.code)
+    kind = "u" if t.dtype.code == BFLOAT and t.dtype.bits == 16 else _KINDS.get(t.dtype.code)
     if kind is None or t.dtype.lanes != 1:
         raise GradloomError(f"from_dlpack: unsupported DLPack type (code {t.dtype.code}, "
                             f"{t.dtype.bits} bits, {t.dtype.lanes} lanes)")
@@ -147,7 +153,16 @@ def consume(capsule: Any) -> Imported:
             deleter(ctypes.pointer(managed))
 
     return Imported(int(t.data or 0) + int(t.byte_offset), int(t.device.device_type),
-                    int(t.device.device_id), npdt, shape, strides, release)
+                    int(t.device.device_id), npdt, shape, strides, release,
+                    t.dtype.code == BFLOAT)
+
+
+def capsule_is_bfloat16(capsule: Any) -> bool:
+    """Whether an unconsumed "dltensor" capsule holds bfloat16 elements."""
+    if not _is_valid(capsule, _NAME):
+        return False
+    return bool(DLManagedTensor.from_address(_pointer(capsule, _NAME)).dl_tensor.dtype.code
+                == BFLOAT)
 
 
 def capsule_device(capsule: Any) -> tuple[int, int]:

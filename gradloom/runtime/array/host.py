@@ -232,6 +232,12 @@ class HostArray:
                 f"cannot export an array of structs (dtype {data.dtype}) through DLPack: "
                 "DLPack has no struct types"
             )
+        if is_bf16(self.dtype):  # numpy's capsule would say uint16: DLPack's bfloat type
+            # the capsule structs load on first use, not at `import gradloom`
+            from gradloom.runtime.dlpack_capsule import export
+
+            return export(self, int(data.ctypes.data), 0, data.dtype, data.shape, data.strides,
+                          DLPACK_CPU, bfloat16=True)
         try:
             return data.__dlpack__(**kwargs)
         except TypeError:  # numpy < 2 knows only `stream`
