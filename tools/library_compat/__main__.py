@@ -13,6 +13,9 @@ from pathlib import Path
 from . import env, probes, report, suites
 
 WORK = env.REPO_ROOT / "build" / "library_compat"
+#: the test files of newton's SemiImplicit, XPBD and Featherstone solvers, collision and math
+NEWTON_FILES = ("test_math.py", "test_collision_primitives.py", "test_solver_xpbd.py",
+                "test_body_force.py", "featherstone/test_notify_model_changed.py")
 
 
 def _mujoco_tests(args: argparse.Namespace) -> None:
@@ -35,12 +38,32 @@ def _mujoco_tests(args: argparse.Namespace) -> None:
     print(text)
 
 
+def _newton_tests(args: argparse.Namespace) -> None:
+    """newton's own test files (relative to newton/tests/), one process per file and backend."""
+    site = env.site_packages(args.python)
+    pairs = []
+    for f in args.files:
+        runs = [suites.cached_or_run(args.python, "warp", site, f"newton/tests/{f}", WORK / "newton_tests",
+                                     args.timeout, rerun=args.rerun_warp, extra=()),
+                suites.run_file(args.python, "gradloom", site, f"newton/tests/{f}", WORK / "newton_tests",
+                                args.timeout, extra=())]  # fmt: skip
+        w, g = report.score(*runs)
+        print(f"  {f:40s} warp pass {w:4d}  gradloom {g:4d}  ({runs[1].status}, {runs[1].seconds:.0f} s)",
+              flush=True)  # fmt: skip
+        pairs.append((runs[0], runs[1]))
+    suites.save([r for p in pairs for r in p if r is not None], WORK / "newton_tests_results.json")
+    print(report.table("newton's own tests", "python -m tools.library_compat newton-tests", pairs))
+
+
 def _mujoco_step(args: argparse.Namespace) -> None:
-    runs = {b: probes.mujoco_step(args.python, b, WORK, args.steps, args.timeout)
-            for b in ("warp", "gradloom")}  # fmt: skip
-    for b, r in runs.items():
+    runs = {b: probes.mujoco_step(args.python, b, WORK, args.steps, args.timeout, args.cold)
+            for b in _order(args)}  # fmt: skip
+    for b in ("warp", "gradloom"):
+        r = runs[b]
         steps = r.get("step_s", [])
-        print(f"  {b:9s} {r['status']:8s} first step {steps[0] if steps else float('nan'):.2f} s, "
+        cpu = r.get("step_cpu_s", [float("nan")])
+        print(f"  {b:9s} {r['status']:8s} first step {steps[0] if steps else float('nan'):.2f} s "
+              f"(CPU {cpu[0]:.2f} s), "
               f"later median {sorted(steps[1:])[len(steps[1:]) // 2] if len(steps) > 1 else float('nan'):.4f} s")
     if all("qpos" in r for r in runs.values()):
         import numpy as np
@@ -52,6 +75,11 @@ def _mujoco_step(args: argparse.Namespace) -> None:
             print(f"  {key} after {args.steps} steps: max difference {diff:.2e}, "
                   f"{diff / max(float(np.max(np.abs(a))), 1e-30):.2e} of its largest entry")
     (WORK / "mujoco_step.json").write_text(json.dumps(runs, indent=1))
+
+
+def _order(args: argparse.Namespace) -> tuple[str, str]:
+    """The backends in the order they run (`--gradloom-first`: to alternate across runs)."""
+    return ("gradloom", "warp") if args.gradloom_first else ("warp", "gradloom")
 
 
 def _newton(args: argparse.Namespace) -> None:
@@ -72,14 +100,16 @@ def _newton(args: argparse.Namespace) -> None:
 
 
 def _newton_step(args: argparse.Namespace) -> None:
-    runs = {b: probes.newton_step(args.python, b, args.example, WORK, args.steps, args.timeout)
-            for b in ("warp", "gradloom")}  # fmt: skip
-    for b, r in runs.items():
+    runs = {b: probes.newton_step(args.python, b, args.example, WORK, args.steps, args.timeout,
+                                  args.cold) for b in _order(args)}  # fmt: skip
+    for b in ("warp", "gradloom"):
+        r = runs[b]
         steps = r.get("step_s", [])
         first = r.get("build_s", float("nan")) + (steps[0] if steps else float("nan"))
         later = sorted(steps[1:])[len(steps[1:]) // 2] if len(steps) > 1 else float("nan")
+        cpu = r.get("build_cpu_s", float("nan")) + r.get("step_cpu_s", [float("nan")])[0]
         print(f"  {b:9s} {r['status']:8s} import {r.get('import_s', float('nan')):.2f} s, build + "
-              f"first step {first:.2f} s, later steps median {later:.4f} s, "
+              f"first step {first:.2f} s (CPU {cpu:.2f} s), later steps median {later:.4f} s, "
               f"losses {r.get('loss', [])[:4]}")
     (WORK / f"newton_step_{args.example}.json").write_text(json.dumps(runs, indent=1))
 
@@ -96,20 +126,28 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--files", nargs="+", help="test files relative to mujoco_warp/ (default: all)")
     t.add_argument("--rerun-warp", action="store_true",
                    help="run warp-lang again (default: reuse its results from build/)")
+    nt = sub.add_parser("newton-tests", help="newton's own test files on both backends")
+    nt.add_argument("--files", nargs="+", default=list(NEWTON_FILES),
+                    help="test files relative to newton/tests/")
+    nt.add_argument("--rerun-warp", action="store_true")
     st = sub.add_parser("mujoco-step", help="humanoid put_model + steps on both backends")
     st.add_argument("--steps", type=int, default=10)
+    for q in (st, ns := sub.add_parser("newton-step", help="one diffsim example built and trained, timed")):
+        q.add_argument("--cold", action="store_true",
+                       help="empty kernel caches for both backends (first step compiles all)")
+        q.add_argument("--gradloom-first", action="store_true",
+                       help="run gradloom before warp-lang (alternate it across runs)")
     n = sub.add_parser("newton-diffsim", help="newton's diffsim examples on both backends")
     n.add_argument("--examples", nargs="+", choices=probes.DIFFSIM)
     n.add_argument("--frames", type=int, default=None,
                    help="frames per example (default: newton's own CPU test options)")
-    ns = sub.add_parser("newton-step", help="one diffsim example built and trained, timed")
     ns.add_argument("--example", choices=probes.DIFFSIM, default="cloth")
     ns.add_argument("--steps", type=int, default=5)
     args = p.parse_args(argv)
     if args.command == "setup":
         print(env.setup(args.venv))
     else:
-        {"mujoco-tests": _mujoco_tests, "mujoco-step": _mujoco_step,
+        {"mujoco-tests": _mujoco_tests, "mujoco-step": _mujoco_step, "newton-tests": _newton_tests,
          "newton-diffsim": _newton, "newton-step": _newton_step}[args.command](args)  # fmt: skip
 
 

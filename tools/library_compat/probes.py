@@ -6,11 +6,13 @@ two backends' runs are compared outside either.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,14 +34,15 @@ if mjm.nkey:
 t0 = time.perf_counter()
 with wp.ScopedDevice("cpu"):
     m, d = mjw.put_model(mjm), mjw.put_data(mjm, mjd)
-    times = []
+    times, cpu = [], []
     for _ in range(steps):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         mjw.step(m, d)
         wp.synchronize()
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     json.dump({"qpos": d.qpos.numpy().tolist(), "qvel": d.qvel.numpy().tolist(), "step_s": times,
-               "total_s": time.perf_counter() - t0}, open(out, "w"))
+               "step_cpu_s": cpu, "total_s": time.perf_counter() - t0}, open(out, "w"))
 """
 
 #: the child of `newton_step`: one diffsim example built (its forward and backward captured in a
@@ -54,16 +57,17 @@ module = importlib.import_module(f"newton.examples.diffsim.example_diffsim_{name
 sys.argv = ["example", "--viewer", "null", "--device", "cpu"]
 parser = module.Example.create_parser()
 viewer, args = newton.examples.init(parser)
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 example = module.Example(viewer, args)
-build = time.perf_counter() - t1
-times = []
+build, build_cpu = time.perf_counter() - t1, time.process_time() - c1
+times, cpu = [], []
 for _ in range(steps):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     example.step()
     wp.synchronize()
     times.append(time.perf_counter() - t)
-json.dump({"import_s": t1 - t0, "build_s": build, "step_s": times,
+    cpu.append(time.process_time() - c)
+json.dump({"import_s": t1 - t0, "build_s": build, "step_s": times, "step_cpu_s": cpu, "build_cpu_s": build_cpu,
            "loss": [float(x) for x in getattr(example, "loss_history", [])]}, open(out, "w"))
 """
 
@@ -81,37 +85,46 @@ DIFFSIM_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _child(cmd: list[str], log: Path, timeout: float) -> tuple[str, float]:
+def _child(cmd: list[str], log: Path, timeout: float, cold: bool = False) -> tuple[str, float]:
+    """Run one child; `cold`: with empty kernel caches of both backends (fresh directories for
+    WARP_CACHE_PATH and GRADLOOM_CACHE_DIR), so its first step compiles everything."""
     start = time.monotonic()
-    with open(log, "w", encoding="utf-8") as out:
+    env_vars = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    with contextlib.ExitStack() as stack, open(log, "w", encoding="utf-8") as out:
+        if cold:
+            caches = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="libcompat-")))
+            env_vars.update(WARP_CACHE_PATH=str(caches / "warp"),
+                            GRADLOOM_CACHE_DIR=str(caches / "gradloom"))  # fmt: skip
         try:
             rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
-                                env=dict(os.environ, CUDA_VISIBLE_DEVICES="")).returncode  # fmt: skip
+                                env=env_vars).returncode  # fmt: skip
         except subprocess.TimeoutExpired:
             return "timeout", time.monotonic() - start
     return ("ok" if rc == 0 else f"exit {rc}"), time.monotonic() - start
 
 
-def mujoco_step(python: Path, backend: str, work: Path, steps: int, timeout: float) -> dict:
+def mujoco_step(python: Path, backend: str, work: Path, steps: int, timeout: float,
+                cold: bool = False) -> dict:  # fmt: skip
     work.mkdir(parents=True, exist_ok=True)
     script, out = work / "step_child.py", work / f"step.{backend}.json"
     script.write_text(STEP_CHILD)
     out.unlink(missing_ok=True)
     status, seconds = _child([*env.command(python, backend), str(script), str(out), str(steps)],
-                             work / f"step.{backend}.log", timeout)  # fmt: skip
+                             work / f"step.{backend}.log", timeout, cold)  # fmt: skip
     result = json.loads(out.read_text()) if out.exists() else {}
     return {"status": status, "seconds": seconds, **result}
 
 
 def newton_step(python: Path, backend: str, name: str, work: Path, steps: int,
-                timeout: float) -> dict:  # fmt: skip
+                timeout: float, cold: bool = False) -> dict:  # fmt: skip
     """One diffsim example built and trained `steps` iterations in one process, each timed."""
     work.mkdir(parents=True, exist_ok=True)
     script, out = work / "newton_step_child.py", work / f"newton_step.{name}.{backend}.json"
     script.write_text(NEWTON_STEP_CHILD)
     out.unlink(missing_ok=True)
     status, seconds = _child([*env.command(python, backend), str(script), str(out), name,
-                              str(steps)], work / f"newton_step.{name}.{backend}.log", timeout)  # fmt: skip
+                              str(steps)], work / f"newton_step.{name}.{backend}.log", timeout,
+                             cold)  # fmt: skip
     result = json.loads(out.read_text()) if out.exists() else {}
     return {"status": status, "seconds": seconds, **result}
 

@@ -87,12 +87,13 @@ def run_file(python: Path, backend: str, package_dir: Path, test_file: str, out_
 
 
 def cached_or_run(python: Path, backend: str, package_dir: Path, test_file: str, out_dir: Path,
-                  timeout: float, rerun: bool = False) -> FileResult:  # fmt: skip
+                  timeout: float, rerun: bool = False,
+                  extra: tuple[str, ...] = ("--cpu",)) -> FileResult:  # fmt: skip
     """A file's earlier result on this backend (kept beside its report), else a fresh run."""
     cache = out_dir / f"{test_file.replace('/', '_').removesuffix('.py')}.{backend}.json"
     if cache.exists() and not rerun:
         return FileResult(**json.loads(cache.read_text()))
-    result = run_file(python, backend, package_dir, test_file, out_dir, timeout)
+    result = run_file(python, backend, package_dir, test_file, out_dir, timeout, extra)
     cache.write_text(json.dumps(asdict(result)))
     return result
 
