@@ -21,7 +21,57 @@ _NOT_IMPL = "not implemented in gradloom: "
 _PRIVATE_NAME = ("the message Warp's test matches names Warp's private class path "
                  "(`warp._src.types...`)")
 
+_NATIVE = (_DIFF + "C++/CUDA snippets (`@wp.func_native`) cannot compile through LLVM (the "
+           "test's kernel calls one)")
+_REF = (_DIFF + "`wp.ref[T]` parameters are copy-in, copy-out, so backward-enabled kernels may "
+        "call them (differentiated like any assignment) and an untyped literal local is an "
+        "ordinary variable")
+_DETERMINISTIC = (_DIFF + "deterministic mode adds floats in thread order, which any kernel "
+                  "allows, so it refuses nothing (no `WarpDeterminismError`)")
+
 NOTES: dict[str, dict[str, str]] = {
+    "test_ref": {
+        "*.test_native_ref_param_*": _NATIVE,
+        "*.test_ref_parameter_struct_field_forwarding_*": _NATIVE,
+        "*.test_address_of_*_cpu": _NATIVE,
+        "*.test_ref_backward_enabled_kernel_raises": _REF,
+        "*.test_ref_shared_helper_backward_raises": _REF,
+        "*.test_ref_rejects_constant_local_argument": _REF,
+        "*.test_address_of_rejects_constant_local": _NOT_IMPL + "`wp.address_of` (an address "
+                                                    "is only of use to native snippets)",
+        "*.test_ref_overload_differing_only_by_refness_rejected": _NOT_IMPL + "functions "
+            "defined in a function body are not overloads of each other by name (functions at "
+            "module level are, and refness-only overloads are refused there)",
+        "*.test_ref_augassign_user_operator_result_type_checked": _NOT_IMPL + "a user @wp.func "
+            "named `add` in the function's globals standing for `+=`",
+    },
+    "test_builtins_resolution": {
+        "*.test_int_int_args_support_*": _DIFF + "at Python scope a Python int adopts the other "
+                                         "operand's integer type, as literals do in kernels",
+    },
+    "test_snippet": {"*.test_cpu_snippet_*": _NATIVE},
+    "cuda.test_texture": {"*.test_texture_cpu_large_dimensions": _NATIVE},
+    "test_verify_fp": {"*": _DIFF + "`wp.config.verify_fp` raises KernelRuntimeError after the "
+                                    "launch (naming the array and element) instead of printing"},
+    "test_grad_debug": {
+        "*.test_gradcheck_nan_*": _DIFF + "`length` / `normalize` at the zero vector have a "
+                                  "finite (zero) gradient, so gradcheck finds no NaN",
+        "*.test_gradcheck_restore_inputs_*": _DIFF + "gradcheck always runs on copies of the "
+                                             "inputs, so an input-mutating function never "
+                                             "drifts (`restore_inputs=False` cannot fail)",
+    },
+    "test_fabricarray": {"*.test_fabricarray_fill_scalar_*": _SCALARS},
+    "deterministic.test_deterministic_backward": {
+        "*counter*_rejected_*": _DETERMINISTIC,
+        "*.test_deterministic_overlapping_arguments_backward_rejected_*":
+            "refused with a clear TapeError: two arguments alias one array the kernel writes "
+            "(its adjoint would treat them as two arrays)",
+    },
+    "deterministic.test_deterministic_scatter": {"*_rejected": _DETERMINISTIC},
+    "deterministic.test_deterministic_counter": {"*_rejected": _DETERMINISTIC},
+    "test_coloring": {"*.test_coloring_balance_zero_iterations_preserves_coloring":
+                      "gradloom's warnings print in Python's format, not Warp's "
+                      "`Warp UserWarning: ...` line"},
     "test_arithmetic": {
         "*.test_binary_ops_float*": _DIFF + "the gradient of `wp.mod(a, b)` with respect to b "
                                     "is -trunc(a / b), the derivative; Warp's test expects 0",
