@@ -64,12 +64,13 @@ _INT_MAX, _INT_MIN = (1 << 31) - 1, -(1 << 31)
 _FIELDS: tuple[tuple[str, ScalarType], ...] = (
     ("point_ids", ptr), ("cell_starts", ptr), ("cell_ends", ptr), ("keys", ptr),
     ("dim_x", int32), ("dim_y", int32), ("dim_z", int32),
-    ("x_start", int32), ("y_start", int32), ("x_end", int32), ("y_end", int32),
-    ("z_end", int32), ("x", int32), ("y", int32), ("z", int32),
     ("cell_index", int32), ("cell_end", int32), ("group", int32), ("use_groups", bool_),
-    # the cell coordinates wrapped into [0, dim): advanced with the unwrapped ones, so moving
-    # to the next cell needs no division
-    ("wx_start", int32), ("wy_start", int32), ("wx", int32), ("wy", int32), ("wz", int32),
+    # the cell coordinates wrapped into [0, dim): the first and last of the query's span
+    # along each axis (at most dim cells, so the last is reached exactly once per row) and the
+    # current cell's, so moving to the next cell needs no division and a query carries few
+    # values through its loop (SIMD lanes keep each one in a vector register)
+    ("wx_start", int32), ("wy_start", int32), ("wx_end", int32), ("wy_end", int32),
+    ("wz_end", int32), ("wx", int32), ("wy", int32), ("wz", int32),
 )
 _NAMES = [n for n, _ in _FIELDS]
 
@@ -242,13 +243,12 @@ def hash_grid_query(ctx: Ctx, id: Value, point: Value, max_dist: Value,
         "cell_ends": _field(ctx, desc, GRID_CELL_ENDS, ptr),
         "keys": _field(ctx, desc, GRID_KEYS, ptr),
         "dim_x": dims[0], "dim_y": dims[1], "dim_z": dims[2],
-        "x_start": starts[0], "y_start": starts[1], "x_end": ends[0], "y_end": ends[1],
-        "z_end": ends[2], "x": starts[0], "y": starts[1], "z": starts[2],
         "group": group_id, "use_groups": use_groups,
     }
     wrapped = [_wrap(ctx, starts[k], dims[k]) for k in range(3)]
+    last = [_wrap(ctx, ends[k], dims[k]) for k in range(3)]
     fields.update(wx_start=wrapped[0], wy_start=wrapped[1], wx=wrapped[0], wy=wrapped[1],
-                  wz=wrapped[2])
+                  wz=wrapped[2], wx_end=last[0], wy_end=last[1], wz_end=last[2])
     zero = _i32(ctx, 0)
     q = _Query(StructVal(QUERY_TYPE, tuple(fields.get(n, zero) for n in _NAMES)))
     ci, ce = _set_cell(ctx, q, *wrapped)
@@ -293,30 +293,25 @@ def _next(ctx: Ctx, query: StructVal, index: Var) -> tuple[Var, StructVal, Var]:
     q = _Query(query)
 
     def step(ps: list[Var]) -> list[Var]:
-        x, y, z, ci, ce, _, wx, wy, wz = ps
+        ci, ce, _, wx, wy, wz = ps
         op = ctx.op
-        x1 = op("add", x, _i32(ctx, 1))
-        wrap_x = op("gt", x1, q["x_end"])
-        x2 = op("select", wrap_x, q["x_start"], x1)
+        # the last cell of a row, of a column, of the span: reached once each (see _FIELDS)
+        wrap_x = op("eq", wx, q["wx_end"])
         wx2 = op("select", wrap_x, q["wx_start"], _wrap_next(ctx, wx, q["dim_x"]))
-        y1 = op("select", wrap_x, op("add", y, _i32(ctx, 1)), y)
-        wy1 = op("select", wrap_x, _wrap_next(ctx, wy, q["dim_y"]), wy)
-        wrap_y = op("gt", y1, q["y_end"])
-        y2 = op("select", wrap_y, q["y_start"], y1)
-        wy2 = op("select", wrap_y, q["wy_start"], wy1)
-        z1 = op("select", wrap_y, op("add", z, _i32(ctx, 1)), z)
+        wrap_y = op("and", wrap_x, op("eq", wy, q["wy_end"]))
+        wy2 = op("select", wrap_y, q["wy_start"],
+                 op("select", wrap_x, _wrap_next(ctx, wy, q["dim_y"]), wy))
+        done = op("and", wrap_y, op("eq", wz, q["wz_end"]))
         wz1 = op("select", wrap_y, _wrap_next(ctx, wz, q["dim_z"]), wz)
-        done = op("gt", z1, q["z_end"])
         start, end = _set_cell(ctx, q, wx2, wy2, wz1)  # a valid cell even when done
-        return [x2, y2, z1, op("select", done, ci, start), op("select", done, ce, end), done,
-                wx2, wy2, wz1]
+        return [op("select", done, ci, start), op("select", done, ce, end), done, wx2, wy2, wz1]
 
     def more(ps: list[Var]) -> Var:
-        return ctx.op("and", ctx.op("ge", ps[3], ps[4]), ctx.op("not", ps[5]))
+        return ctx.op("and", ctx.op("ge", ps[0], ps[1]), ctx.op("not", ps[2]))
 
-    x, y, z, ci, ce, _, wx, wy, wz = while_loop(
-        ctx, [q["x"], q["y"], q["z"], q["cell_index"], q["cell_end"], ctx.const(False, bool_),
-              q["wx"], q["wy"], q["wz"]], more, step)
+    ci, ce, _, wx, wy, wz = while_loop(
+        ctx, [q["cell_index"], q["cell_end"], ctx.const(False, bool_), q["wx"], q["wy"], q["wz"]],
+        more, step)
     found = ctx.op("lt", ci, ce)
     # point_ids has a spare slot at the end, so this load is in bounds even when nothing is found
     point = _element(ctx, q["point_ids"], ci, int32)
@@ -324,8 +319,7 @@ def _next(ctx: Ctx, query: StructVal, index: Var) -> tuple[Var, StructVal, Var]:
         point = ctx.op("cast", point, type=index.type)
     new_index = ctx.op("select", found, point, index)
     ci = ctx.op("add", ci, ctx.op("select", found, _i32(ctx, 1), _i32(ctx, 0)))
-    return found, q.with_(x=x, y=y, z=z, cell_index=ci, cell_end=ce, wx=wx, wy=wy, wz=wz), \
-        new_index
+    return found, q.with_(cell_index=ci, cell_end=ce, wx=wx, wy=wy, wz=wz), new_index
 
 
 @builtin("hash_grid_point_id", "the original index of the point at position index of the "
