@@ -104,3 +104,13 @@ def test_a_zero_seed_passes_no_nan_from_overflowing_texel_differences() -> None:
     big = np.float32(2.0**127)
     data = np.array([[-big, big], [-big, big]], np.float32)  # neighbours 2**128 apart
     np.testing.assert_array_equal(_slope_2d(data, (1.0, 1.0), 0.0), [0.0, 0.0])
+
+
+def test_mip_levels_of_large_finite_texels_stay_finite() -> None:
+    """Levels average in double, rounded once per level: 2e38 + 2e38 would overflow float32."""
+    value = np.float32(2.0e38)
+    tex = wp.Texture1D(np.full(4, value, np.float32), num_mip_levels=3, filter_mode=LINEAR)
+    out, dpos, dlod = _run(tex, [0.3, 0.3, 0.3], [0.5, 1.0, 2.0], grads=True)
+    np.testing.assert_allclose(out, value, rtol=1e-6)
+    np.testing.assert_array_equal(dlod, 0.0)
+    np.testing.assert_array_equal(dpos, 0.0)

@@ -52,10 +52,11 @@ def texels(data: np.ndarray) -> np.ndarray:
 
 
 def mip_chain(level0: np.ndarray, ndim: int, count: int) -> list[np.ndarray]:
-    """Levels 0..count-1: each halves every axis longer than one texel by averaging pairs."""
+    """Levels 0..count-1: each halves every axis longer than one texel by averaging pairs, in
+    double precision rounded once per level (so large finite texels do not overflow)."""
     levels = [level0]
     for _ in range(count - 1):
-        cur = levels[-1]
+        cur = levels[-1].astype(np.float64)
         for axis in range(ndim):
             n = cur.shape[axis]
             if n > 1:
@@ -64,7 +65,7 @@ def mip_chain(level0: np.ndarray, ndim: int, count: int) -> list[np.ndarray]:
                 idx[axis] = slice(0, 2 * half, 2)
                 even = cur[tuple(idx)]
                 idx[axis] = slice(1, 2 * half, 2)
-                cur = (even + cur[tuple(idx)]) * np.float32(0.5)
+                cur = (even + cur[tuple(idx)]) * 0.5
         levels.append(np.ascontiguousarray(cur, dtype=np.float32))
     return levels
 
