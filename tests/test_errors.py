@@ -186,6 +186,16 @@ def test_undefined_name():
 # types
 
 
+def test_none_as_a_value_is_a_type_error():
+    # Warp reports it as a WarpCodegenTypeError ("None type unsupported")
+    @wp.kernel
+    def k(x: wp.array(dtype=float)):
+        i = wp.tid()
+        x[i] = None  # <- here
+
+    compile_error(k, KernelTypeError, "None type unsupported")
+
+
 def test_int_plus_float_is_a_type_error():
     @wp.kernel
     def k(x: wp.array(dtype=float)):

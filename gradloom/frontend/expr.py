@@ -144,6 +144,9 @@ class ExprLowerer:
             return Literal(node.value)
         if isinstance(node.value, str):
             return node.value
+        if node.value is None:  # a type error, as Warp reports it (WarpCodegenTypeError)
+            raise KernelTypeError("None type unsupported: the constant None is not a kernel "
+                                  "value", self.info.loc(node))
         raise self.unsupported(node, f"the constant {node.value!r}")
 
     def expr_Name(self, node: ast.Name) -> Any:
