@@ -176,10 +176,10 @@ class Module:
         loaded = bool(live) and all(k.built("forward") for k in live)
         return {(None, int(self.options.get("block_dim") or 1)): self} if loaded else {}
 
-    def get_module_identifier(self) -> str:
+    def get_module_identifier(self, block_dim: int | None = None) -> str:
         """Warp's name of the module's ahead-of-time files: `wp_<name>_<7 hex digits of the
         module hash and the config that shapes code>`, or `wp_<name>` with the `strip_hash`
-        option."""
+        option (`block_dim`, Warp's per-block-size variant, names the same CPU code here)."""
         if self.options.get("strip_hash"):
             return f"wp_{self.name}"
         h = hashlib.sha256(self.hash_module())

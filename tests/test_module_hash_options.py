@@ -194,3 +194,9 @@ def test_captured_types_are_part_of_the_cache_key():
     assert f32.cache_key() != f64.cache_key()
     assert (_length_kernel(wp.types.vector(length=5, dtype=wp.float64)).cache_key()
             != _length_kernel(wp.types.vector(length=5, dtype=wp.float32)).cache_key())
+
+
+def test_module_identifier_takes_warps_block_dim():
+    m = _make(launch_bounds=3).module
+    assert m.get_module_identifier(block_dim=64) == m.get_module_identifier()
+    assert m.get_module_identifier().startswith(f"wp_{m.name}_")
