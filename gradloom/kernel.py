@@ -299,20 +299,23 @@ class Kernel:
             self._gl_dual = dual
         return dual
 
-    def fresh_variant(self, pending: frozenset[int]) -> tuple[str, frozenset[int]]:
-        """The adjoint's variant that zeroes, each thread its own element, the gradients of
-        those arrays at the positions in `pending` whose gradient the adjoint touches only
-        there (pipeline.fresh_candidates), and their positions; ("adjoint", none) where none
-        qualifies. A Tape runs it where `Tape.zero()` deferred those zeroings."""
+    def fresh_variant(self, pending: frozenset[int], seeds: frozenset[int] = frozenset()
+                      ) -> tuple[str, frozenset[int], frozenset[int]]:
+        """The adjoint's variant that sets, each thread its own element, the gradients of
+        those arrays at the positions in `pending` (to zero) and in `seeds` (to a seed passed
+        as the array's data) whose gradient the adjoint touches only there
+        (pipeline.fresh_candidates), and the positions it zeroes and seeds; ("adjoint", none,
+        none) where none qualifies. A Tape runs it where it deferred those passes."""
         from . import pipeline
 
-        known: frozenset[int] | None = self.__dict__.get("_gl_fresh")
+        known: tuple[frozenset[int], frozenset[int]] | None = self.__dict__.get("_gl_fresh")
         if known is None:
-            known = self._gl_fresh = pipeline.fresh_candidates(self)
-        chosen = frozenset(pending) & known
-        if not chosen:
-            return "adjoint", chosen
-        return pipeline.fresh_variant(tuple(sorted(chosen))), chosen
+            known = self._gl_fresh = (pipeline.fresh_candidates(self),
+                                      pipeline.fresh_candidates(self, seeded=True))
+        zeroed, seeded = pending & known[0], seeds & known[1]
+        if not zeroed and not seeded:
+            return "adjoint", zeroed, seeded
+        return pipeline.fresh_variant(tuple(sorted(zeroed | seeded)), seeded), zeroed, seeded
 
     def gradient_reads(self) -> frozenset[int]:
         """Positions of the arrays whose gradient the adjoint only reads

@@ -56,21 +56,25 @@ def variant_of(adjoint: bool | str) -> Variant:
     return Variant.ADJOINT if adjoint else Variant.FORWARD
 
 
-def fresh_variant(params: tuple[int, ...]) -> str:
-    """The name of the FRESH variant zeroing the gradients of the arrays at `params`."""
-    return f"{Variant.FRESH.value}:{','.join(map(str, params))}"
+def fresh_variant(params: tuple[int, ...], seeded: frozenset[int] = frozenset()) -> str:
+    """The name of the FRESH variant zeroing the gradients of the arrays at `params`, or
+    copying a seed into them for those also in `seeded` (marked "s")."""
+    return f"{Variant.FRESH.value}:" + ",".join(f"{i}s" if i in seeded else str(i)
+                                                for i in params)
 
 
-def fresh_candidates(kernel: Any) -> frozenset[int]:
+def fresh_candidates(kernel: Any, seeded: bool = False) -> frozenset[int]:
     """Positions of the 1-D float arrays whose gradient the kernel's adjoint touches only at
-    each thread's own element: those a FRESH variant may zero (none where the adjoint cannot
-    be built: backward then says why)."""
+    each thread's own element: those a FRESH variant may zero (`seeded`: may copy a seed into,
+    the adjoint not reading the array's contents); none where the adjoint cannot be built
+    (backward then says why)."""
     try:
         ir, _ = kernel_ir(kernel, Variant.ADJOINT)
     except Exception:
         return frozenset()
-    return frozenset(i for i, spec in _fresh_specs(kernel, range(len(kernel.params))).items()
-                     if fresh_ir(ir, {spec[0]: spec[1]}) is not None)
+    specs = _fresh_specs(kernel, range(len(kernel.params)), frozenset())
+    return frozenset(i for i, (off, (scalar, size, _)) in specs.items()
+                     if fresh_ir(ir, {off: (scalar, size, seeded)}) is not None)
 
 
 def read_gradients(kernel: Any) -> frozenset[int]:
@@ -95,8 +99,10 @@ def read_gradients(kernel: Any) -> frozenset[int]:
 
 def _zeroing(kernel: Any, ir: KernelIR, name: str) -> KernelIR:
     """The FRESH variant `name` of adjoint ir."""
-    params = tuple(int(i) for i in name.split(":")[1].split(","))
-    specs = _fresh_specs(kernel, params)
+    marks = name.split(":")[1].split(",")
+    params = tuple(int(m.rstrip("s")) for m in marks)
+    seeded = frozenset(int(m[:-1]) for m in marks if m.endswith("s"))
+    specs = _fresh_specs(kernel, params, seeded)
     zeroing = fresh_ir(ir, dict(specs.values())) if len(specs) == len(params) else None
     if zeroing is None:
         raise CompileError(f"kernel '{kernel.key}': no {name} variant (an array's gradient is "
@@ -104,9 +110,10 @@ def _zeroing(kernel: Any, ir: KernelIR, name: str) -> KernelIR:
     return zeroing
 
 
-def _fresh_specs(kernel: Any, params: Any) -> dict[int, tuple[int, tuple[Any, int]]]:
-    """position -> (data pointer's argument offset, (component type, element bytes)) of each
-    1-D float array among `params`."""
+def _fresh_specs(kernel: Any, params: Any, seeded: frozenset[int]
+                 ) -> dict[int, tuple[int, tuple[Any, int, bool]]]:
+    """position -> (data pointer's argument offset, (component type, element bytes, seeded))
+    of each 1-D float array among `params`."""
     offsets, _ = arg_offsets([t for _, t in kernel.params])
     out = {}
     for i in params:
@@ -115,7 +122,7 @@ def _fresh_specs(kernel: Any, params: Any) -> dict[int, tuple[int, tuple[Any, in
             continue
         scalar = t.dtype if isinstance(t.dtype, ScalarType) else getattr(t.dtype, "dtype", None)
         if isinstance(scalar, ScalarType) and scalar.is_float:
-            out[i] = (offsets[i], (scalar, int(t.dtype.size)))
+            out[i] = (offsets[i], (scalar, int(t.dtype.size), i in seeded))
     return out
 
 

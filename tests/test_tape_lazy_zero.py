@@ -341,23 +341,56 @@ def test_a_seed_the_adjoint_writes_is_copied_before(monkeypatch: pytest.MonkeyPa
     assert np.array_equal(x.grad.numpy(), start + A * start)
 
 
-def test_vector_seeds_read_in_place_and_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vector_seeds_read_in_place_and_copied_by_the_adjoint(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     n, dt = N // 3 + 1, np.float32(0.25)
     rng = np.random.default_rng(5)
     x = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, requires_grad=True)
     v = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, requires_grad=True)
-    sx = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3)
-    sv = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3)
-    copies = _copies(monkeypatch)
+    seeds = rng.random((2, n, 3), dtype=np.float32)
+    seeds[:, 0] = -0.0  # signed zeros: a copy keeps them, 0 + (-0) would not
+    sx, sv = (wp.array(a, dtype=wp.vec3) for a in seeds)
+    expected = seeds[1] + dt * seeds[0]  # d(v_out)/dv = 1, d(x_out)/dv = dt
+    copies, fills = _copies(monkeypatch), _fills(monkeypatch)
     for _ in range(2):
         tape = wp.Tape()
         with tape:
             wp.launch(integrate, n, inputs=[x, v, wp.vec3(0.0, -9.8, 0.0), float(dt)])
         tape.backward(grads={x: sx, v: sv})
-        # x's seed is only read (in place); v's gradient is added into (copied first)
-        assert copies == [v.grad.numpy().nbytes]
-        # d(x_out)/dx = 1, d(x_out)/dv = dt, d(v_out)/dv = 1
-        assert np.array_equal(x.grad.numpy(), sx.numpy())
-        assert np.array_equal(v.grad.numpy(), sv.numpy() + dt * sx.numpy())
+        got = v.grad.numpy()
+        # x's seed is only read (in place); v's, which the adjoint adds into, is copied in by
+        # each thread (the fresh variant): no separate copy, no zeroing
+        assert copies == [] and fills == []
+        assert np.array_equal(got, expected) and np.array_equal(np.signbit(got),
+                                                                np.signbit(expected))
+        assert np.array_equal(x.grad.numpy(), seeds[0])  # d(x_out)/dx = 1 (copied now)
+        assert copies == [x.grad.numpy().nbytes]
         tape.zero()
         copies.clear()
+
+
+@wp.kernel
+def bend(x: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    x[i] = wp.sin(x[i]) * x[i]
+
+
+def test_a_seed_the_adjoint_needs_contents_beside_is_copied_first() -> None:
+    """x[i] = sin(x[i]) x[i] in place: the adjoint reads x's old contents through x's data, so
+    no variant may pass the seed there; the seed is copied, and the gradient is exact."""
+    n = lazy_zero.MIN_BYTES // 8 + 1
+    rng = np.random.default_rng(6)
+    x0 = rng.uniform(-2.0, 2.0, n)
+    seed = wp.array(rng.standard_normal(n), dtype=wp.float64)
+    x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+    for _ in range(2):
+        x.assign(x0)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(bend, n, inputs=[x])
+        tape.backward(grads={x: seed})
+        s = seed.numpy()
+        # d/dx (sin(x) x) = cos(x) x + sin(x)
+        assert np.allclose(x.grad.numpy(), s * (np.cos(x0) * x0 + np.sin(x0)), rtol=1e-12,
+                           atol=1e-12)
+        tape.zero()

@@ -1,6 +1,6 @@
-"""An adjoint whose threads first zero their own element of some arrays' gradients: the variant
-a Tape runs where those gradients' zeroing was deferred (runtime/array/lazy_zero.py), so that
-no separate pass over memory zeroes them.
+"""An adjoint whose threads first zero, or copy a seed into, their own element of some arrays'
+gradients: the variant a Tape runs where those gradients' zeroing or seeding was deferred
+(runtime/array/lazy_zero.py), so that no separate pass over memory does it.
 
 Exact only where thread t touches the gradient at element t alone: a 1-D launch over a 1-D
 array, every gradient access at `tid · stride` through the array's own gradient pointer (no
@@ -24,37 +24,51 @@ from ..types import ScalarType, int64
 _STRIDE_WORD = array_strides(1) - ARRAY_DATA
 
 
-def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int]]) -> KernelIR | None:
-    """ir (an adjoint) with a prologue zeroing, per thread, its element of the gradient of each
-    array in `arrays` (data pointer's argument offset -> (component type, element bytes));
-    None where an array's gradient is not touched at the thread's own element only."""
+def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, bool]]) -> KernelIR | None:
+    """ir (an adjoint) with a prologue setting, per thread, its element of the gradient of each
+    array in `arrays` (data pointer's argument offset -> (component type, element bytes,
+    seeded)): to zero, or (seeded) to the element the array's data pointer points at, which
+    then carries the seed's address (the adjoint must not use that pointer otherwise); None
+    where an array's gradient is not touched at the thread's own element only."""
     if ir.launch_ndim != 1 or not arrays:
         return None
     stmts = list(ir.body.stmts)
     tids = [(k, s) for k, s in enumerate(stmts) if isinstance(s, Op) and s.prim == "tid"]
-    if len(tids) != 1:
+    if len(tids) != 1 or tids[0][1].result is None:
         return None
     tid_at, tid = tids[0]
+    assert tid.result is not None
     defs = {op.result.id: op for op in walk_ops(ir.body) if op.result is not None}
     fresh = max_var_id(ir.body) + 1
     prologue: list[Op] = []
     last = tid_at
-    for off, (scalar, size) in arrays.items():
+    for off, (scalar, size, seeded) in arrays.items():
         grad = _top_arg(stmts, off + GRAD_SLOT)
         stride = _top_arg(stmts, off + _STRIDE_WORD)
-        assert tid.result is not None
         if grad is None or stride is None or \
                 not _own_only(ir.body, defs, grad[1], stride[1], tid.result):
             return None
         last = max(last, stride[0], grad[0])
-        cast = Var(fresh, int64)
-        at = Var(fresh + 1, int64)
+        data = None
+        if seeded:
+            found = _top_arg(stmts, off)
+            if found is not None and any(found[1] in op.args for op in walk_ops(ir.body)):
+                return None  # the adjoint reads the array's contents: no room for a seed
+            data = Var(fresh, grad[1].type)
+            prologue.append(Op("arg", (), data, tid.loc, off))
+            fresh += 1
+        cast, at = Var(fresh, int64), Var(fresh + 1, int64)
         fresh += 2
         prologue += [Op("cast", (tid.result,), cast, tid.loc),
                      Op("mul", (cast, stride[1]), at, tid.loc)]
         for c in range(0, size, scalar.size):
-            prologue.append(Op("adj_take", (grad[1], at), Var(fresh, scalar), tid.loc, c))
+            value = Var(fresh, scalar)
             fresh += 1
+            if data is None:
+                prologue.append(Op("adj_take", (grad[1], at), value, tid.loc, c))
+            else:  # the seed's bits, as a copy gives them
+                prologue += [Op("load", (data, at), value, tid.loc, c),
+                             Op("store", (grad[1], at, value), None, tid.loc, c)]
     body = Block((*stmts[:last + 1], *prologue, *stmts[last + 1:]), ir.body.yields)
     return replace(ir, body=body)
 

@@ -127,60 +127,74 @@ class LaunchRecord:
     def backward(self) -> None:
         if ACTIVE_CAPTURE.get() is not None:
             refuse_while_capturing("Tape.backward()")
-        variant, fresh, seeds = self._gradient_plan()
+        variant, fresh, seeds, seeded = self._gradient_plan()
         prepared = self.device.backend.prepared(self.kernel, variant, self.device)
         self.check_overlap(prepared.compiled, prepared.packer)
+        own = fresh.keys() | seeds.keys() | seeded.keys()
         for (i, field), _, a in self.given:  # gradients left unzeroed or unseeded: done now
-            if a.grad is not None and (field is not None or (i not in fresh and i not in seeds)):
+            if a.grad is not None and (field is not None or i not in own):
                 lazy_zero.settle(a.grad)
-        grads = {**{i: lazy_zero.memory(a.grad) for i, a in fresh.items()}, **seeds}
+        grads = {**{i: lazy_zero.memory(a.grad) for i, a in fresh.items()}, **seeds,
+                 **{i: lazy_zero.memory(a.grad) for i, (a, _) in seeded.items()}}
+        datas = {i: seed for i, (_, seed) in seeded.items()}  # where the variant reads them
+        set_here = [*fresh.values(), *(a for a, _ in seeded.values())]
         try:
-            args, working = self.adjoint_args(grads)
+            args, working = self.adjoint_args(grads, datas)
             restart: Callable[[], None] | None = None
             if working and prepared.compiled.uses_stack:
                 restart = self._restarter(args, working)
             with thawed(args):  # frozen handles kept compactly are made whole (hash grids)
                 prepared.run(self.dims, args, restart=restart)
         except BaseException:
-            for a in fresh.values():  # partly written: zeroed (nothing is added after a failure)
+            for a in set_here:  # partly written: zeroed or seeded (nothing added after a failure)
                 lazy_zero.settle(a.grad)
             raise
-        for a in fresh.values():  # every element zeroed by its thread, then added into
+        for a in set_here:  # every element set by its thread, then added into
             lazy_zero.discard(a.grad)
         self._consume_replaced_minmax()
 
-    def _gradient_plan(self) -> tuple[str, dict[int, array], dict[int, NDArray]]:
-        """The adjoint variant to run; {position: array} of the arrays whose gradient's
-        zeroing `Tape.zero()` deferred and that variant zeroes itself, each thread its own
-        element (passes/fresh_gradients.py: a 1-D launch over all of the array); {position:
-        seed memory} of the arrays whose gradient waits for a seed the adjoint only reads
-        (`Tape.backward(grads=...)`), read where it is. On the CPU, for arrays no other
-        argument shares memory with."""
+    def _gradient_plan(self) -> tuple[str, dict[int, array], dict[int, NDArray],
+                                      dict[int, tuple[array, NDArray]]]:
+        """The adjoint variant to run, and how it gets gradients a Tape left unset (on the CPU,
+        for arrays no other argument shares memory with): {position: array} of those whose
+        zeroing `Tape.zero()` deferred and that the variant zeroes, each thread its own element
+        (passes/fresh_gradients.py: a 1-D launch over all of the array); {position: seed
+        memory} of those waiting for a seed the adjoint only reads (`backward(grads=...)`),
+        read where it is; {position: (array, seed memory)} of those waiting for a seed the
+        adjoint adds into, which the variant copies in, each thread its own element."""
         if self.device is not CPU:
-            return "adjoint", {}, {}
+            return "adjoint", {}, {}, {}
         memories = [id(a._mem) for _, _, a in self.given]
         alone = {i: a for (i, field), _, a in self.given if field is None
                  and a.grad is not None and memories.count(id(a._mem)) == 1}
-        seeds = self._seeds_in_place(alone)
-        pending = {i: a for i, a in alone.items() if len(self.dims) == 1
-                   and a.shape == self.dims and lazy_zero.is_pending(a.grad)}
-        if not pending:
-            return "adjoint", {}, seeds
-        variant, chosen = self.kernel.fresh_variant(frozenset(pending))
-        return variant, {i: pending[i] for i in chosen}, seeds
+        waiting = self._unshared_seeds(alone)
+        reads = self.kernel.gradient_reads() if waiting else frozenset()
+        seeds = {i: seed for i, seed in waiting.items() if i in reads}
+        covers = {i for i, a in alone.items() if len(self.dims) == 1 and a.shape == self.dims}
+        pending = frozenset(i for i in covers if lazy_zero.is_pending(alone[i].grad))
+        to_seed = frozenset(i for i in covers & waiting.keys() if i not in seeds
+                            and not self._kept((i, None)))
+        if not pending and not to_seed:
+            return "adjoint", {}, seeds, {}
+        variant, zeroed, seeded = self.kernel.fresh_variant(pending, to_seed)
+        return (variant, {i: alone[i] for i in zeroed}, seeds,
+                {i: (alone[i], waiting[i]) for i in seeded})
 
-    def _seeds_in_place(self, alone: dict[int, array]) -> dict[int, NDArray]:
-        """{position: seed memory} of the arrays in `alone` whose gradient waits for a seed
-        that the adjoint only reads and no argument's data or gradient shares memory with."""
+    def _kept(self, key: Key) -> bool:
+        """Whether the record keeps the array's contents for the adjoint."""
+        return key in self.before or key in self.after
+
+    def _unshared_seeds(self, alone: dict[int, array]) -> dict[int, NDArray]:
+        """{position: seed memory} of the arrays in `alone` whose gradient waits for a seed no
+        argument's data or gradient shares memory with."""
         waiting = {i: src.storage for i, a in alone.items()
                    if (src := lazy_zero.seed_of(a.grad)) is not None}
         if not waiting:
             return {}
-        reads = self.kernel.gradient_reads()
         held = [m for _, _, a in self.given for g in (a, a.grad) if g is not None
                 and (m := lazy_zero.storage_of(g)) is not None]
-        return {i: seed for i, seed in waiting.items() if i in reads
-                and not any(np.may_share_memory(seed, m) for m in held)}
+        return {i: seed for i, seed in waiting.items()
+                if not any(np.may_share_memory(seed, m) for m in held)}
 
     def check_overlap(self, compiled: Any, packer: Any, exclusive: bool = False) -> None:
         """Refuse the launch where its threads read elements of an array that other threads
@@ -204,24 +218,28 @@ class LaunchRecord:
                 replaced = self.before[key].contents() != watch.contents()
                 a.grad.numpy()[replaced] = 0
 
-    def adjoint_args(self, grads: dict[int, NDArray] | None = None
+    def adjoint_args(self, grads: dict[int, NDArray] | None = None,
+                     datas: dict[int, NDArray] | None = None
                      ) -> tuple[list[Any], list[tuple[NDArray, Watch]]]:
         """The launch's arguments, each array's data replaced by the contents the adjoint must
         see (a fresh working copy for arrays the kernel reads and writes); grads unchanged
-        but for `grads` ({position: the gradient memory the adjoint uses})."""
+        but for `grads` ({position: the gradient memory the adjoint uses}); `datas`: {position:
+        memory passed as the data of an array whose contents the adjoint does not read}."""
         args = list(self.args)
         working: list[tuple[NDArray, Watch]] = []
-        given = grads or {}
+        grads, datas = grads or {}, datas or {}
         for key, flags in self.flags.items():
             a = arg_array(self.args, key)
             if a is None:
                 continue
-            own = given.get(key[0]) if key[1] is None else None
+            top = key[1] is None
+            own = grads.get(key[0]) if top else None
             seen = self.adjoint_contents(key, flags, copy_same_layout)
             if seen is None:
                 if own is None:
                     continue
-                seen = a.numpy(), False  # contents the adjoint does not read
+                data = datas.get(key[0]) if top else None
+                seen = (a.numpy() if data is None else data), False  # contents not read
             data, is_working = seen
             if is_working:
                 working.append((data, self.before[key]))
