@@ -183,7 +183,7 @@ class Addresses:
         """What identifies a stride's value: a constant's value, an argument's offset, else
         the value itself."""
         d = self.defs.get(v.id)
-        if d is not None and d.prim in ("const", "arg"):
+        if d is not None and (d.prim == "const" or PRIMS[d.prim].effects == Effect.PARAM):
             return d.prim, d.attr
         return v.id
 
