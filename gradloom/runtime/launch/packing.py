@@ -119,6 +119,11 @@ def scalar_words(value: Any, t: ScalarType) -> list[Any]:
         if t.name == "bfloat16":  # stored as its bits
             return [int(float32_to_bf16_bits(np.float32(value)))]
         return [float(value)]
+    if t.is_int and not isinstance(value, (int, np.integer, float, np.floating)) \
+            and hasattr(type(value), "__index__"):
+        # an integer-like object that is no int: a pybind11 enum (newton passes MuJoCo's
+        # mjtGeom members as int32 arguments); ctypes, and so Warp, take it through __index__
+        value = operator.index(value)
     if t.is_int and isinstance(value, (int, np.integer)):
         info = np.iinfo(t.np_dtype)
         if not info.min <= int(value) <= info.max:
