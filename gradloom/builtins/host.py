@@ -24,6 +24,7 @@ from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..ir.builder import Builder
 from ..ir.evaluate import HostUnavailableError, Prepared, evaluate, prepare, unavailable_ops
 from ..ir.nodes import Block, Var, walk_ops
+from ..ir.prims import PRIMS
 from ..ir.printer import format_block
 from ..types import (
     ArrayType,
@@ -75,11 +76,22 @@ _PER_VALUE = object()  # cache marker: this key's Python floats are folded at co
 
 
 class HostCache:
-    """One callee's lowered programs by argument types; the oldest go beyond `limit`."""
+    """One callee's lowered programs by argument types; the oldest go beyond `limit`. Also the
+    results of its pure programs (no memory, no output: `PrimEntry.pure` ops only) by the
+    values of their scalar arguments: a @wp.func called from Python again and again with the
+    same integers (mujoco-warp's `upper_trid_index`, 33 calls a step, ~0.1 ms each through
+    the evaluator) is looked up."""
 
     def __init__(self, limit: int = 256) -> None:
         self._programs: dict[Any, Any] = {}
         self._limit = limit
+        self.pure: dict[Any, bool] = {}
+        self.results: dict[Any, Any] = {}
+
+    def remember(self, key: Any, result: Any) -> None:
+        if len(self.results) >= 4 * self._limit:
+            self.results.pop(next(iter(self.results)))
+        self.results[key] = result
 
     def get(self, key: Any) -> Any:
         return self._programs.get(key)
@@ -91,6 +103,8 @@ class HostCache:
 
     def clear(self) -> None:
         self._programs.clear()
+        self.pure.clear()
+        self.results.clear()
 
 
 # -- host values in and out ----------------------------------------------------------------------
@@ -417,7 +431,34 @@ def host_call(cache: HostCache, call: Call) -> Any:
             program = _lower(call, None)
         if key is not None:
             cache.put(key, program)
-    return run(program, call)
+    memo = _memo_key(cache, key, program, call)
+    if memo is None:
+        return run(program, call)
+    if memo in cache.results:
+        return cache.results[memo]
+    result = run(program, call)
+    if isinstance(result, _IMMUTABLE):  # a mutable result (a vector) is made afresh each call
+        cache.remember(memo, result)
+    return result
+
+
+_SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+_IMMUTABLE = (bool, int, float, np.generic)
+
+
+def _memo_key(cache: HostCache, key: Any, program: HostProgram, call: Call) -> Any:
+    """What a call's result is remembered under: its type key and its scalar arguments' types
+    and values (repr: -0.0 and NaN apart); None where it is not remembered (arguments other
+    than scalars, or a program that touches memory or has effects)."""
+    if key is None or program.writes or program.arrays:
+        return None
+    pure = cache.pure.get(key)
+    if pure is None:
+        pure = cache.pure[key] = all(PRIMS[op.prim].pure for op in walk_ops(program.block))
+    values = [*call.args, *call.kwargs.values()]
+    if not pure or not all(isinstance(v, _SCALARS) for v in values):
+        return None
+    return key, tuple(call.kwargs), tuple((type(v), repr(v)) for v in values)
 
 
 def run(program: HostProgram, call: Call) -> Any:
