@@ -127,7 +127,11 @@ class DeterministicMode(_IntEnum):
 #: order inside SIMD lanes (no tree sums of the lanes' additions into one element), so their
 #: results are bit-for-bit those of one thread, thread after thread (float addition is not
 #: associative). Warp's `DeterministicMode` values are accepted too.
-deterministic: bool | DeterministicMode = _env_flag("GRADLOOM_DETERMINISTIC", False)
+#: Warp's default is `DeterministicMode.NOT_GUARANTEED`, and libraries check the type (newton's
+#: SolverSteel: `isinstance(wp.config.deterministic, wp.DeterministicMode)`); it is false as a bool
+deterministic: bool | DeterministicMode = (
+    DeterministicMode.RUN_TO_RUN if _env_flag("GRADLOOM_DETERMINISTIC", False)
+    else DeterministicMode.NOT_GUARANTEED)
 
 #: While a Tape records, print a warning to stderr when a launch or an array copy writes an
 #: array that a recorded launch has read (Warp's check; gradloom's own gradients stay right

@@ -46,3 +46,4 @@ def test_a_float_is_still_no_integer_argument():
     out = wp.zeros(1, dtype=wp.int32, device="cpu")
     with pytest.raises(LaunchError, match="expected a int32 value"):
         wp.launch(store_code, 1, inputs=[out, 7.0, 0], device="cpu")
+
