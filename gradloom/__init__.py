@@ -42,7 +42,8 @@ from .interop.torch import (
     to_torch,
 )
 from .kernel import VERSION as __version__
-from .kernel import Kernel, codegen_ptx, kernel, overload
+from .kernel import Kernel, codegen_ptx
+from .kernel_decl import kernel, overload
 from .loading import compile_kernels, force_load, load_module
 from .modules import Module, get_module, get_module_options, set_module_options
 from .runtime.array.array import array

@@ -45,6 +45,8 @@ ALLOWED = {
     "pipeline": _BASE | {"ir", "passes", "codegen", "frontend", "autodiff"},
     "kernel": _BASE | {"ir", "builtins", "passes", "codegen", "runtime", "frontend", "autodiff",
                        "argtypes", "native", "modules", "cuda_build", "pipeline"},
+    # @wp.kernel and wp.overload: declaring kernels of kernel.py's class
+    "kernel_decl": _BASE | {"kernel", "frontend", "modules"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
     # ahead-of-time module files: kernels' cache records written to and read from one file
     "aot": _BASE | {"codegen", "runtime", "kernel", "modules"},
@@ -73,7 +75,8 @@ ALLOWED = {
     "sparse": _BASE | {"runtime", "kernel", "__init__"},
     # geometry/_kernels.py is kernel source against the public API, as sparse's
     "geometry": _BASE | {"runtime", "kernel", "__init__"},
-    "utils": _BASE | {"ir", "builtins", "codegen", "runtime", "frontend", "kernel"},
+    "utils": _BASE | {"ir", "builtins", "codegen", "runtime", "frontend", "kernel",
+                      "kernel_decl"},
     "torch": {"interop"},
     # torch.func.jvp and double backward of gradloom.torch functions (the bridge's SECOND hook)
     "torch_forward": _BASE | {"runtime", "interop", "kernel", "forward_mode"},

@@ -25,7 +25,8 @@ from ..codegen import python_src
 from ..errors import CompileError
 from ..frontend.func import Function
 from ..frontend.func import define as make_func
-from ..kernel import Kernel, kernel
+from ..kernel import Kernel
+from ..kernel_decl import kernel
 from ..runtime.array.arith import ELEMENTWISE
 from ..runtime.array.array import array
 from ..runtime.array.fabric import fabricarray, indexedfabricarray
