@@ -115,12 +115,19 @@ def grad_source(fn: Overload) -> SourceInfo:
     tree = copy.deepcopy(info.tree)
     n_inputs = len(fn.param_types())
     names = [a.arg for a in tree.args.args[:n_inputs]]
+    def adjoints() -> ast.Tuple:
+        return ast.Tuple([ast.Name(_ADJ + n, ast.Load()) for n in names], ast.Load())
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Return):
-            raise UnsupportedSyntaxError("a @wp.func_grad function must not return; add into "
-                                         "wp.adjoint[param] instead", info.loc(node))
+            if node.value is not None:
+                raise UnsupportedSyntaxError("a @wp.func_grad function must not return a value; "
+                                             "add into wp.adjoint[param] instead", info.loc(node))
+            # a bare `return` ends the rule early (newton's adj_dense_solve: `if not tmp:
+            # return`): the adjoints added so far are its result
+            node.value = adjoints()
     tree = _AdjointRewriter(info, names).visit(tree)
-    ret = ast.Return(ast.Tuple([ast.Name(_ADJ + n, ast.Load()) for n in names], ast.Load()))
+    ret = ast.Return(adjoints())
     last = tree.body[-1]
     tree.body.append(ast.copy_location(ret, last))
     ast.fix_missing_locations(tree)
