@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..errors import GradloomError, KernelTypeError, SourceLoc
 from ..ir.builder import Builder
 from ..ir.evaluate import HostUnavailableError, Prepared, evaluate, prepare, unavailable_ops
@@ -458,7 +459,9 @@ def _memo_key(cache: HostCache, key: Any, program: HostProgram, call: Call) -> A
     values = [*call.args, *call.kwargs.values()]
     if not pure or not all(isinstance(v, _SCALARS) for v in values):
         return None
-    return key, tuple(call.kwargs), tuple((type(v), repr(v)) for v in values)
+    # the result's Python type follows config.legacy_scalar_return_types at each call
+    legacy = bool(getattr(config, "legacy_scalar_return_types", False))
+    return key, legacy, tuple(call.kwargs), tuple((type(v), repr(v)) for v in values)
 
 
 def run(program: HostProgram, call: Call) -> Any:
