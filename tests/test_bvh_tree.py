@@ -6,7 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradloom.runtime.geometry.bvh_tree import Tree, morton
+from gradloom.runtime.geometry.bvh_tree import Tree
+
+
+def _morton(c: np.ndarray, bits: int = 21) -> list[int]:
+    """Morton codes of (n, 3) points in [0, 1] (`bits` per axis, x the highest of each
+    triple), interleaved bit by bit in Python integers."""
+    top = (1 << bits) - 1
+    q = np.clip(c * top, 0, top).astype(np.int64)
+    out = []
+    for x, y, z in q.tolist():
+        out.append(sum(((x >> b & 1) << (3 * b + 2)) | ((y >> b & 1) << (3 * b + 1))
+                       | ((z >> b & 1) << (3 * b)) for b in range(bits)))
+    return out
 
 
 def _expected(keys: list[int], a: int, b: int, out: list[tuple[int, int]]) -> None:
@@ -29,8 +41,8 @@ def _expected(keys: list[int], a: int, b: int, out: list[tuple[int, int]]) -> No
 def _check(centroids: np.ndarray) -> None:
     tree = Tree(centroids)
     lo, hi = centroids.min(0), centroids.max(0)
-    codes = morton((centroids - lo) / np.maximum(hi - lo, 1e-30))
-    keys = sorted(int(k) for k in codes)
+    codes = _morton((centroids - lo) / np.maximum(hi - lo, 1e-30))
+    keys = sorted(codes)
     want: list[tuple[int, int]] = []
     _expected(keys, 0, len(keys), want)
     # the tree's depth-first nodes: leaf count from the skip pointer, first leaf by counting
@@ -41,7 +53,7 @@ def _check(centroids: np.ndarray) -> None:
     assert got == want
     leaves = prim[prim >= 0]  # every primitive once, in code order
     assert sorted(leaves) == list(range(len(centroids)))
-    assert [int(k) for k in codes[leaves]] == keys
+    assert [codes[k] for k in leaves] == keys
 
 
 def test_radix_tree_splits_at_the_highest_differing_bit() -> None:

@@ -27,7 +27,7 @@ from ..array.aligned import aligned_zeros
 from ..array.array import NDArray, array
 from ..handles import Handle
 from .bvh_tree import Tree, refit_boxes
-from .mesh import MeshError, tree_nodes
+from .mesh import MeshError
 
 
 class BvhConstructor(enum.IntEnum):
@@ -113,7 +113,7 @@ class Bvh:
         lo, hi = self._boxes()
         groups = None if self.groups is None else self.groups.numpy()
         self._tree = Tree((lo.astype(np.float64) + hi) * 0.5, groups)
-        self._nodes = tree_nodes(self._tree)
+        self._nodes = self._tree.nodes
         self._keys = np.ascontiguousarray(self._tree.group_keys)
         self._roots = np.ascontiguousarray(self._tree.group_roots)
         self.refit()

@@ -1,12 +1,13 @@
-"""The shape of the BVH that `wp.Mesh` and `wp.Bvh` share, and its box refit.
+"""The shape of the BVH that `wp.Mesh` and `wp.Bvh` share: its build and its box refit.
 
 The tree is a binary radix tree over the primitives sorted by the Morton code of their centres
 (by group first, for a grouped tree: each group is one subtree): a node splits its range where
-the highest differing bit of the codes flips, so every node is a cell of the Morton grid, built
-with numpy, one vectorised step per bit height. One primitive per leaf. Nodes are stored in
-depth-first order, where a subtree is the contiguous range [position, skip): a kernel walks it
-with skip pointers and no stack, and a query restricted to a subtree starts at its position and
-stops at its end.
+the highest differing bit of the codes flips, so every node is a cell of the Morton grid. The
+keys, the tree and the boxes are compiled loops (codegen/native_bvh_build.py and
+native_bvh.py, through the hooks below); the keys are sorted by numpy. One primitive per leaf.
+Nodes are stored in depth-first order, where a subtree is the contiguous range [position,
+skip): a kernel walks it with skip pointers and no stack, and a query restricted to a subtree
+starts at its position and stops at its end.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ...hooks import Hook
+from ...types.mesh_layout import MESH_NODE_SIZE, NODE_LOWER, NODE_PRIM, NODE_SKIP, NODE_UPPER
 
 NDArray = npt.NDArray[Any]
 #: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum)
@@ -28,12 +31,41 @@ RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None, in
 #: the compiled refit, which gradloom/native_geometry.py compiles (or loads from the disk cache)
 REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.native_geometry")
 
+#: one node (types/mesh_layout.py)
+NODE = np.dtype({"names": ["lower", "upper", "skip", "prim"],
+                 "formats": [(np.float32, 3), (np.float32, 3), np.int32, np.int32],
+                 "offsets": [NODE_LOWER, NODE_UPPER, NODE_SKIP, NODE_PRIM],
+                 "itemsize": MESH_NODE_SIZE})
+
+
+@dataclass(frozen=True)
+class BuildFns:
+    """The compiled build loops (codegen/native_bvh_build.py), called with addresses."""
+
+    tri_centroids: Callable[[int, int, int, int], None]  # (points, indices, n, out)
+    bounds: Callable[[int, int, int], None]  # (centroids, n, out)
+    keys: Callable[[int, int, int, int, int, int | None, int], None]
+    build: Callable[[int, int, int, int], None]  # (sorted keys, order, n, nodes)
+
+
+#: the compiled build, which gradloom/native_geometry.py compiles (or loads from the disk cache)
+BUILD: Hook[Callable[[], BuildFns]] = Hook("the compiled BVH build", "gradloom.native_geometry")
+
 
 def refit_function(address: int) -> RefitFn:
     """The refit at this address as a ctypes callable (it releases the GIL while it runs)."""
     proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
     return proto(address)  # type: ignore[no-any-return]
+
+
+def build_functions(centroids: int, bounds: int, keys: int, build: int) -> BuildFns:
+    """The build loops at these addresses as ctypes callables."""
+    p, i64 = ctypes.c_void_p, ctypes.c_int64
+    return BuildFns(ctypes.CFUNCTYPE(None, p, p, i64, p)(centroids),
+                    ctypes.CFUNCTYPE(None, p, i64, p)(bounds),
+                    ctypes.CFUNCTYPE(None, p, i64, p, p, i64, p, p)(keys),
+                    ctypes.CFUNCTYPE(None, p, p, i64, p)(build))
 
 
 def refit_boxes(nodes: NDArray, lowers: NDArray, uppers: NDArray) -> None:
@@ -54,135 +86,104 @@ def refit_triangles(nodes: NDArray, points: NDArray, indices: NDArray) -> float:
     return float(edge_sum[0]) / max(len(i), 1)
 
 
-def _spread(v: NDArray) -> NDArray:
-    """The 21 low bits of v (uint64) spread to every third bit."""
-    v = v & np.uint64(0x1FFFFF)
-    for shift, mask in ((32, 0x1F00000000FFFF), (16, 0x1F0000FF0000FF),
-                        (8, 0x100F00F00F00F00F), (4, 0x10C30C30C30C30C3),
-                        (2, 0x1249249249249249)):
-        v = (v | (v << np.uint64(shift))) & np.uint64(mask)
-    return v
+def triangle_centroids(points: NDArray, indices: NDArray) -> NDArray:
+    """The float64 (n, 3) centroids of the triangles (float32 sums times float32(1/3)) of
+    float32 (m, 3) points and int32 indices, three per triangle."""
+    p, i = np.ascontiguousarray(points, np.float32), np.ascontiguousarray(indices, np.int32)
+    out = np.empty((len(i) // 3, 3), np.float64)
+    BUILD.get()().tri_centroids(p.ctypes.data, i.ctypes.data, len(out), out.ctypes.data)
+    return out
 
 
-def morton(c: NDArray, bits: int = 21) -> NDArray:
-    """Morton codes (uint64, `bits` per axis, x in the highest bit of each triple) of (n, 3)
-    points normalised to [0, 1]."""
-    top = float((1 << bits) - 1)
-    q = np.clip(c * top, 0, top).astype(np.uint64)
-    return (_spread(q[:, 0]) << np.uint64(2)) | (_spread(q[:, 1]) << np.uint64(1)) \
-        | _spread(q[:, 2])
-
-
-def high_bit(x: NDArray) -> NDArray:
-    """The index of the highest set bit of each x > 0 (uint64), as int64."""
-    b = np.floor(np.log2(x.astype(np.float64))).astype(np.int64)
-    return b - ((x >> b.astype(np.uint64)) == 0)  # float64 may round x up to 2 ** (b + 1)
-
-
-def _keys(centroids: NDArray, groups: NDArray | None) -> tuple[NDArray, NDArray, NDArray, int]:
-    """(order, sorted keys, group ranks in that order, Morton bits per axis): keys are the
-    group's rank in the high bits over the Morton code of the centroid (as many bits per axis
-    as fit in 63)."""
+def _keys(centroids: NDArray, groups: NDArray | None) -> tuple[NDArray, NDArray, NDArray]:
+    """(order, sorted keys, group ranks in that order): keys are the group's rank in the high
+    bits over the Morton code of the centroid (as many bits per axis as fit in 63)."""
     n = len(centroids)
     if groups is None:
-        rank, rank_bits = np.zeros(n, np.int64), 0
+        rank, rank_bits = None, 0
     else:
         _, rank = np.unique(groups, return_inverse=True)
+        rank = np.ascontiguousarray(rank, np.int64)
         rank_bits = int(rank.max()).bit_length()
     bits = min(21, (63 - rank_bits) // 3)
     if bits < 1:
         raise ValueError("too many BVH groups")
-    lo, hi = centroids.min(0), centroids.max(0)
-    code = morton((centroids - lo) / np.maximum(hi - lo, 1e-30), bits)
-    key = (rank.astype(np.uint64) << np.uint64(3 * bits)) | code
+    c = np.ascontiguousarray(centroids, np.float64)
+    fns = BUILD.get()()
+    box = np.empty(6, np.float64)
+    fns.bounds(c.ctypes.data, n, box.ctypes.data)
+    lo, ext = box[:3], np.maximum(box[3:] - box[:3], 1e-30)
+    key = np.empty(n, np.uint64)
+    fns.keys(c.ctypes.data, n, lo.ctypes.data, ext.ctypes.data, bits,
+                       None if rank is None else rank.ctypes.data, key.ctypes.data)
     order = np.argsort(key)  # equal keys in any order: the tree then splits them by position
-    return order, key[order], rank[order], bits
+    ranks = np.zeros(n, np.int64) if rank is None else rank[order]
+    return order, key[order], ranks
 
 
 class Tree:
     """A binary radix tree over the primitives in key order (Karras 2012), stored depth first.
 
-    Gap g (between sorted leaves g and g + 1) is split at the height of the highest bit in
-    which their keys differ (equal keys: by their indices' bits, below every key bit). Merging
-    the clusters on both sides of every gap, lowest gaps first, builds the tree bottom-up with
-    one vectorised step per height: inside any cluster exactly one gap has the highest height,
-    so gaps of one height never touch the same cluster. Group ranks sit above the Morton bits,
-    so a group is merged whole before it meets another: each group is one subtree.
+    A node over the sorted leaves [a, b) splits at the highest bit in which keys a and b - 1
+    differ (equal keys: at the highest bit of the positions a ^ (b - 1), below every key bit).
+    Group ranks sit above the Morton bits, so each group is one subtree.
 
-    Per depth-first position: `skip` (the position after the subtree), `prim` (the leaf's
-    primitive, -1 for an inner node); `levels`: (parent, left, right) positions, children's
-    lists before their parents'; `group_keys` (sorted) and `group_roots` (positions).
+    `nodes`: the node array (types/mesh_layout.py; boxes left for a refit); per depth-first
+    position `skip` (the position after the subtree) and `prim` (the leaf's primitive, -1 for
+    an inner node) are views of it; `group_keys` (sorted) and `group_roots` (positions).
     """
 
     def __init__(self, centroids: NDArray, groups: NDArray | None = None) -> None:
         n = len(centroids)
-        order, key, rank, bits = _keys(centroids, groups)
+        order, key, rank = _keys(centroids, groups)
         self.n_leaves = n
-        idx = np.arange(max(n - 1, 0))
-        x = key[:-1] ^ key[1:]
-        height = np.where(x > 0, 64 + high_bit(np.maximum(x, np.uint64(1))),
-                          high_bit((idx ^ (idx + 1)).astype(np.uint64))).astype(np.uint8)
-        by_height = np.argsort(height, kind="stable")  # a radix sort for 8-bit values
-        cuts = np.flatnonzero(np.diff(height[by_height])) + 1
-        # node ids: leaves 0..n-1 (sorted order), gap g's node n + g
-        left, right = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
-        span = np.empty(max(n - 1, 0), np.int64)  # gap g's (first leaf, its node's leaves)
-        first_leaf = np.empty(max(n - 1, 0), np.int64)
-        first, last = np.arange(n), np.arange(n)  # a cluster's other end, at each end
-        at_first, at_last = np.arange(n), np.arange(n)  # the cluster's node, at each end
-        merges = np.split(by_height, cuts) if n > 1 else []
-        group_top = 64 + 3 * bits  # a gap between groups is at least this high
-        group_roots: NDArray | None = None
-        for g in merges:
-            if groups is not None and group_roots is None and height[g[0]] >= group_top:
-                group_roots = self._group_nodes(rank, at_first)
-            s, e = first[g], last[g + 1]
-            left[g], right[g] = at_last[g], at_first[g + 1]
-            first_leaf[g], span[g] = s, e - s + 1
-            last[s], first[e] = e, s
-            at_first[s] = at_last[e] = n + g
-        if groups is not None and group_roots is None:
-            group_roots = self._group_nodes(rank, at_first)
-        self._layout(n, (left, right, first_leaf, span), merges, order, group_roots)
+        self.nodes = np.empty(max(2 * n - 1, 0), NODE)
+        BUILD.get()().build(key.ctypes.data, np.ascontiguousarray(order, np.int64).ctypes.data,
+                            n, self.nodes.ctypes.data)
+        self.skip, self.prim = self.nodes["skip"], self.nodes["prim"]
         if groups is not None:
             self.group_keys = np.unique(groups).astype(np.int32)
+            self.group_roots = self._group_roots(rank)
         else:
             self.group_keys = np.zeros(1, np.int32)
             self.group_roots = np.zeros(1, np.int32)
 
-    @staticmethod
-    def _group_nodes(rank: NDArray, at_first: NDArray) -> NDArray:
+    def _group_roots(self, rank: NDArray) -> NDArray:
+        """Each group's subtree root: the node whose leaves are exactly the group's."""
+        n = self.n_leaves
         starts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
-        return at_first[starts].copy()
-
-    def _layout(self, n: int, gaps: tuple[NDArray, NDArray, NDArray, NDArray],
-                merges: list[NDArray], order: NDArray, group_nodes: NDArray | None) -> None:
-        """Depth-first positions, top-down one height at a time; skip and prim."""
-        left, right, first_leaf, span = gaps
-        pos = np.zeros(2 * n - 1, np.int64)
-        for g in reversed(merges):
-            at = pos[n + g]
-            pos[left[g]] = at + 1
-            pos[right[g]] = at + 2 * (g - first_leaf[g] + 1)  # after the left subtree
-        leaves = np.ones(2 * n - 1, np.int64)
-        leaves[n:] = span
-        self.skip = np.empty(2 * n - 1, np.int32)
-        self.skip[pos] = pos + 2 * leaves - 1
-        self.prim = np.full(2 * n - 1, -1, np.int32)
-        self.prim[pos[:n]] = order
-        self._merges = (pos, n, left, right, merges)
-        if group_nodes is not None:
-            self.group_roots = pos[group_nodes].astype(np.int32)
+        sizes = np.diff(np.r_[starts, n])
+        is_leaf = (self.prim >= 0).astype(np.int64)
+        first = np.cumsum(is_leaf) - is_leaf  # leaves before each node: its first leaf
+        count = (self.skip.astype(np.int64) - np.arange(len(self.skip)) + 1) // 2
+        code = first * (n + 1) + count
+        by_code = np.argsort(code)
+        found = by_code[np.searchsorted(code[by_code], starts * (n + 1) + sizes)]
+        return found.astype(np.int32)
 
     @functools.cached_property
     def levels(self) -> list[tuple[NDArray, NDArray, NDArray]]:
-        """(parent, left, right) positions, children's lists before their parents' (made on
-        first use: only the winding-number data needs them)."""
-        pos, n, left, right, merges = self._merges
-        return [(pos[n + g], pos[left[g]], pos[right[g]]) for g in merges]
+        """(parent, left, right) positions of the inner nodes, deepest first, so children's
+        lists come before their parents' (made on first use: only the winding-number data
+        needs them). A node's depth counts the inner nodes whose subtree [p + 1, skip) holds
+        it."""
+        m = len(self.prim)
+        inner = np.flatnonzero(self.prim < 0)
+        if len(inner) == 0:
+            return []
+        left = inner + 1
+        enter = np.bincount(left, minlength=m + 1)
+        leave = np.bincount(self.skip[inner], minlength=m + 1)
+        depth = np.cumsum(enter - leave)[:m][inner]
+        by_depth = inner[np.argsort(-depth, kind="stable")]
+        cuts = np.flatnonzero(np.diff(np.sort(-depth, kind="stable"))) + 1
+        out = []
+        for parents in np.split(by_depth, cuts):
+            lft = parents + 1
+            out.append((parents, lft, self.skip[lft].astype(np.int64)))
+        return out
 
     def skip_and_prim(self) -> tuple[NDArray, NDArray]:
         """Per node in depth-first order: the position after its subtree, and its primitive
         (-1 for an inner node)."""
         return self.skip, self.prim
-

@@ -28,29 +28,15 @@ from ...types.mesh_layout import (
     MESH_POINTS,
     MESH_VELOCITIES,
     MESH_WINDING,
-    NODE_PRIM,
-    NODE_SKIP,
 )
 from ..array.aligned import aligned_zeros
 from ..array.array import NDArray, array
 from ..handles import Handle
 from .bvh_tree import Tree as _Tree
-from .bvh_tree import refit_triangles
+from .bvh_tree import refit_triangles, triangle_centroids
 
-_NODE = np.dtype([("lower", np.float32, 3), ("upper", np.float32, 3), ("skip", np.int32),
-                  ("prim", np.int32)])
 _WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius2", np.float32),
                   ("pad", np.float32)])
-
-
-def tree_nodes(tree: _Tree) -> NDArray:
-    """The node array of a tree (depth-first order): skip pointers and primitives set, boxes
-    left for a refit."""
-    skip, prim = tree.skip_and_prim()
-    words = np.zeros((len(skip), _NODE.itemsize // 4), np.int32)  # filled column by column
-    words[:, NODE_SKIP // 4] = skip
-    words[:, NODE_PRIM // 4] = prim
-    return words.view(_NODE).reshape(len(skip))
 
 
 class MeshError(GradloomError, ValueError):
@@ -113,9 +99,9 @@ class Mesh:
             raise MeshError("wp.Mesh needs at least one triangle")
         if tris.min() < 0 or tris.max() >= points.shape[0]:
             raise MeshError("wp.Mesh(indices=...) has a vertex index outside the points array")
-        self._tris = tris.astype(np.int64)
+        self._tris = tris.copy()
         self._tree = _Tree(self._centroids())
-        self._nodes = tree_nodes(self._tree)
+        self._nodes = self._tree.nodes
         self._wind: NDArray | None = None
         self._desc = aligned_zeros((MESH_DESCRIPTOR_SIZE,), np.uint8)
         self.refit()
@@ -127,13 +113,11 @@ class Mesh:
     def rebuild(self, constructor: Any = None) -> None:
         """Build a new tree from the points' current values (refit keeps the old tree)."""
         self._tree = _Tree(self._centroids())
-        self._nodes = tree_nodes(self._tree)
+        self._nodes = self._tree.nodes
         self.refit()
 
     def _centroids(self) -> NDArray:
-        p = self.points.numpy()
-        t = self._tris
-        return (p[t[:, 0]] + p[t[:, 1]] + p[t[:, 2]]) * np.float32(1.0 / 3.0)
+        return triangle_centroids(self.points.numpy(), self.indices.numpy())
 
     def refit(self) -> None:
         """Recompute the BVH's boxes from the points' current values (same tree)."""

@@ -1,0 +1,198 @@
+"""LLVM IR of the BVH build behind `wp.Mesh` and `wp.Bvh` (runtime/geometry/bvh_tree.py).
+
+Three functions, each one serial loop:
+
+- `gl_bvh_tri_centroids(points, indices, n, out)`: triangle centroids, float32 `(a + b + c) *
+  float32(1/3)` widened to float64 (n x 3);
+- `gl_bvh_bounds(centroids, n, out)`: the float64 lower and upper corners (6 values) of
+  n >= 1 centroids;
+- `gl_bvh_keys(centroids, n, lower, extent, bits, ranks, out)`: per float64 centroid the sort
+  key `rank << 3 bits | morton`, the Morton code of `clip((x - lower) / extent * (2**bits - 1))`
+  with x in the highest bit of each triple (ranks may be null: rank 0);
+- `gl_bvh_build(keys, order, n, nodes)`: the binary radix tree over the sorted keys, written
+  depth first (types/mesh_layout.py: each node's skip and prim; the boxes are left to the
+  refit). A node over leaves [a, b) splits where the highest bit in which keys[a] and
+  keys[b - 1] differ flips (a binary search), or, when they are equal, where the highest bit of
+  the leaf positions a ^ (b - 1) flips; its left child is the next node and its subtree ends at
+  position + 2 (b - a) - 1. An explicit stack of ranges holds the right children still to
+  write (one per level: at most 64 key bits plus 63 position bits deep).
+"""
+
+from __future__ import annotations
+
+from ..types.mesh_layout import MESH_NODE_SIZE, NODE_PRIM, NODE_SKIP
+
+FUNCTIONS = ("gl_bvh_tri_centroids", "gl_bvh_bounds", "gl_bvh_keys", "gl_bvh_build")
+
+#: stack entries of gl_bvh_build: one (a, b) pair per level of the deepest possible path
+STACK = 136
+_THIRD = "0x3FD5555560000000"  # float32(1/3) as LLVM writes a float constant
+# (shift, mask) steps spreading the 21 low bits of a value to every third bit
+_SPREAD = ((32, 0x1F00000000FFFF), (16, 0x1F0000FF0000FF), (8, 0x100F00F00F00F00F),
+           (4, 0x10C30C30C30C30C3), (2, 0x1249249249249249))
+
+
+def _centroids() -> str:
+    text = ("define void @gl_bvh_tri_centroids(ptr %points, ptr %indices, i64 %n, ptr %out) "
+            "nounwind {\nentry:\n  %empty = icmp sle i64 %n, 0\n"
+            "  br i1 %empty, label %done, label %loop\n"
+            "loop:\n  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]\n  %t3 = mul i64 %i, 3\n")
+    for v in range(3):
+        text += (f"  %ix{v} = add i64 %t3, {v}\n"
+                 f"  %ia{v} = getelementptr i32, ptr %indices, i64 %ix{v}\n"
+                 f"  %iv{v} = load i32, ptr %ia{v}, align 4\n"
+                 f"  %iw{v} = sext i32 %iv{v} to i64\n  %ib{v} = mul i64 %iw{v}, 3\n")
+        for c in range(3):
+            text += (f"  %pi{v}{c} = add i64 %ib{v}, {c}\n"
+                     f"  %pa{v}{c} = getelementptr float, ptr %points, i64 %pi{v}{c}\n"
+                     f"  %p{v}{c} = load float, ptr %pa{v}{c}, align 4\n")
+    for c in range(3):
+        text += (f"  %s{c}a = fadd float %p0{c}, %p1{c}\n  %s{c} = fadd float %s{c}a, %p2{c}\n"
+                 f"  %m{c} = fmul float %s{c}, {_THIRD}\n  %d{c} = fpext float %m{c} to double\n"
+                 f"  %oi{c} = add i64 %t3, {c}\n"
+                 f"  %oa{c} = getelementptr double, ptr %out, i64 %oi{c}\n"
+                 f"  store double %d{c}, ptr %oa{c}, align 8\n")
+    return text + ("  %i1 = add i64 %i, 1\n  %more = icmp slt i64 %i1, %n\n"
+                   "  br i1 %more, label %loop, label %done\ndone:\n  ret void\n}\n")
+
+
+def _bounds() -> str:
+    text = ("define void @gl_bvh_bounds(ptr %cent, i64 %n, ptr %out) nounwind {\nentry:\n")
+    for c in range(3):
+        text += (f"  %f{c}a = getelementptr double, ptr %cent, i64 {c}\n"
+                 f"  %f{c} = load double, ptr %f{c}a, align 8\n")
+    text += "  br label %loop\nloop:\n  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]\n"
+    for c in range(3):
+        text += (f"  %lo{c} = phi double [ %f{c}, %entry ], [ %lo{c}n, %loop ]\n"
+                 f"  %hi{c} = phi double [ %f{c}, %entry ], [ %hi{c}n, %loop ]\n")
+    text += "  %i3 = mul i64 %i, 3\n"
+    for c in range(3):
+        text += (f"  %xi{c} = add i64 %i3, {c}\n"
+                 f"  %xa{c} = getelementptr double, ptr %cent, i64 %xi{c}\n"
+                 f"  %x{c} = load double, ptr %xa{c}, align 8\n"
+                 f"  %lo{c}n = call double @llvm.minnum.f64(double %lo{c}, double %x{c})\n"
+                 f"  %hi{c}n = call double @llvm.maxnum.f64(double %hi{c}, double %x{c})\n")
+    text += ("  %i1 = add i64 %i, 1\n  %more = icmp slt i64 %i1, %n\n"
+             "  br i1 %more, label %loop, label %done\ndone:\n")
+    for c in range(3):
+        for k, v in ((c, f"%lo{c}n"), (c + 3, f"%hi{c}n")):
+            text += (f"  %o{k} = getelementptr double, ptr %out, i64 {k}\n"
+                     f"  store double {v}, ptr %o{k}, align 8\n")
+    return text + "  ret void\n}\n"
+
+
+def _axis(c: int) -> str:
+    """%sp{c}: the spread quantised coordinate c of centroid %i."""
+    text = (f"  %xi{c} = add i64 %i3, {c}\n"
+            f"  %xa{c} = getelementptr double, ptr %cent, i64 %xi{c}\n"
+            f"  %x{c} = load double, ptr %xa{c}, align 8\n"
+            f"  %q{c}a = fsub double %x{c}, %lo{c}\n  %q{c}b = fdiv double %q{c}a, %ext{c}\n"
+            f"  %q{c}c = fmul double %q{c}b, %top\n"
+            f"  %q{c}p = fcmp oge double %q{c}c, 0.0\n"  # NaN and negatives clip to 0
+            f"  %q{c}d = select i1 %q{c}p, double %q{c}c, double 0.0\n"
+            f"  %q{c}t = fcmp ole double %q{c}d, %top\n"
+            f"  %q{c}e = select i1 %q{c}t, double %q{c}d, double %top\n"
+            f"  %q{c}i = fptoui double %q{c}e to i64\n"
+            f"  %v{c}_0 = and i64 %q{c}i, 2097151\n")
+    for k, (shift, mask) in enumerate(_SPREAD):
+        text += (f"  %v{c}_{k}s = shl i64 %v{c}_{k}, {shift}\n"
+                 f"  %v{c}_{k}o = or i64 %v{c}_{k}, %v{c}_{k}s\n"
+                 f"  %v{c}_{k + 1} = and i64 %v{c}_{k}o, {mask}\n")
+    return text + f"  %sp{c} = shl i64 %v{c}_{len(_SPREAD)}, {2 - c}\n"
+
+
+def _keys() -> str:
+    text = ("define void @gl_bvh_keys(ptr %cent, i64 %n, ptr %lower, ptr %extent, i64 %bits, "
+            "ptr %ranks, ptr %out) nounwind {\nentry:\n")
+    for c in range(3):
+        text += (f"  %la{c} = getelementptr double, ptr %lower, i64 {c}\n"
+                 f"  %lo{c} = load double, ptr %la{c}, align 8\n"
+                 f"  %ea{c} = getelementptr double, ptr %extent, i64 {c}\n"
+                 f"  %ext{c} = load double, ptr %ea{c}, align 8\n")
+    text += ("  %one_b = shl i64 1, %bits\n  %topi = sub i64 %one_b, 1\n"
+             "  %top = uitofp i64 %topi to double\n  %rshift = mul i64 %bits, 3\n"
+             "  %has_ranks = icmp ne ptr %ranks, null\n  %empty = icmp sle i64 %n, 0\n"
+             "  br i1 %empty, label %done, label %loop\n"
+             "loop:\n  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]\n  %i3 = mul i64 %i, 3\n")
+    for c in range(3):
+        text += _axis(c)
+    return text + (
+        "  %ra = getelementptr i64, ptr %ranks, i64 %i\n"
+        "  %rsafe = select i1 %has_ranks, ptr %ra, ptr %lower\n"  # a readable address
+        "  %rl = load i64, ptr %rsafe, align 8\n"
+        "  %r = select i1 %has_ranks, i64 %rl, i64 0\n  %rk = shl i64 %r, %rshift\n"
+        "  %k1 = or i64 %sp0, %sp1\n  %k2 = or i64 %k1, %sp2\n  %k3 = or i64 %k2, %rk\n"
+        "  %ka = getelementptr i64, ptr %out, i64 %i\n  store i64 %k3, ptr %ka, align 8\n"
+        "  %i1 = add i64 %i, 1\n  %more = icmp slt i64 %i1, %n\n"
+        "  br i1 %more, label %loop, label %done\ndone:\n  ret void\n}\n")
+
+
+def _key(name: str, index: str) -> str:
+    return (f"  %{name}.a = getelementptr i64, ptr %keys, i64 {index}\n"
+            f"  %{name} = load i64, ptr %{name}.a, align 8\n")
+
+
+def _slot(name: str, index: str) -> str:
+    return f"  %{name} = getelementptr i64, ptr %stack, i64 {index}\n"
+
+
+def _build() -> str:
+    text = ("define void @gl_bvh_build(ptr %keys, ptr %order, i64 %n, ptr %nodes) nounwind {\n"
+            f"entry:\n  %stack = alloca [{2 * STACK} x i64], align 8\n"
+            "  store i64 0, ptr %stack, align 8\n" + _slot("s1", "1") +
+            "  store i64 %n, ptr %s1, align 8\n  %empty = icmp sle i64 %n, 0\n"
+            "  br i1 %empty, label %done, label %loop\n"
+            "loop:\n  %sp = phi i64 [ 1, %entry ], [ %sp_next, %cont ]\n"
+            "  %pos = phi i64 [ 0, %entry ], [ %pos1, %cont ]\n"
+            "  %top = sub i64 %sp, 1\n  %ia = shl i64 %top, 1\n  %ib = add i64 %ia, 1\n"
+            + _slot("sa", "%ia") + _slot("sb", "%ib") +
+            "  %a = load i64, ptr %sa, align 8\n  %b = load i64, ptr %sb, align 8\n"
+            "  %cnt = sub i64 %b, %a\n  %twice = shl i64 %cnt, 1\n"
+            "  %end = add i64 %pos, %twice\n  %skip = sub i64 %end, 1\n"
+            f"  %noff = mul i64 %pos, {MESH_NODE_SIZE}\n"
+            "  %node = getelementptr i8, ptr %nodes, i64 %noff\n"
+            f"  %nsa = getelementptr i8, ptr %node, i64 {NODE_SKIP}\n"
+            "  %skip32 = trunc i64 %skip to i32\n  store i32 %skip32, ptr %nsa, align 4\n"
+            f"  %npa = getelementptr i8, ptr %node, i64 {NODE_PRIM}\n"
+            "  %is_leaf = icmp eq i64 %cnt, 1\n  br i1 %is_leaf, label %leaf, label %inner\n"
+            "leaf:\n  %oa = getelementptr i64, ptr %order, i64 %a\n"
+            "  %o = load i64, ptr %oa, align 8\n  %o32 = trunc i64 %o to i32\n"
+            "  store i32 %o32, ptr %npa, align 4\n  br label %cont\n"
+            "inner:\n  store i32 -1, ptr %npa, align 4\n  %last = sub i64 %b, 1\n"
+            + _key("ka", "%a") + _key("kl", "%last") +
+            "  %x = xor i64 %ka, %kl\n  %same = icmp eq i64 %x, 0\n"
+            "  br i1 %same, label %by_index, label %by_key\n"
+            "by_key:\n  %xz = call i64 @llvm.ctlz.i64(i64 %x, i1 true)\n"
+            "  %xbit = sub i64 63, %xz\n  %mask = shl i64 1, %xbit\n  br label %search\n"
+            "search:\n  %lo = phi i64 [ %a, %by_key ], [ %lo1, %probe ]\n"
+            "  %hi = phi i64 [ %last, %by_key ], [ %hi1, %probe ]\n"
+            "  %gap = sub i64 %hi, %lo\n  %open = icmp sgt i64 %gap, 1\n"
+            "  br i1 %open, label %probe, label %found\n"
+            "probe:\n  %half = lshr i64 %gap, 1\n  %mid = add i64 %lo, %half\n"
+            + _key("km", "%mid") +
+            "  %bit = and i64 %km, %mask\n  %set = icmp ne i64 %bit, 0\n"
+            "  %hi1 = select i1 %set, i64 %mid, i64 %hi\n"
+            "  %lo1 = select i1 %set, i64 %lo, i64 %mid\n  br label %search\n"
+            "found:\n  br label %push\n"
+            "by_index:\n  %y = xor i64 %a, %last\n"
+            "  %yz = call i64 @llvm.ctlz.i64(i64 %y, i1 true)\n  %ybit = sub i64 63, %yz\n"
+            "  %ys = lshr i64 %last, %ybit\n  %ysplit = shl i64 %ys, %ybit\n  br label %push\n"
+            "push:\n  %split = phi i64 [ %hi, %found ], [ %ysplit, %by_index ]\n"
+            "  store i64 %split, ptr %sa, align 8\n"  # the top entry becomes [split, b)
+            "  %ic = add i64 %ia, 2\n  %id = add i64 %ia, 3\n" + _slot("sc", "%ic")
+            + _slot("sd", "%id") +
+            "  store i64 %a, ptr %sc, align 8\n  store i64 %split, ptr %sd, align 8\n"
+            "  %sp_push = add i64 %sp, 1\n  br label %cont\n"
+            "cont:\n  %sp_next = phi i64 [ %top, %leaf ], [ %sp_push, %push ]\n"
+            "  %pos1 = add i64 %pos, 1\n  %again = icmp sgt i64 %sp_next, 0\n"
+            "  br i1 %again, label %loop, label %done\n"
+            "done:\n  ret void\n}\n")
+    return text
+
+
+def build_module(triple: str, datalayout: str) -> str:
+    """The module of FUNCTIONS for one target."""
+    return (f'target triple = "{triple}"\ntarget datalayout = "{datalayout}"\n'
+            "declare i64 @llvm.ctlz.i64(i64, i1)\ndeclare double @llvm.minnum.f64(double, double)\n"
+            "declare double @llvm.maxnum.f64(double, double)\n"
+            + _centroids() + _bounds() + _keys() + _build())
