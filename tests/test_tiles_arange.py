@@ -30,6 +30,19 @@ def local_shape_k(a: wp.array(dtype=float), b: wp.array(dtype=float)):
     wp.tile_store(b, wp.tile_load(a, shape=n))
 
 
+@wp.kernel(enable_backward=False, module="unique")
+def local_bound_reused_k(values: wp.array(dtype=wp.float32), count: wp.array(dtype=wp.int32)):
+    stop = 3
+    step = 2
+    wp.tile_store(values, wp.tile_arange(stop, dtype=wp.float32))  # stop passed to a call ...
+    sliced = wp.vec4f(4.0, 5.0, 6.0, 7.0)[0:stop]  # ... is still a constant slice bound
+    every_other = wp.vec4f(4.0, 5.0, 6.0, 7.0)[0:4:step]
+    count[0] = stop
+    count[1] = wp.int32(sliced[2])
+    count[2] = wp.int32(every_other[1])
+    count[3] = wp.int32(sliced.length)
+
+
 def test_a_span_past_float32_is_counted_in_double() -> None:
     out = wp.full(3, -1.0, dtype=wp.float32)
     wp.launch_tiled(span_k, dim=[1], inputs=[out], block_dim=1)
@@ -70,3 +83,13 @@ def test_a_local_constant_gives_a_shape() -> None:
     b = wp.zeros(4, dtype=float)
     wp.launch_tiled(local_shape_k, dim=[1], inputs=[a, b], block_dim=1)
     np.testing.assert_array_equal(b.numpy(), [7.0, 8.0, 9.0, 0.0])
+
+
+def test_a_local_constant_passed_to_tile_arange_stays_a_slice_bound() -> None:
+    # warp-lang's tile.test_tile_construction test_tile_arange_local_constant_reuse failed with
+    # "Slice component must be a compile-time constant integer": `stop` became a Var once
+    # passed to a call
+    values, count = wp.zeros(3, dtype=wp.float32), wp.zeros(4, dtype=wp.int32)
+    wp.launch_tiled(local_bound_reused_k, dim=[1], inputs=[values, count], block_dim=1)
+    np.testing.assert_array_equal(values.numpy(), np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(count.numpy(), [3, 6, 6, 3])

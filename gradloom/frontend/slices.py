@@ -25,8 +25,10 @@ def has_slice(keys: list[Key]) -> bool:
 
 
 def slice_key(ctx: Ctx, lower: Value | None, upper: Value | None, step: Value | None) -> Key:
-    """The key `lower:upper:step` gives: a Python slice when its bounds are constants, else a
-    RuntimeSlice (array views take one; builtins/arrayview.py)."""
+    """The key `lower:upper:step` gives: a Python slice when its bounds are constants (a local
+    bound to a constant, `stop = 3`, is one), else a RuntimeSlice (array views take one;
+    builtins/arrayview.py)."""
+    lower, upper, step = (_known(ctx, v) for v in (lower, upper, step))
     if isinstance(step, Literal) and step.value == 0:
         raise CompileValueError("Slice step cannot be zero", ctx.loc)
     parts: list[int | None] = []
@@ -40,6 +42,15 @@ def slice_key(ctx: Ctx, lower: Value | None, upper: Value | None, step: Value | 
             raise CompileValueError(f"Slice component must be an integer, got {describe(v)}",
                                     ctx.loc)
     return slice(*parts)
+
+
+def _known(ctx: Ctx, v: Value | None) -> Value | None:
+    """An integer Var a `const` op defines, as the Literal it is; anything else unchanged."""
+    if isinstance(v, Var) and v.type.is_int:
+        known = ctx.b.constant_value(v)
+        if isinstance(known, int) and not isinstance(known, bool):
+            return Literal(known)
+    return v
 
 
 def constant_keys(ctx: Ctx, keys: list[Key]) -> list[Key]:
