@@ -35,8 +35,8 @@ from ..types import (
     VectorType,
     VecValue,
     leaves,
-    scalar_from_numpy,
 )
+from ..types.scalars import SCALAR_OPERATOR, scalar_type_of
 from ..types.values import HOST_OPERATOR, python_scalar
 from . import ops
 from .values import (
@@ -131,8 +131,8 @@ def _arg_key(v: Any) -> Any:
     array_type = _array_type(v)
     if array_type is not None:  # by type: the program never reads its memory
         return ("a", array_type)
-    if isinstance(v, np.generic):
-        return ("s", v.dtype)
+    if _is_scalar(v):
+        return ("s", scalar_type_of(v) or v.dtype)
     if _is_python_float(v):
         return ("f",)
     if isinstance(v, (bool, int, str)):
@@ -165,8 +165,13 @@ def _float_slots(args: list[Any], kwargs: dict[str, Any],
     return {s: v for s, v in slots if _is_python_float(v)}
 
 
+def _is_scalar(v: Any) -> bool:
+    """A numpy scalar or a Python-scope scalar value (`wp.bool(x)` is an int)."""
+    return isinstance(v, np.generic) or scalar_type_of(v) is not None
+
+
 def _scalar_type(v: np.generic) -> ScalarType:
-    t = scalar_from_numpy(v.dtype)
+    t = scalar_type_of(v)
     if t is None:
         raise GradloomError(f"a numpy {v.dtype} value cannot be passed to a gradloom builtin")
     return t
@@ -192,7 +197,7 @@ class _Lowering:
         if isinstance(v, VecValue) and v.gl_type is not None:
             t = v.gl_type
             return Composite(t, tuple(self.var(t.dtype) for _ in range(t.length)))
-        if isinstance(v, np.generic):
+        if _is_scalar(v):
             return self.var(_scalar_type(v))
         if _is_python_float(v) and self.probe is not None and literal:
             return Literal(self.probe(slot))
@@ -238,8 +243,8 @@ def _host_leaves(v: Any) -> Iterator[Any]:
         yield from np.ndarray.ravel(v.view(np.ndarray))
     elif _array_type(v) is not None:  # null pointers: a host program loads no element
         yield from (np.uint64(0), np.uint64(0), *map(np.int64, v.shape), *map(np.int64, v.strides))
-    elif isinstance(v, np.generic):
-        yield v
+    elif _is_scalar(v):  # numpy's own scalar: the evaluator runs numpy's operators
+        yield _scalar_type(v).host_dtype.type(v)
     elif isinstance(getattr(type(v), "__gl_type__", None), StructType):
         for name, ft in type(v).__gl_type__.fields:
             fv = getattr(v, name)
@@ -557,9 +562,10 @@ def _typed(v: Any) -> bool:
     return isinstance(v, VecValue) and v.gl_type is not None
 
 
+@SCALAR_OPERATOR.fill
 @HOST_OPERATOR.fill
 def host_operator(name: str, *operands: Any) -> Any:
-    """A Python operator on vector/matrix values (VecValue's dunder methods): the kernel's
+    """A Python operator on scalar/vector/matrix values (their dunder methods): the kernel's
     definition where every operand is a gradloom value or a number, numpy's otherwise."""
     op = _OPERATORS[name]
     hosted = all(_typed(v) or isinstance(v, (np.generic, int, float)) for v in operands)

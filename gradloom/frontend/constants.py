@@ -37,6 +37,9 @@ from ..types import (
 
 def python_constant(ctx: Ctx, obj: Any) -> Any:
     """A captured Python object as a kernel value where it has one; else the object itself."""
+    own = getattr(obj, "_gl_scalar", None)  # `wp.bool(x)` (an int), `wp.bfloat16(x)`
+    if own is not None and not isinstance(obj, type):
+        return ctx.const(obj.item(), own)
     if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):
         return Literal(obj)
     if isinstance(obj, VecValue):

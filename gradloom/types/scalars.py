@@ -1,15 +1,21 @@
 """Scalar types (bool, integers, float16, bfloat16, float32, float64): layout, numpy and ctypes
-equivalents, Python-scope construction, and the bfloat16 bit conversions."""
+equivalents, Python-scope values (`ScalarValue`), and the bfloat16 bit conversions."""
 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..hooks import Hook
 from .classlike import ClassLike
+
+#: an arithmetic operator on scalar values computes what the kernel library defines it as
+#: (builtins/host.py fills it, as it fills types/values.py's hook for vectors)
+SCALAR_OPERATOR: Hook[Any] = Hook("the operators of scalar values", "gradloom.builtins.host")
 
 
 @dataclass(frozen=True)
@@ -64,19 +70,24 @@ class ScalarType(ClassLike):
         return _NP_DTYPES[self.name]
 
     def __call__(self, value: Any = 0) -> Any:
-        """Python-scope construction (`wp.float32(1.5)`) gives a numpy scalar of this type;
-        integers wrap as in C (`wp.uint8(-1)` is 255), bfloat16 gives a float32 rounded to
-        bfloat16."""
+        """Python-scope construction (`wp.float32(1.5)`) gives a value of this type
+        (`ScalarValue`); integers wrap as in C (`wp.uint8(-1)` is 255), a bfloat16 value is
+        the bfloat16 nearest `value`."""
         if self.name == "uint64" and getattr(value, "__gl_handle__", False):
             return value  # `wp.uint64(grid.id)` keeps the handle (runtime/handles.py)
         if self.name == "bfloat16":
-            return bf16_round(np.float32(value))
+            return _VALUE_CLASSES["bfloat16"](bf16_round(np.float32(value)))
         if self.is_int and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            return wrap_int(int(value), self.np_dtype)
-        return self.np_dtype.type(value)
+            value = wrap_int(int(value), self.np_dtype)
+        cls = _VALUE_CLASSES.get(self.name)
+        return cls(value) if cls is not None else self.np_dtype.type(value)
 
     def __instancecheck__(self, obj: Any) -> bool:
-        """`isinstance(x, wp.float32)`: x is a numpy scalar of this type."""
+        """`isinstance(x, wp.float32)`: x is a value of this type (`wp.float32(x)`, a result of a
+        Python-scope call) or a numpy scalar of its dtype."""
+        own = getattr(obj, "_gl_scalar", None)
+        if own is not None:
+            return bool(own == self)
         return isinstance(obj, np.generic) and self.name != "bfloat16" and \
             obj.dtype == _NP_DTYPES[self.name]
 
@@ -150,6 +161,137 @@ def scalar_from_numpy(dtype: Any) -> ScalarType | None:
     return _SCALAR_BY_NP.get(np.dtype(dtype))
 
 
+def scalar_type_of(value: Any) -> ScalarType | None:
+    """The scalar type of a Python-scope value (`wp.bfloat16(x)` included) or numpy scalar."""
+    own = getattr(value, "_gl_scalar", None)
+    if own is not None:
+        return own  # type: ignore[no-any-return]
+    return scalar_from_numpy(value.dtype) if isinstance(value, np.generic) else None
+
+
+# -- Python-scope values ---------------------------------------------------------------------
+
+_NUMBERS = (bool, int, float, np.generic)
+
+
+def _operator(name: str, swap: bool = False) -> Callable[..., Any]:
+    """An arithmetic dunder: the kernel's operator, evaluated on the host (SCALAR_OPERATOR)."""
+    def method(self: ScalarValue, *other: Any) -> Any:
+        if other and not isinstance(other[0], _NUMBERS) and \
+                getattr(other[0], "gl_type", None) is None:
+            return NotImplemented  # a numpy array, a list, ...: numpy's rules (or theirs)
+        return _host(name, *((other[0], self) if swap else (self, *other)))
+    return method
+
+
+def _host(name: str, *operands: Any) -> Any:
+    """The hook's call, as deep in the stack as vector values' (`host.caller_loc(3)` is the
+    user's line)."""
+    return SCALAR_OPERATOR.get()(name, *operands)
+
+
+def _unsupported(symbol: str) -> Callable[..., Any]:
+    """An operator Warp's scalar classes do not define (`//`, bit operations): a TypeError."""
+    def method(self: ScalarValue, *other: Any) -> Any:
+        names = ", ".join(f"'{_type_name(v)}'" for v in (self, *other))
+        raise TypeError(f"unsupported operand type(s) for {symbol}: {names}")
+    return method
+
+
+def _type_name(v: Any) -> str:
+    own = getattr(v, "_gl_scalar", None)
+    return own.name if own is not None else type(v).__name__
+
+
+class ScalarValue:
+    """Mixin of the Python-scope scalar values `wp.int32(3)`, `wp.float16(1.5)` builds: a numpy
+    scalar of the type's dtype (numpy interop, launch arguments, struct fields, `int()`,
+    `float()`, `__index__`) that is an instance of its gradloom type, has Warp's `.value`,
+    and whose arithmetic is the kernel's (`wp.int32(-7) / wp.int32(2)` is -3; results follow
+    Python-scope builtin calls: float32/int32/bool as Python numbers). bfloat16 values are
+    float32 scalars holding a bfloat16 value."""
+
+    __slots__ = ()
+    _gl_scalar: ClassVar[ScalarType]
+
+    @property
+    def value(self) -> Any:
+        """The value as a Python number (Warp's `.value`)."""
+        return self.item()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"{self._gl_scalar.name}({self})"
+
+    def __reduce__(self) -> Any:
+        return self._gl_scalar, (self.item(),)  # type: ignore[attr-defined]
+
+    def __abs__(self) -> Any:
+        return self._gl_scalar(abs(self.item()))  # type: ignore[attr-defined]
+
+    __add__, __radd__ = _operator("add"), _operator("add", swap=True)
+    __sub__, __rsub__ = _operator("sub"), _operator("sub", swap=True)
+    __mul__, __rmul__ = _operator("mul"), _operator("mul", swap=True)
+    __truediv__, __rtruediv__ = _operator("div"), _operator("div", swap=True)
+    __mod__, __rmod__ = _operator("mod"), _operator("mod", swap=True)
+    __pow__, __rpow__ = _operator("pow"), _operator("pow", swap=True)
+    __neg__, __pos__ = _operator("neg"), _operator("pos")
+    __floordiv__ = __rfloordiv__ = _unsupported("//")
+    __lshift__ = __rlshift__ = _unsupported("<<")
+    __rshift__ = __rrshift__ = _unsupported(">>")
+    __and__ = __rand__ = _unsupported("&")
+    __or__ = __ror__ = _unsupported("|")
+    __xor__ = __rxor__ = _unsupported("^")
+    __invert__ = _unsupported("~")
+
+
+_NOT_COPIED = ("__dict__", "__weakref__", "__module__", "__doc__", "__slots__", "__annotations__")
+
+
+def _value_class(t: ScalarType) -> type:
+    """The class of t's values. The numpy scalar comes first among its bases (numpy finds the
+    dtype there), so ScalarValue's members are copied into the class to take precedence."""
+    base = np.float32 if t is bfloat16 else _NP_DTYPES[t.name].type
+    members = {k: v for k, v in vars(ScalarValue).items() if k not in _NOT_COPIED}
+    return type(t.name, (base, ScalarValue), {**members, "__slots__": (), "_gl_scalar": t,
+                                               "__module__": __name__})
+
+
+class BoolValue(int):
+    """`wp.bool(x)`: numpy's bool scalars cannot be subclassed (its constructor returns one of
+    two singletons), so a bool value is an int (0 or 1) that is an instance of `wp.bool`, has
+    Warp's `.value` and repr, and converts to numpy's bool where a bool dtype is asked for."""
+
+    __slots__ = ()
+    _gl_scalar: ClassVar[ScalarType] = bool_
+
+    def __new__(cls, value: Any = False) -> BoolValue:
+        return super().__new__(cls, bool(value))
+
+    @property
+    def value(self) -> bool:
+        return bool(self)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return _NP_DTYPES["bool"]
+
+    def item(self) -> bool:
+        return bool(self)
+
+    def __repr__(self) -> str:
+        return f"bool({bool(self)})"
+
+    def __str__(self) -> str:
+        return str(bool(self))
+
+    def __reduce__(self) -> Any:
+        return bool_, (bool(self),)
+
+
+_VALUE_CLASSES: dict[str, type] = {t.name: _value_class(t) for t in SCALAR_TYPES if t is not bool_}
+_VALUE_CLASSES["bool"] = BoolValue
+
+
 # -- bfloat16 bits ---------------------------------------------------------------------------
 
 
@@ -173,3 +315,10 @@ def bf16_round(value: Any) -> Any:
     """A float32 value (scalar or array) rounded to the nearest bfloat16, as float32."""
     out = bf16_bits_to_float32(float32_to_bf16_bits(value))
     return out[()] if np.ndim(value) == 0 else out
+
+
+def scalar_value(value: Any, type_name: str) -> Any:
+    """A numpy scalar holding a value of the named type (bfloat16: a float32 holding a bfloat16
+    value) as that type's Python-scope value; other names leave it as it is."""
+    cls = _VALUE_CLASSES.get(type_name)
+    return value if cls is None or type(value) is cls else cls(value)

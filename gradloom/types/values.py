@@ -13,7 +13,7 @@ import numpy as np
 from .. import config
 from ..hooks import Hook
 from .composite import CONSTRUCT, CompositeType, MatrixType, VectorType, quaternion
-from .scalars import bf16_round, float32_to_bf16_bits, scalar_from_numpy
+from .scalars import bf16_round, float32_to_bf16_bits, scalar_from_numpy, scalar_value
 
 #: a Python operator on vector/matrix values computes what the kernel library defines it as
 #: (builtins/host.py fills it)
@@ -28,12 +28,12 @@ _PYTHON_NUMBERS = frozenset({"float32", "int32", "bool"})
 
 def python_scalar(value: np.generic, type_name: str) -> Any:
     """A scalar result of a Python-scope builtin call or of indexing a value, as Warp returns
-    it: a Python float / int / bool for float32 / int32 / bool, a numpy scalar of the exact
-    type otherwise (which is an instance of `wp.float64`, ...). With Warp's
+    it: a Python float / int / bool for float32 / int32 / bool, a value of the exact type
+    otherwise (`wp.float64(x)`: types/scalars.py `ScalarValue`). With Warp's
     `config.legacy_scalar_return_types`, every scalar is a Python number."""
     if type_name in _PYTHON_NUMBERS or getattr(config, "legacy_scalar_return_types", False):
         return value.item()
-    return value
+    return scalar_value(value, type_name)
 
 
 class VecValue(np.ndarray):  # type: ignore[type-arg]

@@ -10,8 +10,6 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 _DIFF = "deliberate difference (docs/differences.md): "
-_SCALARS = (_DIFF + "`wp.int32(x)`, `wp.float16(x)` are numpy scalars here (numpy's operators, "
-            "no `.value`)")
 _PY_FUNC = (_DIFF + "a @wp.func called from Python is evaluated as the kernel computes it, not "
             "run as Python")
 _RIGHT = "the test expects a gradient that is not the derivative; gradloom gives the derivative"
@@ -60,7 +58,6 @@ NOTES: dict[str, dict[str, str]] = {
                                              "inputs, so an input-mutating function never "
                                              "drifts (`restore_inputs=False` cannot fail)",
     },
-    "test_fabricarray": {"*.test_fabricarray_fill_scalar_*": _SCALARS},
     "deterministic.test_deterministic_backward": {
         "*counter*_rejected_*": _DETERMINISTIC,
         "*.test_deterministic_overlapping_arguments_backward_rejected_*":
@@ -76,14 +73,14 @@ NOTES: dict[str, dict[str, str]] = {
         "*.test_binary_ops_float*": _DIFF + "the gradient of `wp.mod(a, b)` with respect to b "
                                     "is -trunc(a / b), the derivative; Warp's test expects 0",
     },
-    "test_scalar_ops": {"*.test_py_pow_ops_*": _SCALARS},
     "test_types": {
-        "*.test_constant": _SCALARS,
-        "*.test_numpy_dtype_*": _DIFF + "bfloat16 and scalar subclasses map to numpy as "
-                                "gradloom's scalar types do",
+        "*.test_numpy_dtype_metadata": _DIFF + "bfloat16 and scalar subclasses map to numpy as "
+                                       "gradloom's scalar types do",
+        "*.test_numpy_dtype_scalar_inference": _DIFF + "a Python-scope scalar value is also a "
+                                               "numpy scalar of its dtype (arrays of them are "
+                                               "numeric, not `object`)",
     },
     "test_array": {
-        "*.test_fill_scalar_*": _SCALARS,
         "*.test_retain_grad*": _RETAIN,
         "*.test_to_list_*": _DIFF + "vector values are numpy arrays, not ctypes arrays",
         "*.test_array_runtime_zero_step_*": _DIFF + "a zero step known at run time selects "
@@ -91,7 +88,6 @@ NOTES: dict[str, dict[str, str]] = {
         "*.test_lower_bound_*": _DIFF + "`wp.lower_bound` returns the end of the range when "
                                 "every element is smaller (Warp: the last index)",
     },
-    "test_indexedarray": {"*.test_indexedarray_fill_scalar_*": _SCALARS},
     "test_tape": {
         "*.test_tape_no_nested_tapes": _DIFF + "nested tapes all record",
         "*.test_tape_copy_adjoint_consumption_*": _RETAIN + " (its last case)",

@@ -29,6 +29,7 @@ from gradloom.types import (
 from gradloom.types import bool_ as _bool
 from gradloom.types import float32 as _float32
 from gradloom.types import int32 as _int32
+from gradloom.types.scalars import scalar_type_of
 
 from ..backend import transfer_backend
 from .array import CLONE
@@ -162,6 +163,8 @@ def _value_dtype(value: Any) -> Any:
         return python_types[type(value)]
     if isinstance(value, VecValue):
         return value.gl_type
+    if scalar_type_of(value) is not None:  # `wp.bfloat16(x)`, `wp.bool(x)` included
+        return scalar_type_of(value)
     if isinstance(value, np.generic):
         return _scalar_or_fail(value.dtype, value)
     if hasattr(value, "__len__"):
