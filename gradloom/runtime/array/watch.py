@@ -42,6 +42,23 @@ class Watch:
         self.saved: Any = None
         a._mem.watchers.append(weakref.ref(self))
 
+    @classmethod
+    def of(cls, a: Any) -> Watch:
+        """A watch on `a`'s contents as they are now: the memory's latest watch where it is one
+        of this class on this same view that has kept nothing yet — no write came since it
+        began, since a write empties the list — so launches reading an array between two
+        writes (a model's constant arrays, a state read by a substep's launches) share one;
+        else a new one. Watches of tapes gone are dropped from the list here, so an array
+        that is read at every step and never written keeps no growing list of them."""
+        refs = a._mem.watchers
+        if refs:
+            w = refs[-1]()
+            if w is None:
+                refs[:] = [r for r in refs if r() is not None]
+            elif type(w) is cls and w.array is a and w.saved is None:
+                return w
+        return cls(a)
+
     def preserve(self) -> None:
         if self.saved is None:
             self.saved = copy_same_layout(self.array.numpy())

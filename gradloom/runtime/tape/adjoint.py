@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -25,10 +26,16 @@ Key = tuple[int, str | None]
 
 
 class LaunchRecord:
-    """One launch on a tape, with watches on the array contents its adjoint will read."""
+    """One launch on a tape, with watches on the array contents its adjoint will read.
 
+    A Tape holds one per recorded launch (tens of thousands a step in a simulation), so a
+    record is small: the kernel's `RecordPlan` (shared), its arguments, the arrays they hold
+    and the watches; the per-array lists are worked out when asked for."""
+
+    __slots__ = ("__dict__", "_found", "_named", "_plan", "after", "args", "before", "dims",
+                 "kernel")
     #: how the record keeps array contents (a CUDA launch's: runtime/cuda/tape.py)
-    watch: Callable[[Any], Watch] = Watch
+    watch: type[Watch] = Watch
     #: where the adjoint runs (a CUDA launch's record says which device)
     device: Device = CPU
 
@@ -36,23 +43,42 @@ class LaunchRecord:
                  compiled: Any) -> None:
         # handles (a HashGrid's id) are frozen: the adjoint sees the grid this launch used
         self.kernel, self.dims, self.args = kernel, dims, frozen(args)
-        self.keys, self.names, self.flags, reads = _plan(kernel, compiled)
-        #: (key, flags, array) of each array argument the launch was given
-        self.given = [(key, flags, a) for key, flags in self.flags.items()
-                      if (a := arg_array(self.args, key)) is not None]
+        self._plan = plan = _plan(kernel, compiled)
+        #: the array at each of the plan's keys, or None
+        self._found = found = tuple([arg_array(self.args, key) for key in plan.item_keys])
         self._named: list[tuple[array, str, bool, bool]] | None = None
         self.before: dict[Key, Watch] = {}
-        self.after: dict[Key, Watch] = {}
-        for key, flags, a in self.given:
-            needed = reads is None or key in reads or "minmax" in flags
-            if flags & {"loads", "result_used", "minmax"} and needed:
-                self.before[key] = self.watch(a)
+        self.after: Mapping[Key, Watch] = _NOTHING
+        of = self.watch.of
+        for (key, _, kept), a in zip(plan.items, found, strict=True):
+            if kept and a is not None:
+                self.before[key] = of(a)
+
+    @property
+    def keys(self) -> list[Key]:
+        return self._plan.keys
+
+    @property
+    def names(self) -> list[str]:
+        return self._plan.names
+
+    @property
+    def flags(self) -> dict[Key, frozenset[str]]:
+        return self._plan.flags
+
+    @property
+    def given(self) -> list[tuple[Key, frozenset[str], array]]:
+        """(key, flags, array) of each array argument the launch was given."""
+        return [(key, flags, a) for (key, flags, _), a in zip(self._plan.items, self._found,
+                                                             strict=True) if a is not None]
 
     def finish(self) -> None:
         """After the launch: atomic_min/max targets are needed as the launch left them."""
-        for key, flags, a in self.given:
-            if "minmax" in flags:
-                self.after[key] = self.watch(a)
+        if not self._plan.minmax:
+            return
+        after = {key: self.watch.of(a) for key, flags, a in self.given if "minmax" in flags}
+        if after:
+            self.after = after
 
     def touches(self) -> list[tuple[array, bool, bool]]:
         """(array, reads its contents, writes it) for each array the launch accesses."""
@@ -85,8 +111,8 @@ class LaunchRecord:
         allowed: the same view twice where every access through both is at the thread's own
         element and every read comes before every write (then it is an in-place update,
         `y[i] = f(x[i])` with y = x)."""
-        memories = {id(a._mem) for _, _, a in self.given}
-        if len(memories) == len(self.given):
+        arrays = [a for a in self._found if a is not None]
+        if len({id(a._mem) for a in arrays}) == len(arrays):
             return  # no two arrays share memory
         plan = compiled.threads
         # (a plan relying on a permutation holds only where the launch checks it)
@@ -108,9 +134,9 @@ class LaunchRecord:
         """Refuse a launch of more than one thread whose adjoint runs threads in launch order
         (it uses a value an atomic returns) where threads store floats into the same element:
         the last store wins, but launch order hands its gradient to the first thread."""
-        flags = [f for _, f, _ in self.given]
-        if math.prod(self.dims) <= 1 or not any("result_used" in f for f in flags):
+        if not self._plan.result_used or math.prod(self.dims) <= 1:
             return
+        flags = [f for _, f, _ in self.given]
         for (_, name, _, _), f in zip(self.named_touches(), flags, strict=True):
             if "contested_store" in f:
                 raise TapeError(
@@ -122,7 +148,7 @@ class LaunchRecord:
 
     def arrays(self) -> list[array]:
         """Every array the launch was given, struct fields (nested too) included."""
-        return [a for key in self.keys if (a := arg_array(self.args, key)) is not None]
+        return [a for key in self._plan.keys if (a := arg_array(self.args, key)) is not None]
 
     def backward(self) -> None:
         if ACTIVE_CAPTURE.get() is not None:
@@ -276,10 +302,27 @@ class LaunchRecord:
         return restart
 
 
-def _plan(kernel: Any, compiled: Any) -> tuple[list[Key], list[str], dict[Key, frozenset[str]],
-                                               frozenset[Key] | None]:
-    """A kernel's array keys, parameter names, per-array access flags and the arrays its
-    adjoint reads (None: all), worked out once per compiled entry (a Tape records the same
+class RecordPlan:
+    """What the records of one compiled kernel share: its array keys, parameter names,
+    per-array access flags, the arrays its adjoint reads (None: all), and per key whether a
+    record watches the array's contents before the launch."""
+
+    __slots__ = ("flags", "item_keys", "items", "keys", "minmax", "names", "reads",
+                 "result_used")
+
+    def __init__(self, keys: list[Key], names: list[str], flags: dict[Key, frozenset[str]],
+                 reads: frozenset[Key] | None) -> None:
+        self.keys, self.names, self.flags, self.reads = keys, names, flags, reads
+        #: (key, flags, whether the contents are kept) per array key the kernel accesses
+        self.items = tuple((key, f, bool(f & {"loads", "result_used", "minmax"}) and (
+            reads is None or key in reads or "minmax" in f)) for key, f in flags.items())
+        self.item_keys = tuple(key for key, _, _ in self.items)
+        self.minmax = any("minmax" in f for f in flags.values())
+        self.result_used = any("result_used" in f for f in flags.values())
+
+
+def _plan(kernel: Any, compiled: Any) -> RecordPlan:
+    """A kernel's record plan, worked out once per compiled entry (a Tape records the same
     kernel at every step). The flags are shared by its records: never changed."""
     cached = getattr(kernel, "__dict__", {}).get("_gl_record_plan")
     if cached is not None and cached[0] is compiled:
@@ -293,9 +336,13 @@ def _plan(kernel: Any, compiled: Any) -> tuple[list[Key], list[str], dict[Key, f
         reads: frozenset[Key] | None = frozenset()  # no adjoint: it reads nothing
     else:
         reads = adjoint_reads(kernel) if hasattr(kernel, "adjoint_reads") else None
-    plan = keys, [name for name, _ in compiled.params], dict(access), reads
+    plan = RecordPlan(keys, [name for name, _ in compiled.params], dict(access), reads)
     kernel._gl_record_plan = (compiled, plan)
     return plan
+
+
+#: a record's `after` when it keeps nothing after its launch (shared: never written)
+_NOTHING: Mapping[Key, Watch] = MappingProxyType({})
 
 
 def _replace(args: list[Any], key: Key, value: array) -> None:

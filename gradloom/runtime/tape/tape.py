@@ -226,16 +226,20 @@ class Tape:
             own = getattr(record, "memory", None)
             if own is not None:
                 out += own()
-            elif isinstance(record, LaunchRecord):
-                saved = sum(_saved_bytes(w.saved) for w in _watches(record))
-                out += TapeMemory(snapshots=saved)
-        return out
+        saved = sum(_saved_bytes(w.saved) for w in self._watches())
+        return out + TapeMemory(snapshots=saved)
 
     def watched_bytes(self) -> int:
         """Bytes of the array contents the recorded launches promised to keep: what the tape
         holds once everything they read has been overwritten."""
-        return sum(w.array.capacity for r in self.records if isinstance(r, LaunchRecord)
-                   for w in _watches(r))
+        return sum(w.array.capacity for w in self._watches())
+
+    def _watches(self) -> list[Any]:
+        """The watches of the recorded launches, each once (launches reading an array between
+        two writes share one: runtime/array/watch.py `Watch.of`)."""
+        seen = {id(w): w for r in self.records if isinstance(r, LaunchRecord)
+                for w in (*r.before.values(), *r.after.values())}
+        return list(seen.values())
 
     def _arrays(self) -> list[array]:
         seen: dict[int, array] = {}
@@ -275,10 +279,6 @@ class Tape:
         self.records.clear()
         self.scopes.clear()
         self.loss = None
-
-
-def _watches(record: LaunchRecord) -> list[Any]:
-    return [*record.before.values(), *record.after.values()]
 
 
 def _saved_bytes(saved: Any) -> int:
