@@ -19,7 +19,6 @@ import numpy as np
 
 from .errors import GradloomError
 from .kernel import Kernel
-from .runtime.array.aligned import aligned_zeros
 from .runtime.array.array import NDArray, array
 from .runtime.launch.launch import launch
 from .runtime.tape.tangent import TangentTape
@@ -31,21 +30,15 @@ __all__ = ["hvp", "jvp", "tangent_run"]
 def tangent_run(run: Callable[[], list[Any]], seeds: Sequence[tuple[array, Any]]
                 ) -> tuple[list[Any], list[NDArray | None]]:
     """Run `run()` (which returns its output arrays) with the tangent of each seeded array set;
-    its outputs and each output's tangent (a copy; None for a non-float output)."""
+    its outputs and each output's tangent (memory of its own: TangentTape.result; None for a
+    non-float output)."""
     with TangentTape() as tape:
         for a, values in seeds:
             _check_seed(a, values)
             tape.set_tangent(a, values)
         outputs = run()
-        tangents = [_copy(tape.tangent(o)) if _float_array(o) else None for o in outputs]
+    tangents = [tape.result(o) if _float_array(o) else None for o in outputs]
     return outputs, tangents
-
-
-def _copy(t: NDArray) -> NDArray:
-    """A copy an array can wrap as it is (aligned, contiguous): `jvp` copies once."""
-    out = aligned_zeros(t.shape, t.dtype) if t.size else np.array(t)
-    out[...] = t
-    return out
 
 
 def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any],
@@ -73,7 +66,7 @@ def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any],
     seeds = _seeds(ins, tangents, "jvp")
     run, single = _runner(function, ins, dim, outputs)
     outs, touts = tangent_run(run, seeds)
-    result = [array(t, dtype=o.dtype) if t is not None else None
+    result = [array(t, dtype=o.dtype, copy=False) if t is not None else None
               for o, t in zip(outs, touts, strict=True)]
     return (outs[0], result[0]) if single[0] else (outs, result)
 
@@ -108,8 +101,8 @@ def hvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any], v: Sequenc
         seeds_of = _loss_seeds(outs, weights)
         grads = {tangents.tangent_array(o): array(w, dtype=o.dtype) for o, w in seeds_of}
     tape.backward(grads=grads)
-    return [array(_copy(tangents.gradient(a)), dtype=a.dtype) if _float_array(a) else None
-            for a in ins]
+    return [array(tangents.result(a, gradient=True), dtype=a.dtype, copy=False)
+            if _float_array(a) else None for a in ins]
 
 
 def _loss_seeds(outs: list[Any], weights: Sequence[Any] | None) -> list[tuple[array, NDArray]]:

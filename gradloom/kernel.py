@@ -156,6 +156,7 @@ class Kernel:
         self._compiled = self._adjoint = None
         self.__dict__.pop("_gl_dual", None)
         self.__dict__.pop("_gl_fresh", None)
+        self.__dict__.pop("_gl_zeroed", None)
         self.__dict__.pop("_gl_grad_reads", None)
         self._locs = None
 
@@ -310,6 +311,17 @@ class Kernel:
         if not zeroed and not seeded:
             return "adjoint", zeroed, seeded
         return pipeline.fresh_variant(tuple(sorted(zeroed | seeded)), seeded), zeroed, seeded
+
+    def zeroed_variant(self, params: frozenset[int]) -> str | None:
+        """The forward variant whose threads first zero their own element of the arrays at
+        `params` (pipeline.Variant.ZEROED: forward mode's unzeroed tangent buffers), None where
+        the kernel touches one of them elsewhere too."""
+        known: dict[frozenset[int], str | None] = self.__dict__.setdefault("_gl_zeroed", {})
+        if params not in known:
+            from . import pipeline
+
+            known[params] = pipeline.zeroed_variant(self, params)
+        return known[params]
 
     def gradient_reads(self) -> frozenset[int]:
         """Positions of the arrays whose gradient the adjoint only reads

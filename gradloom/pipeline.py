@@ -26,7 +26,7 @@ from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.custom import inline_custom
 from .passes.dead import drop_dead
-from .passes.fresh_gradients import fresh_ir
+from .passes.fresh_gradients import fresh_ir, zeroed_ir
 from .passes.index_signs import drop_proven_wraps
 from .passes.invariant import drop_invariant_params
 from .passes.lanes import LanePlan, lane_plan
@@ -47,6 +47,10 @@ class Variant(enum.StrEnum):
     #: the adjoint, each thread first zeroing its own element of some arrays' gradients
     #: (passes/fresh_gradients.py); named "fresh:i,j" by the positions of those arrays
     FRESH = "fresh"
+    #: the forward (a tangent kernel's), each thread first zeroing its own element of some
+    #: arrays (passes/fresh_gradients.zeroed_ir): forward mode's tangent buffers, written
+    #: there, need no zeroing pass; named "zeroed:i,j" by the positions of those arrays
+    ZEROED = "zeroed"
 
 
 def variant_of(adjoint: bool | str) -> Variant:
@@ -61,6 +65,31 @@ def fresh_variant(params: tuple[int, ...], seeded: frozenset[int] = frozenset())
     copying a seed into them for those also in `seeded` (marked "s")."""
     return f"{Variant.FRESH.value}:" + ",".join(f"{i}s" if i in seeded else str(i)
                                                 for i in params)
+
+
+def zeroed_variant(kernel: Any, params: frozenset[int]) -> str | None:
+    """The name of the ZEROED variant of forward kernel `kernel` zeroing the arrays at `params`
+    (1-D float arrays it touches only at each thread's own element), None where it has none."""
+    specs = _zeroed_specs(kernel, params)
+    if not specs or len(specs) != len(params):
+        return None
+    try:
+        ir, _ = kernel_ir(kernel, Variant.FORWARD)
+    except Exception:
+        return None
+    if zeroed_ir(ir, specs) is None:
+        return None
+    return f"{Variant.ZEROED.value}:" + ",".join(map(str, sorted(params)))
+
+
+def _zeroed_specs(kernel: Any, params: Any) -> dict[int, tuple[Any, int, int]]:
+    """zeroed_ir's description of the 1-D float arrays among `params`: a tangent's accesses use
+    its primal's stride (autodiff/forward.py)."""
+    primal_of = {d: k for k, d in getattr(kernel, "dual_pairs", ())}
+    offsets, _ = arg_offsets([t for _, t in kernel.params])
+    return {off: (scalar, size, offsets[primal_of.get(i, i)])
+            for i, (off, (scalar, size, _)) in _fresh_specs(kernel, params,
+                                                            frozenset()).items()}
 
 
 def fresh_candidates(kernel: Any, seeded: bool = False) -> frozenset[int]:
@@ -108,6 +137,17 @@ def _zeroing(kernel: Any, ir: KernelIR, name: str) -> KernelIR:
         raise CompileError(f"kernel '{kernel.key}': no {name} variant (an array's gradient is "
                            "not touched at the thread's own element only)")
     return zeroing
+
+
+def _zeroed(kernel: Any, ir: KernelIR, name: str) -> KernelIR:
+    """The ZEROED variant `name` of forward ir."""
+    params = frozenset(int(m) for m in name.split(":")[1].split(","))
+    specs = _zeroed_specs(kernel, params)
+    zeroed = zeroed_ir(ir, specs) if len(specs) == len(params) else None
+    if zeroed is None:
+        raise CompileError(f"kernel '{kernel.key}': no {name} variant (an array is not touched "
+                           "at the thread's own element only)")
+    return zeroed
 
 
 def _fresh_specs(kernel: Any, params: Any, seeded: frozenset[int]
@@ -171,7 +211,7 @@ def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None
                               f"(wp.overload) instead", kernel.info.loc(kernel.info.tree))
     variant = variant_of(adjoint)
     fresh = variant is Variant.FRESH and isinstance(adjoint, str)
-    adjoint = variant is not Variant.FORWARD
+    adjoint = variant not in (Variant.FORWARD, Variant.ZEROED)
     ir = drop_proven_wraps(drop_invariant_params(lowered(kernel, adjoint)))
     verify(ir)
     kernel._locs = ir.locs
@@ -181,6 +221,8 @@ def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None
     ir = drop_dead(adjoint_kernel(ir) if adjoint else inline_custom(ir))
     if fresh:
         ir = _zeroing(kernel, ir, str(variant_name))
+    elif variant is Variant.ZEROED:
+        ir = _zeroed(kernel, ir, str(variant_name))
     verify(ir)
     return ir, access
 

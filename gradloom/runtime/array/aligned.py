@@ -39,6 +39,15 @@ def aligned_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
     return buf[start : start + nbytes].view(dt).reshape(shape)
 
 
+def bytes_like(size: int, address: int, zero: bool = True) -> Any:
+    """`size` bytes (uint8) starting at an address congruent to `address` modulo ALIGNMENT, so
+    that views at the same offsets as into memory starting at `address` are aligned as those
+    are; zeroed, or left as they come (`zero` False: the caller writes every byte it uses)."""
+    buf = (np.zeros if zero else np.empty)(size + ALIGNMENT, dtype=np.uint8)
+    start = (address - buf.ctypes.data) % ALIGNMENT
+    return buf[start:start + size]
+
+
 def aligned_copy(data: Any) -> Any:
     """`data` (a C-contiguous numpy array), or an aligned copy of it when it is not aligned
     (an empty one: one with the packed strides numpy does not give it)."""

@@ -44,7 +44,7 @@ _ONE: tuple[int, bool, list[Any]] = (1, False, [])
 class Prepared:
     """A compiled entry (a kernel's forward or adjoint) with its packer and launch blocks."""
 
-    def __init__(self, kernel: Any, compiled: Any = None) -> None:
+    def __init__(self, kernel: Any, compiled: Any = None, adjoint: bool | None = None) -> None:
         self.kernel = kernel
         self.compiled = kernel.compiled() if compiled is None else compiled
         self.entry = self.compiled.entry
@@ -75,7 +75,7 @@ class Prepared:
         self.ns_per_thread: float | None = None
         self.backoff = parallel.Backoff()
         self.chunkings: list[Any] = []
-        self.is_adjoint = compiled is not None
+        self.is_adjoint = compiled is not None if adjoint is None else adjoint
         #: an adjoint's other variants (`prepared`)
         self.variants: dict[str, Prepared] = {}
         self.verify_fp = config.verify_fp
@@ -282,17 +282,19 @@ config._add_rebuild_hook(_forget_prepared)
 
 
 def prepared(kernel: Any, variant: str, device: Device | None = None) -> Prepared:
-    """The kernel's forward or adjoint entry on the CPU, or another variant of its adjoint
+    """The kernel's forward or adjoint entry on the CPU, or another variant of one of them
     (pipeline.Variant names them; compiled at the first call)."""
     if variant == "forward":
         return prepared_forward(kernel)
-    adjoint = prepared_adjoint(kernel)
+    forward = variant.startswith("zeroed:")  # a forward variant (the others: the adjoint's)
+    base = prepared_forward(kernel) if forward else prepared_adjoint(kernel)
     if variant == "adjoint":
-        return adjoint
-    # kept with the adjoint's entry, so they are dropped with it (options, unload)
-    other = adjoint.variants.get(variant)
+        return base
+    # kept with the base entry, so they are dropped with it (options, unload)
+    other = base.variants.get(variant)
     if other is None:
-        other = adjoint.variants[variant] = Prepared(kernel, kernel._build(variant))
+        other = base.variants[variant] = Prepared(kernel, kernel._build(variant),
+                                                  adjoint=not forward)
     return other
 
 

@@ -25,8 +25,11 @@ import numpy as np
 
 from ...errors import GradloomError, TapeError
 from ...types import ArrayType, IndexedArrayType, StructType
+from ..array.aligned import ALIGNMENT, aligned_zeros, bytes_like
 from ..array.array import NDArray, array
+from ..array.lazy_zero import MIN_BYTES
 from ..array.watch import Memory
+from ..capturing import recording_graph
 from ..launch.launch import launch
 from ..recording import ACTIVE_TAPES, FuncRecord, refuse_forward_mode
 
@@ -40,18 +43,26 @@ class _Shadow:
     a view reaches outside it."""
 
     def __init__(self, root: NDArray, gradients: bool, borrowed: NDArray | None = None,
-                 at: int = 0) -> None:
+                 at: int = 0, written: tuple[int, int] | None = None) -> None:
+        """`written`: the bytes [lo, hi) the first launch writes every one of (a ZEROED
+        variant, pipeline.Variant), left unzeroed here."""
         self.root = root  # kept alive: its id keys the shadow
         self.root_lo, self.root_hi = _bounds(root)
         self.borrowed = borrowed is not None
+        size = self.root_hi - self.root_lo
         if borrowed is None:
-            self.lo, self.bytes = self.root_lo, np.zeros(self.root_hi - self.root_lo, np.uint8)
+            self.lo, self.bytes = self.root_lo, bytes_like(size, self.root_lo, written is None)
+            if written is not None:
+                self.bytes[:written[0] - self.root_lo] = 0
+                self.bytes[written[1] - self.root_lo:] = 0
         else:
             self.lo, self.bytes = at, borrowed
-        size = self.root_hi - self.root_lo
-        self.grad = np.zeros(size, np.uint8) if gradients else None
+        # laid out as the allocation, so views of them are aligned as its views are (every
+        # tangent has a gradient, even one no launch writes, whose gradient nothing reads: an
+        # adjoint given a null gradient runs its slower loop, codegen/entry_cpu.py)
+        self.grad = bytes_like(size, self.root_lo) if gradients else None
         #: the gradient of the allocation's own values where it has none (gradients=True)
-        self.primal_grad = np.zeros(size, np.uint8) if gradients else None
+        self.primal_grad = bytes_like(size, self.root_lo) if gradients else None
         self.mem = Memory()
 
     def view(self, storage: NDArray, buf: NDArray | None = None) -> NDArray:
@@ -78,7 +89,7 @@ class _Shadow:
     def own(self) -> None:
         """Copy a borrowed tangent into a zeroed buffer of the whole allocation."""
         if self.borrowed:
-            full = np.zeros(self.root_hi - self.root_lo, np.uint8)
+            full = bytes_like(self.root_hi - self.root_lo, self.root_lo)
             at = self.lo - self.root_lo
             full[at:at + self.bytes.size] = self.bytes
             self.lo, self.bytes, self.borrowed = self.root_lo, full, False
@@ -90,6 +101,8 @@ class TangentTape:
     def __init__(self, gradients: bool = False) -> None:
         self.gradients = gradients
         self._shadows: dict[int, _Shadow] = {}
+        #: (allocation's id, gradient) of the memory `result` handed out
+        self._released: set[tuple[int, bool]] = set()
         self._token: Token[tuple[Any, ...]] | None = None
 
     def __enter__(self) -> TangentTape:
@@ -151,6 +164,20 @@ class TangentTape:
         assert shadow.primal_grad is not None
         return shadow.view(storage, shadow.primal_grad)
 
+    def result(self, a: array, gradient: bool = False) -> NDArray:
+        """a's tangent (`gradient`: the gradient `gradient()` gives) for the caller to keep once
+        the tape is done: the tape's own memory where it is contiguous, aligned and no other
+        result took it (the tape writes it no more), else a copy; never a borrowed seed."""
+        storage = a.numpy()
+        shadow = self._shadow(storage)
+        view = self.gradient(a) if gradient else shadow.view(storage)
+        key = (id(shadow.root), gradient)
+        if (shadow.borrowed and not gradient) or key in self._released or not view.size or \
+                not view.flags.c_contiguous or view.ctypes.data % ALIGNMENT:
+            return _copy(view)
+        self._released.add(key)
+        return view
+
     def set_tangent(self, a: array, values: Any) -> None:
         """Seed a's tangent. A contiguous numpy array (or host array) of a's dtype and shape,
         with a contiguous, is read where it is (borrowed, see `_Shadow`), never written."""
@@ -184,13 +211,50 @@ class TangentTape:
         if not hasattr(kernel, "tangent_kernel"):
             raise GradloomError(f"forward mode needs a @wp.kernel, got {type(kernel).__name__}")
         dual = kernel.tangent_kernel()
-        for k in _written_params(dual, len(kernel.params)):
+        written = _written_params(dual, len(kernel.params))
+        variant = self._zeroed_variant(dual, dims, args, written)
+        for k in written:
             self._map_arrays(args[k], kernel.params[k][1], self._written)
         tangents = [self._tangent_arg(args[k], kernel.params[k][1]) for k, _ in dual.dual_pairs]
         if self.gradients:
             args = [self._map_arrays(v, t, self.with_gradient)
                     for v, (_, t) in zip(args, kernel.params, strict=True)]
-        launch(dual, dims, inputs=[*args, *tangents])
+        if variant is None:
+            launch(dual, dims, inputs=[*args, *tangents])
+            return
+        device = args[written[0]].device  # no other tape records it (_zeroed_variant)
+        prepared = device.backend.prepared(dual, variant, device)
+        prepared.run(dims, prepared.admit([*args, *tangents]))
+
+    def _zeroed_variant(self, dual: Any, dims: tuple[int, ...], args: Sequence[Any],
+                        written: list[int]) -> str | None:
+        """The tangent kernel's variant zeroing, each thread its own element, the tangents of
+        large written arrays that have none yet (zero) and that the launch covers
+        (pipeline.Variant.ZEROED), their shadows made unzeroed; None (the plain tangent kernel)
+        where none qualifies, a struct argument may hold arrays, or another tape records the
+        launch (its adjoint would read what the shadow held before)."""
+        if self.gradients or len(dims) != 1 or ACTIVE_TAPES.get() != (self,) or \
+                recording_graph() is not None or \
+                any(isinstance(t, StructType) for _, t in dual.params):
+            return None
+        roots = [id(_root(a.numpy())) for a in args if isinstance(a, array)]
+        tangent_at = dict(dual.dual_pairs)
+        chosen: dict[int, tuple[NDArray, NDArray]] = {}
+        for k in written:
+            a = args[k]
+            if not isinstance(a, array) or a.shape != dims or not _is_float(a) or \
+                    not a.device.backend.host_memory:
+                continue
+            storage = a.numpy()
+            root = _root(storage)
+            if storage.nbytes >= MIN_BYTES and storage.flags.c_contiguous and \
+                    id(root) not in self._shadows and roots.count(id(root)) == 1:
+                chosen[tangent_at[k]] = (root, storage)
+        variant = dual.zeroed_variant(frozenset(chosen)) if chosen else None
+        if variant is not None:
+            for root, storage in chosen.values():
+                self._shadows[id(root)] = _Shadow(root, False, written=_bounds(storage))
+        return variant
 
     def _written(self, a: array) -> array:
         """A launch writes `a`, and so its tangent: no borrowed seed may be written."""
@@ -262,6 +326,13 @@ class TangentTape:
         if self.gradients:
             raise TapeError(f"{what} inside a Hessian-vector product is not supported yet: "
                             "write it as a kernel")
+
+
+def _copy(t: NDArray) -> NDArray:
+    """A copy an array can wrap as it is (aligned, contiguous)."""
+    out = aligned_zeros(t.shape, t.dtype) if t.size else np.array(t)
+    out[...] = t
+    return out
 
 
 def _root(storage: NDArray) -> NDArray:
