@@ -417,7 +417,7 @@ def _gradient_row(a: array) -> NDArray:
 def jacobian(function: Kernel | Callable[..., Any], dim: Any = None,
              inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
              input_output_mask: Mask | None = None, device: Any = None, max_blocks: int = 0,
-             block_dim: int = 256, max_outputs_per_var: int = -1,
+             block_dim: int | None = None, max_outputs_per_var: int = -1,
              plot_jacobians: bool = False, mode: str = "reverse",
              max_inputs_per_var: int = -1) -> Jacobians:
     """Jacobians {(input index, output index): float64 array (out comps, in comps)}.
@@ -445,7 +445,7 @@ def jacobian(function: Kernel | Callable[..., Any], dim: Any = None,
 def jacobian_fd(function: Kernel | Callable[..., Any], dim: Any = None,
                 inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
                 input_output_mask: Mask | None = None, device: Any = None, max_blocks: int = 0,
-                block_dim: int = 256, max_inputs_per_var: int = -1, eps: float = 1e-4,
+                block_dim: int | None = None, max_inputs_per_var: int = -1, eps: float = 1e-4,
                 plot_jacobians: bool = False) -> Jacobians:
     """Central finite-difference Jacobians, in the same layout as `jacobian`.
 
@@ -469,7 +469,7 @@ def gradcheck(function: Kernel | Callable[..., Any], dim: Any = None,
               inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None, *,
               eps: float = 1e-4, atol: float = 1e-3, rtol: float = 1e-2,
               raise_exception: bool = True, input_output_mask: Mask | None = None,
-              device: Any = None, max_blocks: int = 0, block_dim: int = 256,
+              device: Any = None, max_blocks: int = 0, block_dim: int | None = None,
               max_inputs_per_var: int = -1, max_outputs_per_var: int = -1,
               plot_relative_error: bool = False, plot_absolute_error: bool = False,
               show_summary: bool = True, modes: Sequence[str] = ("rev",)) -> bool:
@@ -535,7 +535,7 @@ def gradcheck_tape(tape: Tape, *, eps: float = 1e-4, atol: float = 1e-3, rtol: f
         error=GradcheckError)
 
 
-def _launch_kw(device: Any, max_blocks: int, block_dim: int) -> dict[str, Any]:
+def _launch_kw(device: Any, max_blocks: int, block_dim: int | None) -> dict[str, Any]:
     return {"device": device, "max_blocks": max_blocks, "block_dim": block_dim}
 
 

@@ -150,6 +150,11 @@ print_launches: bool = False
 #: Accepted for Warp compatibility; gradloom prints nothing it would silence.
 quiet: bool = True
 
+#: Warp's opt-in CPU blocks: a CPU launch's block_dim (2 to 1024) becomes the `wp.block_dim()` of
+#: a kernel without tiles (and `wp.launch_tiled`'s block extent); tile kernels keep one thread
+#: per block (runtime/launch/blocks.py, docs/differences.md). Off: every CPU block is one thread.
+enable_cpu_blocks: bool = False
+
 #: option name -> (check, what it accepts); assignments are checked against these
 _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
     "mode": (lambda v: v in _MODES, "'release' or 'debug'"),
@@ -169,6 +174,7 @@ _CHECKS: dict[str, tuple[_Callable[[_Any], bool], str]] = {
     "verify_autograd_array_access": (lambda v: isinstance(v, bool), "a bool"),
     "verify_fp": (lambda v: isinstance(v, bool), "a bool"),
     "quiet": (lambda v: isinstance(v, bool), "a bool"),
+    "enable_cpu_blocks": (lambda v: isinstance(v, bool), "a bool"),
 }
 
 #: options whose change makes existing kernels build again (see `_on_rebuild`)
@@ -185,7 +191,7 @@ _WARP_DEFAULTS: dict[str, _Any] = {
     "cache_kernels": True, "kernel_cache_dir": None, "cuda_output": None,
     "ptx_target_arch": None, "cuda_arch_suffix": None, "lineinfo": False,
     "line_directives": True, "compile_time_trace": False, "enable_backward": True,
-    "enable_cpu_blocks": False, "default_grid_stride": True, "enable_mathdx_gemm": True,
+    "default_grid_stride": True, "enable_mathdx_gemm": True,
     "enable_mathdx_solver": True, "enable_mathdx_fft": True, "cpu_compiler_flags": None,
     "llvm_cuda": False, "enable_graph_capture_module_load_by_default": True,
     "enable_mempools_at_init": True, "track_memory": False, "max_unroll": 16,

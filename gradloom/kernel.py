@@ -107,6 +107,11 @@ class Kernel:
     #: (parameter, its tangent parameter) index pairs
     dual_of: Kernel | None = None
     dual_pairs: tuple[tuple[int, int], ...] = ()
+    #: what `wp.block_dim()` gives in this kernel: 1, or the CPU block width of a
+    #: `block_variant` (Warp's `config.enable_cpu_blocks`)
+    cpu_block_dim: int = 1
+    #: a block variant's kernel (`block_variant`); None for others
+    block_base: Kernel | None = None
 
     def __init__(self, func: Any, key: str | None = None, module: Any = None,
                  options: dict[str, Any] | None = None, code_transformers: Any = None,
@@ -158,6 +163,7 @@ class Kernel:
         self.__dict__.pop("_gl_fresh", None)
         self.__dict__.pop("_gl_zeroed", None)
         self.__dict__.pop("_gl_grad_reads", None)
+        self.__dict__.pop("_gl_blocks", None)
         self._locs = None
 
     @property
@@ -239,7 +245,8 @@ class Kernel:
         for part in (VERSION, variant, compiler_fingerprint(), source_digest(self.info, set()), config.mode,
                      str(self.opt_level), cpu.host_target().key, f"lanes={cpu.lane_width()}",
                      f"ordered={self.module.deterministic}",
-                     ";".join(f"{n}:{type_key(t)}" for n, t in self.params)):
+                     ";".join(f"{n}:{type_key(t)}" for n, t in self.params),
+                     *((f"block={self.cpu_block_dim}",) if self.cpu_block_dim != 1 else ())):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
 
@@ -293,6 +300,37 @@ class Kernel:
             dual._compiled = dual._adjoint = dual._locs = None
             self._gl_dual = dual
         return dual
+
+    def block_variant(self, block_dim: int) -> Kernel:
+        """This kernel as a CPU launch with `block_dim` threads per block runs it (Warp's
+        `config.enable_cpu_blocks`): a kernel of its own whose `wp.block_dim()` is block_dim, or
+        this kernel where that is 1 or the kernel holds tiles (a block shares its tiles in Warp;
+        gradloom runs tiles per thread: docs/differences.md)."""
+        base = self.block_base
+        if base is not None:  # a variant already
+            return self if block_dim == self.cpu_block_dim else base.block_variant(block_dim)
+        if block_dim == 1 or self.holds_tiles():
+            return self
+        known: dict[int, Kernel] = self.__dict__.setdefault("_gl_blocks", {})
+        variant = known.get(block_dim)
+        if variant is None:
+            variant = copy.copy(self)
+            variant.__dict__ = {k: v for k, v in self.__dict__.items() if not k.startswith("_gl_")}
+            variant.cpu_block_dim, variant.overloads, variant.block_base = block_dim, {}, self
+            variant._compiled = variant._adjoint = variant._locs = None
+            known[block_dim] = variant
+        return variant
+
+    def holds_tiles(self) -> bool:
+        """Whether the kernel's IR has tile memory (a `local` buffer: builtins/tile_loops.py)."""
+        held: bool | None = self.__dict__.get("_gl_tiles")
+        if held is None:
+            from . import pipeline
+            from .ir.nodes import walk_ops
+
+            ir, _ = pipeline.kernel_ir(self, False)
+            held = self._gl_tiles = any(op.prim == "local" for op in walk_ops(ir.body))
+        return held
 
     def fresh_variant(self, pending: frozenset[int], seeds: frozenset[int] = frozenset()
                       ) -> tuple[str, frozenset[int], frozenset[int]]:

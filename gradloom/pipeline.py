@@ -20,7 +20,7 @@ from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
 from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, KernelTypeError
 from .frontend.lower import lower_kernel
-from .ir.builder import DIFFERENTIATED
+from .ir.builder import BLOCK_DIM, DIFFERENTIATED
 from .ir.nodes import KernelIR, pointer_root, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
@@ -171,18 +171,22 @@ def lowered(kernel: Any, differentiated: bool = False) -> KernelIR:
     a tangent kernel (`dual_of`: the kernel it is the tangent of), that kernel's tangent IR.
     `differentiated`: the IR is for an adjoint (ir/builder.DIFFERENTIATED)."""
     primal = getattr(kernel, "dual_of", None)
-    if primal is None:
-        token = DIFFERENTIATED.set(differentiated)
+    block = BLOCK_DIM.set(getattr(primal or kernel, "cpu_block_dim", 1))
+    try:
+        if primal is None:
+            token = DIFFERENTIATED.set(differentiated)
+            try:
+                return lower_kernel(kernel.info, list(kernel.params))
+            finally:
+                DIFFERENTIATED.reset(token)
+        token = DIFFERENTIATED.set(True)
         try:
-            return lower_kernel(kernel.info, list(kernel.params))
+            ir = drop_proven_wraps(drop_invariant_params(lower_kernel(primal.info,
+                                                                      list(primal.params))))
         finally:
             DIFFERENTIATED.reset(token)
-    token = DIFFERENTIATED.set(True)
-    try:
-        ir = drop_proven_wraps(drop_invariant_params(lower_kernel(primal.info,
-                                                                  list(primal.params))))
     finally:
-        DIFFERENTIATED.reset(token)
+        BLOCK_DIM.reset(block)
     verify(ir)
     return tangent_kernel(ir, tangent_offsets(kernel))
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileValueError
-from ..ir.builder import DIFFERENTIATED
+from ..ir.builder import BLOCK_DIM, DIFFERENTIATED
 from ..ir.nodes import Var
 from ..types import (
     ArrayType,
@@ -253,11 +253,12 @@ def untile(ctx: Ctx, a: Value) -> Var | Composite:
     return get(ctx, t, [0])
 
 
-@builtin("block_dim", "the number of threads in this thread's block of a tiled launch: 1 on "
-         "the CPU (as in Warp) and, as gradloom runs tiles per thread, on CUDA too", group=_T,
+@builtin("block_dim", "the number of threads in this thread's block: 1 (as gradloom runs tiles "
+         "per thread, on CUDA too), or on the CPU with wp.config.enable_cpu_blocks the launch's "
+         "block_dim in a kernel without tiles", group=_T,
          differentiable=False, signatures="() -> Int")
 def block_dim(ctx: Ctx) -> Var:
-    return ctx.const(1, int32)
+    return ctx.const(BLOCK_DIM.get(), int32)
 
 
 # -- arrays <-> tiles ---------------------------------------------------------------------------

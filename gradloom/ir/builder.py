@@ -13,6 +13,9 @@ from .prims import PRIMS, Effect, result_type
 #: whether the IR being lowered is for autodiff (an adjoint or tangent kernel): operations with
 #: a fast form autodiff has no rule for (tile_matmul's `lgemm`) emit their scalar form instead
 DIFFERENTIATED: ContextVar[bool] = ContextVar("gradloom_differentiated", default=False)
+#: the block width `wp.block_dim()` gives in the kernel being lowered: 1, or a CPU launch's
+#: block_dim under `config.enable_cpu_blocks` (kernel.Kernel.block_variant)
+BLOCK_DIM: ContextVar[int] = ContextVar("gradloom_block_dim", default=1)
 
 
 class Builder:

@@ -304,7 +304,7 @@ def map(func: Any, *inputs: Any, out: Any = None, return_kernel: bool = False,
     k = _map_kernel(fn, tuple(descs), kinds, len(shape))
     if return_kernel:
         return k
-    launch(k, dim=shape, inputs=[*inputs, *outputs], device=device)
+    launch(k, dim=shape, inputs=[*inputs, *outputs], device=device, block_dim=block_dim)
     return outputs[0] if len(outputs) == 1 else outputs
 
 

@@ -14,6 +14,7 @@ from ..array.watch import before_write
 from ..capturing import recording_graph
 from ..device import CPU, get_device
 from ..launch import checks
+from ..launch.blocks import launch_blocks
 from ..launch.launch import _dims, default_args, launch
 from ..launch.recorded import RecordedParams
 from ..recording import ACTIVE_TAPES
@@ -31,8 +32,9 @@ class Launch(RecordedParams):
     parameter at its default (arrays None, numbers, vectors, quaternions and transforms zero, structs default-built)
     and dim 0: set them with `set_param_*` and `set_dim`. `fwd_args` / `adj_args` give the
     arguments and the adjoint's gradient arrays (None: each array's own `.grad`) instead;
-    `hooks`, `params`, `params_addr`, `max_blocks` and `block_dim` (CUDA launch details) are
-    accepted and unused, `bounds` is the dim."""
+    `hooks`, `params`, `params_addr` and `max_blocks` (CUDA launch details) are accepted and
+    unused, `bounds` is the dim; `block_dim` is the CPU block width with
+    `wp.config.enable_cpu_blocks` (runtime/launch/blocks.py), else 1."""
 
     def __init__(self, kernel: Any, device: Any = None, hooks: Any = None, params: Any = None,
                  params_addr: Any = None, bounds: Any = None, max_blocks: int = 0,
@@ -44,6 +46,7 @@ class Launch(RecordedParams):
         if getattr(kernel, "is_generic", False):
             raise LaunchError(f"kernel '{kernel.key}' is generic: record a launch of it with "
                               "wp.launch(..., record_cmd=True), which knows the argument types")
+        kernel, _ = launch_blocks(kernel, True, block_dim)  # (runtime/launch/blocks.py)
         args = list(fwd_args) if fwd_args is not None else default_args(kernel)
         adj = (list(adj_args) if adj_args is not None else [None] * len(args)) if adjoint \
             else None
@@ -61,6 +64,8 @@ class Launch(RecordedParams):
     def _setup(self, kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None,
                record_tape: bool) -> None:
         self.kernel, self.adjoint, self.record_tape = kernel, adj, record_tape
+        #: the CPU block width it runs with (Warp's `Launch.block_dim`: runtime/launch/blocks.py)
+        self.block_dim = getattr(kernel, "cpu_block_dim", 1)
         self.prepared = prepared_adjoint(kernel) if adj is not None else prepared_forward(kernel)
         self.params = [name for name, _ in self.prepared.compiled.params]
         self.args = list(adapt_args(kernel.key, self.prepared.array_slots, args))

@@ -30,6 +30,7 @@ from ..array.structs import array_fields, field_value
 from ..capturing import ACTIVE_CAPTURE, recording_graph
 from ..device import current_device, get_device
 from ..recording import ACTIVE_TAPES
+from .blocks import launch_blocks
 
 _MAX_THREADS = 2**63
 
@@ -136,7 +137,7 @@ def default_args(kernel: Any) -> list[Any]:
 def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[Any] = (),
            adj_inputs: Any = None, adj_outputs: Any = None, device: Any = None,
            stream: Any = None, adjoint: bool = False, record_tape: bool = True,
-           record_cmd: bool = False, max_blocks: int = 0, block_dim: int = 256) -> Any:
+           record_cmd: bool = False, max_blocks: int = 0, block_dim: int | None = None) -> Any:
     """Run `kernel` once per thread of a 1-4-D grid: `wp.launch(k, dim=n, inputs=[a, b])`.
 
     Args:
@@ -154,7 +155,9 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
             `wp.ScopedDevice`/`wp.set_device` chose another). CUDA launches: docs/gpu.md.
         stream: the CUDA stream to launch on (None: the device's current stream).
         max_blocks, block_dim: the CUDA grid (0: as many blocks as the threads need) and the
-            threads per block; no effect on the CPU.
+            threads per block (None: 256); on the CPU a block is one thread unless
+            `wp.config.enable_cpu_blocks` is set: then `wp.block_dim()` is block_dim (2 to 1024)
+            in a kernel without tiles (runtime/launch/blocks.py).
         adjoint: run the kernel's adjoint instead: gradients flow from the outputs' gradients
             into the inputs' (what `wp.Tape.backward` does for each recorded launch).
         record_tape: record the launch on every active `wp.Tape` (default True).
@@ -179,6 +182,8 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         args: Sequence[Any] = [*inputs, *outputs] if outputs else inputs
         if getattr(kernel, "is_generic", False):  # Warp's implicit overload of a generic kernel
             kernel = kernel.specialize(list(args))
+        if block_dim is not None or config.enable_cpu_blocks or not dev.is_cpu:  # (blocks.py)
+            kernel, block_dim = launch_blocks(kernel, dev.is_cpu, block_dim)
         cap = ACTIVE_CAPTURE.get()
         if record_cmd or adjoint or (cap is not None and cap.records_nodes):
             adj = [*(adj_inputs or [None] * len(inputs)),
@@ -211,7 +216,7 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
 
 
 def _command_or_adjoint(kernel: Any, dim: Any, args: list[Any], adj: list[Any] | None,
-                        dev: Any, stream: Any, max_blocks: int, block_dim: int,
+                        dev: Any, stream: Any, max_blocks: int, block_dim: Any,
                         record_tape: bool, record_cmd: bool) -> Any:
     """`record_cmd=True`: the launch as a command its `launch()` runs. Inside a graph
     capture: that command, recorded into the graph (it runs when the graph runs, with the
