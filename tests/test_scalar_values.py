@@ -133,3 +133,12 @@ def test_captured_values_keep_their_type() -> None:
     assert out.numpy().tolist() == [_THIRD.value, 1.0]
     assert wp.full(2, value=wp.bfloat16(1.5)).dtype == wp.bfloat16
     assert wp.full(2, value=wp.bool(1)).dtype == wp.bool
+
+
+def test_unsupported_operators_name_both_operands_in_order() -> None:
+    with pytest.raises(TypeError, match=r"for //: 'int' and 'int32'$"):
+        7 // wp.int32(2)
+    with pytest.raises(TypeError, match=r"for <<: 'uint8' and 'int'$"):
+        wp.uint8(1) << 2
+    with pytest.raises(TypeError, match=r"unary ~: 'int64'$"):
+        ~wp.int64(1)

@@ -190,11 +190,15 @@ def _host(name: str, *operands: Any) -> Any:
     return SCALAR_OPERATOR.get()(name, *operands)
 
 
-def _unsupported(symbol: str) -> Callable[..., Any]:
-    """An operator Warp's scalar classes do not define (`//`, bit operations): a TypeError."""
+def _unsupported(symbol: str, swap: bool = False) -> Callable[..., Any]:
+    """An operator Warp's scalar classes do not define (`//`, bit operations): Python's
+    TypeError for it."""
     def method(self: ScalarValue, *other: Any) -> Any:
-        names = ", ".join(f"'{_type_name(v)}'" for v in (self, *other))
-        raise TypeError(f"unsupported operand type(s) for {symbol}: {names}")
+        if not other:
+            raise TypeError(f"bad operand type for unary {symbol}: '{_type_name(self)}'")
+        a, b = (other[0], self) if swap else (self, other[0])
+        raise TypeError(f"unsupported operand type(s) for {symbol}: '{_type_name(a)}' and "
+                        f"'{_type_name(b)}'")
     return method
 
 
@@ -235,12 +239,12 @@ class ScalarValue:
     __mod__, __rmod__ = _operator("mod"), _operator("mod", swap=True)
     __pow__, __rpow__ = _operator("pow"), _operator("pow", swap=True)
     __neg__, __pos__ = _operator("neg"), _operator("pos")
-    __floordiv__ = __rfloordiv__ = _unsupported("//")
-    __lshift__ = __rlshift__ = _unsupported("<<")
-    __rshift__ = __rrshift__ = _unsupported(">>")
-    __and__ = __rand__ = _unsupported("&")
-    __or__ = __ror__ = _unsupported("|")
-    __xor__ = __rxor__ = _unsupported("^")
+    __floordiv__, __rfloordiv__ = _unsupported("//"), _unsupported("//", swap=True)
+    __lshift__, __rlshift__ = _unsupported("<<"), _unsupported("<<", swap=True)
+    __rshift__, __rrshift__ = _unsupported(">>"), _unsupported(">>", swap=True)
+    __and__, __rand__ = _unsupported("&"), _unsupported("&", swap=True)
+    __or__, __ror__ = _unsupported("|"), _unsupported("|", swap=True)
+    __xor__, __rxor__ = _unsupported("^"), _unsupported("^", swap=True)
     __invert__ = _unsupported("~")
 
 
