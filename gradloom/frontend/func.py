@@ -24,7 +24,6 @@ from .source import (
     SourceInfo,
     fingerprint_value,
     parse_function,
-    referenced_names,
     source_digest,
 )
 from .static import parse_declared
@@ -369,15 +368,15 @@ def referenced_functions(info: SourceInfo) -> list[Function]:
 
 def _named_values(info: SourceInfo) -> list[Any]:
     values = []
-    for name in referenced_names(info.tree):
+    refs = info.refs()
+    for name in refs.names:
         found, value = info.resolve(name)
         if found:
             values.append(value)
-    for node in ast.walk(info.tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            found, holder = info.resolve(node.value.id)
-            if found and _user_holder(holder):
-                values.append(inspect.getattr_static(holder, node.attr, None))
+    for base, attr in refs.attributes:
+        found, holder = info.resolve(base)
+        if found and _user_holder(holder):
+            values.append(inspect.getattr_static(holder, attr, None))
     return values
 
 

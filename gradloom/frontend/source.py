@@ -7,6 +7,7 @@ import builtins
 import copy
 import hashlib
 import inspect
+import linecache
 import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +62,38 @@ class Closure(Mapping[str, Any]):
             return False
 
 
+@dataclass(frozen=True)
+class NameRefs:
+    """What a function's code names: `names` are the free names it loads (first-seen order),
+    `attributes` the `name.attr` pairs (walk order, repeats kept)."""
+
+    names: tuple[str, ...]
+    attributes: tuple[tuple[str, str], ...]
+
+
+def _scan_refs(tree: ast.AST) -> NameRefs:
+    # depth-first with an explicit stack: ast.walk's generators cost twice as much, and this
+    # scan runs for every function a program declares
+    seen: dict[str, None] = {}
+    attributes = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                seen.setdefault(node.id, None)
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            attributes.append((node.value.id, node.attr))
+        for name in reversed(node._fields):
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(v for v in reversed(value) if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return NameRefs(tuple(seen), tuple(attributes))
+
+
 @dataclass
 class SourceInfo:
     """A Python function's parsed source and the namespaces its names resolve in."""
@@ -75,6 +108,16 @@ class SourceInfo:
     #: the `wp.static(...)` calls evaluated when the function was declared (id of the call
     #: node: its value), as Warp does; the others are evaluated while compiling (static.py)
     statics: dict[int, Any] = field(default_factory=dict)
+    #: the names the tree refers to, scanned once (a declaration's hash, its references and
+    #: its callees all ask; newton's import asked ~3 times per function)
+    _refs: NameRefs | None = field(default=None, init=False, repr=False, compare=False)
+
+    def refs(self) -> NameRefs:
+        """The free names and `name.attr` pairs of the function's code (the tree is never
+        changed after parsing: rewrites work on copies)."""
+        if self._refs is None:
+            self._refs = _scan_refs(self.tree)
+        return self._refs
 
     @property
     def name(self) -> str:
@@ -100,17 +143,15 @@ class SourceInfo:
 def parse_function(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
     """pyfunc's source, parsed (then rewritten by Warp-style `code_transformers`: ast
     NodeTransformers applied to its definition)."""
+    lines, first, file, guessed = _read_source(pyfunc, exact=False)
     try:
-        lines, first = inspect.getsourcelines(pyfunc)
-        file = inspect.getsourcefile(pyfunc) or "<unknown>"
-    except (OSError, TypeError) as exc:
-        raise UnsupportedSyntaxError(
-            f"cannot read the source of {pyfunc.__name__!r}: kernels must be defined in a file"
-        ) from exc
-    raw = "".join(lines)
-    text = textwrap.dedent(raw)
+        text, tree = _parse_block(lines)
+    except SyntaxError:
+        if not guessed:
+            raise
+        lines, first, file, _ = _read_source(pyfunc, exact=True)
+        text, tree = _parse_block(lines)
     indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(text)
     for transformer in transformers or ():
         tree.body[0] = ast.fix_missing_locations(transformer.visit(tree.body[0]))
     if transformers:
@@ -128,6 +169,65 @@ def parse_function(pyfunc: Any, transformers: Any = ()) -> SourceInfo:
     if transformers:  # the rewritten code is what compiles: hash it too
         text += "\n# transformed:\n" + ast.dump(fdef)
     return SourceInfo(pyfunc, fdef, file, first, indent, text, closure)
+
+
+def _read_source(pyfunc: Any, exact: bool) -> tuple[list[str], int, str, bool]:
+    try:
+        if exact:
+            lines, first = inspect.getsourcelines(pyfunc)
+            return lines, first, inspect.getsourcefile(pyfunc) or "<unknown>", False
+        return _source_lines(pyfunc)
+    except (OSError, TypeError) as exc:
+        raise UnsupportedSyntaxError(
+            f"cannot read the source of {pyfunc.__name__!r}: kernels must be defined in a file"
+        ) from exc
+
+
+def _parse_block(lines: list[str]) -> tuple[str, ast.Module]:
+    text = textwrap.dedent("".join(lines))
+    return text, ast.parse(text)
+
+
+def _source_lines(pyfunc: Any) -> tuple[list[str], int, str, bool]:
+    """pyfunc's lines (decorators included), its first line, its file, and whether the lines
+    are a guess by indentation (`_guess_block`; the caller parses them and asks again with
+    `exact=True` on a syntax error). inspect.getsourcelines tokenizes the rest of the file for
+    every function: a third of newton's import."""
+    target = inspect.unwrap(pyfunc)  # as inspect does: a functools.wraps wrapper's source
+    file = inspect.getsourcefile(target)
+    code = getattr(target, "__code__", None)
+    if file and code is not None:
+        linecache.checkcache(file)
+        lines = linecache.getlines(file, getattr(target, "__globals__", None))
+        block = _guess_block(lines, code.co_firstlineno - 1)
+        if block:
+            return block, code.co_firstlineno, file, True
+    lines, first = inspect.getsourcelines(pyfunc)
+    return lines, first, file or "<unknown>", False
+
+
+def _guess_block(lines: list[str], start: int) -> list[str] | None:
+    """The `def` (with its decorators) starting at lines[start], ended by the first statement
+    line indented no deeper than it. A cut inside a statement (a string or bracket running on
+    at the left margin) leaves text that does not parse, which the caller detects."""
+    if start >= len(lines):
+        return None
+    head = lines[start].lstrip()
+    if not head.startswith(("def ", "@", "async def ")):
+        return None  # a lambda, or lines that moved: inspect's way
+    base = len(lines[start]) - len(head)
+    seen_def = False
+    last = start
+    for i in range(start, len(lines)):
+        stripped = lines[i].strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        at_margin = len(lines[i]) - len(lines[i].lstrip()) <= base
+        if at_margin and seen_def and not stripped.startswith((")", "]", "}")):
+            break
+        seen_def = seen_def or stripped.startswith(("def ", "async def "))
+        last = i
+    return lines[start:last + 1]
 
 
 def _unshare(tree: ast.AST) -> None:
@@ -150,15 +250,6 @@ def _unshare(tree: ast.AST) -> None:
                 setattr(node, name, fresh(value))
 
     visit(tree)
-
-
-def referenced_names(tree: ast.AST) -> list[str]:
-    """Free names a function body refers to, in first-seen order."""
-    seen: dict[str, None] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            seen.setdefault(node.id, None)
-    return list(seen)
 
 
 def fingerprint_value(value: Any, visiting: set[int]) -> str:
@@ -205,7 +296,7 @@ def source_digest(info: SourceInfo, visiting: set[int]) -> str:
     if id(info.pyfunc) in visiting:
         return "recursive:" + info.name
     visiting = visiting | {id(info.pyfunc)}
-    for name in referenced_names(info.tree):
+    for name in info.refs().names:
         found, value = info.resolve(name)
         if found and inspect.ismodule(value):
             h.update(f"{name}=module:{value.__name__};".encode())
@@ -225,12 +316,11 @@ def _module_attr_digest(info: SourceInfo, visiting: set[int]) -> str:
     `Params.LIMIT`: a struct class's constants) also change the hash (a class's own
     fingerprint is its name, or a struct's fields)."""
     parts = []
-    for node in ast.walk(info.tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            found, holder = info.resolve(node.value.id)
-            if found and _user_namespace(holder):
-                attr = getattr(holder, node.attr, None)
-                parts.append(f"{node.value.id}.{node.attr}={fingerprint_value(attr, visiting)}")
+    for base, name in info.refs().attributes:
+        found, holder = info.resolve(base)
+        if found and _user_namespace(holder):
+            attr = getattr(holder, name, None)
+            parts.append(f"{base}.{name}={fingerprint_value(attr, visiting)}")
     return ";".join(parts)
 
 

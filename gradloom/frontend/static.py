@@ -9,6 +9,7 @@ tuple's `len()` (a tile's: its first dimension), a value's `dtype` and `length`.
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -162,6 +163,8 @@ def resolve_declared(info: SourceInfo) -> None:
     Warp does when a function is declared (into info.statics; an expression that fails now,
     e.g. on a local name, is evaluated while compiling instead). A static nested in another
     is evaluated once, as part of the outer one."""
+    if not _may_call_static(info):
+        return
     namespace = {**info.pyfunc.__globals__, **info.closure}
 
     def visit(node: ast.AST, loop_vars: frozenset[str]) -> None:
@@ -182,6 +185,20 @@ def resolve_declared(info: SourceInfo) -> None:
 
     for stmt in info.tree.body:
         visit(stmt, frozenset())
+
+
+def _may_call_static(info: SourceInfo) -> bool:
+    """Whether the code can name `wp.static`: its text says `static`, or a free name (or a
+    `name.attr` of one) is `wp.static` under another name. Most functions do neither, and the
+    walk below is most of a declaration's cost (newton declares ~1,000 functions at import)."""
+    if "static" in info.text:
+        return True
+    refs = info.refs()
+    if any(info.resolve(name)[1] is lang.STATIC for name in refs.names):
+        return True
+    # without calling a module's __getattr__ (gradloom's own would load subsystems)
+    return any(inspect.getattr_static(info.resolve(base)[1], attr, None) is lang.STATIC
+               for base, attr in refs.attributes)
 
 
 def _resolves_to_static(func: ast.expr, namespace: dict[str, Any]) -> bool:
