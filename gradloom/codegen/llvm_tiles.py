@@ -14,6 +14,7 @@ from typing import Any
 
 from ..ir.nodes import Op, walk_ops
 from ..ir.prims import PRIMS, Effect
+from .llvm_bf16 import is_bf16
 from .llvm_types import literal, mem_type, reg_type
 from .tile_gemm import lgemm
 
@@ -94,8 +95,8 @@ def ltake(e: Any, s: Op) -> None:
     t = s.result.type
     p = _at(e, s)
     e.load_value(e.res(s), t, p, t.size)
-    e.f.emit(f"store {mem_type(t)} {literal(0.0 if t.is_float else 0, t)}, ptr {p}, "
-             f"align {t.size}")
+    zero = "0" if is_bf16(t) else literal(0.0 if t.is_float else 0, t)  # bfloat16: its i16 bits
+    e.f.emit(f"store {mem_type(t)} {zero}, ptr {p}, align {t.size}")
 
 
 RULES: dict[str, Callable[[Any, Op], None]] = {
