@@ -62,3 +62,27 @@ def test_every_corpus_and_benchmark_kernel_assembles():
     report = json.loads(r.stdout.strip().splitlines()[-1])
     assert report["kernels"] >= 100 and report["compiled"] >= 150, report
     assert report["failures"] == [], report["failures"][:10]
+
+
+def _warp_lang() -> bool:
+    from tools.warp_compat import catalog  # noqa: PLC0415
+
+    return catalog.warp_root() is not None
+
+
+@needs_toolchain
+@pytest.mark.skipif(not _warp_lang(), reason="needs warp-lang (its tile tests are run, not copied)")
+def test_warp_tile_tests_and_examples_assemble(tmp_path: Path) -> None:
+    # a sample of tools/warp_compat/ptx_tiles.py, which runs every tile test file and example
+    # (docs/gpu.md): each kernel the run builds, forward and adjoint, through NVPTX and ptxas
+    out = tmp_path / "ptx_tiles.json"
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+    r = subprocess.run([sys.executable, "-m", "tools.warp_compat.ptx_tiles", "--files",
+                        "tile.test_tile_load_assign", "--examples", "example_tile_matmul",
+                        "--out", str(out), "--work", str(tmp_path / "work")],
+                       capture_output=True, text=True, timeout=1800, env=env, cwd=HERE.parent)
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["files"]["tile.test_tile_load_assign"]["kernels"] >= 4, report["files"]
+    assert report["files"]["example_tile_matmul"]["kernels"] >= 2, report["files"]
+    assert report["failures"] == [], report["failures"][:10]
