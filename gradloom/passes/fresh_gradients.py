@@ -62,14 +62,14 @@ def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, bool]]) -> K
         fresh += 2
         prologue += [Op("cast", (tid.result,), cast, tid.loc),
                      Op("mul", (cast, stride[1]), at, tid.loc)]
-        for c in range(0, size, scalar.size):
-            value = Var(fresh, scalar)
-            fresh += 1
-            if data is None:
-                prologue.append(Op("adj_take", (grad[1], at), value, tid.loc, c))
-            else:  # the seed's bits, as a copy gives them
-                prologue += [Op("load", (data, at), value, tid.loc, c),
-                             Op("store", (grad[1], at, value), None, tid.loc, c)]
+        values = [(c, Var(fresh + k, scalar)) for k, c in enumerate(range(0, size, scalar.size))]
+        fresh += len(values)
+        if data is None:
+            prologue += [Op("adj_take", (grad[1], at), v, tid.loc, c) for c, v in values]
+        else:  # the seed's bits, as a copy gives them: the components' loads, then their
+            # stores (consecutive, so SIMD lanes store a vec3's window whole: codegen/lanes.py)
+            prologue += [Op("load", (data, at), v, tid.loc, c) for c, v in values]
+            prologue += [Op("store", (grad[1], at, v), None, tid.loc, c) for c, v in values]
     body = Block((*stmts[:last + 1], *prologue, *stmts[last + 1:]), ir.body.yields)
     return replace(ir, body=body)
 
