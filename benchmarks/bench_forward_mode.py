@@ -3,7 +3,10 @@
 Prints medians of several interleaved rounds in milliseconds and the median of each round's
 ratio (the targets: JVP <= 1.5x the forward, HVP <= 4x forward + backward).
 
-    python benchmarks/bench_forward_mode.py [--n 1000000] [--runs 9] [--threads N]
+    python benchmarks/bench_forward_mode.py [--n 1000000] [--runs 9] [--threads N] [--cpu-time]
+
+`--cpu-time` times each call by the process's CPU time rather than the wall clock: on a shared
+machine what other processes take is then not counted (with `--threads 1`, the cost itself).
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ def program(x: wp.array, grad: bool = False) -> wp.array:
     return e
 
 
-def _interleaved_ms(cases: dict[str, Callable[[], object]], runs: int
-                    ) -> dict[str, list[float]]:
+def _interleaved_ms(cases: dict[str, Callable[[], object]], runs: int,
+                    clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
     """Each case once to compile and warm up, then `runs` rounds of every case in turn, so a
     change of load on a shared machine reaches all cases alike; milliseconds per sample."""
     for fn in cases.values():
@@ -48,9 +51,9 @@ def _interleaved_ms(cases: dict[str, Callable[[], object]], runs: int
     samples: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(runs):
         for k, fn in cases.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            samples[k].append((time.perf_counter() - t0) * 1e3)
+            samples[k].append((clock() - t0) * 1e3)
     return samples
 
 
@@ -67,6 +70,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--threads", type=int, default=0,
                         help="config.num_threads (0: the default, every core)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time by the process's CPU time instead of the wall clock")
     args = parser.parse_args()
     if args.threads:
         wp.config.num_threads = args.threads
@@ -76,13 +81,15 @@ def main() -> None:
     v = rng.normal(size=args.n).astype(np.float32)
     samples = _interleaved_ms({
         "forward": lambda: program(x), "jvp": lambda: jvp(program, [x], [v]),
-        "fb": lambda: forward_backward(xg), "hvp": lambda: hvp(program, [x], [v])}, args.runs)
+        "fb": lambda: forward_backward(xg), "hvp": lambda: hvp(program, [x], [v])}, args.runs,
+        time.process_time if args.cpu_time else time.perf_counter)
     med = {k: statistics.median(s) for k, s in samples.items()}
     # the ratio within each round (same load), then its median
     jr = statistics.median(j / f for j, f in zip(samples["jvp"], samples["forward"], strict=True))
     hr = statistics.median(h / f for h, f in zip(samples["hvp"], samples["fb"], strict=True))
-    print(f"n={args.n}, median of {args.runs} interleaved rounds (ms); ratio: median of the "
-          "rounds' ratios")
+    clock = "process CPU time" if args.cpu_time else "wall clock"
+    print(f"n={args.n}, median of {args.runs} interleaved rounds (ms, {clock}); ratio: median "
+          "of the rounds' ratios")
     print(f"forward          {med['forward']:8.2f}")
     print(f"jvp              {med['jvp']:8.2f}   {jr:5.2f}x forward")
     print(f"forward+backward {med['fb']:8.2f}")
