@@ -37,7 +37,7 @@ from ..types import (
     leaves,
 )
 from ..types.scalars import SCALAR_OPERATOR, scalar_type_of
-from ..types.values import HOST_OPERATOR, python_scalar
+from ..types.values import HOST_OPERATOR, python_scalar, value_from_array
 from . import ops
 from .values import (
     ArrayVal,
@@ -240,7 +240,7 @@ def _host_leaves(v: Any) -> Iterator[Any]:
     """The scalars of a host value as numpy scalars of their kernel types, in the order
     _Lowering made its free variables."""
     if isinstance(v, VecValue) and v.gl_type is not None:
-        yield from np.ndarray.ravel(v.view(np.ndarray))
+        yield from v.host_components()
     elif _array_type(v) is not None:  # null pointers: a host program loads no element
         yield from (np.uint64(0), np.uint64(0), *map(np.int64, v.shape), *map(np.int64, v.strides))
     elif _is_scalar(v):  # numpy's own scalar: the evaluator runs numpy's operators
@@ -280,10 +280,7 @@ def to_host(template: Any, env: dict[Var, Any], arrays: dict[ArrayVal, Any] | No
         return _literal_result(template.value)
     if isinstance(template, Composite):
         t = template.type
-        out = np.array([env[c] for c in template.comps], dtype=t.dtype.host_dtype)
-        value: VecValue = out.reshape(t.shape).view(VecValue)
-        value.gl_type = t
-        return value
+        return value_from_array(t, [env[c] for c in template.comps])
     if isinstance(template, TupleVal):
         return tuple(to_host(i, env, arrays) for i in template.items)
     if isinstance(template, StructVal):
@@ -487,8 +484,8 @@ def run(program: HostProgram, call: Call) -> Any:
 def _write_back(what: str, args: list[Any], index: int, value: Any, temporaries_ok: bool) -> None:
     """An output argument (svd3(A, U, sigma, V)): its vector/matrix is updated in place."""
     target = args[index] if index < len(args) else None
-    if isinstance(target, VecValue) and isinstance(value, np.ndarray) and \
-            target.shape == value.shape:
+    if isinstance(target, VecValue) and isinstance(value, VecValue) and \
+            target.gl_type.shape == value.gl_type.shape:
         target[...] = value
     elif not temporaries_ok:
         raise GradloomError(f"{what}: argument {index + 1} is an output: pass a "

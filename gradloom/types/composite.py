@@ -67,14 +67,11 @@ class _CompositeAttrs(ClassLike):
     def from_buffer(self, source: Any, offset: int = 0) -> Any:
         """A value sharing memory with a writable buffer (Warp's types are ctypes arrays:
         `wp.transform.from_buffer(a_numpy_array)`), so writes through either show in both."""
-        template = self()  # a zero value: its class, shape and type
-        data = np.frombuffer(source, dtype=self.dtype.host_dtype, count=template.size,
-                             offset=offset)
-        if not data.flags.writeable:
-            raise TypeError("underlying buffer is not writable")
-        out = data.reshape(template.shape).view(type(template))
-        out.gl_type = template.gl_type
-        return out
+        return type(self()).from_buffer(source, offset)
+
+    def from_buffer_copy(self, source: Any, offset: int = 0) -> Any:
+        """A value holding a copy of a buffer's bytes (`wp.transform.from_buffer_copy(row)`)."""
+        return type(self()).from_buffer_copy(source, offset)
 
     def from_ptr(self, address: int) -> Any:
         """A value copied from memory at an address (Warp's `vec3.from_ptr`)."""

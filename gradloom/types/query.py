@@ -59,7 +59,15 @@ def type_is_scalar(t: Any) -> bool:
     return type_is_int(t) or type_is_float(t)
 
 
+def composite_of(t: Any) -> Any:
+    """A value class (`type(wp.vec3())`, a ctypes array class: types/values.py) as the
+    composite type it holds values of; anything else unchanged."""
+    held = getattr(t, "gl_type", None) if isinstance(t, type) else None
+    return held if isinstance(held, (VectorType, MatrixType)) else t
+
+
 def _composite_kind(t: Any) -> str | None:
+    t = composite_of(t)
     if isinstance(t, VectorType):
         return "vec" if t.kind == "spatial" else t.kind
     if isinstance(t, MatrixType):
@@ -197,7 +205,9 @@ def type_scalar_type(t: Any) -> Any:
 
 
 def types_equal(a: Any, b: Any) -> bool:
-    """Whether two types are the same (Python's int/float/bool count as int32/float32/bool)."""
+    """Whether two types are the same (Python's int/float/bool count as int32/float32/bool; a
+    value class is the type of its values)."""
+    a, b = composite_of(a), composite_of(b)
     sa, sb = _scalar(a), _scalar(b)
     if sa is not None or sb is not None:
         return sa == sb
@@ -206,6 +216,7 @@ def types_equal(a: Any, b: Any) -> bool:
 
 def type_repr(t: Any) -> str:
     """A type's name as Warp writes it in messages (vec3f, mat22d, array(ndim=1, dtype=...))."""
+    t = composite_of(t)
     if t is Any:
         return "Any"
     if isinstance(t, (ArrayType, IndexedArrayType)):

@@ -4,7 +4,6 @@ with Warp's checks, and operators that mean what they mean in a kernel."""
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ import numpy as np
 from .. import config
 from ..hooks import Hook
 from .composite import CONSTRUCT, CompositeType, MatrixType, VectorType, quaternion
-from .scalars import bf16_round, float32_to_bf16_bits, scalar_from_numpy, scalar_value
+from .scalars import bf16_round, float32_to_bf16_bits, scalar_value
 
 #: a Python operator on vector/matrix values computes what the kernel library defines it as
 #: (builtins/host.py fills it)
@@ -36,58 +35,84 @@ def python_scalar(value: np.generic, type_name: str) -> Any:
     return scalar_value(value, type_name)
 
 
-class VecValue(np.ndarray):  # type: ignore[type-arg]
-    """A Python-scope vector/matrix/quat/transform value: a numpy array that remembers its
-    gradloom type. Its operators (`+ - * / @`, unary `-`, `==`) compute what they compute in a
-    kernel: the builtin library lowers them and the host evaluates the IR (builtins/host.py);
-    operands that are not gradloom values (plain numpy arrays, numbers) get numpy's behaviour,
-    except `==` / `!=` with a tuple or list, which compare all components (one bool, as Warp)."""
+class VecValue:
+    """A Python-scope vector/matrix/quat/transform value. As in Warp, each composite type's
+    values are instances of a ctypes array class (`value_class(t)`: this class mixed into the
+    ctypes array of the storage scalar, a matrix's as rows of rows), so `ctypes.byref(v)`,
+    `T.from_buffer(buf)` / `from_buffer_copy(buf)` and `isinstance(v, ctypes.Array)` work, and
+    `np.asarray(v)` is a writable view of the value's own memory (the buffer protocol; a
+    matrix's of shape (rows, cols)). Its operators (`+ - * / @`, unary `-`, `==`) compute what
+    they compute in a kernel: the builtin library lowers them and the host evaluates the IR
+    (builtins/host.py); operands that are not gradloom values (plain numpy arrays) get numpy's
+    behaviour, except `==` / `!=` with a tuple or list, which compare all components (one
+    bool, as Warp). float16 and bfloat16 values hold float32 components rounded to their type
+    (ctypes and numpy's buffer protocol have no half type); `bytes(v)` is their 16-bit form."""
 
     gl_type: CompositeType
 
-    def __array_finalize__(self, obj: Any) -> None:
-        """numpy results keep the type while the shape fits (with numpy's dtype: a float64
-        scalar times a vec3f is a vec3d); other shapes are plain arrays in disguise."""
-        t = getattr(obj, "gl_type", None)
-        if t is not None and self.shape == t.shape and self.dtype != t.dtype.host_dtype:
-            st = scalar_from_numpy(self.dtype)
-            t = dataclasses.replace(t, dtype=st) if st is not None else None
-        self.gl_type = t if t is not None and self.shape == t.shape else None  # type: ignore[assignment]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """`type(v)(...)` builds as calling the type does (`wp.vec3(1, 2, 3)`); values made by
+        `from_buffer` / `from_buffer_copy` skip this."""
+        t = self.gl_type
+        if args or kwargs or t.kind == "transform":
+            np.asarray(self)[...] = _flat(t, args, kwargs).reshape(t.shape)
+
+    def __reduce__(self) -> Any:
+        """Pickled (and copied) by type and components: the classes are made at run time."""
+        return (make_composite_value, (self.gl_type, (np.asarray(self).tolist(),)))
+
+    def host_components(self) -> np.ndarray[Any, Any]:
+        """The components, flat, as numpy values of the type's Python-scope dtype."""
+        a = np.asarray(self).ravel()
+        host = self.gl_type.dtype.host_dtype
+        return a if a.dtype == host else a.astype(host)
+
+    # numpy's facts of the value (gradloom kept them from when values were numpy arrays)
+    shape = property(lambda self: self.gl_type.shape)
+    ndim = property(lambda self: len(self.gl_type.shape))
+    size = property(lambda self: self.gl_type.length)
+    dtype = property(lambda self: np.asarray(self).dtype)
+
+    def tolist(self) -> list[Any]:
+        """The components as Python numbers (a matrix's as a list of rows)."""
+        return np.asarray(self).tolist()  # type: ignore[no-any-return]
+
+    def __gl_fingerprint__(self, visiting: set[int]) -> str:
+        """Its part of a kernel's cache key when a kernel captures it: type and components."""
+        return f"value:{self.gl_type!r}:{np.asarray(self).tobytes().hex()}"
+
+    def copy(self) -> VecValue:
+        """A value of the same type holding the same components."""
+        return value_from_array(self.gl_type, np.asarray(self))
 
     def __getitem__(self, index: Any) -> Any:
         """v[i] is a scalar (python_scalar: Warp's types), m[i] a row vector (a copy, as in a
         kernel), v[a:b] a vector."""
         self._check_key(index)
-        out = super().__getitem__(index)
-        if not isinstance(out, np.ndarray) or self.gl_type is None:
-            if isinstance(out, np.generic) and self.gl_type is not None:
-                return python_scalar(out, self.gl_type.dtype.name)
-            return out
+        out = np.asarray(self)[index]
+        dtype = self.gl_type.dtype
+        if not isinstance(out, np.ndarray):
+            return python_scalar(dtype.host_dtype.type(out), dtype.name)
         basic = all(isinstance(i, (int, np.integer, slice))
                     for i in (index if isinstance(index, tuple) else (index,)))
         if not basic or out.ndim not in (1, 2) or out.size == 0:
-            return np.asarray(out)
-        dtype = self.gl_type.dtype
+            return np.array(out, dtype=dtype.host_dtype)
         t = VectorType(out.shape[0], dtype) if out.ndim == 1 else \
             MatrixType(out.shape[0], out.shape[1], dtype)
-        return make_composite_value(t, (np.array(out),))
+        return value_from_array(t, out)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """Components are numbers: assigning anything else raises TypeError (as Warp)."""
         self._check_key(index)
-        if self.gl_type is not None:
-            value = self._checked_value(index, value)
-            if self.dtype.kind in "iu":  # integers wrap, as in C (`v[0] = -1` in a uint vector)
-                value = _wrapped(value, self.dtype)
-        base = np.asarray(self)  # through the base class: a view, never a copy
+        value = self._checked_value(index, value)
+        if self.gl_type.dtype.kind in "iu":  # integers wrap, as in C (`v[0] = -1` in a uint vector)
+            value = _wrapped(value, np.asarray(self).dtype)
+        base = np.asarray(self)  # a view of the value's memory
         base[index] = value
-        if self.gl_type is not None and self.gl_type.dtype.name == "bfloat16":
-            base[...] = bf16_round(base)
+        _round_half(self.gl_type, base)
 
     def _check_key(self, index: Any) -> None:
         t = self.gl_type
-        if t is None:
-            return
         if isinstance(t, MatrixType):
             if isinstance(index, tuple) and len(index) > 2:
                 raise KeyError(f"Invalid key, expected one or two indices, got {len(index)}")
@@ -106,7 +131,8 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
             return value
         if _is_number(value):
             return value
-        if not isinstance(value, (Sequence, np.ndarray)) and hasattr(value, "__array__"):
+        if isinstance(value, ctypes.Array) or (not isinstance(value, (Sequence, np.ndarray))
+                                               and hasattr(value, "__array__")):
             value = np.asarray(value)  # a torch tensor or another array-like (as Warp takes)
         items = list(value) if isinstance(value, (Sequence, np.ndarray)) \
             else None
@@ -119,19 +145,14 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
             raise ValueError("Can only assign sequence of same size")
         return np.asarray(value) if self.dtype.kind in "iu" else np.asarray(value, self.dtype)
 
-    # Warp's class attributes, which its values (ctypes arrays) also show
-    _shape_ = property(lambda self: self.gl_type._shape_)
-    _length_ = property(lambda self: self.gl_type.length)
-    _wp_scalar_type_ = property(lambda self: self.gl_type.dtype)
-
     def __bytes__(self) -> bytes:
-        """The value's bytes as a kernel stores it (`bytes(v)`): bfloat16 components as 16-bit
-        bfloat16 bits, not the float32 they are held in here."""
-        t = self.__dict__.get("gl_type")
+        """The value's bytes as a kernel stores it (`bytes(v)`): float16 and bfloat16
+        components as 16-bit values, not the float32 they are held in here."""
+        name = self.gl_type.dtype.name
         data = np.asarray(self)
-        if t is not None and t.dtype.name == "bfloat16":
+        if name == "bfloat16":
             return float32_to_bf16_bits(data).tobytes()
-        return data.tobytes()
+        return data.astype(np.float16).tobytes() if name == "float16" else data.tobytes()
 
     def __iter__(self) -> Any:
         """Components of a vector, rows (vectors) of a matrix."""
@@ -161,8 +182,7 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         super().__setattr__(name, value)
 
     def _type_name(self) -> str:
-        t = self.__dict__.get("gl_type")
-        return repr(t) if t is not None else type(self).__name__
+        return repr(self.gl_type)
 
     x = property(lambda self: self._component(0), lambda self, v: self._set_component(0, v))
     y = property(lambda self: self._component(1), lambda self, v: self._set_component(1, v))
@@ -173,7 +193,7 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     def p(self) -> VecValue:
         """A transform's translation (`xform.p`)."""
         self._require_transform("p")
-        return make_composite_value(VectorType(3, self.gl_type.dtype), (np.array(self[:3]),))
+        return value_from_array(VectorType(3, self.gl_type.dtype), np.asarray(self)[:3])
 
     @p.setter
     def p(self, value: Any) -> None:
@@ -184,7 +204,7 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     def q(self) -> VecValue:
         """A transform's rotation quaternion (`xform.q`)."""
         self._require_transform("q")
-        return make_composite_value(quaternion(self.gl_type.dtype), (np.array(self[3:]),))
+        return value_from_array(quaternion(self.gl_type.dtype), np.asarray(self)[3:])
 
     @q.setter
     def q(self, value: Any) -> None:
@@ -207,8 +227,8 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
 
     def get_col(self, c: int) -> VecValue:
         self._require_index(c, 1, "column")
-        return make_composite_value(VectorType(self.shape[0], self.gl_type.dtype),
-                                    (np.array(np.asarray(self)[:, c]),))
+        return value_from_array(VectorType(self.shape[0], self.gl_type.dtype),
+                                np.asarray(self)[:, c])
 
     def set_col(self, c: int, value: Any) -> None:
         self._require_index(c, 1, "col")
@@ -292,8 +312,6 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         a value is unequal (MuJoCo Warp: `wp.static(pos == None)` for an optional vec3)."""
         if o is None:
             return False
-        if self.gl_type is None:
-            return None
         other_t = getattr(o, "gl_type", None)
         if isinstance(o, (tuple, list, ctypes.Array)) or (other_t is not None and
                                                           other_t != self.gl_type):
@@ -321,11 +339,9 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
     __itruediv__, __imod__, __imatmul__ = __truediv__, __mod__, __matmul__
 
     def __repr__(self) -> str:
-        if self.gl_type is None:
-            return super().__repr__()
         scalar = getattr(self.gl_type, "dtype", None)
         name = getattr(scalar, "name", "float32")
-        if np.ndim(self) == 1 and name not in ("float32", "int32", "bool"):
+        if isinstance(self.gl_type, VectorType) and name not in ("float32", "int32", "bool"):
             # Warp's repr of a vector, quaternion or transform names other scalar types:
             # vec2d([float64(1.0), float64(2.0)])
             text = ", ".join(f"{name}({x})" for x in self._text()[1:-1].split(", "))
@@ -333,7 +349,7 @@ class VecValue(np.ndarray):  # type: ignore[type-arg]
         return f"{self.gl_type!r}({self._text()})"
 
     def __str__(self) -> str:
-        return self._text() if self.gl_type is not None else super().__str__()
+        return self._text()
 
     def _text(self) -> str:
         """Components as Warp prints them: [1.0, 2.0, 3.0]; matrices one row per line."""
@@ -366,20 +382,78 @@ def _type_name(v: Any) -> str:
 @CONSTRUCT.fill
 def construct(t: CompositeType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> VecValue:
     """Calling a composite type: `wp.vec3(1, 2, 3)`, `wp.transform(p=..., q=...)`."""
-    if t.kind == "transform":
-        return transform_value(t, args, kwargs)  # type: ignore[arg-type]
-    if kwargs:
-        raise TypeError(f"{t!r}() takes no keyword arguments")
-    return make_composite_value(t, args)
+    return _from_storage(t, _flat(t, args, kwargs))
 
 
 def make_composite_value(t: CompositeType, args: tuple[Any, ...]) -> VecValue:
     """Python-scope constructor: no args gives zeros, one scalar fills, else the components
     (a matrix also takes its rows)."""
+    return _from_storage(t, _components(t, args))
+
+
+def value_from_array(t: CompositeType, data: Any) -> VecValue:
+    """A value of type t holding a copy of data (t.length numbers in row-major order)."""
+    flat = np.asarray(data).ravel().astype(t.dtype.host_dtype, copy=False)
+    return _from_storage(t, flat.astype(_storage_dtype(t), copy=False))
+
+
+#: the value class of each composite type (made on first use; types compare by layout)
+_CLASSES: dict[CompositeType, type] = {}
+
+
+def value_class(t: CompositeType) -> type:
+    """The class of t's Python-scope values: `VecValue` mixed into the ctypes array of t's
+    storage scalar (a matrix's an array of row arrays). `type(wp.vec3(...)) is
+    value_class(wp.vec3)`; its class attributes are Warp's (`_wp_scalar_type_`, `_shape_`)."""
+    cls = _CLASSES.get(t)
+    if cls is None:
+        scalar = np.ctypeslib.as_ctypes_type(_storage_dtype(t))
+        storage = scalar * t.length if isinstance(t, VectorType) else \
+            (scalar * t.cols) * t.rows
+        name = repr(t)
+        cls = type(name, (VecValue, storage), {
+            "gl_type": t, "_wp_scalar_type_": t.dtype, "_shape_": t.shape,
+            "__module__": __name__, "__qualname__": name, "__doc__": VecValue.__doc__})
+        cls = _CLASSES.setdefault(t, cls)
+    return cls
+
+
+def _storage_dtype(t: CompositeType) -> np.dtype[Any]:
+    """The numpy dtype of a value's memory: float32 for the half types, else the host dtype."""
+    return _FLOAT32 if t.dtype.name in _HALF else t.dtype.host_dtype
+
+
+_HALF = ("float16", "bfloat16")
+_FLOAT32 = np.dtype(np.float32)
+
+
+def _from_storage(t: CompositeType, flat: np.ndarray[Any, Any]) -> VecValue:
+    out: VecValue = value_class(t).from_buffer_copy(np.ascontiguousarray(flat))  # type: ignore[attr-defined]
+    return out
+
+
+def _round_half(t: CompositeType, data: np.ndarray[Any, Any]) -> None:
+    """Rounds float32 storage of a half type's value to that type, in place."""
+    if t.dtype.name == "bfloat16":
+        data[...] = bf16_round(data)
+    elif t.dtype.name == "float16":
+        data[...] = data.astype(np.float16)
+
+
+def _flat(t: CompositeType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The components (in storage dtype) that calling t with these arguments gives."""
+    if t.kind == "transform":
+        return _components(t, transform_args(t, args, kwargs))  # type: ignore[arg-type]
+    if kwargs:
+        raise TypeError(f"{t!r}() takes no keyword arguments")
+    return _components(t, args)
+
+
+def _components(t: CompositeType, args: tuple[Any, ...]) -> np.ndarray[Any, Any]:
     dtype = t.dtype.host_dtype
     if len(args) == 0:
-        flat = np.zeros(t.length, dtype=dtype)
-    elif len(args) == 1 and np.ndim(args[0]) == 0:
+        return np.zeros(t.length, dtype=_storage_dtype(t))
+    if len(args) == 1 and np.ndim(args[0]) == 0:
         flat = np.full(t.length, _cast(np.asarray(args[0]), dtype), dtype=dtype)
     else:
         if isinstance(t, MatrixType):
@@ -389,17 +463,17 @@ def make_composite_value(t: CompositeType, args: tuple[Any, ...]) -> VecValue:
         what = "matrix" if isinstance(t, MatrixType) else "vector"
         raise ValueError(f"Invalid number of arguments in {what} constructor, expected "
                          f"{t.length} elements, got {flat.size}")
-    if t.dtype.name == "bfloat16":
-        flat = bf16_round(flat)
-    out = flat.reshape(t.shape).view(VecValue)
-    out.gl_type = t
-    return out
+    flat = flat.astype(_storage_dtype(t), copy=False)
+    _round_half(t, flat)
+    return flat
 
 
-def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> VecValue:
-    """`wp.transform(...)` in Python, Warp's forms: no argument (the identity), one number
-    (every component), 7 components or a 7-sequence (a copy), p and q (positional or keywords;
-    p defaults to zeros, q to the identity quaternion), or a p sequence alone."""
+def transform_args(t: VectorType, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """`wp.transform(...)` in Python, Warp's forms, as a matrix-constructor argument tuple:
+    no argument (the identity), one number (every component), 7 components or a 7-sequence
+    (a copy), p and q (positional or keywords; p defaults to zeros, q to the identity
+    quaternion), or a p sequence alone."""
     for k in kwargs:
         if k not in ("p", "q"):
             raise TypeError(f"got an unexpected keyword argument '{k}'")
@@ -407,9 +481,9 @@ def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]
             np.size(args[0]) == 7):
         for k in kwargs:
             raise TypeError(f"multiple values for argument '{k}'")
-        return make_composite_value(t, args)
+        return args
     if len(args) == 1 and not kwargs and np.ndim(args[0]) == 0:
-        return make_composite_value(t, (_fill_value(args[0]),))
+        return (_fill_value(args[0]),)
     given = dict(zip(("p", "q"), args))
     for k, v in kwargs.items():
         if k in given:
@@ -427,7 +501,7 @@ def transform_value(t: VectorType, args: tuple[Any, ...], kwargs: dict[str, Any]
     if np.size(p) != 3 or np.size(q) != 4:
         raise ValueError(f"{t!r}(p, q): p takes 3 components and q 4, got {np.size(p)} and "
                          f"{np.size(q)}")
-    return make_composite_value(t, (p, q))
+    return (p, q)
 
 
 def _fill_value(v: Any) -> Any:
