@@ -8,7 +8,9 @@ Usage (through ``python -m gradloom.as_warp``, as the compatibility children):
 Every kernel the run builds for the CPU (each overload and variant: forward, adjoint, ...) is
 compiled to PTX for each ARCH right after its CPU build, with the forward build also giving
 the adjoint's PTX, backward enabled or not (an adjoint gradloom refuses to compile is left
-out, as tests/ptx_check.py does). OUT_DIR gets one ``.ptx`` file per kernel, variant and arch,
+out, as tests/ptx_check.py does). After a test file, its module-level kernels no CPU test built
+(CUDA-only tests; every kernel of a file whose import stops part way, as tile.test_tile_cholesky
+and test_tile_solve do at a Warp-private call) are compiled as they are. OUT_DIR gets one ``.ptx`` file per kernel, variant and arch,
 and ``kernels.jsonl``: one line per kernel and variant, ``{"label", "variant", "ptx": {arch:
 file}}`` or ``{..., "error": message}``; a ``"start"`` line is written before each compile,
 so a compile that ends the process is pinned to its kernel. ptxas runs in the parent.
@@ -48,7 +50,7 @@ class Recorder:
 
         kernel_module.Kernel.start_build = start_build  # type: ignore[method-assign]
 
-    def record(self, kernel: Any, variant: str, optional: bool = False) -> None:
+    def record(self, kernel: Any, variant: str, optional: bool = False, note: str = "") -> None:
         from gradloom.errors import CompileError
 
         pipeline = importlib.import_module("gradloom.pipeline")
@@ -57,7 +59,7 @@ class Recorder:
         if key in self.seen:
             return
         self.seen.add(key)
-        label = f"{getattr(kernel.func, '__module__', '?')}.{kernel.key}"
+        label = f"{getattr(kernel.func, '__module__', '?')}.{kernel.key}{note}"
         line: dict[str, Any] = {"label": label, "variant": variant}
         self._write({"start": label, "variant": variant})
         adjoint: bool | str = {"forward": False, "adjoint": True}.get(variant, variant)
@@ -80,11 +82,23 @@ class Recorder:
         self.log.flush()
 
 
-def run_test(module: str) -> None:
+def run_test(module: str, recorder: Recorder) -> None:
     from . import child
 
     out = io.StringIO()  # test outcomes are not this tool's business
     child.run(module, out)
+    unlaunched(f"warp.tests.{module}", recorder)
+
+
+def unlaunched(module: str, recorder: Recorder) -> None:
+    """The module-level kernels of a test file that no CPU test built (those of CUDA-only tests,
+    or all of a file whose import stopped part way: a Warp-private call after its kernels), each
+    compiled here as it is (forward, and the adjoint where it compiles), labelled so."""
+    kernel_module = importlib.import_module("gradloom.kernel")
+    for kernel in list(kernel_module._KERNELS):
+        if getattr(kernel.func, "__module__", None) == module and not kernel.is_generic:
+            recorder.record(kernel, "forward", note=" [not launched on the CPU]")
+            recorder.record(kernel, "adjoint", optional=True, note=" [not launched on the CPU]")
 
 
 def run_example(path: str, argv: list[str]) -> None:
@@ -107,9 +121,10 @@ def main(argv: list[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     importlib.import_module("warp")
     with open(out_dir / "kernels.jsonl", "w", encoding="utf-8") as log:
-        Recorder(out_dir, archs, log).install()
         try:
-            run_test(target) if what == "test" else run_example(target, args)
+            recorder = Recorder(out_dir, archs, log)
+            recorder.install()
+            run_test(target, recorder) if what == "test" else run_example(target, args)
         except (Exception, SystemExit) as exc:  # the kernels built so far are still checked
             log.write(json.dumps({"run_error": f"{type(exc).__name__}: {exc}"[:600]}) + "\n")
     return 0
