@@ -19,8 +19,8 @@ from .types import (
     bool_,
     float32,
     int32,
-    scalar_from_numpy,
 )
+from .types.scalars import scalar_type_of
 
 
 def launch_arg_type(kernel_key: str, name: str, value: Any, template: Any) -> Any:
@@ -51,8 +51,9 @@ def _array_type(value: Any, name: str) -> ArrayType | IndexedArrayType | None:
 
 
 def _value_type(value: Any) -> Any:
-    if isinstance(value, np.generic):  # before float: numpy's float64 is a Python float too
-        return scalar_from_numpy(value.dtype)
+    if isinstance(value, np.generic) or scalar_type_of(value) is not None:
+        # before float (numpy's float64 is a Python float too) and int (`wp.bool(x)` is one)
+        return scalar_type_of(value)
     if isinstance(value, builtins.bool):
         return bool_
     if isinstance(value, builtins.int):

@@ -5,6 +5,7 @@ numpy interop (arrays, launch arguments, struct fields, fills)."""
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
@@ -142,3 +143,16 @@ def test_unsupported_operators_name_both_operands_in_order() -> None:
         wp.uint8(1) << 2
     with pytest.raises(TypeError, match=r"unary ~: 'int64'$"):
         ~wp.int64(1)
+
+
+@wp.kernel
+def _fill_any(a: wp.array(dtype=Any), value: Any):
+    a[wp.tid()] = value
+
+
+def test_a_generic_parameter_takes_the_values_type() -> None:
+    for t, v in [(wp.bool, wp.bool(True)), (wp.bfloat16, wp.bfloat16(1.5)),
+                 (wp.float16, wp.float16(2.5)), (wp.uint8, wp.uint8(7))]:
+        a = wp.zeros(2, dtype=t)
+        wp.launch(_fill_any, dim=2, inputs=[a, v])  # the overload for (array(t), t)
+        assert a.list() == [v.value] * 2

@@ -10,7 +10,7 @@ import numpy as np
 
 from .composite import TO_SCALAR, MatrixType, VectorType
 from .layout import RESOLVE, ArrayType, FixedArrayType, IndexedArrayType, StructType
-from .scalars import ScalarType, bool_, float32, int32, scalar_from_numpy
+from .scalars import ScalarType, bool_, float32, int32, scalar_from_numpy, scalar_type_of
 from .tiles import TileAnnotation, TileType, tile
 from .values import VecValue
 
@@ -69,8 +69,9 @@ def is_value_type(t: Any) -> bool:
 
 def type_of_constant(value: Any) -> Any:
     """The kernel type of a Python constant captured by a kernel, or None if it has none."""
-    if isinstance(value, np.generic):  # first: numpy's float64 is also a Python float
-        return scalar_from_numpy(value.dtype)
+    if isinstance(value, np.generic) or scalar_type_of(value) is not None:
+        # first: numpy's float64 is also a Python float, `wp.bool(x)` an int
+        return scalar_type_of(value)
     if isinstance(value, builtins.bool):
         return bool_
     if isinstance(value, builtins.int):
