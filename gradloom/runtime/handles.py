@@ -43,14 +43,24 @@ def frozen(args: Sequence[Any]) -> list[Any]:
     return [a.frozen() if isinstance(a, Handle) else a for a in args]
 
 
+def thaw(args: Sequence[Any]) -> list[Callable[[], None]]:
+    """Make the frozen handles among `args` whose owner keeps its structure compactly
+    (`thaw()`) whole; returns what lets each go again (`release`). A Tape's backward calls it
+    for every recorded launch: a plain loop, no context manager."""
+    return [a._owner.thaw() for a in args
+            if isinstance(a, Handle) and hasattr(a._owner, "thaw")]
+
+
+def release(releases: list[Callable[[], None]]) -> None:
+    for r in releases:
+        r()
+
+
 @contextmanager
 def thawed(args: Sequence[Any]) -> Iterator[None]:
-    """While the block runs, the frozen handles among `args` whose owner keeps its structure
-    compactly (`thaw()`) are whole."""
-    releases = [a._owner.thaw() for a in args
-                if isinstance(a, Handle) and hasattr(a._owner, "thaw")]
+    """While the block runs, the frozen handles among `args` are whole (`thaw`)."""
+    releases = thaw(args)
     try:
         yield
     finally:
-        for release in releases:
-            release()
+        release(releases)

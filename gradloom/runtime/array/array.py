@@ -249,6 +249,22 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
             out._mem = mem
         return out
 
+    @classmethod
+    def _like(cls, a: array, storage: NDArray, grad: NDArray | None) -> array:
+        """`_wrap(storage, a.dtype, a.device, grad)` for storage (and grad) laid out as host
+        array `a`'s memory — its contents or a copy of them — taking the layout facts from `a`
+        instead of working them out again (a Tape's backward makes one per array argument of
+        every recorded launch)."""
+        own = a._np if a._methods is HostArray else None
+        if own is None or storage.shape != own.shape or storage.strides != own.strides or (
+                grad is not None and (grad.shape != own.shape or grad.strides != own.strides)):
+            return cls._wrap(storage, a.dtype, a.device, grad)
+        out = _laid_out_as(a, storage, a)
+        g = a._grad
+        out._grad = None if grad is None else _laid_out_as(a, grad, g)
+        out._requires_grad = grad is not None
+        return out
+
     def _concrete(self) -> NDArray:
         """The host memory's numpy view; an error for an annotation or device memory."""
         if self._annotation:
@@ -541,3 +557,16 @@ def _storage_from_data(
             data = [struct_record(item, t) for item in data]
         arr = to_numpy(data, storage_dtype(t), copy, t)
     return fit_data(arr, t, shape), t
+
+
+def _laid_out_as(a: array, storage: NDArray, source: array | None) -> array:
+    """A host array with a's dtype, device and layout over `storage` (of that layout); its
+    pointer is `source`'s where storage is source's memory."""
+    out = array.__new__(array)
+    ptr = source.ptr if source is not None and storage is source.__dict__.get("_np") else (
+        int(storage.ctypes.data) if a.size else None)
+    out.__dict__.update(_annotation=False, _np=storage, dtype=a.dtype, device=a.device,
+                        shape=a.shape, strides=a.strides, ndim=a.ndim, size=a.size, ptr=ptr,
+                        is_contiguous=a.is_contiguous, pinned=False, _type=a._type,
+                        _mem=Memory(), _methods=HostArray)
+    return out

@@ -218,6 +218,12 @@ def is_pending(g: Any) -> bool:
         not token.dependents and not _is_seed(token)
 
 
+def idle() -> bool:
+    """Whether no gradient or seed waits now (nothing is deferred): then no array's
+    `seed_of` or `is_pending` holds (a Tape's backward asks once per recorded launch)."""
+    return not _PENDING
+
+
 def settle_all() -> None:
     """Settle every pending gradient and seed now (before an adjoint launched outside a Tape)."""
     for token in list(_PENDING):

@@ -18,7 +18,7 @@ from ..array.storage import copy_same_layout
 from ..array.watch import Watch
 from ..capturing import ACTIVE_CAPTURE, refuse_while_capturing
 from ..device import CPU, Device
-from ..handles import frozen, thawed
+from ..handles import frozen, release, thaw
 from ..launch.launch import adjoint_reads, arg_array, array_keys
 from ..memops import copy_into
 
@@ -153,11 +153,12 @@ class LaunchRecord:
     def backward(self) -> None:
         if ACTIVE_CAPTURE.get() is not None:
             refuse_while_capturing("Tape.backward()")
-        variant, fresh, seeds, seeded = self._gradient_plan()
+        given = self.given
+        variant, fresh, seeds, seeded = self._gradient_plan(given)
         prepared = self.device.backend.prepared(self.kernel, variant, self.device)
         self.check_overlap(prepared.compiled, prepared.packer)
         own = fresh.keys() | seeds.keys() | seeded.keys()
-        for (i, field), _, a in self.given:  # gradients left unzeroed or unseeded: done now
+        for (i, field), _, a in given:  # gradients left unzeroed or unseeded: done now
             if a.grad is not None and (field is not None or i not in own):
                 lazy_zero.settle(a.grad)
         grads = {**{i: lazy_zero.memory(a.grad) for i, a in fresh.items()}, **seeds,
@@ -169,8 +170,11 @@ class LaunchRecord:
             restart: Callable[[], None] | None = None
             if working and prepared.compiled.uses_stack:
                 restart = self._restarter(args, working)
-            with thawed(args):  # frozen handles kept compactly are made whole (hash grids)
+            releases = thaw(args)  # frozen handles kept compactly are made whole (hash grids)
+            try:
                 prepared.run(self.dims, args, restart=restart)
+            finally:
+                release(releases)
         except BaseException:
             for a in set_here:  # partly written: zeroed or seeded (nothing added after a failure)
                 lazy_zero.settle(a.grad)
@@ -179,8 +183,9 @@ class LaunchRecord:
             lazy_zero.discard(a.grad)
         self._consume_replaced_minmax()
 
-    def _gradient_plan(self) -> tuple[str, dict[int, array], dict[int, NDArray],
-                                      dict[int, tuple[array, NDArray]]]:
+    def _gradient_plan(self, given: list[tuple[Key, frozenset[str], array]]
+                       ) -> tuple[str, dict[int, array], dict[int, NDArray],
+                                  dict[int, tuple[array, NDArray]]]:
         """The adjoint variant to run, and how it gets gradients a Tape left unset (on the CPU,
         for arrays no other argument shares memory with): {position: array} of those whose
         zeroing `Tape.zero()` deferred and that the variant zeroes, each thread its own element
@@ -188,12 +193,12 @@ class LaunchRecord:
         memory} of those waiting for a seed the adjoint only reads (`backward(grads=...)`),
         read where it is; {position: (array, seed memory)} of those waiting for a seed the
         adjoint adds into, which the variant copies in, each thread its own element."""
-        if self.device is not CPU:
+        if self.device is not CPU or lazy_zero.idle():  # nothing waits: the plain adjoint
             return "adjoint", {}, {}, {}
-        memories = [id(a._mem) for _, _, a in self.given]
-        alone = {i: a for (i, field), _, a in self.given if field is None
+        memories = [id(a._mem) for _, _, a in given]
+        alone = {i: a for (i, field), _, a in given if field is None
                  and a.grad is not None and memories.count(id(a._mem)) == 1}
-        waiting = self._unshared_seeds(alone)
+        waiting = self._unshared_seeds(alone, given)
         reads = self.kernel.gradient_reads() if waiting else frozenset()
         seeds = {i: seed for i, seed in waiting.items() if i in reads}
         covers = {i for i, a in alone.items() if len(self.dims) == 1 and a.shape == self.dims}
@@ -210,14 +215,15 @@ class LaunchRecord:
         """Whether the record keeps the array's contents for the adjoint."""
         return key in self.before or key in self.after
 
-    def _unshared_seeds(self, alone: dict[int, array]) -> dict[int, NDArray]:
+    def _unshared_seeds(self, alone: dict[int, array],
+                        given: list[tuple[Key, frozenset[str], array]]) -> dict[int, NDArray]:
         """{position: seed memory} of the arrays in `alone` whose gradient waits for a seed no
         argument's data or gradient shares memory with."""
         waiting = {i: src.storage for i, a in alone.items()
                    if (src := lazy_zero.seed_of(a.grad)) is not None}
         if not waiting:
             return {}
-        held = [m for _, _, a in self.given for g in (a, a.grad) if g is not None
+        held = [m for _, _, a in given for g in (a, a.grad) if g is not None
                 and (m := lazy_zero.storage_of(g)) is not None]
         return {i: seed for i, seed in waiting.items()
                 if not any(np.may_share_memory(seed, m) for m in held)}
@@ -270,7 +276,7 @@ class LaunchRecord:
             if is_working:
                 working.append((data, self.before[key]))
             grad = own if own is not None else None if a.grad is None else a.grad.numpy()
-            _replace(args, key, array._wrap(data, a.dtype, a.device, grad))
+            _replace(args, key, array._like(a, data, grad))
         return args, working
 
     def adjoint_contents(self, key: Key, flags: frozenset[str], copy: Callable[[Any], Any]
