@@ -2,11 +2,14 @@
 warp-lang CPU in one run (medians of several runs).
 
     python benchmarks/bench_geometry.py [--lat 250 --lon 400] [--queries 100000] [--runs 5]
+                                        [--cpu-time] [--threads N]
 
 The mesh is a unit UV sphere grid of 2 * (lat - 1) * lon triangles (≈ 200k by default); query
 points lie at radius 0.8 to 1.2, rays start there in random directions. Each side is
 warmed up once (the kernel compile is not timed). Both sides' query results are compared (the
-closest-point distance and the ray's t), so a fast wrong answer shows.
+closest-point distance and the ray's t), so a fast wrong answer shows. `--cpu-time` times
+process CPU time instead of wall time (on a shared machine, the work each side did);
+`--threads N` sets gradloom's worker threads (warp-lang's CPU launches run on one).
 """
 
 from __future__ import annotations
@@ -33,17 +36,17 @@ def sphere(n_lat: int, n_lon: int) -> tuple[np.ndarray, np.ndarray]:
     return pts.astype(np.float32), tris.astype(np.int32)
 
 
-def median_time(fn: Callable[[], Any], runs: int) -> float:
+def median_time(fn: Callable[[], Any], runs: int, clock: Callable[[], float]) -> float:
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
 def side(wp: Any, pts: np.ndarray, tris: np.ndarray, xs: np.ndarray, dirs: np.ndarray,
-         runs: int) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+         runs: int, clock: Callable[[], float]) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
     @wp.kernel
     def closest(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
         i = wp.tid()
@@ -77,9 +80,10 @@ def side(wp: Any, pts: np.ndarray, tris: np.ndarray, xs: np.ndarray, dirs: np.nd
 
     q_point()
     q_ray()  # compile outside the timings
-    res = {"build": median_time(lambda: wp.Mesh(points=p, indices=ind), runs),
-           "refit": median_time(mesh.refit, runs),
-           "closest point": median_time(q_point, runs), "ray": median_time(q_ray, runs)}
+    res = {"build": median_time(lambda: wp.Mesh(points=p, indices=ind), runs, clock),
+           "refit": median_time(mesh.refit, runs, clock),
+           "closest point": median_time(q_point, runs, clock),
+           "ray": median_time(q_ray, runs, clock)}
     return res, dist.numpy(), t.numpy()
 
 
@@ -89,7 +93,10 @@ def main() -> None:
     ap.add_argument("--lon", type=int, default=400)
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cpu-time", action="store_true", help="time process CPU time")
+    ap.add_argument("--threads", type=int, default=0, help="gradloom worker threads")
     args = ap.parse_args()
+    clock = time.process_time if args.cpu_time else time.perf_counter
     pts, tris = sphere(args.lat, args.lon)
     rng = np.random.default_rng(0)
     # query points near the surface (radius 0.8 to 1.2), as in collision queries
@@ -102,10 +109,14 @@ def main() -> None:
     import gradloom
 
     warp.config.quiet = True
+    if args.threads:
+        gradloom.config.num_threads = args.threads
     warp.init()
-    g, gd, gt = side(gradloom, pts, tris, xs, dirs, args.runs)
-    w, wd, wt = side(warp, pts, tris, xs, dirs, args.runs)
-    print(f"mesh: {len(tris)} triangles, {args.queries} queries, median of {args.runs} runs")
+    g, gd, gt = side(gradloom, pts, tris, xs, dirs, args.runs, clock)
+    w, wd, wt = side(warp, pts, tris, xs, dirs, args.runs, clock)
+    timed = "process CPU time" if args.cpu_time else "wall time"
+    print(f"mesh: {len(tris)} triangles, {args.queries} queries, median of {args.runs} runs "
+          f"({timed}, gradloom threads: {gradloom.config.num_threads})")
     print(f"results agree: closest distance max |diff| {np.abs(gd - wd).max():.2e}, "
           f"ray t max |diff| {np.abs(gt - wt).max():.2e}")
     print(f"{'':16}{'gradloom ms':>12}{'warp ms':>10}{'ratio':>8}")

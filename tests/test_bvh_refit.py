@@ -1,6 +1,7 @@
 """The compiled BVH refit (codegen/native_bvh.py) behind wp.Mesh.refit and wp.Bvh.refit: every
 node box holds its subtree (leaf boxes hold their triangle, one float32 step wider; a Bvh's leaf
-boxes are the user's boxes exactly), and the mesh's mean edge length matches numpy's."""
+boxes are the user's boxes exactly), the mesh's mean edge length matches numpy's, and the pair
+records the nearest-first walk reads hold each inner node's children's boxes and references."""
 
 import numpy as np
 
@@ -20,6 +21,22 @@ def _check_nested(nodes: np.ndarray) -> None:
     np.testing.assert_array_equal(nodes["upper"][inner], hi)
 
 
+def _check_pairs(nodes: np.ndarray, pairs: np.ndarray) -> None:
+    """Inner node p (prim ~k, k counting inner nodes in depth-first order) has pair record k:
+    its left child's box (the next node), its right child's (the left child's skip), and
+    their references ~prim (an inner child's k, or ~triangle of a leaf)."""
+    inner = np.flatnonzero(nodes["prim"] < 0)
+    np.testing.assert_array_equal(~nodes["prim"][inner], np.arange(len(inner)))
+    left = inner + 1
+    right = nodes["skip"][left]
+    boxes = pairs.view(np.float32).reshape(-1, 16)[:len(inner)]
+    refs = pairs.view(np.int32).reshape(-1, 16)[:len(inner)]
+    for j, child in enumerate((left, right)):
+        np.testing.assert_array_equal(boxes[:, 6 * j:6 * j + 3], nodes["lower"][child])
+        np.testing.assert_array_equal(boxes[:, 6 * j + 3:6 * j + 6], nodes["upper"][child])
+        np.testing.assert_array_equal(refs[:, 12 + j], ~nodes["prim"][child])
+
+
 def test_mesh_refit_boxes_and_mean_edge_follow_the_points() -> None:
     rng = np.random.default_rng(0)
     pts = rng.normal(size=(300, 3)).astype(np.float32)
@@ -37,6 +54,7 @@ def test_mesh_refit_boxes_and_mean_edge_follow_the_points() -> None:
     np.testing.assert_array_equal(nodes["upper"][leaves],
                                   np.nextafter(corners.max(1), np.float32(np.inf)))
     _check_nested(nodes)
+    _check_pairs(nodes, mesh._pairs)
     p = moved.astype(np.float64)[tris]
     want = np.linalg.norm(p - np.roll(p, 1, axis=1), axis=2).mean()
     got = np.frombuffer(mesh._desc[MESH_AVG_EDGE:MESH_AVG_EDGE + 4].tobytes(), np.float32)[0]

@@ -7,15 +7,28 @@ node, the right one sits at the left child's skip pointer). A leaf's primitive i
 (`lowers[prim]`, `uppers[prim]`) or, with a points pointer, a triangle (`indices[3 prim + k]`
 into `points`) whose box is widened by one float32 step on every side (slab and distance tests
 round; the box must still hold the triangle); the triangles' edge lengths are summed on the way
-(the mesh's mean edge length scales `mesh_query_point_sign_normal`'s epsilon).
+(the mesh's mean edge length scales `mesh_query_point_sign_normal`'s epsilon). With a pairs
+pointer, each inner node's children's boxes and references are copied to its pair record
+(types/mesh_layout.py: `PAIR_*`, at index ~prim), which the nearest-first walk reads.
 """
 
 from __future__ import annotations
 
-from ..types.mesh_layout import MESH_NODE_SIZE, NODE_LOWER, NODE_PRIM, NODE_SKIP, NODE_UPPER
+from ..types.mesh_layout import (
+    MESH_NODE_SIZE,
+    NODE_LOWER,
+    NODE_PRIM,
+    NODE_SKIP,
+    NODE_UPPER,
+    PAIR_BOXES,
+    PAIR_LEFT,
+    PAIR_RIGHT,
+    PAIR_SIZE,
+)
 
-#: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices, edge_sum)`: points null for
-#: box leaves; with triangles, the double at edge_sum gains every triangle's three edge lengths
+#: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices, edge_sum, pairs)`: points null
+#: for box leaves; with triangles, the double at edge_sum gains every triangle's three edge
+#: lengths; pairs null or the inner nodes' pair records to fill
 FUNCTIONS = ("gl_bvh_refit",)
 
 
@@ -115,14 +128,33 @@ def _inner() -> str:
             text += _f(f"a{side}{c}", "%left", o) + _f(f"b{side}{c}", "%right", o)
             text += _minmax(f"m{side}{c}", f"%a{side}{c}", f"%b{side}{c}", less)
             text += _store(f"ms{side}{c}", "%node", off + 4 * c, f"%m{side}{c}")
+    return text + "  br i1 %has_pairs, label %pair, label %next\n" + _pair()
+
+
+def _pair() -> str:
+    """Copy both children's boxes and references to the pair record ~prim."""
+    text = ("pair:\n  %kpair = xor i64 %prim64, -1\n"
+            f"  %poff = mul i64 %kpair, {PAIR_SIZE}\n"
+            "  %prec = getelementptr i8, ptr %pairs, i64 %poff\n")
+    values = [f"%a{side}{c}" for side in "lh" for c in range(3)] + \
+             [f"%b{side}{c}" for side in "lh" for c in range(3)]
+    for j, v in enumerate(values):
+        text += _store(f"pb{j}", "%prec", PAIR_BOXES + 4 * j, v)
+    for name, child, off in (("pl", "%left", PAIR_LEFT), ("pr", "%right", PAIR_RIGHT)):
+        text += (f"  %{name}a = getelementptr i8, ptr {child}, i64 {NODE_PRIM}\n"
+                 f"  %{name}p = load i32, ptr %{name}a, align 4\n"
+                 f"  %{name}r = xor i32 %{name}p, -1\n"
+                 f"  %{name}s = getelementptr i8, ptr %prec, i64 {off}\n"
+                 f"  store i32 %{name}r, ptr %{name}s, align 4\n")
     return text + "  br label %next\n"
 
 
 def refit_module(triple: str, datalayout: str) -> str:
     """The module of FUNCTIONS for one target."""
     head = ("define void @gl_bvh_refit(ptr %nodes, i64 %count, ptr %lowers, ptr %uppers, "
-            "ptr %points, ptr %indices, ptr %edge_sum) nounwind {\n"
+            "ptr %points, ptr %indices, ptr %edge_sum, ptr %pairs) nounwind {\n"
             "entry:\n  %empty = icmp sle i64 %count, 0\n"
+            "  %has_pairs = icmp ne ptr %pairs, null\n"
             "  br i1 %empty, label %done, label %loop\n"
             "loop:\n  %i = phi i64 [ %count, %entry ], [ %k, %next ]\n"
             "  %k = sub i64 %i, 1\n"

@@ -11,7 +11,8 @@ Three functions, each one serial loop:
   with x in the highest bit of each triple (ranks may be null: rank 0);
 - `gl_bvh_build(keys, order, n, nodes)`: the binary radix tree over the sorted keys, written
   depth first (types/mesh_layout.py: each node's skip and prim; the boxes are left to the
-  refit). A node over leaves [a, b) splits where the highest bit in which keys[a] and
+  refit; an inner node's prim is ~k, k its index among the inner nodes in depth-first order).
+  A node over leaves [a, b) splits where the highest bit in which keys[a] and
   keys[b - 1] differ flips (a binary search), or, when they are equal, where the highest bit of
   the leaf positions a ^ (b - 1) flips; its left child is the next node and its subtree ends at
   position + 2 (b - a) - 1. An explicit stack of ranges holds the right children still to
@@ -144,6 +145,7 @@ def _build() -> str:
             "  br i1 %empty, label %done, label %loop\n"
             "loop:\n  %sp = phi i64 [ 1, %entry ], [ %sp_next, %cont ]\n"
             "  %pos = phi i64 [ 0, %entry ], [ %pos1, %cont ]\n"
+            "  %kin = phi i32 [ 0, %entry ], [ %kin_next, %cont ]\n"
             "  %top = sub i64 %sp, 1\n  %ia = shl i64 %top, 1\n  %ib = add i64 %ia, 1\n"
             + _slot("sa", "%ia") + _slot("sb", "%ib") +
             "  %a = load i64, ptr %sa, align 8\n  %b = load i64, ptr %sb, align 8\n"
@@ -158,7 +160,8 @@ def _build() -> str:
             "leaf:\n  %oa = getelementptr i64, ptr %order, i64 %a\n"
             "  %o = load i64, ptr %oa, align 8\n  %o32 = trunc i64 %o to i32\n"
             "  store i32 %o32, ptr %npa, align 4\n  br label %cont\n"
-            "inner:\n  store i32 -1, ptr %npa, align 4\n  %last = sub i64 %b, 1\n"
+            "inner:\n  %kinv = xor i32 %kin, -1\n  store i32 %kinv, ptr %npa, align 4\n"
+            "  %kin1 = add i32 %kin, 1\n  %last = sub i64 %b, 1\n"
             + _key("ka", "%a") + _key("kl", "%last") +
             "  %x = xor i64 %ka, %kl\n  %same = icmp eq i64 %x, 0\n"
             "  br i1 %same, label %by_index, label %by_key\n"
@@ -184,6 +187,7 @@ def _build() -> str:
             "  store i64 %a, ptr %sc, align 8\n  store i64 %split, ptr %sd, align 8\n"
             "  %sp_push = add i64 %sp, 1\n  br label %cont\n"
             "cont:\n  %sp_next = phi i64 [ %top, %leaf ], [ %sp_push, %push ]\n"
+            "  %kin_next = phi i32 [ %kin, %leaf ], [ %kin1, %push ]\n"
             "  %pos1 = add i64 %pos, 1\n  %again = icmp sgt i64 %sp_next, 0\n"
             "  br i1 %again, label %loop, label %done\n"
             "done:\n  ret void\n}\n")

@@ -11,10 +11,13 @@ MESH_NUM_TRIS = 36  # int32
 MESH_NUM_POINTS = 40  # int32
 MESH_AVG_EDGE = 44  # float32: the mean edge length (scales mesh_query_point_sign_normal's epsilon)
 MESH_WINDING = 48  # ptr: per node winding-number data (WIND_NODE_SIZE bytes each), or 0
-MESH_DESCRIPTOR_SIZE = 56
+MESH_PAIRS = 56  # ptr: one PAIR_SIZE record per inner node (below), 64-byte aligned
+MESH_ROOT = 64  # int32: the root's reference (an inner node's index, or ~triangle)
+MESH_DESCRIPTOR_SIZE = 72
 
 # one BVH node: lower (3 x float32), upper (3 x float32), skip (int32: the node after this
-# subtree in depth-first order), prim (int32: the triangle of a leaf, -1 for an inner node)
+# subtree in depth-first order), prim (int32: the triangle of a leaf; for an inner node ~k,
+# k its index among the inner nodes in depth-first order)
 NODE_LOWER = 0
 NODE_UPPER = 12
 NODE_SKIP = 24
@@ -29,3 +32,12 @@ WIND_CENTER = 0
 WIND_NORMAL = 12
 WIND_RADIUS2 = 24
 WIND_NODE_SIZE = 32
+
+# the inner nodes again, k-th in depth-first order, as the nearest-first walk reads them: both
+# children's boxes (left lower, left upper, right lower, right upper: 3 x float32 each) and
+# their references (~prim of the child's node: an inner node's index, or ~triangle of a leaf)
+# in one cache line, so a step of the walk loads one line
+PAIR_BOXES = 0
+PAIR_LEFT = 48
+PAIR_RIGHT = 52
+PAIR_SIZE = 64

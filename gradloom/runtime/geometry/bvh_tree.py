@@ -22,12 +22,21 @@ import numpy as np
 import numpy.typing as npt
 
 from ...hooks import Hook
-from ...types.mesh_layout import MESH_NODE_SIZE, NODE_LOWER, NODE_PRIM, NODE_SKIP, NODE_UPPER
+from ...types.mesh_layout import (
+    MESH_NODE_SIZE,
+    NODE_LOWER,
+    NODE_PRIM,
+    NODE_SKIP,
+    NODE_UPPER,
+    PAIR_SIZE,
+)
+from ..array.aligned import aligned_zeros
 
 NDArray = npt.NDArray[Any]
-#: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum)
+#: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum, pairs)
 #: addresses, with points 0 for box leaves (codegen/native_bvh.py)
-RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None, int | None], None]
+RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None, int | None,
+                    int | None], None]
 #: the compiled refit, which gradloom/native_geometry.py compiles (or loads from the disk cache)
 REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.native_geometry")
 
@@ -54,8 +63,8 @@ BUILD: Hook[Callable[[], BuildFns]] = Hook("the compiled BVH build", "gradloom.n
 
 def refit_function(address: int) -> RefitFn:
     """The refit at this address as a ctypes callable (it releases the GIL while it runs)."""
-    proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    p = ctypes.c_void_p
+    proto = ctypes.CFUNCTYPE(None, p, ctypes.c_int64, p, p, p, p, p, p)
     return proto(address)  # type: ignore[no-any-return]
 
 
@@ -72,18 +81,26 @@ def refit_boxes(nodes: NDArray, lowers: NDArray, uppers: NDArray) -> None:
     """Every node's box in `nodes` (depth-first order) from box leaves: float32 (n, 3) arrays."""
     lo, hi = np.ascontiguousarray(lowers, np.float32), np.ascontiguousarray(uppers, np.float32)
     REFIT.get()()(nodes.ctypes.data, len(nodes), lo.ctypes.data, hi.ctypes.data, None, None,
-                  None)
+                  None, None)
 
 
-def refit_triangles(nodes: NDArray, points: NDArray, indices: NDArray) -> float:
+def refit_triangles(nodes: NDArray, points: NDArray, indices: NDArray,
+                    pairs: NDArray | None = None) -> float:
     """Every node's box in `nodes` from triangle leaves (points: float32 (n, 3); indices: int32,
-    three per triangle), each leaf box one float32 step wider than its triangle; returns the
-    mean edge length (three edges per triangle, float32 lengths summed in float64)."""
+    three per triangle), each leaf box one float32 step wider than its triangle, and the pair
+    records of the inner nodes in `pairs` (pair_records()) if given; returns the mean edge
+    length (three edges per triangle, float32 lengths summed in float64)."""
     p, i = np.ascontiguousarray(points, np.float32), np.ascontiguousarray(indices, np.int32)
     edge_sum = np.zeros(1, np.float64)
     REFIT.get()()(nodes.ctypes.data, len(nodes), None, None, p.ctypes.data, i.ctypes.data,
-                  edge_sum.ctypes.data)
+                  edge_sum.ctypes.data, None if pairs is None else pairs.ctypes.data)
     return float(edge_sum[0]) / max(len(i), 1)
+
+
+def pair_records(tree: Tree) -> NDArray:
+    """Room for the pair records of the tree's inner nodes (types/mesh_layout.py: PAIR_SIZE
+    bytes each, 64-byte aligned; at least one), filled by refit_triangles."""
+    return aligned_zeros((max(tree.n_leaves - 1, 1), PAIR_SIZE), np.uint8)
 
 
 def triangle_centroids(points: NDArray, indices: NDArray) -> NDArray:
@@ -129,8 +146,8 @@ class Tree:
     Group ranks sit above the Morton bits, so each group is one subtree.
 
     `nodes`: the node array (types/mesh_layout.py; boxes left for a refit); per depth-first
-    position `skip` (the position after the subtree) and `prim` (the leaf's primitive, -1 for
-    an inner node) are views of it; `group_keys` (sorted) and `group_roots` (positions).
+    position `skip` (the position after the subtree) and `prim` (the leaf's primitive; ~k for
+    the k-th inner node) are views of it; `group_keys` (sorted) and `group_roots` (positions).
     """
 
     def __init__(self, centroids: NDArray, groups: NDArray | None = None) -> None:
@@ -185,5 +202,5 @@ class Tree:
 
     def skip_and_prim(self) -> tuple[NDArray, NDArray]:
         """Per node in depth-first order: the position after its subtree, and its primitive
-        (-1 for an inner node)."""
+        (negative for an inner node)."""
         return self.skip, self.prim

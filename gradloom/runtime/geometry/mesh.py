@@ -25,7 +25,9 @@ from ...types.mesh_layout import (
     MESH_NUM_NODES,
     MESH_NUM_POINTS,
     MESH_NUM_TRIS,
+    MESH_PAIRS,
     MESH_POINTS,
+    MESH_ROOT,
     MESH_VELOCITIES,
     MESH_WINDING,
 )
@@ -33,7 +35,7 @@ from ..array.aligned import aligned_zeros
 from ..array.array import NDArray, array
 from ..handles import Handle
 from .bvh_tree import Tree as _Tree
-from .bvh_tree import refit_triangles, triangle_centroids
+from .bvh_tree import pair_records, refit_triangles, triangle_centroids
 
 _WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius2", np.float32),
                   ("pad", np.float32)])
@@ -100,8 +102,7 @@ class Mesh:
         if tris.min() < 0 or tris.max() >= points.shape[0]:
             raise MeshError("wp.Mesh(indices=...) has a vertex index outside the points array")
         self._tris = tris.copy()
-        self._tree = _Tree(self._centroids())
-        self._nodes = self._tree.nodes
+        self._set_tree()
         self._wind: NDArray | None = None
         self._desc = aligned_zeros((MESH_DESCRIPTOR_SIZE,), np.uint8)
         self.refit()
@@ -112,16 +113,21 @@ class Mesh:
 
     def rebuild(self, constructor: Any = None) -> None:
         """Build a new tree from the points' current values (refit keeps the old tree)."""
+        self._set_tree()
+        self.refit()
+
+    def _set_tree(self) -> None:
         self._tree = _Tree(self._centroids())
         self._nodes = self._tree.nodes
-        self.refit()
+        self._pairs = pair_records(self._tree)
 
     def _centroids(self) -> NDArray:
         return triangle_centroids(self.points.numpy(), self.indices.numpy())
 
     def refit(self) -> None:
         """Recompute the BVH's boxes from the points' current values (same tree)."""
-        self._mean_edge = refit_triangles(self._nodes, self.points.numpy(), self.indices.numpy())
+        self._mean_edge = refit_triangles(self._nodes, self.points.numpy(), self.indices.numpy(),
+                                          self._pairs)
         self._write_descriptor()
         self._write_sign_data()
 
@@ -141,10 +147,12 @@ class Mesh:
         d = self._desc
         vel = 0 if self.velocities is None else int(self.velocities.ptr or 0)
         for off, v in ((MESH_POINTS, int(self.points.ptr or 0)), (MESH_INDICES, int(self.indices.ptr or 0)),
-                       (MESH_VELOCITIES, vel), (MESH_NODES, int(self._nodes.ctypes.data))):
+                       (MESH_VELOCITIES, vel), (MESH_NODES, int(self._nodes.ctypes.data)),
+                       (MESH_PAIRS, int(self._pairs.ctypes.data))):
             d[off:off + 8] = np.frombuffer(np.uint64(v).tobytes(), np.uint8)
         for off, v in ((MESH_NUM_NODES, len(self._nodes)), (MESH_NUM_TRIS, len(self._tris)),
-                       (MESH_NUM_POINTS, self.points.shape[0])):
+                       (MESH_NUM_POINTS, self.points.shape[0]),
+                       (MESH_ROOT, ~int(self._nodes["prim"][0]))):
             d[off:off + 4] = np.frombuffer(np.int32(v).tobytes(), np.uint8)
 
     def __repr__(self) -> str:
