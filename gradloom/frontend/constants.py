@@ -37,7 +37,9 @@ from ..types import (
 
 def python_constant(ctx: Ctx, obj: Any) -> Any:
     """A captured Python object as a kernel value where it has one; else the object itself."""
-    own = getattr(obj, "_gl_scalar", None)  # `wp.bool(x)` (an int), `wp.bfloat16(x)`
+    # `wp.bool(x)` (an int), `wp.bfloat16(x)`: read on the class, so that a module (`wp`
+    # itself) is not asked through its __getattr__, which loads every on-demand subsystem
+    own = getattr(type(obj), "_gl_scalar", None)
     if own is not None and not isinstance(obj, type):
         return ctx.const(obj.item(), own)
     if isinstance(obj, (bool, int, float)) and not isinstance(obj, np.generic):

@@ -85,7 +85,7 @@ class ScalarType(ClassLike):
     def __instancecheck__(self, obj: Any) -> bool:
         """`isinstance(x, wp.float32)`: x is a value of this type (`wp.float32(x)`, a result of a
         Python-scope call) or a numpy scalar of its dtype."""
-        own = getattr(obj, "_gl_scalar", None)
+        own = getattr(type(obj), "_gl_scalar", None)
         if own is not None:
             return bool(own == self)
         return isinstance(obj, np.generic) and self.name != "bfloat16" and \
@@ -163,7 +163,7 @@ def scalar_from_numpy(dtype: Any) -> ScalarType | None:
 
 def scalar_type_of(value: Any) -> ScalarType | None:
     """The scalar type of a Python-scope value (`wp.bfloat16(x)` included) or numpy scalar."""
-    own = getattr(value, "_gl_scalar", None)
+    own = getattr(type(value), "_gl_scalar", None)
     if own is not None:
         return own  # type: ignore[no-any-return]
     return scalar_from_numpy(value.dtype) if isinstance(value, np.generic) else None
@@ -203,7 +203,7 @@ def _unsupported(symbol: str, swap: bool = False) -> Callable[..., Any]:
 
 
 def _type_name(v: Any) -> str:
-    own = getattr(v, "_gl_scalar", None)
+    own = getattr(type(v), "_gl_scalar", None)
     return own.name if own is not None else type(v).__name__
 
 
