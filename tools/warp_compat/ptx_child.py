@@ -12,8 +12,9 @@ out, as tests/ptx_check.py does). After a test file, its module-level kernels no
 (CUDA-only tests; every kernel of a file whose import stops part way, as tile.test_tile_cholesky
 and test_tile_solve do at a Warp-private call) are compiled as they are. OUT_DIR gets one ``.ptx`` file per kernel, variant and arch,
 and ``kernels.jsonl``: one line per kernel and variant, ``{"label", "variant", "ptx": {arch:
-file}}`` or ``{..., "error": message}``; a ``"start"`` line is written before each compile,
-so a compile that ends the process is pinned to its kernel. ptxas runs in the parent.
+file}}``, ``{..., "error": message}`` or ``{..., "skipped": why}`` (refused on the CPU too); a
+``"start"`` line is written before each compile, so a compile that ends the process is pinned
+to its kernel. ptxas runs in the parent.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ class Recorder:
                 files[arch] = path.name
             line["ptx"] = files
         except Exception as exc:
-            if optional and isinstance(exc, CompileError):
-                return  # not differentiable: refused the same way on the CPU
+            if optional and isinstance(exc, CompileError):  # refused the same way on the CPU
+                self._write({**line, "skipped": f"{type(exc).__name__}: {exc}"[:600]})
+                return
             line["error"] = f"{type(exc).__name__}: {exc}"[:600]
             line["traceback"] = traceback.format_exc()[-1500:]
         self._write(line)
