@@ -1,14 +1,16 @@
 """LLVM IR of the BVH build behind `wp.Mesh` and `wp.Bvh` (runtime/geometry/bvh_tree.py).
 
-Three functions, each one serial loop:
+Five functions, each one serial loop; a primitive's centre is read from float64 centroids
+(n x 3), or, in the `tri` variants, computed from a triangle (points, int32 indices, three per
+triangle): float32 `(a + b + c) * float32(1/3)` widened to float64, so no centroid array is
+written:
 
-- `gl_bvh_tri_centroids(points, indices, n, out)`: triangle centroids, float32 `(a + b + c) *
-  float32(1/3)` widened to float64 (n x 3);
-- `gl_bvh_bounds(centroids, n, out)`: the float64 lower and upper corners (6 values) of
-  n >= 1 centroids;
-- `gl_bvh_keys(centroids, n, lower, extent, bits, ranks, out)`: per float64 centroid the sort
-  key `rank << 3 bits | morton`, the Morton code of `clip((x - lower) / extent * (2**bits - 1))`
-  with x in the highest bit of each triple (ranks may be null: rank 0);
+- `gl_bvh_bounds(centroids, n, out)`, `gl_bvh_tri_bounds(points, indices, n, out)`: the
+  float64 lower and upper corners (6 values) of the centres;
+- `gl_bvh_keys(centroids, n, lower, extent, bits, ranks, out)` and `gl_bvh_tri_keys(points,
+  indices, ...)`: per centre the sort key `rank << 3 bits | morton`, the Morton code of
+  `clip((x - lower) / extent * (2**bits - 1))` with x in the highest bit of each triple (ranks
+  may be null: rank 0);
 - `gl_bvh_build(keys, order, n, nodes)`: the binary radix tree over the sorted keys, written
   depth first (types/mesh_layout.py: each node's skip and prim; the boxes are left to the
   refit; an inner node's prim is ~k, k its index among the inner nodes in depth-first order).
@@ -23,23 +25,28 @@ from __future__ import annotations
 
 from ..types.mesh_layout import MESH_NODE_SIZE, NODE_PRIM, NODE_SKIP
 
-FUNCTIONS = ("gl_bvh_tri_centroids", "gl_bvh_bounds", "gl_bvh_keys", "gl_bvh_build")
+FUNCTIONS = ("gl_bvh_bounds", "gl_bvh_tri_bounds", "gl_bvh_keys", "gl_bvh_tri_keys",
+             "gl_bvh_build")
 
 #: stack entries of gl_bvh_build: one (a, b) pair per level of the deepest possible path
 STACK = 136
 _THIRD = "0x3FD5555560000000"  # float32(1/3) as LLVM writes a float constant
+_INF, _NEG_INF = "0x7FF0000000000000", "0xFFF0000000000000"
 # (shift, mask) steps spreading the 21 low bits of a value to every third bit
 _SPREAD = ((32, 0x1F00000000FFFF), (16, 0x1F0000FF0000FF), (8, 0x100F00F00F00F00F),
            (4, 0x10C30C30C30C30C3), (2, 0x1249249249249249))
 
 
-def _centroids() -> str:
-    text = ("define void @gl_bvh_tri_centroids(ptr %points, ptr %indices, i64 %n, ptr %out) "
-            "nounwind {\nentry:\n  %empty = icmp sle i64 %n, 0\n"
-            "  br i1 %empty, label %done, label %loop\n"
-            "loop:\n  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]\n  %t3 = mul i64 %i, 3\n")
+def _centre(tri: bool) -> str:
+    """%x0, %x1, %x2: the float64 centre of primitive %i (%i3 = 3 %i): read from %cent, or a
+    triangle's centroid, float32 (a + b + c) * float32(1/3), from %points and %indices."""
+    if not tri:
+        return "".join(f"  %xi{c} = add i64 %i3, {c}\n"
+                       f"  %xa{c} = getelementptr double, ptr %cent, i64 %xi{c}\n"
+                       f"  %x{c} = load double, ptr %xa{c}, align 8\n" for c in range(3))
+    text = ""
     for v in range(3):
-        text += (f"  %ix{v} = add i64 %t3, {v}\n"
+        text += (f"  %ix{v} = add i64 %i3, {v}\n"
                  f"  %ia{v} = getelementptr i32, ptr %indices, i64 %ix{v}\n"
                  f"  %iv{v} = load i32, ptr %ia{v}, align 4\n"
                  f"  %iw{v} = sext i32 %iv{v} to i64\n  %ib{v} = mul i64 %iw{v}, 3\n")
@@ -49,45 +56,38 @@ def _centroids() -> str:
                      f"  %p{v}{c} = load float, ptr %pa{v}{c}, align 4\n")
     for c in range(3):
         text += (f"  %s{c}a = fadd float %p0{c}, %p1{c}\n  %s{c} = fadd float %s{c}a, %p2{c}\n"
-                 f"  %m{c} = fmul float %s{c}, {_THIRD}\n  %d{c} = fpext float %m{c} to double\n"
-                 f"  %oi{c} = add i64 %t3, {c}\n"
-                 f"  %oa{c} = getelementptr double, ptr %out, i64 %oi{c}\n"
-                 f"  store double %d{c}, ptr %oa{c}, align 8\n")
-    return text + ("  %i1 = add i64 %i, 1\n  %more = icmp slt i64 %i1, %n\n"
-                   "  br i1 %more, label %loop, label %done\ndone:\n  ret void\n}\n")
+                 f"  %m{c} = fmul float %s{c}, {_THIRD}\n  %x{c} = fpext float %m{c} to double\n")
+    return text
 
 
-def _bounds() -> str:
-    text = ("define void @gl_bvh_bounds(ptr %cent, i64 %n, ptr %out) nounwind {\nentry:\n")
+def _source(tri: bool) -> str:
+    return "ptr %points, ptr %indices" if tri else "ptr %cent"
+
+
+def _bounds(tri: bool) -> str:
+    name = "gl_bvh_tri_bounds" if tri else "gl_bvh_bounds"
+    text = (f"define void @{name}({_source(tri)}, i64 %n, ptr %out) nounwind {{\nentry:\n"
+            "  %empty = icmp sle i64 %n, 0\n  br i1 %empty, label %done, label %loop\n"
+            "loop:\n  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]\n")
     for c in range(3):
-        text += (f"  %f{c}a = getelementptr double, ptr %cent, i64 {c}\n"
-                 f"  %f{c} = load double, ptr %f{c}a, align 8\n")
-    text += "  br label %loop\nloop:\n  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]\n"
+        text += (f"  %lo{c} = phi double [ {_INF}, %entry ], [ %lo{c}n, %loop ]\n"
+                 f"  %hi{c} = phi double [ {_NEG_INF}, %entry ], [ %hi{c}n, %loop ]\n")
+    text += "  %i3 = mul i64 %i, 3\n" + _centre(tri)
     for c in range(3):
-        text += (f"  %lo{c} = phi double [ %f{c}, %entry ], [ %lo{c}n, %loop ]\n"
-                 f"  %hi{c} = phi double [ %f{c}, %entry ], [ %hi{c}n, %loop ]\n")
-    text += "  %i3 = mul i64 %i, 3\n"
-    for c in range(3):
-        text += (f"  %xi{c} = add i64 %i3, {c}\n"
-                 f"  %xa{c} = getelementptr double, ptr %cent, i64 %xi{c}\n"
-                 f"  %x{c} = load double, ptr %xa{c}, align 8\n"
-                 f"  %lo{c}n = call double @llvm.minnum.f64(double %lo{c}, double %x{c})\n"
+        text += (f"  %lo{c}n = call double @llvm.minnum.f64(double %lo{c}, double %x{c})\n"
                  f"  %hi{c}n = call double @llvm.maxnum.f64(double %hi{c}, double %x{c})\n")
     text += ("  %i1 = add i64 %i, 1\n  %more = icmp slt i64 %i1, %n\n"
-             "  br i1 %more, label %loop, label %done\ndone:\n")
+             "  br i1 %more, label %loop, label %store\nstore:\n")
     for c in range(3):
         for k, v in ((c, f"%lo{c}n"), (c + 3, f"%hi{c}n")):
             text += (f"  %o{k} = getelementptr double, ptr %out, i64 {k}\n"
                      f"  store double {v}, ptr %o{k}, align 8\n")
-    return text + "  ret void\n}\n"
+    return text + "  br label %done\ndone:\n  ret void\n}\n"
 
 
 def _axis(c: int) -> str:
-    """%sp{c}: the spread quantised coordinate c of centroid %i."""
-    text = (f"  %xi{c} = add i64 %i3, {c}\n"
-            f"  %xa{c} = getelementptr double, ptr %cent, i64 %xi{c}\n"
-            f"  %x{c} = load double, ptr %xa{c}, align 8\n"
-            f"  %q{c}a = fsub double %x{c}, %lo{c}\n  %q{c}b = fdiv double %q{c}a, %ext{c}\n"
+    """%sp{c}: the spread quantised coordinate c of the centre %x{c}."""
+    text = (f"  %q{c}a = fsub double %x{c}, %lo{c}\n  %q{c}b = fdiv double %q{c}a, %ext{c}\n"
             f"  %q{c}c = fmul double %q{c}b, %top\n"
             f"  %q{c}p = fcmp oge double %q{c}c, 0.0\n"  # NaN and negatives clip to 0
             f"  %q{c}d = select i1 %q{c}p, double %q{c}c, double 0.0\n"
@@ -102,8 +102,9 @@ def _axis(c: int) -> str:
     return text + f"  %sp{c} = shl i64 %v{c}_{len(_SPREAD)}, {2 - c}\n"
 
 
-def _keys() -> str:
-    text = ("define void @gl_bvh_keys(ptr %cent, i64 %n, ptr %lower, ptr %extent, i64 %bits, "
+def _keys(tri: bool) -> str:
+    name = "gl_bvh_tri_keys" if tri else "gl_bvh_keys"
+    text = (f"define void @{name}({_source(tri)}, i64 %n, ptr %lower, ptr %extent, i64 %bits, "
             "ptr %ranks, ptr %out) nounwind {\nentry:\n")
     for c in range(3):
         text += (f"  %la{c} = getelementptr double, ptr %lower, i64 {c}\n"
@@ -115,6 +116,7 @@ def _keys() -> str:
              "  %has_ranks = icmp ne ptr %ranks, null\n  %empty = icmp sle i64 %n, 0\n"
              "  br i1 %empty, label %done, label %loop\n"
              "loop:\n  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]\n  %i3 = mul i64 %i, 3\n")
+    text += _centre(tri)
     for c in range(3):
         text += _axis(c)
     return text + (
@@ -199,4 +201,4 @@ def build_module(triple: str, datalayout: str) -> str:
     return (f'target triple = "{triple}"\ntarget datalayout = "{datalayout}"\n'
             "declare i64 @llvm.ctlz.i64(i64, i1)\ndeclare double @llvm.minnum.f64(double, double)\n"
             "declare double @llvm.maxnum.f64(double, double)\n"
-            + _centroids() + _bounds() + _keys() + _build())
+            + _bounds(False) + _bounds(True) + _keys(False) + _keys(True) + _build())

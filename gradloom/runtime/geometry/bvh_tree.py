@@ -51,9 +51,10 @@ NODE = np.dtype({"names": ["lower", "upper", "skip", "prim"],
 class BuildFns:
     """The compiled build loops (codegen/native_bvh_build.py), called with addresses."""
 
-    tri_centroids: Callable[[int, int, int, int], None]  # (points, indices, n, out)
     bounds: Callable[[int, int, int], None]  # (centroids, n, out)
+    tri_bounds: Callable[[int, int, int, int], None]  # (points, indices, n, out)
     keys: Callable[[int, int, int, int, int, int | None, int], None]
+    tri_keys: Callable[[int, int, int, int, int, int, int | None, int], None]
     build: Callable[[int, int, int, int], None]  # (sorted keys, order, n, nodes)
 
 
@@ -68,12 +69,14 @@ def refit_function(address: int) -> RefitFn:
     return proto(address)  # type: ignore[no-any-return]
 
 
-def build_functions(centroids: int, bounds: int, keys: int, build: int) -> BuildFns:
+def build_functions(bounds: int, tri_bounds: int, keys: int, tri_keys: int,
+                    build: int) -> BuildFns:
     """The build loops at these addresses as ctypes callables."""
     p, i64 = ctypes.c_void_p, ctypes.c_int64
-    return BuildFns(ctypes.CFUNCTYPE(None, p, p, i64, p)(centroids),
-                    ctypes.CFUNCTYPE(None, p, i64, p)(bounds),
+    return BuildFns(ctypes.CFUNCTYPE(None, p, i64, p)(bounds),
+                    ctypes.CFUNCTYPE(None, p, p, i64, p)(tri_bounds),
                     ctypes.CFUNCTYPE(None, p, i64, p, p, i64, p, p)(keys),
+                    ctypes.CFUNCTYPE(None, p, p, i64, p, p, i64, p, p)(tri_keys),
                     ctypes.CFUNCTYPE(None, p, p, i64, p)(build))
 
 
@@ -103,19 +106,24 @@ def pair_records(tree: Tree) -> NDArray:
     return aligned_zeros((max(tree.n_leaves - 1, 1), PAIR_SIZE), np.uint8)
 
 
-def triangle_centroids(points: NDArray, indices: NDArray) -> NDArray:
-    """The float64 (n, 3) centroids of the triangles (float32 sums times float32(1/3)) of
-    float32 (m, 3) points and int32 indices, three per triangle."""
-    p, i = np.ascontiguousarray(points, np.float32), np.ascontiguousarray(indices, np.int32)
-    out = np.empty((len(i) // 3, 3), np.float64)
-    BUILD.get()().tri_centroids(p.ctypes.data, i.ctypes.data, len(out), out.ctypes.data)
-    return out
+@dataclass(frozen=True)
+class Triangles:
+    """Primitives given as triangles: float32 (m, 3) points and int32 indices, three per
+    triangle (their centres are computed where they are needed, never stored)."""
+
+    points: NDArray
+    indices: NDArray
+
+    def __len__(self) -> int:
+        return len(self.indices) // 3
 
 
-def _keys(centroids: NDArray, groups: NDArray | None) -> tuple[NDArray, NDArray, NDArray]:
-    """(order, sorted keys, group ranks in that order): keys are the group's rank in the high
-    bits over the Morton code of the centroid (as many bits per axis as fit in 63)."""
-    n = len(centroids)
+def _keys(prims: NDArray | Triangles,
+          groups: NDArray | None) -> tuple[NDArray, NDArray, NDArray]:
+    """(order, sorted keys, group ranks in that order) of (n, 3) centroids or triangles: keys
+    are the group's rank in the high bits over the Morton code of the centre (as many bits per
+    axis as fit in 63)."""
+    n = len(prims)
     if groups is None:
         rank, rank_bits = None, 0
     else:
@@ -125,17 +133,26 @@ def _keys(centroids: NDArray, groups: NDArray | None) -> tuple[NDArray, NDArray,
     bits = min(21, (63 - rank_bits) // 3)
     if bits < 1:
         raise ValueError("too many BVH groups")
-    c = np.ascontiguousarray(centroids, np.float64)
     fns = BUILD.get()()
     box = np.empty(6, np.float64)
-    fns.bounds(c.ctypes.data, n, box.ctypes.data)
-    lo, ext = box[:3], np.maximum(box[3:] - box[:3], 1e-30)
     key = np.empty(n, np.uint64)
-    fns.keys(c.ctypes.data, n, lo.ctypes.data, ext.ctypes.data, bits,
-                       None if rank is None else rank.ctypes.data, key.ctypes.data)
+    ranks = None if rank is None else rank.ctypes.data
+    if isinstance(prims, Triangles):
+        p = np.ascontiguousarray(prims.points, np.float32)
+        i = np.ascontiguousarray(prims.indices, np.int32)
+        fns.tri_bounds(p.ctypes.data, i.ctypes.data, n, box.ctypes.data)
+        lo, ext = box[:3], np.maximum(box[3:] - box[:3], 1e-30)
+        fns.tri_keys(p.ctypes.data, i.ctypes.data, n, lo.ctypes.data, ext.ctypes.data, bits,
+                     ranks, key.ctypes.data)
+    else:
+        c = np.ascontiguousarray(prims, np.float64)
+        fns.bounds(c.ctypes.data, n, box.ctypes.data)
+        lo, ext = box[:3], np.maximum(box[3:] - box[:3], 1e-30)
+        fns.keys(c.ctypes.data, n, lo.ctypes.data, ext.ctypes.data, bits, ranks,
+                 key.ctypes.data)
     order = np.argsort(key)  # equal keys in any order: the tree then splits them by position
-    ranks = np.zeros(n, np.int64) if rank is None else rank[order]
-    return order, key[order], ranks
+    ranks_sorted = np.zeros(n, np.int64) if rank is None else rank[order]
+    return order, key[order], ranks_sorted
 
 
 class Tree:
@@ -150,9 +167,9 @@ class Tree:
     the k-th inner node) are views of it; `group_keys` (sorted) and `group_roots` (positions).
     """
 
-    def __init__(self, centroids: NDArray, groups: NDArray | None = None) -> None:
-        n = len(centroids)
-        order, key, rank = _keys(centroids, groups)
+    def __init__(self, prims: NDArray | Triangles, groups: NDArray | None = None) -> None:
+        n = len(prims)
+        order, key, rank = _keys(prims, groups)
         self.n_leaves = n
         self.nodes = np.empty(max(2 * n - 1, 0), NODE)
         BUILD.get()().build(key.ctypes.data, np.ascontiguousarray(order, np.int64).ctypes.data,

@@ -35,7 +35,7 @@ from ..array.aligned import aligned_zeros
 from ..array.array import NDArray, array
 from ..handles import Handle
 from .bvh_tree import Tree as _Tree
-from .bvh_tree import pair_records, refit_triangles, triangle_centroids
+from .bvh_tree import Triangles, pair_records, refit_triangles
 
 _WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius2", np.float32),
                   ("pad", np.float32)])
@@ -117,12 +117,12 @@ class Mesh:
         self.refit()
 
     def _set_tree(self) -> None:
-        self._tree = _Tree(self._centroids())
+        self._tree = _Tree(self._triangles())
         self._nodes = self._tree.nodes
         self._pairs = pair_records(self._tree)
 
-    def _centroids(self) -> NDArray:
-        return triangle_centroids(self.points.numpy(), self.indices.numpy())
+    def _triangles(self) -> Triangles:
+        return Triangles(self.points.numpy(), self.indices.numpy())
 
     def refit(self) -> None:
         """Recompute the BVH's boxes from the points' current values (same tree)."""
