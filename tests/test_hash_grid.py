@@ -536,3 +536,22 @@ def test_kernel_side_errors() -> None:
         with pytest.raises(wp.CompileError, match=phrase) as info:
             wp.launch(k, dim=1, inputs=[grid.id, wp.zeros(2, dtype=int)])
         assert info.value.loc.file == __file__
+
+
+@pytest.mark.parametrize("dims", [(128, 128, 128), (3, 7, 5), (46337, 46337, 1), (1, 1, 2**31 - 1)])
+def test_cell_index_wraps_like_integer_modulo(dims: Any) -> None:
+    # the build wraps coordinates in float64 (hash_grid.cell_index): compare with Python's
+    # integer modulo, at multiples of each extent and one either side, up to the int32 clamps
+    from gradloom.runtime.geometry.hash_grid import cell_index
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for d in dims:
+        k = rng.integers(-(2**31) // d, (2**31 - 2) // d, 40)
+        near = np.concatenate([k * d - 1, k * d, k * d + 1, [-(2**31), 2**31 - 2, 0, -1]])
+        rows.append(np.clip(near, -(2**31), 2**31 - 2))
+    coords = np.stack(rows, axis=1)
+    dx, dy, dz = dims
+    want = [int(x) % dx + (int(y) % dy) * dx + (int(z) % dz) * dx * dy for x, y, z in coords]
+    got = cell_index(coords.astype(np.float64), dims)
+    assert got.dtype == np.int64 and got.tolist() == want
