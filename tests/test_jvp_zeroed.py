@@ -130,3 +130,34 @@ def test_hvp_result_is_exact() -> None:
 def sum_squares(y: wp.array(dtype=float), e: wp.array(dtype=float)):
     i = wp.tid()
     wp.atomic_add(e, 0, y[i] * y[i])
+
+
+@wp.kernel
+def positive_vec3(x: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    if x[i][0] > 0.0:
+        y[i] = wp.vec3(x[i][0] * x[i][1], wp.sin(x[i][2]), 2.0 * x[i][0])
+
+
+def test_vec3_components_conditional_store() -> None:
+    n = MIN_BYTES // 12 + 100
+    rng = np.random.default_rng(5)
+    xs = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
+    v = rng.normal(size=(n, 3)).astype(np.float32)
+
+    def run(x):
+        y = wp.zeros(n, dtype=wp.vec3)
+        wp.launch(positive_vec3, n, inputs=[x, y])
+        return y
+
+    _dirty_heap()
+    _, t = jvp(run, [wp.array(xs, dtype=wp.vec3)], [v])
+    xd, vd, m = xs.astype(np.float64), v.astype(np.float64), xs[:, 0] > 0
+    want = np.zeros((n, 3))
+    want[m, 0] = (vd[:, 0] * xd[:, 1] + xd[:, 0] * vd[:, 1])[m]
+    want[m, 1] = (np.cos(xd[:, 2]) * vd[:, 2])[m]
+    want[m, 2] = 2.0 * vd[m, 0]
+    got = t.numpy()
+    assert np.all(got[~m] == 0.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert positive_vec3.tangent_kernel().zeroed_variant(frozenset({3})) == "zeroed:3"
