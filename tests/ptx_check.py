@@ -22,7 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TILE_MODULES = ("test_tiles", "test_tiles_grad", "test_tiles_more", "test_tiles_fft",
                 "test_tiles_struct", "test_tiles_branch", "test_tiles_gemm", "test_tiles_lanes",
-                "test_tiles_arange", "test_tiles_bf16_grad", "test_tiles_cpu_blocks")
+                "test_tiles_arange", "test_tiles_bf16_grad", "test_tiles_cpu_blocks",
+                "test_tiles_expand")
 CORPUS_MODULES = ("test_grad_corpus", "test_grad_corpus_loops", "test_grad_corpus_fuzz",
                   *TILE_MODULES)
 
