@@ -27,7 +27,51 @@ _REF = (_DIFF + "`wp.ref[T]` parameters are copy-in, copy-out, so backward-enabl
 _DETERMINISTIC = (_DIFF + "deterministic mode adds floats in thread order, which any kernel "
                   "allows, so it refuses nothing (no `WarpDeterminismError`)")
 
+_BLOCKS = (_DIFF + "the threads of a CPU block (`wp.config.enable_cpu_blocks`, a partial "
+           "block) share their tiles in Warp; gradloom runs a tile kernel with one thread per "
+           "block, so what one lane writes into a tile (element writes, `wp.tile(x)`, stack "
+           "pushes, scatters) the others do not see")
+_TILE_NOTES: dict[str, dict[str, str]] = {
+    "tile.test_tile_stack": {"*_cpu_blocks_cpu": _BLOCKS,
+                             "*.test_sparse_survivor_stack_cpu": _BLOCKS},
+    "tile.test_tile_reduce": {"*partial_block_cpu": _BLOCKS, "*partial_slices_cpu": _BLOCKS},
+    "tile.test_tile": {"*_cpu_blocks_cpu": _BLOCKS,
+                       "*.test_tile_component_assign_then_store_cpu": _BLOCKS,
+                       "*.test_tile_from_thread_storage_shape_and_source_variants_cpu": _BLOCKS},
+    "tile.test_tile_shared_memory": {"*_cpu_blocks_cpu": _BLOCKS},
+    "tile.test_tile_atomic_bitwise": {"*_cpu_blocks_cpu": _BLOCKS + " (its kernels assert "
+                                      "`wp.block_dim() == 32`)"},
+    "tile.test_tile_construction": {"*.test_tile_construction_cpu*": _NOT_IMPL + "tiles of "
+                                    "structs holding arrays (and Warp's numpy layout of an "
+                                    "array field: data, grad, shape, strides, ndim)"},
+    "tile.test_tile_matmul": {
+        "*_bf16_*_with_backward_rejected_cpu": "gradloom differentiates `tile_matmul` of "
+            "bfloat16 tiles (scalar adjoint rules); Warp refuses them with backward enabled",
+        "*.test_tile_matmul_tf32_*_cpu": "the test drives Warp's code generator "
+            "(`Module._run_codegen`) or passes a `str` kernel parameter",
+    },
+    "test_cpu_block_dim": {
+        "*.test_force_load_*": "`Device.context` (Warp's CUDA context handle) and "
+                               "`Module.execs` are Warp's",
+        "*.test_address_sanitizer_*": "Warp's AddressSanitizer build switch",
+        "*.test_config_toggle_selects_distinct_specializations": "`Device.context` and "
+                                                                 "`Module.execs` are Warp's",
+        "*.test_cpu_block_dimension_cap_applies_*": _NOT_IMPL + "`wp.force_load(block_dim=...)` "
+                                                    "does not check the CPU cap",
+        "*.test_forward_and_tape_backward_*": "`Tape.launches` holds gradloom's records, not "
+                                              "Warp's tuples (`launches[0][6]`)",
+        "*.test_recorded_command_*": "`Launch.module_exec` is Warp's",
+    },
+    "test_cpu_block_codegen": {
+        "*.test_scalar_tid_preserves_dimensional_aliasing": _NOT_IMPL + "warp-lang 1.19 "
+            "gives a scalar `wp.tid()` of a multi-dimensional launch its first index; gradloom "
+            "gives the linear index",
+        "*.test_source_selects_cpu_template": "inspects Warp's generated C++",
+    },
+}
+
 NOTES: dict[str, dict[str, str]] = {
+    **_TILE_NOTES,
     "test_ref": {
         "*.test_native_ref_param_*": _NATIVE,
         "*.test_ref_parameter_struct_field_forwarding_*": _NATIVE,
