@@ -126,7 +126,6 @@ NOTES: dict[str, dict[str, str]] = {
     },
     "test_array": {
         "*.test_retain_grad*": _RETAIN,
-        "*.test_to_list_*": _DIFF + "vector values are numpy arrays, not ctypes arrays",
         "*.test_array_runtime_zero_step_*": _DIFF + "a zero step known at run time selects "
                                             "nothing instead of stopping the process",
         "*.test_lower_bound_*": _DIFF + "`wp.lower_bound` returns the end of the range when "
@@ -204,10 +203,6 @@ NOTES: dict[str, dict[str, str]] = {
         "*.test_type_attribute_error_*": _PRIVATE_NAME,
         "*.test_eager_generic_func_does_not_retain_array_*": "reads Warp's `Function."
                                                              "user_overloads` registry",
-    },
-    "test_spatial": {
-        "*.test_transform_identity_type": _DIFF + "`type(v)` of a Python-scope value is its "
-                                          "numpy-backed class, not `wp.transformf`",
     },
     "test_composite_component_adjoint": {
         "*.test_array_composite_slot_augassign_backward_*": "refused with a clear CompileError: "
