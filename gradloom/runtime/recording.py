@@ -21,6 +21,10 @@ class FuncRecord:
     first ones) the operation overwrites without reading; the rest it reads. None: unknown
     (a user's function), taken as read and written."""
 
+    # a Tape holds one per recorded array operation (a zero_ per simulation substep): no
+    # instance dict unless a subclass or a caller sets other attributes
+    __slots__ = ("__dict__", "_arrays", "backward", "written")
+
     def __init__(self, backward: Callable[[], None], arrays: Sequence[Any],
                  written: int | None = None) -> None:
         self.backward = backward

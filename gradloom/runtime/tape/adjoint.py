@@ -32,8 +32,7 @@ class LaunchRecord:
     record is small: the kernel's `RecordPlan` (shared), its arguments, the arrays they hold
     and the watches; the per-array lists are worked out when asked for."""
 
-    __slots__ = ("__dict__", "_found", "_named", "_plan", "after", "args", "before", "dims",
-                 "kernel")
+    __slots__ = ("__dict__", "_named", "_plan", "after", "args", "before", "dims", "kernel")
     #: how the record keeps array contents (a CUDA launch's: runtime/cuda/tape.py)
     watch: type[Watch] = Watch
     #: where the adjoint runs (a CUDA launch's record says which device)
@@ -44,14 +43,12 @@ class LaunchRecord:
         # handles (a HashGrid's id) are frozen: the adjoint sees the grid this launch used
         self.kernel, self.dims, self.args = kernel, dims, frozen(args)
         self._plan = plan = _plan(kernel, compiled)
-        #: the array at each of the plan's keys, or None
-        self._found = found = tuple([arg_array(self.args, key) for key in plan.item_keys])
         self._named: list[tuple[array, str, bool, bool]] | None = None
         self.before: dict[Key, Watch] = {}
         self.after: Mapping[Key, Watch] = _NOTHING
-        of = self.watch.of
-        for (key, _, kept), a in zip(plan.items, found, strict=True):
-            if kept and a is not None:
+        of, args = self.watch.of, self.args
+        for key, _, kept in plan.items:
+            if kept and (a := arg_array(args, key)) is not None:
                 self.before[key] = of(a)
 
     @property
@@ -69,8 +66,9 @@ class LaunchRecord:
     @property
     def given(self) -> list[tuple[Key, frozenset[str], array]]:
         """(key, flags, array) of each array argument the launch was given."""
-        return [(key, flags, a) for (key, flags, _), a in zip(self._plan.items, self._found,
-                                                             strict=True) if a is not None]
+        args = self.args
+        return [(key, flags, a) for key, flags, _ in self._plan.items
+                if (a := arg_array(args, key)) is not None]
 
     def finish(self) -> None:
         """After the launch: atomic_min/max targets are needed as the launch left them."""
@@ -111,7 +109,8 @@ class LaunchRecord:
         allowed: the same view twice where every access through both is at the thread's own
         element and every read comes before every write (then it is an in-place update,
         `y[i] = f(x[i])` with y = x)."""
-        arrays = [a for a in self._found if a is not None]
+        arrays = [a for key, _, _ in self._plan.items
+                  if (a := arg_array(self.args, key)) is not None]
         if len({id(a._mem) for a in arrays}) == len(arrays):
             return  # no two arrays share memory
         plan = compiled.threads
@@ -313,8 +312,7 @@ class RecordPlan:
     per-array access flags, the arrays its adjoint reads (None: all), and per key whether a
     record watches the array's contents before the launch."""
 
-    __slots__ = ("flags", "item_keys", "items", "keys", "minmax", "names", "reads",
-                 "result_used")
+    __slots__ = ("flags", "items", "keys", "minmax", "names", "reads", "result_used")
 
     def __init__(self, keys: list[Key], names: list[str], flags: dict[Key, frozenset[str]],
                  reads: frozenset[Key] | None) -> None:
@@ -322,7 +320,6 @@ class RecordPlan:
         #: (key, flags, whether the contents are kept) per array key the kernel accesses
         self.items = tuple((key, f, bool(f & {"loads", "result_used", "minmax"}) and (
             reads is None or key in reads or "minmax" in f)) for key, f in flags.items())
-        self.item_keys = tuple(key for key, _, _ in self.items)
         self.minmax = any("minmax" in f for f in flags.values())
         self.result_used = any("result_used" in f for f in flags.values())
 
