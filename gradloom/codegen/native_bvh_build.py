@@ -167,21 +167,7 @@ def _build() -> str:
             + _key("ka", "%a") + _key("kl", "%last") +
             "  %x = xor i64 %ka, %kl\n  %same = icmp eq i64 %x, 0\n"
             "  br i1 %same, label %by_index, label %by_key\n"
-            "by_key:\n  %xz = call i64 @llvm.ctlz.i64(i64 %x, i1 true)\n"
-            "  %xbit = sub i64 63, %xz\n  %mask = shl i64 1, %xbit\n  br label %search\n"
-            "search:\n  %lo = phi i64 [ %a, %by_key ], [ %lo1, %probe ]\n"
-            "  %hi = phi i64 [ %last, %by_key ], [ %hi1, %probe ]\n"
-            "  %gap = sub i64 %hi, %lo\n  %open = icmp sgt i64 %gap, 1\n"
-            "  br i1 %open, label %probe, label %found\n"
-            "probe:\n  %half = lshr i64 %gap, 1\n  %mid = add i64 %lo, %half\n"
-            + _key("km", "%mid") +
-            "  %bit = and i64 %km, %mask\n  %set = icmp ne i64 %bit, 0\n"
-            "  %hi1 = select i1 %set, i64 %mid, i64 %hi\n"
-            "  %lo1 = select i1 %set, i64 %lo, i64 %mid\n  br label %search\n"
-            "found:\n  br label %push\n"
-            "by_index:\n  %y = xor i64 %a, %last\n"
-            "  %yz = call i64 @llvm.ctlz.i64(i64 %y, i1 true)\n  %ybit = sub i64 63, %yz\n"
-            "  %ys = lshr i64 %last, %ybit\n  %ysplit = shl i64 %ys, %ybit\n  br label %push\n"
+            + _split() +
             "push:\n  %split = phi i64 [ %hi, %found ], [ %ysplit, %by_index ]\n"
             "  store i64 %split, ptr %sa, align 8\n"  # the top entry becomes [split, b)
             "  %ic = add i64 %ia, 2\n  %id = add i64 %ia, 3\n" + _slot("sc", "%ic")
@@ -194,6 +180,28 @@ def _build() -> str:
             "  br i1 %again, label %loop, label %done\n"
             "done:\n  ret void\n}\n")
     return text
+
+
+def _split() -> str:
+    """The split of [a, b) with key bits %x = keys[a] ^ keys[b - 1]: by key, the first leaf
+    whose key has %x's highest bit (a binary search over [a, last]); by position, when the
+    keys are equal. Both end at %push with %split."""
+    return (
+        "by_key:\n  %xz = call i64 @llvm.ctlz.i64(i64 %x, i1 true)\n"
+        "  %xbit = sub i64 63, %xz\n  %mask = shl i64 1, %xbit\n  br label %search\n"
+        "search:\n  %lo = phi i64 [ %a, %by_key ], [ %lo1, %probe ]\n"
+        "  %hi = phi i64 [ %last, %by_key ], [ %hi1, %probe ]\n"
+        "  %gap = sub i64 %hi, %lo\n  %open = icmp sgt i64 %gap, 1\n"
+        "  br i1 %open, label %probe, label %found\n"
+        "probe:\n  %half = lshr i64 %gap, 1\n  %mid = add i64 %lo, %half\n"
+        + _key("km", "%mid") +
+        "  %bit = and i64 %km, %mask\n  %set = icmp ne i64 %bit, 0\n"
+        "  %hi1 = select i1 %set, i64 %mid, i64 %hi\n"
+        "  %lo1 = select i1 %set, i64 %lo, i64 %mid\n  br label %search\n"
+        "found:\n  br label %push\n"
+        "by_index:\n  %y = xor i64 %a, %last\n"
+        "  %yz = call i64 @llvm.ctlz.i64(i64 %y, i1 true)\n  %ybit = sub i64 63, %yz\n"
+        "  %ys = lshr i64 %last, %ybit\n  %ysplit = shl i64 %ys, %ybit\n  br label %push\n")
 
 
 def build_module(triple: str, datalayout: str) -> str:
