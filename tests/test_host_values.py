@@ -61,7 +61,11 @@ def test_components_rows_and_slices_have_kernel_types() -> None:
     assert [r.gl_type for r in m] == [wp.vec3] * 3 and [type(c) for c in row] == [float] * 3
     row[0] = 100.0  # a copy, as a kernel's m[1] is a value
     assert m[1, 0] == 3.0 and type(m[1, 2]) is float
-    assert type(wp.vec3d(1.0, 2.0, 3.0)[0]) is np.float64 and type(wp.vec3h(1, 2, 3)[2]) is np.float16
+    # other types: Warp's scalar values (`isinstance(c, wp.float64)`), numpy scalars of the dtype
+    d, h = wp.vec3d(1.0, 2.0, 3.0)[0], wp.vec3h(1, 2, 3)[2]
+    assert isinstance(d, wp.float64) and isinstance(d, np.float64) and d.value == 1.0
+    assert isinstance(h, wp.float16) and isinstance(h, np.float16) and h.value == 3.0
+    assert not isinstance(d, wp.float32) and not isinstance(h, wp.float64)
     assert type(wp.vec2i(1, 2)[0]) is int and type(wp.vec2s(1, 2)[0]) is np.int16
     v = wp.vec4(1.0, 2.0, 3.0, 4.0)
     assert v[1:3].gl_type == wp.vec2 and v[1:3].tolist() == [2.0, 3.0]
