@@ -56,12 +56,16 @@ class Recorder:
 
         pipeline = importlib.import_module("gradloom.pipeline")
 
-        key = f"{kernel.cache_key(variant)}:{variant}"
+        label = f"{getattr(kernel.func, '__module__', '?')}.{kernel.key}{note}"
+        line: dict[str, Any] = {"label": label, "variant": variant}
+        try:
+            key = f"{kernel.cache_key(variant)}:{variant}"
+        except CompileError as exc:  # its parameters do not resolve (a `str` parameter)
+            self._write({**line, "skipped": f"{type(exc).__name__}: {exc}"[:600]})
+            return
         if key in self.seen:
             return
         self.seen.add(key)
-        label = f"{getattr(kernel.func, '__module__', '?')}.{kernel.key}{note}"
-        line: dict[str, Any] = {"label": label, "variant": variant}
         self._write({"start": label, "variant": variant})
         adjoint: bool | str = {"forward": False, "adjoint": True}.get(variant, variant)
         try:
@@ -124,12 +128,14 @@ def main(argv: list[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     importlib.import_module("warp")
     with open(out_dir / "kernels.jsonl", "w", encoding="utf-8") as log:
+        recorder = Recorder(out_dir, archs, log)
+        recorder.install()
         try:
-            recorder = Recorder(out_dir, archs, log)
-            recorder.install()
             run_test(target, recorder) if what == "test" else run_example(target, args)
         except (Exception, SystemExit) as exc:  # the kernels built so far are still checked
             log.write(json.dumps({"run_error": f"{type(exc).__name__}: {exc}"[:600]}) + "\n")
+        if what == "example":  # one that needs CUDA (fft, convolution, ...) stops before any
+            unlaunched("__main__", recorder)  # launch: its module-level kernels, as they are
     return 0
 
 
