@@ -368,7 +368,8 @@ def test_config_rejects_bad_values_and_warns_on_unknown_names():
     config.max_unroll = 4  # a Warp option: accepted silently
     config.max_unroll = before  # (other tests read its Warp default)
     assert sorted(dir(config)) == sorted(
-        ["cache_dir", "cache_enabled", "deterministic", "mode", "num_threads", "opt_level",
+        ["cache_dir", "cache_enabled", "deterministic", "enable_cpu_blocks", "mode",
+         "num_threads", "opt_level",
          "optimization_level",
          "parallel_min_ns", "print_ir", "quiet", "simd", "simd_width", "verbose",
          "verify_autograd_array_access", "verify_fp"])
