@@ -153,6 +153,7 @@ RUNTIME_RANKS: list[tuple[str, set[str]]] = [
     # the backend registry, the worker pool, signals, the kernel cache, the CUDA driver loader
     # (device discovery)
     ("base", {"layout", "handles", "readmarks", "signals", "page_map", "pool", "cache",
+              "host_malloc",
               "backend", "cuda.driver"}),
     # devices and host memory operations
     ("device", {"device", "memops", "dlpack_capsule", "occupancy", "mempool"}),

@@ -15,9 +15,13 @@ from ..array.ops import copy_flat_host
 from ..array.storage import copy_host
 from ..backend import CPU_BACKEND, DeviceProperties
 from ..device import CPU, Device
+from ..host_malloc import tune_for_large_arrays
 from ..launch import capture
 from ..stream import Stream, StreamError
 from . import command, launch
+
+# arrays made at every step come from the heap, not a fresh mapping each (host_malloc.py)
+tune_for_large_arrays()
 
 
 def init_array(obj: array, device: Device, data: Any, dtype: Any,
