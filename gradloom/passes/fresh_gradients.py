@@ -35,13 +35,11 @@ def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, bool]]) -> K
     seeded)): to zero, or (seeded) to the element the array's data pointer points at, which
     then carries the seed's address (the adjoint must not use that pointer otherwise); None
     where an array's gradient is not touched at the thread's own element only."""
-    start = _thread_start(ir) if arrays else None
+    start = _prologue_start(ir) if arrays else None
     if start is None:
         return None
-    stmts, last, tid = start
+    stmts, last, tid, defs, fresh = start
     assert tid.result is not None
-    defs = {op.result.id: op for op in walk_ops(ir.body) if op.result is not None}
-    fresh = max_var_id(ir.body) + 1
     prologue: list[Op] = []
     for off, (scalar, size, seeded) in arrays.items():
         grad = _top_arg(stmts, off + GRAD_SLOT)
@@ -81,13 +79,11 @@ def zeroed_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, int]]) -> K
     None where
     the kernel uses an array's data pointer other than by loads, stores and atomics at the
     thread's own element (or where no array is given)."""
-    start = _thread_start(ir) if arrays else None
+    start = _prologue_start(ir) if arrays else None
     if start is None:
         return None
-    stmts, last, tid = start
+    stmts, last, tid, defs, fresh = start
     assert tid.result is not None
-    defs = {op.result.id: op for op in walk_ops(ir.body) if op.result is not None}
-    fresh = max_var_id(ir.body) + 1
     prologue: list[Op] = []
     for off, (scalar, size, layout) in arrays.items():
         data, stride = _top_arg(stmts, off), _top_arg(stmts, layout + _STRIDE_WORD)
@@ -104,6 +100,16 @@ def zeroed_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, int]]) -> K
                      for c in range(0, size, scalar.size)]
     body = Block((*stmts[:last + 1], *prologue, *stmts[last + 1:]), ir.body.yields)
     return replace(ir, body=body)
+
+
+def _prologue_start(ir: KernelIR) -> tuple[list[Stmt], int, Op, dict[int, Op], int] | None:
+    """`_thread_start`'s statements, tid position and op, with the ops defining each value
+    (for `_own_only`) and the first free value id: what a per-thread prologue is built from."""
+    start = _thread_start(ir)
+    if start is None:
+        return None
+    defs = {op.result.id: op for op in walk_ops(ir.body) if op.result is not None}
+    return (*start, defs, max_var_id(ir.body) + 1)
 
 
 def _thread_start(ir: KernelIR) -> tuple[list[Stmt], int, Op] | None:
