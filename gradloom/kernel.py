@@ -6,7 +6,6 @@ import contextlib
 import copy
 import functools
 import hashlib
-import inspect
 import sys
 import weakref
 from dataclasses import dataclass, field, replace
@@ -23,10 +22,11 @@ from .frontend.func import (
     annotated_params,
     referenced_functions,
 )
-from .frontend.generic import describe_type, is_generic, matches_template
+from .frontend.generic import is_generic
 from .frontend.source import SourceInfo, source_digest
 from .frontend.static import parse_declared
 from .ir.nodes import KernelIR
+from .kernel_params import annotations_generic, concrete_param, holds_float_arrays
 from .modules import (
     check_module_cluster_dim,
     module_for,
@@ -45,7 +45,6 @@ from .types import (
     arg_offsets,
     resolve_annotation,
 )
-from .types.query import scalar_of
 
 VERSION = "0.1.0"
 
@@ -193,7 +192,7 @@ class Kernel:
         if len(arg_types) != len(names):
             raise RuntimeError(f"kernel {self.key} takes {len(names)} arguments, "
                                f"{len(arg_types)} types given")
-        types = [_concrete(self.key, n, t, template)
+        types = [concrete_param(self.key, n, t, template)
                  for n, t, (_, template) in zip(names, arg_types, self.params, strict=True)]
         sig = ";".join(type_key(t) for t in types)
         ovl = self.overloads.get(sig)
@@ -291,7 +290,7 @@ class Kernel:
             dual = copy.copy(self)
             dual.__dict__ = {k: v for k, v in self.__dict__.items() if not k.startswith("_gl_")}
             pairs = [(k, i) for i, k in enumerate(
-                [k for k, (_, t) in enumerate(self.params) if _holds_float_arrays(t)],
+                [k for k, (_, t) in enumerate(self.params) if holds_float_arrays(t)],
                 start=len(self.params))]
             dual._params = (*self.params,
                             *((f"{self.params[k][0]}_tangent", self.params[k][1]) for k, _ in pairs))
@@ -553,54 +552,8 @@ def native_pool_functions() -> tuple[int, int] | None:
     return worker, run
 
 
-def _holds_float_arrays(t: Any) -> bool:
-    """A parameter type whose values hold float arrays (it gets a tangent argument)."""
-    if isinstance(t, FabricArrayType):
-        return False
-    if isinstance(t, (ArrayType, IndexedArrayType)):
-        st = scalar_of(t.dtype)
-        return st is not None and st.is_float
-    if isinstance(t, StructType):
-        return any(isinstance(ft, StructType | ArrayType) and _holds_float_arrays(ft)
-                   for _, ft in t.fields)
-    return False
-
-
 def _symbol_safe(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-
-
-def annotations_generic(func: Any) -> bool:
-    """Whether a kernel function has a generic parameter (read from its annotations, without
-    parsing its source; one that does not evaluate is left for the compiler to report)."""
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    for p in params:
-        ann = p.annotation
-        try:
-            if isinstance(ann, str):
-                ann = eval(ann, func.__globals__)
-            if ann is not inspect.Parameter.empty and is_generic(resolve_annotation(ann)):
-                return True
-        except Exception:
-            continue
-    return False
-
-
-def _concrete(key: str, name: str, t: Any, template: Any) -> Any:
-    try:
-        t = resolve_annotation(t)
-    except TypeError as exc:
-        raise TypeError(f"Kernel {key} argument '{name}': {exc}") from None
-    if is_generic(t):
-        raise TypeError(f"Kernel {key} argument '{name}' cannot be generic, got "
-                        f"{describe_type(t)}")
-    if not matches_template(t, template):
-        raise TypeError(f"Kernel {key} argument '{name}' type mismatch: expected "
-                        f"{describe_type(template)}, got {t!r}")
-    return t
 
 
 def codegen_ptx(kernel: Kernel, arch: str = "sm_90", adjoint: bool = False) -> str:

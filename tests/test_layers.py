@@ -44,7 +44,10 @@ ALLOWED = {
     # which imports it at a kernel's first compile (function level)
     "pipeline": _BASE | {"ir", "passes", "codegen", "frontend", "autodiff"},
     "kernel": _BASE | {"ir", "builtins", "passes", "codegen", "runtime", "frontend", "autodiff",
-                       "argtypes", "native", "modules", "cuda_build", "pipeline"},
+                       "argtypes", "native", "modules", "cuda_build", "pipeline",
+                       "kernel_params"},
+    # a kernel's parameter types: generic or not, overloads' concrete types, tangent parameters
+    "kernel_params": _BASE | {"frontend"},
     # @wp.kernel and wp.overload: declaring kernels of kernel.py's class
     "kernel_decl": _BASE | {"kernel", "frontend", "modules"},
     "loading": _BASE | {"codegen", "kernel", "modules"},
