@@ -15,12 +15,21 @@ from .results import FileRun, parse_events
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: a file of Python code the child runs right after `import warp` (shim.generate's experiment)
 EXPERIMENT_ENV = "WARP_COMPAT_EXPERIMENT"
+#: the shim directory of a gradloom child, for the interpreters it starts (site/sitecustomize.py)
+SHIM_ENV = "WARP_COMPAT_SHIM"
+#: the directory of that start-up hook
+SITE_DIR = Path(__file__).resolve().parent / "site"
 
 
 def child_env(shim_dir: Path | None) -> dict[str, str]:
-    """Environment of a child (the repository importable; an experiment named when given)."""
+    """Environment of a child (the repository importable; an experiment named when given). On
+    gradloom the Python processes a child starts (`sys.executable -c ...`, as some of Warp's
+    tests do) import gradloom's `warp` too, through site/sitecustomize.py."""
     env = dict(os.environ)
-    parts = [str(REPO_ROOT)]
+    parts = [str(REPO_ROOT)] if shim_dir is None else [str(SITE_DIR), str(REPO_ROOT)]
+    env.pop(SHIM_ENV, None)
+    if shim_dir is not None:
+        env[SHIM_ENV] = str(shim_dir)
     # keep what the caller had (e.g. a checkout's own PYTHONPATH)
     extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in parts]
     env["PYTHONPATH"] = os.pathsep.join(parts + extra)

@@ -6,11 +6,14 @@ child calls ``prepare_child`` after ``import warp`` (the harness's options, an e
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import types
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
+
+from .shim import PACKAGES_FILE
 
 
 class WarpPrivate(BaseException):
@@ -220,6 +223,16 @@ def harness_config(config: types.ModuleType) -> list[str]:
             setattr(config, key, value)
             added.append(key)
     return added
+
+
+def install_for_subprocess(shim_dir: str) -> None:
+    """In an interpreter a gradloom child started (site/sitecustomize.py): gradloom's ``warp``
+    with the shim's packages (``warp.tests``, ``warp._src``) and the harness's options."""
+    # imported here: warp-lang's children import this module too and must not load gradloom
+    from gradloom.as_warp import install_as_warp
+
+    packages = json.loads((Path(shim_dir) / PACKAGES_FILE).read_text())
+    harness_config(install_as_warp(packages).config)
 
 
 def prepare_child(warp: types.ModuleType) -> bool:
