@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -192,6 +193,22 @@ def test_shim_modules_alias_and_experiment(fake_wheel, tmp_path):
                          timeout=120, capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_child_subprocesses_import_gradloom(fake_wheel, tmp_path):
+    """A plain interpreter a gradloom child starts (Warp's run_python_subprocess) gets
+    gradloom's warp and the shim's packages, not the installed warp-lang."""
+    shim_dir = shim.generate(tmp_path / "shim", fake_wheel)
+    code = ("import warp, warp.tests.unittest_utils as u; "
+            "print(hasattr(warp, '__gradloom_version__'), u.__file__)")
+    out = subprocess.run([sys.executable, "-c", code], env=runner.child_env(shim_dir), cwd=REPO,
+                         timeout=120, capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    flag, where = out.stdout.split()
+    assert flag == "True" and where.startswith(str(fake_wheel))
+    plain = subprocess.run([sys.executable, "-c", code], env=runner.child_env(None), cwd=REPO,
+                           timeout=120, capture_output=True, text=True)  # fmt: skip
+    assert "True" not in plain.stdout  # warp-lang's children stay on warp-lang
 
 
 def test_catalog_lists_unique_files_and_examples():
