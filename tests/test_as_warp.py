@@ -106,11 +106,29 @@ def test_private_modules_libraries_import(tmp_path):
             "from warp._src import types\n"
             "import gradloom, os\n"
             "os.environ['XDG_CACHE_HOME'] = '/xdg'\n"
-            "print(user_cache_dir('newton', 'nvidia', '1.0'), types is gradloom.types)\n")  # fmt: skip
+            "print(user_cache_dir('newton', 'nvidia', '1.0'), types.float32 is gradloom.float32)\n")  # fmt: skip
     out = _python(["-m", "gradloom.as_warp", "-c", code], tmp_path)
     assert out.returncode == 0, out.stderr
     if sys.platform.startswith("linux"):
         assert out.stdout.split() == ["/xdg/newton/1.0", "True"]
+
+
+def test_private_types_typing_helpers(tmp_path):
+    # newton's Kamino annotates methods with Warp's private generics: `-> Vector[Any, Int]`
+    code = ("from warp._src.types import Any, Int, Float, Vector, Matrix\n"
+            "import typing, gradloom\n"
+            "class Joint:\n"
+            "    def axes(self) -> Vector[Any, Int]: ...\n"
+            "    def block(self) -> Matrix[Float, int, int]: ...\n"
+            "hints = typing.get_type_hints(Joint.axes)\n"
+            "print(Any is typing.Any, gradloom.int32 in Int.__constraints__,\n"
+            "      typing.get_args(hints['return']) == (Any, Int))\n"
+            "import warp._src.types as private\n"
+            "try:\n    private.not_a_name\n"
+            "except AttributeError as e:\n    print('refused', 'Warp-private' in str(e))\n")  # fmt: skip
+    out = _python(["-m", "gradloom.as_warp", "-c", code], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "True", "refused", "True"]
 
 
 def test_render_module_imports_and_renderers_refuse(tmp_path):

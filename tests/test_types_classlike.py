@@ -68,6 +68,27 @@ def test_unions():
     assert typing.get_args(None | wp.mat22) == (type(None), wp.mat22)
 
 
+def test_issubclass_against_unions_of_type_objects():
+    # newton's Kamino: `FloatType = wp.float16 | wp.float32 | wp.float64`, then
+    # `issubclass(dtype, FloatType | IntType)` on every block dtype it builds
+    float_type = wp.float16 | wp.float32 | wp.float64
+    int_type = wp.int16 | wp.int32 | wp.int64
+    assert issubclass(wp.float32, float_type | int_type)
+    assert issubclass(wp.int64, int_type) and not issubclass(wp.int64, float_type)
+    assert not issubclass(wp.uint8, float_type | int_type)
+    assert issubclass(wp.vec2i, wp.vec2s | wp.vec2i) and not issubclass(wp.vec3, wp.vec2s | wp.vec2i)
+    assert issubclass(vec10f, wp.types.vector(10, wp.float32))  # a named type is the type
+
+
+def test_array_of_a_type_variable_is_a_typing_alias():
+    # a generic class's Python-scope annotation (`-> wp.array[IndexType]`), as Warp's array
+    # is Generic in its dtype; no kernel takes such a parameter
+    index_type = typing.TypeVar("index_type", wp.int32, wp.int64)
+    alias = wp.array[index_type]
+    assert typing.get_origin(alias) is wp.array and typing.get_args(alias) == (index_type,)
+    assert typing.get_args(wp.array2d[index_type]) == (index_type,)
+
+
 @wp.struct
 class _Padded:
     a: wp.vec3

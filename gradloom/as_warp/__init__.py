@@ -44,7 +44,7 @@ SUBMODULES: dict[str, str] = {
 #: Warp-private modules that libraries built on Warp import all the same (newton), mapped to
 #: gradloom's counterpart; the packages above them are empty namespaces
 PRIVATE: dict[str, str] = {
-    "_src.types": "gradloom.types",
+    "_src.types": "gradloom.as_warp.private_types",
     "_src.thirdparty.appdirs": "gradloom.as_warp.appdirs",
     "_src.context": "gradloom.as_warp.context",
 }

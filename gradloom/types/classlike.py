@@ -48,6 +48,11 @@ class ClassLike:
     def __ror__(self, other: Any) -> Any:
         return typing.Union[other, self]  # noqa: UP007
 
+    def __subclasscheck__(self, cls: Any) -> bool:
+        """`issubclass(wp.float32, wp.float16 | wp.float32)`: Python asks each member of the
+        union; a type object's only subclasses are itself (a derived class is the same object)."""
+        return bool(cls == self)
+
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         """`class vec10f(wp.types.vector(10, wp.float32))`: a base whose class statement
         returns this type (see the module's docstring)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import types
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -186,7 +187,12 @@ class array(ArrayArithmetic, AnnotationProtocols, ReadMarks):
 
     def __class_getitem__(cls, params: Any) -> array:
         """`wp.array[float]`, `wp.array2d[wp.vec3]`, `wp.array[float, 2]`: an annotation, the
-        same as `wp.array(dtype=float, ndim=...)`."""
+        same as `wp.array(dtype=float, ndim=...)`. With a TypeVar (`wp.array[IndexType]` in a
+        generic class's Python-scope annotations, as Warp's array is Generic in its dtype): a
+        typing alias, which no kernel parameter takes."""
+        if any(isinstance(p, typing.TypeVar) for p in (params if isinstance(params, tuple)
+                                                         else (params,))):
+            return types.GenericAlias(cls, params)  # type: ignore[return-value]
         if isinstance(params, tuple):
             if cls._fixed_ndim is not None or len(params) != 2:
                 want = "(dtype)" if cls._fixed_ndim is not None else "(dtype) or (dtype, ndim)"
