@@ -26,7 +26,13 @@ from .frontend.generic import is_generic
 from .frontend.source import SourceInfo, source_digest
 from .frontend.static import parse_declared
 from .ir.nodes import KernelIR
-from .kernel_params import annotations_generic, concrete_param, holds_float_arrays
+from .kernel_params import (
+    ParamsView,
+    ParamView,
+    annotations_generic,
+    concrete_param,
+    holds_float_arrays,
+)
 from .modules import (
     check_module_cluster_dim,
     module_for,
@@ -184,6 +190,12 @@ class Kernel:
             self._params = tuple(params)
         return self._params
 
+    @property
+    def adj(self) -> ParamsView:
+        """Warp's `kernel.adj` (its code generator), as far as libraries read it: `adj.args`, each
+        parameter's `label` and `type`."""
+        return ParamsView(tuple(ParamView(name, t) for name, t in self.params))
+
     # -- generic kernels ---------------------------------------------------------------------
 
     def add_overload(self, arg_types: list[Any]) -> Kernel:
@@ -331,13 +343,15 @@ class Kernel:
             held = self._gl_tiles = any(op.prim == "local" for op in walk_ops(ir.body))
         return held
 
-    def fresh_variant(self, pending: frozenset[int], seeds: frozenset[int] = frozenset()
+    def fresh_variant(self, pending: frozenset[int], seeds: frozenset[int] = frozenset(),
+                      streamed: frozenset[int] = frozenset()
                       ) -> tuple[str, frozenset[int], frozenset[int]]:
         """The adjoint's variant that sets, each thread its own element, the gradients of
         those arrays at the positions in `pending` (to zero) and in `seeds` (to a seed passed
         as the array's data) whose gradient the adjoint touches only there
         (pipeline.fresh_candidates), and the positions it zeroes and seeds; ("adjoint", none,
-        none) where none qualifies. A Tape runs it where it deferred those passes."""
+        none) where none qualifies. A Tape runs it where it deferred those passes. Those also
+        in `streamed` are stored bypassing the cache (pipeline.fresh_variant)."""
         from . import pipeline
 
         known: tuple[frozenset[int], frozenset[int]] | None = self.__dict__.get("_gl_fresh")
@@ -347,7 +361,8 @@ class Kernel:
         zeroed, seeded = pending & known[0], seeds & known[1]
         if not zeroed and not seeded:
             return "adjoint", zeroed, seeded
-        return pipeline.fresh_variant(tuple(sorted(zeroed | seeded)), seeded), zeroed, seeded
+        return (pipeline.fresh_variant(tuple(sorted(zeroed | seeded)), seeded, streamed),
+                zeroed, seeded)
 
     def zeroed_variant(self, params: frozenset[int]) -> str | None:
         """The forward variant whose threads first zero their own element of the arrays at

@@ -1,9 +1,11 @@
 """Kernel parameter types: whether a kernel is generic (read from its annotations), the
-concrete type an overload gives a parameter, and which parameters get forward mode's tangents."""
+concrete type an overload gives a parameter, which parameters get forward mode's tangents, and
+the parameter view libraries read as Warp's `kernel.adj.args`."""
 
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any
 
 from .frontend.generic import describe_type, is_generic, matches_template
@@ -57,3 +59,20 @@ def concrete_param(key: str, name: str, t: Any, template: Any) -> Any:
         raise TypeError(f"Kernel {key} argument '{name}' type mismatch: expected "
                         f"{describe_type(template)}, got {t!r}")
     return t
+
+
+@dataclass(frozen=True)
+class ParamView:
+    """One kernel parameter as Warp's codegen exposes it: its name (`label`) and type."""
+
+    label: str
+    type: Any
+
+
+@dataclass(frozen=True)
+class ParamsView:
+    """Warp's `kernel.adj` as far as libraries read it: `args`, in order. newton's Kamino walks
+    it to declare a generic kernel's float32 overloads up front."""
+
+    args: tuple[ParamView, ...]
+
