@@ -575,6 +575,8 @@ def test_scoped_device_restores() -> None:
         assert d == "cpu" and dv.get_device() == d
         with dv.ScopedDevice(d):
             assert dv.get_device() == "cpu"
+        with dv.ScopedDevice(device="cpu"):  # Warp's keyword (newton's Kamino passes it)
+            assert dv.get_device() == "cpu"
     assert dv.get_device() is before
     if not dv.is_cuda_available():
         with pytest.raises(GradloomError):

@@ -307,8 +307,8 @@ def init() -> None:
 class ScopedDevice:
     """`with ScopedDevice("cpu"):` makes a device current for the block, then restores."""
 
-    def __init__(self, ident: Any) -> None:
-        self.device = get_device(ident)
+    def __init__(self, device: Any) -> None:  # Warp's keyword: `ScopedDevice(device="cpu")`
+        self.device = get_device(device)
         self._tokens: list[contextvars.Token[Device]] = []
 
     def __enter__(self) -> Device:
