@@ -156,3 +156,36 @@ def test_struct_tile_refusals() -> None:
         wp.launch_tiled(ones, dim=[1], inputs=[], block_dim=1)
     with pytest.raises(RuntimeError, match="tile_min.*Warp struct"):
         wp.launch_tiled(tmin, dim=[1], inputs=[wp.zeros(N, dtype=P)], block_dim=1)
+
+
+@wp.struct
+class Holder:
+    values: wp.array(dtype=float)
+    scale: wp.float32
+
+
+@wp.kernel
+def _holder_tile_k(src: wp.array(dtype=float), out: wp.array(dtype=float),
+                   stored: wp.array(dtype=Holder)):
+    h = Holder()
+    h.values = src
+    h.scale = 2.0
+    full = wp.tile_full(4, value=h, dtype=Holder)
+    zeros = wp.tile_zeros(4, dtype=Holder)
+    e = full[2]
+    out[0] = e.values[3] * e.scale  # the array field, read back from the tile, still reads src
+    out[1] = float(e.values.shape[0])
+    out[2] = float(zeros[1].values.shape[0])  # a zero tile holds null arrays
+    wp.tile_store(stored, full)
+
+
+def test_struct_tile_with_array_field() -> None:
+    """Warp's tile.test_tile_construction builds tiles of a struct holding an array: the field is
+    kept as the array's descriptor, so an element's array reads the source array."""
+    src = wp.array(np.arange(5, dtype=np.float32) + 1.0)
+    out = wp.zeros(3, dtype=float)
+    stored = wp.empty(4, dtype=Holder)
+    wp.launch_tiled(_holder_tile_k, dim=1, inputs=[src, out, stored], block_dim=1)
+    np.testing.assert_array_equal(out.numpy(), [8.0, 5.0, 0.0])
+    back = stored.list()
+    assert all(np.array_equal(b.values.numpy(), src.numpy()) and b.scale == 2.0 for b in back)

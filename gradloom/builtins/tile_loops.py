@@ -12,8 +12,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import MatrixType, ScalarType, StructType, TileType, VectorType, int32, int64
-from .values import ZERO_TILE, Composite, Ctx, StructVal, TileVal, while_loop
+from ..types import (
+    ArrayType,
+    IndexedArrayType,
+    MatrixType,
+    ScalarType,
+    StructType,
+    TileType,
+    VectorType,
+    int32,
+    int64,
+)
+from ..types.layout import leaves
+from .values import ZERO_TILE, ArrayVal, Composite, Ctx, StructVal, TileVal, flatten, while_loop
 
 #: the most bytes of data one tile may hold (its buffer is twice that: data and adjoints)
 MAX_TILE_BYTES = 256 * 1024
@@ -50,9 +61,12 @@ ZERO_TILE.fill(new_tile)  # a variable defined on one branch only starts as a ze
 
 
 def _storable(t: Any) -> bool:
-    """Whether a tile buffer can hold elements of type t (a struct: all of its fields)."""
+    """Whether a tile buffer can hold elements of type t (a struct: all of its fields; an array
+    field as its descriptor's words, as an array of such structs holds it)."""
     if isinstance(t, StructType):
         return all(_storable(ft) for _, ft in t.fields)
+    if isinstance(t, (ArrayType, IndexedArrayType)):
+        return True
     part = t.dtype if isinstance(t, (VectorType, MatrixType)) else t
     return isinstance(part, ScalarType)
 
@@ -108,6 +122,9 @@ def _get_at(ctx: Ctx, tile: TileVal, at: Var, t: Any) -> Any:
         offs = t.offsets
         return StructVal(t, tuple(_get_at(ctx, tile, _plus(ctx, at, offs[n]), ft)
                                   for n, ft in t.fields))
+    if isinstance(t, (ArrayType, IndexedArrayType)):  # the descriptor's words (types.leaves)
+        return ArrayVal.from_words(t, [ctx.op("lload", tile.base, _plus(ctx, at, k),
+                                              attr=tile.span, type=w) for k, w in leaves(t)])
     comps = tuple(ctx.op("lload", tile.base, _plus(ctx, at, k * t.dtype.size), attr=tile.span,
                          type=t.dtype) for k in range(t.length))
     return Composite(t, comps)
@@ -122,6 +139,10 @@ def _write_at(ctx: Ctx, tile: TileVal, at: Var, value: Any) -> None:
         offs = value.type.offsets
         for (n, _), v in zip(value.type.fields, value.fields, strict=True):
             _write_at(ctx, tile, _plus(ctx, at, offs[n]), v)
+        return
+    if isinstance(value, ArrayVal):
+        for (k, _), w in zip(leaves(value.type), flatten(value), strict=True):
+            ctx.b.effect("lstore", (tile.base, _plus(ctx, at, k), w), ctx.loc, attr=tile.span)
         return
     parts = [value] if isinstance(value, Var) else list(value.comps)
     size = parts[0].type.size
