@@ -673,6 +673,45 @@ def atomic_max_kernel(x: wp.array(dtype=f64), out: wp.array(dtype=f64)):
     wp.atomic_max(out, i // 3, x[i] * x[i])
 
 
+# atomic_min/max at the thread's own element, the old value it returns used (warp-lang's
+# test_special_values), read and overwritten around it, inside a loop, over a 2-D launch
+
+
+@wp.kernel
+def own_min_old_used_kernel(slot: wp.array(dtype=f64), x: wp.array(dtype=f64),
+                            out: wp.array(dtype=f64)):
+    i = wp.tid()
+    old = wp.atomic_min(slot, i, x[i] * f64(2.0))
+    out[i] = old * old + x[i]
+
+
+@wp.kernel
+def own_max_read_around_kernel(a: wp.array(dtype=f64), x: wp.array(dtype=f64),
+                               y: wp.array(dtype=f64), out: wp.array(dtype=f64)):
+    i = wp.tid()
+    a[i] = a[i] * x[i]
+    old = wp.atomic_max(a, i, wp.sin(y[i]))
+    out[i] = a[i] * old + a[i]
+
+
+@wp.kernel
+def own_min_loop_kernel(a: wp.array(dtype=f64), x: wp.array(dtype=f64),
+                        out: wp.array(dtype=f64)):
+    i = wp.tid()
+    s = f64(0.0)
+    for k in range(3):
+        old = wp.atomic_min(a, i, x[i] * f64(k + 1) - f64(0.5))
+        s = s + old * f64(k + 2)
+    out[i] = s
+
+
+@wp.kernel
+def own_max_2d_kernel(m: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64),
+                      out: wp.array2d(dtype=f64)):
+    i, j = wp.tid()
+    out[i, j] = wp.atomic_max(m, i, j, x[i, j] * x[i, j]) * x[i, j]
+
+
 # =============================================================================================
 # same-kernel read-then-overwrite
 
@@ -852,6 +891,8 @@ WARP_DYNAMIC_LOOP = ("Warp replays a dynamic loop forward, then runs each iterat
 WARP_READ_OVERWRITE = ("Warp's adjoint re-reads arrays after they were overwritten (no saved "
                        "values)")
 WARP_UNRECORDED = "Warp's tape does not record zero_()/fill_(), so overwritten values pass gradient"
+WARP_MINMAX_OLD = ("Warp's atomic_min/max adjoint drops the gradient of the old value it returns "
+                   "and leaves the replaced element's gradient in place")
 WARP_COMPONENT = ("Warp's adjoint of repeated component updates (of a local vector or of an array "
                   "element read back) uses the final component values")
 
@@ -1037,6 +1078,20 @@ CASES = [
     Case("atomic_max", kernel=atomic_max_kernel, dim=6,
          args=[arr([0.4, -1.3, 0.9, 1.5, 0.2, -0.7]), arr([-100.0, 0.0])], wrt=[0],
          outputs=[1]),
+    Case("own_atomic_min_old_used", kernel=own_min_old_used_kernel, dim=5,
+         args=[arr([0.3, -0.8, 1.7, 0.4, -2.0]), arr([0.5, -0.9, 0.2, 0.6, -0.4]),
+               arr(zeros(5))],
+         wrt=[0, 1], outputs=[0, 2], warp_xfail=WARP_MINMAX_OLD),
+    Case("own_atomic_max_read_around", kernel=own_max_read_around_kernel, dim=4,
+         args=[arr([0.5, -0.7, 1.2, 0.1]), arr([1.5, 0.8, -0.6, 2.0]),
+               arr([0.3, 1.1, -0.4, 0.9]), arr(zeros(4))], wrt=[0, 1, 2], outputs=[0, 3],
+         warp_xfail=WARP_MINMAX_OLD),
+    Case("own_atomic_min_loop", kernel=own_min_loop_kernel, dim=4,
+         args=[arr([0.2, -0.6, 3.0, 0.9]), arr([0.35, -0.2, 1.3, 0.05]), arr(zeros(4))],
+         wrt=[0, 1], outputs=[0, 2], warp_xfail=WARP_MINMAX_OLD),
+    Case("own_atomic_max_2d", kernel=own_max_2d_kernel, dim=(2, 3),
+         args=[arr(rnd((2, 3), seed=31) * 0.5), arr(rnd((2, 3), seed=32)), arr(zeros((2, 3)))],
+         wrt=[0, 1], outputs=[0, 2], warp_xfail=WARP_MINMAX_OLD),
     # --- same-kernel read-then-overwrite
     Case("read_then_overwrite", kernel=scale_inplace_kernel, dim=4,
          args=[arr(X4), arr(B4)], wrt=[0, 1], outputs=[1],

@@ -853,6 +853,71 @@ def test_atomic_min_on_an_array_the_kernel_reads_fails_at_backward():
     assert "min_reads_its_target" in str(info.value)
 
 
+@wp.kernel
+def min_old_value_shared(x: F64, lo: F64, y: F64):
+    i = wp.tid()
+    y[i] = wp.atomic_min(lo, 0, x[i])
+
+
+def test_atomic_min_old_value_used_where_threads_share_the_element_fails_at_backward():
+    x, lo, y = a64([1.0, 2.0, 3.0]), a64([10.0]), a64([0.0, 0.0, 0.0])
+    tape = wp.Tape()
+    with tape:
+        wp.launch(min_old_value_shared, 3, inputs=[x, lo, y])
+    with pytest.raises(CompileError, match=r"atomic_min\(\) returns .*order threads run in"):
+        tape.backward(grads={y: np.ones(3)})
+
+
+@wp.kernel
+def min_old_value_own(slot: F64, value: F64, out: F64):
+    i = wp.tid()
+    out[i] = wp.atomic_min(slot, i, value[i])
+
+
+def test_atomic_min_at_the_threads_own_element_with_nans():
+    # warp-lang's test_special_values rows: a NaN element is always replaced, a NaN value
+    # never replaces a number; the replaced element's gradient is consumed, the old value's
+    # (out's seed) goes back to the element
+    nan = float("nan")
+    slot, value = a64([nan, nan, 2.0, 5.0, 2.0]), a64([nan, 2.0, nan, 2.0, 5.0])
+    out = a64(np.zeros(5))
+    tape = wp.Tape()
+    with tape:
+        wp.launch(min_old_value_own, 5, inputs=[slot, value, out])
+    np.testing.assert_array_equal(slot.numpy()[1:], [2.0, 2.0, 2.0, 2.0])
+    assert np.isnan(slot.numpy()[0])
+    tape.backward(grads={slot: np.ones(5), out: np.full(5, 0.5)})
+    np.testing.assert_array_equal(grad(value), [1.0, 1.0, 0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(grad(slot), [0.5, 0.5, 1.5, 0.5, 1.5])
+
+
+def test_atomic_min_of_nans_where_threads_share_the_element():
+    x, lo = a64([nan := float("nan"), nan]), a64([nan])
+    tape = wp.Tape()
+    with tape:
+        wp.launch(min_into, 2, inputs=[x, lo])
+    tape.backward(grads={lo: np.array([1.0])})
+    np.testing.assert_array_equal(grad(x), [1.0, 1.0])  # NaN ties NaN: every thread
+
+
+@wp.kernel
+def int_max_old_value_used(ids: wp.array(dtype=wp.int32), x: F64, y: F64):
+    i = wp.tid()
+    k = wp.atomic_max(ids, i // 2, 3)
+    y[i] = x[i] * wp.float64(k)
+
+
+def test_integer_atomic_max_old_value_used_is_differentiated():
+    # integers carry no gradient: the old value is replayed, not refused
+    ids = wp.array(np.array([7, 1]), dtype=wp.int32)
+    x, y = a64([0.5, 1.5, -2.0, 0.25]), a64(np.zeros(4))
+    tape = wp.Tape()
+    with tape:
+        wp.launch(int_max_old_value_used, 4, inputs=[ids, x, y])
+    tape.backward(grads={y: np.ones(4)})
+    np.testing.assert_array_equal(grad(x), [7.0, 7.0, 1.0, 3.0])
+
+
 # =============================================================================================
 # enable_backward=False, structs, manual adjoint launches
 

@@ -16,7 +16,9 @@ class ArrayAccess:
 
     loads: bool = False
     stores: bool = False  # plain stores and the atomics other than min/max
-    minmax: bool = False  # atomic_min / atomic_max
+    # float atomic_min / atomic_max, where the adjoint compares each thread's value with the
+    # launch's final one (else they count as a load and a store: see `_per_thread_picks`)
+    minmax: bool = False
     result_used: bool = False  # an atomic's returned old value is used
     shared: bool = False  # some access's address may be another thread's element too
     # in this kernel, every read of any array comes before every write (a kernel-wide fact,
@@ -193,8 +195,8 @@ def analyze(kernel: KernelIR) -> KernelAccess:
         acc = ka.arrays.setdefault(ka.root(op.args[0], op.loc), ArrayAccess())
         if not PRIMS[op.prim].has(Effect.WRITE):
             acc.loads = True
-        elif PRIMS[op.prim].memory_rule is not MemoryRule.PICK:
-            acc.stores = True
+        elif PRIMS[op.prim].memory_rule is not MemoryRule.PICK or not op.args[2].type.is_float:
+            acc.stores = True  # integer min/max: a read-modify-write like atomic_or
         else:
             acc.minmax = True
         if Effect.ATOMIC in effects and op.result is not None and op.result.id in used:
@@ -207,4 +209,23 @@ def analyze(kernel: KernelIR) -> KernelAccess:
     reads_first = _reads_first(ka, kernel)
     for acc in ka.arrays.values():
         acc.reads_first = reads_first
+    _per_thread_picks(ka, ops, addresses)
     return ka
+
+
+def _per_thread_picks(ka: KernelAccess, ops: list[Op], addresses: Addresses) -> None:
+    """A float atomic_min/max on an array the kernel also reads or writes, or whose returned
+    old value it uses, is exact when every access of that array reaches the thread's own
+    element by one mapping: no other thread touches the element, so the op is a read of the
+    old value and a store of the winner, and its array a working one (the adjoint replays it
+    on a copy of the pre-launch contents: reverse.py's rule needs the old value)."""
+    mappings: dict[int, set[object]] = {}
+    for op in ops:
+        if ka.tracked(op):
+            mappings.setdefault(ka.root(op.args[0], op.loc), set()).add(
+                addresses.mapping(op.args[1]))
+    for off, acc in ka.arrays.items():
+        found = mappings.get(off, set())
+        if acc.minmax and (acc.loads or acc.stores or acc.result_used) and \
+                len(found) == 1 and None not in found:
+            acc.minmax, acc.loads, acc.stores = False, True, True

@@ -301,13 +301,23 @@ def _pick(fw: Forward, op: Op) -> None:
     tangent kernel keeps this per element in thread order (a store at an element other threads
     store to makes the launch serial: passes/threads.py), so the element ends with the tangent
     of the first thread whose value is the final one, or keeps its own where none replaced it
-    (reverse mode hands the gradient to the same thread)."""
+    (reverse mode hands the gradient to the same thread). At the thread's own element
+    (access.py: not `minmax`) the old value's tangent is the one stored there."""
     value, old = op.args[2], op.result
     if not value.type.is_float:
         return
     assert old is not None
     em = fw.em
     place = fw.tangent_place(op)
+    if not fw.access.arrays[fw.access.root(op.args[0], op.loc)].minmax:
+        # the thread's own element (access.py): the old value's tangent is the one there,
+        # and the winner's is stored
+        t_old = em.op("load", *place, type=value.type, attr=op.attr)
+        won = PRIMS[op.prim].replaces(fw, value, old)
+        em.effect("store", *place, em.op("select", won, fw.tangent_or_zero(value), t_old),
+                  attr=op.attr)
+        fw.set_tangent(old, t_old)
+        return
     now = em.op("load", op.args[0], op.args[1], type=value.type, attr=op.attr)
     replaced = em.op("and", em.op("eq", now, value), em.op("ne", old, value))
     then = em.open()

@@ -79,12 +79,24 @@ class Reverse:
         return replace(fold_take_back(drop_unread_writes(adjoint, working)), launch_check=check)
 
     def _check_minmax(self) -> None:
+        """A float atomic_min/max whose array the launch's final contents stand for (access.py:
+        `minmax`) must be its array's only use: elsewhere the thread order decides."""
         for op in walk_ops(self.kernel.body):
-            if PRIMS[op.prim].memory_rule is MemoryRule.PICK:
-                acc = self.access.arrays[self.access.root(op.args[0], op.loc)]
-                if acc.loads or acc.stores or acc.result_used:
-                    raise CompileError(f"cannot differentiate wp.{op.prim}() on an array the kernel also reads or writes otherwise; "
-                                       "use a separate array for the min/max", op.loc)
+            if PRIMS[op.prim].memory_rule is not MemoryRule.PICK or not self.access.tracked(op):
+                continue
+            acc = self.access.arrays[self.access.root(op.args[0], op.loc)]
+            if not acc.minmax:
+                continue
+            if acc.result_used:
+                raise CompileError(f"cannot differentiate through the value wp.{op.prim}() "
+                                   "returns where other threads may update the same element: "
+                                   "it depends on the order threads run in (at the thread's "
+                                   "own element, as a[i] of a launch over i, it is exact)",
+                                   op.loc)
+            if acc.loads or acc.stores:
+                raise CompileError(f"cannot differentiate wp.{op.prim}() on an array the kernel "
+                                   "also reads or writes otherwise, where threads may share "
+                                   "elements; use a separate array for the min/max", op.loc)
 
     def recomputable_load(self, op: Op) -> bool:
         if op.result is None or op.result.type.kind == "p":
@@ -229,6 +241,10 @@ class Reverse:
             raise CompileError(f"wp.{op.prim}() on a float array is not differentiable: what "
                                "the array ends up holding depends on the order threads run in; "
                                "launch this kernel outside the Tape", op.loc)
+        if rule is MemoryRule.PICK and not self.access.arrays[
+                self.access.root(op.args[0], op.loc)].minmax:
+            self.reverse_own_pick(op, scope)
+            return
         gp, off = self.grad_place(op, scope)
         if rule is MemoryRule.OVERWRITE:
             scope.accumulate(value, em.op("adj_take", gp, off, type=value.type, attr=op.attr))
@@ -244,8 +260,28 @@ class Reverse:
         # PICK (atomic_min/max): the array holds the winner; the gradient goes to the thread(s)
         # whose value equals it (the runtime passes the array's contents after the launch)
         final = em.op("load", scope.primal(op.args[0]), off, type=value.type, attr=op.attr)
-        won = em.op("eq", scope.primal(value), final)
+        v = scope.primal(value)
+        both_nan = em.op("and", em.op("isnan", v), em.op("isnan", final))
+        won = em.op("or", em.op("eq", v, final), both_nan)
         scope.accumulate(value, em.op("select", won, g, em.zero(value.type)))
+
+    def reverse_own_pick(self, op: Op, scope: Scope) -> None:
+        """atomic_min/max at the thread's own element (access.py: not `minmax`): the old value
+        it returns was read, the winner stored. The stored value's gradient is taken, as a
+        store's, and goes to the value where it replaced the old one, else to the old value,
+        whose gradient (with its uses' adjoint) goes back into the element, as a load's."""
+        em, value = self.em, op.args[2]
+        assert op.result is not None
+        gp, off = self.grad_place(op, scope)
+        g = em.op("adj_take", gp, off, type=value.type, attr=op.attr)
+        old = scope.primal(op.result)
+        won = PRIMS[op.prim].replaces(scope, scope.primal(value), old)
+        zero = em.zero(value.type)
+        scope.accumulate(value, em.op("select", won, g, zero))
+        scope.accumulate(op.result, em.op("select", won, zero, g))
+        adj_old = scope.get_adj(op.result)
+        assert adj_old is not None
+        em.effect("adj_add", gp, off, adj_old, attr=op.attr)
 
     def grad_place(self, op: Op, scope: Scope) -> tuple[Var, Var]:
         base, extra = self.grad_base(op.args[0], scope, op.loc)

@@ -124,6 +124,9 @@ class Prim:
     #: a forward-mode rule of its own, where the one `vjp` implies (jvp_of) would be wasteful
     #: or wrong (operand and result types differ); see `forward_rule`
     jvp: JVP | None = None
+    #: PICK memory primitives: the comparison `c` under which the value replaces the element's
+    #: old value, c(value, old) (see `replaces`)
+    replaces_when: str | None = None
 
     # cached: every pass asks these of every op, and each operation on an enum.Flag builds a
     # member (a kernel of 16,000 ops spent a sixth of its compile in enum.py)
@@ -164,6 +167,7 @@ class Prim:
     @functools.cached_property
     def _has(self) -> dict[int, bool]:
         return {}
+
     #: how the host computes it (ir/evaluate.py runs Python-scope calls with these rules), or
     #: why it cannot run there; None only for a primitive not yet given one (a test fails)
     host: HostRule | Unavailable | None = None
@@ -178,3 +182,11 @@ class Prim:
     #: index there reach distinct results when the launch finds the flag set and n at least
     #: the launch's extent (passes/threads.py plans on it, the launch checks it)
     permutes: int | None = None
+
+    def replaces(self, e: Emit, value: Var, old: Var) -> Var:
+        """PICK primitives: whether `value` replaced the element's `old` value (a bool), as
+        the primitive's float semantics decide: a NaN old value is always replaced, a NaN
+        value never replaces a number, and a tie counts as replaced (the value gets the
+        gradient, as warp-lang's adjoint gives it)."""
+        assert self.replaces_when is not None
+        return e.op("or", e.op(self.replaces_when, value, old), e.op("isnan", old))

@@ -485,9 +485,9 @@ _TABLE: list[Prim] = [
     Prim("atomic_add", 3, _atomic, _RMW | Effect.ACCUMULATE, memory_rule=_M.ACCUMULATE,
          host=hostops.MEMORY, doc="returns the old value"),
     Prim("atomic_min", 3, _atomic, _RMW, memory_rule=_M.PICK, host=hostops.MEMORY,
-         doc="returns the old value"),
+         replaces_when="le", doc="returns the old value"),
     Prim("atomic_max", 3, _atomic, _RMW, memory_rule=_M.PICK, host=hostops.MEMORY,
-         doc="returns the old value"),
+         replaces_when="ge", doc="returns the old value"),
     *(Prim(f"atomic_{n}", 3, _atomic_int, _RMW, memory_rule=_M.INTEGER, host=hostops.MEMORY,
            doc="bitwise read-modify-write of an integer; returns the old value")
       for n in ("and", "or", "xor")),

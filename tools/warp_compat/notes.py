@@ -145,11 +145,6 @@ NOTES: dict[str, dict[str, str]] = {
                                             "scalar rule per component (-g * (q/s) / s), "
                                             "Warp's quaternion rule is -dot(q, g) / (s * s)",
     },
-    "test_special_values": {
-        "*.test_atomic_minmax_adjoint_*": "gradloom refuses to differentiate an atomic_min/max on "
-                                          "an array the kernel also reads otherwise (a clear "
-                                          "CompileError, docs/autodiff.md)",
-    },
     "test_func": {
         "*.test_cpython_call_user_function_*": _PY_FUNC,
         "*.test_func_decorated_signature_introspection": _NOT_IMPL + "warp.sparse",
