@@ -253,6 +253,34 @@ def test_matching_return_annotations_compile():
     assert out.numpy()[0] == 4.5
 
 
+_mat66 = wp.types.matrix(shape=(6, 6), dtype=wp.float32)
+_vec6 = wp.types.vector(length=6, dtype=wp.float32)
+
+
+@wp.func
+def _plain_as_spatial(x: float) -> wp.spatial_matrix:
+    # Warp's type equality: a 6x6 float32 matrix is a spatial matrix (newton's Kamino)
+    return _mat66(x)
+
+
+@wp.func
+def _plain_pair_as_spatial(x: float) -> tuple[wp.spatial_vector, float]:
+    return _vec6(x, x, x, x, x, x), x
+
+
+@wp.kernel
+def spatial_returns_kernel(out: wp.array(dtype=float)):
+    m = _plain_as_spatial(2.0)
+    v, y = _plain_pair_as_spatial(3.0)
+    out[0] = m[5, 4] + v[5] + y
+
+
+def test_plain_matrix_returned_as_spatial_compiles():
+    out = wp.zeros(1, dtype=float, device=DEVICE)
+    run(spatial_returns_kernel, 1, out)
+    assert out.numpy()[0] == 8.0
+
+
 # =============================================================================================
 # 3. function-valued locals, unsupported constructs, missing functions
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..builtins.values import FixedArrayVal, TupleVal, type_of
 from ..errors import KernelTypeError, SourceLoc
 from ..types import ArrayType, MatrixType, ScalarType, StructType, VectorType, resolve_annotation
+from ..types.query import types_equal
 from .generic import is_generic
 
 _VALUE_TYPES = (ScalarType, VectorType, MatrixType, StructType)
@@ -37,7 +38,7 @@ def check_return(pyfunc: Any, name: str, result: Any, loc: SourceLoc) -> None:
     if isinstance(result, TupleVal):
         raise KernelTypeError(f"{head} returns {len(result.items)} values.", loc)
     got = type_of(result)
-    if got != want:
+    if not types_equal(got, want):  # Warp's equality: a spatial matrix is a 6x6 matrix
         raise KernelTypeError(f"{head} returns a value of type `{_type_word(got)}`.", loc)
 
 
@@ -74,7 +75,7 @@ def _check_tuple(ann: Any, name: str, result: Any, loc: SourceLoc) -> None:
                               f"{len(wants)} elements but the code returns {len(items)} values.",
                               loc)
     gots = [type_of(i) for i in items]
-    if gots != wants:
+    if not all(types_equal(g, w) for g, w in zip(gots, wants, strict=True)):
         words = ", ".join(_type_word(g) for g in gots)
         raise KernelTypeError(f"The function `{name}` has its return type annotated as "
                               f"`{_word(ann)}` but the code returns a tuple with types "

@@ -206,12 +206,22 @@ def type_scalar_type(t: Any) -> Any:
 
 def types_equal(a: Any, b: Any) -> bool:
     """Whether two types are the same (Python's int/float/bool count as int32/float32/bool; a
-    value class is the type of its values)."""
+    value class is the type of its values). As in Warp, a spatial vector or matrix is the plain
+    vector or matrix of its shape and dtype (`spatial_matrixf` and a 6x6 float32 matrix are
+    equal); quaternions and transforms stay their own."""
     a, b = composite_of(a), composite_of(b)
     sa, sb = _scalar(a), _scalar(b)
     if sa is not None or sb is not None:
         return sa == sb
-    return bool(a == b)
+    return bool(_unspatial(a) == _unspatial(b))
+
+
+def _unspatial(t: Any) -> Any:
+    if isinstance(t, VectorType) and t.kind == "spatial":
+        return VectorType(t.length, t.dtype, "vec")
+    if isinstance(t, MatrixType) and t.kind == "spatial":
+        return MatrixType(t.rows, t.cols, t.dtype, "mat")
+    return t
 
 
 def type_repr(t: Any) -> str:
