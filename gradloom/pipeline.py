@@ -20,7 +20,7 @@ from .codegen.entry_cpu import CONTIGUOUS_MAX_OPS, contiguous_copy, cpu_module
 from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, KernelTypeError
 from .frontend.lower import lower_kernel
-from .ir.builder import BLOCK_DIM, DIFFERENTIATED
+from .ir.builder import BACKWARD, BLOCK_DIM, DIFFERENTIATED
 from .ir.nodes import KernelIR, pointer_root, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
@@ -172,6 +172,7 @@ def lowered(kernel: Any, differentiated: bool = False) -> KernelIR:
     `differentiated`: the IR is for an adjoint (ir/builder.DIFFERENTIATED)."""
     primal = getattr(kernel, "dual_of", None)
     block = BLOCK_DIM.set(getattr(primal or kernel, "cpu_block_dim", 1))
+    backward = BACKWARD.set(getattr(primal or kernel, "enable_backward", None) is not False)
     try:
         if primal is None:
             token = DIFFERENTIATED.set(differentiated)
@@ -187,6 +188,7 @@ def lowered(kernel: Any, differentiated: bool = False) -> KernelIR:
             DIFFERENTIATED.reset(token)
     finally:
         BLOCK_DIM.reset(block)
+        BACKWARD.reset(backward)
     verify(ir)
     return tangent_kernel(ir, tangent_offsets(kernel))
 

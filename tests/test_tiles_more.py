@@ -340,3 +340,27 @@ def test_tile_matmul_refuses_complex_and_bfloat16_out() -> None:
         wp.launch_tiled(cplx, dim=[1], inputs=[wp.zeros((2, 2), dtype=wp.vec2)], block_dim=1)
     with pytest.raises(TypeError, match="does not support a bfloat16 'out' tile"):
         wp.launch_tiled(bf16_out, dim=[1], inputs=[wp.zeros((2, 2), dtype=float)], block_dim=1)
+
+
+def _bf16_operand_kernel(enable_backward: bool | None) -> wp.Kernel:
+    def bf16_a(a: wp.array2d(dtype=wp.bfloat16), b: wp.array2d(dtype=float),
+               c: wp.array2d(dtype=float)) -> None:
+        x = wp.tile_load(a, shape=(2, 2))
+        y = wp.tile_load(b, shape=(2, 2))
+        out = wp.tile_zeros(shape=(2, 2), dtype=float)
+        wp.tile_matmul(x, y, out)
+        wp.tile_store(c, out)
+    return wp.kernel(bf16_a, module="unique", enable_backward=enable_backward)
+
+
+def test_tile_matmul_bfloat16_operands_need_backward_off() -> None:
+    """As Warp (tile.test_tile_matmul bf16_a/b_with_backward_rejected): bfloat16 a or b tiles
+    refuse to compile while the kernel has a backward pass (their adjoints would accumulate in
+    bfloat16); with enable_backward=False the product is computed."""
+    a = wp.array(np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32), dtype=wp.bfloat16)
+    b = wp.array(np.array([[0.5, 0.0], [1.0, 2.0]], dtype=np.float32))
+    c = wp.zeros((2, 2), dtype=float)
+    with pytest.raises(TypeError, match="bfloat16 'a' or 'b' tiles when the backward pass"):
+        wp.launch_tiled(_bf16_operand_kernel(None), dim=[1], inputs=[a, b, c], block_dim=1)
+    wp.launch_tiled(_bf16_operand_kernel(False), dim=[1], inputs=[a, b, c], block_dim=1)
+    np.testing.assert_array_equal(c.numpy(), [[2.5, 4.0], [5.5, 8.0]])

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CompileValueError
-from ..ir.builder import DIFFERENTIATED
+from ..ir.builder import BACKWARD, DIFFERENTIATED
 from ..ir.nodes import Var
 from ..types import ScalarType, StructType, TileType, float32, int32
 from . import ops
@@ -395,6 +395,11 @@ def tile_matmul(ctx: Ctx, a: Any, b: Any, out: Any = None, alpha: Any = _ONE,
     if res_t.name == "bfloat16":
         raise ctx.error("wp.tile_matmul() does not support a bfloat16 'out' tile (given or "
                         "made by the returning form); accumulate into a float32 tile")
+    if BACKWARD.get() and any(v.type.dtype.name == "bfloat16" for v in (x, y)):
+        # as Warp: the adjoints of a and b would accumulate in bfloat16
+        raise ctx.error("wp.tile_matmul() does not support bfloat16 'a' or 'b' tiles when the "
+                        "backward pass is enabled; build the kernel with enable_backward=False "
+                        "(on it or its module) or load the tiles as float32")
     mixed = isinstance(out, TileVal) and all(
         isinstance(d, ScalarType) and d.is_float for d in (x.type.dtype, y.type.dtype,
                                                            out.type.dtype))

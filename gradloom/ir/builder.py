@@ -16,6 +16,9 @@ DIFFERENTIATED: ContextVar[bool] = ContextVar("gradloom_differentiated", default
 #: the block width `wp.block_dim()` gives in the kernel being lowered: 1, or a CPU launch's
 #: block_dim under `config.enable_cpu_blocks` (kernel.Kernel.block_variant)
 BLOCK_DIM: ContextVar[int] = ContextVar("gradloom_block_dim", default=1)
+#: whether the kernel being lowered has a backward pass (not built with enable_backward=False,
+#: on it or its module): what Warp refuses to differentiate refuses to compile there
+BACKWARD: ContextVar[bool] = ContextVar("gradloom_backward", default=True)
 
 
 class Builder:
