@@ -51,6 +51,9 @@ PRIVATE_ERRORS: tuple[tuple[str, str, str], ...] = (
     ("AttributeError", r"'Module' object has no attribute '_get_live_kernels'$",
      "drives Warp's C++/CUDA module builder (Module._get_live_kernels for ModuleHasher / "
      "ModuleBuilder)"),
+    ("AttributeError", r"'Module' object has no attribute '_run_codegen'$",
+     "runs Warp's C++/CUDA code generator directly (the private Module._run_codegen) to read "
+     "the warnings it prints"),
 )  # fmt: skip
 
 
