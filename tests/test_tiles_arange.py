@@ -93,3 +93,14 @@ def test_a_local_constant_passed_to_tile_arange_stays_a_slice_bound() -> None:
     wp.launch_tiled(local_bound_reused_k, dim=[1], inputs=[values, count], block_dim=1)
     np.testing.assert_array_equal(values.numpy(), np.arange(3, dtype=np.float32))
     np.testing.assert_array_equal(count.numpy(), [3, 6, 6, 3])
+
+
+@wp.kernel(enable_backward=False, module="unique")
+def no_bounds_k(out: wp.array(dtype=wp.float32)):
+    wp.tile_store(out, wp.tile_arange())
+
+
+def test_tile_arange_without_arguments_is_refused_clearly() -> None:
+    with pytest.raises(wp.KernelTypeError, match=r"tile_arange\(\) needs at least its stop"):
+        wp.launch_tiled(no_bounds_k, dim=1, inputs=[wp.zeros(4, dtype=wp.float32)],
+                        block_dim=1)

@@ -92,17 +92,7 @@ class LoopEmitter:
         for p in s.params:
             self.define(p)
         trip, cond = self.strip_test(s, counted, impure, limit, labels)
-        f.start_block(labels["body"])
-        self.block(s.body)
-        back = f.label
-        phis = [f"  {self.name(p)} = phi {self.loop_phi_type(p)} [{o}, %{labels['strip']}], "
-                f"[{self.loop_value(p, y)}, %{back}]"
-                for p, o, y in zip(s.params, outer, s.body.yields, strict=True)]
-        if trip:
-            f.emit(f"{trip}.next = add nuw nsw i64 {trip}, 1")
-            phis.append(f"  {trip} = phi i64 [0, %{labels['strip']}], [{trip}.next, %{back}]")
-        f.emit(f"br label %{labels['loop']}")
-        f.lines[phi_at:phi_at] = phis
+        self.strip_body(s, labels, outer, trip, phi_at)
         if not impure or counted:
             f.start_block(labels["stripend"])
             more = cond or self.counted_cond(s, counted)
@@ -116,6 +106,24 @@ class LoopEmitter:
         f.start_block(labels["endloop"])
         for r, p in zip(s.results, s.params, strict=True):
             self.loop_result(r, p)
+
+    def strip_body(self, s: Loop, labels: dict[str, str], outer: list[str], trip: str,
+                   phi_at: int) -> None:
+        """A strip's body and back edge; the loop head's phis (at line phi_at) take each
+        parameter from the strip's entry values (`outer`) or the body's yields, and the trip
+        count (`trip`, where the strip counts trips) from 0 or its increment."""
+        f = self.f
+        f.start_block(labels["body"])
+        self.block(s.body)
+        back = f.label
+        phis = [f"  {self.name(p)} = phi {self.loop_phi_type(p)} [{o}, %{labels['strip']}], "
+                f"[{self.loop_value(p, y)}, %{back}]"
+                for p, o, y in zip(s.params, outer, s.body.yields, strict=True)]
+        if trip:
+            f.emit(f"{trip}.next = add nuw nsw i64 {trip}, 1")
+            phis.append(f"  {trip} = phi i64 [0, %{labels['strip']}], [{trip}.next, %{back}]")
+        f.emit(f"br label %{labels['loop']}")
+        f.lines[phi_at:phi_at] = phis
 
     def emit_plain_loop(self, s: Loop) -> None:
         """A loop with no strips and no poll: head (phis, condition), body, back edge."""

@@ -128,18 +128,8 @@ class _Text:
 def function_text(name: str, g: Gemm, ty: str, size: int, p: Plan, cpu: bool) -> str:
     """The product's LLVM function: loops over row blocks (i), column blocks (j) and k."""
     vt = f"<{p.vw} x {ty}>" if p.vw > 1 else ty
-    fma = _fma(p.vw, size)
-    attrs = "nounwind"
-    if cpu:
-        attrs += f' "min-legal-vector-width"="{p.vw * size * 8}"'
-        if g.m * g.n * g.k >= 512:
-            attrs += " noinline"
     w = _Text()
-    ptrs = ", ".join(f"ptr noalias nocapture {r}%{p}" for p, r in
-                     (("a", "readonly "), ("b", "readonly "), ("c", "")))
-    w.lines.append(f"define internal void @{name}({ptrs}, {ty} %alpha, {ty} %beta) {attrs} {{")
-    w.lines.append("entry:")
-    al, be = _splat(w, "%alpha", ty, p.vw), _splat(w, "%beta", ty, p.vw)
+    al, be = _prologue(w, name, g, ty, size, p, cpu)
     w.emit("br label %iloop")
     w.lines.append("iloop:")
     w.emit("%i = phi i64 [0, %entry], [%inext, %iend]")
@@ -149,6 +139,51 @@ def function_text(name: str, g: Gemm, ty: str, size: int, p: Plan, cpu: bool) ->
     w.emit("br label %kloop")
     w.lines.append("kloop:")
     w.emit("%k = phi i64 [0, %jloop], [%knext, %kloop]")
+    acc = _k_steps(w, g, ty, vt, size, p)
+    w.emit(f"%knext = add i64 %k, {p.u}")
+    w.emit(f"%kdone = icmp eq i64 %knext, {g.k}")
+    w.emit("br i1 %kdone, label %jend, label %kloop")
+    w.lines.append("jend:")
+    zero = w.fresh("bz")
+    w.emit(f"{zero} = fcmp oeq {ty} %beta, 0.0")
+    for (r, v), value in acc.items():
+        ci = w.index(g.c_off + r * g.c_rs + v * p.vw * g.c_cs, [("%i", g.c_rs), ("%j", g.c_cs)])
+        _store_c(w, vt, ty, ci, size, value, al, be, zero, g.read_c)
+    w.emit(f"%jnext = add i64 %j, {p.vw * p.nv}")
+    w.emit(f"%jdone = icmp eq i64 %jnext, {g.n}")
+    w.emit("br i1 %jdone, label %iend, label %jloop")
+    w.lines.append("iend:")
+    w.emit(f"%inext = add i64 %i, {p.mr}")
+    w.emit(f"%idone = icmp eq i64 %inext, {g.m}")
+    w.emit("br i1 %idone, label %exit, label %iloop")
+    w.lines.append("exit:")
+    w.emit("ret void")
+    w.lines.append("}")
+    return "\n".join(w.lines)
+
+
+def _prologue(w: _Text, name: str, g: Gemm, ty: str, size: int, p: Plan,
+              cpu: bool) -> tuple[str, str]:
+    """The function's signature and entry block; alpha and beta splat to vectors, returned.
+    On the CPU, large products stay out of line (a kernel may hold several)."""
+    attrs = "nounwind"
+    if cpu:
+        attrs += f' "min-legal-vector-width"="{p.vw * size * 8}"'
+        if g.m * g.n * g.k >= 512:
+            attrs += " noinline"
+    ptrs = ", ".join(f"ptr noalias nocapture {r}%{p}" for p, r in
+                     (("a", "readonly "), ("b", "readonly "), ("c", "")))
+    w.lines.append(f"define internal void @{name}({ptrs}, {ty} %alpha, {ty} %beta) {attrs} {{")
+    w.lines.append("entry:")
+    return _splat(w, "%alpha", ty, p.vw), _splat(w, "%beta", ty, p.vw)
+
+
+def _k_steps(w: _Text, g: Gemm, ty: str, vt: str, size: int,
+             p: Plan) -> dict[tuple[int, int], str]:
+    """The k loop's body: `p.u` unrolled steps of MR x NV fused multiply-adds (A broadcast,
+    rows of B as vectors), the accumulators' phis placed at the loop's head; each block's
+    accumulator after the last step, by (row, vector)."""
+    fma = _fma(p.vw, size)
     blocks = [(r, v) for r in range(p.mr) for v in range(p.nv)]
     acc = {rv: f"%acc{rv[0]}_{rv[1]}" for rv in blocks}
     head = len(w.lines)
@@ -167,26 +202,7 @@ def function_text(name: str, g: Gemm, ty: str, size: int, p: Plan, cpu: bool) ->
     phis = [f"  %acc{r}_{v} = phi {vt} [zeroinitializer, %jloop], [{acc[r, v]}, %kloop]"
             for r, v in blocks]
     w.lines[head:head] = phis
-    w.emit(f"%knext = add i64 %k, {p.u}")
-    w.emit(f"%kdone = icmp eq i64 %knext, {g.k}")
-    w.emit("br i1 %kdone, label %jend, label %kloop")
-    w.lines.append("jend:")
-    zero = w.fresh("bz")
-    w.emit(f"{zero} = fcmp oeq {ty} %beta, 0.0")
-    for r, v in blocks:
-        ci = w.index(g.c_off + r * g.c_rs + v * p.vw * g.c_cs, [("%i", g.c_rs), ("%j", g.c_cs)])
-        _store_c(w, vt, ty, ci, size, acc[r, v], al, be, zero, g.read_c)
-    w.emit(f"%jnext = add i64 %j, {p.vw * p.nv}")
-    w.emit(f"%jdone = icmp eq i64 %jnext, {g.n}")
-    w.emit("br i1 %jdone, label %iend, label %jloop")
-    w.lines.append("iend:")
-    w.emit(f"%inext = add i64 %i, {p.mr}")
-    w.emit(f"%idone = icmp eq i64 %inext, {g.m}")
-    w.emit("br i1 %idone, label %exit, label %iloop")
-    w.lines.append("exit:")
-    w.emit("ret void")
-    w.lines.append("}")
-    return "\n".join(w.lines)
+    return acc
 
 
 def _fma(vw: int, size: int) -> str:
