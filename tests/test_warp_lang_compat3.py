@@ -281,6 +281,27 @@ def test_plain_matrix_returned_as_spatial_compiles():
     assert out.numpy()[0] == 8.0
 
 
+@wp.kernel
+def spatial_rebinding_kernel(flag: int, out: wp.array(dtype=float)):
+    m = wp.spatial_matrix()
+    if flag > 0:
+        m = _mat66(1.0)  # a plain 6x6 matrix on one branch, a spatial one on the other
+    else:
+        m = -m
+    for _ in range(2):
+        m = m + _mat66(1.0)  # and in a loop's body
+    m += _mat66(0.5)
+    out[0] = m[2, 3]
+
+
+def test_variable_rebound_between_spatial_and_plain_matrices():
+    out = wp.zeros(1, dtype=float, device=DEVICE)
+    run(spatial_rebinding_kernel, 1, 1, out)
+    assert out.numpy()[0] == 3.5
+    run(spatial_rebinding_kernel, 1, 0, out)
+    assert out.numpy()[0] == 2.5
+
+
 # =============================================================================================
 # 3. function-valued locals, unsupported constructs, missing functions
 

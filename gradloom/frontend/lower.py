@@ -20,6 +20,7 @@ from ..builtins.values import (
     TileVal,
     TupleVal,
     Value,
+    as_type_of,
     describe,
     materialize,
     type_of,
@@ -213,7 +214,7 @@ class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
             if isinstance(old, TileVal):  # in place, as Warp (a tile argument of a func too)
                 new = tiles.settle(ctx, new, old)
         else:
-            new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
+            new = as_type_of(materialize(ctx, ops.binary(ctx, opname, old, rhs)), old)
         if type_of(new) != type_of(old):
             raise KernelTypeError(f"'{node.target.id}' would change type from "
                                   f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
@@ -273,6 +274,7 @@ class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
             return
         if value is not None:
             old = self.env.get(RETVAL)
+            value = value if old is None else as_type_of(value, old)
             if old is not None and type_of(old) != type_of(value):
                 raise KernelTypeError(f"this return gives {type_of(value)!r} but an earlier one "
                                       f"gives {type_of(old)!r}", loc)
