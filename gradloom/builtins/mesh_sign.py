@@ -6,7 +6,11 @@ with respect to the query point, are those of `mesh_query_point_no_sign`), then 
 (sign -1) or outside (+1) its own way, as Warp documents:
 
 - `mesh_query_point`: three rays along +x, +y, +z; a ray whose nearest hit is the back of a face
-  votes inside; two votes make the point inside.
+  votes inside; two votes make the point inside. On a mesh that bounds a solid
+  (runtime/geometry/mesh_solid.py) every ray from a point off the surface votes the same way, and
+  a point whose closest point lies inside a (non-sliver) face, further than the mesh's tolerance
+  from it, is inside exactly when it is behind that face: such points take the face's answer
+  and skip the rays.
 - `_sign_normal`: the angle-weighted pseudo-normal of the faces whose distance is within
   epsilon * (mean edge length) of the closest (a second walk), against point - closest point.
 - `_sign_winding_number`: the generalised winding number, > threshold is inside. A walk over the
@@ -32,7 +36,9 @@ from ..types.mesh_layout import (
     MESH_NODES,
     MESH_NUM_NODES,
     MESH_POINTS,
+    MESH_SOLID_TOL,
     MESH_WINDING,
+    SOLID_SLIVER,
     WIND_CENTER,
     WIND_NODE_SIZE,
     WIND_NORMAL,
@@ -161,6 +167,33 @@ def _ray_sign(ctx: Ctx, desc: Var, p: V3, _: list[Var]) -> Var:
                   ctx.const(1.0, float32))
 
 
+#: barycentric weights of the closest point below this leave the point to the rays (near an edge,
+#: which face is closest is the float arithmetic's guess)
+_INTERIOR = 1e-3
+
+
+def _solid_sign(ctx: Ctx, desc: Var, p: V3, s: list[Var]) -> Var:
+    """The closest face's side on a solid mesh (module docstring), else the rays' vote."""
+    face, u, v = s[-3:]
+    o, op = _Ops(ctx), ctx.op
+    tol = op("bitcast", _field(ctx, desc, MESH_SOLID_TOL, uint32), type=float32)
+    points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
+    a, b, c = (_vertex(ctx, points, indices, face, k) for k in range(3))
+    e0, e1, e2 = o.sub3(b, a), o.sub3(c, a), o.sub3(c, b)
+    n = cross(ctx, e0, e1)
+    length = op("sqrt", o.dot(n, n))
+    edges = op("add", op("add", o.dot(e0, e0), o.dot(e1, e1)), o.dot(e2, e2))
+    # the signed distance to the face's plane (NaN for a degenerate face: every test fails)
+    h = op("div", o.dot(o.sub3(p, a), n), length)
+    w = op("sub", op("sub", o.k(1.0), u), v)
+    inner = op("ge", op("min", op("min", u, v), w), o.k(_INTERIOR))
+    ok = op("and", op("gt", tol, o.k(0.0)), inner)
+    ok = op("and", ok, op("ge", length, op("mul", o.k(SOLID_SLIVER), edges)))
+    ok = op("and", ok, op("ge", op("abs", h), tol))
+    return if_values(ctx, ok, lambda: [op("select", op("gt", h, o.k(0.0)), o.k(1.0), o.k(-1.0))],
+                     lambda: [_ray_sign(ctx, desc, p, [])])[0]
+
+
 @builtin("mesh_query_point", "the point of a Mesh closest to point within max_dist, with the "
          "sign of the distance (-1 inside, +1 outside) from three axis-aligned rays (the nearest "
          "hit's facing, majority vote): a MeshQueryPoint, or with outputs inside, face, bary_u, "
@@ -173,7 +206,7 @@ def mesh_query_point(ctx: Ctx, id: Value, point: Value, max_dist: Value,
     if outs and len(outs) != 4:
         raise ctx.error("wp.mesh_query_point(id, point, max_dist, inside, face, bary_u, bary_v): "
                         "the four outputs must be variables")
-    return _query(ctx, "mesh_query_point", id, point, max_dist, _ray_sign, [], outs)
+    return _query(ctx, "mesh_query_point", id, point, max_dist, _solid_sign, [], outs)
 
 
 # -- pseudo-normal (mesh_query_point_sign_normal) ----------------------------------------------

@@ -13,6 +13,11 @@ MESH_AVG_EDGE = 44  # float32: the mean edge length (scales mesh_query_point_sig
 MESH_WINDING = 48  # ptr: per node winding-number data (WIND_NODE_SIZE bytes each), or 0
 MESH_PAIRS = 56  # ptr: one PAIR_SIZE record per inner node (below), 64-byte aligned
 MESH_ROOT = 64  # int32: the root's reference (an inner node's index, or ~triangle)
+MESH_SOLID_TOL = 68  # float32: > 0 when the mesh bounds a solid (runtime/geometry/mesh_solid.py):
+# mesh_query_point signs points this far from the surface by their closest face; 0: rays
+#: a face whose |cross(b - a, c - a)| is below this times its summed squared edge lengths is a
+#: sliver: mesh_query_point leaves points closest to it to the rays (mesh_solid.py relies on it)
+SOLID_SLIVER = 1e-4
 MESH_DESCRIPTOR_SIZE = 72
 
 # one BVH node: lower (3 x float32), upper (3 x float32), skip (int32: the node after this

@@ -28,6 +28,7 @@ from ...types.mesh_layout import (
     MESH_PAIRS,
     MESH_POINTS,
     MESH_ROOT,
+    MESH_SOLID_TOL,
     MESH_VELOCITIES,
     MESH_WINDING,
 )
@@ -36,6 +37,7 @@ from ..array.array import NDArray, array
 from ..handles import Handle
 from .bvh_tree import Tree as _Tree
 from .bvh_tree import Triangles, pair_records, refit_triangles
+from .mesh_solid import solid_tolerance
 
 _WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius2", np.float32),
                   ("pad", np.float32)])
@@ -105,8 +107,28 @@ class Mesh:
         self._set_tree()
         self._wind: NDArray | None = None
         self._desc = aligned_zeros((MESH_DESCRIPTOR_SIZE,), np.uint8)
+        self._solid_pending = True
         self.refit()
-        self.id = Handle(int(self._desc.ctypes.data), self)
+        self._id = Handle(int(self._desc.ctypes.data), self)
+
+    @property
+    def id(self) -> Handle:
+        """The descriptor's address, for kernels. The first read also checks whether the mesh
+        bounds a solid (runtime/geometry/mesh_solid.py, O(n) numpy: paid by meshes that kernels
+        use, not by every build); a refit after that check turns it off for good (a deforming
+        mesh would need it again at every step)."""
+        if self._solid_pending:
+            self._solid_pending = False
+            self._write_solid(solid_tolerance(self.points.numpy(), self._tris))
+        return self._id
+
+    @id.setter
+    def id(self, value: Handle) -> None:  # Warp's tests overwrite it to fake a native failure
+        self._id = value
+
+    def _write_solid(self, tol: float) -> None:
+        self._desc[MESH_SOLID_TOL:MESH_SOLID_TOL + 4] = np.frombuffer(
+            np.float32(tol).tobytes(), np.uint8)
 
     def __del__(self) -> None:
         """Nothing to free: the mesh's memory is numpy's (Warp frees native memory here)."""
@@ -130,6 +152,7 @@ class Mesh:
                                           self._pairs)
         self._write_descriptor()
         self._write_sign_data()
+        self._write_solid(0.0)  # the points may have moved: the rays decide from now on
 
     def _write_sign_data(self) -> None:
         """The mean edge length and, with support_winding_number, the nodes' winding data."""
