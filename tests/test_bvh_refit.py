@@ -1,12 +1,14 @@
 """The compiled BVH refit (codegen/native_bvh.py) behind wp.Mesh.refit and wp.Bvh.refit: every
 node box holds its subtree (leaf boxes hold their triangle, one float32 step wider; a Bvh's leaf
 boxes are the user's boxes exactly), the mesh's mean edge length matches numpy's, and the pair
-records the nearest-first walk reads hold each inner node's children's boxes and references."""
+records the nearest-first walk reads hold the children's boxes and references of each inner node
+above the walk's leaves, and its triangle records the corners in key order."""
 
 import numpy as np
 
 import gradloom as wp
-from gradloom.types.mesh_layout import MESH_AVG_EDGE
+from gradloom.runtime.geometry.bvh_tree import WalkData
+from gradloom.types.mesh_layout import MESH_AVG_EDGE, WALK_COUNT_BITS, WALK_LEAF
 
 
 def _check_nested(nodes: np.ndarray) -> None:
@@ -21,20 +23,32 @@ def _check_nested(nodes: np.ndarray) -> None:
     np.testing.assert_array_equal(nodes["upper"][inner], hi)
 
 
-def _check_pairs(nodes: np.ndarray, pairs: np.ndarray) -> None:
-    """Inner node p (prim ~k, k counting inner nodes in depth-first order) has pair record k:
-    its left child's box (the next node), its right child's (the left child's skip), and
-    their references ~prim (an inner child's k, or ~triangle of a leaf)."""
-    inner = np.flatnonzero(nodes["prim"] < 0)
-    np.testing.assert_array_equal(~nodes["prim"][inner], np.arange(len(inner)))
-    left = inner + 1
+def _check_walk(nodes: np.ndarray, refs: np.ndarray, walk: WalkData, corners: np.ndarray) -> None:
+    """The nearest-first walk's data (types/mesh_layout.py): a node over more than WALK_LEAF
+    leaves has the next record index in depth-first order, and its record holds its left
+    child's box (the next node), its right child's (the left child's skip) and their
+    references; any other node ~(first << WALK_COUNT_BITS | count - 1) (its leaves' range in
+    key order); the triangle records hold the leaves' corners and triangles in key order."""
+    n = len(nodes)
+    is_leaf = nodes["prim"] >= 0
+    count = (nodes["skip"].astype(np.int64) - np.arange(n) + 1) // 2
+    first = np.cumsum(is_leaf) - is_leaf
+    big = count > WALK_LEAF
+    np.testing.assert_array_equal(refs[big], np.arange(big.sum()))
+    np.testing.assert_array_equal(refs[~big], ~((first << WALK_COUNT_BITS) | (count - 1))[~big])
+    parents = np.flatnonzero(big)
+    left = parents + 1
     right = nodes["skip"][left]
-    boxes = pairs.view(np.float32).reshape(-1, 16)[:len(inner)]
-    refs = pairs.view(np.int32).reshape(-1, 16)[:len(inner)]
+    boxes = walk.pairs.view(np.float32).reshape(-1, 16)[:len(parents)]
+    links = walk.pairs.view(np.int32).reshape(-1, 16)[:len(parents)]
     for j, child in enumerate((left, right)):
         np.testing.assert_array_equal(boxes[:, 6 * j:6 * j + 3], nodes["lower"][child])
         np.testing.assert_array_equal(boxes[:, 6 * j + 3:6 * j + 6], nodes["upper"][child])
-        np.testing.assert_array_equal(refs[:, 12 + j], ~nodes["prim"][child])
+        np.testing.assert_array_equal(links[:, 12 + j], refs[child])
+    records = walk.leaf_tris.view(np.float32).reshape(len(walk.leaf_tris), -1)
+    leaves = np.flatnonzero(is_leaf)
+    np.testing.assert_array_equal(records[:, :9], corners.reshape(-1, 9)[nodes["prim"][leaves]])
+    np.testing.assert_array_equal(records[:, 9].view(np.int32), nodes["prim"][leaves])
 
 
 def test_mesh_refit_boxes_and_mean_edge_follow_the_points() -> None:
@@ -54,7 +68,7 @@ def test_mesh_refit_boxes_and_mean_edge_follow_the_points() -> None:
     np.testing.assert_array_equal(nodes["upper"][leaves],
                                   np.nextafter(corners.max(1), np.float32(np.inf)))
     _check_nested(nodes)
-    _check_pairs(nodes, mesh._pairs)
+    _check_walk(nodes, mesh._tree.refs, mesh._walk, moved[tris])
     p = moved.astype(np.float64)[tris]
     want = np.linalg.norm(p - np.roll(p, 1, axis=1), axis=2).mean()
     got = np.frombuffer(mesh._desc[MESH_AVG_EDGE:MESH_AVG_EDGE + 4].tobytes(), np.float32)[0]

@@ -30,7 +30,7 @@ from ..types.mesh_layout import (
     MESH_NUM_NODES,
     MESH_POINTS,
 )
-from .bvh_stack import detach, detach3, nearest_walk
+from .bvh_stack import detach, detach3, found_triangle, nearest_walk
 from .mesh_nodes import V3, _descriptor, _field, _load, node
 from .registry import builtin
 from .values import (
@@ -193,7 +193,6 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
     computed again from p itself, so gradients reach p through that face's closest point."""
     op = ctx.op
     pd = detach3(ctx, p)
-    points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
 
     def nearest(q: V3, a: V3, b: V3, c: V3) -> tuple[Var, Var, Var, Var]:
         wa, wb, wc = closest_bary(ctx, q, a, b, c)
@@ -202,17 +201,15 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
         d = _Ops(ctx).sub3(q, at)
         return _Ops(ctx).dot(d, d), wa, wb, wc
 
-    def leaf(tri: Var, s: list[Var]) -> list[Var]:
-        a, b, c = (_vertex(ctx, points, indices, tri, k) for k in range(3))
+    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
         d2 = nearest(pd, a, b, c)[0]
         better = op("lt", d2, s[0])
         return [op("select", better, d2, s[0]), op("select", better, tri, s[1])]
 
     md = detach(ctx, max_dist)
-    _, face = nearest_walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32)],
-                           lambda lo, hi: _box_dist2(ctx, pd, lo, hi), leaf)
-    f = op("select", op("ge", face, ctx.const(0, int32)), face, ctx.const(0, int32))
-    a, b, c = (_vertex(ctx, points, indices, f, k) for k in range(3))
+    _, rec = nearest_walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32)],
+                          lambda lo, hi: _box_dist2(ctx, pd, lo, hi), leaf)
+    face, a, b, c = found_triangle(ctx, desc, rec)
     d2, wa, wb, _ = nearest(p, a, b, c)
     return [d2, face, wa, wb]
 

@@ -11,9 +11,8 @@ stackless walk.
 from __future__ import annotations
 
 from ..ir.nodes import Var
-from ..types import StructType, VectorType, bool_, float32, int32, ptr, vec3f
-from ..types.mesh_layout import MESH_INDICES, MESH_POINTS
-from .mesh import V3, _descriptor, _field, _Ops, _vertex, walk
+from ..types import StructType, VectorType, bool_, float32, int32, vec3f
+from .mesh import V3, _descriptor, _Ops, walk
 from .registry import builtin
 from .values import Composite, Ctx, OutArgs, StructVal, Value, describe, materialize
 
@@ -143,11 +142,10 @@ def _nearest_hit(ctx: Ctx, desc: Var, o: V3, d: V3, inv: V3,
     normal). The walk (builtins/bvh_stack.py) enters boxes in the order the ray does, on
     detached values; the hit of the face it finds is computed again from o and d, so
     gradients reach them through that face's intersection."""
-    from .bvh_stack import detach, detach3, nearest_walk
+    from .bvh_stack import detach, detach3, found_triangle, nearest_walk
 
     op, m = ctx.op, _Ops(ctx)
     od, dd, invd = detach3(ctx, o), detach3(ctx, d), detach3(ctx, inv)
-    points, indices = _field(ctx, desc, MESH_POINTS, ptr), _field(ctx, desc, MESH_INDICES, ptr)
     miss = m.k(3.0e38)
 
     def key(lo: V3, hi: V3) -> Var:
@@ -160,15 +158,13 @@ def _nearest_hit(ctx: Ctx, desc: Var, o: V3, d: V3, inv: V3,
             t1 = op("min", t1, op("max", a, b))
         return op("select", op("le", t0, t1), t0, miss)
 
-    def leaf(tri: Var, s: list[Var]) -> list[Var]:
-        a, b, c = (_vertex(ctx, points, indices, tri, k) for k in range(3))
+    def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
         ok, t, _, _ = _hit(ctx, od, dd, a, b, c)
         better = op("and", ok, op("le", t, s[0]))
         return [op("select", better, t, s[0]), op("select", better, tri, s[1])]
 
-    _, face = nearest_walk(ctx, desc, [detach(ctx, max_t), ctx.const(-1, int32)], key, leaf)
-    f = op("select", op("ge", face, ctx.const(0, int32)), face, ctx.const(0, int32))
-    a, b, c = (_vertex(ctx, points, indices, f, k) for k in range(3))
+    _, rec = nearest_walk(ctx, desc, [detach(ctx, max_t), ctx.const(-1, int32)], key, leaf)
+    face, a, b, c = found_triangle(ctx, desc, rec)
     _, t, wb, wc = _hit(ctx, o, d, a, b, c)
     return t, face, wb, wc, _cross(ctx, m.sub3(b, a), m.sub3(c, a))
 

@@ -8,13 +8,19 @@ node, the right one sits at the left child's skip pointer). A leaf's primitive i
 into `points`) whose box is widened by one float32 step on every side (slab and distance tests
 round; the box must still hold the triangle); the triangles' edge lengths are summed on the way
 (the mesh's mean edge length scales `mesh_query_point_sign_normal`'s epsilon). With a pairs
-pointer, each inner node's children's boxes and references are copied to its pair record
-(types/mesh_layout.py: `PAIR_*`, at index ~prim), which the nearest-first walk reads.
+pointer (and the build's walk references `refs`), each inner node above the walk's leaves has its
+children's boxes and references copied to its pair record (types/mesh_layout.py: `PAIR_*`, at
+index refs[node]), which the nearest-first walk reads; with `leaf_tris`, each triangle's corners
+and index are copied to its record in key order (`LEAF_TRI_*`: leaves come in key order in
+depth-first order, so the loop from the last node counts them down).
 """
 
 from __future__ import annotations
 
 from ..types.mesh_layout import (
+    LEAF_TRI_CORNERS,
+    LEAF_TRI_ID,
+    LEAF_TRI_SIZE,
     MESH_NODE_SIZE,
     NODE_LOWER,
     NODE_PRIM,
@@ -26,9 +32,10 @@ from ..types.mesh_layout import (
     PAIR_SIZE,
 )
 
-#: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices, edge_sum, pairs)`: points null
-#: for box leaves; with triangles, the double at edge_sum gains every triangle's three edge
-#: lengths; pairs null or the inner nodes' pair records to fill
+#: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices, edge_sum, pairs, refs)`: points
+#: null for box leaves; with triangles, the double at edge_sum gains every triangle's three edge
+#: lengths; pairs null or the pair records to fill (refs: each node's walk reference);
+#: leaf_tris null or the walk's triangle records to fill
 FUNCTIONS = ("gl_bvh_refit",)
 
 
@@ -93,7 +100,18 @@ def _tri_leaf() -> str:
         text += _step(f"wl{c}", f"%tl{c}", True) + _step(f"wh{c}", f"%th{c}", False)
         text += _store(f"tsl{c}", "%node", NODE_LOWER + 4 * c, f"%wl{c}")
         text += _store(f"tsh{c}", "%node", NODE_UPPER + 4 * c, f"%wh{c}")
-    return text + _edges() + "  br label %next\n"
+    return text + _edges() + "  br i1 %has_lt, label %lt_copy, label %next\n" + _leaf_copy()
+
+
+def _leaf_copy() -> str:
+    """Copy the triangle's corners and index to its walk record in key order (LEAF_TRI_*)."""
+    text = (f"lt_copy:\n  %lto = mul i64 %lcm, {LEAF_TRI_SIZE}\n"
+            "  %ltr = getelementptr i8, ptr %leaf_tris, i64 %lto\n")
+    for v in range(3):
+        for c in range(3):
+            text += _store(f"lt{v}{c}", "%ltr", LEAF_TRI_CORNERS + 12 * v + 4 * c, f"%p{v}{c}")
+    return text + (f"  %ltia = getelementptr i8, ptr %ltr, i64 {LEAF_TRI_ID}\n"
+                   "  store i32 %prim, ptr %ltia, align 4\n  br label %next\n")
 
 
 def _edges() -> str:
@@ -128,22 +146,25 @@ def _inner() -> str:
             text += _f(f"a{side}{c}", "%left", o) + _f(f"b{side}{c}", "%right", o)
             text += _minmax(f"m{side}{c}", f"%a{side}{c}", f"%b{side}{c}", less)
             text += _store(f"ms{side}{c}", "%node", off + 4 * c, f"%m{side}{c}")
-    return text + "  br i1 %has_pairs, label %pair, label %next\n" + _pair()
+    return text + "  br i1 %has_pairs, label %pair_check, label %next\n" + _pair()
 
 
 def _pair() -> str:
-    """Copy both children's boxes and references to the pair record ~prim."""
-    text = ("pair:\n  %kpair = xor i64 %prim64, -1\n"
+    """Copy both children's boxes and references (refs[child]) to record refs[node], when
+    that is a record index (the node is above the walk's leaves)."""
+    text = ("pair_check:\n  %rsa = getelementptr i32, ptr %refs, i64 %k\n"
+            "  %rself = load i32, ptr %rsa, align 4\n  %rbig = icmp sge i32 %rself, 0\n"
+            "  br i1 %rbig, label %pair, label %next\n"
+            "pair:\n  %kpair = sext i32 %rself to i64\n"
             f"  %poff = mul i64 %kpair, {PAIR_SIZE}\n"
-            "  %prec = getelementptr i8, ptr %pairs, i64 %poff\n")
+            "  %prec = getelementptr i8, ptr %pairs, i64 %poff\n  %kleft = add i64 %k, 1\n")
     values = [f"%a{side}{c}" for side in "lh" for c in range(3)] + \
              [f"%b{side}{c}" for side in "lh" for c in range(3)]
     for j, v in enumerate(values):
         text += _store(f"pb{j}", "%prec", PAIR_BOXES + 4 * j, v)
-    for name, child, off in (("pl", "%left", PAIR_LEFT), ("pr", "%right", PAIR_RIGHT)):
-        text += (f"  %{name}a = getelementptr i8, ptr {child}, i64 {NODE_PRIM}\n"
-                 f"  %{name}p = load i32, ptr %{name}a, align 4\n"
-                 f"  %{name}r = xor i32 %{name}p, -1\n"
+    for name, pos, off in (("pl", "%kleft", PAIR_LEFT), ("pr", "%lskip64", PAIR_RIGHT)):
+        text += (f"  %{name}a = getelementptr i32, ptr %refs, i64 {pos}\n"
+                 f"  %{name}r = load i32, ptr %{name}a, align 4\n"
                  f"  %{name}s = getelementptr i8, ptr %prec, i64 {off}\n"
                  f"  store i32 %{name}r, ptr %{name}s, align 4\n")
     return text + "  br label %next\n"
@@ -152,11 +173,15 @@ def _pair() -> str:
 def refit_module(triple: str, datalayout: str) -> str:
     """The module of FUNCTIONS for one target."""
     head = ("define void @gl_bvh_refit(ptr %nodes, i64 %count, ptr %lowers, ptr %uppers, "
-            "ptr %points, ptr %indices, ptr %edge_sum, ptr %pairs) nounwind {\n"
+            "ptr %points, ptr %indices, ptr %edge_sum, ptr %pairs, ptr %refs, ptr %leaf_tris) "
+            "nounwind {\n"
             "entry:\n  %empty = icmp sle i64 %count, 0\n"
-            "  %has_pairs = icmp ne ptr %pairs, null\n"
+            "  %has_pairs = icmp ne ptr %pairs, null\n  %has_lt = icmp ne ptr %leaf_tris, null\n"
+            "  %count1 = add i64 %count, 1\n  %nleaves = lshr i64 %count1, 1\n"
             "  br i1 %empty, label %done, label %loop\n"
             "loop:\n  %i = phi i64 [ %count, %entry ], [ %k, %next ]\n"
+            "  %lc = phi i64 [ %nleaves, %entry ], [ %lc1, %next ]\n"  # leaves not yet seen
+            "  %lcm = sub i64 %lc, 1\n"  # this leaf's position in key order
             "  %k = sub i64 %i, 1\n"
             f"  %noff = mul i64 %k, {MESH_NODE_SIZE}\n"
             "  %node = getelementptr i8, ptr %nodes, i64 %noff\n"
@@ -167,7 +192,8 @@ def refit_module(triple: str, datalayout: str) -> str:
             "  br i1 %is_leaf, label %leaf, label %inner\n"
             "leaf:\n  %tris = icmp ne ptr %points, null\n"
             "  br i1 %tris, label %tri_leaf, label %box_leaf\n")
-    tail = ("next:\n  %more = icmp sgt i64 %k, 0\n"
+    tail = ("next:\n  %lc1 = select i1 %is_leaf, i64 %lcm, i64 %lc\n"
+            "  %more = icmp sgt i64 %k, 0\n"
             "  br i1 %more, label %loop, label %done\n"
             "done:\n  ret void\n}\n")
     return (f'target triple = "{triple}"\ntarget datalayout = "{datalayout}"\n'

@@ -11,9 +11,13 @@ written:
   indices, ...)`: per centre the sort key `rank << 3 bits | morton`, the Morton code of
   `clip((x - lower) / extent * (2**bits - 1))` with x in the highest bit of each triple (ranks
   may be null: rank 0);
-- `gl_bvh_build(keys, order, n, nodes)`: the binary radix tree over the sorted keys, written
-  depth first (types/mesh_layout.py: each node's skip and prim; the boxes are left to the
+- `gl_bvh_build(keys, order, n, nodes, refs, leaf)`: the binary radix tree over the sorted keys,
+  written depth first (types/mesh_layout.py: each node's skip and prim; the boxes are left to the
   refit; an inner node's prim is ~k, k its index among the inner nodes in depth-first order).
+  With `refs` (else null), each node's reference in the nearest-first walk's coarser tree
+  (types/mesh_layout.py `PAIR_*`): a node over more than `leaf` leaves gets the next record
+  index (depth-first order), any other ~(first << WALK_COUNT_BITS |
+  count - 1), its leaves' range in key order.
   A node over leaves [a, b) splits where the highest bit in which keys[a] and
   keys[b - 1] differ flips (a binary search), or, when they are equal, where the highest bit of
   the leaf positions a ^ (b - 1) flips; its left child is the next node and its subtree ends at
@@ -23,7 +27,7 @@ written:
 
 from __future__ import annotations
 
-from ..types.mesh_layout import MESH_NODE_SIZE, NODE_PRIM, NODE_SKIP
+from ..types.mesh_layout import MESH_NODE_SIZE, NODE_PRIM, NODE_SKIP, WALK_COUNT_BITS
 
 FUNCTIONS = ("gl_bvh_bounds", "gl_bvh_tri_bounds", "gl_bvh_keys", "gl_bvh_tri_keys",
              "gl_bvh_build")
@@ -140,14 +144,17 @@ def _slot(name: str, index: str) -> str:
 
 
 def _build() -> str:
-    text = ("define void @gl_bvh_build(ptr %keys, ptr %order, i64 %n, ptr %nodes) nounwind {\n"
+    text = ("define void @gl_bvh_build(ptr %keys, ptr %order, i64 %n, ptr %nodes, ptr %refs, "
+            "i64 %walk_leaf) nounwind {\n"
             f"entry:\n  %stack = alloca [{2 * STACK} x i64], align 8\n"
+            "  %has_refs = icmp ne ptr %refs, null\n"
             "  store i64 0, ptr %stack, align 8\n" + _slot("s1", "1") +
             "  store i64 %n, ptr %s1, align 8\n  %empty = icmp sle i64 %n, 0\n"
             "  br i1 %empty, label %done, label %loop\n"
             "loop:\n  %sp = phi i64 [ 1, %entry ], [ %sp_next, %cont ]\n"
             "  %pos = phi i64 [ 0, %entry ], [ %pos1, %cont ]\n"
             "  %kin = phi i32 [ 0, %entry ], [ %kin_next, %cont ]\n"
+            "  %nbig = phi i64 [ 0, %entry ], [ %nbig1, %cont ]\n"
             "  %top = sub i64 %sp, 1\n  %ia = shl i64 %top, 1\n  %ib = add i64 %ia, 1\n"
             + _slot("sa", "%ia") + _slot("sb", "%ib") +
             "  %a = load i64, ptr %sa, align 8\n  %b = load i64, ptr %sb, align 8\n"
@@ -157,8 +164,9 @@ def _build() -> str:
             "  %node = getelementptr i8, ptr %nodes, i64 %noff\n"
             f"  %nsa = getelementptr i8, ptr %node, i64 {NODE_SKIP}\n"
             "  %skip32 = trunc i64 %skip to i32\n  store i32 %skip32, ptr %nsa, align 4\n"
-            f"  %npa = getelementptr i8, ptr %node, i64 {NODE_PRIM}\n"
-            "  %is_leaf = icmp eq i64 %cnt, 1\n  br i1 %is_leaf, label %leaf, label %inner\n"
+            f"  %npa = getelementptr i8, ptr %node, i64 {NODE_PRIM}\n" + _ref() +
+            "shape:\n  %is_leaf = icmp eq i64 %cnt, 1\n"
+            "  br i1 %is_leaf, label %leaf, label %inner\n"
             "leaf:\n  %oa = getelementptr i64, ptr %order, i64 %a\n"
             "  %o = load i64, ptr %oa, align 8\n  %o32 = trunc i64 %o to i32\n"
             "  store i32 %o32, ptr %npa, align 4\n  br label %cont\n"
@@ -180,6 +188,18 @@ def _build() -> str:
             "  br i1 %again, label %loop, label %done\n"
             "done:\n  ret void\n}\n")
     return text
+
+
+def _ref() -> str:
+    """refs[pos] (when refs is given): a record index for a node over more than %walk_leaf leaves
+    (%nbig counts them), else ~(a << WALK_COUNT_BITS | cnt - 1); continues at %shape."""
+    return ("  %big = icmp sgt i64 %cnt, %walk_leaf\n  %nbig_inc = zext i1 %big to i64\n"
+            f"  %nbig1 = add i64 %nbig, %nbig_inc\n  %a4 = shl i64 %a, {WALK_COUNT_BITS}\n"
+            "  %cnt1 = sub i64 %cnt, 1\n  %enc = or i64 %a4, %cnt1\n"
+            "  %encn = xor i64 %enc, -1\n  %rv = select i1 %big, i64 %nbig, i64 %encn\n"
+            "  %rv32 = trunc i64 %rv to i32\n  br i1 %has_refs, label %wref, label %shape\n"
+            "wref:\n  %rfa = getelementptr i32, ptr %refs, i64 %pos\n"
+            "  store i32 %rv32, ptr %rfa, align 4\n  br label %shape\n")
 
 
 def _split() -> str:

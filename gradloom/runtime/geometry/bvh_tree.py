@@ -24,20 +24,23 @@ import numpy.typing as npt
 
 from ...hooks import Hook
 from ...types.mesh_layout import (
+    LEAF_TRI_SIZE,
     MESH_NODE_SIZE,
     NODE_LOWER,
     NODE_PRIM,
     NODE_SKIP,
     NODE_UPPER,
     PAIR_SIZE,
+    WALK_COUNT_BITS,
 )
 from ..array.aligned import aligned_zeros
 
 NDArray = npt.NDArray[Any]
-#: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum, pairs)
-#: addresses, with points 0 for box leaves (codegen/native_bvh.py)
+#: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum, pairs,
+#: walk references, walk triangles) addresses, with points 0 for box leaves
+#: (codegen/native_bvh.py)
 RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None, int | None,
-                    int | None], None]
+                    int | None, int | None, int | None], None]
 #: the compiled refit, which gradloom/native_geometry.py compiles (or loads from the disk cache)
 REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.native_geometry")
 
@@ -56,7 +59,8 @@ class BuildFns:
     tri_bounds: Callable[[int, int, int, int], None]  # (points, indices, n, out)
     keys: Callable[[int, int, int, int, int, int | None, int], None]
     tri_keys: Callable[[int, int, int, int, int, int, int | None, int], None]
-    build: Callable[[int, int, int, int], None]  # (sorted keys, order, n, nodes)
+    build: Callable[[int, int, int, int, int | None, int], None]  # (keys, order, n, nodes,
+    #                                                                  walk refs, walk leaf)
 
 
 #: the compiled build, which gradloom/native_geometry.py compiles (or loads from the disk cache)
@@ -66,7 +70,7 @@ BUILD: Hook[Callable[[], BuildFns]] = Hook("the compiled BVH build", "gradloom.n
 def refit_function(address: int) -> RefitFn:
     """The refit at this address as a ctypes callable (it releases the GIL while it runs)."""
     p = ctypes.c_void_p
-    proto = ctypes.CFUNCTYPE(None, p, ctypes.c_int64, p, p, p, p, p, p)
+    proto = ctypes.CFUNCTYPE(None, p, ctypes.c_int64, p, p, p, p, p, p, p, p)
     return proto(address)  # type: ignore[no-any-return]
 
 
@@ -78,33 +82,46 @@ def build_functions(bounds: int, tri_bounds: int, keys: int, tri_keys: int,
                     ctypes.CFUNCTYPE(None, p, p, i64, p)(tri_bounds),
                     ctypes.CFUNCTYPE(None, p, i64, p, p, i64, p, p)(keys),
                     ctypes.CFUNCTYPE(None, p, p, i64, p, p, i64, p, p)(tri_keys),
-                    ctypes.CFUNCTYPE(None, p, p, i64, p)(build))
+                    ctypes.CFUNCTYPE(None, p, p, i64, p, p, i64)(build))
 
 
 def refit_boxes(nodes: NDArray, lowers: NDArray, uppers: NDArray) -> None:
     """Every node's box in `nodes` (depth-first order) from box leaves: float32 (n, 3) arrays."""
     lo, hi = np.ascontiguousarray(lowers, np.float32), np.ascontiguousarray(uppers, np.float32)
     REFIT.get()()(nodes.ctypes.data, len(nodes), lo.ctypes.data, hi.ctypes.data, None, None,
-                  None, None)
+                  None, None, None, None)
 
 
-def refit_triangles(nodes: NDArray, points: NDArray, indices: NDArray,
-                    pairs: NDArray | None = None) -> float:
-    """Every node's box in `nodes` from triangle leaves (points: float32 (n, 3); indices: int32,
-    three per triangle), each leaf box one float32 step wider than its triangle, and the pair
-    records of the inner nodes in `pairs` (pair_records()) if given; returns the mean edge
-    length (three edges per triangle, float32 lengths summed in float64)."""
+def refit_triangles(tree: Tree, points: NDArray, indices: NDArray,
+                    walk: WalkData | None = None) -> float:
+    """Every node's box in the tree from triangle leaves (points: float32 (n, 3); indices:
+    int32, three per triangle), each leaf box one float32 step wider than its triangle, and
+    the walk's records (walk_data()) if given; returns the mean edge length (three edges per
+    triangle, float32 lengths summed in float64)."""
     p, i = np.ascontiguousarray(points, np.float32), np.ascontiguousarray(indices, np.int32)
     edge_sum = np.zeros(1, np.float64)
+    nodes = tree.nodes
     REFIT.get()()(nodes.ctypes.data, len(nodes), None, None, p.ctypes.data, i.ctypes.data,
-                  edge_sum.ctypes.data, None if pairs is None else pairs.ctypes.data)
+                  edge_sum.ctypes.data, None if walk is None else walk.pairs.ctypes.data,
+                  None if walk is None else tree.refs.ctypes.data,
+                  None if walk is None else walk.leaf_tris.ctypes.data)
     return float(edge_sum[0]) / max(len(i), 1)
 
 
-def pair_records(tree: Tree) -> NDArray:
-    """Room for the pair records of the tree's inner nodes (types/mesh_layout.py: PAIR_SIZE
-    bytes each, 64-byte aligned; at least one), filled by refit_triangles."""
-    return aligned_zeros((max(tree.n_leaves - 1, 1), PAIR_SIZE), np.uint8)
+@dataclass(frozen=True)
+class WalkData:
+    """The nearest-first walk's records (types/mesh_layout.py), filled by refit_triangles: pair
+    records (PAIR_SIZE bytes each, 64-byte aligned; at least one) and the triangles in key
+    order (LEAF_TRI_SIZE bytes each)."""
+
+    pairs: NDArray
+    leaf_tris: NDArray
+
+
+def walk_data(tree: Tree) -> WalkData:
+    """Room for the tree's walk records."""
+    return WalkData(aligned_zeros((max(tree.n_records, 1), PAIR_SIZE), np.uint8),
+                    aligned_zeros((tree.n_leaves, LEAF_TRI_SIZE), np.uint8))
 
 
 @dataclass(frozen=True)
@@ -179,15 +196,27 @@ class Tree:
     `nodes`: the node array (types/mesh_layout.py; boxes left for a refit); per depth-first
     position `skip` (the position after the subtree) and `prim` (the leaf's primitive; ~k for
     the k-th inner node) are views of it; `group_keys` (sorted) and `group_roots` (positions).
+    With `walk_leaf` (1 to 2**WALK_COUNT_BITS), also the nearest-first walk's coarser tree
+    (types/mesh_layout.py `PAIR_*`): `refs`, each node's walk reference, and `n_records`, how
+    many pair records the refit writes.
     """
 
-    def __init__(self, prims: NDArray | Triangles, groups: NDArray | None = None) -> None:
+    def __init__(self, prims: NDArray | Triangles, groups: NDArray | None = None,
+                 walk_leaf: int = 0) -> None:
         n = len(prims)
         order, key, rank = _keys(prims, groups)
         self.n_leaves = n
         self.nodes = _small_pages(max(2 * n - 1, 0), NODE)
+        refs = None
+        if walk_leaf:
+            if n >> (31 - WALK_COUNT_BITS):
+                raise ValueError(f"a mesh of 2**{31 - WALK_COUNT_BITS} or more triangles (the "
+                                 "walk's leaf references hold their first triangle's position)")
+            self.refs = np.empty(len(self.nodes), np.int32)
+            refs = self.refs.ctypes.data
         BUILD.get()().build(key.ctypes.data, np.ascontiguousarray(order, np.int64).ctypes.data,
-                            n, self.nodes.ctypes.data)
+                            n, self.nodes.ctypes.data, refs, walk_leaf)
+        self.n_records = int(np.count_nonzero(self.refs >= 0)) if walk_leaf else 0
         self.skip, self.prim = self.nodes["skip"], self.nodes["prim"]
         if groups is not None:
             self.group_keys = np.unique(groups).astype(np.int32)

@@ -21,6 +21,7 @@ from ...types.mesh_layout import (
     MESH_AVG_EDGE,
     MESH_DESCRIPTOR_SIZE,
     MESH_INDICES,
+    MESH_LEAF_TRIS,
     MESH_NODES,
     MESH_NUM_NODES,
     MESH_NUM_POINTS,
@@ -31,12 +32,13 @@ from ...types.mesh_layout import (
     MESH_SOLID_TOL,
     MESH_VELOCITIES,
     MESH_WINDING,
+    WALK_LEAF,
 )
 from ..array.aligned import aligned_zeros
 from ..array.array import NDArray, array
 from ..handles import Handle
 from .bvh_tree import Tree as _Tree
-from .bvh_tree import Triangles, pair_records, refit_triangles
+from .bvh_tree import Triangles, refit_triangles, walk_data
 from .mesh_solid import solid_tolerance
 
 _WIND = np.dtype([("center", np.float32, 3), ("normal", np.float32, 3), ("radius2", np.float32),
@@ -139,17 +141,17 @@ class Mesh:
         self.refit()
 
     def _set_tree(self) -> None:
-        self._tree = _Tree(self._triangles())
+        self._tree = _Tree(self._triangles(), walk_leaf=WALK_LEAF)
         self._nodes = self._tree.nodes
-        self._pairs = pair_records(self._tree)
+        self._walk = walk_data(self._tree)
 
     def _triangles(self) -> Triangles:
         return Triangles(self.points.numpy(), self.indices.numpy())
 
     def refit(self) -> None:
         """Recompute the BVH's boxes from the points' current values (same tree)."""
-        self._mean_edge = refit_triangles(self._nodes, self.points.numpy(), self.indices.numpy(),
-                                          self._pairs)
+        self._mean_edge = refit_triangles(self._tree, self.points.numpy(), self.indices.numpy(),
+                                          self._walk)
         self._write_descriptor()
         self._write_sign_data()
         self._write_solid(0.0)  # the points may have moved: the rays decide from now on
@@ -171,11 +173,12 @@ class Mesh:
         vel = 0 if self.velocities is None else int(self.velocities.ptr or 0)
         for off, v in ((MESH_POINTS, int(self.points.ptr or 0)), (MESH_INDICES, int(self.indices.ptr or 0)),
                        (MESH_VELOCITIES, vel), (MESH_NODES, int(self._nodes.ctypes.data)),
-                       (MESH_PAIRS, int(self._pairs.ctypes.data))):
+                       (MESH_PAIRS, int(self._walk.pairs.ctypes.data)),
+                       (MESH_LEAF_TRIS, int(self._walk.leaf_tris.ctypes.data))):
             d[off:off + 8] = np.frombuffer(np.uint64(v).tobytes(), np.uint8)
         for off, v in ((MESH_NUM_NODES, len(self._nodes)), (MESH_NUM_TRIS, len(self._tris)),
                        (MESH_NUM_POINTS, self.points.shape[0]),
-                       (MESH_ROOT, ~int(self._nodes["prim"][0]))):
+                       (MESH_ROOT, int(self._tree.refs[0]))):
             d[off:off + 4] = np.frombuffer(np.int32(v).tobytes(), np.uint8)
 
     def __repr__(self) -> str:
