@@ -139,6 +139,42 @@ def closest_bary(ctx: Ctx, p: V3, a: V3, b: V3, c: V3) -> tuple[Var, Var, Var]:
     return w
 
 
+def closest_dist2(ctx: Ctx, p: V3, a: V3, b: V3, c: V3) -> Var:
+    """The squared distance from p to triangle abc, for the walk's comparisons: closest_bary's
+    regions in the same priority, but each region picks its weights' numerators and common
+    denominator and one division follows (closest_bary divides five times, every region's
+    weights evaluated); the same point up to rounding."""
+    o, op = _Ops(ctx), ctx.op
+    ab, ac, ap, bp, cp = o.sub3(b, a), o.sub3(c, a), o.sub3(p, a), o.sub3(p, b), o.sub3(p, c)
+    d1, d2, d3, d4 = o.dot(ab, ap), o.dot(ac, ap), o.dot(ab, bp), o.dot(ac, bp)
+    d5, d6 = o.dot(ab, cp), o.dot(ac, cp)
+    vc = op("sub", op("mul", d1, d4), op("mul", d3, d2))
+    vb = op("sub", op("mul", d5, d2), op("mul", d1, d6))
+    va = op("sub", op("mul", d3, d6), op("mul", d5, d4))
+    z, one = o.k(0.0), o.k(1.0)
+    e43, e56 = op("sub", d4, d3), op("sub", d5, d6)
+    # (condition, (numerator of b's weight, of c's weight, denominator)), priority order
+    regions: list[tuple[Var, tuple[Var, Var, Var]]] = [
+        (_and(ctx, op("le", d1, z), op("le", d2, z)), (z, z, one)),
+        (_and(ctx, op("ge", d3, z), op("le", d4, d3)), (one, z, one)),
+        (_and(ctx, op("le", vc, z), op("ge", d1, z), op("le", d3, z)),
+         (d1, z, op("sub", d1, d3))),
+        (_and(ctx, op("ge", d6, z), op("le", d5, d6)), (z, one, one)),
+        (_and(ctx, op("le", vb, z), op("ge", d2, z), op("le", d6, z)),
+         (z, d2, op("sub", d2, d6))),
+        (_and(ctx, op("le", va, z), op("ge", e43, z), op("ge", e56, z)),
+         (e56, e43, op("add", e43, e56))),
+    ]
+    w = (vb, vc, op("add", op("add", va, vb), vc))
+    for cond, ws in reversed(regions):
+        w = tuple(op("select", cond, x, y) for x, y in zip(ws, w, strict=True))  # type: ignore
+    inv = o.safe_div(one, w[2])
+    v, t = op("mul", w[0], inv), op("mul", w[1], inv)
+    d = tuple(op("sub", ap[k], op("add", op("mul", v, ab[k]), op("mul", t, ac[k])))
+              for k in range(3))
+    return o.dot(d, d)  # type: ignore[arg-type]
+
+
 def _box_dist2(ctx: Ctx, p: V3, lo: V3, hi: V3) -> Var:
     """Squared distance from p to the box [lo, hi] (0 inside)."""
     total = ctx.const(0.0, float32)
@@ -202,7 +238,7 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
         return _Ops(ctx).dot(d, d), wa, wb, wc
 
     def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
-        d2 = nearest(pd, a, b, c)[0]
+        d2 = closest_dist2(ctx, pd, a, b, c)
         better = op("lt", d2, s[0])
         return [op("select", better, d2, s[0]), op("select", better, tri, s[1])]
 
