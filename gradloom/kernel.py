@@ -332,6 +332,13 @@ class Kernel:
             known[block_dim] = variant
         return variant
 
+    def printing_adjoint(self) -> Kernel | None:
+        """The kernel an explicit adjoint launch runs where this one prints (None: the plain
+        adjoint): pipeline.printing_kernel."""
+        from . import pipeline
+
+        return pipeline.printing_kernel(self)  # type: ignore[no-any-return]
+
     def holds_tiles(self) -> bool:
         """Whether the kernel's IR has tile memory (a `local` buffer: builtins/tile_loops.py)."""
         held: bool | None = self.__dict__.get("_gl_tiles")

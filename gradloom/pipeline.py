@@ -5,6 +5,7 @@ autodiff, the passes or codegen's entry emitters (a fifth of the import time).""
 
 from __future__ import annotations
 
+import copy
 import enum
 import sys
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from .passes.index_signs import drop_proven_wraps
 from .passes.invariant import drop_invariant_params
 from .passes.lanes import LanePlan, lane_plan
 from .passes.threads import thread_plan
-from .types import ArrayType, ScalarType
+from .types import ArrayType, MatrixType, ScalarType, VectorType
 
 Access = dict[tuple[int, str | None], frozenset[str]]
 
@@ -170,6 +171,9 @@ def lowered(kernel: Any, differentiated: bool = False) -> KernelIR:
     """The kernel's IR as the frontend lowers it (its `locs` name the user's source lines); for
     a tangent kernel (`dual_of`: the kernel it is the tangent of), that kernel's tangent IR.
     `differentiated`: the IR is for an adjoint (ir/builder.DIFFERENTIATED)."""
+    printing = getattr(kernel, "printing_of", None)
+    if printing is not None:  # its parameters come first: the same IR
+        return lowered(printing, differentiated)
     primal = getattr(kernel, "dual_of", None)
     block = BLOCK_DIM.set(getattr(primal or kernel, "cpu_block_dim", 1))
     backward = BACKWARD.set(getattr(primal or kernel, "enable_backward", None) is not False)
@@ -224,13 +228,55 @@ def kernel_ir(kernel: Any, adjoint: bool | str) -> tuple[KernelIR, Access | None
     access = access_facts(kernel, ir)
     # access analysis above also sees each @wp.func_grad region's adjoint; the adjoint kernel
     # replaces regions itself, the forward kernel runs their bodies inline
-    ir = drop_dead(adjoint_kernel(ir) if adjoint else inline_custom(ir))
+    ir = drop_dead(adjoint_kernel(ir, _given_adjoints(kernel)) if adjoint else inline_custom(ir))
     if fresh:
         ir = _zeroing(kernel, ir, str(variant_name))
     elif variant is Variant.ZEROED:
         ir = _zeroed(kernel, ir, str(variant_name))
     verify(ir)
     return ir, access
+
+
+def printing_kernel(kernel: Any) -> Any:
+    """What an explicit adjoint launch (`wp.launch(..., adjoint=True)`) of a kernel that prints
+    runs, as Warp's does: its adjoint replays the prints, and each wp.print prints its values'
+    adjoints ("adj: ..."), for a parameter's value with the adjoint the launch gives for it.
+    A kernel of its own: the kernel's parameters, then one per scalar, vector or matrix
+    parameter for its given adjoint. None where the kernel prints nothing: the plain adjoint
+    (a Tape's backward runs that one, which prints nothing: docs/differences.md)."""
+    known = kernel.__dict__.get("_gl_printing", False)
+    if known is not False:
+        return known
+    ir = lowered(kernel)
+    loud = None
+    if any(op.prim == "print" for op in walk_ops(ir.body)):
+        loud = copy.copy(kernel)
+        loud.__dict__ = {k: v for k, v in kernel.__dict__.items() if not k.startswith("_gl_")}
+        given = [k for k, (_, t) in enumerate(kernel.params) if _by_value(t)]
+        loud._params = (*kernel.params, *((f"adj_{kernel.params[k][0]}", kernel.params[k][1])
+                                          for k in given))
+        loud.printing_of, loud.printing_pairs = kernel, tuple(
+            (k, len(kernel.params) + i) for i, k in enumerate(given))
+        loud.key, loud.overloads = f"{kernel.key}_printing", {}
+        loud._compiled = loud._adjoint = loud._locs = None
+    kernel._gl_printing = loud
+    return loud
+
+
+def _by_value(t: Any) -> bool:
+    """A parameter type whose adjoint Warp's adjoint launch takes by value (and print prints)."""
+    return isinstance(t, (ScalarType, VectorType, MatrixType))
+
+
+def _given_adjoints(kernel: Any) -> dict[int, int] | None:
+    """For a printing kernel: each of its parameters' argument bytes' offset -> that of the
+    same byte of the adjoint given for it (adjoint_kernel's `prints`); None for others."""
+    pairs = getattr(kernel, "printing_pairs", None)
+    if pairs is None:
+        return None
+    offsets, _ = arg_offsets([t for _, t in kernel.params])
+    return {offsets[k] + b: offsets[a] + b for k, a in pairs
+            for b in range(int(kernel.params[k][1].size))}
 
 
 def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dict[str, Any]]:

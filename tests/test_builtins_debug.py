@@ -1,6 +1,6 @@
 """print / printf / expect_eq / expect_neq / expect_near inside kernels, checked on the C-level
-stdout (pytest's capfd): the text of each value type, C formats, messages only on failure, and
-no output from the adjoint (tape.backward()).
+stdout (pytest's capfd): the text of each value type, C formats, messages only on failure, no
+output from the adjoint (tape.backward()), and Warp's output from explicit adjoint launches.
 
 Expected text is built with Python's %-formatting, which follows C's printf. Runs on the backend
 chosen by GL_TEST_BACKEND; validated against warp-lang 1.19 on the CPU where marked.
@@ -175,6 +175,37 @@ def test_backward_prints_nothing(capfd):
     tape.backward(grads={y: wp.array(np.ones(2), dtype=wp.float64)})
     assert _out(capfd) == ""
     np.testing.assert_allclose(x.grad.numpy(), [1.0, 4.0])
+
+
+@wp.kernel
+def adjoint_prints(x: float, v: wp.vec2, m: wp.mat22, n: int, a: wp.array(dtype=float),
+                   out: wp.array(dtype=float)):
+    print(x)
+    print(v)
+    print(m)
+    print(n)
+    y = a[0] * 3.0
+    print(y)
+    print("text")
+    wp.printf("pf %d\n", n)
+    out[0] = y * 2.0
+
+
+def test_explicit_adjoint_launch_prints_values_then_adjoints(capfd):
+    # as warp-lang: the replay prints what the forward prints; then, last first, each
+    # wp.print's adjoints (a parameter's: the one given; y's: from out's); printf none
+    a, out = wp.array([1.0], dtype=float), wp.zeros(1, dtype=float)
+    adj_a, adj_out = wp.zeros(1, dtype=float), wp.ones(1, dtype=float)
+    capfd.readouterr()
+    wp.launch(adjoint_prints, dim=1, inputs=[1.5, wp.vec2(0.5, 1.5), wp.mat22(1.0, 2.0, 3.0, 4.0),
+                                             5, a, out],
+              adj_inputs=[42.0, wp.vec2(1.0, 2.0), wp.mat22(4.0, 3.0, 2.0, 1.25), 7, adj_a, adj_out],
+              adjoint=True, device=DEVICE)
+    if hasattr(wp, "synchronize"):
+        wp.synchronize()
+    assert _out(capfd) == ("1.5\n0.5 1.5 \n1 2 \n3 4 \n5\n3\ntext\npf 5\n"
+                           "adj: text\nadj: 2\nadj: 7\nadj: 4 3\n     2 1.25\nadj: 1 2\nadj: 42\n")
+    np.testing.assert_allclose(adj_a.numpy(), [6.0])
 
 
 @gradloom_only

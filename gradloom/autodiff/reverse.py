@@ -16,7 +16,7 @@ from dataclasses import replace
 from ..abi import GRAD_SLOT
 from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, max_var_id, walk_ops
-from ..ir.prims import PRIMS, Effect, MemoryRule
+from ..ir.prims import PRIMS, Effect, MemoryRule, PrintFormat
 from ..passes.custom import custom_as_if, has_effects, inline_block, retarget_gradients
 from ..passes.substitute import substitute
 from ..types import int64
@@ -29,9 +29,13 @@ from .scopes import BranchScope, LoopScope, Scope
 from .take_back import fold_take_back
 
 
-def adjoint_kernel(kernel: KernelIR) -> KernelIR:
-    """The adjoint of a kernel: gradients of its outputs flow to the gradients of its inputs."""
-    return Reverse(kernel).build()
+def adjoint_kernel(kernel: KernelIR, prints: dict[int, int] | None = None) -> KernelIR:
+    """The adjoint of a kernel: gradients of its outputs flow to the gradients of its inputs.
+    `prints` (an explicit adjoint launch's, pipeline.printing_kernel): its replay prints as
+    the forward does, and each wp.print also prints its values' adjoints, those of a
+    parameter's value with the adjoint given for it: the argument at offset prints[o] for
+    the one read at offset o (None: prints nothing)."""
+    return Reverse(kernel, prints).build()
 
 
 def _level_defs(b: MBlock | Block) -> list[Var]:
@@ -49,8 +53,10 @@ def _level_defs(b: MBlock | Block) -> list[Var]:
 class Reverse:
     """One kernel's adjoint under construction."""
 
-    def __init__(self, kernel: KernelIR) -> None:
+    def __init__(self, kernel: KernelIR, prints: dict[int, int] | None = None) -> None:
         self.kernel = kernel
+        self.prints = prints
+        self.given_args: dict[int, Op] = {}  # the adjoints given for parameters, read once
         self.access: KernelAccess = analyze(kernel)
         loc = next((op.loc for op in walk_ops(kernel.body)), UNKNOWN_LOC)
         self.em = Emitter(max_var_id(kernel.body), loc)
@@ -64,6 +70,7 @@ class Reverse:
     def build(self) -> KernelIR:
         self.forward(self.kernel.body)
         self.reverse(self.kernel.body, Scope(self, None))
+        self.em.cur.stmts[:0] = list(self.given_args.values())
         body = freeze(self.em.cur)
         k = self.kernel
         # Threads run last first, so a gradient passed through memory from a later thread to an
@@ -117,7 +124,7 @@ class Reverse:
                     if s.result is not None:
                         self.em.cur.stmts.append(dead_value(s))
                     continue
-                if Effect.IO in effects:
+                if Effect.IO in effects and (self.prints is None or s.prim != "print"):
                     continue  # output belongs to the forward launch, not to its replay
                 self.em.cur.stmts.append(s)
             elif isinstance(s, If):
@@ -191,6 +198,9 @@ class Reverse:
                 self.reverse_loop(s, scope)
 
     def reverse_op(self, op: Op, scope: Scope) -> None:
+        if self.prints is not None and op.prim == "print":
+            self.reverse_print(op, scope)
+            return
         rule = PRIMS[op.prim].vjp
         g: Var | None
         if rule is not None and op.result is None and op.args[-1].type.is_float:
@@ -206,6 +216,32 @@ class Reverse:
         for arg, contribution in zip(op.args, rule(scope, op, g), strict=True):
             if contribution is not None:
                 scope.accumulate(arg, contribution)
+
+    def reverse_print(self, op: Op, scope: Scope) -> None:
+        """wp.print in an explicit adjoint launch: the values' adjoints here, as Warp prints
+        them (PrintFormat.adjoint; an integer's or bool's is the one given for a parameter)."""
+        text = getattr(op.attr, "adjoint", None)
+        if text is None:
+            return  # wp.printf, expect_*: nothing
+        values = []
+        for v in op.args[1:]:
+            g = scope.get_adj(v) if v.type.is_float else None
+            d = self.access.defs.get(v.id)
+            assert self.prints is not None
+            if d is not None and d.prim == "arg" and int(d.attr) in self.prints:
+                given = self.given_arg(self.prints[int(d.attr)], v)
+                g = given if g is None else self.em.op("add", g, given)
+            values.append(self.em.zero(v.type) if g is None else g)
+        self.em.effect("print", scope.primal(op.args[0]), *values, attr=PrintFormat(text))
+
+    def given_arg(self, offset: int, like: Var) -> Var:
+        """The argument at `offset` (of like's type), read at the adjoint's top."""
+        if offset not in self.given_args:
+            v = self.em.new_var(like.type)
+            self.given_args[offset] = Op("arg", (), v, self.em.loc, offset)
+        result = self.given_args[offset].result
+        assert result is not None
+        return result
 
     def reverse_custom(self, s: Custom, scope: Scope) -> None:
         """A @wp.func_grad region: run the user's adjoint on the primal inputs and result

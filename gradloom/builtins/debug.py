@@ -2,7 +2,8 @@
 
 Each call becomes one `print` primitive (one C printf, so a line from one thread is never split
 by another's), run by forward launches only: the adjoint kernel's replay of the forward code
-does not print again. Values are printed the way Warp prints them (`%g` for floats, vectors as
+does not print again, except in an explicit adjoint launch, which prints as Warp's does
+(wp.print's adjoint line "adj: ..." too: `PrintFormat`, pipeline.printing_kernel). Values are printed the way Warp prints them (`%g` for floats, vectors as
 space-separated components, one matrix row per line, bools as True / False).
 """
 
@@ -12,6 +13,7 @@ import re
 from typing import Any
 
 from ..ir.nodes import Var
+from ..ir.prims import PrintFormat
 from ..types import MatrixType, ScalarType, StructType, VectorType, bool_, int32
 from . import ops, tile_more
 from .registry import builtin
@@ -71,9 +73,26 @@ def _values(ctx: Ctx, name: str, v: Value) -> tuple[Any, list[Var]]:
     return t, flatten(m)
 
 
-def _emit(ctx: Ctx, fmt: str, values: list[Var], when: Value | None = None) -> None:
+def _adjoint_text(t: Any) -> str:
+    """The format of the line an adjoint launch prints of a value's adjoint: "adj:" and the
+    components as Warp's adjoint of print lays them out (a matrix's later rows indented)."""
+    if isinstance(t, ScalarType):
+        return f"adj: {_spec(t)}\n"
+    if isinstance(t, MatrixType):
+        row = f" {_spec(t.dtype)}" * t.cols + "\n"
+        return "".join(("adj:" if i == 0 else "    ") + row for i in range(t.rows))
+    s = _spec(t.dtype)
+    if t.kind == "quat":
+        return "adj: " + " ".join([s] * 4) + "\n"
+    if t.kind == "transform":
+        return f"adj: ({' '.join([s] * 3)}) ({' '.join([s] * 4)})\n"
+    return "adj:" + f" {s}" * t.length + "\n"
+
+
+def _emit(ctx: Ctx, fmt: str, values: list[Var], when: Value | None = None,
+          adjoint: str | None = None) -> None:
     cond = ctx.const(True, bool_) if when is None else ops.truth(ctx, when)
-    ctx.b.effect("print", (cond, *values), ctx.loc, attr=fmt)
+    ctx.b.effect("print", (cond, *values), ctx.loc, attr=PrintFormat(fmt, adjoint))
 
 
 @builtin("print", "print a value (scalar, vector, matrix, quaternion, transform or string)",
@@ -84,16 +103,17 @@ def print_(ctx: Ctx, *args: Any) -> None:
                         "print several")
     (value,) = args
     if isinstance(value, str):
-        _emit(ctx, value.replace("%", "%%") + "\n", [])
+        text = value.replace("%", "%%") + "\n"
+        _emit(ctx, text, [], adjoint="adj: " + text)
         return
     if isinstance(value, TileVal):  # builtins/tile_more.py
         tile_more.print_tile(ctx, value)
         return
     if isinstance(value, (StructVal, ArrayVal)):  # as Warp: a placeholder, not an error
-        _emit(ctx, _NO_PRINT, [])
+        _emit(ctx, _NO_PRINT, [], adjoint="adj: " + _NO_PRINT)
         return
     t, values = _values(ctx, "print", value)
-    _emit(ctx, _text(ctx, "print", t), values)
+    _emit(ctx, _text(ctx, "print", t), values, adjoint=_adjoint_text(t))
 
 
 #: what wp.print() writes for a struct or an array (Warp's words)

@@ -108,6 +108,20 @@ def _bitcast(ts: tuple[ScalarType, ...], r: ScalarType | None) -> ScalarType:
     return t
 
 
+class PrintFormat(str):
+    """A print op's attr: its C format, and the format of the line the adjoint of an explicit
+    adjoint launch prints of the printed values' adjoints, in the same order (as Warp's
+    adjoint of wp.print; pipeline.printing_kernel); None where nothing is printed there
+    (wp.printf, expect_*)."""
+
+    adjoint: str | None
+
+    def __new__(cls, text: str, adjoint: str | None = None) -> PrintFormat:
+        self = super().__new__(cls, text)
+        self.adjoint = adjoint
+        return self
+
+
 def _print(ts: tuple[ScalarType, ...], _: ScalarType | None) -> None:
     if not ts or ts[0] != bool_ or any(t.kind == "p" for t in ts[1:]):
         raise TypeError(f"print takes (bool condition, values...), got {ts}")

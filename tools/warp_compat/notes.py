@@ -151,9 +151,6 @@ NOTES: dict[str, dict[str, str]] = {
     },
     "test_print": {
         "*.test_print_numeric_*": _PY_FUNC + " (its assert uses repr())",
-        "*.test_print_adjoint_*": _NOT_IMPL + "printing adjoints in adjoint launches (an "
-                                  "adjoint launch of a scalar or integer parameter has no "
-                                  "adjoint value to print here)",
     },
     **{f"deterministic.test_deterministic_{f}": {
         "*rejected*": _DIFF + "gradloom's deterministic mode adds in thread order and refuses "
