@@ -315,12 +315,12 @@ class Kernel:
     def block_variant(self, block_dim: int) -> Kernel:
         """This kernel as a CPU launch with `block_dim` threads per block runs it (Warp's
         `config.enable_cpu_blocks`): a kernel of its own whose `wp.block_dim()` is block_dim, or
-        this kernel where that is 1 or the kernel holds tiles (a block shares its tiles in Warp;
-        gradloom runs tiles per thread: docs/differences.md)."""
+        this kernel where that is 1 or the kernel holds tiles that its block's threads do not
+        feed with values of their own (builtins/tile_block.py)."""
         base = self.block_base
         if base is not None:  # a variant already
             return self if block_dim == self.cpu_block_dim else base.block_variant(block_dim)
-        if block_dim == 1 or self.holds_tiles():
+        if block_dim == 1:
             return self
         known: dict[int, Kernel] = self.__dict__.setdefault("_gl_blocks", {})
         variant = known.get(block_dim)
@@ -330,7 +330,21 @@ class Kernel:
             variant.cpu_block_dim, variant.overloads, variant.block_base = block_dim, {}, self
             variant._compiled = variant._adjoint = variant._locs = None
             known[block_dim] = variant
-        return variant
+        # a tile kernel runs its blocks' threads together only where they exchange values
+        # (builtins/tile_block.py); others keep one thread per block
+        return variant if not self.holds_tiles() or variant.block_exchange_bytes() else self
+
+    def block_exchange_bytes(self) -> int:
+        """The bytes of one exchange of its block's threads' records (the largest `bxchg`'s:
+        codegen/llvm_blocks.py); 0: its threads exchange no values of their own."""
+        held: int | None = self.__dict__.get("_gl_exchange")
+        if held is None:
+            from . import pipeline
+            from .codegen.llvm_blocks import exchange_bytes, gathers
+
+            ir, _ = pipeline.kernel_ir(self, False)
+            held = self._gl_exchange = exchange_bytes(ir.body) if gathers(ir.body) else 0
+        return held
 
     def printing_adjoint(self) -> Kernel | None:
         """The kernel an explicit adjoint launch runs where this one prints (None: the plain

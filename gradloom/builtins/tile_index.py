@@ -11,6 +11,7 @@ from ..ir.nodes import Var
 from ..types import MatrixType, TileType, VectorType, int32, vector
 from . import ops
 from .registry import builtin
+from .tile_block import cooperative, each_lane
 from .tile_loops import convert, copy_into, each, get, new_tile, read, write, write_part
 from .tile_math import element_op
 from .tiles import _T, shifted, tile_arg, tile_view
@@ -155,7 +156,24 @@ def subscript(ctx: Ctx, t: TileVal, keys: list[Any]) -> Value:
 
 
 def assign(ctx: Ctx, t: TileVal, keys: list[Any], value: Value, aug: str | None) -> None:
-    """t[keys] = value: an element, or every element of a view (from a tile of its shape)."""
+    """t[keys] = value: an element, or every element of a view (from a tile of its shape). In
+    a CPU block every thread's element write, in lane order (builtins/tile_block.py)."""
+    if not cooperative() or isinstance(value, TileVal):
+        _assign(ctx, t, keys, value, aug)
+        return
+    sent = isinstance(value, (Var, Composite, StructVal))
+    dynamic = [k for k in keys if isinstance(k, Var)]
+
+    def one(_: Var, got: list[Any]) -> list[Var]:
+        it = iter(got)
+        mine = [next(it) if isinstance(k, Var) else k for k in keys]
+        _assign(ctx, t, mine, next(it) if sent else value, aug)
+        return []
+
+    each_lane(ctx, [*dynamic, *([value] if sent else [])], one)
+
+
+def _assign(ctx: Ctx, t: TileVal, keys: list[Any], value: Value, aug: str | None) -> None:
     keys, comps = _components(ctx, t, keys)
     if comps:
         at = place(ctx, t, keys)[0]

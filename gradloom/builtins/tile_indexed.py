@@ -14,6 +14,7 @@ from ..ir.nodes import Var
 from ..types import ScalarType, int32
 from . import memory
 from .registry import builtin
+from .tile_block import first_lane, from_first_lane
 from .tile_loops import each, get, new_tile, read, write
 from .tile_more import _no_gradient
 from .tiles import _T, _array_arg, _in_bounds, _offsets, tile_arg
@@ -89,7 +90,9 @@ def tile_atomic_add_indexed(ctx: Ctx, a: Any, indices: Any, t: Any, offset: Any 
             olds = flatten(memory.atomic(ctx, "atomic_add", place, v))
             return [_no_gradient(ctx, o) for o in olds]
         zero = zeros_of(ctx, arr.type.dtype)
-        olds = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
+        olds = if_values(ctx, first_lane(ctx, _in_bounds(ctx, arr, at)), inside,
+                         lambda: flatten(zero))
         write(ctx, out, i, rebuild(zero, iter(olds)))  # type: ignore[arg-type]
     _scatter(ctx, "tile_atomic_add_indexed", a, indices, t, offset, axis, put)
+    from_first_lane(ctx, out)  # once per CPU block (builtins/tile_block.py)
     return out

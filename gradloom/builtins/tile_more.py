@@ -11,6 +11,7 @@ from ..ir.nodes import Var
 from ..types import ScalarType, StructType, TileType, bool_, int32, uint32, uint64
 from . import memory, ops
 from .registry import builtin
+from .tile_block import cooperative, each_lane, first_lane, from_first_lane
 from .tile_loops import convert, copy_into, each, fold, get, new_tile, read, row_major, write
 from .tile_math import element_op
 from .tiles import (
@@ -193,10 +194,24 @@ def tile_diag_add(ctx: Ctx, a: Any, d: Any) -> TileVal:
 def tile_from_thread(ctx: Ctx, shape: Any, value: Value, thread_idx: Any,
                      storage: str = "register") -> TileVal:
     # one thread per block: whatever thread_idx names, the value is this thread's (as Warp's
-    # CPU, checked on warp-lang: thread_idx=3 with block_dim=32 gives each thread its own)
+    # CPU, checked on warp-lang: thread_idx=3 with block_dim=32 gives each thread its own); in
+    # a CPU block (tile_block.py), thread thread_idx's
     v = value if isinstance(value, (Composite, StructVal)) else scalar(ctx, value)
     out = new_tile(ctx, TileType(v.type, const_ints(ctx, shape, "shape")))
-    each(ctx, out.type.shape, lambda i: write(ctx, out, i, v))
+    if not cooperative():
+        each(ctx, out.type.shape, lambda i: write(ctx, out, i, v))
+        return out
+    src = ctx.const(thread_idx, int32) if isinstance(thread_idx, int) else \
+        scalar(ctx, thread_idx, int32)
+
+    def fill(i: Var, got: list[Any]) -> list[Var]:
+        def put() -> list[Var]:
+            each(ctx, out.type.shape, lambda k: write(ctx, out, k, got[0]))
+            return []
+        if_values(ctx, ctx.op("eq", i, got[1]), put, lambda: [])
+        return []
+
+    each_lane(ctx, [v, convert(ctx, src, int32)], fill)
     return out
 
 
@@ -236,9 +251,11 @@ def tile_atomic_add(ctx: Ctx, a: Any, t: Any, offset: Any = None,
             olds = flatten(_atomic_add(ctx, place, v))
             return [_no_gradient(ctx, o) for o in olds]
         zero = zeros_of(ctx, arr.type.dtype)
-        olds = if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: flatten(zero))
+        olds = if_values(ctx, first_lane(ctx, _in_bounds(ctx, arr, at)), inside,
+                         lambda: flatten(zero))
         write(ctx, out, i, rebuild(zero, iter(olds)))  # type: ignore[arg-type]
     each(ctx, src.type.shape, one)
+    from_first_lane(ctx, out)  # once per CPU block (builtins/tile_block.py)
     return out
 
 
@@ -367,11 +384,17 @@ def tile_scatter_masked(ctx: Ctx, a: Any, *args: Any) -> None:
     t, idx, value, flag = _scatter_args(ctx, "tile_scatter_masked", a, args)
     v = convert(ctx, _element(ctx, value, t.type.dtype), t.type.dtype)  # a literal too
 
-    def put() -> list[Var]:
-        write(ctx, t, idx, v)
+    def one(_: Var, got: list[Any]) -> list[Var]:
+        *at, x, want = got
+
+        def put() -> list[Var]:
+            write(ctx, t, at, x)
+            return []
+
+        if_values(ctx, want, put, lambda: [])
         return []
 
-    if_values(ctx, flag, put, lambda: [])
+    each_lane(ctx, [*idx, v, flag], one)  # every thread's write, in lane order
 
 
 @builtin("tile_scatter_add", "add value into tile a at index (i[, j[, k]]) where has_value; "
@@ -384,8 +407,14 @@ def tile_scatter_add(ctx: Ctx, a: Any, *args: Any, atomic: Any = True) -> None:
     t, idx, value, flag = _scatter_args(ctx, "tile_scatter_add", a, args)
     v = convert(ctx, _element(ctx, value, t.type.dtype), t.type.dtype)  # a literal too
 
-    def add() -> list[Var]:
-        write(ctx, t, idx, element_op(ctx, "add", get(ctx, t, idx), v))
+    def one(_: Var, got: list[Any]) -> list[Var]:
+        *at, x, want = got
+
+        def add() -> list[Var]:
+            write(ctx, t, at, element_op(ctx, "add", get(ctx, t, at), x))
+            return []
+
+        if_values(ctx, want, add, lambda: [])
         return []
 
-    if_values(ctx, flag, add, lambda: [])
+    each_lane(ctx, [*idx, v, flag], one)  # every thread's addition, in lane order

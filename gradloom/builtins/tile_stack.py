@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.nodes import Var
-from ..types import ScalarType, StackType, TileType, int32
+from ..types import ScalarType, StackType, TileType, bool_, int32
 from .registry import builtin
+from .tile_block import each_lane
 from .tile_loops import get, new_tile, select, write
 from .tiles import _T, const_ints, dtype_of
 from .values import (
@@ -26,6 +27,8 @@ from .values import (
     TupleVal,
     Value,
     describe,
+    flatten,
+    rebuild,
     scalar,
     type_of,
     zeros_of,
@@ -93,17 +96,23 @@ def tile_stack_push(ctx: Ctx, s: Any, value: Value, has_value: Value | None = No
     st = _stack(ctx, s)
     v = _element(ctx, st, value)
     cap = st.type.shape[0]
-    n = _count(ctx, st)
-    ok = ctx.op("lt", n, ctx.const(cap, int32))
+    want = ctx.const(True, bool_)
     if has_value is not None:
         want = scalar(ctx, has_value)
         if want.type.kind != "b":
             want = ctx.op("ne", want, ctx.const(0, want.type))
-        ok = ctx.op("and", ok, want)
-    slot = ctx.op("min", n, ctx.const(cap - 1, int32))
-    write(ctx, st, [slot], select(ctx, ok, v, get(ctx, st, [slot])))
-    _set_count(ctx, st, ctx.op("add", n, ctx.op("cast", ok, type=int32)))
-    return ctx.op("select", ok, n, ctx.const(-1, int32))
+
+    def push(_: Var, got: list[Any]) -> list[Var]:
+        x, wanted = got
+        n = _count(ctx, st)
+        ok = ctx.op("and", ctx.op("lt", n, ctx.const(cap, int32)), wanted)
+        slot = ctx.op("min", n, ctx.const(cap - 1, int32))
+        write(ctx, st, [slot], select(ctx, ok, x, get(ctx, st, [slot])))
+        _set_count(ctx, st, ctx.op("add", n, ctx.op("cast", ok, type=int32)))
+        return [ctx.op("select", ok, n, ctx.const(-1, int32))]
+
+    # in a CPU block every thread's push, in lane order (builtins/tile_block.py)
+    return each_lane(ctx, [v, want], push, [ctx.const(-1, int32)])[0]
 
 
 @builtin("tile_stack_pop", "pop the top element: (value, slot), slot -1 and a zero value when "
@@ -111,14 +120,21 @@ def tile_stack_push(ctx: Ctx, s: Any, value: Value, has_value: Value | None = No
          group=_T, differentiable=False, signatures=_SIG + ") -> Tuple")
 def tile_stack_pop(ctx: Ctx, s: Any) -> TupleVal:
     st = _stack(ctx, s)
-    n = _count(ctx, st)
-    zero = ctx.const(0, int32)
-    ok = ctx.op("gt", n, zero)
-    top = ctx.op("max", ctx.op("sub", n, ctx.const(1, int32)), zero)
-    v = get(ctx, st, [top])
-    _set_count(ctx, st, ctx.op("sub", n, ctx.op("cast", ok, type=int32)))
-    return TupleVal((select(ctx, ok, v, _zero(ctx, st.type.dtype)),
-                     ctx.op("select", ok, zero, ctx.const(-1, int32))))
+    first = _count(ctx, st)
+    zero, none = ctx.const(0, int32), _zero(ctx, st.type.dtype)
+
+    def pop(_: Var, got: list[Any]) -> list[Var]:
+        n = _count(ctx, st)
+        ok = ctx.op("gt", n, zero)
+        top = ctx.op("max", ctx.op("sub", n, ctx.const(1, int32)), zero)
+        v = select(ctx, ok, get(ctx, st, [top]), none)
+        _set_count(ctx, st, ctx.op("sub", n, ctx.op("cast", ok, type=int32)))
+        # the slot: how many threads of the block popped an element before this one
+        return [*flatten(v), ctx.op("select", ok, ctx.op("sub", first, n), ctx.const(-1, int32))]
+
+    # in a CPU block every thread pops, in lane order (builtins/tile_block.py)
+    out = each_lane(ctx, [], pop, [*flatten(none), ctx.const(-1, int32)])
+    return TupleVal((rebuild(none, iter(out[:-1])), out[-1]))
 
 
 def _zero(ctx: Ctx, t: Any) -> Any:

@@ -23,6 +23,7 @@ from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
 from .float32_math import OWN_FLOAT32
 from .lanes import LaneEmitter, LaneFacts
 from .llvm import KernelEmitter, emit_module
+from .llvm_blocks import depart
 from .llvm_ops import MathCall, string_global
 from .signals import KERNEL_DECLARES, POLL_THREADS
 
@@ -57,6 +58,8 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
 
     math = CPU_MATH
     module_declares = tuple(KERNEL_DECLARES)
+    #: the threads of a CPU block run at once and exchange tile records (codegen/llvm_blocks.py)
+    block_exchange = True
 
     def __init__(self, kernel: KernelIR, symbol: str, private_adds: tuple[int, ...] = (),
                  lanes: LaneFacts | None = None, width: int = 0,
@@ -159,6 +162,8 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
         f.emit("br label %exit")
         f.start_block("exit")
         f.emit("store atomic ptr null, ptr @gl_running monotonic, align 8")
+        if any(op.prim == "bxchg" for op in walk_ops(self.kernel.body)):
+            depart(self)
         f.emit("ret void")
         f.lines[1:1] = self.lane_entry_allocas()
         head = f"define void @{self.symbol}(ptr noalias nocapture %block) nounwind {{"

@@ -421,6 +421,12 @@ def _ladd_type(ts: tuple[ScalarType, ...], _: ScalarType | None) -> ScalarType:
 _LOCAL_UNAVAILABLE = hostops.Unavailable("reads or writes a kernel thread's tile memory")
 
 
+def _bxchg_type(ts: tuple[ScalarType, ...], _: ScalarType | None) -> None:
+    if ts != (ptr, int64, ptr, int64, int32):
+        raise TypeError(f"bxchg takes (ptr, int64, ptr, int64, int32), got {ts}")
+    return None
+
+
 def _lgemm_type(ts: tuple[ScalarType, ...], _: ScalarType | None) -> None:
     if ts[:3] != (ptr, ptr, ptr) or ts[3] != ts[4] or ts[3] not in FLOAT_TYPES:
         raise TypeError(f"lgemm takes (ptr, ptr, ptr, alpha, beta) of one float type, got {ts}")
@@ -532,6 +538,14 @@ _TABLE: list[Prim] = [
          doc="lgemm(a, b, c, alpha, beta): c = alpha * a @ b (+ beta * c) on tile buffers, "
              "shapes and views in attr (builtins/tile_gemm.py); forward kernels only: IR that "
              "autodiff sees has the scalar loops instead (ir/builder.DIFFERENTIATED)"),
+    # IO: it stays where it stands and runs in every thread, never in SIMD lanes or a replay
+    Prim("bxchg", 5, _bxchg_type, Effect.LOCAL | Effect.LOCAL_WRITE | Effect.IO,
+         host=_LOCAL_UNAVAILABLE,
+         doc="bxchg(send, send offset, recv, recv offset, lane): the threads of a CPU block "
+             "(config.enable_cpu_blocks) exchange attr[0] bytes of their tile memory: each "
+             "waits for the others and receives all block_dim (attr[1]) records, lane by lane, "
+             "or (attr[2] >= 0) lane attr[2]'s only (builtins/tile_block.py); forward kernels "
+             "only"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
     Prim("push", 1, lambda ts, r: None, Effect.STACK, host=hostops.ADJOINT,
          doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),

@@ -35,6 +35,7 @@ from ..launch.launch import arg_array, array_keys
 from ..launch.packing import Packer, describe
 from ..signals import launch_words
 from . import parallel
+from .block_threads import run_block_threads
 
 _FIRST_STACK = 1 << 16
 _ONES = {n: (1,) * (4 - n) for n in range(1, 5)}
@@ -76,6 +77,9 @@ class Prepared:
         self.backoff = parallel.Backoff()
         self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None if adjoint is None else adjoint
+        #: the shared bytes of a CPU block whose threads exchange tile values (block_threads.py)
+        self.block_exchange = 0 if self.is_adjoint or getattr(kernel, "cpu_block_dim", 1) == 1 \
+            else kernel.block_exchange_bytes()
         #: an adjoint's other variants (`prepared`)
         self.variants: dict[str, Prepared] = {}
         self.verify_fp = config.verify_fp
@@ -160,6 +164,9 @@ class Prepared:
             raise LaunchError(f"kernel '{self.kernel.key}' unpacks {self.launch_ndim} "
                               f"indices from wp.tid() but was launched with dim={dims!r}")
         total = dims[0] if len(dims) == 1 else math.prod(dims)
+        if self.block_exchange:
+            run_block_threads(self, dims, args, self.kernel.cpu_block_dim, self.block_exchange)
+            return
         block = self._free.pop() if self._free else self.block()
         buf, base = block
         try:

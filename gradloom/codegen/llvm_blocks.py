@@ -1,0 +1,200 @@
+"""LLVM rule of `bxchg`: the threads of a CPU block (`config.enable_cpu_blocks`) exchanging records
+of their tile memory (builtins/tile_block.py), and the barrier they wait at.
+
+On the CPU each thread of a block runs in a system thread of its own (runtime/cpu/blocks.py), all
+of them at once; the launch block's adjoint-stack word (unused by a forward kernel) points at the
+block's shared state: a lock, the count of threads arrived, the barrier's generation and the
+count of threads still running (int32 each), then two areas of records from byte 64, used by
+exchanges in turn (`exchange_bytes`). A thread writes its record into its slot, waits until every running thread has, copies all slots, and waits again
+(so no slot is overwritten while another thread still reads it). A thread that finishes leaves
+the count of running ones (`depart`, in the entry's exit block), so the others never wait for it.
+A broadcast (attr src >= 0) has thread src write the one record all copy. The CUDA entry runs one
+thread per block: its own record lands in its slot and nothing waits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..abi import BLOCK_STACK, STACK_BASE
+from ..ir.nodes import Block, Op, walk_ops
+
+#: bytes of the shared state before the records
+STATE_BYTES = 64
+
+_WAIT = """define internal void @gl_bx_lock(ptr %s) nounwind {
+entry:
+  br label %try
+try:
+  %old = atomicrmw xchg ptr %s, i32 1 acquire
+  %held = icmp ne i32 %old, 0
+  br i1 %held, label %yield, label %got
+yield:
+  %y = call i32 @sched_yield()
+  br label %try
+got:
+  ret void
+}
+
+define internal void @gl_bx_unlock(ptr %s) nounwind {
+  store atomic i32 0, ptr %s release, align 4
+  ret void
+}
+
+define internal void @gl_bx_release(ptr %s) nounwind {
+  %cp = getelementptr i8, ptr %s, i64 4
+  %gp = getelementptr i8, ptr %s, i64 8
+  store i32 0, ptr %cp, align 4
+  %g = load i32, ptr %gp, align 4
+  %g1 = add i32 %g, 1
+  store atomic i32 %g1, ptr %gp release, align 4
+  ret void
+}
+
+define internal void @gl_bx_wait(ptr %s) nounwind {
+entry:
+  call void @gl_bx_lock(ptr %s)
+  %cp = getelementptr i8, ptr %s, i64 4
+  %gp = getelementptr i8, ptr %s, i64 8
+  %lp = getelementptr i8, ptr %s, i64 12
+  %g = load i32, ptr %gp, align 4
+  %c0 = load i32, ptr %cp, align 4
+  %c = add i32 %c0, 1
+  %live = load i32, ptr %lp, align 4
+  %all = icmp sge i32 %c, %live
+  br i1 %all, label %last, label %arrive
+last:
+  call void @gl_bx_release(ptr %s)
+  call void @gl_bx_unlock(ptr %s)
+  ret void
+arrive:
+  store i32 %c, ptr %cp, align 4
+  call void @gl_bx_unlock(ptr %s)
+  br label %spin
+spin:
+  %now = load atomic i32, ptr %gp acquire, align 4
+  %same = icmp eq i32 %now, %g
+  br i1 %same, label %yield, label %done
+yield:
+  %y = call i32 @sched_yield()
+  br label %spin
+done:
+  ret void
+}
+
+define internal void @gl_bx_depart(ptr %s) nounwind {
+entry:
+  %none = icmp eq ptr %s, null
+  br i1 %none, label %done, label %go
+go:
+  call void @gl_bx_lock(ptr %s)
+  %cp = getelementptr i8, ptr %s, i64 4
+  %lp = getelementptr i8, ptr %s, i64 12
+  %l0 = load i32, ptr %lp, align 4
+  %live = sub i32 %l0, 1
+  store i32 %live, ptr %lp, align 4
+  %c = load i32, ptr %cp, align 4
+  %waiting = icmp sgt i32 %c, 0
+  %all = icmp sge i32 %c, %live
+  %free = and i1 %waiting, %all
+  br i1 %free, label %last, label %out
+last:
+  call void @gl_bx_release(ptr %s)
+  br label %out
+out:
+  call void @gl_bx_unlock(ptr %s)
+  br label %done
+done:
+  ret void
+}
+
+define internal void @gl_bx(ptr %s, ptr %send, ptr %recv, i64 %size, i32 %lane,
+                            i64 %n, i64 %half, i32 %src) nounwind {
+entry:
+  %gp = getelementptr i8, ptr %s, i64 8
+  %g = load atomic i32, ptr %gp acquire, align 4
+  %k = lshr i32 %g, 1
+  %odd = and i32 %k, 1
+  %odd64 = zext i32 %odd to i64
+  %skip = mul i64 %odd64, %half
+  %base = add i64 %skip, 64
+  %data = getelementptr i8, ptr %s, i64 %base
+  %bcast = icmp sge i32 %src, 0
+  %l = zext i32 %lane to i64
+  %mine = mul i64 %l, %size
+  %at = select i1 %bcast, i64 0, i64 %mine
+  %slot = getelementptr i8, ptr %data, i64 %at
+  %source = icmp eq i32 %lane, %src
+  %gathers = xor i1 %bcast, true
+  %writes = or i1 %gathers, %source
+  br i1 %writes, label %write, label %wait1
+write:
+  call void @llvm.memcpy.p0.p0.i64(ptr %slot, ptr %send, i64 %size, i1 false)
+  br label %wait1
+wait1:
+  call void @gl_bx_wait(ptr %s)
+  %gathered = mul i64 %n, %size
+  %all = select i1 %bcast, i64 %size, i64 %gathered
+  call void @llvm.memmove.p0.p0.i64(ptr %recv, ptr %data, i64 %all, i1 false)
+  call void @gl_bx_wait(ptr %s)
+  br i1 %gathers, label %clear, label %done
+clear:
+  store i32 0, ptr %slot, align 4
+  br label %done
+done:
+  ret void
+}
+"""
+
+_DECLARES = ("declare i32 @sched_yield()",
+             "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
+             "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)")
+
+
+def _state(e: Any) -> str:
+    """The block's shared state (the launch block's adjoint-stack base word)."""
+    p, s = e.f.fresh("%bxp"), e.f.fresh("%bxs")
+    e.f.emit(f"{p} = getelementptr i8, ptr %block, i64 {BLOCK_STACK + STACK_BASE}")
+    e.f.emit(f"{s} = load ptr, ptr {p}, align 8")
+    return s
+
+
+def bxchg(e: Any, s: Op) -> None:
+    """Gather every lane's record (attr: size, block_dim, -1), or broadcast lane src's (attr:
+    size, block_dim, src) into every lane's recv."""
+    size, n, src = s.attr
+    send, recv = e.f.fresh("%bxsend"), e.f.fresh("%bxrecv")
+    e.f.emit(f"{send} = getelementptr i8, ptr {e.a(s, 0)}, i64 {e.a(s, 1)}")
+    e.f.emit(f"{recv} = getelementptr i8, ptr {e.a(s, 2)}, i64 {e.a(s, 3)}")
+    e.declares.update(_DECLARES[1:])
+    if not getattr(e, "block_exchange", False):  # one thread per block: its record, in place
+        lane, at, slot = e.f.fresh("%bxl"), e.f.fresh("%bxat"), e.f.fresh("%bxslot")
+        e.f.emit(f"{lane} = zext i32 {e.a(s, 4)} to i64")
+        e.f.emit(f"{at} = mul i64 {lane}, {size if src < 0 else 0}")
+        e.f.emit(f"{slot} = getelementptr i8, ptr {recv}, i64 {at}")
+        e.f.emit(f"call void @llvm.memmove.p0.p0.i64(ptr {slot}, ptr {send}, i64 {size}, "
+                 "i1 false)")
+        return
+    e.declares.update((_DECLARES[0], _WAIT))
+    e.f.emit(f"call void @gl_bx(ptr {_state(e)}, ptr {send}, ptr {recv}, i64 {size}, "
+             f"i32 {e.a(s, 4)}, i64 {n}, i64 {exchange_bytes(e.kernel.body)}, i32 {src})")
+
+
+def exchange_bytes(body: Block) -> int:
+    """The bytes of records one exchange of the kernel may need: the shared state holds two such
+    areas, the exchanges taking turns (exchange k's at the barrier generation 2k: a thread still
+    clearing its flag in one never meets a thread writing the next)."""
+    return max((op.attr[0] * (op.attr[1] if op.attr[2] < 0 else 1)
+                for op in walk_ops(body) if op.prim == "bxchg"), default=0)
+
+
+def depart(e: Any) -> None:
+    """This thread leaves its block (the entry's way out): the others stop waiting for it."""
+    e.declares.update((_DECLARES[0], _DECLARES[1], _WAIT))
+    e.f.emit(f"call void @gl_bx_depart(ptr {_state(e)})")
+
+
+def gathers(body: Block) -> bool:
+    """Whether the kernel's threads exchange values of their own (a broadcast alone, of what lane
+    0 computed for the block, does not make a block's threads depend on each other)."""
+    return any(op.prim == "bxchg" and op.attr[2] < 0 for op in walk_ops(body))
