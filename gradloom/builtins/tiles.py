@@ -32,6 +32,7 @@ from ..types import (
 )
 from . import memory
 from .registry import builtin
+from .tile_block import each_lane, lane
 from .tile_loops import Index, convert, copy_into, each, get, new_tile, row_major, write
 from .values import (
     ArrayVal,
@@ -252,8 +253,8 @@ def _representable(ctx: Ctx, bounds: dict[str, Any], dt: ScalarType) -> None:
             raise ctx.error(f"{where} is out of range for {dt!r}")
 
 
-@builtin("tile", "a tile of shape (block_dim,) from each thread's value (block_dim is 1 here: "
-         "a tile of shape (1,)); a vector or matrix value expands to a tile of its scalars, of "
+@builtin("tile", "a tile of shape (block_dim,) from each thread's value (block_dim is 1 on the "
+         "CPU unless config.enable_cpu_blocks: a tile of shape (1,)); a vector or matrix value expands to a tile of its scalars, of "
          "shape (length, block_dim) or (rows, cols, block_dim), unless preserve_type",
          group=_T, signatures="(x: Scalar) -> Tile")
 def tile(ctx: Ctx, x: Value, preserve_type: Any = False) -> TileVal:
@@ -261,34 +262,46 @@ def tile(ctx: Ctx, x: Value, preserve_type: Any = False) -> TileVal:
     keep = preserve_type.value if isinstance(preserve_type, Literal) else preserve_type
     if not isinstance(keep, bool):
         raise ctx.error("wp.tile(): preserve_type must be a constant bool")
-    t = type_of(v)
+    t, n = type_of(v), BLOCK_DIM.get()  # one element per thread of the block (tile_block.py)
     if keep or not isinstance(v, Composite) or not isinstance(t, (VectorType, MatrixType)):
-        out = new_tile(ctx, TileType(t, (1,)))
-        write(ctx, out, [0], v)
+        out = new_tile(ctx, TileType(t, (n,)))
+        each_lane(ctx, [v], lambda i, got: _put(ctx, out, [i], got[0]))
         return out
     dims = (t.length,) if isinstance(t, VectorType) else (t.rows, t.cols)
-    out = new_tile(ctx, TileType(t.dtype, (*dims, 1)))
-    for k, comp in enumerate(v.comps):  # row-major
-        write(ctx, out, [*map(int, np.unravel_index(k, dims)), 0], comp)
+    out = new_tile(ctx, TileType(t.dtype, (*dims, n)))
+
+    def expand(i: Var, got: list[Value]) -> list[Var]:
+        comps = got[0].comps  # type: ignore[union-attr]
+        for k, comp in enumerate(comps):  # row-major
+            write(ctx, out, [*map(int, np.unravel_index(k, dims)), i], comp)
+        return []
+
+    each_lane(ctx, [v], expand)
     return out
 
 
-@builtin("untile", "this thread's element of a tile of shape (block_dim,) (block_dim is 1 here: "
-         "its only element); of a tile of shape (length, block_dim) or (rows, cols, block_dim), "
+def _put(ctx: Ctx, out: TileVal, idx: Index, value: Value) -> list[Var]:
+    write(ctx, out, idx, value)
+    return []
+
+
+@builtin("untile", "this thread's element of a tile of shape (block_dim,) (block_dim 1: its "
+         "only element); of a tile of shape (length, block_dim) or (rows, cols, block_dim), "
          "as wp.tile expands them, the vector or matrix", group=_T,
          signatures="(a: Tile) -> Scalar")
 def untile(ctx: Ctx, a: Value) -> Var | Composite:
     t = tile_arg(ctx, a, "a")
-    shape, dt = t.type.shape, t.type.dtype
-    if shape == (1,):
-        return get(ctx, t, [0])
-    if len(shape) in (2, 3) and shape[-1] == 1 and isinstance(dt, ScalarType):
+    shape, dt, n = t.type.shape, t.type.dtype, BLOCK_DIM.get()
+    me = lane(ctx)
+    if shape == (n,):
+        return get(ctx, t, [me])
+    if len(shape) in (2, 3) and shape[-1] == n and isinstance(dt, ScalarType):
         dims = shape[:-1]
-        comps = tuple(get(ctx, t, [*map(int, np.unravel_index(k, dims)), 0])
+        comps = tuple(get(ctx, t, [*map(int, np.unravel_index(k, dims)), me])
                       for k in range(math.prod(dims)))
         ct = VectorType(dims[0], dt) if len(dims) == 1 else MatrixType(dims[0], dims[1], dt)
         return Composite(ct, comps)  # type: ignore[arg-type]
-    raise ctx.error(f"wp.untile() needs a tile of shape (block_dim,) = (1,) on the CPU (or a "
+    raise ctx.error(f"wp.untile() needs a tile of shape (block_dim,) = ({n},) (or a "
                     f"vector's or matrix's expansion), got {t.type!r}")
 
 
