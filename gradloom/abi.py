@@ -56,6 +56,11 @@ STACK_BASE = 0  # ptr: the stack buffer
 STACK_CAPACITY = 8  # int64: bytes per thread
 STACK_BYTES = 16
 
+#: a CPU block's shared state, whose address a cooperative launch puts in the STACK_BASE word
+#: (codegen/llvm_blocks.py, runtime/cpu/block_threads.py): lock, threads arrived, the barrier's
+#: generation, threads running (int32 each); the exchanged records from this offset
+BLOCK_SHARED_RECORDS = 64
+
 #: the whole header: dims, the error record (code, where, index, extent, thread), the stack's
 #: base and capacity, start, end
 HEAD = struct.Struct("<4qiiqqqQqqq")

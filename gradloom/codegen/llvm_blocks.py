@@ -16,11 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..abi import BLOCK_STACK, STACK_BASE
+from ..abi import BLOCK_SHARED_RECORDS, BLOCK_STACK, STACK_BASE
 from ..ir.nodes import Block, Op, walk_ops
-
-#: bytes of the shared state before the records
-STATE_BYTES = 64
 
 _WAIT = """define internal void @gl_bx_lock(ptr %s) nounwind {
 entry:
@@ -117,7 +114,7 @@ entry:
   %odd = and i32 %k, 1
   %odd64 = zext i32 %odd to i64
   %skip = mul i64 %odd64, %half
-  %base = add i64 %skip, 64
+  %base = add i64 %skip, @RECORDS@
   %data = getelementptr i8, ptr %s, i64 %base
   %bcast = icmp sge i32 %src, 0
   %l = zext i32 %lane to i64
@@ -146,6 +143,7 @@ done:
 }
 """
 
+_WAIT = _WAIT.replace("@RECORDS@", str(BLOCK_SHARED_RECORDS))
 _DECLARES = ("declare i32 @sched_yield()",
              "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
              "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)")

@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...abi import CLEAR_STATUS, ERROR_WORD, NO_ERROR, dims4
-from ...codegen.llvm_blocks import STATE_BYTES
+from ...abi import BLOCK_SHARED_RECORDS, CLEAR_STATUS, ERROR_WORD, NO_ERROR, dims4
 
 _LIVE = 3  # the state's int32 word counting the threads still running
 
@@ -29,7 +28,7 @@ def run_block_threads(prep: Any, dims: tuple[int, ...], args: Sequence[Any], wid
     """Run the launch `dims` of `prep`'s kernel block by block, each block's `width` threads at
     once; raise the first error a thread reports."""
     total = math.prod(dims)
-    state = np.zeros((STATE_BYTES + 2 * exchange_bytes + 63) // 4, dtype=np.int32)
+    state = np.zeros((BLOCK_SHARED_RECORDS + 2 * exchange_bytes + 63) // 4, dtype=np.int32)
     values = prep._values(args)
     lanes = [prep.block() for _ in range(min(width, total))]
     try:
