@@ -364,3 +364,24 @@ def test_tile_matmul_bfloat16_operands_need_backward_off() -> None:
         wp.launch_tiled(_bf16_operand_kernel(None), dim=[1], inputs=[a, b, c], block_dim=1)
     wp.launch_tiled(_bf16_operand_kernel(False), dim=[1], inputs=[a, b, c], block_dim=1)
     np.testing.assert_array_equal(c.numpy(), [[2.5, 4.0], [5.5, 8.0]])
+
+
+@wp.kernel(module="unique")
+def _bitwise_tiles_k(a: wp.array(dtype=wp.uint32), b: wp.array(dtype=wp.uint32),
+                     c: wp.array2d(dtype=wp.uint32)):
+    s1 = wp.tile_load(a, shape=4)
+    s2 = wp.tile_load(b, shape=4)
+    wp.tile_store(c[0], s1 & s2)
+    wp.tile_store(c[1], s1 | s2)
+    wp.tile_store(c[2], s1 ^ s2)
+    s1 &= s2
+    wp.tile_store(c[3], s1)
+
+
+def test_bitwise_operators_of_integer_tiles() -> None:
+    """Warp's tile.test_tile_atomic_bitwise tilewise kernels: &, |, ^ (and &=) of two tiles."""
+    x = np.array([1, 3, 7, 0xF0], dtype=np.uint32)
+    y = np.array([2, 6, 5, 0x3C], dtype=np.uint32)
+    c = wp.zeros((4, 4), dtype=wp.uint32)
+    wp.launch_tiled(_bitwise_tiles_k, dim=[1], inputs=[wp.array(x), wp.array(y), c], block_dim=1)
+    np.testing.assert_array_equal(c.numpy(), [x & y, x | y, x ^ y, x & y])

@@ -71,9 +71,18 @@ def _same_shape(ctx: Ctx, a: TileVal, b: TileVal, what: str) -> None:
         raise ctx.error(f"{what}: tile shapes {a.type.shape} and {b.type.shape} differ")
 
 
+#: Warp's bitwise operators of two integer tiles
+_BITWISE = ("bitand", "bitor", "bitxor")
+
+
 def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
     """`a + b`, `a - b` of two tiles; `a * b`, `a / b` of two tiles (elementwise) or of a tile
-    and a scalar (either side), as Warp's operators."""
+    and a scalar (either side); `a & b`, `a | b`, `a ^ b` of two integer tiles, as Warp's
+    operators."""
+    if opname in _BITWISE and isinstance(a, TileVal) and isinstance(b, TileVal) and \
+            not _part(a.type.dtype).is_float and not isinstance(a.type.dtype, StructType):
+        _same_shape(ctx, a, b, f"tile {opname}")
+        return _map(ctx, [a, b], lambda v: element_op(ctx, opname, v[0], v[1]))
     if opname not in ("add", "sub", "mul", "div"):
         if any(isinstance(v, TileVal) and isinstance(v.type.dtype, StructType) for v in (a, b)):
             raise ctx.error(f"the operator '{opname}' (bitwise inplace or other) is not defined "
