@@ -223,6 +223,17 @@ def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> lis
     return while_loop(ctx, [ctx.const(0, int32), *state], lambda s: op("lt", s[0], n), body)[1:]
 
 
+def _beyond_plane(ctx: Ctx, p: V3, a: V3, b: V3, c: V3, best2: Var) -> Var:
+    """The squared distance from p to the plane of triangle abc exceeds best2 (a degenerate
+    triangle's 0 > 0 never does)."""
+    o, op = _Ops(ctx), ctx.op
+    e, f = o.sub3(b, a), o.sub3(c, a)
+    n: V3 = tuple(op("sub", op("mul", e[(k + 1) % 3], f[(k + 2) % 3]),  # type: ignore
+                     op("mul", e[(k + 2) % 3], f[(k + 1) % 3])) for k in range(3))
+    h = o.dot(o.sub3(p, a), n)
+    return op("gt", op("mul", h, h), op("mul", best2, o.dot(n, n)))
+
+
 def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
     """The closest point within max_dist: [squared distance, face (-1 if none), u, v]. The
     walk (builtins/bvh_stack.py) finds the face on detached values; its closest point is then
@@ -238,9 +249,14 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
         return _Ops(ctx).dot(d, d), wa, wb, wc
 
     def leaf(tri: Var, a: V3, b: V3, c: V3, s: list[Var]) -> list[Var]:
-        d2 = closest_dist2(ctx, pd, a, b, c)
-        better = op("lt", d2, s[0])
-        return [op("select", better, d2, s[0]), op("select", better, tri, s[1])]
+        def test() -> list[Var]:
+            d2 = closest_dist2(ctx, pd, a, b, c)
+            better = op("lt", d2, s[0])
+            return [op("select", better, d2, s[0]), op("select", better, tri, s[1])]
+
+        # a triangle whose plane is further than the best so far is further itself: from
+        # inside a closed surface most are, and this costs a cross and two dots, not the regions
+        return if_values(ctx, _beyond_plane(ctx, pd, a, b, c, s[0]), lambda: list(s), test)
 
     md = detach(ctx, max_dist)
     _, rec = nearest_walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32)],
