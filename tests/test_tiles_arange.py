@@ -95,12 +95,12 @@ def test_a_local_constant_passed_to_tile_arange_stays_a_slice_bound() -> None:
     np.testing.assert_array_equal(count.numpy(), [3, 6, 6, 3])
 
 
-@wp.kernel(enable_backward=False, module="unique")
-def no_bounds_k(out: wp.array(dtype=wp.float32)):
-    wp.tile_store(out, wp.tile_arange())
-
-
 def test_tile_arange_without_arguments_is_refused_clearly() -> None:
+    # defined here, not at module level: tests/ptx_check.py compiles a module's kernels
+    @wp.kernel(enable_backward=False, module="unique")
+    def no_bounds_k(out: wp.array(dtype=wp.float32)):
+        wp.tile_store(out, wp.tile_arange())
+
     with pytest.raises(wp.KernelTypeError, match=r"tile_arange\(\) needs at least its stop"):
         wp.launch_tiled(no_bounds_k, dim=1, inputs=[wp.zeros(4, dtype=wp.float32)],
                         block_dim=1)
