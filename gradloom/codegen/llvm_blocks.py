@@ -4,7 +4,8 @@ of their tile memory (builtins/tile_block.py), and the barrier they wait at.
 On the CPU each thread of a block runs in a system thread of its own (runtime/cpu/blocks.py), all
 of them at once; the launch block's adjoint-stack word (unused by a forward kernel) points at the
 block's shared state: a lock, the count of threads arrived, the barrier's generation and the
-count of threads still running (int32 each), then two areas of records from byte 64, used by
+count of threads still running (int32 each; waiting threads yield, then sleep on the
+generation word, a futex), then two areas of records from byte 64, used by
 exchanges in turn (`exchange_bytes`). A thread writes its record into its slot, waits until every running thread has, copies all slots, and waits again
 (so no slot is overwritten while another thread still reads it). A thread that finishes leaves
 the count of running ones (`depart`, in the entry's exit block), so the others never wait for it.
@@ -45,6 +46,8 @@ define internal void @gl_bx_release(ptr %s) nounwind {
   %g = load i32, ptr %gp, align 4
   %g1 = add i32 %g, 1
   store atomic i32 %g1, ptr %gp release, align 4
+  %w = call i64 (i64, ...) @syscall(i64 202, ptr %gp, i64 129, i64 2147483647, ptr null,
+                                    ptr null, i64 0)
   ret void
 }
 
@@ -69,11 +72,21 @@ arrive:
   call void @gl_bx_unlock(ptr %s)
   br label %spin
 spin:
+  %tries = phi i32 [0, %arrive], [%more, %yield], [0, %sleep]
   %now = load atomic i32, ptr %gp acquire, align 4
   %same = icmp eq i32 %now, %g
-  br i1 %same, label %yield, label %done
+  br i1 %same, label %again, label %done
+again:
+  %more = add i32 %tries, 1
+  %long = icmp ugt i32 %more, 64
+  br i1 %long, label %sleep, label %yield
 yield:
   %y = call i32 @sched_yield()
+  br label %spin
+sleep:
+  %g64 = zext i32 %g to i64
+  %z = call i64 (i64, ...) @syscall(i64 202, ptr %gp, i64 128, i64 %g64, ptr null, ptr null,
+                                    i64 0)
   br label %spin
 done:
   ret void
@@ -144,7 +157,7 @@ done:
 """
 
 _WAIT = _WAIT.replace("@RECORDS@", str(BLOCK_SHARED_RECORDS))
-_DECLARES = ("declare i32 @sched_yield()",
+_DECLARES = ("declare i32 @sched_yield()", "declare i64 @syscall(i64, ...)",
              "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
              "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)")
 
@@ -164,7 +177,7 @@ def bxchg(e: Any, s: Op) -> None:
     send, recv = e.f.fresh("%bxsend"), e.f.fresh("%bxrecv")
     e.f.emit(f"{send} = getelementptr i8, ptr {e.a(s, 0)}, i64 {e.a(s, 1)}")
     e.f.emit(f"{recv} = getelementptr i8, ptr {e.a(s, 2)}, i64 {e.a(s, 3)}")
-    e.declares.update(_DECLARES[1:])
+    e.declares.update(_DECLARES[2:])
     if not getattr(e, "block_exchange", False):  # one thread per block: its record, in place
         lane, at, slot = e.f.fresh("%bxl"), e.f.fresh("%bxat"), e.f.fresh("%bxslot")
         e.f.emit(f"{lane} = zext i32 {e.a(s, 4)} to i64")
@@ -173,7 +186,7 @@ def bxchg(e: Any, s: Op) -> None:
         e.f.emit(f"call void @llvm.memmove.p0.p0.i64(ptr {slot}, ptr {send}, i64 {size}, "
                  "i1 false)")
         return
-    e.declares.update((_DECLARES[0], _WAIT))
+    e.declares.update((*_DECLARES[:2], _WAIT))
     e.f.emit(f"call void @gl_bx(ptr {_state(e)}, ptr {send}, ptr {recv}, i64 {size}, "
              f"i32 {e.a(s, 4)}, i64 {n}, i64 {exchange_bytes(e.kernel.body)}, i32 {src})")
 
@@ -188,7 +201,7 @@ def exchange_bytes(body: Block) -> int:
 
 def depart(e: Any) -> None:
     """This thread leaves its block (the entry's way out): the others stop waiting for it."""
-    e.declares.update((_DECLARES[0], _DECLARES[1], _WAIT))
+    e.declares.update((*_DECLARES, _WAIT))
     e.f.emit(f"call void @gl_bx_depart(ptr {_state(e)})")
 
 

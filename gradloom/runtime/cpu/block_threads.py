@@ -4,7 +4,7 @@ builtins/tile_block.py): each block's threads run at once, one system thread eac
 The threads of a block wait for each other at every exchange (codegen/llvm_blocks.py), so they
 cannot run one after another as the launch's chunks do: each gets a launch block of its own for
 its one thread index, and all of them run together (ctypes releases the GIL for the foreign
-call), one block after another. Their shared state is a zeroed buffer whose address the launch
+call), one block after another, the same system threads for every block. Their shared state is a zeroed buffer whose address the launch
 blocks carry in the adjoint-stack word, which a forward kernel does not use; the count of
 threads still running starts at the block's width (a partial last block: fewer).
 """
@@ -23,31 +23,54 @@ from ...abi import BLOCK_SHARED_RECORDS, CLEAR_STATUS, ERROR_WORD, NO_ERROR, dim
 _LIVE = 3  # the state's int32 word counting the threads still running
 
 
+class _Blocks:
+    """The blocks of a launch in order, and the shared state of the one running."""
+
+    def __init__(self, total: int, width: int, exchange_bytes: int) -> None:
+        self.total, self.width = total, width
+        self.starts = range(0, total, width)
+        self.state = np.zeros((BLOCK_SHARED_RECORDS + 2 * exchange_bytes + 63) // 4, np.int32)
+        self.next = 0
+        self.advance()
+
+    def advance(self) -> None:
+        """Make the next block's state (run while every thread waits between blocks)."""
+        if self.next < len(self.starts):
+            self.state[:] = 0
+            self.state[_LIVE] = min(self.width, self.total - self.starts[self.next])
+        self.next += 1
+
+
 def run_block_threads(prep: Any, dims: tuple[int, ...], args: Sequence[Any], width: int,
                       exchange_bytes: int) -> None:
     """Run the launch `dims` of `prep`'s kernel block by block, each block's `width` threads at
-    once; raise the first error a thread reports."""
-    total = math.prod(dims)
-    state = np.zeros((BLOCK_SHARED_RECORDS + 2 * exchange_bytes + 63) // 4, dtype=np.int32)
+    once (the same system threads for every block); raise the first error a thread reports."""
+    blocks = _Blocks(math.prod(dims), width, exchange_bytes)
     values = prep._values(args)
-    lanes = [prep.block() for _ in range(min(width, total))]
-    try:
-        for start in range(0, total, width):
-            active = min(width, total - start)
-            state[:] = 0
-            state[_LIVE] = active
-            for k, (buf, _) in enumerate(lanes[:active]):
-                prep._pack_whole(buf, 0, *dims4(dims), *CLEAR_STATUS, state.ctypes.data, 0,
-                                 start + k, start + k + 1, *values)
-            threads = [threading.Thread(target=prep.entry, args=(base,))
-                       for _, base in lanes[:active]]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            for k, (buf, base) in enumerate(lanes[:active]):
+    lanes = [prep.block() for _ in range(min(width, blocks.total))]
+    step = threading.Barrier(len(lanes), action=blocks.advance)
+    failed: list[tuple[int, int]] = []  # (lane, thread) of each error
+
+    def lane_thread(lane: int) -> None:
+        buf, base = lanes[lane]
+        for start in blocks.starts:
+            if start + lane < blocks.total and not failed:
+                prep._pack_whole(buf, 0, *dims4(dims), *CLEAR_STATUS, blocks.state.ctypes.data,
+                                 0, start + lane, start + lane + 1, *values)
+                prep.entry(base)
                 if buf[ERROR_WORD] != NO_ERROR:
-                    prep.recover(buf, base, start + k, start + k + 1, None)
+                    failed.append((lane, start + lane))
+            step.wait()
+
+    threads = [threading.Thread(target=lane_thread, args=(k,)) for k in range(len(lanes))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failed:
+            lane, thread = failed[0]
+            prep.recover(lanes[lane][0], lanes[lane][1], thread, thread + 1, None)
     finally:
-        for lane in lanes:
-            prep.release(lane)
+        for lane_block in lanes:
+            prep.release(lane_block)
