@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import mmap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +32,7 @@ from ...types.mesh_layout import (
     PAIR_SIZE,
     WALK_COUNT_BITS,
 )
-from ..array.aligned import aligned_zeros
+from .bvh_memory import arena
 
 NDArray = npt.NDArray[Any]
 #: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum, pairs,
@@ -111,17 +110,17 @@ def refit_triangles(tree: Tree, points: NDArray, indices: NDArray,
 @dataclass(frozen=True)
 class WalkData:
     """The nearest-first walk's records (types/mesh_layout.py), filled by refit_triangles: pair
-    records (PAIR_SIZE bytes each, 64-byte aligned; at least one) and the triangles in key
-    order (LEAF_TRI_SIZE bytes each)."""
+    records (PAIR_SIZE bytes each, 64-byte aligned; room for at least one) and the triangles in
+    key order (LEAF_TRI_SIZE bytes each)."""
 
     pairs: NDArray
     leaf_tris: NDArray
 
 
 def walk_data(tree: Tree) -> WalkData:
-    """Room for the tree's walk records."""
-    return WalkData(aligned_zeros((max(tree.n_records, 1), PAIR_SIZE), np.uint8),
-                    aligned_zeros((tree.n_leaves, LEAF_TRI_SIZE), np.uint8))
+    """The tree's walk records (room made by a Tree built with walk_leaf)."""
+    assert tree.walk is not None, "a tree built without walk_leaf"
+    return tree.walk
 
 
 @dataclass(frozen=True)
@@ -134,19 +133,6 @@ class Triangles:
 
     def __len__(self) -> int:
         return len(self.indices) // 3
-
-
-def _small_pages(count: int, dtype: np.dtype[Any]) -> NDArray:
-    """An uninitialised array of `count` items in its own anonymous mapping, without the
-    huge-page advice numpy gives allocations of 4 MB and more: with the kernel's huge pages on
-    request (transparent_hugepage=madvise, defrag=madvise), a fault in advised memory may stop
-    to compact memory, which under load made a 199k-triangle build take 80 ms instead of 35 in
-    alternating runs. The node array is written and read in order, so small pages cost it
-    little (the pair records the nearest-first walk reads at random keep numpy's advice)."""
-    nbytes = count * dtype.itemsize
-    if nbytes < 4 << 20:
-        return np.empty(count, dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype)
 
 
 def _keys(prims: NDArray | Triangles,
@@ -198,7 +184,8 @@ class Tree:
     the k-th inner node) are views of it; `group_keys` (sorted) and `group_roots` (positions).
     With `walk_leaf` (1 to 2**WALK_COUNT_BITS), also the nearest-first walk's coarser tree
     (types/mesh_layout.py `PAIR_*`): `refs`, each node's walk reference, and `n_records`, how
-    many pair records the refit writes.
+    many pair records the refit writes, and `walk`, room for them (WalkData). Its arrays live
+    in memory from runtime/geometry/bvh_memory.py, which the tree hands back when it dies.
     """
 
     def __init__(self, prims: NDArray | Triangles, groups: NDArray | None = None,
@@ -206,13 +193,24 @@ class Tree:
         n = len(prims)
         order, key, rank = _keys(prims, groups)
         self.n_leaves = n
-        self.nodes = _small_pages(max(2 * n - 1, 0), NODE)
+        m = max(2 * n - 1, 0)
+        if walk_leaf and n >> (31 - WALK_COUNT_BITS):
+            raise ValueError(f"a mesh of 2**{31 - WALK_COUNT_BITS} or more triangles (the "
+                             "walk's leaf references hold their first triangle's position)")
+        # nodes over more than walk_leaf leaves, at most 2n / (walk_leaf + 1): the smallest of
+        # them hold disjoint leaf sets, and a binary tree over k of them has 2k - 1 nodes
+        records = 2 * n // (walk_leaf + 1) + 1 if walk_leaf else 0
+        sizes = [m * MESH_NODE_SIZE]
+        if walk_leaf:
+            sizes += [m * 4, records * PAIR_SIZE, n * LEAF_TRI_SIZE]
+        parts = arena(self, sizes)
+        self.nodes = parts[0].view(NODE)
+        self.walk: WalkData | None = None
         refs = None
         if walk_leaf:
-            if n >> (31 - WALK_COUNT_BITS):
-                raise ValueError(f"a mesh of 2**{31 - WALK_COUNT_BITS} or more triangles (the "
-                                 "walk's leaf references hold their first triangle's position)")
-            self.refs = np.empty(len(self.nodes), np.int32)
+            self.refs = parts[1].view(np.int32)
+            self.walk = WalkData(parts[2].reshape(records, PAIR_SIZE),
+                                 parts[3].reshape(n, LEAF_TRI_SIZE))
             refs = self.refs.ctypes.data
         BUILD.get()().build(key.ctypes.data, np.ascontiguousarray(order, np.int64).ctypes.data,
                             n, self.nodes.ctypes.data, refs, walk_leaf)

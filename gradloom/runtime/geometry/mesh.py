@@ -111,18 +111,23 @@ class Mesh:
         self._desc = aligned_zeros((MESH_DESCRIPTOR_SIZE,), np.uint8)
         self._solid_pending = True
         self.refit()
-        self._id = Handle(int(self._desc.ctypes.data), self)
+        self._id: Handle | None = None  # set only by the setter below
 
     @property
     def id(self) -> Handle:
         """The descriptor's address, for kernels. The first read also checks whether the mesh
         bounds a solid (runtime/geometry/mesh_solid.py, O(n) numpy: paid by meshes that kernels
         use, not by every build); a refit after that check turns it off for good (a deforming
-        mesh would need it again at every step)."""
+        mesh would need it again at every step). A new Handle each read: the mesh holding its
+        own handle (which holds the mesh) would be a cycle, and a dropped mesh would keep its
+        tree's memory until Python's cycle collector ran, instead of handing it to the next
+        build (runtime/geometry/bvh_memory.py)."""
         if self._solid_pending:
             self._solid_pending = False
             self._write_solid(solid_tolerance(self.points.numpy(), self._tris))
-        return self._id
+        if self._id is not None:
+            return self._id
+        return Handle(int(self._desc.ctypes.data), self)
 
     @id.setter
     def id(self, value: Handle) -> None:  # Warp's tests overwrite it to fake a native failure
