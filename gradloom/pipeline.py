@@ -22,7 +22,7 @@ from .codegen.entry_nvptx import nvptx_module
 from .errors import CompileError, KernelTypeError
 from .frontend.lower import lower_kernel
 from .ir.builder import BACKWARD, BLOCK_DIM, DIFFERENTIATED
-from .ir.nodes import KernelIR, pointer_root, walk_ops
+from .ir.nodes import KernelIR, Op, pointer_root, walk_ops
 from .ir.printer import format_kernel
 from .ir.verify import verify
 from .passes.custom import inline_custom
@@ -46,7 +46,8 @@ class Variant(enum.StrEnum):
     #: gradients flow from the outputs' gradient slots into the inputs' (autodiff/reverse.py)
     ADJOINT = "adjoint"
     #: the adjoint, each thread first zeroing its own element of some arrays' gradients
-    #: (passes/fresh_gradients.py); named "fresh:i,j" by the positions of those arrays
+    #: (passes/fresh_gradients.py); named "fresh:i,j" by the positions of those arrays, each
+    #: marked "s" where it copies a seed in, "n" where its stores skip the cache (x86)
     FRESH = "fresh"
     #: the forward (a tangent kernel's), each thread first zeroing its own element of some
     #: arrays (passes/fresh_gradients.zeroed_ir): forward mode's tangent buffers, written
@@ -61,11 +62,22 @@ def variant_of(adjoint: bool | str) -> Variant:
     return Variant.ADJOINT if adjoint else Variant.FORWARD
 
 
-def fresh_variant(params: tuple[int, ...], seeded: frozenset[int] = frozenset()) -> str:
+def fresh_variant(params: tuple[int, ...], seeded: frozenset[int] = frozenset(),
+                  streamed: frozenset[int] = frozenset()) -> str:
     """The name of the FRESH variant zeroing the gradients of the arrays at `params`, or
-    copying a seed into them for those also in `seeded` (marked "s")."""
-    return f"{Variant.FRESH.value}:" + ",".join(f"{i}s" if i in seeded else str(i)
-                                                for i in params)
+    copying a seed into them for those also in `seeded` (marked "s"); those in `streamed`
+    (marked "n": large, written whole) are stored with non-temporal stores, which write a line
+    without reading it into the cache first (codegen/lane_memory.py)."""
+    return f"{Variant.FRESH.value}:" + ",".join(
+        f"{i}{'s' if i in seeded else ''}{'n' if i in streamed else ''}" for i in params)
+
+
+def _fresh_marks(name: str) -> tuple[tuple[int, ...], frozenset[int], frozenset[int]]:
+    """A FRESH variant's positions, and those seeded and streamed (fresh_variant)."""
+    marks = name.split(":")[1].split(",")
+    params = tuple(int(m.rstrip("sn")) for m in marks)
+    return (params, frozenset(p for p, m in zip(params, marks, strict=True) if "s" in m),
+            frozenset(p for p, m in zip(params, marks, strict=True) if "n" in m))
 
 
 def zeroed_variant(kernel: Any, params: frozenset[int]) -> str | None:
@@ -129,11 +141,11 @@ def read_gradients(kernel: Any) -> frozenset[int]:
 
 def _zeroing(kernel: Any, ir: KernelIR, name: str) -> KernelIR:
     """The FRESH variant `name` of adjoint ir."""
-    marks = name.split(":")[1].split(",")
-    params = tuple(int(m.rstrip("s")) for m in marks)
-    seeded = frozenset(int(m[:-1]) for m in marks if m.endswith("s"))
+    params, seeded, streamed = _fresh_marks(name)
     specs = _fresh_specs(kernel, params, seeded)
-    zeroing = fresh_ir(ir, dict(specs.values())) if len(specs) == len(params) else None
+    written = frozenset(specs[i][0] for i in streamed if i in specs)
+    zeroing = fresh_ir(ir, dict(specs.values()), written) if len(specs) == len(params) \
+        else None
     if zeroing is None:
         raise CompileError(f"kernel '{kernel.key}': no {name} variant (an array's gradient is "
                            "not touched at the thread's own element only)")
@@ -289,7 +301,7 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
     verdict = lane_plan(ir, plan, frozenset(arrays), ordered=ordered)
     lanes = verdict if cpu.lane_width() else None
     text = cpu_module(ir, symbol, target.triple, target.datalayout, plan.scatter, lanes,
-                      cpu.lane_width(), arrays)
+                      cpu.lane_width(), arrays, _streamed(kernel, ir, adjoint, target.triple))
     in_lanes = verdict.reason is None and contiguous_copy(ir)
     if config.print_ir:
         print(format_kernel(ir), file=sys.stderr)
@@ -301,6 +313,26 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
                   "threads": (plan.serial, plan.scatter, plan.float_atomics,
                               plan.loops, plan.work, in_lanes, plan.conditions),
                   "lanes": lane_reason(ir, lanes)}
+
+
+def _streamed(kernel: Any, ir: KernelIR, variant: bool | str, triple: str) -> frozenset[int]:
+    """Argument offsets of the gradient pointers a FRESH variant stores non-temporally: those
+    marked so whose every use is a top-level store (fresh_ir turned their adds into one store
+    per component: a line read back after it was streamed would come from memory); x86 only,
+    whose `sfence` orders such stores (codegen/entry_cpu.py)."""
+    if not isinstance(variant, str) or variant_of(variant) is not Variant.FRESH or \
+            not triple.startswith("x86_64"):
+        return frozenset()
+    offsets, _ = arg_offsets([t for _, t in kernel.params])
+    top = {id(s) for s in ir.body.stmts}
+    out = set()
+    for off in (offsets[i] + GRAD_SLOT for i in _fresh_marks(variant)[2]):
+        ptrs = {op.result.id for op in ir.body.stmts if isinstance(op, Op) and
+                op.prim == "arg" and op.attr == off and op.result is not None}
+        uses = [op for op in walk_ops(ir.body) if any(a.id in ptrs for a in op.args)]
+        if uses and all(op.prim == "store" and id(op) in top for op in uses):
+            out.add(off)
+    return frozenset(out)
 
 
 def access_facts(kernel: Any, ir: KernelIR) -> Access | None:

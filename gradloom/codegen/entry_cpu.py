@@ -63,9 +63,11 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
 
     def __init__(self, kernel: KernelIR, symbol: str, private_adds: tuple[int, ...] = (),
                  lanes: LaneFacts | None = None, width: int = 0,
-                 arrays: dict[int, tuple[int, int]] | None = None) -> None:
+                 arrays: dict[int, tuple[int, int]] | None = None,
+                 streamed: frozenset[int] = frozenset()) -> None:
         super().__init__(kernel, symbol, private_adds)
         self.arrays = arrays or {}
+        self.streamed = streamed
         self.elem_sizes = {off + g: size for off, (_, size) in self.arrays.items()
                            for g in (0, 8)}
         use = lanes is not None and width > 1 and contiguous_copy(kernel)
@@ -161,6 +163,9 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
         f.emit(f"store i32 {STATUS_INTERRUPTED}, ptr %err, align 4")
         f.emit("br label %exit")
         f.start_block("exit")
+        if self.streams:  # streamed lines reach memory before the launch is done (x86)
+            self.declares.add("declare void @llvm.x86.sse.sfence()")
+            f.emit("call void @llvm.x86.sse.sfence()")
         f.emit("store atomic ptr null, ptr @gl_running monotonic, align 8")
         if any(op.prim == "bxchg" for op in walk_ops(self.kernel.body)):
             depart(self)
@@ -290,9 +295,11 @@ class CpuKernelEmitter(KernelEmitter, LaneEmitter):
 
 def cpu_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str,
                private_adds: tuple[int, ...] = (), lanes: LaneFacts | None = None,
-               width: int = 0, arrays: dict[int, tuple[int, int]] | None = None) -> str:
+               width: int = 0, arrays: dict[int, tuple[int, int]] | None = None,
+               streamed: frozenset[int] = frozenset()) -> str:
     """The LLVM module of a kernel's CPU entry; with a lane plan (passes/lanes.py) and a vector
     width, a SIMD copy of the thread loop (arrays: data-pointer argument offset -> (ndim,
-    element size) of each array parameter)."""
-    em = CpuKernelEmitter(kernel, symbol, private_adds, lanes, width, arrays)
+    element size) of each array parameter; streamed: argument offsets of the pointers whose
+    whole-vector stores in that copy are non-temporal, x86 only: LaneMemory.vector_store)."""
+    em = CpuKernelEmitter(kernel, symbol, private_adds, lanes, width, arrays, streamed)
     return emit_module(em, triple, datalayout)

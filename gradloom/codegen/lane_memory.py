@@ -51,6 +51,11 @@ class Window:
         return self.n // self.per - 1 - k if self.reverse else k
 
 
+#: bytes of a lane vector's element type in memory (mem_type's names)
+_BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8,
+          "double": 8}
+
+
 class LaneMemory(LaneShuffles):
     """The memory primitives' lane rules (a mixin of the CPU kernel emitter)."""
 
@@ -60,6 +65,12 @@ class LaneMemory(LaneShuffles):
     prefetch_vectors: int
     prefetched: set[tuple[int, str, int]]
     private_adds: frozenset[int]
+    #: argument offsets of the pointers whose whole-vector stores skip the cache (a gradient
+    #: an adjoint writes whole, too large to be read again from it: pipeline.Variant.FRESH),
+    #: their alias metadata, and whether a store did (the entry then ends with a fence)
+    streamed: frozenset[int] = frozenset()
+    streamed_md: frozenset[str] = frozenset()
+    streams: bool = False
     #: argument offset of an array's data or gradient pointer -> its element size
     elem_sizes: dict[int, int]
 
@@ -82,6 +93,8 @@ class LaneMemory(LaneShuffles):
             lines.append(f"!{nxt + 1} = !{{{others}}}")
             self.alias_md[r] = f", !alias.scope !{nxt}, !noalias !{nxt + 1}"
             nxt += 2
+        self.streamed_md = frozenset(self.alias_md[r] for r in self.streamed
+                                     if r in self.alias_md)
         return lines
 
     def scope_of(self, s: Op) -> str:
@@ -199,12 +212,41 @@ class LaneMemory(LaneShuffles):
         """Store n consecutive values at p: a plain store, or a masked one."""
         vt = f"<{n} x {mt}>"
         if mask is None:
-            self.f.emit(f"store {vt} {data}, ptr {p}, align {align}{md}")
+            if md and md in self.streamed_md:
+                self.streamed_store(vt, data, p, n * _BYTES.get(mt, 0), align, md)
+            else:
+                self.f.emit(f"store {vt} {data}, ptr {p}, align {align}{md}")
             return
         fn = self.intrinsic("masked.store", f"v{n}{mangle(mt)}.p0", "void",
                             f"{vt}, ptr, <{n} x i1>")
         self.f.emit(f"call void @{fn}({vt} {data}, ptr align {align} {p}, <{n} x i1> {mask})"
                     f"{md}")
+
+    def streamed_store(self, vt: str, data: str, p: str, size: int, align: int, md: str
+                       ) -> None:
+        """A whole vector into a streamed array: non-temporal (!5, the line written without
+        being read for ownership) where p is aligned to the vector (64 bytes at most: x86
+        streams only aligned vectors; an unaligned one would become 8-byte stores), else
+        plain. The windows of a loop share their alignment, so the branch is predicted."""
+        line = min(size, 64)
+        if line < 32 or line & (line - 1):
+            self.f.emit(f"store {vt} {data}, ptr {p}, align {align}{md}")
+            return
+        f = self.f
+        at, low, ok = f.fresh("%lsta"), f.fresh("%lstl"), f.fresh("%lsto")
+        nt, plain, done = f.fresh("lstn"), f.fresh("lstp"), f.fresh("lstd")
+        f.emit(f"{at} = ptrtoint ptr {p} to i64")
+        f.emit(f"{low} = and i64 {at}, {line - 1}")
+        f.emit(f"{ok} = icmp eq i64 {low}, 0")
+        f.emit(f"br i1 {ok}, label %{nt}, label %{plain}")
+        f.start_block(nt)
+        f.emit(f"store {vt} {data}, ptr {p}, align {line}{md}, !nontemporal !5")
+        f.emit(f"br label %{done}")
+        f.start_block(plain)
+        f.emit(f"store {vt} {data}, ptr {p}, align {align}{md}")
+        f.emit(f"br label %{done}")
+        f.start_block(done)
+        self.streams = True
 
     def gather(self, ptrs: str, mt: str, align: int, md: str = "") -> str:
         """The W values at ptrs: one vector load where the active lanes' addresses turn out
@@ -272,7 +314,8 @@ class LaneMemory(LaneShuffles):
         component of a forward window's elements woven back together (`interleave`), else
         each run's values picked out of the parts' vectors (see window_chunks)."""
         width, only = self.width, None
-        self.prefetch(w, align, write=True)
+        if md not in self.streamed_md:  # a streamed line is not read: a prefetch would
+            self.prefetch(w, align, write=True)
         if (len(parts) == w.per > 1 and sorted(p for p, _ in parts) == list(range(w.per))
                 and w.picks == tuple(w.per * lane + w.picks[0] for lane in range(width))):
             stores = list(enumerate(self.interleave([v for _, v in sorted(parts)], mt)))

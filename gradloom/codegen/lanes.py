@@ -95,9 +95,10 @@ class LaneEmitter(LaneLog):
                 root = self.root_offset(op.args[0])
                 if root is not None and root in self.private_adds:
                     self.shared_add_count[root] = self.shared_add_count.get(root, 0) + 1
+        self.streams = False
         if self.lane_plan is not None:
             self.module_metadata = ('!3 = distinct !{!3, !4}',
-                                    '!4 = !{!"llvm.loop.unroll.disable"}',
+                                    '!4 = !{!"llvm.loop.unroll.disable"}', '!5 = !{i32 1}',
                                     *self.setup_alias_scopes(self.lane_plan.roots))
 
     # -- dispatch ----------------------------------------------------------------------------

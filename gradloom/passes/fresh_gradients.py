@@ -7,7 +7,10 @@ array, every gradient access at `tid · stride` through the array's own gradient
 view, no other index). Then each element is zeroed by the one thread that uses it, before it
 uses it; a thread that restarts (its adjoint stack grew) zeroes it again. The launch must cover
 the whole array (runtime/tape/adjoint.py checks the grid); `fresh_ir` returns None where the
-code does not qualify.
+code does not qualify. Where the adjoint adds into a large gradient once per component and
+reads it only before (saxpy's x, integrate's v, a loss's F), its adds become the element's one
+store, which codegen writes with non-temporal stores (pipeline.Variant.FRESH, marks "n"): a
+line written whole is not read for ownership first.
 
 `zeroed_ir` is the same for a forward kernel's own memory: each thread zeroes its element of
 some arrays before the kernel runs, so forward mode need not zero a tangent buffer the tangent
@@ -29,18 +32,23 @@ from ..types import ScalarType, int64
 _STRIDE_WORD = array_strides(1) - ARRAY_DATA
 
 
-def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, bool]]) -> KernelIR | None:
+def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, bool]],
+             written: frozenset[int] = frozenset()) -> KernelIR | None:
     """ir (an adjoint) with a prologue setting, per thread, its element of the gradient of each
     array in `arrays` (data pointer's argument offset -> (component type, element bytes,
     seeded)): to zero, or (seeded) to the element the array's data pointer points at, which
     then carries the seed's address (the adjoint must not use that pointer otherwise); None
-    where an array's gradient is not touched at the thread's own element only."""
+    where an array's gradient is not touched at the thread's own element only. An array in
+    `written` whose gradient the adjoint adds each component of once, outside branches and
+    loops, is not set first: its adds become stores of 0 (or the seed) + the value, the same
+    bits, so its element is written once (a store codegen may stream: pipeline._streamed)."""
     start = _prologue_start(ir) if arrays else None
     if start is None:
         return None
     stmts, last, tid, defs, fresh = start
     assert tid.result is not None
     prologue: list[Op] = []
+    stores: dict[int, list[Op]] = {}  # id of a top-level adj_add -> the ops replacing it
     for off, (scalar, size, seeded) in arrays.items():
         grad = _top_arg(stmts, off + GRAD_SLOT)
         stride = _top_arg(stmts, off + _STRIDE_WORD)
@@ -56,20 +64,77 @@ def fresh_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, bool]]) -> K
             data = Var(fresh, grad[1].type)
             prologue.append(Op("arg", (), data, tid.loc, off))
             fresh += 1
-        cast, at = Var(fresh, int64), Var(fresh + 1, int64)
-        fresh += 2
-        prologue += [Op("cast", (tid.result,), cast, tid.loc),
-                     Op("mul", (cast, stride[1]), at, tid.loc)]
-        values = [(c, Var(fresh + k, scalar)) for k, c in enumerate(range(0, size, scalar.size))]
-        fresh += len(values)
-        if data is None:
-            prologue += [Op("adj_take", (grad[1], at), v, tid.loc, c) for c, v in values]
-        else:  # the seed's bits, as a copy gives them: the components' loads, then their
-            # stores (consecutive, so SIMD lanes store a vec3's window whole: codegen/lanes.py)
-            prologue += [Op("load", (data, at), v, tid.loc, c) for c, v in values]
-            prologue += [Op("store", (grad[1], at, v), None, tid.loc, c) for c, v in values]
-    body = Block((*stmts[:last + 1], *prologue, *stmts[last + 1:]), ir.body.yields)
+        fresh, ops, replaced = _element_start(ir.body, (grad[1], stride[1], data), tid,
+                                              (scalar, size), fresh, off in written)
+        prologue += ops
+        stores.update(replaced)
+    rest = [new for s in stmts[last + 1:] for new in stores.get(id(s), [s])]
+    body = Block((*stmts[:last + 1], *prologue, *rest), ir.body.yields)
     return replace(ir, body=body)
+
+
+def _element_start(body: Block, ptrs: tuple[Var, Var, Var | None], tid: Op,
+                   elem: tuple[ScalarType, int], fresh: int, written: bool
+                   ) -> tuple[int, list[Op], dict[int, list[Op]]]:
+    """The prologue setting a thread's element of one gradient (ptrs: the gradient pointer,
+    the stride, the seed's pointer or None) and the replaced adds (`_adds_as_stores`, where
+    `written`); the next free value id first."""
+    (grad, stride, data), (scalar, size) = ptrs, elem
+    if written and data is None:
+        fresh, adds = _adds_as_stores(body, grad, scalar, size, fresh, None)
+        if adds:
+            return fresh, [], adds
+    assert tid.result is not None
+    cast, at = Var(fresh, int64), Var(fresh + 1, int64)
+    values = [(c, Var(fresh + 2 + k, scalar))
+              for k, c in enumerate(range(0, size, scalar.size))]
+    fresh += 2 + len(values)
+    ops = [Op("cast", (tid.result,), cast, tid.loc), Op("mul", (cast, stride), at, tid.loc)]
+    if data is None:
+        return fresh, ops + [Op("adj_take", (grad, at), v, tid.loc, c) for c, v in values], {}
+    # the seed's bits, as a copy gives them: the components' loads, then their stores
+    # (consecutive, so SIMD lanes store a vec3's window whole: codegen/lanes.py)
+    ops += [Op("load", (data, at), v, tid.loc, c) for c, v in values]
+    replaced: dict[int, list[Op]] = {}
+    if written:
+        fresh, replaced = _adds_as_stores(body, grad, scalar, size, fresh, (data, dict(values)))
+    if not replaced:
+        ops += [Op("store", (grad, at, v), None, tid.loc, c) for c, v in values]
+    return fresh, ops, replaced
+
+
+def _adds_as_stores(body: Block, grad: Var, scalar: ScalarType, size: int, fresh: int,
+                    seed: tuple[Var, dict[int, Var]] | None) -> tuple[int, dict[int, list[Op]]]:
+    """Where every use of the gradient pointer is at top level, an `adj_add` of each component
+    once after any `adj_read`s: {id of each use: what replaces it}: a read becomes the
+    component's start (zero, or its element of the `seed`: (data pointer, loaded values)), an
+    add the sum of the start and the value added, the last add also the stores; else none."""
+    uses = [op for op in walk_ops(body) if any(a is grad for a in op.args)]
+    top = {id(s): k for k, s in enumerate(body.stmts)}
+    adds = [op for op in uses if op.prim == "adj_add"]
+    comps = sorted(int(op.attr or 0) for op in adds)
+    if not adds or comps != list(range(0, size, scalar.size)) or any(
+            op.prim not in ("adj_add", "adj_read") or id(op) not in top or
+            (op.result or op.args[2]).type != scalar for op in uses) or \
+            max((top[id(op)] for op in uses if op.prim == "adj_read"), default=-1) > \
+            min(top[id(op)] for op in adds):
+        return fresh, {}
+    out, stores = {}, []
+    for op in uses:
+        c = int(op.attr or 0)
+        if op.prim == "adj_read":
+            assert op.result is not None
+            out[id(op)] = [Op("const", (), op.result, op.loc, 0.0) if seed is None else
+                           Op("load", (seed[0], op.args[1]), op.result, op.loc, c)]
+            continue
+        base, total = Var(fresh, scalar), Var(fresh + 1, scalar)
+        fresh += 2
+        out[id(op)] = [Op("const", (), base, op.loc, 0.0)] if seed is None else []
+        base = base if seed is None else seed[1][c]
+        out[id(op)].append(Op("add", (base, op.args[2]), total, op.loc))
+        stores.append(Op("store", (op.args[0], op.args[1], total), None, op.loc, op.attr))
+    out[id(adds[-1])] += stores  # together at the last add: SIMD lanes store them as a window
+    return fresh, out
 
 
 def zeroed_ir(ir: KernelIR, arrays: dict[int, tuple[ScalarType, int, int]]) -> KernelIR | None:

@@ -20,7 +20,7 @@ from ..capturing import ACTIVE_CAPTURE, refuse_while_capturing
 from ..device import CPU, Device
 from ..handles import frozen, release, thaw
 from ..launch.launch import adjoint_reads, arg_array, array_keys
-from ..memops import copy_into
+from ..memops import STREAM_BYTES, copy_into
 
 Key = tuple[int, str | None]
 
@@ -206,7 +206,9 @@ class LaunchRecord:
                             and not self._kept((i, None)))
         if not pending and not to_seed:
             return "adjoint", {}, seeds, {}
-        variant, zeroed, seeded = self.kernel.fresh_variant(pending, to_seed)
+        streamed = frozenset(i for i in pending | to_seed
+                             if lazy_zero.storage_of(alone[i].grad).nbytes >= STREAM_BYTES)
+        variant, zeroed, seeded = self.kernel.fresh_variant(pending, to_seed, streamed)
         return (variant, {i: alone[i] for i in zeroed}, seeds,
                 {i: (alone[i], waiting[i]) for i in seeded})
 
