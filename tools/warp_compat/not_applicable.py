@@ -46,6 +46,9 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
 PRIVATE_ERRORS: tuple[tuple[str, str, str], ...] = (
     ("AttributeError", r"object has no attribute 'adj'$",
      "inspects Warp's code generator (Kernel.adj / Function.adj: Warp's Adjoint object)"),
+    ("AttributeError", r"^'ParamsView' object has no attribute ",
+     "inspects Warp's code generator (Kernel.adj / Function.adj: Warp's Adjoint object; "
+     "gradloom's kernel.adj is only its parameter view, .args)"),
     ("TypeError", r"^assertRaisesRegex\(\) arg 1 must be an exception type",
      "expects an exception class of a Warp-private module (a shim placeholder here)"),
     ("AttributeError", r"'Module' object has no attribute '_get_live_kernels'$",
