@@ -32,6 +32,7 @@ from ..types.mesh_layout import (
 )
 from .bvh_stack import detach, detach3, found_triangle, nearest_walk
 from .mesh_nodes import V3, _descriptor, _field, _load, node
+from .query_memo import remembered
 from .registry import builtin
 from .values import (
     Composite,
@@ -223,6 +224,14 @@ def walk(ctx: Ctx, desc: Var, state: list[Var], far: FarFn, leaf: LeafFn) -> lis
     return while_loop(ctx, [ctx.const(0, int32), *state], lambda s: op("lt", s[0], n), body)[1:]
 
 
+def _memo_key(ctx: Ctx, desc: Var, floats: list[Var]) -> list[Var]:
+    """A query's inputs as int32 words: the floats' bits and the descriptor's address."""
+    op = ctx.op
+    addr = op("cast", desc, type=int64)
+    return [*(op("bitcast", x, type=int32) for x in floats), op("cast", addr, type=int32),
+            op("cast", op("shr", addr, ctx.const(32, int64)), type=int32)]
+
+
 def _beyond_plane(ctx: Ctx, p: V3, a: V3, b: V3, c: V3, best2: Var) -> Var:
     """The squared distance from p to the plane of triangle abc exceeds best2 (a degenerate
     triangle's 0 > 0 never does)."""
@@ -234,10 +243,11 @@ def _beyond_plane(ctx: Ctx, p: V3, a: V3, b: V3, c: V3, best2: Var) -> Var:
     return op("gt", op("mul", h, h), op("mul", best2, o.dot(n, n)))
 
 
-def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
+def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var, memo: bool = False) -> list[Var]:
     """The closest point within max_dist: [squared distance, face (-1 if none), u, v]. The
     walk (builtins/bvh_stack.py) finds the face on detached values; its closest point is then
-    computed again from p itself, so gradients reach p through that face's closest point."""
+    computed again from p itself, so gradients reach p through that face's closest point.
+    `memo`: the walk's answer is remembered per thread (builtins/query_memo.py)."""
     op = ctx.op
     pd = detach3(ctx, p)
 
@@ -259,8 +269,12 @@ def _closest(ctx: Ctx, desc: Var, p: V3, max_dist: Var) -> list[Var]:
         return if_values(ctx, _beyond_plane(ctx, pd, a, b, c, s[0]), lambda: list(s), test)
 
     md = detach(ctx, max_dist)
-    _, rec = nearest_walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32)],
-                          lambda lo, hi: _box_dist2(ctx, pd, lo, hi), leaf)
+
+    def search() -> Var:
+        return nearest_walk(ctx, desc, [op("mul", md, md), ctx.const(-1, int32)],
+                            lambda lo, hi: _box_dist2(ctx, pd, lo, hi), leaf)[1]
+
+    rec = remembered(ctx, _memo_key(ctx, desc, [*pd, md]), search) if memo else search()
     face, a, b, c = found_triangle(ctx, desc, rec)
     d2, wa, wb, _ = nearest(p, a, b, c)
     return [d2, face, wa, wb]

@@ -95,7 +95,7 @@ def _query(ctx: Ctx, name: str, id: Value, point: Value, max_dist: Value, sign: 
     desc = _descriptor(ctx, name, id)
     p = _point_arg(ctx, name, point)
     md = _float(ctx, name, "max_dist", max_dist)
-    _, face, u, v = _closest(ctx, desc, p, md)
+    _, face, u, v = _closest(ctx, desc, p, md, memo=True)
     op, z = ctx.op, ctx.const(0.0, float32)
     found = op("ge", face, ctx.const(0, int32))
     closest = (found, face, u, v)
