@@ -706,6 +706,14 @@ def own_min_loop_kernel(a: wp.array(dtype=f64), x: wp.array(dtype=f64),
 
 
 @wp.kernel
+def own_min_vec_kernel(a: wp.array(dtype=vec3d), u: wp.array(dtype=vec3d),
+                       out: wp.array(dtype=f64)):
+    i = wp.tid()
+    old = wp.atomic_min(a, i, u[i] * f64(2.0))
+    out[i] = wp.dot(old, u[i]) + wp.length(a[i])
+
+
+@wp.kernel
 def own_max_2d_kernel(m: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64),
                       out: wp.array2d(dtype=f64)):
     i, j = wp.tid()
@@ -1088,6 +1096,9 @@ CASES = [
          warp_xfail=WARP_MINMAX_OLD),
     Case("own_atomic_min_loop", kernel=own_min_loop_kernel, dim=4,
          args=[arr([0.2, -0.6, 3.0, 0.9]), arr([0.35, -0.2, 1.3, 0.05]), arr(zeros(4))],
+         wrt=[0, 1], outputs=[0, 2], warp_xfail=WARP_MINMAX_OLD),
+    Case("own_atomic_min_vec", kernel=own_min_vec_kernel, dim=3,
+         args=[arr(rnd((3, 3), seed=33), vec3d), arr(rnd((3, 3), seed=34), vec3d), arr(zeros(3))],
          wrt=[0, 1], outputs=[0, 2], warp_xfail=WARP_MINMAX_OLD),
     Case("own_atomic_max_2d", kernel=own_max_2d_kernel, dim=(2, 3),
          args=[arr(rnd((2, 3), seed=31) * 0.5), arr(rnd((2, 3), seed=32)), arr(zeros((2, 3)))],
