@@ -35,7 +35,8 @@ from ..types.mesh_layout import (
 #: `gl_bvh_refit(nodes, count, lowers, uppers, points, indices, edge_sum, pairs, refs)`: points
 #: null for box leaves; with triangles, the double at edge_sum gains every triangle's three edge
 #: lengths; pairs null or the pair records to fill (refs: each node's walk reference);
-#: leaf_tris null or the walk's triangle records to fill
+#: leaf_tris null or the walk's triangle records to fill; leaf_verts null or the triangles'
+#: vertex indices in key order (3 int32 each), read instead of `indices`
 FUNCTIONS = ("gl_bvh_refit",)
 
 
@@ -82,10 +83,14 @@ def _box_leaf() -> str:
 
 
 def _tri_leaf() -> str:
-    text = "tri_leaf:\n  %t3 = mul i64 %prim64, 3\n"
+    # the corners' indices: leaf_verts[3 (key position) + k] (read in order) when given, else
+    # indices[3 prim + k] (read at random: most of the refit's time, measured)
+    text = ("tri_leaf:\n  %t3 = mul i64 %prim64, 3\n"
+            "  %tsi = getelementptr i32, ptr %indices, i64 %t3\n"
+            "  %l3 = mul i64 %lcm, 3\n  %tsl = getelementptr i32, ptr %leaf_verts, i64 %l3\n"
+            "  %tsrc = select i1 %has_lv, ptr %tsl, ptr %tsi\n")
     for v in range(3):
-        text += (f"  %ti{v} = add i64 %t3, {v}\n"
-                 f"  %tia{v} = getelementptr i32, ptr %indices, i64 %ti{v}\n"
+        text += (f"  %tia{v} = getelementptr i32, ptr %tsrc, i64 {v}\n"
                  f"  %tv{v} = load i32, ptr %tia{v}, align 4\n"
                  f"  %tv64{v} = sext i32 %tv{v} to i64\n"
                  f"  %to{v} = mul i64 %tv64{v}, 12\n")
@@ -173,10 +178,12 @@ def _pair() -> str:
 def refit_module(triple: str, datalayout: str) -> str:
     """The module of FUNCTIONS for one target."""
     head = ("define void @gl_bvh_refit(ptr %nodes, i64 %count, ptr %lowers, ptr %uppers, "
-            "ptr %points, ptr %indices, ptr %edge_sum, ptr %pairs, ptr %refs, ptr %leaf_tris) "
+            "ptr %points, ptr %indices, ptr %edge_sum, ptr %pairs, ptr %refs, ptr %leaf_tris, "
+            "ptr %leaf_verts) "
             "nounwind {\n"
             "entry:\n  %empty = icmp sle i64 %count, 0\n"
             "  %has_pairs = icmp ne ptr %pairs, null\n  %has_lt = icmp ne ptr %leaf_tris, null\n"
+            "  %has_lv = icmp ne ptr %leaf_verts, null\n"
             "  %count1 = add i64 %count, 1\n  %nleaves = lshr i64 %count1, 1\n"
             "  br i1 %empty, label %done, label %loop\n"
             "loop:\n  %i = phi i64 [ %count, %entry ], [ %k, %next ]\n"

@@ -36,10 +36,10 @@ from .bvh_memory import arena
 
 NDArray = npt.NDArray[Any]
 #: the compiled refit: (nodes, node count, lowers, uppers, points, indices, edge sum, pairs,
-#: walk references, walk triangles) addresses, with points 0 for box leaves
+#: walk references, walk triangles, vertex indices in key order) addresses, with points 0 for box leaves
 #: (codegen/native_bvh.py)
 RefitFn = Callable[[int, int, int | None, int | None, int | None, int | None, int | None,
-                    int | None, int | None, int | None], None]
+                    int | None, int | None, int | None, int | None], None]
 #: the compiled refit, which gradloom/native_geometry.py compiles (or loads from the disk cache)
 REFIT: Hook[Callable[[], RefitFn]] = Hook("the compiled BVH refit", "gradloom.native_geometry")
 
@@ -69,7 +69,7 @@ BUILD: Hook[Callable[[], BuildFns]] = Hook("the compiled BVH build", "gradloom.n
 def refit_function(address: int) -> RefitFn:
     """The refit at this address as a ctypes callable (it releases the GIL while it runs)."""
     p = ctypes.c_void_p
-    proto = ctypes.CFUNCTYPE(None, p, ctypes.c_int64, p, p, p, p, p, p, p, p)
+    proto = ctypes.CFUNCTYPE(None, p, ctypes.c_int64, p, p, p, p, p, p, p, p, p)
     return proto(address)  # type: ignore[no-any-return]
 
 
@@ -88,7 +88,7 @@ def refit_boxes(nodes: NDArray, lowers: NDArray, uppers: NDArray) -> None:
     """Every node's box in `nodes` (depth-first order) from box leaves: float32 (n, 3) arrays."""
     lo, hi = np.ascontiguousarray(lowers, np.float32), np.ascontiguousarray(uppers, np.float32)
     REFIT.get()()(nodes.ctypes.data, len(nodes), lo.ctypes.data, hi.ctypes.data, None, None,
-                  None, None, None, None)
+                  None, None, None, None, None)
 
 
 def refit_triangles(tree: Tree, points: NDArray, indices: NDArray,
@@ -103,7 +103,8 @@ def refit_triangles(tree: Tree, points: NDArray, indices: NDArray,
     REFIT.get()()(nodes.ctypes.data, len(nodes), None, None, p.ctypes.data, i.ctypes.data,
                   edge_sum.ctypes.data, None if walk is None else walk.pairs.ctypes.data,
                   None if walk is None else tree.refs.ctypes.data,
-                  None if walk is None else walk.leaf_tris.ctypes.data)
+                  None if walk is None else walk.leaf_tris.ctypes.data,
+                  None if tree.leaf_verts is None else tree.leaf_verts.ctypes.data)
     return float(edge_sum[0]) / max(len(i), 1)
 
 
@@ -200,17 +201,25 @@ class Tree:
         # nodes over more than walk_leaf leaves, at most 2n / (walk_leaf + 1): the smallest of
         # them hold disjoint leaf sets, and a binary tree over k of them has 2k - 1 nodes
         records = 2 * n // (walk_leaf + 1) + 1 if walk_leaf else 0
-        sizes = [m * MESH_NODE_SIZE]
+        tris = isinstance(prims, Triangles)
+        sizes = [m * MESH_NODE_SIZE, 12 * n if tris else 0]
         if walk_leaf:
             sizes += [m * 4, records * PAIR_SIZE, n * LEAF_TRI_SIZE]
         parts = arena(self, sizes)
         self.nodes = parts[0].view(NODE)
+        #: triangles' vertex indices in key order (n x 3 int32), so the refit reads them in order
+        self.leaf_verts: NDArray | None = None
+        if tris:
+            assert isinstance(prims, Triangles)
+            self.leaf_verts = parts[1].view(np.int32).reshape(n, 3)
+            np.take(np.ascontiguousarray(prims.indices, np.int32).reshape(-1, 3), order, axis=0,
+                    out=self.leaf_verts)
         self.walk: WalkData | None = None
         refs = None
         if walk_leaf:
-            self.refs = parts[1].view(np.int32)
-            self.walk = WalkData(parts[2].reshape(records, PAIR_SIZE),
-                                 parts[3].reshape(n, LEAF_TRI_SIZE))
+            self.refs = parts[2].view(np.int32)
+            self.walk = WalkData(parts[3].reshape(records, PAIR_SIZE),
+                                 parts[4].reshape(n, LEAF_TRI_SIZE))
             refs = self.refs.ctypes.data
         BUILD.get()().build(key.ctypes.data, np.ascontiguousarray(order, np.int64).ctypes.data,
                             n, self.nodes.ctypes.data, refs, walk_leaf)
