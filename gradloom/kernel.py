@@ -332,7 +332,7 @@ class Kernel:
             known[block_dim] = variant
         # a tile kernel runs its blocks' threads together only where they exchange values
         # (builtins/tile_block.py); others keep one thread per block
-        return variant if not self.holds_tiles() or variant.block_exchange_bytes() else self
+        return variant if not variant.holds_tiles() or variant.block_exchange_bytes() else self
 
     def block_exchange_bytes(self) -> int:
         """The bytes of one exchange of its block's threads' records (the largest `bxchg`'s:

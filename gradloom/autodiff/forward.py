@@ -19,6 +19,7 @@ mode differentiates it like any kernel: reverse-over-forward gives Hessian-vecto
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..abi import GRAD_SLOT
 from ..errors import UNKNOWN_LOC, CompileError, SourceLoc
@@ -93,6 +94,9 @@ class Forward:
 
     def op(self, prim: str, *args: Var, type: ScalarType | None = None) -> Var:
         return self.em.op(prim, *args, type=type)
+
+    def effect(self, prim: str, *args: Var, attr: Any = None) -> None:
+        self.em.effect(prim, *args, attr=attr)
 
     def const(self, value: float, t: ScalarType) -> Var:
         return self.em.const(value, t)

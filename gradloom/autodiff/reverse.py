@@ -203,9 +203,10 @@ class Reverse:
             return
         rule = PRIMS[op.prim].vjp
         g: Var | None
-        if rule is not None and op.result is None and op.args[-1].type.is_float:
-            # a store into thread-local memory (lstore): its rule moves the adjoint out of
-            # the slot whatever the (absent) result's adjoint; it ignores g
+        if rule is not None and op.result is None and (
+                op.args[-1].type.is_float or PRIMS[op.prim].moves_adjoints):
+            # a store into thread-local memory (lstore), or an exchange of it (bxchg): its
+            # rule moves adjoints between slots whatever the (absent) result's; it ignores g
             g = op.args[-1]
         elif rule is None or op.result is None or not op.result.type.is_float:
             return

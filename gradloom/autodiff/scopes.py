@@ -14,7 +14,7 @@ scope. A scope answers two questions for the derivative rules:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..ir.nodes import Loop, Op, Var
 from ..ir.prims import PRIMS, Effect
@@ -49,6 +49,9 @@ class Scope:
 
     def op(self, prim: str, *args: Var, type: ScalarType | None = None) -> Var:
         return self.ad.em.op(prim, *args, type=type)
+
+    def effect(self, prim: str, *args: Var, attr: Any = None) -> None:
+        self.ad.em.effect(prim, *args, attr=attr)
 
     def const(self, value: float, t: ScalarType) -> Var:
         return self.ad.em.const(value, t)

@@ -16,17 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..ir.builder import BLOCK_DIM, DIFFERENTIATED
+from ..ir.builder import BLOCK_DIM
 from ..ir.nodes import Var
-from ..types import int32, int64
+from ..types import bool_, int32, int64
 from .tile_loops import count_loop
 from .values import Ctx, TileVal, Value, flatten, if_values, rebuild
 
 #: bytes before a record's values (its flag, padded to the widest scalar)
 _HEAD = 8
-_NO_ADJOINT = ("the adjoint of a tile operation shared by the threads of a CPU block "
-               "(config.enable_cpu_blocks with block_dim > 1) is not supported; launch it with "
-               "block_dim=1 or with enable_cpu_blocks off to differentiate it")
 
 
 def cooperative() -> bool:
@@ -60,11 +57,11 @@ def each_lane(ctx: Ctx, values: list[Value],
     where this lane took no part). Outside CPU blocks: fn(0, values)."""
     if not cooperative():
         return fn(ctx.const(0, int32), values)
-    if DIFFERENTIATED.get():
-        raise ctx.error(_NO_ADJOINT)
     n = BLOCK_DIM.get()
     leaves = [x for v in values for x in flatten(v)]
     offsets, size = _layout(leaves)
+    floats = tuple((off, v.type) for off, v in zip(offsets, leaves, strict=True)
+                   if v.type.is_float)
     send = ctx.b.hoist("local", ctx.loc, attr=size)
     recv = ctx.b.hoist("local", ctx.loc, attr=n * size)
 
@@ -77,7 +74,8 @@ def each_lane(ctx: Ctx, values: list[Value],
         put(send, off, v, size)
     me = lane(ctx)
     zero = ctx.const(0, int64)
-    ctx.b.effect("bxchg", (send, zero, recv, zero, me), ctx.loc, attr=(size, n, -1))
+    ctx.b.effect("bxchg", (send, zero, recv, zero, me), ctx.loc,
+                 attr=(size, n, -1, floats, size, n * size))
     span = n * size
 
     def one(i: Var, carried: list[Var]) -> list[Var]:
@@ -113,9 +111,22 @@ def from_first_lane(ctx: Ctx, tile: TileVal) -> None:
     computed: `first_lane`)."""
     if not cooperative():
         return
-    if DIFFERENTIATED.get():
-        raise ctx.error(_NO_ADJOINT)
     size = tile.type.count * tile.type.dtype.size
     at = ctx.const(tile.offset * tile.type.dtype.size, int64)
     ctx.b.effect("bxchg", (tile.base, at, tile.base, at, lane(ctx)), ctx.loc,
-                 attr=(size, BLOCK_DIM.get(), 0))
+                 attr=(size, BLOCK_DIM.get(), 0, (), tile.span, tile.span))
+
+
+def once_per_block(ctx: Ctx, fn: Callable[[], None]) -> None:
+    """fn() (a tile operation's writes to arrays), in a CPU block by lane 0 only: every thread's
+    copy of the tile is the same, and a gradient read back from the array (the adjoint of a
+    store) must enter the block once."""
+    if not cooperative():
+        fn()
+        return
+
+    def run() -> list[Var]:
+        fn()
+        return []
+
+    if_values(ctx, first_lane(ctx, ctx.const(True, bool_)), run, lambda: [])

@@ -71,8 +71,8 @@ def tile_store_indexed(ctx: Ctx, a: Any, indices: Any, t: Any, offset: Any = Non
             assert isinstance(place, memory.Place)
             memory.store(ctx, place, v)
             return []
-        if_values(ctx, _in_bounds(ctx, arr, at), inside, lambda: [])
-    _scatter(ctx, "tile_store_indexed", a, indices, t, offset, axis, put)
+        if_values(ctx, first_lane(ctx, _in_bounds(ctx, arr, at)), inside, lambda: [])
+    _scatter(ctx, "tile_store_indexed", a, indices, t, offset, axis, put)  # lane 0's, in a block
 
 
 @builtin("tile_atomic_add_indexed", "atomically add tile t into array a at the places "

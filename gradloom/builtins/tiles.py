@@ -32,7 +32,7 @@ from ..types import (
 )
 from . import memory
 from .registry import builtin
-from .tile_block import each_lane, lane
+from .tile_block import each_lane, lane, once_per_block
 from .tile_loops import Index, convert, copy_into, each, get, new_tile, row_major, write
 from .values import (
     ArrayVal,
@@ -436,8 +436,9 @@ def tile_store(ctx: Ctx, a: Any, t: Any, offset: Any = None, bounds_check: bool 
         assert isinstance(place, memory.Place)
         memory.store(ctx, place, get(ctx, src, i))
 
-    # as tile_load's (the tests per element were a sixth of the 32 x 32 Cholesky example)
-    _whole_or_each(ctx, arr, base, src.type.shape, unchecked, one)
+    # as tile_load's (the tests per element were a sixth of the 32 x 32 Cholesky example); in
+    # a CPU block by its lane 0 (builtins/tile_block.py)
+    once_per_block(ctx, lambda: _whole_or_each(ctx, arr, base, src.type.shape, unchecked, one))
 
 
 # -- views and elements -------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..abi import BLOCK_SHARED_RECORDS, BLOCK_STACK, STACK_BASE
+from ..abi import BLOCK_SHARED_RECORDS
 from ..ir.nodes import Block, Op, walk_ops
+from .llvm_types import mem_type
 
 _WAIT = """define internal void @gl_bx_lock(ptr %s) nounwind {
 entry:
@@ -163,17 +164,17 @@ _DECLARES = ("declare i32 @sched_yield()", "declare i64 @syscall(i64, ...)",
 
 
 def _state(e: Any) -> str:
-    """The block's shared state (the launch block's adjoint-stack base word)."""
-    p, s = e.f.fresh("%bxp"), e.f.fresh("%bxs")
-    e.f.emit(f"{p} = getelementptr i8, ptr %block, i64 {BLOCK_STACK + STACK_BASE}")
-    e.f.emit(f"{s} = load ptr, ptr {p}, align 8")
-    return s
+    """The running block's shared state (the process's `gl_block_state` word)."""
+    st = e.f.fresh("%bxs")
+    e.declares.add("@gl_block_state = external global ptr")
+    e.f.emit(f"{st} = load ptr, ptr @gl_block_state, align 8")
+    return st
 
 
 def bxchg(e: Any, s: Op) -> None:
     """Gather every lane's record (attr: size, block_dim, -1), or broadcast lane src's (attr:
     size, block_dim, src) into every lane's recv."""
-    size, n, src = s.attr
+    size, n, src = s.attr[:3]
     send, recv = e.f.fresh("%bxsend"), e.f.fresh("%bxrecv")
     e.f.emit(f"{send} = getelementptr i8, ptr {e.a(s, 0)}, i64 {e.a(s, 1)}")
     e.f.emit(f"{recv} = getelementptr i8, ptr {e.a(s, 2)}, i64 {e.a(s, 3)}")
@@ -192,11 +193,43 @@ def bxchg(e: Any, s: Op) -> None:
 
 
 def exchange_bytes(body: Block) -> int:
-    """The bytes of records one exchange of the kernel may need: the shared state holds two such
+    """The bytes one exchange of the kernel may need, its adjoint's included (every thread's
+    adjoints of all records: block_dim x block_dim records). The shared state holds two such
     areas, the exchanges taking turns (exchange k's at the barrier generation 2k: a thread still
     clearing its flag in one never meets a thread writing the next)."""
-    return max((op.attr[0] * (op.attr[1] if op.attr[2] < 0 else 1)
-                for op in walk_ops(body) if op.prim == "bxchg"), default=0)
+    return max((op.attr[0] * op.attr[1] * (op.attr[1] if op.attr[2] < 0 else 1)
+                for op in walk_ops(body) if op.prim in ("bxchg", "bxsum")), default=0)
+
+
+def bxsum(e: Any, s: Op) -> None:
+    """The adjoint of a gather: each thread's adjoints of every lane's record (its recv's adjoint
+    half) go to the block; lane l's record adjoint, summed over the threads in lane order
+    (those that took part in the gather: their flags in recv), is added into lane l's send
+    adjoint; recv's adjoints are then zero. A broadcast's values carry no gradient (its only
+    use: tile_atomic_add's returned values), so its adjoint only zeroes them."""
+    size, n, src, leaves, send_span, recv_span = s.attr
+    send_adj, recv_adj, recv = (e.f.fresh(f"%bx{w}") for w in ("sa", "ra", "rp"))
+    e.f.emit(f"{recv} = getelementptr i8, ptr {e.a(s, 2)}, i64 {e.a(s, 3)}")
+    e.f.emit(f"{recv_adj} = getelementptr i8, ptr {recv}, i64 {recv_span}")
+    e.f.emit(f"{send_adj} = getelementptr i8, ptr {e.a(s, 0)}, i64 {e.a(s, 1)}")
+    e.f.emit(f"{send_adj}.h = getelementptr i8, ptr {send_adj}, i64 {send_span}")
+    e.declares.add("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
+    total = size * (n if src < 0 else 1)
+    if src >= 0 or not getattr(e, "block_exchange", False):
+        if src < 0:  # one thread per block: its own record's adjoint
+            e.f.emit(f"call void @gl_bxsum_{_leaf_key(leaves)}(ptr {recv_adj}, ptr {send_adj}.h, "
+                     f"ptr {recv}, i32 {e.a(s, 4)}, i64 {size}, i64 1, i64 0)")
+            e.declares.add(_sum_function(leaves))
+        e.f.emit(f"call void @llvm.memset.p0.i64(ptr {recv_adj}, i8 0, i64 {total}, i1 false)")
+        return
+    e.declares.update((*_DECLARES, _WAIT, _sum_function(leaves), _PUT))
+    st = _state(e)
+    e.f.emit(f"{st}.area = call ptr @gl_bxput(ptr {st}, ptr {recv_adj}, i32 {e.a(s, 4)}, "
+             f"i64 {total}, i64 {exchange_bytes(e.kernel.body)})")
+    e.f.emit(f"call void @gl_bxsum_{_leaf_key(leaves)}(ptr {st}.area, ptr {send_adj}.h, "
+             f"ptr {recv}, i32 {e.a(s, 4)}, i64 {size}, i64 {n}, i64 {total})")
+    e.f.emit(f"call void @gl_bx_wait(ptr {st})")
+    e.f.emit(f"call void @llvm.memset.p0.i64(ptr {recv_adj}, i8 0, i64 {total}, i1 false)")
 
 
 def depart(e: Any) -> None:
@@ -209,3 +242,72 @@ def gathers(body: Block) -> bool:
     """Whether the kernel's threads exchange values of their own (a broadcast alone, of what lane
     0 computed for the block, does not make a block's threads depend on each other)."""
     return any(op.prim == "bxchg" and op.attr[2] < 0 for op in walk_ops(body))
+
+
+#: a thread's adjoints of all records into its slot of the current area; waits for the block;
+#: returns the area
+_PUT = """define internal ptr @gl_bxput(ptr %s, ptr %adj, i32 %lane, i64 %total,
+                                   i64 %half) nounwind {
+  %gp = getelementptr i8, ptr %s, i64 8
+  %g = load atomic i32, ptr %gp acquire, align 4
+  %k = lshr i32 %g, 1
+  %odd = and i32 %k, 1
+  %odd64 = zext i32 %odd to i64
+  %skip = mul i64 %odd64, %half
+  %base = add i64 %skip, @RECORDS@
+  %area = getelementptr i8, ptr %s, i64 %base
+  %l = zext i32 %lane to i64
+  %at = mul i64 %l, %total
+  %slot = getelementptr i8, ptr %area, i64 %at
+  call void @llvm.memcpy.p0.p0.i64(ptr %slot, ptr %adj, i64 %total, i1 false)
+  call void @gl_bx_wait(ptr %s)
+  ret ptr %area
+}""".replace("@RECORDS@", str(BLOCK_SHARED_RECORDS))
+
+
+def _leaf_key(leaves: tuple[tuple[int, Any], ...]) -> str:
+    return "_".join(f"{off}{mem_type(t)}" for off, t in leaves) or "none"
+
+
+def _sum_function(leaves: tuple[tuple[int, Any], ...]) -> str:
+    """@gl_bxsum_<leaves>(area, send adjoint, recv, lane, size, n, total): for r in lane order,
+    where record r's flag in recv is set, add the float leaves of area[r * total + lane * size]
+    into the send adjoint."""
+    adds = []
+    for k, (off, st) in enumerate(leaves):
+        t = mem_type(st)
+        if t not in ("half", "float", "double"):
+            continue  # bfloat16 (its 16 bits in memory): not differentiated through a block
+        adds.append(f"  %p{k} = getelementptr i8, ptr %rec, i64 {off}\n"
+                    f"  %v{k} = load {t}, ptr %p{k}, align 1\n"
+                    f"  %q{k} = getelementptr i8, ptr %adj, i64 {off}\n"
+                    f"  %o{k} = load {t}, ptr %q{k}, align 1\n"
+                    f"  %n{k} = fadd {t} %o{k}, %v{k}\n"
+                    f"  store {t} %n{k}, ptr %q{k}, align 1")
+    body = "\n".join(adds)
+    return f"""define internal void @gl_bxsum_{_leaf_key(leaves)}(ptr %area, ptr %adj, ptr %recv,
+    i32 %lane, i64 %size, i64 %n, i64 %total) nounwind {{
+entry:
+  %l = zext i32 %lane to i64
+  %mine = mul i64 %l, %size
+  br label %loop
+loop:
+  %r = phi i64 [0, %entry], [%r1, %next]
+  %fa = mul i64 %r, %size
+  %fp = getelementptr i8, ptr %recv, i64 %fa
+  %flag = load i32, ptr %fp, align 4
+  %took = icmp ne i32 %flag, 0
+  br i1 %took, label %add, label %next
+add:
+  %ra = mul i64 %r, %total
+  %rb = add i64 %ra, %mine
+  %rec = getelementptr i8, ptr %area, i64 %rb
+{body}
+  br label %next
+next:
+  %r1 = add i64 %r, 1
+  %more = icmp ult i64 %r1, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}"""

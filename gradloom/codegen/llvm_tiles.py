@@ -15,7 +15,7 @@ from typing import Any
 from ..ir.nodes import Op, walk_ops
 from ..ir.prims import PRIMS, Effect
 from .llvm_bf16 import is_bf16
-from .llvm_blocks import bxchg
+from .llvm_blocks import bxchg, bxsum
 from .llvm_types import literal, mem_type, reg_type
 from .tile_gemm import lgemm
 
@@ -102,5 +102,5 @@ def ltake(e: Any, s: Op) -> None:
 
 RULES: dict[str, Callable[[Any, Op], None]] = {
     "local": local, "lload": lload, "lstore": lstore, "ladd": ladd, "ltake": ltake,
-    "lgemm": lgemm, "bxchg": bxchg,
+    "lgemm": lgemm, "bxchg": bxchg, "bxsum": bxsum,
 }

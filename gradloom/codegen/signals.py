@@ -17,6 +17,8 @@ links against them in every process:
 - `gl_running` (ptr): the name of the kernel whose entry is running (set at its start, cleared
   at its end; the slices of a split launch share it, so the first to finish clears it): a fatal
   signal (a release-mode out-of-bounds access) prints it.
+- `gl_block_state` (ptr): the shared state of the CPU block whose threads are running together
+  (codegen/llvm_blocks.py, runtime/cpu/block_threads.py; one such launch at a time).
 - `gl_sigint_next` (ptr) and `gl_fatal_next` ([32 x ptr], by signal number): the handlers that
   were installed before ours, which ours call after doing their part.
 - `gl_tick_fn` (ptr): `gl_tick`, a function each poll calls (null until the handlers are
@@ -43,7 +45,8 @@ GUARD_TICKS = 64
 _SIGACTION_BYTES, _SA_FLAGS_AT = 152, 136
 _SA_ADD, _SA_DROP = 0x4 | 0x08000000 | 0x10000000, 0x80000000  # SIGINFO|ONSTACK|RESTART, RESETHAND
 
-_WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next", "gl_tick_fn", "gl_launch_base")
+_WORDS = ("gl_interrupts", "gl_running", "gl_sigint_next", "gl_tick_fn", "gl_launch_base",
+          "gl_block_state")
 _FATAL_SLOTS = 32
 
 

@@ -167,6 +167,9 @@ class _Dual:
     def op(self, prim: str, *args: Var, type: ScalarType | None = None) -> Var:
         return self.b.op(prim, args, self.loc, type=type)
 
+    def effect(self, prim: str, *args: Var, attr: Any = None) -> None:
+        self.b.effect(prim, args, self.loc, attr=attr)
+
     def const(self, value: float, t: ScalarType) -> Var:
         return self.b.const(value, t, self.loc)
 

@@ -7,7 +7,7 @@ import enum
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..types import ScalarType
 from .hostops import HostRule, Unavailable
@@ -21,6 +21,7 @@ class Emit(Protocol):
     """What a derivative rule may do: emit ops, make constants, and read primal values."""
 
     def op(self, prim: str, *args: Var, type: ScalarType | None = None) -> Var: ...
+    def effect(self, prim: str, *args: Var, attr: Any = None) -> None: ...
     def const(self, value: float, t: ScalarType) -> Var: ...
     def primal(self, v: Var) -> Var: ...
 
@@ -127,6 +128,9 @@ class Prim:
     #: PICK memory primitives: the comparison `c` under which the value replaces the element's
     #: old value, c(value, old) (see `replaces`)
     replaces_when: str | None = None
+    #: a result-less op whose `vjp` moves adjoints between tile buffers, reversed whatever its
+    #: operands' types (bxchg); lstore is reversed where it stores a float
+    moves_adjoints: bool = False
 
     # cached: every pass asks these of every op, and each operation on an enum.Flag builds a
     # member (a kernel of 16,000 ops spent a sixth of its compile in enum.py)

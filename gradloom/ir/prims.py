@@ -401,6 +401,13 @@ def _lstore_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
     return (None, None, e.op("ltake", _shadow(e, op), e.primal(op.args[1]), type=t))
 
 
+def _bxchg_vjp(e: Emit, op: Op, g: Var) -> tuple[Var | None, ...]:
+    """The records' adjoints go back to the lanes that sent them (summed over the block's
+    threads); the operands carry none."""
+    e.effect("bxsum", *(e.primal(a) for a in op.args), attr=op.attr)
+    return (None,) * 5
+
+
 def _local_jvp(e: Emit, op: Op, ts: tuple[Var | None, ...]) -> Var | None:
     raise TypeError("forward-mode differentiation through tiles (thread-local memory) is not "
                     "supported; use reverse mode (wp.Tape)")
@@ -538,14 +545,15 @@ _TABLE: list[Prim] = [
          doc="lgemm(a, b, c, alpha, beta): c = alpha * a @ b (+ beta * c) on tile buffers, "
              "shapes and views in attr (builtins/tile_gemm.py); forward kernels only: IR that "
              "autodiff sees has the scalar loops instead (ir/builder.DIFFERENTIATED)"),
-    # IO: it stays where it stands and runs in every thread, never in SIMD lanes or a replay
-    Prim("bxchg", 5, _bxchg_type, Effect.LOCAL | Effect.LOCAL_WRITE | Effect.IO,
-         host=_LOCAL_UNAVAILABLE,
+    Prim("bxchg", 5, _bxchg_type, Effect.LOCAL | Effect.LOCAL_WRITE, vjp=_bxchg_vjp,
+         jvp=_local_jvp, host=_LOCAL_UNAVAILABLE, moves_adjoints=True,
          doc="bxchg(send, send offset, recv, recv offset, lane): the threads of a CPU block "
              "(config.enable_cpu_blocks) exchange attr[0] bytes of their tile memory: each "
              "waits for the others and receives all block_dim (attr[1]) records, lane by lane, "
-             "or (attr[2] >= 0) lane attr[2]'s only (builtins/tile_block.py); forward kernels "
-             "only"),
+             "or (attr[2] >= 0) lane attr[2]'s only (builtins/tile_block.py); attr[3:]: the "
+             "records' float leaves (offset, LLVM type) and the two buffers' adjoint offsets"),
+    Prim("bxsum", 5, _bxchg_type, Effect.LOCAL | Effect.LOCAL_WRITE, host=_LOCAL_UNAVAILABLE,
+         doc="adjoint kernels: bxchg's reverse (codegen/llvm_blocks.bxsum), its attr"),
     # Adjoint kernels only (made by autodiff, never by the frontend):
     Prim("push", 1, lambda ts, r: None, Effect.STACK, host=hostops.ADJOINT,
          doc="push a value on this thread's adjoint stack (a full stack stops the launch)"),

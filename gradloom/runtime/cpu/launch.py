@@ -78,7 +78,7 @@ class Prepared:
         self.chunkings: list[Any] = []
         self.is_adjoint = compiled is not None if adjoint is None else adjoint
         #: the shared bytes of a CPU block whose threads exchange tile values (block_threads.py)
-        self.block_exchange = 0 if self.is_adjoint or getattr(kernel, "cpu_block_dim", 1) == 1 \
+        self.block_exchange = 0 if getattr(kernel, "cpu_block_dim", 1) == 1 \
             else kernel.block_exchange_bytes()
         #: an adjoint's other variants (`prepared`)
         self.variants: dict[str, Prepared] = {}
