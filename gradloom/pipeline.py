@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -269,10 +270,24 @@ def printing_kernel(kernel: Any) -> Any:
                                           for k in given))
         loud.printing_of, loud.printing_pairs = kernel, tuple(
             (k, len(kernel.params) + i) for i, k in enumerate(given))
+        loud.given_adjoints = functools.partial(_given_values, tuple(
+            (k, _zero(kernel.params[k][1])) for k in given))
         loud.key, loud.overloads = f"{kernel.key}_printing", {}
         loud._compiled = loud._adjoint = loud._locs = None
     kernel._gl_printing = loud
     return loud
+
+
+def _given_values(zeros: tuple[tuple[int, Any], ...], adj: list[Any]) -> list[Any]:
+    """A printing kernel's arguments after the kernel's: the adjoint the launch gives for each
+    by-value parameter (`adj`: one per parameter), zero where it gives None (as Warp's)."""
+    return [zero if adj[k] is None else adj[k] for k, zero in zeros]
+
+
+def _zero(t: Any) -> Any:
+    """A zero value of scalar, vector or matrix type t (a transform's too: all components)."""
+    n = getattr(t, "_length_", None)
+    return t(0) if n is None else t(*([0] * n))
 
 
 def _by_value(t: Any) -> bool:

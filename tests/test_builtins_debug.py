@@ -208,6 +208,16 @@ def test_explicit_adjoint_launch_prints_values_then_adjoints(capfd):
     np.testing.assert_allclose(adj_a.numpy(), [6.0])
 
 
+@gradloom_only  # warp-lang fails (IndexError) without adjoints for its scalar parameters
+def test_explicit_adjoint_launch_without_adj_inputs_prints_zero_adjoints(capfd):
+    a, out = wp.array([1.0], dtype=float), wp.zeros(1, dtype=float)
+    capfd.readouterr()
+    wp.launch(adjoint_prints, dim=1, inputs=[1.5, wp.vec2(0.5, 1.5), wp.mat22(1.0, 2.0, 3.0, 4.0),
+                                             5, a, out], adjoint=True, device=DEVICE)
+    assert _out(capfd).endswith("adj: text\nadj: 0\nadj: 0\nadj: 0 0\n     0 0\nadj: 0 0\n"
+                                "adj: 0\n")
+
+
 @gradloom_only
 @pytest.mark.parametrize("body, message", [
     ("wp.printf('%d %d', 1)", "more conversions"),

@@ -234,7 +234,7 @@ def _command_or_adjoint(kernel: Any, dim: Any, args: list[Any], adj: list[Any] |
     lazy_zero.settle_all()  # gradients it reads through its arrays' words hold zeros
     printing = kernel.printing_adjoint()  # it prints: as Warp's, with the adjoints given
     if printing is not None:
-        args = args + [adj[k] for k, _ in printing.printing_pairs]
+        args = args + printing.given_adjoints(adj)
         adj = adj + [None] * len(printing.printing_pairs)
         kernel = printing
     prepared = backend.prepared(kernel, "adjoint", dev)
