@@ -11,6 +11,7 @@ import pytest
 from test_mesh_solid import flip, make, uv_sphere
 
 import gradloom as wp
+from gradloom.autograd import jvp
 
 N = 64  # points; each of 8 tiles starts its 32 lanes at one of them
 
@@ -142,3 +143,20 @@ def test_gradient_through_repeated_queries() -> None:
     one = grad(m, xs, 1)
     np.testing.assert_allclose(grad(m, xs, 3), 3.0 * one, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(one, axis=1), 1.0, rtol=1e-4)
+
+
+def test_jvp_through_repeated_queries() -> None:
+    """Forward mode too: three times one query's tangent."""
+    xs = np.random.default_rng(9).uniform(-0.5, 0.5, (16, 3)).astype(np.float32)
+    v = np.random.default_rng(10).normal(size=(16, 3)).astype(np.float32)
+    m = make(uv_sphere())
+
+    def tangent(times: int) -> np.ndarray:
+        out = wp.zeros(len(xs), dtype=float)
+        _, t = jvp(repeated, [m.id, wp.array(xs, dtype=wp.vec3), times],
+                   [None, wp.array(v, dtype=wp.vec3), None], dim=len(xs), outputs=[out])
+        return t[0].numpy()
+
+    one = tangent(1)
+    np.testing.assert_allclose(tangent(3), 3.0 * one, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(one, (v * grad(m, xs, 1)).sum(1), rtol=1e-4, atol=1e-5)
