@@ -56,8 +56,9 @@ def jvp(function: Kernel | Callable[..., Any], inputs: Sequence[Any],
     Each launch runs the kernel's tangent entry (compiled on first use), which computes the
     same values plus tangents; copies (`wp.copy`, `clone`, `assign`, item assignment) carry
     tangents, fills make them zero, other array operations are refused. Not yet: CUDA arrays,
-    `wp.atomic_min`/`atomic_max` on float arrays, `@wp.func_grad` functions on inputs with a
-    tangent (a clear error names each).
+    the value `wp.atomic_add` returns and the one `atomic_min`/`atomic_max` return where threads
+    may share the element, `@wp.func_grad` functions on inputs with a tangent (a clear error
+    names each).
     """
     ins = list(inputs)
     if len(tangents) != len(ins):

@@ -103,3 +103,36 @@ def test_inputs_gradients_are_left_alone_and_bad_losses_refused() -> None:
 
     with pytest.raises(GradloomError, match="one element"):
         hvp(not_a_loss, [x], [np.ones(6)])
+
+
+@wp.kernel
+def own_min_energy(slot: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64),
+                   e: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    old = wp.atomic_min(slot, i, x[i] * x[i])  # the thread's own element: the old value exact
+    wp.atomic_add(e, 0, old * old * x[i] + slot[i] * slot[i] * slot[i])
+
+
+def _min_energy(s0: np.ndarray, x0: np.ndarray) -> float:
+    e = wp.zeros(1, dtype=wp.float64)
+    wp.launch(own_min_energy, 4, inputs=[wp.array(s0, dtype=wp.float64),
+                                         wp.array(x0, dtype=wp.float64), e])
+    return float(e.numpy()[0])
+
+
+def test_hvp_through_atomic_min_at_the_threads_own_element() -> None:
+    s0, x0 = np.array([0.3, 2.0, 0.1, 5.0]), np.array([0.5, -0.9, 0.7, 1.2])
+    u, v = np.array([0.2, -0.4, 0.1, 0.3]), np.array([0.3, -0.2, 0.5, 0.1])
+    hv = hvp(own_min_energy, [wp.array(s0, dtype=wp.float64), wp.array(x0, dtype=wp.float64)],
+             [u, v], dim=4, outputs=[wp.zeros(1, dtype=wp.float64)])
+    z = np.concatenate([s0, x0])
+    d = np.concatenate([u, v])
+
+    def gradient(p: np.ndarray, h: float = 1e-5) -> np.ndarray:
+        return np.array([(_min_energy(*np.split(p + h * e, 2)) -
+                          _min_energy(*np.split(p - h * e, 2))) / (2 * h) for e in np.eye(8)])
+
+    h = 1e-4
+    fd = (gradient(z + h * d) - gradient(z - h * d)) / (2 * h)
+    got = np.concatenate([hv[0].numpy(), hv[1].numpy()])
+    assert np.allclose(got, fd, rtol=1e-4, atol=1e-5), (got, fd)
