@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import config
 from ...errors import GradloomError, TapeError
 from ...types import ArrayType, IndexedArrayType, StructType
 from ..array.aligned import ALIGNMENT, aligned_zeros, bytes_like
@@ -83,8 +84,8 @@ class _Shadow:
         """A borrowed tangent's memory (the caller's buffer) meets bytes [lo, hi)."""
         if not self.borrowed:
             return False
-        at = self.bytes.__array_interface__["data"][0]
-        return lo < at + self.bytes.size and at < hi
+        at, end = _bounds(self.bytes)
+        return lo < end and at < hi
 
     def own(self) -> None:
         """Copy a borrowed tangent into a zeroed buffer of the whole allocation."""
@@ -117,6 +118,7 @@ class TangentTape:
         assert self._token is not None
         ACTIVE_TAPES.reset(self._token)
         self._token = None
+        _SPANS.clear()
 
     # -- tangents -----------------------------------------------------------------------------
 
@@ -142,7 +144,11 @@ class TangentTape:
         storage = a.numpy()
         shadow = self._shadow(storage)
         grad = shadow.view(storage, shadow.grad) if shadow.grad is not None else None
-        return array._wrap(shadow.view(storage), a.dtype, a.device, grad, shadow.mem)
+        if grad is not None:
+            return array._wrap(shadow.view(storage), a.dtype, a.device, grad, shadow.mem)
+        out = array._like(a, shadow.view(storage), None)  # a's layout facts, not worked out
+        out._mem = shadow.mem
+        return out
 
     def with_gradient(self, a: array) -> array:
         """`a` with a gradient of the tape's own (gradients=True), so the reverse pass flows
@@ -219,12 +225,29 @@ class TangentTape:
         if self.gradients:
             args = [self._map_arrays(v, t, self.with_gradient)
                     for v, (_, t) in zip(args, kernel.params, strict=True)]
-        if variant is None:
+        device = self._direct(args) if variant is None else args[written[0]].device
+        if device is None:
             launch(dual, dims, inputs=[*args, *tangents])
             return
-        device = args[written[0]].device  # no other tape records it (_zeroed_variant)
-        prepared = device.backend.prepared(dual, variant, device)
+        # no other tape records it (_zeroed_variant, _direct): the entry runs as launch() would
+        if variant is not None:
+            prepared = device.backend.prepared(dual, variant, device)
+        else:
+            try:
+                prepared = dual.__dict__[device.entry_key]
+            except (KeyError, AttributeError):
+                prepared = device.backend.prepared(dual, "forward", device)
         prepared.run(dims, prepared.admit([*args, *tangents]))
+
+    def _direct(self, args: Sequence[Any]) -> Any:
+        """The device a tangent kernel's launch runs on without launch()'s bookkeeping: where
+        only this tape is active, nothing captures, and launch() would do nothing else (no CPU
+        blocks, no printing); None: launch() it."""
+        if ACTIVE_TAPES.get() != (self,) or recording_graph() is not None or \
+                config.enable_cpu_blocks or config.print_launches:
+            return None
+        device = next((a.device for a in args if isinstance(a, array)), None)
+        return device if device is not None and device.is_cpu else None
 
     def _zeroed_variant(self, dual: Any, dims: tuple[int, ...], args: Sequence[Any],
                         written: list[int]) -> str | None:
@@ -344,16 +367,34 @@ def _root(storage: NDArray) -> NDArray:
 
 def _written_params(dual: Any, n: int) -> list[int]:
     """The parameters (of the n the kernel has) its tangent kernel writes (all when its
-    accesses are unknown)."""
+    accesses are unknown); kept in the tangent kernel, as its compiled entry is."""
+    known: list[int] | None = dual.__dict__.get("_gl_written")
+    if known is not None:
+        return known
     access = dual.compiled().access
-    if access is None:
-        return list(range(n))
-    return sorted({k for (k, _), flags in access.items()
-                   if k < n and flags & {"stores", "minmax"}})
+    known = list(range(n)) if access is None else sorted(
+        {k for (k, _), flags in access.items() if k < n and flags & {"stores", "minmax"}})
+    dual._gl_written = known
+    return known
+
+
+#: id(numpy array) -> (the array, kept alive, and its _bounds) while a tape runs: every launch
+#: asks them of the same arrays, and numpy builds a dict to say where an array's data is
+_SPANS: dict[int, tuple[NDArray, int, int]] = {}
 
 
 def _bounds(a: NDArray) -> tuple[int, int]:
     """The lowest byte address of a's elements and one past the highest."""
+    known = _SPANS.get(id(a))
+    if known is not None and known[0] is a:
+        return known[1], known[2]
+    lo, hi = _span(a)
+    if len(_SPANS) < 4096:
+        _SPANS[id(a)] = (a, lo, hi)
+    return lo, hi
+
+
+def _span(a: NDArray) -> tuple[int, int]:
     lo = hi = a.__array_interface__["data"][0]
     if a.size == 0:
         return lo, hi
