@@ -48,7 +48,10 @@ def _mapping(nbytes: int) -> mmap.mmap:
             _free.remove(best)
             return best
     size = -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
-    m = mmap.mmap(-1, size)
+    # private: a shared anonymous mapping is shared memory, which gets no transparent huge pages
+    private = getattr(mmap, "MAP_PRIVATE", None)  # None on Windows
+    m = (mmap.mmap(-1, size) if private is None
+         else mmap.mmap(-1, size, flags=private | mmap.MAP_ANONYMOUS))
     if hasattr(mmap, "MADV_HUGEPAGE"):
         with contextlib.suppress(OSError):  # a kernel without transparent huge pages
             m.madvise(mmap.MADV_HUGEPAGE)
