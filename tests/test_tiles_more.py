@@ -385,3 +385,20 @@ def test_bitwise_operators_of_integer_tiles() -> None:
     c = wp.zeros((4, 4), dtype=wp.uint32)
     wp.launch_tiled(_bitwise_tiles_k, dim=[1], inputs=[wp.array(x), wp.array(y), c], block_dim=1)
     np.testing.assert_array_equal(c.numpy(), [x & y, x | y, x ^ y, x & y])
+
+
+@wp.struct
+class _Pair:
+    a: wp.int32
+    b: wp.float32
+
+
+def test_bitwise_operators_refuse_struct_tiles() -> None:
+    @wp.kernel(module="unique")
+    def struct_and(x: wp.array(dtype=_Pair)) -> None:
+        s1 = wp.tile_load(x, shape=2)
+        s2 = wp.tile_load(x, shape=2)
+        s1 &= s2
+
+    with pytest.raises(TypeError, match="bitwise inplace or other.*Warp struct"):
+        wp.launch_tiled(struct_and, dim=[1], inputs=[wp.zeros(2, dtype=_Pair)], block_dim=1)

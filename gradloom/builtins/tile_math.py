@@ -80,7 +80,7 @@ def binary(ctx: Ctx, opname: str, a: Value, b: Value) -> TileVal:
     and a scalar (either side); `a & b`, `a | b`, `a ^ b` of two integer tiles, as Warp's
     operators."""
     if opname in _BITWISE and isinstance(a, TileVal) and isinstance(b, TileVal) and \
-            not _part(a.type.dtype).is_float and not isinstance(a.type.dtype, StructType):
+            not isinstance(a.type.dtype, StructType) and not _part(a.type.dtype).is_float:
         _same_shape(ctx, a, b, f"tile {opname}")
         return _map(ctx, [a, b], lambda v: element_op(ctx, opname, v[0], v[1]))
     if opname not in ("add", "sub", "mul", "div"):
