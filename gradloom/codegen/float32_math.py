@@ -275,15 +275,13 @@ def _sincos_body(t: _Types, want_sin: bool) -> str:
         f"%quad = and {q} %kq, {t.int(3, 'i64')}",
         f"%low = and {q} %quad, {t.int(1, 'i64')}",
         f"%odd = icmp ne {q} %low, {t.int(0, 'i64')}",
-        *(f"%c{n} = select {b} %odd, {d} {t.dbl(cc)}, {d} {t.dbl(sc)}"
-          for n, (sc, cc) in enumerate(zip((*m.SIN_C, 0.0), m.COS_C, strict=True))),
-        _fma(t, "u", "%c1", "%z", "%c0"), _fma(t, "v", "%c3", "%z", "%c2"),
-        _fma(t, "w", "%c5", "%z", "%c4"),
-        _fma(t, "vw", "%z2", "%w", "%v"),
-        _fma(t, "p", "%z2", "%vw", "%u"),
-        f"%base = select {b} %odd, {d} {t.dbl(1.0)}, {d} %r",
-        f"%bz = fmul {d} %base, %z",
-        _fma(t, "sc", "%bz", "%p", "%base"),
+        # both polynomials, then the quadrant's: sin and cos of one x share them after
+        # inlining (a tangent kernel's sin beside cos), the bits of each unchanged
+        *_poly(t, "s", (*m.SIN_C, 0.0)), *_poly(t, "c", m.COS_C),
+        f"%rz = fmul {d} %r, %z",
+        _fma(t, "ss", "%rz", "%ps", "%r"),
+        _fma(t, "cs", "%z", "%pc", t.dbl(1.0)),
+        f"%sc = select {b} %odd, {d} %cs, {d} %ss",
         f"%neg = icmp uge {q} %quad, {t.int(2, 'i64')}",
         f"%nv = fneg {d} %sc",
         f"%signed = select {b} %neg, {d} %nv, {d} %sc",
@@ -294,6 +292,14 @@ def _sincos_body(t: _Types, want_sin: bool) -> str:
                   f"%own1 = select {b} %iz, {f} %x, {f} %own"]
     own = "%own1" if want_sin else "%own"
     return _lines(lines) + _far_lanes(t, own, "sinf" if want_sin else "cosf")
+
+
+def _poly(t: _Types, k: str, c: tuple[float, ...]) -> list[str]:
+    """%p{k}: the polynomial in %z with coefficients c (c[0] + c[1] z + ... + c[5] z^5)."""
+    d = [t.dbl(v) for v in c]
+    return [_fma(t, f"u{k}", d[1], "%z", d[0]), _fma(t, f"v{k}", d[3], "%z", d[2]),
+            _fma(t, f"w{k}", d[5], "%z", d[4]), _fma(t, f"vw{k}", "%z2", f"%w{k}", f"%v{k}"),
+            _fma(t, f"p{k}", "%z2", f"%vw{k}", f"%u{k}")]
 
 
 def _far_lanes(t: _Types, own: str, libm: str) -> str:
