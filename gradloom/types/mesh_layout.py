@@ -51,7 +51,7 @@ PAIR_RIGHT = 52
 PAIR_SIZE = 64
 #: bits of a walk leaf's count in its reference, and the most triangles in a walk leaf
 WALK_COUNT_BITS = 4
-WALK_LEAF = 8
+WALK_LEAF = 12
 
 # the walk's triangles in key order (written by the refit), so a walk leaf's triangles are one
 # run of memory: the three corners (3 x 3 float32, copies of the points at the last refit or
