@@ -326,7 +326,8 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
                   "reverse_threads": ir.reverse_threads,
                   "launch_check": ir.launch_check, "ordered": ordered,
                   "threads": (plan.serial, plan.scatter, plan.float_atomics,
-                              plan.loops, plan.work, in_lanes, plan.conditions),
+                              plan.loops, plan.work, in_lanes, plan.conditions,
+                              plan.limits),
                   "lanes": lane_reason(ir, lanes)}
 
 

@@ -7,7 +7,11 @@ access is *thread-own* when its address is `Σ index_d · stride_d` with every l
 `wp.tid()` component among the indices and every other index thread-invariant, so distinct
 threads touch distinct elements (arrays with a zero stride are refused at launch); an array's
 accesses keep threads apart when they are all thread-own *the same way* (`a[i, j]` beside
-`a[j, i]` is not: thread (i, j) reaches what thread (j, i) does).
+`a[j, i]` is not: thread (i, j) reaches what thread (j, i) does). An index may also be a
+*span* `tid · c + k` for a constant c with k provably in [0, c) (a constant, a counted loop's
+counter: passes/int_ranges.py), as where thread j stores a c-element tile at `offset=(j * c,)`:
+thread j's indices lie in [j·c, j·c + c), apart from every other thread's; the address may come
+through views (`a[i]`, then `[j + k]`), whose offsets count too.
 
 The plan it returns says, for one compiled entry:
 - `serial`: why its slices must not run at once (threads read or overwrite memory other threads
@@ -25,6 +29,8 @@ The plan it returns says, for one compiled entry:
   index mapped through a permutation (a primitive's `permutes` fact: `wp.hash_grid_point_id`,
   whose sorted point ids are a permutation of the grid's points): the permutation exists and
   covers the launch's extent. A launch that finds otherwise runs serially.
+- `limits`: the most threads along a launch dimension for which the spans the plan relies on
+  cannot wrap (an index computed in 32 bits); a larger launch runs serially.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
 from ..ir.prims import PRIMS, Effect
 from .index_signs import wrapped_index
+from .int_ranges import Ranges, widening
 
 #: the accesses that decide how threads share memory: array data and gradients
 _MEMORY = Effect.READ | Effect.WRITE | Effect.GRAD
@@ -59,6 +66,10 @@ class ThreadPlan:
     #: and of its flag in the descriptor) per permutation the plan relies on: the flag must be
     #: set and the count at least the launch's extent along that dimension
     conditions: tuple[tuple[int, int, int, int], ...] = ()
+    #: (launch dimension, most threads along it) the plan relies on: an index t·c + k that a
+    #: thread computes in 32 bits stays below 2^31, so apart from other threads', only for
+    #: t < 2^31 // c (Addresses._span)
+    limits: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -85,15 +96,20 @@ class _Root:
 class Addresses:
     """Classifies address offsets of one kernel body. With `permutations`, a thread's index
     mapped through a permutation counts as that index, under a condition on the launch that
-    `conditions` collects (see ThreadPlan)."""
+    `conditions` collects (see ThreadPlan). With `spans`, so does an index t·c + k with k in
+    [0, c) (_span), under the limits on the launch's extent that `limits` collects."""
 
-    def __init__(self, kernel: KernelIR, permutations: bool = False) -> None:
+    def __init__(self, kernel: KernelIR, permutations: bool = False,
+                 spans: bool = False) -> None:
         ops = list(walk_ops(kernel.body))
         self.defs = {op.result.id: op for op in ops if op.result is not None}
         self.used = {a.id for op in ops for a in op.args}
         self._invariant: dict[int, bool] = {}
         self.permutations = permutations
         self.conditions: set[tuple[int, int, int, int]] = set()
+        self.spans = spans
+        self.ranges = Ranges(kernel, self.defs)
+        self.limits: set[tuple[int, int]] = set()
 
     def root(self, p: Var) -> int | None:
         """The argument offset pointer p derives from (None: loaded from memory)."""
@@ -160,24 +176,98 @@ class Addresses:
         Accesses of one array keep threads apart only where their mappings are equal:
         `a[i, j]` and `a[j, i]` are each thread-own, but thread (i, j) reads what (j, i) writes,
         as `x[hash_grid_point_id(grid, t)]` reads what thread t' = that id writes to `x[t']`."""
+        return self._mapping(self.terms(offset))
+
+    def access_mapping(self, pointer: Var, offset: Var) -> frozenset[tuple[Any, ...]] | None:
+        """mapping() of an access at `offset` from `pointer`; with `spans`, where the offset
+        alone is not thread-own, that of the whole address: the offsets of the views the
+        pointer went through (`a[i]` of a 2-D array, then `[j]`) and this one."""
+        found = self.mapping(offset)
+        if found is not None or not self.spans:
+            return found
+        terms = self.terms(offset)
+        d = self.defs.get(pointer.id)
+        while d is not None and d.prim == "ptr_add":
+            terms += self.terms(d.args[1])
+            d = self.defs.get(d.args[0].id)
+        return self._mapping(terms)
+
+    def _mapping(self, terms: list[Var]) -> frozenset[tuple[Any, ...]] | None:
         seen: set[tuple[int, int]] = set()
         parts: set[tuple[Any, ...]] = set()
-        for term in self.terms(offset):
+        for term in terms:
             if self.invariant(term):
                 continue
             d = self.defs.get(term.id)
             if d is None or d.prim != "mul":
                 return None
             for index, stride in ((d.args[0], d.args[1]), (d.args[1], d.args[0])):
-                found = self.source(index)
+                found, span = self.source(index), 1
+                if found is None and self.spans:
+                    found, span = self._span(index) or (None, 1)
                 if found is not None and self.invariant(stride):
                     seen.add(found[1])
-                    parts.add((*found, self._stride(stride)))
+                    # a span of 1 is the thread's own index: such accesses keep apart alike
+                    parts.add((*found, self._stride(stride), *((span,) if span > 1 else ())))
                     break
             else:
                 return None
         counts = {n for _, n in seen}
         return frozenset(parts) if len(counts) == 1 and len(seen) == counts.pop() else None
+
+    def _span(self, index: Var) -> tuple[Any, int] | None:
+        """(source(t), c) when index = t·c + k for a thread index t and a constant c >= 1, with
+        k within [0, c) (passes/int_ranges.py): thread t's indices lie in [t·c, t·c + c), apart
+        from every other thread's. Where t·c + k could pass the narrowest type's range over a
+        launch's extent, the plan limits that extent (ThreadPlan.limits)."""
+        d = self.defs.get(index.id)
+        inner = None if d is None else wrapped_index(d, lambda w: self.defs.get(w.id))
+        index = index if inner is None else inner  # the wrap leaves a value >= 0 as it is
+        if index.type.kind != "i":
+            return None
+        terms, bits = self._int_terms(index)
+        low = high = 0
+        thread: tuple[Any, int] | None = None
+        for term in terms:
+            found = self._scaled(term)
+            bounds = self.ranges.of(term) if found is None else None
+            if found is not None and thread is None:
+                thread = found
+                bits = min(bits, term.type.bits)
+            elif bounds is None:
+                return None
+            else:
+                low, high = low + bounds[0], high + bounds[1]
+        if thread is None or low < 0 or high >= thread[1]:
+            return None
+        most = (1 << (bits - 1)) // thread[1]  # t < most keeps t·c + k below 2^(bits-1)
+        if most < 1 << 31:
+            self.limits.add((thread[0][1][0], most))
+        return thread
+
+    def _int_terms(self, v: Var) -> tuple[list[Var], int]:
+        """The integer terms v sums, through adds and widening casts, and the narrowest width
+        those were computed in."""
+        d = self.defs.get(v.id)
+        if d is not None and (d.prim == "add" or widening(d)) and v.type.kind == "i":
+            parts = [self._int_terms(a) for a in d.args]
+            return [t for ts, _ in parts for t in ts], min([v.type.bits, *(b for _, b in parts)])
+        return [v], v.type.bits if v.type.kind == "i" else 0
+
+    def _scaled(self, term: Var) -> tuple[Any, int] | None:
+        """(source(t), c) when term is thread index t or t·c for a constant c >= 1."""
+        found = self.source(term)
+        if found is not None:
+            return (found, 1) if not found[0] else None  # a permuted index's values are
+        d = self.defs.get(term.id)                          # not bounded by the extent
+        if d is None or d.prim != "mul" or term.type.kind != "i":
+            return None
+        for t, c in ((d.args[0], d.args[1]), (d.args[1], d.args[0])):
+            found, scale = self.source(t), self.ranges.of(c)
+            if found is not None and not found[0] and scale is not None \
+                    and scale[0] == scale[1] >= 1:
+                return found, scale[0]
+        return None
 
     def _stride(self, v: Var) -> object:
         """What identifies a stride's value: a constant's value, an argument's offset, else
@@ -197,8 +287,8 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
     """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen; accesses
     of the arrays at the argument offsets `checked` count as thread-own (each launch checks
     that threads touch distinct elements of them: passes/overlap.py); `permutations`: the
-    launch checks the plan's `conditions` (the CPU backend's does)."""
-    addr = Addresses(kernel, permutations)
+    launch checks the plan's `conditions` and `limits` (the CPU backend's does)."""
+    addr = Addresses(kernel, permutations, spans=permutations)
     roots: dict[int | None, _Root] = {}
     ops = list(walk_ops(kernel.body))
     if any(Effect.IO in PRIMS[op.prim].effects for op in ops):
@@ -216,7 +306,8 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
         acc.stores = acc.stores or (Effect.WRITE in effects
                                     and not effects & (Effect.ATOMIC | Effect.GRAD))
         acc.all_own = acc.all_own and (addr.root(op.args[0]) in checked
-                                       or acc.same_mapping(addr.mapping(op.args[1])))
+                                       or acc.same_mapping(
+                                           addr.access_mapping(op.args[0], op.args[1])))
         if Effect.ATOMIC in effects:
             acc.float_add = acc.float_add or (Effect.ACCUMULATE in effects
                                               and op.args[2].type.is_float)
@@ -225,7 +316,8 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
     work = sum(1 for op in ops if PRIMS[op.prim].has(_MEMORY)
                or (op.result is not None and op.result.type.is_float))
     return replace(_plan(roots, _has_loop(kernel.body)), work=work,
-                   conditions=tuple(sorted(addr.conditions)))
+                   conditions=tuple(sorted(addr.conditions)),
+                   limits=tuple(sorted(addr.limits)))
 
 
 def _has_loop(b: Block) -> bool:

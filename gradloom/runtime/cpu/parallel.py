@@ -8,7 +8,8 @@ configured thread (`config.num_threads`), a measured cost worth a wake-up
 (`config.parallel_min_ns`, against `Prepared.ns_per_thread`), and a kernel whose chunks give what
 one serial loop gives (passes/threads.py; a kernel whose threads read or overwrite what other
 threads write always runs serially, and one whose plan relies on a permutation runs serially
-where the launch finds it missing or too short: `conditions_hold`). After each split the
+where the launch finds it missing or too short: `conditions_hold`, or whose launch is larger
+than the plan's `limits`: `limits_hold`). After each split the
 caller compares the time it took with what its own chunks say the whole launch costs serially;
 a split that did not gain (the other core was busy) makes the next 1, 3, 7, ... launches of that
 kernel run serially, so a busy machine pays for one probe now and then.
@@ -80,7 +81,8 @@ def plan(prepared: Any, total: int, args: Sequence[Any], buf: bytearray | None =
     threads = compiled.threads
     if n < 2 or threads.serial is not None or \
             (threads.float_atomics and (compiled.ordered or config.deterministic)) or \
-            (threads.conditions and not conditions_hold(threads.conditions, buf, dims)):
+            (threads.conditions and not conditions_hold(threads.conditions, buf, dims)) or \
+            (threads.limits and not limits_hold(threads.limits, dims)):
         return _SERIAL
     targets: list[Any] = []
     if compiled.scatter:
@@ -120,6 +122,12 @@ def conditions_hold(conditions: Sequence[tuple[int, int, int, int]], buf: bytear
                 or ctypes.c_int32.from_address(desc + count).value < dims[dim]:
             return False
     return True
+
+
+def limits_hold(limits: Sequence[tuple[int, int]], dims: tuple[int, ...]) -> bool:
+    """Whether the launch's extent along each dimension a thread plan limits is within its
+    limit (passes/threads.py `limits`); without the extents, not."""
+    return all(dim < len(dims) and dims[dim] <= most for dim, most in limits)
 
 
 def chunk_work(threads: Any) -> int:
