@@ -15,7 +15,7 @@ from typing import Any
 from . import config
 from .abi import GRAD_SLOT
 from .argtypes import launch_arg_type
-from .codegen import cpu, native_pool
+from .codegen import cpu
 from .errors import CompileError, GradloomError, KernelTypeError, LaunchError, SourceLoc
 from .frontend.func import (
     MODULE_OF,
@@ -39,7 +39,7 @@ from .modules import (
     qualified_key,
     register_struct,
 )
-from .native import compiled_symbols, install_signal_handlers
+from .native import install_signal_handlers, native_pool_functions
 from .passes.threads import ThreadPlan
 from .runtime import cache
 from .runtime.array.structs import REGISTER_STRUCT, array_fields, type_key
@@ -573,19 +573,6 @@ def compiler_fingerprint() -> str:
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
-
-
-@functools.cache
-def native_pool_functions() -> tuple[int, int] | None:
-    """Addresses of `gl_pool_worker` and `gl_pool_run` (codegen/native_pool.py), compiled once
-    per process and cached on disk like a kernel; None where the native pool is unsupported."""
-    target = cpu.host_target()
-    if not native_pool.supported(target.triple):
-        return None
-    text = native_pool.pool_module(target.triple, target.datalayout)
-    worker, run = compiled_symbols(f"{VERSION}|pool|{target.key}", text,
-                                   ("gl_pool_worker", "gl_pool_run"))
-    return worker, run
 
 
 def _symbol_safe(name: str) -> str:

@@ -10,7 +10,7 @@ import functools
 import hashlib
 from collections.abc import Callable
 
-from .codegen import cpu, float32_math, native_memory
+from .codegen import cpu, float32_math, native_memory, native_pool
 from .codegen import signals as native_signals
 from .ir import hostops
 from .runtime import cache, memops
@@ -70,3 +70,15 @@ def stream_functions() -> memops.Streams:
 
 hostops.use_own_float32(own_float32_functions)
 memops.use_streams(stream_functions)
+
+
+@functools.cache
+def native_pool_functions() -> tuple[int, int] | None:
+    """Addresses of `gl_pool_worker` and `gl_pool_run` (codegen/native_pool.py), compiled once
+    per process and cached on disk like a kernel; None where the native pool is unsupported."""
+    target = cpu.host_target()
+    if not native_pool.supported(target.triple):
+        return None
+    text = native_pool.pool_module(target.triple, target.datalayout)
+    worker, run = compiled_symbols(f"pool|{target.key}", text, ("gl_pool_worker", "gl_pool_run"))
+    return worker, run

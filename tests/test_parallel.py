@@ -518,7 +518,7 @@ def test_python_thread_pool_fallback(threads, monkeypatch) -> None:  # type: ign
 
 
 def test_a_busy_native_pool_refuses_the_job() -> None:
-    from gradloom.kernel import native_pool_functions
+    from gradloom.native import native_pool_functions
     from gradloom.runtime.pool import NativePool
     functions = native_pool_functions()
     if functions is None:
@@ -667,7 +667,7 @@ def test_private_buffers_are_zero_between_launches_and_after_an_error(threads, m
 
 
 def test_a_split_that_gains_nothing_makes_the_next_launches_serial(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from gradloom.kernel import native_pool_functions
+    from gradloom.native import native_pool_functions
     from gradloom.runtime.pool import native_pool
     if native_pool_functions() is None:
         pytest.skip("no native pool on this platform")
