@@ -194,33 +194,15 @@ class Tree:
         n = len(prims)
         order, key, rank = _keys(prims, groups)
         self.n_leaves = n
-        m = max(2 * n - 1, 0)
         if walk_leaf and n >> (31 - WALK_COUNT_BITS):
             raise ValueError(f"a mesh of 2**{31 - WALK_COUNT_BITS} or more triangles (the "
                              "walk's leaf references hold their first triangle's position)")
-        # nodes over more than walk_leaf leaves, at most 2n / (walk_leaf + 1): the smallest of
-        # them hold disjoint leaf sets, and a binary tree over k of them has 2k - 1 nodes
-        records = 2 * n // (walk_leaf + 1) + 1 if walk_leaf else 0
-        tris = isinstance(prims, Triangles)
-        sizes = [m * MESH_NODE_SIZE, 12 * n if tris else 0]
-        if walk_leaf:
-            sizes += [m * 4, records * PAIR_SIZE, n * LEAF_TRI_SIZE]
-        parts = arena(self, sizes)
-        self.nodes = parts[0].view(NODE)
-        #: triangles' vertex indices in key order (n x 3 int32), so the refit reads them in order
-        self.leaf_verts: NDArray | None = None
-        if tris:
+        self._allocate(prims, walk_leaf)
+        if self.leaf_verts is not None:
             assert isinstance(prims, Triangles)
-            self.leaf_verts = parts[1].view(np.int32).reshape(n, 3)
             np.take(np.ascontiguousarray(prims.indices, np.int32).reshape(-1, 3), order, axis=0,
                     out=self.leaf_verts)
-        self.walk: WalkData | None = None
-        refs = None
-        if walk_leaf:
-            self.refs = parts[2].view(np.int32)
-            self.walk = WalkData(parts[3].reshape(records, PAIR_SIZE),
-                                 parts[4].reshape(n, LEAF_TRI_SIZE))
-            refs = self.refs.ctypes.data
+        refs = self.refs.ctypes.data if walk_leaf else None
         BUILD.get()().build(key.ctypes.data, np.ascontiguousarray(order, np.int64).ctypes.data,
                             n, self.nodes.ctypes.data, refs, walk_leaf)
         self.n_records = int(np.count_nonzero(self.refs >= 0)) if walk_leaf else 0
@@ -231,6 +213,28 @@ class Tree:
         else:
             self.group_keys = np.zeros(1, np.int32)
             self.group_roots = np.zeros(1, np.int32)
+
+    def _allocate(self, prims: NDArray | Triangles, walk_leaf: int) -> None:
+        """The tree's arrays, views of one arena (runtime/geometry/bvh_memory.py): `nodes`;
+        for triangles `leaf_verts`, their vertex indices in key order (n x 3 int32, so the
+        refit reads them in order; None for boxes); with walk_leaf `refs` and `walk`."""
+        n = len(prims)
+        m = max(2 * n - 1, 0)
+        # nodes over more than walk_leaf leaves, at most 2n / (walk_leaf + 1): the smallest of
+        # them hold disjoint leaf sets, and a binary tree over k of them has 2k - 1 nodes
+        records = 2 * n // (walk_leaf + 1) + 1 if walk_leaf else 0
+        tris = isinstance(prims, Triangles)
+        sizes = [m * MESH_NODE_SIZE, 12 * n if tris else 0]
+        if walk_leaf:
+            sizes += [m * 4, records * PAIR_SIZE, n * LEAF_TRI_SIZE]
+        parts = arena(self, sizes)
+        self.nodes = parts[0].view(NODE)
+        self.leaf_verts: NDArray | None = parts[1].view(np.int32).reshape(n, 3) if tris else None
+        self.walk: WalkData | None = None
+        if walk_leaf:
+            self.refs = parts[2].view(np.int32)
+            self.walk = WalkData(parts[3].reshape(records, PAIR_SIZE),
+                                 parts[4].reshape(n, LEAF_TRI_SIZE))
 
     def _group_roots(self, rank: NDArray) -> NDArray:
         """Each group's subtree root: the node whose leaves are exactly the group's."""
