@@ -213,6 +213,66 @@ def test_count_trailing_zeros_snippet_counts_them():
 
 @wp.func_native("""
 #if defined(__CUDA_ARCH__)
+    float r = value;
+    for (int offset = 16; offset > 0; offset >>= 1)
+        r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, offset, 32));
+    return r;
+#else
+    return value;
+#endif
+""")
+def warp_max(value: float) -> float: ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+__syncwarp(0xffffffffu);
+#endif
+""")
+def sync_warp(): ...
+
+
+@wp.func_native("""return 0x7FFFFFFFFFFFFFFFull;""")
+def sentinel() -> wp.uint64: ...
+
+
+@wp.func_native("""
+if (mask == 0) return -1;
+int position = 0;
+while ((mask & 1LL) == 0LL) { mask >>= 1; position++; }
+return position;
+""")
+def lowest_bit(mask: wp.int64) -> wp.int32: ...
+
+
+@wp.kernel
+def cpu_branch_kernel(x: wp.array(dtype=float), keys: wp.array(dtype=wp.uint64)):
+    i = wp.tid()
+    sync_warp()
+    x[i] = warp_max(x[i]) * 2.0
+    keys[i] = sentinel()
+
+
+@wp.kernel
+def loop_snippet_kernel(masks: wp.array(dtype=wp.int64), out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = lowest_bit(masks[i])
+
+
+def test_cpu_branches_that_return_a_parameter_or_a_constant_or_nothing():
+    # newton's Kamino: warp-shuffle reductions (one lane on the CPU: the value itself), a
+    # warp barrier with no CPU code, a uint64 sort sentinel
+    x, keys = wp.array([1.5, -2.0], dtype=float), wp.zeros(2, dtype=wp.uint64)
+    wp.launch(cpu_branch_kernel, 2, inputs=[x, keys])
+    np.testing.assert_array_equal(x.numpy(), [3.0, -4.0])
+    np.testing.assert_array_equal(keys.numpy(), [2**63 - 1] * 2)
+    # any other code (here a loop) stays the clear error, at the call's line
+    with pytest.raises(CompileError, match=r"lowest_bit\(\) is a @wp.func_native"):
+        wp.launch(loop_snippet_kernel, 1, inputs=[wp.zeros(1, dtype=wp.int64), wp.zeros(1, dtype=int)])
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
 return __frsqrt_rn(value);
 #else
 return 1.0f / sqrtf(value);

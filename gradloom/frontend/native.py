@@ -5,8 +5,10 @@ are recognised by their CPU code (what Warp's CPU build compiles: the `#else` br
 `#if defined(__CUDA_ARCH__)`) and given their meaning instead: a block barrier
 (`WP_TILE_SYNC();`, `__syncthreads();`) does nothing, since a tile block is one thread here
 (Warp's CPU rule); `return __builtin_ctzll(x);` counts a 64-bit integer's trailing zero bits;
-`return 1.0f / sqrtf(x);` is the float32 reciprocal square root. A recognised snippet is
-differentiated as what it computes (Warp: by its `adj_snippet`, none here: zero)."""
+`return 1.0f / sqrtf(x);` is the float32 reciprocal square root; `return x;` (a warp shuffle or
+reduction's CPU branch: one lane) gives back its parameter, and `return 0x7FFF...ull;` its
+integer constant, of the declared return type. A recognised snippet is differentiated as what it
+computes (Warp: by its `adj_snippet`, none here: zero)."""
 
 from __future__ import annotations
 
@@ -18,10 +20,14 @@ from typing import Any
 
 from ..builtins.values import Ctx, scalar
 from ..errors import CompileError, GradloomError
-from ..types import float32, int32, uint64
+from ..types import ScalarType, float32, int32, resolve_annotation, uint64
+from ..types.scalars import wrap_int
 
-#: snippets (comments and whitespace dropped) that mean nothing with one thread per block
-_BARRIERS = frozenset({"WP_TILE_SYNC();", "__syncthreads();"})
+#: snippets (comments and whitespace dropped) that mean nothing with one thread per block, or
+#: whose CPU code is empty (`#if defined(__CUDA_ARCH__) __syncwarp(...); #endif`)
+_BARRIERS = frozenset({"WP_TILE_SYNC();", "__syncthreads();", ""})
+#: `return 0x7FFFFFFFFFFFFFFFull;`: a C integer literal, its suffixes dropped
+_CONSTANT = re.compile(r"return(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*;")
 #: `return __builtin_ctzll(x);`, the argument maybe cast: its name
 _CTZ = re.compile(r"return__builtin_ctzll\((?:\((?:unsigned|long|int)+\))?(\w+)\);")
 #: `return 1.0f / sqrtf(x);`: its argument's name
@@ -31,23 +37,29 @@ _RSQRT = re.compile(r"return1(?:\.0?)?f/sqrtf\((\w+)\);")
 def _cpu_code(snippet: str) -> str:
     """The snippet's code for the CPU, comments and whitespace dropped."""
     code = re.sub(r"//[^\n]*|/\*.*?\*/", "", snippet, flags=re.S)
-    cuda = re.search(r"#if\s*defined\s*\(\s*__CUDA_ARCH__\s*\)(.*?)#else(.*?)#endif", code,
+    cuda = re.search(r"#if\s*defined\s*\(\s*__CUDA_ARCH__\s*\)(.*?)(?:#else(.*?))?#endif", code,
                      flags=re.S)
     if cuda is not None:
-        code = cuda.group(2)
+        code = code[:cuda.start()] + (cuda.group(2) or "") + code[cuda.end():]
     return "".join(code.split())
 
 
-def _meaning(snippet: str, params: list[str]) -> str | None:
-    """'barrier', 'ctz' (the trailing zero bits of the only parameter), 'rsqrt' (its float32
-    reciprocal square root) or None for any other code."""
+def _meaning(snippet: str, params: list[str]) -> tuple[str, int] | None:
+    """('barrier', 0), ('ctz', 0) (the trailing zero bits of the only parameter), ('rsqrt', 0)
+    (its float32 reciprocal square root), ('param', index) (returns that parameter),
+    ('constant', value) (returns an integer literal) or None for any other code."""
     code = _cpu_code(snippet)
     if code in _BARRIERS:
-        return "barrier"
+        return "barrier", 0
     for name, pattern in (("ctz", _CTZ), ("rsqrt", _RSQRT)):
         found = pattern.fullmatch(code)
         if found is not None and params == [found.group(1)]:
-            return name
+            return name, 0
+    if code.startswith("return") and code[6:-1] in params and code.endswith(";"):
+        return "param", params.index(code[6:-1])
+    literal = _CONSTANT.fullmatch(code)
+    if literal is not None:
+        return "constant", int(literal.group(1), 0)
     return None
 
 
@@ -60,6 +72,32 @@ def count_trailing_zeros(ctx: Ctx, x: Any) -> Any:
     lowest = ctx.op("and", v, ctx.op("sub", ctx.const(0, uint64), v))
     below = ctx.op("sub", lowest, ctx.const(1, uint64))
     return ctx.op("cast", ctx.op("popcount", below), type=int32)
+
+
+def _as(ctx: Ctx, value: Any, t: ScalarType) -> Any:
+    """value as a scalar of type t (C's conversion at a snippet's parameter or return)."""
+    v = scalar(ctx, value, t)
+    return v if v.type == t else ctx.op("cast", v, type=t)
+
+
+def _signature(pyfunc: Any) -> inspect.Signature:
+    """pyfunc's signature, string annotations evaluated where they can be."""
+    try:
+        return inspect.signature(pyfunc, eval_str=True)
+    except Exception:  # an annotation that does not evaluate: left as written
+        return inspect.signature(pyfunc)
+
+
+def _scalar_annotation(annotation: Any) -> ScalarType | None:
+    """The scalar type a snippet's return annotation names (`-> wp.uint64`, `-> float`), or
+    None (no annotation, or not a scalar)."""
+    if annotation is inspect.Signature.empty:
+        return None
+    try:
+        t = resolve_annotation(annotation)
+    except TypeError:
+        return None
+    return t if isinstance(t, ScalarType) else None
 
 
 class NativeFunction:
@@ -83,16 +121,21 @@ class NativeFunction:
     def __gl_call__(self, lowerer: Any, ctx: Any, node: Any, args: Any, kwargs: Any) -> Any:
         """A call in kernel code: a recognised barrier is a no-op; anything else the error, at
         the call's line."""
-        meaning = _meaning(self.snippet, list(inspect.signature(self.pyfunc).parameters))
-        if meaning == "barrier" and not args and not kwargs:
+        signature = _signature(self.pyfunc)
+        meaning, detail = _meaning(self.snippet, list(signature.parameters)) or ("", 0)
+        if kwargs:
+            raise CompileError(str(self.error()), ctx.loc)
+        if meaning == "barrier" and not args:
             return None
-        if meaning == "ctz" and len(args) == 1 and not kwargs:
+        if meaning == "ctz" and len(args) == 1:
             return count_trailing_zeros(ctx, args[0])
-        if meaning == "rsqrt" and len(args) == 1 and not kwargs:
-            v = scalar(ctx, args[0], float32)
-            if v.type != float32:
-                v = ctx.op("cast", v, type=float32)
-            return ctx.op("div", ctx.const(1.0, float32), ctx.op("sqrt", v))
+        if meaning == "rsqrt" and len(args) == 1:
+            return ctx.op("div", ctx.const(1.0, float32), ctx.op("sqrt", _as(ctx, args[0], float32)))
+        returns = _scalar_annotation(signature.return_annotation)
+        if meaning == "param" and len(args) == len(signature.parameters):
+            return args[detail] if returns is None else _as(ctx, args[detail], returns)
+        if meaning == "constant" and returns is not None and returns.is_int and not args:
+            return ctx.const(wrap_int(detail, returns.np_dtype).item(), returns)
         raise CompileError(str(self.error()), ctx.loc)
 
     def __repr__(self) -> str:
