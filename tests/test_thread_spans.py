@@ -70,7 +70,7 @@ def test_apart_tile_stores_split(splits: list[int], size: int, step: int) -> Non
     plan = prepared_forward(kernel).compiled.threads
     assert plan.serial is None
     # j * step in 32 bits stays below 2^31 for j < 2^31 // step (no limit where step is 1)
-    assert plan.limits == (() if step == 1 else ((1, 2**31 // step),))
+    assert plan.limits == (() if step == 1 else ((1, 2, 2**31 // step),))
     width = COLS * step + size
     out = wp.zeros((ROWS, width), dtype=float)
     wp.launch_tiled(kernel, dim=[ROWS, COLS], inputs=[out], block_dim=1)
@@ -153,10 +153,14 @@ def test_counters_past_the_span_stay_serial(splits: list[int]) -> None:
 
 
 def test_a_launch_past_the_limit_runs_serially() -> None:
-    assert parallel.limits_hold(((1, 2**29),), (3, 2**29))
-    assert not parallel.limits_hold(((1, 2**29),), (3, 2**29 + 1))
-    assert not parallel.limits_hold(((1, 2**29),), ())  # extents not known
+    limit = ((1, 2, 2**29),)  # component 1 of a 2-component tid: below 2^29
+    assert parallel.limits_hold(limit, (3, 2**29))
+    assert not parallel.limits_hold(limit, (3, 2**29 + 1))
+    assert not parallel.limits_hold(limit, ())  # extents not known
     assert parallel.limits_hold((), ())
+    # a tid unpacked to fewer components than the launch's: a component reaches its size
+    assert not parallel.limits_hold(((0, 1, 2**29),), (2**15, 2**15))
+    assert parallel.limits_hold(((0, 1, 2**29),), (2**14, 2**15))
 
 
 def test_plan_refuses_a_launch_past_the_limit(splits: list[int]) -> None:

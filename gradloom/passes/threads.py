@@ -66,10 +66,10 @@ class ThreadPlan:
     #: and of its flag in the descriptor) per permutation the plan relies on: the flag must be
     #: set and the count at least the launch's extent along that dimension
     conditions: tuple[tuple[int, int, int, int], ...] = ()
-    #: (launch dimension, most threads along it) the plan relies on: an index t·c + k that a
-    #: thread computes in 32 bits stays below 2^31, so apart from other threads', only for
-    #: t < 2^31 // c (Addresses._span)
-    limits: tuple[tuple[int, int], ...] = ()
+    #: (tid component, components, most values of it) the plan relies on: an index t·c + k
+    #: that a thread computes in 32 bits stays below 2^31, so apart from other threads', only
+    #: for t < 2^31 // c (Addresses._span)
+    limits: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Addresses:
         self.conditions: set[tuple[int, int, int, int]] = set()
         self.spans = spans
         self.ranges = Ranges(kernel, self.defs)
-        self.limits: set[tuple[int, int]] = set()
+        self.limits: set[tuple[int, int, int]] = set()
 
     def root(self, p: Var) -> int | None:
         """The argument offset pointer p derives from (None: loaded from memory)."""
@@ -242,7 +242,7 @@ class Addresses:
             return None
         most = (1 << (bits - 1)) // thread[1]  # t < most keeps t·c + k below 2^(bits-1)
         if most < 1 << 31:
-            self.limits.add((thread[0][1][0], most))
+            self.limits.add((*thread[0][1], most))
         return thread
 
     def _int_terms(self, v: Var) -> tuple[list[Var], int]:

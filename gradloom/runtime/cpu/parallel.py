@@ -25,6 +25,7 @@ more). The sums cost memory traffic, so the chunk count is bounded by the launch
 from __future__ import annotations
 
 import ctypes
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -124,10 +125,15 @@ def conditions_hold(conditions: Sequence[tuple[int, int, int, int]], buf: bytear
     return True
 
 
-def limits_hold(limits: Sequence[tuple[int, int]], dims: tuple[int, ...]) -> bool:
-    """Whether the launch's extent along each dimension a thread plan limits is within its
-    limit (passes/threads.py `limits`); without the extents, not."""
-    return all(dim < len(dims) and dims[dim] <= most for dim, most in limits)
+def limits_hold(limits: Sequence[tuple[int, int, int]], dims: tuple[int, ...]) -> bool:
+    """Whether each `wp.tid()` component a thread plan limits stays within its limit over the
+    launch's extents (passes/threads.py `limits`; a component of a tid unpacked to fewer
+    components than the launch has dimensions counted up to the launch's size); without the
+    extents, not."""
+    if not dims:
+        return not limits
+    total = math.prod(dims)
+    return all((dims[c] if n == len(dims) else total) <= most for c, n, most in limits)
 
 
 def chunk_work(threads: Any) -> int:
