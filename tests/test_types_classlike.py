@@ -78,6 +78,11 @@ def test_issubclass_against_unions_of_type_objects():
     assert not issubclass(wp.uint8, float_type | int_type)
     assert issubclass(wp.vec2i, wp.vec2s | wp.vec2i) and not issubclass(wp.vec3, wp.vec2s | wp.vec2i)
     assert issubclass(vec10f, wp.types.vector(10, wp.float32))  # a named type is the type
+    # isinstance against a union asks about the value's class (Kamino: `isinstance(tol,
+    # FloatType | float)`)
+    assert isinstance(wp.float32(1e-6), float_type | float) and isinstance(wp.float16(1), float_type)
+    assert not isinstance(wp.int32(3), float_type | float)
+    assert isinstance(wp.vec3(1.0, 2.0, 3.0), wp.vec3 | wp.vec4) and not isinstance(wp.vec2(), wp.vec3 | wp.vec4)
 
 
 def test_array_of_a_type_variable_is_a_typing_alias():

@@ -50,8 +50,13 @@ class ClassLike:
 
     def __subclasscheck__(self, cls: Any) -> bool:
         """`issubclass(wp.float32, wp.float16 | wp.float32)`: Python asks each member of the
-        union; a type object's only subclasses are itself (a derived class is the same object)."""
-        return bool(cls == self)
+        union. A type object's subclasses are itself (a derived class is the same object) and
+        the class of its values (`isinstance(v, wp.float16 | wp.float32)`: a typing union asks
+        about `type(v)`)."""
+        if cls == self:
+            return True
+        held = getattr(cls, "_gl_scalar", None) or getattr(cls, "gl_type", None)
+        return held is not None and bool(held == self)
 
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         """`class vec10f(wp.types.vector(10, wp.float32))`: a base whose class statement
