@@ -169,3 +169,27 @@ def test_plan_refuses_a_launch_past_the_limit(splits: list[int]) -> None:
     assert parallel.plan(prepared, ROWS * COLS, [out], None, (ROWS, COLS))[0] > 1
     # thread j = 2^29 would store at 2^31, which wraps in 32 bits
     assert parallel.plan(prepared, ROWS * COLS, [out], None, (ROWS, 2**29 + 1))[0] == 1
+
+
+@wp.kernel(module="unique")
+def squares_k(x: wp.array2d(dtype=float), y: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    t = wp.tile_load(x[i], shape=(T,), offset=(j * T,))
+    wp.tile_store(y[i], wp.tile_map(wp.mul, t, t), offset=(j * T,))
+
+
+def test_span_gradients_split_and_match_the_derivative(splits: list[int]) -> None:
+    """The forward splits; the adjoint (which replays the addresses from its stack, so stays
+    serial for now) gives 2 x y.grad."""
+    assert prepared_forward(squares_k).compiled.threads.serial is None
+    xv = np.random.default_rng(3).normal(size=(ROWS, COLS * T)).astype(np.float32)
+    seed = np.random.default_rng(4).normal(size=xv.shape).astype(np.float32)
+    x = wp.array(xv, dtype=float, requires_grad=True)
+    y = wp.zeros(xv.shape, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(squares_k, dim=[ROWS, COLS], inputs=[x, y], block_dim=1)
+    tape.backward(grads={y: wp.array(seed, dtype=float)})
+    assert splits and splits[0] > 1  # the forward
+    np.testing.assert_array_equal(y.numpy(), xv * xv)
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * xv * seed, rtol=1e-6)
