@@ -193,3 +193,25 @@ def test_span_gradients_split_and_match_the_derivative(splits: list[int]) -> Non
     assert splits and splits[0] > 1  # the forward
     np.testing.assert_array_equal(y.numpy(), xv * xv)
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * xv * seed, rtol=1e-6)
+
+
+@wp.kernel(module="unique")
+def wide_k(out: wp.array(dtype=float)):
+    j = wp.tid()
+    for k in range(T):  # the index in 64 bits: it cannot wrap, so no limit
+        out[wp.int64(j) * wp.int64(T) + wp.int64(k)] = float(j) + float(k) * 0.25
+
+
+def test_limits_and_lanes(splits: list[int]) -> None:
+    """A 32-bit span limits the launch, and the SIMD loop (which does not check the limit)
+    is refused; a 64-bit one needs no limit and takes lanes, split, with the serial result."""
+    narrow = prepared_forward(counted_k).compiled.threads
+    assert narrow.limits == ((0, 1, 2**31 // T),) and not narrow.lanes
+    wide = prepared_forward(wide_k).compiled.threads
+    assert wide.serial is None and wide.limits == () and wide.lanes
+    n = 1000
+    out = wp.zeros(n * T, dtype=float)
+    wp.launch(wide_k, n, inputs=[out])
+    assert splits and splits[0] > 1
+    expected = np.repeat(np.arange(n, dtype=np.float32), T) + np.tile(np.arange(T) * 0.25, n)
+    np.testing.assert_array_equal(out.numpy(), expected.astype(np.float32))

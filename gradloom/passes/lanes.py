@@ -165,6 +165,8 @@ def _refusal(kernel: KernelIR, threads: ThreadPlan, arrays: frozenset[int],
              ordered: bool) -> str | None:
     if threads.serial is not None:
         return f"threads depend on each other ({threads.serial})"
+    if threads.limits:  # the SIMD loop does not check the launch's extent against them
+        return "threads keep apart only in launches up to a size (ThreadPlan.limits)"
     ops = list(walk_ops(kernel.body))
     for op in ops:
         effects = PRIMS[op.prim].effects

@@ -45,6 +45,8 @@ from .int_ranges import Ranges, widening
 
 #: the accesses that decide how threads share memory: array data and gradients
 _MEMORY = Effect.READ | Effect.WRITE | Effect.GRAD
+#: wider than any integer type: no add narrows a sum
+_NO_WIDTH = 1 << 10
 
 
 @dataclass(frozen=True)
@@ -247,12 +249,13 @@ class Addresses:
 
     def _int_terms(self, v: Var) -> tuple[list[Var], int]:
         """The integer terms v sums, through adds and widening casts, and the narrowest width
-        those were computed in."""
+        of those adds (a term's own bounds hold in its type: Ranges, _scaled)."""
         d = self.defs.get(v.id)
         if d is not None and (d.prim == "add" or widening(d)) and v.type.kind == "i":
             parts = [self._int_terms(a) for a in d.args]
-            return [t for ts, _ in parts for t in ts], min([v.type.bits, *(b for _, b in parts)])
-        return [v], v.type.bits if v.type.kind == "i" else 0
+            own = v.type.bits if d.prim == "add" else _NO_WIDTH
+            return [t for ts, _ in parts for t in ts], min([own, *(b for _, b in parts)])
+        return [v], _NO_WIDTH
 
     def _scaled(self, term: Var) -> tuple[Any, int] | None:
         """(source(t), c) when term is thread index t or t·c for a constant c >= 1."""

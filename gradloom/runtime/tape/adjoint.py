@@ -114,8 +114,10 @@ class LaunchRecord:
         if len({id(a._mem) for a in arrays}) == len(arrays):
             return  # no two arrays share memory
         plan = compiled.threads
-        # (a plan relying on a permutation holds only where the launch checks it)
-        own = plan.serial is None and not plan.scatter and not plan.conditions
+        # (a plan relying on a permutation, or limiting the launch's extent, holds only where
+        # the launch checks it)
+        own = plan.serial is None and not plan.scatter and not plan.conditions \
+            and not plan.limits
         touched = [(a, name, writes, thread_own) for (a, name, _, writes), thread_own
                    in zip(self.named_touches(), self.thread_own(), strict=True)]
         for k, (a, name, writes, a_own) in enumerate(touched):
