@@ -302,6 +302,58 @@ def test_variable_rebound_between_spatial_and_plain_matrices():
     assert out.numpy()[0] == 2.5
 
 
+@wp.kernel
+def scalar_tid_count_kernel(counts: wp.array(dtype=int)):
+    i = wp.tid()
+    wp.atomic_add(counts, i, 1)
+
+
+@wp.kernel
+def mixed_tid_kernel(first: wp.array2d(dtype=int)):
+    t = wp.tid()
+    i, j = wp.tid()
+    first[i, j] = t
+
+
+@wp.kernel
+def pair_tid_count_kernel(counts: wp.array2d(dtype=int)):
+    i, j = wp.tid()
+    wp.atomic_add(counts, i, j, 1)
+
+
+@wp.kernel
+def scalar_tid_square_kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(y, i, x[i] * x[i])
+
+
+def test_fewer_tid_indices_than_launch_dimensions_are_the_leading_ones():
+    # Warp 1.19's documented rule: `i = wp.tid()` is the first index, `i, j = wp.tid()` the
+    # first two; every thread of the whole grid runs
+    counts = wp.zeros(12, dtype=int, device=DEVICE)
+    run(scalar_tid_count_kernel, (3, 4), counts)
+    np.testing.assert_array_equal(counts.numpy(), [4, 4, 4] + [0] * 9)
+    first = wp.zeros((3, 4), dtype=int, device=DEVICE)
+    run(mixed_tid_kernel, (3, 4), first)
+    np.testing.assert_array_equal(first.numpy(), np.repeat(np.arange(3), 4).reshape(3, 4))
+    pairs = wp.zeros((2, 3), dtype=int, device=DEVICE)
+    run(pair_tid_count_kernel, (2, 3, 5), pairs)
+    np.testing.assert_array_equal(pairs.numpy(), np.full((2, 3), 5))
+
+
+def test_gradient_of_a_launch_with_repeated_leading_indices():
+    # each x[i] is read by the 4 threads (i, 0..3): y = 4 x^2, dy/dx = 8 x
+    xs = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    x = wp.array(xs, dtype=float, requires_grad=True, device=DEVICE)
+    y = wp.zeros(3, dtype=float, requires_grad=True, device=DEVICE)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(scalar_tid_square_kernel, dim=(3, 4), inputs=[x, y], device=DEVICE)
+    tape.backward(grads={y: wp.ones(3, dtype=float, device=DEVICE)})
+    np.testing.assert_allclose(y.numpy(), 4 * xs * xs, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), 8 * xs, rtol=1e-6)
+
+
 # =============================================================================================
 # 3. function-valued locals, unsupported constructs, missing functions
 

@@ -240,9 +240,13 @@ class CallLowerer:
         if count > 4:
             raise CompileError(f"wp.tid() gives at most 4 indices, not {count}", ctx.loc)
         self.tid_arity.append(count)
+        # the leading `count` of the kernel's indices (Warp: `i = wp.tid()` in a kernel that
+        # also unpacks `i, j = wp.tid()` is the leading index; lower.py lowers again once it
+        # knows the kernel's count)
+        n = max(self.tid_arity)
         if count == 1:
-            return ctx.op("tid", attr=(0, 1))
-        return TupleVal(tuple(ctx.op("tid", attr=(k, count)) for k in range(count)))
+            return ctx.op("tid", attr=(0, n))
+        return TupleVal(tuple(ctx.op("tid", attr=(k, n)) for k in range(count)))
 
     def inline_call(self, ctx: Ctx, node: ast.Call, fn: Any, args: list[Any],
                     kwargs: dict[str, Any]) -> Any:

@@ -20,7 +20,6 @@ from ..builtins.values import (
     TileVal,
     TupleVal,
     Value,
-    as_type_of,
     describe,
     materialize,
     type_of,
@@ -214,7 +213,7 @@ class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
             if isinstance(old, TileVal):  # in place, as Warp (a tile argument of a func too)
                 new = tiles.settle(ctx, new, old)
         else:
-            new = as_type_of(materialize(ctx, ops.binary(ctx, opname, old, rhs)), old)
+            new = materialize(ctx, ops.binary(ctx, opname, old, rhs))
         if type_of(new) != type_of(old):
             raise KernelTypeError(f"'{node.target.id}' would change type from "
                                   f"{type_of(old)!r} to {type_of(new)!r}", ctx.loc)
@@ -274,7 +273,6 @@ class Lowerer(StoreLowerer, IterLowerer, AssertLowerer):
             return
         if value is not None:
             old = self.env.get(RETVAL)
-            value = value if old is None else as_type_of(value, old)
             if old is not None and type_of(old) != type_of(value):
                 raise KernelTypeError(f"this return gives {type_of(value)!r} but an earlier one "
                                       f"gives {type_of(old)!r}", loc)
@@ -460,6 +458,22 @@ def _assemble_param(b: Builder, t: Any, base: int, loc: Any, it: Any) -> Value:
 
 def lower_kernel(info: SourceInfo, params: list[tuple[str, Any]]) -> KernelIR:
     """The IR of a kernel whose arguments have the given (concrete) types."""
+    b, first_env, tid_arity = _lower_body(info, params, [])
+    if len(set(tid_arity)) > 1:  # a wp.tid() unpacked fewer indices than a later one: again,
+        b, first_env, tid_arity = _lower_body(info, params, [max(tid_arity)])  # knowing it
+    offsets, _ = arg_offsets([t for _, t in params])
+    arrays = env_params(first_env, params)
+    unit_strides = tuple((v.strides[-1], size_of(v.type.dtype)) for v in arrays)
+    names = tuple((off, name) for (name, t), off in zip(params, offsets, strict=True)
+                  if isinstance(t, (ArrayType, IndexedArrayType)))
+    return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs), unit_strides,
+                    array_names=names)
+
+
+def _lower_body(info: SourceInfo, params: list[tuple[str, Any]], tid_arity: list[int]
+                ) -> tuple[Builder, dict[str, Any], list[int]]:
+    """The kernel's body lowered into a new builder; its parameters' first bindings and the
+    index counts its wp.tid() calls unpacked (after those already in tid_arity)."""
     b = Builder()
     loc = info.loc(info.tree)
     offsets, _ = arg_offsets([t for _, t in params])
@@ -467,14 +481,8 @@ def lower_kernel(info: SourceInfo, params: list[tuple[str, Any]]) -> KernelIR:
     for (name, t), off in zip(params, offsets, strict=True):
         env[name] = param_value(b, t, off, loc)
     first_env = dict(env)
-    tid_arity: list[int] = []
     Lowerer(b, info, env, [], tid_arity, True).lower_function()
-    arrays = env_params(first_env, params)
-    unit_strides = tuple((v.strides[-1], size_of(v.type.dtype)) for v in arrays)
-    names = tuple((off, name) for (name, t), off in zip(params, offsets, strict=True)
-                  if isinstance(t, (ArrayType, IndexedArrayType)))
-    return KernelIR(info.name, b.finish(), max(tid_arity, default=1), tuple(b.locs), unit_strides,
-                    array_names=names)
+    return b, first_env, tid_arity
 
 
 def env_params(env: dict[str, Any], params: list[tuple[str, Any]]) -> list[ArrayVal]:

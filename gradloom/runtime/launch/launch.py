@@ -38,6 +38,18 @@ _MAX_THREADS = 2**63
 PRINT_LAUNCH: Hook[Callable[[str], None]] = Hook("config.print_launches", "gradloom.logger")
 
 
+def _repeat_leading(kernel: Any, dims: tuple[int, ...], ndim: int, args: Sequence[Any],
+                    dev: Any, stream: Any, record_tape: bool, max_blocks: int,
+                    block_dim: int | None) -> None:
+    """A launch over more dimensions than the kernel unpacks from `wp.tid()`, as Warp 1.19
+    documents it: every thread of the whole grid runs and `i = wp.tid()` is its leading index
+    (`i, j = wp.tid()` its leading two). The threads of the trailing dimensions repeat those of
+    the leading ones, so this is the leading-dimensional launch once per trailing index."""
+    for _ in range(math.prod(dims[ndim:])):
+        launch(kernel, dims[:ndim], args, device=dev, stream=stream, record_tape=record_tape,
+               max_blocks=max_blocks, block_dim=block_dim)
+
+
 def _dims(dim: Any) -> tuple[int, ...]:
     if type(dim) is int and 0 <= dim < _MAX_THREADS:
         return (dim,)
@@ -195,6 +207,9 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         except (KeyError, AttributeError):
             prepared = dev.backend.prepared(kernel, "forward", dev)
         dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
+        if len(dims) > prepared.launch_ndim:  # more dimensions than the kernel's wp.tid() gives
+            return _repeat_leading(kernel, dims, prepared.launch_ndim, args, dev, stream,
+                                   record_tape, max_blocks, block_dim)
         tapes = ACTIVE_TAPES.get() if record_tape else ()
         if not tapes:
             prepared.run(dims, prepared.admit(args), stream, max_blocks, block_dim)
