@@ -215,3 +215,15 @@ def test_limits_and_lanes(splits: list[int]) -> None:
     assert splits and splits[0] > 1
     expected = np.repeat(np.arange(n, dtype=np.float32), T) + np.tile(np.arange(T) * 0.25, n)
     np.testing.assert_array_equal(out.numpy(), expected.astype(np.float32))
+
+
+@wp.kernel(module="unique")
+def read_span_k(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    j = wp.tid()
+    t = wp.tile_load(x, shape=T, offset=j * T)  # x is only read: any thread may read anywhere
+    y[j] = wp.tile_sum(t)[0]
+
+
+def test_spans_of_arrays_only_read_need_no_limit() -> None:
+    plan = prepared_forward(read_span_k).compiled.threads
+    assert plan.serial is None and plan.limits == ()

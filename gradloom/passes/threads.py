@@ -86,6 +86,7 @@ class _Root:
     result_used: bool = False
     float_add: bool = False
     mapping: frozenset[tuple[Any, ...]] | None = None  # how the accesses so far are thread-own
+    limits: frozenset[tuple[int, int, int]] = frozenset()  # what their spans need (ThreadPlan)
 
     def same_mapping(self, mapping: frozenset[tuple[Any, ...]] | None) -> bool:
         """This access is thread-own, the same way as every earlier one (Addresses.mapping)."""
@@ -308,9 +309,11 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
         acc.loads = acc.loads or effects & (Effect.READ | Effect.WRITE) == Effect.READ
         acc.stores = acc.stores or (Effect.WRITE in effects
                                     and not effects & (Effect.ATOMIC | Effect.GRAD))
+        addr.limits = set()
         acc.all_own = acc.all_own and (addr.root(op.args[0]) in checked
                                        or acc.same_mapping(
                                            addr.access_mapping(op.args[0], op.args[1])))
+        acc.limits |= addr.limits
         if Effect.ATOMIC in effects:
             acc.float_add = acc.float_add or (Effect.ACCUMULATE in effects
                                               and op.args[2].type.is_float)
@@ -320,7 +323,15 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
                or (op.result is not None and op.result.type.is_float))
     return replace(_plan(roots, _has_loop(kernel.body)), work=work,
                    conditions=tuple(sorted(addr.conditions)),
-                   limits=tuple(sorted(addr.limits)))
+                   limits=_limits(roots))
+
+
+def _limits(roots: dict[int | None, _Root]) -> tuple[tuple[int, int, int], ...]:
+    """The limits that the arrays whose accesses must keep threads apart (those written) rely
+    on; an array that is only read may be read anywhere."""
+    need = set().union(*(acc.limits for acc in roots.values()
+                         if acc.all_own and Effect.WRITE in acc.effects))
+    return tuple(sorted(need))
 
 
 def _has_loop(b: Block) -> bool:
