@@ -85,6 +85,17 @@ def test_issubclass_against_unions_of_type_objects():
     assert isinstance(wp.vec3(1.0, 2.0, 3.0), wp.vec3 | wp.vec4) and not isinstance(wp.vec2(), wp.vec3 | wp.vec4)
 
 
+def test_spatial_types_equal_the_plain_ones_and_keep_their_names():
+    # Warp's types_equal: a spatial vector/matrix is the vector/matrix of its shape and dtype
+    vec6, mat66 = wp.types.vector(6, wp.float32), wp.types.matrix((6, 6), wp.float32)
+    assert wp.spatial_vectorf == vec6 and hash(wp.spatial_vectorf) == hash(vec6)
+    assert wp.spatial_matrixf == mat66 and hash(wp.spatial_matrixf) == hash(mat66)
+    assert wp.quatf != wp.types.vector(4, wp.float32) and wp.transformf != wp.types.vector(7, wp.float32)
+    assert wp.spatial_vectord != vec6  # the dtype still counts
+    assert (repr(wp.spatial_vectorf), repr(vec6)) == ("spatial_vectorf", "vec6f")
+    assert type(wp.spatial_vectorf()).__name__ == "spatial_vectorf" and type(vec6()).__name__ == "vec6f"
+
+
 def test_array_of_a_type_variable_is_a_typing_alias():
     # a generic class's Python-scope annotation (`-> wp.array[IndexType]`), as Warp's array
     # is Generic in its dtype; no kernel takes such a parameter

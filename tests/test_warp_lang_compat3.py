@@ -294,6 +294,19 @@ def spatial_rebinding_kernel(flag: int, out: wp.array(dtype=float)):
     out[0] = m[2, 3]
 
 
+@wp.kernel
+def spatial_and_plain_builtins_kernel(out: wp.array(dtype=float)):
+    v = _vec6(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    s = wp.spatial_vector(1.0, 1.0, 1.0, 1.0, 1.0, 2.0)
+    out[0] = wp.dot(v, s) + wp.dot(s, v)  # newton's Kamino dots a vec6f with a spatial_vectorf
+
+
+def test_builtins_take_spatial_and_plain_vectors_together():
+    out = wp.zeros(1, dtype=float, device=DEVICE)
+    run(spatial_and_plain_builtins_kernel, 1, out)
+    assert out.numpy()[0] == 54.0
+
+
 def test_variable_rebound_between_spatial_and_plain_matrices():
     out = wp.zeros(1, dtype=float, device=DEVICE)
     run(spatial_rebinding_kernel, 1, 1, out)

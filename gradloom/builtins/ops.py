@@ -12,7 +12,6 @@ import numpy as np
 from ..hooks import Hook
 from ..ir.nodes import Var
 from ..types import MatrixType, ScalarType, VectorType, bool_
-from ..types.query import types_equal
 from .values import Composite, Ctx, Literal, Value, describe, scalar, type_of
 
 _PRIM = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "mod": "mod", "pow": "pow",
@@ -131,7 +130,7 @@ def compare(ctx: Ctx, prim: str, a: Value, b: Value) -> Value:
 def elementwise(ctx: Ctx, opname: str, a: Composite, b: Value) -> Composite:
     """Component-wise op between a composite and a same-typed composite or a scalar."""
     if isinstance(b, Composite):
-        if not types_equal(b.type, a.type):  # a spatial matrix and a 6x6 one add (Warp)
+        if b.type != a.type:
             raise ctx.error(f"'{opname}' operands have different types {a.type!r} and {b.type!r}")
         pairs = zip(a.comps, b.comps, strict=True)
         comps = [scalar_binary(ctx, opname, x, y) for x, y in pairs]

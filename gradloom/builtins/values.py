@@ -25,7 +25,6 @@ from ..types import (
     int64,
     ptr,
 )
-from ..types.query import types_equal
 
 #: a zero tile of a tile type (builtins/tile_loops.py fills it: tiles build on these values)
 ZERO_TILE: Hook[Any] = Hook("zero tiles", "gradloom.builtins.tile_loops")
@@ -50,16 +49,6 @@ class Composite:
 
     type: VectorType | MatrixType
     comps: tuple[Var, ...]
-
-
-def as_type_of(value: Any, like: Any) -> Any:
-    """value retagged with like's type where Warp counts the two types as one (a spatial vector
-    or matrix and the plain one of its shape and dtype: `types_equal`), so that a variable
-    rebound from one to the other keeps one type; value itself otherwise."""
-    if isinstance(value, Composite) and isinstance(like, Composite) and \
-            value.type != like.type and types_equal(value.type, like.type):
-        return Composite(like.type, value.comps)
-    return value
 
 
 @dataclass(frozen=True)

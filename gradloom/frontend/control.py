@@ -13,7 +13,6 @@ from ..builtins.values import (
     Literal,
     TileVal,
     Value,
-    as_type_of,
     flatten,
     materialize,
     rebuild,
@@ -145,9 +144,6 @@ class ControlLowerer(ExprLowerer):
             va, vb = a.get(n), b.get(n)
             if va is vb or not isinstance(va or vb, KernelValue):
                 continue
-            if va is not None and vb is not None:  # one type where Warp's types are one
-                vb = b[n] = as_type_of(vb, before.get(n, va))
-                va = a[n] = as_type_of(va, before.get(n, va))
             if va is not None and vb is not None and type_of(va) != type_of(vb):
                 message = (f"variable '{n}' is {type_of(va)!r} on one branch and "
                            f"{type_of(vb)!r} on the other", self.assign_locs.get(n, loc))
@@ -194,7 +190,6 @@ class ControlLowerer(ExprLowerer):
         flat: list[Var] = []
         for n, t in zip(carried, templates, strict=True):
             v = self.env.get(n)
-            v = v if v is None else as_type_of(v, t)
             if v is None or type_of(v) != type_of(t):
                 got = "undefined" if v is None else repr(type_of(v))
                 raise KernelTypeError(f"variable '{n}' is {type_of(t)!r} before the loop but "

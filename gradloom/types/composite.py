@@ -83,17 +83,31 @@ class _CompositeAttrs(ClassLike):
         return self(data)
 
 
+def _plain(kind: str) -> str:
+    """A vector kind as Warp's type equality sees it: a spatial vector is a vector."""
+    return "vec" if kind == "spatial" else kind
+
+
 _GENERIC = {"vec": "vec_t", "quat": "quat_t", "transform": "transform_t",
             "spatial": "vec_t"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class VectorType(_CompositeAttrs):
-    """A fixed-length vector. kind: 'vec', 'quat', 'transform' or 'spatial'."""
+    """A fixed-length vector. kind: 'vec', 'quat', 'transform' or 'spatial'. Equality is Warp's
+    `types_equal`: a spatial vector is the plain vector of its length and dtype (the kind still
+    names it and picks spatial_matrix @ spatial_vector's result); a quat or transform is not."""
 
     length: int
     dtype: ScalarType
     kind: str = "vec"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VectorType) and other.length == self.length and \
+            other.dtype == self.dtype and _plain(other.kind) == _plain(self.kind)
+
+    def __hash__(self) -> int:
+        return hash(("vec", self.length, self.dtype, _plain(self.kind)))
 
     @property
     def size(self) -> int:
@@ -121,14 +135,22 @@ class VectorType(_CompositeAttrs):
         return f"{base[self.kind]}{suffix}{_SUFFIX.get(self.dtype.name, self.dtype.name)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MatrixType(_CompositeAttrs):
-    """A rows×cols matrix, stored row-major. kind: 'mat' or 'spatial'."""
+    """A rows×cols matrix, stored row-major. kind: 'mat' or 'spatial'; equal by shape and dtype
+    alone (Warp's `types_equal`: `spatial_matrixf` is a 6x6 float32 matrix)."""
 
     rows: int
     cols: int
     dtype: ScalarType
     kind: str = "mat"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MatrixType) and (other.rows, other.cols, other.dtype) == \
+            (self.rows, self.cols, self.dtype)
+
+    def __hash__(self) -> int:
+        return hash(("mat", self.rows, self.cols, self.dtype))
 
     @property
     def length(self) -> int:  # type: ignore[override]
@@ -185,7 +207,8 @@ _INTERNED: dict[Any, Any] = {}
 
 
 def _interned(t: Any) -> Any:
-    return _INTERNED.setdefault(t, t)
+    # keyed by kind too: a spatial type equals the plain one but keeps its own name
+    return _INTERNED.setdefault((t, getattr(t, "kind", None)), t)
 
 
 def vector(length: int, dtype: Any = None) -> VectorType:

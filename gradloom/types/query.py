@@ -213,15 +213,7 @@ def types_equal(a: Any, b: Any) -> bool:
     sa, sb = _scalar(a), _scalar(b)
     if sa is not None or sb is not None:
         return sa == sb
-    return bool(_unspatial(a) == _unspatial(b))
-
-
-def _unspatial(t: Any) -> Any:
-    if isinstance(t, VectorType) and t.kind == "spatial":
-        return VectorType(t.length, t.dtype, "vec")
-    if isinstance(t, MatrixType) and t.kind == "spatial":
-        return MatrixType(t.rows, t.cols, t.dtype, "mat")
-    return t
+    return bool(a == b)  # composite types compare as Warp's (types/composite.py)
 
 
 def type_repr(t: Any) -> str:

@@ -398,14 +398,15 @@ def value_from_array(t: CompositeType, data: Any) -> VecValue:
 
 
 #: the value class of each composite type (made on first use; types compare by layout)
-_CLASSES: dict[CompositeType, type] = {}
+_CLASSES: dict[tuple[CompositeType, str], type] = {}
 
 
 def value_class(t: CompositeType) -> type:
     """The class of t's Python-scope values: `VecValue` mixed into the ctypes array of t's
     storage scalar (a matrix's an array of row arrays). `type(wp.vec3(...)) is
     value_class(wp.vec3)`; its class attributes are Warp's (`_wp_scalar_type_`, `_shape_`)."""
-    cls = _CLASSES.get(t)
+    key = (t, t.kind)  # a spatial type's values keep its name (it equals the plain type)
+    cls = _CLASSES.get(key)
     if cls is None:
         scalar = np.ctypeslib.as_ctypes_type(_storage_dtype(t))
         storage = scalar * t.length if isinstance(t, VectorType) else \
@@ -414,7 +415,7 @@ def value_class(t: CompositeType) -> type:
         cls = type(name, (VecValue, storage), {
             "gl_type": t, "_wp_scalar_type_": t.dtype, "_shape_": t.shape,
             "__module__": __name__, "__qualname__": name, "__doc__": VecValue.__doc__})
-        cls = _CLASSES.setdefault(t, cls)
+        cls = _CLASSES.setdefault(key, cls)
     return cls
 
 
