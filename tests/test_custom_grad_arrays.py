@@ -245,6 +245,23 @@ return position;
 def lowest_bit(mask: wp.int64) -> wp.int32: ...
 
 
+@wp.func_native("""return (uint64_t)arr.data;""")
+def data_address(arr: wp.array(dtype=float)) -> wp.uint64: ...
+
+
+@wp.kernel
+def data_address_kernel(a: wp.array(dtype=float), out: wp.array(dtype=wp.uint64)):
+    out[0] = data_address(a)
+    out[1] = a.ptr
+
+
+def test_array_data_address_snippet_is_the_arrays_ptr():
+    # newton's Kamino offsets raw pointers from this snippet
+    a, out = wp.zeros(8, dtype=float), wp.zeros(2, dtype=wp.uint64)
+    wp.launch(data_address_kernel, 1, inputs=[a, out])
+    assert out.numpy().tolist() == [a.ptr, a.ptr]
+
+
 @wp.kernel
 def cpu_branch_kernel(x: wp.array(dtype=float), keys: wp.array(dtype=wp.uint64)):
     i = wp.tid()

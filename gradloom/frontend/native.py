@@ -6,8 +6,9 @@ are recognised by their CPU code (what Warp's CPU build compiles: the `#else` br
 (`WP_TILE_SYNC();`, `__syncthreads();`) does nothing, since a tile block is one thread here
 (Warp's CPU rule); `return __builtin_ctzll(x);` counts a 64-bit integer's trailing zero bits;
 `return 1.0f / sqrtf(x);` is the float32 reciprocal square root; `return x;` (a warp shuffle or
-reduction's CPU branch: one lane) gives back its parameter, and `return 0x7FFF...ull;` its
-integer constant, of the declared return type. A recognised snippet is differentiated as what it
+reduction's CPU branch: one lane) gives back its parameter, `return 0x7FFF...ull;` its
+integer constant, of the declared return type, and `return (uint64_t)arr.data;` an array
+parameter's data address (Warp's `arr.ptr`). A recognised snippet is differentiated as what it
 computes (Warp: by its `adj_snippet`, none here: zero)."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..builtins.values import Ctx, scalar
+from ..builtins.values import ArrayVal, Ctx, scalar
 from ..errors import CompileError, GradloomError
 from ..types import ScalarType, float32, int32, resolve_annotation, uint64
 from ..types.scalars import wrap_int
@@ -26,6 +27,8 @@ from ..types.scalars import wrap_int
 #: snippets (comments and whitespace dropped) that mean nothing with one thread per block, or
 #: whose CPU code is empty (`#if defined(__CUDA_ARCH__) __syncwarp(...); #endif`)
 _BARRIERS = frozenset({"WP_TILE_SYNC();", "__syncthreads();", ""})
+#: `return (uint64_t)arr.data;`: the array parameter's name
+_DATA = re.compile(r"return(?:\((?:uint64_t|unsignedlonglong|size_t)\))?(\w+)\.data;")
 #: `return 0x7FFFFFFFFFFFFFFFull;`: a C integer literal, its suffixes dropped
 _CONSTANT = re.compile(r"return(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*;")
 #: `return __builtin_ctzll(x);`, the argument maybe cast: its name
@@ -46,7 +49,8 @@ def _cpu_code(snippet: str) -> str:
 
 def _meaning(snippet: str, params: list[str]) -> tuple[str, int] | None:
     """('barrier', 0), ('ctz', 0) (the trailing zero bits of the only parameter), ('rsqrt', 0)
-    (its float32 reciprocal square root), ('param', index) (returns that parameter),
+    (its float32 reciprocal square root), ('param', index) (returns that parameter), ('data',
+    index) (that array parameter's data address),
     ('constant', value) (returns an integer literal) or None for any other code."""
     code = _cpu_code(snippet)
     if code in _BARRIERS:
@@ -57,6 +61,9 @@ def _meaning(snippet: str, params: list[str]) -> tuple[str, int] | None:
             return name, 0
     if code.startswith("return") and code[6:-1] in params and code.endswith(";"):
         return "param", params.index(code[6:-1])
+    data = _DATA.fullmatch(code)
+    if data is not None and data.group(1) in params:
+        return "data", params.index(data.group(1))
     literal = _CONSTANT.fullmatch(code)
     if literal is not None:
         return "constant", int(literal.group(1), 0)
@@ -134,6 +141,9 @@ class NativeFunction:
         returns = _scalar_annotation(signature.return_annotation)
         if meaning == "param" and len(args) == len(signature.parameters):
             return args[detail] if returns is None else _as(ctx, args[detail], returns)
+        if meaning == "data" and len(args) == len(signature.parameters) and \
+                isinstance(args[detail], ArrayVal) and not args[detail].indices:
+            return ctx.op("cast", args[detail].data, type=uint64)
         if meaning == "constant" and returns is not None and returns.is_int and not args:
             return ctx.const(wrap_int(detail, returns.np_dtype).item(), returns)
         raise CompileError(str(self.error()), ctx.loc)
