@@ -207,7 +207,8 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         except (KeyError, AttributeError):
             prepared = dev.backend.prepared(kernel, "forward", dev)
         dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
-        if len(dims) > prepared.launch_ndim:  # more dimensions than the kernel's wp.tid() gives
+        # more dimensions than the kernel's wp.tid() gives (a CPU block's threads: the last one)
+        if len(dims) > prepared.launch_ndim and getattr(kernel, "cpu_block_dim", 1) == 1:
             return _repeat_leading(kernel, dims, prepared.launch_ndim, args, dev, stream,
                                    record_tape, max_blocks, block_dim)
         tapes = ACTIVE_TAPES.get() if record_tape else ()
