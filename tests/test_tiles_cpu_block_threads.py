@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+import pytest
 
 import gradloom as wp
 
@@ -164,3 +165,19 @@ def test_gradients_through_a_block() -> None:
     np.testing.assert_allclose(x.grad.numpy(), d_t * 2 * xv, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(a.grad.numpy(), np.cos(xv * xv * av) * xv * xv * w_out,
                                rtol=1e-10, atol=1e-12)
+
+
+@wp.kernel(module="unique")
+def scalar_tid_block_k(out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile(wp.float32(1.0))
+    wp.tile_store(out[i], wp.tile_sum(t))
+
+
+@pytest.mark.xfail(strict=True, reason="known difference: in a CPU block variant a scalar "
+                   "wp.tid() is still the linear index, not the tile's (leading) index")
+def test_scalar_tid_in_a_block_is_the_tile_index() -> None:
+    out = wp.zeros((2, 1), dtype=float)
+    with cpu_blocks():
+        wp.launch_tiled(scalar_tid_block_k, dim=[2], inputs=[out], block_dim=N)
+    np.testing.assert_array_equal(out.numpy().ravel(), [N, N])  # warp-lang 1.19: [8, 8]
