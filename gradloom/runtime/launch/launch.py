@@ -209,8 +209,10 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
         # more dimensions than the kernel's wp.tid() gives (a CPU block's threads: the last one)
         if len(dims) > prepared.launch_ndim and getattr(kernel, "cpu_block_dim", 1) == 1:
-            return _repeat_leading(kernel, dims, prepared.launch_ndim, args, dev, stream,
-                                   record_tape, max_blocks, block_dim)
+            if math.prod(dims[prepared.launch_ndim:]) != 1:  # (launch_tiled's width 1: as is)
+                return _repeat_leading(kernel, dims, prepared.launch_ndim, args, dev, stream,
+                                       record_tape, max_blocks, block_dim)
+            dims = dims[:prepared.launch_ndim]
         tapes = ACTIVE_TAPES.get() if record_tape else ()
         if not tapes:
             prepared.run(dims, prepared.admit(args), stream, max_blocks, block_dim)
