@@ -210,6 +210,24 @@ def test_tiled_box_query_reports_each_box_once() -> None:
     np.testing.assert_array_equal(hits.numpy(), want)
 
 
+@pytest.mark.parametrize("block_dim", [8, 64])
+def test_tiled_box_query_in_cpu_blocks_hands_each_box_to_one_thread(block_dim: int) -> None:
+    # with config.enable_cpu_blocks a block's threads share the query (Warp's
+    # tests/geometry/test_bvh tile tests run so): each box reaches exactly one thread
+    lo, hi = boxes(300, 20, size=0.3)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(hi, dtype=wp.vec3))
+    hits = wp.zeros(300, dtype=int)
+    before = wp.config.enable_cpu_blocks
+    wp.config.enable_cpu_blocks = True
+    try:
+        wp.launch_tiled(tiled_box, dim=1, inputs=[bvh.id, wp.vec3(-0.5), wp.vec3(0.3), hits],
+                        block_dim=block_dim)
+    finally:
+        wp.config.enable_cpu_blocks = before
+    want = overlaps(lo, hi, np.float32([[-0.5] * 3]), np.float32([[0.3] * 3]))[0]
+    np.testing.assert_array_equal(hits.numpy(), want)
+
+
 def test_constructor_names_and_checks(capfd: pytest.CaptureFixture[str]) -> None:
     lows = wp.array(np.zeros((2, 3), np.float32), dtype=wp.vec3)
     ups = wp.array(np.ones((2, 3), np.float32), dtype=wp.vec3)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 
+from ..ir.builder import BLOCK_DIM
 from ..ir.nodes import Var
 from ..types import StructType, bool_, float32, int32
 from .bvh import _FIELDS, AABB, QUERY_TYPE, RAY, _inverse, _next, _start
 from .mesh_ray import _vec3
 from .registry import builtin
+from .tile_block import cooperative, lane
 from .tiles import tile
 from .values import Ctx, OutArgs, StructVal, TileVal, Value, describe
 
@@ -55,11 +57,21 @@ def _query(ctx: Ctx, name: str, query: Value) -> StructVal:
 
 
 def _step(ctx: Ctx, name: str, query: Value) -> OutArgs:
+    """One step: this thread's candidate as a tile. In a CPU block whose threads run together
+    (builtins/tile_block.py) every thread holds the same query, so each advances it once per
+    lane and keeps its own lane's candidate: the block's threads get the step's next block_dim
+    candidates, one each, as in Warp (-1 past the last)."""
     q = _query(ctx, name, query)
-    inner = StructVal(QUERY_TYPE, q.fields[:-1])
-    none = ctx.const(-1, int32)
-    found, advanced, index = _next(ctx, inner, none, ctx.const(math.inf, float32))
-    result: TileVal = tile(ctx, index)
+    advanced = StructVal(QUERY_TYPE, q.fields[:-1])
+    none, far = ctx.const(-1, int32), ctx.const(math.inf, float32)
+    found, advanced, index = _next(ctx, advanced, none, far)
+    mine = ctx.op("select", found, index, none)
+    me = lane(ctx)
+    for k in range(1, BLOCK_DIM.get() if cooperative() else 1):
+        more, advanced, index = _next(ctx, advanced, none, far)
+        theirs = ctx.op("select", more, index, none)
+        mine = ctx.op("select", ctx.op("eq", me, ctx.const(k, int32)), theirs, mine)
+    result: TileVal = tile(ctx, mine if cooperative() else index)
     return OutArgs(result, ((0, StructVal(TILED_TYPE, (*advanced.fields, found))),))
 
 
