@@ -38,15 +38,16 @@ _MAX_THREADS = 2**63
 PRINT_LAUNCH: Hook[Callable[[str], None]] = Hook("config.print_launches", "gradloom.logger")
 
 
-def _repeat_leading(kernel: Any, dims: tuple[int, ...], ndim: int, args: Sequence[Any],
+def _repeat_leading(kernel: Any, dims: tuple[int, ...], repeats: int, args: Sequence[Any],
                     dev: Any, stream: Any, record_tape: bool, max_blocks: int,
                     block_dim: int | None) -> None:
     """A launch over more dimensions than the kernel unpacks from `wp.tid()`, as Warp 1.19
     documents it: every thread of the whole grid runs and `i = wp.tid()` is its leading index
     (`i, j = wp.tid()` its leading two). The threads of the trailing dimensions repeat those of
-    the leading ones, so this is the leading-dimensional launch once per trailing index."""
-    for _ in range(math.prod(dims[ndim:])):
-        launch(kernel, dims[:ndim], args, device=dev, stream=stream, record_tape=record_tape,
+    the leading ones, so this is the leading-dimensional launch (dims) once per trailing index
+    (repeats)."""
+    for _ in range(repeats):
+        launch(kernel, dims, args, device=dev, stream=stream, record_tape=record_tape,
                max_blocks=max_blocks, block_dim=block_dim)
 
 
@@ -207,12 +208,11 @@ def launch(kernel: Any, dim: Any, inputs: Sequence[Any] = (), outputs: Sequence[
         except (KeyError, AttributeError):
             prepared = dev.backend.prepared(kernel, "forward", dev)
         dims = (dim,) if type(dim) is int and 0 <= dim < _MAX_THREADS else _dims(dim)
-        # more dimensions than the kernel's wp.tid() gives (a CPU block's threads: the last one)
-        if len(dims) > prepared.launch_ndim and getattr(kernel, "cpu_block_dim", 1) == 1:
-            if math.prod(dims[prepared.launch_ndim:]) != 1:  # (launch_tiled's width 1: as is)
-                return _repeat_leading(kernel, dims, prepared.launch_ndim, args, dev, stream,
-                                       record_tape, max_blocks, block_dim)
-            dims = dims[:prepared.launch_ndim]
+        if len(dims) > prepared.launch_ndim:  # more dimensions than the kernel's wp.tid() gives
+            dims, repeats = _leading(kernel, dims, prepared)
+            if repeats != 1:  # (launch_tiled's block width 1 is dropped in place)
+                return _repeat_leading(kernel, dims, repeats, args, dev, stream, record_tape,
+                                       max_blocks, block_dim)
         tapes = ACTIVE_TAPES.get() if record_tape else ()
         if not tapes:
             prepared.run(dims, prepared.admit(args), stream, max_blocks, block_dim)
@@ -240,14 +240,39 @@ def _command_or_adjoint(kernel: Any, dim: Any, args: list[Any], adj: list[Any] |
     capture: that command, recorded into the graph (it runs when the graph runs, with the
     arguments — array memory, scalar values — given now). Else an adjoint launch, run now."""
     backend = dev.backend
+    dims, repeats = _leading(kernel, _dims(dim), backend.prepared(kernel, "forward", dev))
     graph = None if record_cmd else recording_graph()
+    if record_cmd and repeats != 1:
+        raise LaunchError(f"kernel '{getattr(kernel, 'key', kernel)}' unpacks "
+                          f"{len(dims)} indices from wp.tid() but record_cmd was given dim="
+                          f"{dim!r}: one command cannot repeat its threads; unpack every index "
+                          f"or launch with dim={dims!r}")
     if record_cmd or graph is not None:
-        cmd = backend.command(kernel, dim, args, adj, dev, stream, max_blocks, block_dim,
-                              record_tape)
-        if graph is None:
-            return cmd
-        graph.add(cmd)
+        for _ in range(repeats):
+            cmd = backend.command(kernel, dims, args, adj, dev, stream, max_blocks, block_dim,
+                                  record_tape)
+            if graph is None:
+                return cmd
+            graph.add(cmd)
         return None
+    for _ in range(repeats):
+        _adjoint(kernel, dims, args, adj, dev, stream, max_blocks, block_dim)
+    return None
+
+
+def _leading(kernel: Any, dims: tuple[int, ...], prepared: Any) -> tuple[tuple[int, ...], int]:
+    """The dims a launch runs and how many times, by Warp 1.19's rule for a grid of more
+    dimensions than the kernel unpacks from wp.tid() (`_repeat_leading`)."""
+    n = prepared.launch_ndim
+    if len(dims) <= n or getattr(kernel, "cpu_block_dim", 1) != 1:
+        return dims, 1
+    return dims[:n], math.prod(dims[n:])
+
+
+def _adjoint(kernel: Any, dims: tuple[int, ...], args: list[Any], adj: list[Any] | None,
+             dev: Any, stream: Any, max_blocks: int, block_dim: Any) -> None:
+    """An adjoint launch (`wp.launch(..., adjoint=True)`), run now."""
+    backend = dev.backend
     assert adj is not None
     lazy_zero.settle_all()  # gradients it reads through its arrays' words hold zeros
     printing = kernel.printing_adjoint()  # it prints: as Warp's, with the adjoints given
@@ -258,8 +283,7 @@ def _command_or_adjoint(kernel: Any, dim: Any, args: list[Any], adj: list[Any] |
     prepared = backend.prepared(kernel, "adjoint", dev)
     args = list(prepared.adapt(args))
     grad_args = prepared.with_gradients(args, adj)
-    prepared.run(_dims(dim), grad_args, stream, max_blocks, block_dim)
+    prepared.run(dims, grad_args, stream, max_blocks, block_dim)
     write_back = getattr(grad_args, "write_back", None)  # gradients passed as copies
     if write_back is not None:
         write_back()
-    return None
