@@ -8,7 +8,8 @@ from .registry import builtin
 from .values import Ctx, Value
 
 
-@builtin("tid", "this thread's index; `i, j = wp.tid()` on multi-dimensional launches",
+@builtin("tid", "this thread's index; `i, j = wp.tid()` on multi-dimensional launches (fewer "
+         "indices than the launch has dimensions: the leading ones, as Warp)",
          differentiable=False, signatures=("() -> Int", "() -> Tuple[Int, ...]"))
 def tid(ctx: Ctx) -> Value:
     return ctx.op("tid", attr=(0, 1))
