@@ -46,19 +46,28 @@ def bsr_row_index(offsets: wp.array(dtype=int), row_count: int, block_index: int
     return lo
 
 
+@wp.func
+def _block_element(src: wp.array3d(dtype=Any), k: int, r: int, c: int):
+    """Element (r, c) of source block k."""
+    return src[k, r, c]
+
+
+@wp.func
+def _block_element_transposed(src: wp.array3d(dtype=Any), k: int, r: int, c: int):
+    """Element (r, c) of source block k transposed (the block's shape is (cols, rows))."""
+    return src[k, c, r]
+
+
 @functools.cache
 def gather(T: Any, BR: int, BC: int, trans: bool) -> Any:
     """dst[slot[b]] = alpha * sum of src[order[k]] over b's segment (+ dst when accumulating);
     the source blocks transposed when `trans` (their shape is then (BC, BR))."""
-    return _gather_transposed(T, BR, BC) if trans else _gather_plain(T, BR, BC)
+    element = _block_element_transposed if trans else _block_element
 
-
-def _gather_transposed(T: Any, BR: int, BC: int) -> Any:
-    """gather's kernel reading each source block transposed."""
     @wp.kernel
-    def gather_t(seg_end: wp.array(dtype=int), order: wp.array(dtype=int),
-                 src: wp.array3d(dtype=T), slot: wp.array(dtype=int),
-                 dst: wp.array3d(dtype=T), alpha: T, accumulate: int):
+    def gather_blocks(seg_end: wp.array(dtype=int), order: wp.array(dtype=int),
+                      src: wp.array3d(dtype=T), slot: wp.array(dtype=int),
+                      dst: wp.array3d(dtype=T), alpha: T, accumulate: int):
         b = wp.tid()
         beg = int(0)
         if b > 0:
@@ -69,42 +78,15 @@ def _gather_transposed(T: Any, BR: int, BC: int) -> Any:
             for c in range(BC):
                 acc = T(0.0)
                 if end > beg:  # start from the first block: a lone -0.0 stays -0.0
-                    acc = src[order[beg], c, r]
+                    acc = element(src, order[beg], r, c)
                 for k in range(beg + 1, end):
-                    acc += src[order[k], c, r]
+                    acc += element(src, order[k], r, c)
                 if accumulate != 0:
                     dst[d, r, c] = dst[d, r, c] + alpha * acc
                 else:
                     dst[d, r, c] = alpha * acc
 
-    return gather_t
-
-
-def _gather_plain(T: Any, BR: int, BC: int) -> Any:
-    """gather's kernel reading each source block as it is."""
-    @wp.kernel
-    def gather_n(seg_end: wp.array(dtype=int), order: wp.array(dtype=int),
-                 src: wp.array3d(dtype=T), slot: wp.array(dtype=int),
-                 dst: wp.array3d(dtype=T), alpha: T, accumulate: int):
-        b = wp.tid()
-        beg = int(0)
-        if b > 0:
-            beg = seg_end[b - 1]
-        end = seg_end[b]
-        d = slot[b]
-        for r in range(BR):
-            for c in range(BC):
-                acc = T(0.0)
-                if end > beg:  # start from the first block: a lone -0.0 stays -0.0
-                    acc = src[order[beg], r, c]
-                for k in range(beg + 1, end):
-                    acc += src[order[k], r, c]
-                if accumulate != 0:
-                    dst[d, r, c] = dst[d, r, c] + alpha * acc
-                else:
-                    dst[d, r, c] = alpha * acc
-
-    return gather_n
+    return gather_blocks
 
 
 @functools.cache
