@@ -34,6 +34,7 @@ if BACKEND != "gradloom":
 import gradloom as wp
 from gradloom.autodiff.reverse import adjoint_kernel
 from gradloom.frontend.lower import lower_kernel
+from gradloom.ir.builder import BLOCK_DIM
 from gradloom.ir.nodes import Block, If, KernelIR, Loop, Op, walk_ops
 from gradloom.ir.prims import PRIMS, result_type
 from gradloom.ir.printer import format_kernel
@@ -51,8 +52,13 @@ F32 = wp.array(dtype=wp.float32)
 
 
 def primal_ir(k: Any) -> KernelIR:
-    """The IR a kernel's adjoint is built from (the pipeline of gradloom/pipeline.py)."""
-    return drop_proven_wraps(drop_invariant_params(lower_kernel(k.info, list(k.params))))
+    """The IR a kernel's adjoint is built from (the pipeline of gradloom/pipeline.py; a CPU
+    block variant lowered for its block's width, as the pipeline does)."""
+    block = BLOCK_DIM.set(getattr(k, "cpu_block_dim", 1))
+    try:
+        return drop_proven_wraps(drop_invariant_params(lower_kernel(k.info, list(k.params))))
+    finally:
+        BLOCK_DIM.reset(block)
 
 
 def adjoint_ir(k: Any) -> KernelIR:
@@ -387,6 +393,19 @@ def k_tile_buffer(a: F64, b: F64, y: F64):
     wp.tile_store(y, wp.tile_map(wp.add, u, t), offset=i)
 
 
+@wp.kernel(module="unique")
+def _k_block_exchange(a: F64, b: F64, y: F64):
+    # in a CPU block of 3 threads each thread's value joins the block's tile (bxchg); every
+    # thread reads the block's sum: y[i] = a[i] * sum over its block of a[j] * b[j]
+    i = wp.tid()
+    s = wp.tile_sum(wp.tile(a[i] * b[i]))
+    y[i] = s[0] * a[i]
+
+
+#: the kernel as a CPU launch with blocks of 3 threads runs it (Kernel.block_variant)
+k_block_exchange = _k_block_exchange.block_variant(3)
+
+
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
@@ -566,6 +585,8 @@ RULE_CASES = [
     *(RuleCase(f"tile_buffer_{p}", p, k_tile_buffer,
                [arr(uniform(-2, 2, 60)), arr(B6), arr(np.zeros(6))], [0, 1])
       for p in ("lload", "lstore")),
+    RuleCase("block_exchange", "bxchg", k_block_exchange,
+             [arr(uniform(-2, 2, 61)), arr(B6), arr(np.zeros(6))], [0, 1]),
 ]
 
 

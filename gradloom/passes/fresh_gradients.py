@@ -103,6 +103,13 @@ def _element_start(body: Block, ptrs: tuple[Var, Var, Var | None], tid: Op,
     return fresh, ops, replaced
 
 
+def _adds_or_reads(prim: str) -> bool:
+    """A gradient access that only adds into its element (adj_add) or only reads it
+    (adj_read), by the primitive's effects (ir/prims.py)."""
+    fx = PRIMS[prim].effects
+    return bool(fx & Effect.GRAD) and (bool(fx & Effect.ACCUMULATE) or not fx & Effect.WRITE)
+
+
 def _adds_as_stores(body: Block, grad: Var, scalar: ScalarType, size: int, fresh: int,
                     seed: tuple[Var, dict[int, Var]] | None) -> tuple[int, dict[int, list[Op]]]:
     """Where every use of the gradient pointer is at top level, an `adj_add` of each component
@@ -114,7 +121,7 @@ def _adds_as_stores(body: Block, grad: Var, scalar: ScalarType, size: int, fresh
     adds = [op for op in uses if op.prim == "adj_add"]
     comps = sorted(int(op.attr or 0) for op in adds)
     if not adds or comps != list(range(0, size, scalar.size)) or any(
-            op.prim not in ("adj_add", "adj_read") or id(op) not in top or
+            not _adds_or_reads(op.prim) or id(op) not in top or
             (op.result or op.args[2]).type != scalar for op in uses) or \
             max((top[id(op)] for op in uses if op.prim == "adj_read"), default=-1) > \
             min(top[id(op)] for op in adds):

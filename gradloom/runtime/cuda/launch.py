@@ -192,6 +192,8 @@ class ThreadFacts:
     #: launch checks a CPU plan may rely on (ThreadPlan.conditions); CUDA entries are planned
     #: without permutations, so there are none
     conditions: tuple[tuple[int, int, int, int], ...] = ()
+    #: launch sizes a CPU plan's spans rely on (ThreadPlan.limits); none here, as conditions
+    limits: tuple[tuple[int, int, int], ...] = ()
 
 
 class CudaPrepared:
