@@ -189,3 +189,28 @@ def test_struct_tile_with_array_field() -> None:
     np.testing.assert_array_equal(out.numpy(), [8.0, 5.0, 0.0])
     back = stored.list()
     assert all(np.array_equal(b.values.numpy(), src.numpy()) and b.scale == 2.0 for b in back)
+
+
+@wp.kernel
+def _holder_sort_k(payloads: wp.array(dtype=Holder), keys: wp.array(dtype=int),
+                   sorted_payloads: wp.array(dtype=Holder)):
+    k = wp.tile_load(keys, shape=4)
+    v = wp.tile_load(payloads, shape=4)
+    wp.tile_sort(k, v)  # the array fields move with their structs (warp-lang's test_tile_struct)
+    wp.tile_store(sorted_payloads, v)
+
+
+def test_struct_tile_with_array_field_sorts() -> None:
+    arrays = [wp.array(np.full(2, float(i), dtype=np.float32)) for i in range(4)]
+    payloads = []
+    for i, a in enumerate(arrays):
+        h = Holder()
+        h.values, h.scale = a, float(i)
+        payloads.append(h)
+    src = wp.array(payloads, dtype=Holder)
+    out = wp.empty(4, dtype=Holder)
+    wp.launch_tiled(_holder_sort_k, dim=1, inputs=[src, wp.array([3, 1, 2, 0], dtype=int), out],
+                    block_dim=1)
+    back = out.list()
+    assert [b.scale for b in back] == [3.0, 1.0, 2.0, 0.0]
+    assert [float(b.values.numpy()[0]) for b in back] == [3.0, 1.0, 2.0, 0.0]

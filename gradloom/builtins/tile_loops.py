@@ -225,6 +225,9 @@ def select(ctx: Ctx, cond: Var, a: Any, b: Any) -> Any:
     if isinstance(a, Composite):
         return Composite(a.type, tuple(ctx.op("select", cond, x, y)
                                        for x, y in zip(a.comps, b.comps, strict=True)))
+    if isinstance(a, ArrayVal):  # a struct's array field: its descriptor's words
+        return ArrayVal.from_words(a.type, [ctx.op("select", cond, x, y) for x, y
+                                            in zip(flatten(a), flatten(b), strict=True)])
     return ctx.op("select", cond, a, b)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Stmt, Var
+from ..types import ScalarType
 
 #: integer operations whose result is >= 0 when every operand is
 _KEEPS_NONNEGATIVE = frozenset({"add", "mul", "div", "mod", "min", "max"})
@@ -122,8 +123,8 @@ def _zero(v: Var, define: Callable[[Var], Op | None]) -> bool:
 
 def _nonnegative(s: Op, known: set[Var]) -> bool:
     t = s.result.type if s.result is not None else None
-    if t is None or not t.is_int:
-        return False
+    if not isinstance(t, ScalarType) or not t.is_int:  # (an array descriptor a tile of
+        return False                                     # structs moves whole is no index)
     if t.kind == "u" or s.prim == "tid":
         return True
     if s.prim == "const":
