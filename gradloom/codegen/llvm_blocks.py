@@ -119,9 +119,7 @@ done:
   ret void
 }
 
-define internal void @gl_bx(ptr %s, ptr %send, ptr %recv, i64 %size, i32 %lane,
-                            i64 %n, i64 %half, i32 %src) nounwind {
-entry:
+define internal ptr @gl_bx_area(ptr %s, i64 %half) nounwind {
   %gp = getelementptr i8, ptr %s, i64 8
   %g = load atomic i32, ptr %gp acquire, align 4
   %k = lshr i32 %g, 1
@@ -129,7 +127,14 @@ entry:
   %odd64 = zext i32 %odd to i64
   %skip = mul i64 %odd64, %half
   %base = add i64 %skip, @RECORDS@
-  %data = getelementptr i8, ptr %s, i64 %base
+  %area = getelementptr i8, ptr %s, i64 %base
+  ret ptr %area
+}
+
+define internal void @gl_bx(ptr %s, ptr %send, ptr %recv, i64 %size, i32 %lane,
+                            i64 %n, i64 %half, i32 %src) nounwind {
+entry:
+  %data = call ptr @gl_bx_area(ptr %s, i64 %half)
   %bcast = icmp sge i32 %src, 0
   %l = zext i32 %lane to i64
   %mine = mul i64 %l, %size
@@ -248,14 +253,7 @@ def gathers(body: Block) -> bool:
 #: returns the area
 _PUT = """define internal ptr @gl_bxput(ptr %s, ptr %adj, i32 %lane, i64 %total,
                                    i64 %half) nounwind {
-  %gp = getelementptr i8, ptr %s, i64 8
-  %g = load atomic i32, ptr %gp acquire, align 4
-  %k = lshr i32 %g, 1
-  %odd = and i32 %k, 1
-  %odd64 = zext i32 %odd to i64
-  %skip = mul i64 %odd64, %half
-  %base = add i64 %skip, @RECORDS@
-  %area = getelementptr i8, ptr %s, i64 %base
+  %area = call ptr @gl_bx_area(ptr %s, i64 %half)
   %l = zext i32 %lane to i64
   %at = mul i64 %l, %total
   %slot = getelementptr i8, ptr %area, i64 %at
