@@ -85,6 +85,10 @@ class CompiledKernel:
     #: compiled for bit-identical results (its module's or the config's deterministic mode):
     #: additions in thread order, so a launch with float atomics is never split
     ordered: bool = False
+    #: an adjoint that runs its threads in launch order because its thread plan says their
+    #: order cannot matter (pipeline.thread_order): the variant keeping the reverse order,
+    #: which a launch that defeats the plan's proof runs instead
+    reversed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -489,7 +493,7 @@ class Kernel:
                               entry.get("access"), entry.get("uses_stack", False),
                               entry.get("reverse_threads", False), plan, scatter, addr,
                               native_pool_functions(), entry.get("launch_check"),
-                              entry.get("ordered", False))
+                              entry.get("ordered", False), entry.get("reversed"))
 
     def cuda_entry(self, arch: str, variant: str = "forward") -> dict[str, Any]:
         """The PTX of the forward or adjoint entry for a GPU architecture ("sm_90") and the

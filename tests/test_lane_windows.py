@@ -111,9 +111,13 @@ def test_a_long_body_prefetches_each_line_of_its_window_once_ahead():
     written = lanes.PREFETCH_VECTORS * 16 * 4  # `out`: one line, for a write
     assert sorted(prefetch_offsets(long_body)) == \
         sorted([(written, 1)] + [(ahead + 64 * k, 0) for k in range(9)])
-    # the adjoint runs threads last first: its windows move backwards; read are F's window,
-    # F.grad's (added into: read first) and out.grad's
-    backwards = prefetch_offsets(long_body, adjoint=True)
+    # the adjoint's threads touch their own elements only, so it runs them in launch order
+    # (pipeline.thread_order); read are F's window, F.grad's (added into: read first) and
+    # out.grad's
+    reads = [(written, 0)] + 2 * [(ahead + 64 * k, 0) for k in range(9)]
+    assert sorted(prefetch_offsets(long_body, adjoint=True)) == sorted(reads)
+    # its variant run last first (a launch with a zero-stride view): the windows move backwards
+    backwards = prefetch_offsets(long_body, adjoint="adjoint:rev")
     assert sorted(backwards) == sorted([(-written, 0)] + 2 * [(-ahead + 64 * k, 0)
                                                               for k in range(9)])
     assert prefetch_offsets(short_body) == []

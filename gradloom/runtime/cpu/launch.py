@@ -158,6 +158,10 @@ class Prepared:
         When an adjoint's stack fills up, it grows and the launch resumes at the thread that
         found it full — or, given `restart` (which must undo what the launch did so far), starts
         over."""
+        if self.compiled.reversed is not None and parallel.overlapping(args):
+            # a zero-stride view defeats the proof that let the threads run in launch order
+            reverse = prepared(self.kernel, self.compiled.reversed)
+            return reverse.run(dims, args, stream, max_blocks, block_dim, restart=restart)
         w = self.words  # a Ctrl-C from here on stops the kernel (codegen/signals.py)
         w.gl_launch_base = w.gl_interrupts
         if self.launch_ndim > len(dims):

@@ -100,12 +100,12 @@ def plan(prepared: Any, total: int, args: Sequence[Any], buf: bytearray | None =
                 return _SERIAL  # a gradient laid out unlike its data: the adds stay serial
             if t is not None:
                 nbytes += t.nbytes
-        if _overlapping(args):
+        if overlapping(args):
             return _SERIAL
         if nbytes:
             chunks = scatter_chunks(total, nbytes, threads.loops, threads.work, least)
             return (chunks, _wake(prepared, total), targets) if chunks > 1 else _SERIAL
-    if not _wake(prepared, total) or _overlapping(args):
+    if not _wake(prepared, total) or overlapping(args):
         return _SERIAL
     return _free_chunks(prepared, total, n), True, targets
 
@@ -210,7 +210,7 @@ def _free_chunks(prepared: Any, total: int, n: int) -> int:
     return max(min(chunks, most, total), n)
 
 
-def _overlapping(args: Sequence[Any]) -> bool:
+def overlapping(args: Sequence[Any]) -> bool:
     """An array view that reaches one element through two indices (a zero stride) defeats the
     thread-own proof of passes/threads.py."""
     for a in args:
