@@ -21,7 +21,8 @@ from ..abi import (
 )
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
 from .float32_math import OWN_FLOAT32
-from .lanes import LaneEmitter, LaneFacts
+from .lane_memory import NotWindows
+from .lanes import LaneEmitter, LaneFacts, interleaves
 from .llvm import KernelEmitter, emit_module
 from .llvm_blocks import depart
 from .llvm_ops import MathCall, string_global
@@ -301,5 +302,12 @@ def cpu_module(kernel: KernelIR, symbol: str, triple: str, datalayout: str,
     width, a SIMD copy of the thread loop (arrays: data-pointer argument offset -> (ndim,
     element size) of each array parameter; streamed: argument offsets of the pointers whose
     whole-vector stores in that copy are non-temporal, x86 only: LaneMemory.vector_store)."""
+    if lanes is not None and interleaves(kernel, width):
+        em = CpuKernelEmitter(kernel, symbol, private_adds, lanes, 2 * width, arrays, streamed)
+        em.windows_only = True
+        try:
+            return emit_module(em, triple, datalayout)
+        except NotWindows:
+            pass
     em = CpuKernelEmitter(kernel, symbol, private_adds, lanes, width, arrays, streamed)
     return emit_module(em, triple, datalayout)

@@ -67,6 +67,7 @@ class LaneLog(LaneMemory):
     def atomic_lane_by_lane(self, s: Op) -> None:
         """Atomics on elements lanes may share (min, max, bitwise, integer adds): one lane at a
         time, in lane order, with the scalar instruction."""
+        self.not_a_window()  # lanes that share an element: one vector per trip
         t = s.args[2].type
         ty, mt = reg_type(t), mem_type(t)
         base = s.prim.removeprefix("atomic_")
@@ -104,6 +105,7 @@ class LaneLog(LaneMemory):
         into one element (add_reduced). Otherwise logged (defer_add). Inside a loop (at an
         address all lanes share: passes/lanes.py): each trip's additions at once, as one
         sum."""
+        self.not_a_window()  # lanes that share an element: one vector per trip
         root = self.root_offset(s.args[0])
         if self.loop_depth:
             self.add_reduced(s)

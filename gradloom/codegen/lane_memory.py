@@ -56,9 +56,17 @@ _BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64"
           "double": 8}
 
 
+class NotWindows(Exception):
+    """A loop of two vectors of threads per trip (`windows_only`) met an access other than a
+    window: codegen/entry_cpu.py emits one vector per trip instead."""
+
+
 class LaneMemory(LaneShuffles):
     """The memory primitives' lane rules (a mixin of the CPU kernel emitter)."""
 
+    #: the loop runs two vectors of threads per trip (codegen/lanes.py `interleaves`), which
+    #: keeps every result only where each access is a window and no lanes add into one element
+    windows_only: bool = False
     mask: str | None
     loop_depth: int
     #: how many vectors of threads ahead windows prefetch (0: none); window places prefetched
@@ -77,6 +85,7 @@ class LaneMemory(LaneShuffles):
     if TYPE_CHECKING:
         def root_offset(self, p: Var) -> int | None: ...
         def permutation(self, s: Op) -> tuple[str, str]: ...
+        def emit_scalar_op(self, s: Op) -> None: ...
 
     def setup_alias_scopes(self, roots: tuple[int, ...]) -> list[str]:
         """One alias scope per array pointer the SIMD loop accesses (the entry checked that
@@ -252,6 +261,7 @@ class LaneMemory(LaneShuffles):
         """The W values at ptrs: one vector load where the active lanes' addresses turn out
         to be consecutive elements (a 2-D launch's row, a stencil's neighbours), else a
         gather (one element per lane: many times slower)."""
+        self.not_a_window()
         vt, f = self.vty(mt), self.f
         first, straight = self.consecutive(ptrs, mt)
         load, gath, done = f.fresh("lcl"), f.fresh("lgt"), f.fresh("lgd")
@@ -351,9 +361,15 @@ class LaneMemory(LaneShuffles):
             self.f.emit(f"{p} = getelementptr i8, ptr {w.start}, i64 {ahead + line}")
             self.f.emit(f"call void @{fn}(ptr {p}, i32 {int(write)}, i32 3, i32 1)")
 
+    def not_a_window(self) -> None:
+        if self.windows_only:
+            raise NotWindows
+
     def scatter(self, value: str, ptrs: str, mt: str, align: int, md: str = "") -> None:
         """Store W values at ptrs: one vector store where the active lanes' addresses are
         consecutive elements (see `gather`), else a scatter."""
+        self.not_a_window()
+        self.not_a_window()
         vt, f = self.vty(mt), self.f
         first, straight = self.consecutive(ptrs, mt)
         store, scat, done = f.fresh("lcs"), f.fresh("lsc"), f.fresh("lsd")
@@ -494,6 +510,13 @@ class LaneMemory(LaneShuffles):
     def lane_adj_read(self, s: Op) -> None:
         assert s.result is not None
         t = s.result.type
+        if s.prim == "adj_read" and not (self.is_varying(s.args[0]) or
+                                         self.is_varying(s.args[1])):
+            # one gradient element every lane reads (a loss's seed): one scalar load for the
+            # vector, not a gather (which two vectors per trip cannot take: NotWindows)
+            self.emit_scalar_op(s)
+            self.vnames[s.result.id] = self.splat(self.names[s.result.id], reg_type(t))
+            return
         self.vnames[s.result.id] = self.lane_read(s, t)
         if s.prim == "adj_take":
             self.lane_write(s, t, f"splat ({reg_type(t)} {literal(0.0, t)})")

@@ -51,9 +51,35 @@ class LaneFacts(Protocol):
 #: on two; float32 saxpy (one line per vector), whose loop the CPU overlaps with itself, got
 #: 10% slower from the extra instructions in one run and no faster in another
 LONG_BODY_OPS, PREFETCH_VECTORS = 64, 16
+#: a SIMD loop body of more IR ops than this, on a host of 16 lanes, runs two vectors of threads
+#: per trip (`interleaves`): the body outgrows the CPU's out-of-order window, so one vector's
+#: long dependency chains (a log, a division) no longer overlap the next vector's; LLVM emits
+#: every op for the 32 lanes as two 16-lane instructions side by side. Measured: neo-Hookean's
+#: adjoint (150 ops) 4.8-5.4 -> 4.2-4.5 ms on one core, 2.6-2.9 -> 2.3-2.5 ms on two; its
+#: forward (70 ops) gained nothing and the cloth springs' adjoint (gathers) lost 10%
+INTERLEAVE_OPS = 128
 #: launches of more threads than this run the scalar loop (see lane_values.TID_OFFSET_MAX)
 MAX_LANE_THREADS = 1 << 30
 _BY_LANE = Effect.WRITE | Effect.STACK | Effect.GRAD | Effect.ATOMIC
+
+
+def interleaves(kernel: KernelIR, width: int) -> bool:
+    """Whether the SIMD loop may run two vectors of threads per trip: 16 lanes (32 registers
+    to hold two), a long body without loops or an adjoint stack. The emitter gives up on it
+    at the first access that is not a window or that lanes share (lane_memory.NotWindows):
+    then results are bit for bit one vector's, which a wider tree of shared additions would
+    change."""
+    if width != 16 or _has_loop(kernel.body):
+        return False
+    ops = list(walk_ops(kernel.body))
+    return len(ops) > INTERLEAVE_OPS and \
+        not any(PRIMS[op.prim].effects & (Effect.STACK | Effect.ATOMIC) for op in ops)
+
+
+def _has_loop(b: Block) -> bool:
+    return any(isinstance(s, Loop) or (isinstance(s, If) and (_has_loop(s.then)
+                                                               or _has_loop(s.orelse)))
+               for s in b.stmts)
 
 
 class LaneEmitter(LaneLog):
