@@ -69,16 +69,23 @@ def interleaves(kernel: KernelIR, width: int) -> bool:
     at the first access that is not a window or that lanes share (lane_memory.NotWindows):
     then results are bit for bit one vector's, which a wider tree of shared additions would
     change."""
-    if width != 16 or _has_loop(kernel.body):
+    if width != 16 or _has_region(kernel.body):
         return False
     ops = list(walk_ops(kernel.body))
-    return len(ops) > INTERLEAVE_OPS and \
-        not any(PRIMS[op.prim].effects & (Effect.STACK | Effect.ATOMIC) for op in ops)
+    return len(ops) > INTERLEAVE_OPS and not any(PRIMS[op.prim].effects & _NOT_INTERLEAVED
+                                                 for op in ops)
 
 
-def _has_loop(b: Block) -> bool:
-    return any(isinstance(s, Loop) or (isinstance(s, If) and (_has_loop(s.then)
-                                                               or _has_loop(s.orelse)))
+#: what a body of two vectors per trip may not do: an adjoint stack, atomics, output, checks,
+#: a tile's thread-local buffers
+_NOT_INTERLEAVED = Effect.STACK | Effect.ATOMIC | Effect.IO | Effect.CHECK | Effect.LOCAL | \
+    Effect.LOCAL_WRITE
+
+
+def _has_region(b: Block) -> bool:
+    """Whether a block holds a loop or a @wp.func_grad region, directly or under a branch."""
+    return any(not isinstance(s, Op | If) or
+               (isinstance(s, If) and (_has_region(s.then) or _has_region(s.orelse)))
                for s in b.stmts)
 
 
