@@ -347,8 +347,8 @@ class LaneMemory(LaneShuffles):
     def prefetch(self, w: Window, size: int, write: bool) -> None:
         """Ask for the cache lines this window will cover `prefetch_vectors` vectors of
         threads later (windows move by their own length per vector, backwards when reversed):
-        in a long loop body the CPU's out-of-order window does not reach the next vectors'
-        loads, so without this every vector waits for memory (docs/performance.md). Once per
+        the CPU's out-of-order window does not reach far enough ahead of a long loop body,
+        nor do its prefetchers keep a short one's streams fed (docs/performance.md). Once per
         window place; not inside loops, where the window does not move with the vector."""
         if not self.prefetch_vectors or self.loop_depth or w.place in self.prefetched:
             return

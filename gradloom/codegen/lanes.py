@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Protocol
 from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
 from ..ir.prims import PRIMS, Effect
 from .lane_log import MEMORY_RULES, LaneLog, LogEntry
-from .lane_memory import CACHE_LINE
 from .lane_ops import _AFFINE, PURE_RULES
 from .llvm_types import reg_type
 from .signals import POLL_THREADS, POLL_TRIPS
@@ -43,14 +42,13 @@ class LaneFacts(Protocol):
     @property
     def conditions(self) -> tuple[tuple[int, int, int, int], ...]: ...
 
-#: a thread loop body of more IR ops than this, or with an array whose elements take more than
-#: one cache line per vector of lanes, prefetches its windows PREFETCH_VECTORS vectors of
-#: threads ahead. Measured (docs/performance.md): neo-Hookean's forward (100 ops, 9 cache
-#: lines per vector) 2.8 -> 1.5 ms on one core; a vec3 integrate step (short, 3 lines per
-#: vector and array) 7.4-8.5 -> 4.4-5.3 ms on one core, its forward + backward 9.3 -> 7.4 ms
-#: on two; float32 saxpy (one line per vector), whose loop the CPU overlaps with itself, got
-#: 10% slower from the extra instructions in one run and no faster in another
-LONG_BODY_OPS, PREFETCH_VECTORS = 64, 16
+#: the SIMD thread loop prefetches its windows PREFETCH_VECTORS vectors of threads ahead.
+#: Measured (docs/performance.md): neo-Hookean's forward (100 ops, 9 cache lines per vector)
+#: 2.8 -> 1.5 ms on one core; a vec3 integrate step 7.4-8.5 -> 4.4-5.3 ms on one core; the
+#: forward-mode benchmark's program (float32, short bodies), one core, CPU time: jvp 3.6 -> 3.3
+#: ms, forward + backward 6.2-6.7 -> 5.2, its forward unchanged; float32 saxpy 6.4-7.0 -> 6.0-6.3
+#: ms on one core. (Short float32 bodies had none before: saxpy got 10% slower in an older run.)
+PREFETCH_VECTORS = 16
 #: a SIMD loop body of more IR ops than this, on a host of 16 lanes, runs two vectors of threads
 #: per trip (`interleaves`): the body outgrows the CPU's out-of-order window, so one vector's
 #: long dependency chains (a log, a division) no longer overlap the next vector's; LLVM emits
@@ -115,9 +113,7 @@ class LaneEmitter(LaneLog):
         self.lane_by_lane = frozenset(self.lane_plan.shared_atomics) if self.lane_plan \
             else frozenset()
         self.ordered = bool(self.lane_plan and self.lane_plan.ordered)
-        long_body = sum(1 for _ in walk_ops(self.kernel.body)) > LONG_BODY_OPS
-        lines = any(size * width > CACHE_LINE for size in self.elem_sizes.values())
-        self.prefetch_vectors = PREFETCH_VECTORS if long_body or lines else 0
+        self.prefetch_vectors = PREFETCH_VECTORS
         self.prefetched = set()
         self.mask = None
         self.log: list[LogEntry] = []
