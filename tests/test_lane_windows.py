@@ -15,13 +15,7 @@ import gradloom as wp
 from gradloom import config
 from gradloom.codegen import cpu, lanes
 
-
-@pytest.fixture(autouse=True)
-def _width_16():
-    saved = config.simd, config.simd_width, config.num_threads
-    config.simd, config.simd_width, config.num_threads = True, 16, 1
-    yield
-    config.simd, config.simd_width, config.num_threads = saved
+pytestmark = pytest.mark.usefixtures("simd_width_16")
 
 
 @wp.kernel
