@@ -37,6 +37,20 @@ def _energy_gathered(F: wp.array(dtype=wp.mat33), idx: wp.array(dtype=int), mu: 
     wp.atomic_add(e, 0, w)
 
 
+@wp.kernel
+def _branchy(F: wp.array(dtype=wp.mat33), out: wp.array(dtype=wp.vec3)):
+    # a long body whose lanes take different branches: masks of 32 lanes
+    i = wp.tid()
+    f = F[i]
+    j = wp.determinant(f)
+    h = f @ f
+    v = wp.vec3(wp.exp(-h[0, 1] * h[0, 1]), wp.sqrt(wp.abs(h[2, 2]) + 1.0), j * j)
+    if f[0, 0] > 1.0:
+        g = wp.transpose(f) @ f
+        v = wp.vec3(wp.log(j) * g[0, 0], wp.sin(g[1, 1]), wp.trace(g) * j)
+    out[i] = v
+
+
 def _lanes_of(kernel, variant) -> set[int]:
     text, facts = kernel._codegen("gl_test_interleave", variant)
     assert facts["lanes"] is None  # the loop runs in lanes
@@ -89,3 +103,25 @@ def test_two_vectors_per_trip_give_the_scalar_loops_bits(gathered):
     inv_t = np.transpose(np.linalg.inv(f64), (0, 2, 1))
     expected = f64 - inv_t + 10.0 * log_j * inv_t  # mu F - mu F^-T + lam log J F^-T
     np.testing.assert_allclose(in_lanes[1], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_masked_branches_of_two_vectors_per_trip_give_the_scalar_loops_bits():
+    assert 32 in _lanes_of(_branchy, "adjoint")
+    n = 3 * 32 + 11
+    rng = np.random.default_rng(12)
+    fs = (np.eye(3) + 0.2 * rng.standard_normal((n, 3, 3))).astype(np.float32)
+    results = []
+    for simd in (False, True):
+        config.simd = simd
+        F = wp.array(fs, dtype=wp.mat33, requires_grad=True)
+        out = wp.zeros(n, dtype=wp.vec3, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(_branchy, n, inputs=[F, out])
+        tape.backward(grads={out: wp.array(np.ones((n, 3), np.float32), dtype=wp.vec3)})
+        results.append([out.numpy().copy(), F.grad.numpy().copy()])
+    on = fs[:, 0, 0] > 1.0
+    assert on.any() and (~on).any()  # both branches run within the vectors
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert np.isfinite(results[1][1]).all()
