@@ -35,6 +35,7 @@ The plan it returns says, for one compiled entry:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -113,6 +114,12 @@ class Addresses:
         self.spans = spans
         self.ranges = Ranges(kernel, self.defs)
         self.limits: set[tuple[int, int, int]] = set()
+        #: an if's result -> (the if's condition, what its branches yield for it)
+        self.merged: dict[int, tuple[Var, tuple[Var, ...]]] = {}
+        _merges(kernel.body, self.merged)
+        #: the if branches the access being classified sits in: (condition's id, 0 for then,
+        #: 1 for else); thread_plan sets it per access
+        self.context: frozenset[tuple[int, int]] = frozenset()
 
     def root(self, p: Var) -> int | None:
         """The argument offset pointer p derives from (None: loaded from memory)."""
@@ -179,7 +186,23 @@ class Addresses:
         Accesses of one array keep threads apart only where their mappings are equal:
         `a[i, j]` and `a[j, i]` are each thread-own, but thread (i, j) reads what (j, i) writes,
         as `x[hash_grid_point_id(grid, t)]` reads what thread t' = that id writes to `x[t']`."""
+        branches = self.merged.get(offset.id)
+        if branches is not None:
+            return self._merged_mapping(*branches)
         return self._mapping(self.terms(offset))
+
+    def _merged_mapping(self, cond: Var, yields: tuple[Var, ...]
+                        ) -> frozenset[tuple[Any, ...]] | None:
+        """mapping() of an if's result. Inside a branch of an if on the same condition, the
+        result is what that branch yielded: an adjoint's reverse part mirrors the forward's
+        branches and takes each branch's store offset out of the forward's if, the other
+        branch yielding a placeholder. Elsewhere, the mapping every yield shares."""
+        for side, y in enumerate(yields):
+            if (cond.id, side) in self.context:
+                return self.mapping(y)
+        found = [self.mapping(y) for y in yields]
+        return found[0] if found[0] is not None and found.count(found[0]) == len(found) \
+            else None
 
     def access_mapping(self, pointer: Var, offset: Var) -> frozenset[tuple[Any, ...]] | None:
         """mapping() of an access at `offset` from `pointer`; with `spans`, where the offset
@@ -286,6 +309,39 @@ class Addresses:
         return self.mapping(offset) is not None
 
 
+def _merges(b: Block, out: dict[int, tuple[Var, tuple[Var, ...]]]) -> None:
+    """Each if result's id -> (the if's condition, what its branches yield for it), in every
+    nested block."""
+    for s in b.stmts:
+        if isinstance(s, If):
+            for k, r in enumerate(s.results):
+                out[r.id] = (s.cond, (s.then.yields[k], s.orelse.yields[k]))
+        if not isinstance(s, Op):
+            for inner in _blocks(s):
+                _merges(inner, out)
+
+
+def _blocks(s: If | Loop | Custom) -> tuple[Block, ...]:
+    if isinstance(s, If):
+        return s.then, s.orelse
+    return (s.body, s.adjoint) if isinstance(s, Custom) else (s.cond, s.body)
+
+
+def _in_context(b: Block, context: frozenset[tuple[int, int]]
+                ) -> Iterator[tuple[Op, frozenset[tuple[int, int]]]]:
+    """Every op of a block, nested ones too, in walk_ops' order, with the if branches it sits
+    in: (the condition's id, 0 for then, 1 for else)."""
+    for s in b.stmts:
+        if isinstance(s, Op):
+            yield s, context
+        elif isinstance(s, If):
+            yield from _in_context(s.then, context | {(s.cond.id, 0)})
+            yield from _in_context(s.orelse, context | {(s.cond.id, 1)})
+        else:
+            for inner in _blocks(s):
+                yield from _in_context(inner, context)
+
+
 def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
                 permutations: bool = False) -> ThreadPlan:
     """The plan for one entry (a forward kernel or an adjoint) as it goes to codegen; accesses
@@ -298,11 +354,12 @@ def thread_plan(kernel: KernelIR, checked: frozenset[int] = frozenset(),
     if any(Effect.IO in PRIMS[op.prim].effects for op in ops):
         # debugging output stays readable: in thread order, one line at a time
         return ThreadPlan(serial="the kernel prints")
-    for op in ops:
+    for op, context in _in_context(kernel.body, frozenset()):
         effects = PRIMS[op.prim].effects
         if not PRIMS[op.prim].has(_MEMORY) or (op.prim == "load" and op.result is not None
                                      and op.result.type.kind == "p"):
             continue
+        addr.context = context
         acc = roots.setdefault(addr.root(op.args[0]), _Root())
         acc.effects |= effects
         acc.only_adds = acc.only_adds and Effect.ACCUMULATE in effects
