@@ -352,7 +352,7 @@ def thread_order(ir: KernelIR, plan: ThreadPlan, variant: bool | str
     across workers (not serial, relying on no launch condition or limit) has threads that
     touch only their own elements or only add, whose order cannot matter. Launch order reads
     memory front to back, which the hardware prefetchers follow better than the reverse (the
-    neo-Hookean benchmark's adjoint: 2.66 -> 2.33 ms, benchmarks/README.md). A variant named
+    neo-Hookean benchmark's adjoint: 2.9-3.1 -> 2.5-2.6 ms, benchmarks/README.md). A variant named
     with `reversed_variant` keeps the reverse order: a launch whose zero-stride view defeats
     the plan's proof runs that one (runtime/cpu/launch.py)."""
     name = variant if isinstance(variant, str) else variant_of(variant).value
