@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, walk_ops
+from ..ir.nodes import Block, If, KernelIR, Loop, Op, Var, regions, walk_ops
 from ..ir.prims import PRIMS, Effect
 from .lane_log import MEMORY_RULES, LaneLog, LogEntry
 from .lane_ops import _AFFINE, PURE_RULES
@@ -83,7 +83,7 @@ _NOT_INTERLEAVED = Effect.STACK | Effect.ATOMIC | Effect.IO | Effect.CHECK | Eff
 def _has_region(b: Block) -> bool:
     """Whether a block holds a loop or a @wp.func_grad region, directly or under a branch."""
     return any(not isinstance(s, Op | If) or
-               (isinstance(s, If) and (_has_region(s.then) or _has_region(s.orelse)))
+               (isinstance(s, If) and any(_has_region(inner) for inner in regions(s)))
                for s in b.stmts)
 
 

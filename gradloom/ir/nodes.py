@@ -121,20 +121,24 @@ def pointer_root(defs: dict[int, Op], p: Var) -> Op | None:
     return d
 
 
+def regions(s: If | Loop | Custom) -> tuple[Block, ...]:
+    """A compound statement's blocks, in program order (an if's branches, a loop's condition
+    and body, a @wp.func_grad region's body and adjoint)."""
+    if isinstance(s, If):
+        return s.then, s.orelse
+    if isinstance(s, Loop):
+        return s.cond, s.body
+    return s.body, s.adjoint
+
+
 def walk_ops(b: Block) -> Iterator[Op]:
     """Every op in a block and its nested regions, in program order."""
     for s in b.stmts:
         if isinstance(s, Op):
             yield s
-        elif isinstance(s, If):
-            yield from walk_ops(s.then)
-            yield from walk_ops(s.orelse)
-        elif isinstance(s, Custom):
-            yield from walk_ops(s.body)
-            yield from walk_ops(s.adjoint)
         else:
-            yield from walk_ops(s.cond)
-            yield from walk_ops(s.body)
+            for inner in regions(s):
+                yield from walk_ops(inner)
 
 
 def max_var_id(b: Block) -> int:

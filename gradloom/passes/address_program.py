@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import SourceLoc
-from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, walk_ops
+from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, regions, walk_ops
 from ..ir.prims import PRIMS, Effect
 from ..types import ScalarType
 
@@ -189,7 +189,7 @@ class _Slicer:
                 if root in arrays:
                     self.need(t.id for t in terms)
             else:
-                blocks = _blocks(s)
+                blocks = regions(s)
                 before = len(self.needed)
                 for inner in blocks:
                     self._mark(inner, arrays)
@@ -247,14 +247,6 @@ class _Slicer:
             return None
         go = s.cond.yields[0].id
         return LoopStep(go if go in self.known else None, cond, body, carried)
-
-
-def _blocks(s: If | Loop | Custom) -> tuple[Block, ...]:
-    if isinstance(s, If):
-        return (s.then, s.orelse)
-    if isinstance(s, Loop):
-        return (s.cond, s.body)
-    return (s.body, s.adjoint)
 
 
 def _conditions(s: If | Loop | Custom) -> tuple[int, ...]:

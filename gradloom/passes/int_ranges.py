@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var
+from ..ir.nodes import Block, KernelIR, Loop, Op, Var, regions
 
 Bounds = tuple[int, int]
 
@@ -90,11 +90,6 @@ def _loops(b: Block) -> Iterator[Loop]:
     for s in b.stmts:
         if isinstance(s, Loop):
             yield s
-            yield from _loops(s.cond)
-            yield from _loops(s.body)
-        elif isinstance(s, If):
-            yield from _loops(s.then)
-            yield from _loops(s.orelse)
-        elif isinstance(s, Custom):
-            yield from _loops(s.body)
-            yield from _loops(s.adjoint)
+        if not isinstance(s, Op):
+            for inner in regions(s):
+                yield from _loops(inner)

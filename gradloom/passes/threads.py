@@ -39,7 +39,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..ir.nodes import Block, Custom, If, KernelIR, Loop, Op, Var, pointer_root, walk_ops
+from ..ir.nodes import (
+    Block,
+    Custom,
+    If,
+    KernelIR,
+    Loop,
+    Op,
+    Var,
+    pointer_root,
+    regions,
+    walk_ops,
+)
 from ..ir.prims import PRIMS, Effect
 from .index_signs import wrapped_index
 from .int_ranges import Ranges, widening
@@ -317,14 +328,8 @@ def _merges(b: Block, out: dict[int, tuple[Var, tuple[Var, ...]]]) -> None:
             for k, r in enumerate(s.results):
                 out[r.id] = (s.cond, (s.then.yields[k], s.orelse.yields[k]))
         if not isinstance(s, Op):
-            for inner in _blocks(s):
+            for inner in regions(s):
                 _merges(inner, out)
-
-
-def _blocks(s: If | Loop | Custom) -> tuple[Block, ...]:
-    if isinstance(s, If):
-        return s.then, s.orelse
-    return (s.body, s.adjoint) if isinstance(s, Custom) else (s.cond, s.body)
 
 
 def _in_context(b: Block, context: frozenset[tuple[int, int]]
@@ -338,7 +343,7 @@ def _in_context(b: Block, context: frozenset[tuple[int, int]]
             yield from _in_context(s.then, context | {(s.cond.id, 0)})
             yield from _in_context(s.orelse, context | {(s.cond.id, 1)})
         else:
-            for inner in _blocks(s):
+            for inner in regions(s):
                 yield from _in_context(inner, context)
 
 
