@@ -347,14 +347,16 @@ def cpu_codegen(kernel: Any, symbol: str, adjoint: bool | str) -> tuple[str, dic
 def thread_order(ir: KernelIR, plan: ThreadPlan, variant: bool | str
                  ) -> tuple[KernelIR, str | None]:
     """An adjoint whose threads' order cannot matter, run in launch order, and the name of the
-    variant that keeps the reverse order (None where the order is unchanged). An adjoint runs threads last first where a gradient may pass between
-    threads through memory (autodiff/reverse.py); one whose thread plan lets it be split
-    across workers (not serial, relying on no launch condition or limit) has threads that
-    touch only their own elements or only add, whose order cannot matter. Launch order reads
-    memory front to back, which the hardware prefetchers follow better than the reverse (the
-    neo-Hookean benchmark's adjoint: 2.9-3.1 -> 2.5-2.6 ms, benchmarks/README.md). A variant named
-    with `reversed_variant` keeps the reverse order: a launch whose zero-stride view defeats
-    the plan's proof runs that one (runtime/cpu/launch.py)."""
+    variant that keeps the reverse order (None where the order is unchanged).
+
+    An adjoint runs threads last first where a gradient may pass between threads through
+    memory (autodiff/reverse.py); one whose thread plan lets it be split across workers (not
+    serial, relying on no launch condition or limit) has threads that touch only their own
+    elements or only add, whose order cannot matter. Launch order reads memory front to back,
+    which the hardware prefetchers follow better (the neo-Hookean benchmark's adjoint: 2.9-3.1
+    -> 2.5-2.6 ms, benchmarks/README.md). A variant named with `reversed_variant` keeps the
+    reverse order: a launch whose zero-stride view defeats the plan's proof runs that one
+    (runtime/cpu/launch.py)."""
     name = variant if isinstance(variant, str) else variant_of(variant).value
     if name.rsplit(":", 1)[-1] == REVERSED or not ir.reverse_threads or \
             plan.serial is not None or plan.conditions or plan.limits:

@@ -53,7 +53,7 @@ PREFETCH_VECTORS = 16
 #: per trip (`interleaves`): the body outgrows the CPU's out-of-order window, so one vector's
 #: long dependency chains (a log, a division) no longer overlap the next vector's; LLVM emits
 #: every op for the 32 lanes as two 16-lane instructions side by side. Measured: neo-Hookean's
-#: adjoint (150 ops) 4.8-5.4 -> 4.2-4.5 ms on one core, 2.6-2.9 -> 2.3-2.5 ms on two; its
+#: adjoint (150 ops) 4.8-5.2 -> 4.0-4.2 ms on one core, 2.8 -> 2.3-2.4 ms on two; its
 #: forward (70 ops) gained nothing and the cloth springs' adjoint (gathers) lost 10%
 INTERLEAVE_OPS = 128
 #: launches of more threads than this run the scalar loop (see lane_values.TID_OFFSET_MAX)
